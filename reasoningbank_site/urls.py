@@ -1,9 +1,12 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 from reasoningbank_site.api import api
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    path("", include("accounts.urls")),
+    path("", include("memories.urls")),
+    path("", include("trajectories.urls")),
 ]

@@ -1,0 +1,34 @@
+"""Template helpers shared by every page."""
+
+from django import template
+from django.urls import NoReverseMatch, reverse
+
+register = template.Library()
+
+# (url name, label): a bank's pages in nav order. A name with no view yet is
+# skipped, so the nav only ever shows pages that exist.
+BANK_PAGES = [
+    ("trajectories:dashboard", "Dashboard"),
+    ("memories:review", "Review"),
+    ("memories:items", "Memories"),
+    ("trajectories:list", "Trajectories"),
+    ("memories:playground", "Playground"),
+    ("accounts:bank_tokens", "Tokens"),
+    ("accounts:bank_settings", "Settings"),
+    ("accounts:bank_audit", "Audit"),
+]
+
+
+@register.inclusion_tag("includes/banknav.html", takes_context=True)
+def bank_nav(context, bank):
+    request = context.get("request")
+    current = request.path if request else ""
+    links = []
+    for name, label in BANK_PAGES:
+        try:
+            url = reverse(name, kwargs={"bank_id": bank.public_id})
+        except NoReverseMatch:
+            continue
+        active = current == url or (url != "/" and current.startswith(url) and name != "trajectories:dashboard")
+        links.append({"url": url, "label": label, "active": active})
+    return {"bank_nav": links}

@@ -1,0 +1,1 @@
+"""HTML views (session auth)."""
