@@ -1,3 +1,92 @@
+"""Agent API for trajectories: thin adapters over trajectories.services and
+trajectories.selectors. The bank is the token's."""
+
+from __future__ import annotations
+
+from django.urls import reverse
 from ninja import Router
 
+from accounts.auth import ApiError, TokenAuth
+from trajectories import selectors, services
+from trajectories.models import Trajectory
+from trajectories.schemas import BatchIn, BatchOut, TrajectoryAcceptedOut, TrajectoryIn, TrajectoryOut
+
 router = Router(tags=["trajectories"])
+
+ERRORS = {400: dict, 401: dict, 403: dict, 413: dict, 422: dict}
+
+
+def _url(trajectory: Trajectory) -> str:
+    return reverse("api-v1:trajectory_detail", kwargs={"trajectory_id": trajectory.public_id})
+
+
+@router.post(
+    "/trajectories",
+    auth=TokenAuth(scope="ingest"),
+    response={202: TrajectoryAcceptedOut, 200: TrajectoryAcceptedOut, **ERRORS},
+    summary="Send one trajectory",
+    description=(
+        "Stores the run and queues it for judging and distillation. A repeated `external_id` "
+        "answers 200 with the same `id` and `duplicate: true`."
+    ),
+)
+def trajectory_create(request, payload: TrajectoryIn):
+    trajectory, created = services.trajectory_ingest(bank=request.bank, token=request.api_token, data=payload)
+    body = {"id": trajectory.public_id, "status": trajectory.status, "url": _url(trajectory), "duplicate": not created}
+    return (202 if created else 200), body
+
+
+@router.post(
+    "/trajectories/batch",
+    auth=TokenAuth(scope="ingest"),
+    response={200: BatchOut, **ERRORS},
+    summary="Send many trajectories",
+    description="Each item is validated and stored on its own; the answer says, per item, which succeeded and why others failed.",
+)
+def trajectory_batch(request, payload: BatchIn):
+    results = services.trajectory_ingest_batch(bank=request.bank, token=request.api_token, items=payload.trajectories)
+    rows = []
+    for result in results:
+        if result.ok:
+            rows.append(
+                {
+                    "index": result.index,
+                    "ok": True,
+                    "id": result.trajectory.public_id,
+                    "status": result.trajectory.status,
+                    "duplicate": not result.created,
+                }
+            )
+        else:
+            rows.append({"index": result.index, "ok": False, "error": result.error})
+    accepted = sum(1 for r in results if r.ok)
+    return {"results": rows, "accepted": accepted, "failed": len(results) - accepted}
+
+
+@router.get(
+    "/trajectories/{trajectory_id}",
+    auth=TokenAuth(scope="ingest"),
+    response={200: TrajectoryOut, 401: dict, 403: dict, 404: dict},
+    url_name="trajectory_detail",
+    summary="A trajectory's status, verdict and derived items",
+)
+def trajectory_detail(request, trajectory_id: str):
+    try:
+        trajectory = selectors.trajectory_get_for_bank(bank=request.bank, public_id=trajectory_id)
+    except Trajectory.DoesNotExist:
+        raise ApiError(404, "No such trajectory in this bank.", "not_found") from None
+    return {
+        "id": trajectory.public_id,
+        "status": trajectory.status,
+        "status_detail": trajectory.status_detail,
+        "verdict": trajectory.verdict,
+        "judgments": list(trajectory.judgments.all()),
+        "items": [
+            {"id": i.public_id, "title": i.title, "status": i.status, "origin": i.origin}
+            for i in selectors.trajectory_derived_items(trajectory=trajectory)
+        ],
+        "created_at": trajectory.created_at,
+        "step_count": trajectory.step_count,
+        "external_id": trajectory.external_id,
+        "group_id": trajectory.group_id,
+    }

@@ -1,0 +1,231 @@
+"""Input and output shapes of the trajectory API. Validation here is about
+types and sizes only; turning steps/messages into normalized steps is
+trajectories.normalize, called by the service."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from ninja import Schema
+from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
+
+MAX_TASK_CHARS = 20_000
+MAX_FINAL_ANSWER_CHARS = 200_000
+MAX_ID_CHARS = 200
+MAX_METADATA_BYTES = 64 * 1024
+MAX_METADATA_DEPTH = 32
+
+Identifier = Annotated[str, StringConstraints(strip_whitespace=True, max_length=MAX_ID_CHARS)]
+
+
+def scrub_text(value: Any) -> Any:
+    """PostgreSQL text cannot hold NUL, and UTF-8 cannot hold lone surrogates
+    (both are legal in JSON): replace them so odd tool output never fails the
+    insert. Walks nested lists/dicts without recursion."""
+    if isinstance(value, str):
+        return _scrub_str(value)
+    if not isinstance(value, (list, dict)):
+        return value
+    root = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        container, key = stack.pop()
+        item = container[key]
+        if isinstance(item, str):
+            container[key] = _scrub_str(item)
+        elif isinstance(item, list):
+            stack.extend((item, i) for i in range(len(item)))
+        elif isinstance(item, dict):
+            if any(isinstance(k, str) and _needs_scrub(k) for k in item):
+                replaced = {(_scrub_str(k) if isinstance(k, str) else k): v for k, v in item.items()}
+                item.clear()
+                item.update(replaced)
+            stack.extend((item, k) for k in list(item))
+    return root[0]
+
+
+def _needs_scrub(text: str) -> bool:
+    if "\x00" in text:
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _scrub_str(text: str) -> str:
+    if not _needs_scrub(text):
+        return text
+    return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+
+
+def _depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            deepest = max(deepest, depth)
+            if depth > MAX_METADATA_DEPTH:
+                return depth
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+class TrajectoryIn(Schema):
+    """One finished agent run. Send exactly one of ``steps`` (native) or
+    ``messages`` (OpenAI or Anthropic, detected automatically)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "task": "Find the cheapest direct flight from Lyon to Porto in May.",
+                    "steps": [
+                        {"thought": "Search the flight tool first.", "tool": "search_flights",
+                         "arguments": {"from": "LYS", "to": "OPO", "month": "2026-05"},
+                         "observation": "3 results; cheapest 48 EUR on May 12"},
+                    ],
+                    "final_answer": "May 12, 48 EUR",
+                    "outcome": "success",
+                    "external_id": "run-2026-05-01-0001",
+                },
+                {
+                    "task": "What's the weather in Paris?",
+                    "messages": [
+                        {"role": "user", "content": "What's the weather in Paris?"},
+                        {"role": "assistant", "content": None, "tool_calls": [
+                            {"id": "call_1", "type": "function",
+                             "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+                        {"role": "tool", "tool_call_id": "call_1", "content": "18°C, cloudy"},
+                        {"role": "assistant", "content": "18°C and cloudy."},
+                    ],
+                    "final_answer": "18°C and cloudy.",
+                },
+            ]
+        },
+    )
+
+    task: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TASK_CHARS)] = Field(
+        description="What the agent was asked to do (≤ 20,000 characters)."
+    )
+    steps: list[dict[str, Any]] | None = Field(
+        None, description="Native steps: {thought, action, observation, tool?, arguments?, error?, refinement?} or {kind, content}."
+    )
+    messages: list[dict[str, Any]] | None = Field(
+        None, description="OpenAI chat-completions or Anthropic messages, as the agent exchanged them."
+    )
+    system: str | list[Any] | None = Field(None, description="Anthropic's top-level system prompt, sent apart from messages.")
+    final_answer: Annotated[str, Field(max_length=MAX_FINAL_ANSWER_CHARS)] = ""
+    outcome: Literal["success", "failure"] | None = Field(None, description="The agent's own verdict, if it has one.")
+    reward: Annotated[float, Field(strict=True, allow_inf_nan=False)] | None = Field(
+        None, description="A verifier's reward; success iff ≥ the bank's reward threshold (when the bank trusts it)."
+    )
+    external_id: Identifier | None = Field(None, description="Your id for this run: a repeat returns the same trajectory.")
+    retrieval_id: UUID | None = Field(None, description="The retrieval_id that /retrieve returned for this run.")
+    group_id: Identifier = Field("", description="MaTTS parallel group: k rollouts of one task share it.")
+    group_size: Annotated[int, Field(strict=True, ge=1, le=1000)] | None = None
+    task_id: Identifier = ""
+    agent: Identifier = ""
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Free JSON (≤ 64 KiB serialized).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scrub(cls, data: Any) -> Any:
+        return scrub_text(data) if isinstance(data, dict) else data
+
+    @field_validator("external_id")
+    @classmethod
+    def _empty_external_id_is_none(cls, value: str | None) -> str | None:
+        return value or None
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_size(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if _depth(value) > MAX_METADATA_DEPTH:
+            raise ValueError(f"is nested deeper than {MAX_METADATA_DEPTH} levels")
+        try:
+            size = len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+        except ValueError:
+            raise ValueError("contains NaN or Infinity, which JSON cannot store") from None
+        if size > MAX_METADATA_BYTES:
+            raise ValueError(f"is {size} bytes serialized; the limit is {MAX_METADATA_BYTES} bytes (64 KiB)")
+        return value
+
+    @model_validator(mode="after")
+    def _one_of_steps_or_messages(self) -> "TrajectoryIn":
+        if self.steps is None and self.messages is None:
+            raise ValueError("send 'steps' (native) or 'messages' (OpenAI/Anthropic); neither was given")
+        if self.steps is not None and self.messages is not None:
+            raise ValueError("send either 'steps' or 'messages', not both")
+        if self.system is not None and self.messages is None:
+            raise ValueError("'system' is only used together with 'messages'")
+        return self
+
+
+class TrajectoryAcceptedOut(Schema):
+    id: UUID
+    status: str
+    url: str
+    duplicate: bool = False
+
+
+class BatchIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    # Items stay untyped here so that one malformed item fails alone.
+    trajectories: list[Any] = Field(description="Trajectories, each shaped like the body of POST /trajectories.")
+
+
+class ItemErrorOut(Schema):
+    detail: str
+    code: str
+    errors: list[dict[str, Any]] | None = None
+
+
+class BatchResultOut(Schema):
+    index: int
+    ok: bool
+    id: UUID | None = None
+    status: str | None = None
+    duplicate: bool | None = None
+    error: ItemErrorOut | None = None
+
+
+class BatchOut(Schema):
+    results: list[BatchResultOut]
+    accepted: int
+    failed: int
+
+
+class JudgmentOut(Schema):
+    source: str
+    label: str
+    rationale: str
+    model: str
+    prompt_version: str
+    created_at: datetime
+
+
+class DerivedItemOut(Schema):
+    id: UUID
+    title: str
+    status: str
+    origin: str
+
+
+class TrajectoryOut(Schema):
+    id: UUID
+    status: str
+    status_detail: str
+    verdict: str
+    judgments: list[JudgmentOut]
+    items: list[DerivedItemOut]
+    created_at: datetime
+    step_count: int
+    external_id: str | None
+    group_id: str

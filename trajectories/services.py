@@ -1,0 +1,275 @@
+"""Writes for trajectories: ingestion (one or a batch) and judgments."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from accounts.auth import ApiError
+from accounts.models import ApiToken, Bank
+from memories.models import RetrievalEvent
+from trajectories.models import Judgment, JudgmentSource, Label, Trajectory
+from trajectories.normalize import NormalizeError, normalize_trajectory
+from trajectories.schemas import TrajectoryIn
+
+log = logging.getLogger(__name__)
+
+EXTERNAL_ID_CONSTRAINT = "trajectory_unique_bank_external_id"
+
+
+def _enqueue_processing(trajectory_pk: int) -> None:
+    """on_commit callback: hand the trajectory to the pipeline. A missing task
+    or a broker outage must not fail a request whose data is already
+    committed: the row stays 'received' and the sweeper picks it up."""
+    try:
+        from trajectories.tasks import trajectory_process
+    except ImportError:
+        log.error(
+            "trajectories.tasks.trajectory_process does not exist yet; trajectory %s stays 'received' "
+            "until a sweeper or a later deploy processes it",
+            trajectory_pk,
+        )
+        return
+    try:
+        trajectory_process.delay(trajectory_pk)
+    except Exception:
+        log.exception("could not enqueue trajectory %s; it stays 'received' for the sweeper", trajectory_pk)
+
+
+def _agent_label(*, bank: Bank, outcome: str | None, reward: float | None) -> tuple[str, str] | None:
+    """The trusted agent signal as (label, rationale), or None."""
+    if not bank.trust_agent_outcome:
+        return None
+    if outcome:
+        return outcome, "The agent reported this outcome; the bank trusts agent outcomes."
+    if reward is not None:
+        label = Label.SUCCESS if reward >= bank.reward_threshold else Label.FAILURE
+        relation = "≥" if label == Label.SUCCESS else "<"
+        return label, f"Reward {reward:g} {relation} the bank's threshold {bank.reward_threshold:g}."
+    return None
+
+
+def _retrieval_for(*, bank: Bank, retrieval_id) -> RetrievalEvent | None:
+    if retrieval_id is None:
+        return None
+    retrieval = RetrievalEvent.objects.filter(bank=bank, public_id=retrieval_id).first()
+    if retrieval is None:
+        # Same answer for unknown and other banks' ids: never leak existence.
+        raise ApiError(
+            422,
+            f"retrieval_id: {retrieval_id} is not a retrieval of this bank (use the retrieval_id that /retrieve returned).",
+            "validation_error",
+        )
+    return retrieval
+
+
+@transaction.atomic
+def trajectory_ingest(*, bank: Bank, token: ApiToken | None, data: TrajectoryIn | dict[str, Any]) -> tuple[Trajectory, bool]:
+    """Store one trajectory for ``bank``; return ``(trajectory, created)``.
+
+    Promises: steps/messages are normalized (trajectories.normalize) and the
+    input format recorded; a repeated ``external_id`` in the bank returns the
+    existing trajectory with ``created=False`` — also when concurrent requests
+    race (the unique constraint decides, inside a savepoint); a new trajectory
+    is enqueued for ``trajectories.process`` once the transaction commits; a
+    trusted agent signal (bank.trust_agent_outcome: ``outcome``, else
+    ``reward`` against bank.reward_threshold) is recorded as an agent
+    Judgment at once. Untrusted signals are stored but judge nothing.
+
+    Raises pydantic.ValidationError when ``data`` is a dict that does not fit
+    TrajectoryIn; ApiError 413 ``too_many_steps`` beyond settings.RB_MAX_STEPS;
+    ApiError 422 ``validation_error`` for steps/messages that cannot be
+    normalized or a retrieval_id that is not this bank's.
+    """
+    payload = data if isinstance(data, TrajectoryIn) else TrajectoryIn.model_validate(data)
+
+    if payload.external_id:
+        existing = Trajectory.objects.filter(bank=bank, external_id=payload.external_id).first()
+        if existing is not None:
+            return existing, False
+
+    raw_steps = payload.steps if payload.steps is not None else payload.messages
+    _check_step_count(len(raw_steps), "steps" if payload.steps is not None else "messages")
+    try:
+        steps, input_format = normalize_trajectory(steps=payload.steps, messages=payload.messages, system=payload.system)
+    except NormalizeError as exc:
+        raise ApiError(422, str(exc), "validation_error") from None
+    _check_step_count(len(steps), "steps after normalization")
+    retrieval = _retrieval_for(bank=bank, retrieval_id=payload.retrieval_id)
+
+    try:
+        with transaction.atomic():
+            trajectory = Trajectory.objects.create(
+                bank=bank,
+                token=token,
+                task=payload.task,
+                task_id=payload.task_id,
+                steps=steps,
+                step_count=len(steps),
+                input_format=input_format,
+                final_answer=payload.final_answer,
+                agent=payload.agent,
+                metadata=payload.metadata,
+                outcome=payload.outcome or "",
+                reward=payload.reward,
+                external_id=payload.external_id,
+                retrieval=retrieval,
+                group_id=payload.group_id,
+                group_size=payload.group_size,
+            )
+    except IntegrityError as exc:
+        constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
+        if not payload.external_id or constraint not in (None, EXTERNAL_ID_CONSTRAINT):
+            raise
+        # A concurrent request with the same external_id committed first.
+        return Trajectory.objects.get(bank=bank, external_id=payload.external_id), False
+
+    signal = _agent_label(bank=bank, outcome=payload.outcome, reward=payload.reward)
+    if signal is not None:
+        label, rationale = signal
+        judgment_record(trajectory=trajectory, source=JudgmentSource.AGENT, label=label, rationale=rationale)
+
+    pk = trajectory.pk
+    transaction.on_commit(lambda: _enqueue_processing(pk))
+    return trajectory, True
+
+
+def _check_step_count(count: int, what: str) -> None:
+    limit = settings.RB_MAX_STEPS
+    if count > limit:
+        raise ApiError(
+            413,
+            f"The trajectory has {count} {what}; the limit is {limit} (RB_MAX_STEPS). "
+            "Send a shorter trajectory or split the run.",
+            "too_many_steps",
+        )
+
+
+@dataclass(frozen=True)
+class BatchItemResult:
+    index: int
+    trajectory: Trajectory | None = None
+    created: bool = False
+    error: dict | None = None  # {"detail", "code", "errors"?}
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def _validation_error_dict(exc: pydantic.ValidationError) -> dict:
+    errors = [
+        {"loc": [str(p) for p in e.get("loc", ())], "msg": e.get("msg", ""), "type": e.get("type", "")}
+        for e in exc.errors(include_url=False)
+    ]
+
+    def describe(e: dict) -> str:
+        loc = ".".join(e["loc"])
+        return f"{loc}: {e['msg']}" if loc else e["msg"]
+
+    return {
+        "detail": "; ".join(describe(e) for e in errors[:5]) or "Invalid trajectory.",
+        "code": "validation_error",
+        "errors": errors,
+    }
+
+
+@transaction.atomic
+def trajectory_ingest_batch(*, bank: Bank, token: ApiToken | None, items: list[Any]) -> list[BatchItemResult]:
+    """Ingest each of ``items`` independently, each in its own savepoint, and
+    return one result per item in order. A bad item (wrong shape, too many
+    steps, unknown retrieval…) is reported and never loses the others.
+
+    Raises ApiError 413 ``batch_too_large`` beyond settings.RB_MAX_BATCH items
+    (nothing stored) and 422 for an empty batch."""
+    limit = settings.RB_MAX_BATCH
+    if len(items) > limit:
+        raise ApiError(
+            413,
+            f"The batch has {len(items)} trajectories; the limit is {limit} (RB_MAX_BATCH). Split it.",
+            "batch_too_large",
+        )
+    if not items:
+        raise ApiError(422, "trajectories: send at least one trajectory.", "validation_error")
+    results = []
+    for index, item in enumerate(items):
+        try:
+            if not isinstance(item, dict):
+                raise ApiError(422, f"must be an object, got {type(item).__name__}", "validation_error")
+            trajectory, created = trajectory_ingest(bank=bank, token=token, data=item)
+        except pydantic.ValidationError as exc:
+            results.append(BatchItemResult(index=index, error=_validation_error_dict(exc)))
+        except ApiError as exc:
+            results.append(BatchItemResult(index=index, error={"detail": exc.message, "code": exc.code}))
+        except Exception:
+            # A bug, not an input problem: keep it visible, keep the others.
+            log.exception("unexpected error ingesting batch item %s", index)
+            results.append(
+                BatchItemResult(index=index, error={"detail": "Internal error; it has been logged.", "code": "internal_error"})
+            )
+        else:
+            results.append(BatchItemResult(index=index, trajectory=trajectory, created=created))
+    return results
+
+
+def _effective_verdict(judgments: list[Judgment]) -> str:
+    """Latest human, else latest agent (agent judgments are only recorded when
+    trusted), else latest LLM; '' when there is none."""
+    for source in (JudgmentSource.HUMAN, JudgmentSource.AGENT, JudgmentSource.LLM):
+        of_source = [j for j in judgments if j.source == source]
+        if of_source:
+            return of_source[-1].label
+    return ""
+
+
+@transaction.atomic
+def judgment_record(
+    *,
+    trajectory: Trajectory,
+    source: str,
+    label: str,
+    rationale: str = "",
+    model: str = "",
+    prompt_version: str = "",
+    author=None,
+) -> Judgment:
+    """Append a Judgment (never overwrites one) and set ``trajectory.verdict``
+    to the effective verdict: the latest human judgment, else the trusted
+    agent signal, else the latest LLM judgment. The trajectory row is locked
+    so concurrent judgments agree on the verdict; ``trajectory`` is updated in
+    place.
+
+    An LLM judgment is keyed by (trajectory, prompt_version): recording it
+    again returns the existing one unchanged (a redelivered task judges once).
+
+    Raises ValueError for an unknown source or label."""
+    if source not in JudgmentSource.values:
+        raise ValueError(f"source must be one of {JudgmentSource.values}, got {source!r}")
+    if label not in Label.values:
+        raise ValueError(f"label must be one of {Label.values}, got {label!r}")
+    locked = Trajectory.objects.select_for_update().only("pk", "verdict").get(pk=trajectory.pk)
+    if source == JudgmentSource.LLM:
+        existing = Judgment.objects.filter(trajectory=locked, source=source, prompt_version=prompt_version).first()
+        if existing is not None:
+            trajectory.verdict = locked.verdict
+            return existing
+    judgment = Judgment.objects.create(
+        trajectory=locked,
+        source=source,
+        label=label,
+        rationale=rationale,
+        model=model,
+        prompt_version=prompt_version,
+        author=author,
+    )
+    verdict = _effective_verdict(list(Judgment.objects.filter(trajectory=locked).order_by("created_at", "id")))
+    if verdict != locked.verdict:
+        locked.verdict = verdict
+        locked.save(update_fields=["verdict", "updated_at"])
+    trajectory.verdict = verdict
+    return judgment
