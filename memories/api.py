@@ -1,3 +1,86 @@
-from ninja import Router
+"""Agent API for memories: retrieve before a task, browse what is approved.
+Thin: parse → selector/service → shape."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from ninja import Query, Router, Schema
+from ninja import Field
+
+from accounts.auth import ApiError, TokenAuth
+from memories import selectors
+from memories.embeddings import EmbeddingModelError
+from memories.models import MemoryItem
+from memories.schemas import ApprovedMemoryOut, MemoryListOut, RetrieveIn, RetrieveOut
+from memories.services import retrieval_perform
 
 router = Router(tags=["memories"])
+
+MAX_PAGE = 100
+
+
+class PageIn(Schema):
+    limit: int = Field(20, ge=1, le=MAX_PAGE, description="Items per page (1–100).")
+    offset: int = Field(0, ge=0, description="Items to skip.")
+
+
+def _memory_out(item: MemoryItem, score: float | None = None) -> dict:
+    data = {
+        "id": item.public_id,
+        "title": item.title,
+        "description": item.description,
+        "content": item.content,
+        "origin": item.origin,
+        "approved_at": item.approved_at,
+    }
+    if score is not None:
+        data["score"] = score
+    return data
+
+
+@router.post("/retrieve", response=RetrieveOut, auth=TokenAuth(scope="retrieve"), summary="Retrieve memories for a task")
+def retrieve(request, payload: RetrieveIn):
+    """Approved memories of the token's bank most relevant to `query`, and a
+    `system_block` to put in the agent's system prompt."""
+    if not payload.query.strip():
+        raise ApiError(422, "query: must contain more than whitespace", "validation_error")
+    try:
+        result = retrieval_perform(
+            bank=request.bank, query=payload.query, k=payload.k, task_id=payload.task_id, token=request.api_token
+        )
+    except EmbeddingModelError as exc:
+        raise ApiError(503, f"The embedding model is not available: {exc}", "embedding_unavailable") from exc
+    warnings = []
+    if result.pending_embeddings:
+        warnings.append(
+            f"{result.pending_embeddings} approved item(s) are still being embedded and could not be searched."
+        )
+    if not result.approved_count:
+        warnings.append("This bank has no approved memories yet.")
+    return {
+        "retrieval_id": result.event.public_id,
+        "mode": result.event.mode,
+        "items": [_memory_out(item, score) for item, score in result.items],
+        "system_block": result.system_block,
+        "warnings": warnings,
+    }
+
+
+@router.get("/memories", response=MemoryListOut, auth=TokenAuth(scope="retrieve"), summary="List approved memories")
+def memories_list(request, page: Query[PageIn]):
+    """The bank's approved memories, newest approval first."""
+    qs = selectors.approved_items_list(bank=request.bank)
+    items = list(qs[page.offset : page.offset + page.limit])
+    return {"count": qs.count(), "items": [_memory_out(item) for item in items]}
+
+
+@router.get(
+    "/memories/{memory_id}", response=ApprovedMemoryOut, auth=TokenAuth(scope="retrieve"), summary="One approved memory"
+)
+def memories_detail(request, memory_id: UUID):
+    try:
+        item = selectors.approved_item_get(bank=request.bank, public_id=memory_id)
+    except MemoryItem.DoesNotExist:
+        raise ApiError(404, "No approved memory with this id in this bank.", "not_found") from None
+    return _memory_out(item)

