@@ -1,0 +1,111 @@
+"""The one door to the LLM: an ``openai`` client against any OpenAI-compatible
+endpoint (OpenAI, vLLM, Ollama, llama.cpp's server, LiteLLM).
+
+The SDK's own retries are off (``max_retries=0``): a retry here would hold a
+worker slot while sleeping, so transient failures surface as
+``LLMTransientError`` and the Celery task retries with backoff instead."""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+import openai
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+
+class LLMError(Exception):
+    """Base of the errors ``chat`` raises; ``str()`` is fit to show a human."""
+
+
+class LLMTransientError(LLMError):
+    """Worth retrying later: timeout, rate limit, 5xx, connection refused.
+    ``retry_after`` is the server's Retry-After hint in seconds, if it gave one."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class LLMPermanentError(LLMError):
+    """Retrying will not help: bad credentials, unknown model, a 4xx request error."""
+
+
+class LLMNotConfigured(LLMPermanentError):
+    """No endpoint is configured (``RB_LLM_BASE_URL`` / ``OPENAI_API_KEY`` unset)."""
+
+
+def llm_configured() -> bool:
+    """True when an endpoint is set: a base URL (any compatible server) or an
+    OpenAI key (the SDK's default endpoint)."""
+    return bool(settings.RB_LLM_BASE_URL or settings.OPENAI_API_KEY)
+
+
+@functools.lru_cache(maxsize=4)
+def _client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
+    return openai.OpenAI(base_url=base_url or None, api_key=api_key, timeout=timeout, max_retries=0)
+
+
+def get_client() -> openai.OpenAI:
+    """The cached client for the current settings (a settings change, as in
+    tests, yields a fresh client)."""
+    if not llm_configured():
+        raise LLMNotConfigured("No LLM endpoint is configured: set RB_LLM_BASE_URL (and OPENAI_API_KEY if it needs one).")
+    return _client(settings.RB_LLM_BASE_URL, settings.OPENAI_API_KEY or "not-needed", float(settings.RB_LLM_TIMEOUT))
+
+
+def judge_model_for(bank) -> str:
+    return (bank.judge_model or "").strip() or settings.RB_LLM_MODEL
+
+
+def distill_model_for(bank) -> str:
+    return (bank.distill_model or "").strip() or settings.RB_LLM_MODEL
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    headers = getattr(exc.response, "headers", None) or {}
+    for header, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(header)
+        if value:
+            try:
+                return max(0.0, float(value) / divisor)
+            except ValueError:
+                continue  # an HTTP date: rare from LLM servers; fall back to our backoff
+    return None
+
+
+def _status_message(exc: openai.APIStatusError) -> str:
+    body = exc.body if isinstance(exc.body, (dict, str)) else ""
+    if isinstance(body, dict):
+        body = body.get("error", body)
+        if isinstance(body, dict):
+            body = body.get("message") or body
+    return f"HTTP {exc.status_code} from the LLM endpoint: {str(body)[:300] or exc.message}"
+
+
+def chat(*, model: str, messages: list[dict], temperature: float = 0.0) -> str:
+    """Send one chat completion and return the answer text (may be empty).
+    Raises LLMTransientError (retry later) or LLMPermanentError."""
+    client = get_client()
+    try:
+        response = client.chat.completions.create(model=model, messages=messages, temperature=temperature)
+    except openai.APITimeoutError as exc:
+        raise LLMTransientError(f"The LLM endpoint did not answer within {settings.RB_LLM_TIMEOUT:g}s.") from exc
+    except openai.APIConnectionError as exc:
+        raise LLMTransientError(f"Could not reach the LLM endpoint: {exc}") from exc
+    except openai.APIStatusError as exc:
+        status = exc.status_code
+        if status == 429 or status >= 500 or status in (408, 409):
+            raise LLMTransientError(_status_message(exc), retry_after=_retry_after(exc)) from exc
+        raise LLMPermanentError(_status_message(exc)) from exc
+    except openai.APIResponseValidationError as exc:
+        raise LLMPermanentError(f"The LLM endpoint answered something that is not a chat completion: {exc}") from exc
+    except openai.OpenAIError as exc:
+        raise LLMPermanentError(f"LLM client error: {exc}") from exc
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        raise LLMPermanentError("The LLM endpoint answered with no choices.")
+    message = choices[0].message
+    return (getattr(message, "content", None) or "").strip()
