@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from accounts.models import Bank, Membership, Role
+from accounts.models import Bank, Membership, Role, Team
 
 
 def bank_for_user(request, bank_public_id, role: str = Role.VIEWER) -> tuple[Bank, Membership]:
@@ -27,3 +27,17 @@ def bank_for_user(request, bank_public_id, role: str = Role.VIEWER) -> tuple[Ban
     if not membership.has_role(role):
         raise PermissionDenied(f"This needs the {Role(role).label.lower()} role; you are {membership.get_role_display().lower()}.")
     return bank, membership
+
+
+def team_for_user(request, team_public_id, role: str = Role.VIEWER) -> tuple[Team, Membership]:
+    """The team and the user's membership, or Http404 (not a member, or no
+    such team) / PermissionDenied (role too low) — the team twin of
+    ``bank_for_user``."""
+    if not request.user.is_authenticated:
+        raise Http404
+    membership = Membership.objects.select_related("team").filter(user=request.user, team__public_id=team_public_id).first()
+    if membership is None:
+        raise Http404("No such team.")
+    if not membership.has_role(role):
+        raise PermissionDenied(f"This needs the {Role(role).label.lower()} role; you are {membership.get_role_display().lower()}.")
+    return membership.team, membership

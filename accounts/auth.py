@@ -5,7 +5,7 @@ from __future__ import annotations
 from ninja.security import HttpBearer
 
 from accounts.selectors import api_token_for_secret
-from accounts.services import api_token_touch
+from accounts.services import api_token_hit, api_token_touch
 
 
 class ApiError(Exception):
@@ -21,11 +21,14 @@ class ApiError(Exception):
 
 class TokenAuth(HttpBearer):
     """``Authorization: Bearer rb_…``. Unknown, revoked or expired → 401;
-    a live token without ``scope`` → 403; an archived bank → 403."""
+    a live token without ``scope`` → 403; an archived bank → 403 ``bank_archived``;
+    over the bank's ``rate_limit_per_minute`` → 429 ``rate_limited`` with
+    ``Retry-After``. Sets ``request.api_token`` and ``request.bank``."""
 
     openapi_scheme = "bearer"
 
-    def __init__(self, scope: str):
+    def __init__(self, scope: str | None):
+        # scope None: any live token of the bank (e.g. "which bank is this token for?").
         self.scope = scope
         super().__init__()
 
@@ -33,7 +36,7 @@ class TokenAuth(HttpBearer):
         api_token = api_token_for_secret(raw=token.strip())
         if api_token is None:
             raise ApiError(401, "The API token is unknown, revoked or expired.", "invalid_token")
-        if not api_token.has_scope(self.scope):
+        if self.scope is not None and not api_token.has_scope(self.scope):
             raise ApiError(
                 403,
                 f"This token lacks the '{self.scope}' scope (it has: {', '.join(api_token.scopes) or 'none'}).",
@@ -41,6 +44,15 @@ class TokenAuth(HttpBearer):
             )
         if api_token.bank.is_archived:
             raise ApiError(403, "This bank is archived: it serves no memories and accepts no trajectories.", "bank_archived")
+        decision = api_token_hit(token=api_token, limit=api_token.bank.rate_limit_per_minute)
+        if not decision.allowed:
+            raise ApiError(
+                429,
+                f"Rate limit of {decision.limit} requests per minute for this bank exceeded; "
+                f"retry in {decision.retry_after} s.",
+                "rate_limited",
+                headers={"Retry-After": str(decision.retry_after)},
+            )
         api_token_touch(token=api_token)
         request.api_token = api_token
         request.bank = api_token.bank

@@ -8,6 +8,7 @@ direction stays trajectories → memories → accounts."""
 import uuid
 
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.db.models import Q
 
@@ -118,3 +119,87 @@ class ApiToken(models.Model):
 
     def has_scope(self, scope: str) -> bool:
         return scope in self.scopes
+
+
+class Invitation(models.Model):
+    """A one-time, expiring invitation to join a team. Only a SHA-256 of the
+    link's random token is stored; the link is emailed once."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    token_hash = models.CharField(max_length=64, unique=True)
+    invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["team", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.email} → {self.team} ({self.role})"
+
+    @property
+    def state(self) -> str:
+        from django.utils import timezone
+
+        if self.accepted_at:
+            return "accepted"
+        if self.revoked_at:
+            return "revoked"
+        if self.expires_at <= timezone.now():
+            return "expired"
+        return "pending"
+
+
+class TokenUsage(models.Model):
+    """Requests of one token in one fixed one-minute window: the rate
+    limiter's counter and, summed, the token's request counts. Written with
+    one upsert per API request (see accounts.services.api_token_hit)."""
+
+    token = models.ForeignKey(ApiToken, on_delete=models.CASCADE, related_name="usage")
+    window_start = models.DateTimeField()
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["token", "window_start"], name="tokenusage_unique_window")]
+
+
+class AuditEvent(models.Model):
+    """Who (a user or a token) did what to which object, with before/after
+    snapshots. Append-only; written by services through ``audit_record``."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="audit_events")
+    bank = models.ForeignKey(Bank, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events")
+    actor_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor_token = models.ForeignKey(ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    action = models.CharField(max_length=60)
+    object_type = models.CharField(max_length=60, blank=True)
+    object_id = models.CharField(max_length=64, blank=True)
+    object_repr = models.CharField(max_length=200, blank=True)
+    before = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
+    after = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["team", "created_at"]),
+            models.Index(fields=["bank", "created_at"]),
+            models.Index(fields=["team", "action"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.object_type}:{self.object_id}"
+
+    @property
+    def actor_label(self) -> str:
+        if self.actor_user_id:
+            return self.actor_user.get_username()
+        if self.actor_token_id:
+            return f"token {self.actor_token.prefix}… ({self.actor_token.name})"
+        return "system"

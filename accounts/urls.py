@@ -1,6 +1,41 @@
-from django.urls import path
+from django.contrib.auth import views as auth_views
+from django.urls import path, reverse_lazy
 
 from accounts import views
 
 app_name = "accounts"
-urlpatterns: list = []
+urlpatterns: list = [
+    path("", views.home, name="home"),
+    # Account (Django's auth views; templates in templates/registration/)
+    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True, next_page="accounts:home"), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(next_page="accounts:login"), name="logout"),
+    path("accounts/signup/", views.signup, name="signup"),
+    path(
+        "accounts/password-reset/",
+        auth_views.PasswordResetView.as_view(
+            success_url=reverse_lazy("accounts:password_reset_done"),
+            email_template_name="registration/password_reset_email.txt",
+            subject_template_name="registration/password_reset_subject.txt",
+        ),
+        name="password_reset",
+    ),
+    path("accounts/password-reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
+    path(
+        "accounts/reset/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(success_url=reverse_lazy("accounts:password_reset_complete")),
+        name="password_reset_confirm",
+    ),
+    path("accounts/reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
+    # Teams
+    path("teams/new/", views.team_create, name="team_create"),
+    path("teams/<uuid:team_id>/", views.team_detail, name="team"),
+    path("teams/<uuid:team_id>/banks/new/", views.bank_create, name="bank_create"),
+    path("teams/<uuid:team_id>/audit/", views.team_audit, name="team_audit"),
+    path("teams/<uuid:team_id>/audit.csv", views.team_audit_csv, name="team_audit_csv"),
+    path("invitations/<str:secret>/", views.invitation_accept, name="invitation_accept"),
+    # Banks
+    path("banks/<uuid:bank_id>/settings/", views.bank_settings, name="bank_settings"),
+    path("banks/<uuid:bank_id>/tokens/", views.bank_tokens, name="bank_tokens"),
+    path("banks/<uuid:bank_id>/audit/", views.bank_audit, name="bank_audit"),
+    path("banks/<uuid:bank_id>/audit.csv", views.bank_audit_csv, name="bank_audit_csv"),
+]

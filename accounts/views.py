@@ -1,1 +1,427 @@
-"""HTML views (session auth)."""
+"""HTML views (session auth): account, teams and members, banks, tokens,
+audit. Each view parses, calls one service, renders; access checks go
+through accounts.access (non-member → 404, role too low → 403)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_http_methods
+
+from accounts import selectors, services
+from accounts.access import bank_for_user, team_for_user
+from accounts.forms import (
+    AuditFilterForm,
+    BankCreateForm,
+    BankSettingsForm,
+    InviteForm,
+    RoleForm,
+    SignupForm,
+    TeamForm,
+    TokenForm,
+)
+from accounts.models import ApiToken, Bank, Invitation, Membership, Role
+
+AUDIT_PAGE_SIZE = 50
+
+
+def bank_home_url(bank: Bank) -> str:
+    """Where picking a bank leads: its dashboard once the review UI provides
+    one, else its settings."""
+    try:
+        return reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})
+    except NoReverseMatch:
+        return reverse("accounts:bank_settings", kwargs={"bank_id": bank.public_id})
+
+
+def _safe_next(request, default: str) -> str:
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return target
+    return default
+
+
+# --- Account --------------------------------------------------------------------
+
+
+def home(request):
+    if not request.user.is_authenticated:
+        return redirect(f"{reverse('accounts:login')}?next=/")
+    memberships = selectors.memberships_for_user(user=request.user)
+    teams = [
+        {
+            "membership": m,
+            "team": m.team,
+            "banks": [{"bank": b, "url": bank_home_url(b)} for b in m.team.banks.all()],
+            "can_admin": m.has_role(Role.ADMIN),
+        }
+        for m in memberships
+    ]
+    return render(request, "accounts/home.html", {"teams": teams})
+
+
+@require_http_methods(["GET", "POST"])
+def signup(request):
+    next_url = _safe_next(request, reverse("accounts:home"))
+    if request.user.is_authenticated:
+        return redirect(next_url)
+    form = SignupForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        messages.success(request, f"Welcome, {user.get_username()}.")
+        return redirect(next_url)
+    return render(request, "registration/signup.html", {"form": form, "next": next_url})
+
+
+# --- Teams and members ------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def team_create(request):
+    form = TeamForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            team = services.team_create(name=form.cleaned_data["name"], owner=request.user)
+        except services.AccountsError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Team '{team.name}' created. Create its first bank.")
+            return redirect("accounts:bank_create", team_id=team.public_id)
+    return render(request, "accounts/team_create.html", {"form": form})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def team_detail(request, team_id):
+    team, me = team_for_user(request, team_id)
+    invite_form = InviteForm()
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        if action != "leave" and not me.has_role(Role.ADMIN):
+            raise PermissionDenied("Only admins and owners manage members.")
+        try:
+            if action == "invite":
+                invite_form = InviteForm(request.POST)
+                if invite_form.is_valid():
+                    issued = services.invitation_create(
+                        team=team,
+                        email=invite_form.cleaned_data["email"],
+                        role=invite_form.cleaned_data["role"],
+                        actor=request.user,
+                        actor_membership=me,
+                        site_url=request.build_absolute_uri("/"),
+                    )
+                    messages.success(request, f"Invitation emailed to {issued.invitation.email}.")
+                    return redirect("accounts:team", team_id=team.public_id)
+            elif action == "role":
+                membership = get_object_or_404(Membership, team=team, pk=request.POST.get("membership"))
+                role_form = RoleForm(request.POST)
+                if not role_form.is_valid():
+                    raise services.AccountsError("Pick a valid role.")
+                services.membership_change_role(
+                    membership=membership, role=role_form.cleaned_data["role"], actor=request.user, actor_membership=me
+                )
+                messages.success(request, f"{membership.user.get_username()} is now {membership.get_role_display().lower()}.")
+                return redirect("accounts:team", team_id=team.public_id)
+            elif action in ("remove", "leave"):
+                membership = me if action == "leave" else get_object_or_404(Membership, team=team, pk=request.POST.get("membership"))
+                services.membership_remove(membership=membership, actor=request.user, actor_membership=me)
+                if action == "leave":
+                    messages.success(request, f"You left {team.name}.")
+                    return redirect("accounts:home")
+                messages.success(request, f"{membership.user.get_username()} was removed.")
+                return redirect("accounts:team", team_id=team.public_id)
+            elif action == "revoke_invitation":
+                invitation = get_object_or_404(Invitation, team=team, public_id=_uuid_or_404(request.POST.get("invitation")))
+                services.invitation_revoke(invitation=invitation, actor=request.user, actor_membership=me)
+                messages.success(request, f"Invitation to {invitation.email} withdrawn.")
+                return redirect("accounts:team", team_id=team.public_id)
+            else:
+                messages.error(request, "Unknown action.")
+        except services.AccountsError as exc:
+            messages.error(request, str(exc))
+            if action != "invite":
+                return redirect("accounts:team", team_id=team.public_id)
+    context = {
+        "team": team,
+        "me": me,
+        "can_admin": me.has_role(Role.ADMIN),
+        "is_owner": me.role == Role.OWNER,
+        "members": selectors.team_members(team=team),
+        "invitations": selectors.team_invitations(team=team),
+        "banks": [{"bank": b, "url": bank_home_url(b)} for b in selectors.team_banks(team=team)],
+        "invite_form": invite_form,
+        "roles": Role.choices,
+        "role_choices_admin": [c for c in Role.choices if c[0] != Role.OWNER],
+    }
+    return render(request, "accounts/team_detail.html", context)
+
+
+def _uuid_or_404(value):
+    import uuid
+
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise Http404 from None
+
+
+@require_http_methods(["GET", "POST"])
+def invitation_accept(request, secret):
+    try:
+        invitation = services.invitation_check(secret=secret)
+    except services.InvitationError as exc:
+        status = 404 if exc.reason == "unknown" else 410
+        return render(request, "accounts/invitation.html", {"error": str(exc), "reason": exc.reason}, status=status)
+    if request.method == "POST":
+        if not request.user.is_authenticated:
+            return redirect(f"{reverse('accounts:login')}?next={request.path}")
+        try:
+            membership = services.invitation_accept(secret=secret, user=request.user)
+        except services.InvitationError as exc:
+            return render(request, "accounts/invitation.html", {"error": str(exc), "reason": exc.reason}, status=410)
+        messages.success(request, f"You joined {membership.team.name} as {membership.get_role_display().lower()}.")
+        return redirect("accounts:team", team_id=membership.team.public_id)
+    return render(request, "accounts/invitation.html", {"invitation": invitation})
+
+
+# --- Banks ---------------------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def bank_create(request, team_id):
+    team, me = team_for_user(request, team_id, role=Role.ADMIN)
+    form = BankCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            bank = services.bank_create(team=team, actor=request.user, **form.cleaned_data)
+        except services.AccountsError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Bank '{bank.name}' created. Create a token so an agent can use it.")
+            return redirect("accounts:bank_tokens", bank_id=bank.public_id)
+    return render(request, "accounts/bank_create.html", {"form": form, "team": team})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def bank_settings(request, bank_id):
+    bank, me = bank_for_user(request, bank_id)
+    can_admin = me.has_role(Role.ADMIN)
+    form = BankSettingsForm(instance=bank)
+    if request.method == "POST":
+        if not can_admin:
+            raise PermissionDenied("Only admins and owners change a bank's settings.")
+        action = request.POST.get("action", "save")
+        if action == "archive":
+            services.bank_archive(bank=bank, actor=request.user)
+            messages.success(request, "Bank archived: its tokens now get 403 bank_archived.")
+            return redirect("accounts:bank_settings", bank_id=bank.public_id)
+        if action == "unarchive":
+            services.bank_unarchive(bank=bank, actor=request.user)
+            messages.success(request, "Bank back in service.")
+            return redirect("accounts:bank_settings", bank_id=bank.public_id)
+        form = BankSettingsForm(request.POST, instance=Bank.objects.get(pk=bank.pk))
+        if form.is_valid():
+            try:
+                services.bank_update_settings(bank=bank, actor=request.user, **form.cleaned_data)
+            except services.AccountsError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, "Settings saved.")
+                return redirect("accounts:bank_settings", bank_id=bank.public_id)
+    if not can_admin:
+        for field in form.fields.values():
+            field.disabled = True
+    return render(request, "accounts/bank_settings.html", {"bank": bank, "form": form, "can_admin": can_admin, "me": me})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def bank_tokens(request, bank_id):
+    bank, me = bank_for_user(request, bank_id)
+    can_admin = me.has_role(Role.ADMIN)
+    form = TokenForm()
+    issued = None
+    if request.method == "POST":
+        if not can_admin:
+            raise PermissionDenied("Only admins and owners create or revoke tokens.")
+        action = request.POST.get("action", "")
+        if action == "create":
+            form = TokenForm(request.POST)
+            if form.is_valid():
+                try:
+                    issued = services.api_token_create(
+                        bank=bank,
+                        name=form.cleaned_data["name"],
+                        scopes=form.cleaned_data["scopes"],
+                        expires_at=form.cleaned_data["expires_at"],
+                        created_by=request.user,
+                    )
+                except ValueError as exc:
+                    form.add_error(None, str(exc))
+                else:
+                    form = TokenForm()
+        elif action == "revoke":
+            token = get_object_or_404(ApiToken, bank=bank, public_id=_uuid_or_404(request.POST.get("token")))
+            services.api_token_revoke(token=token, actor=request.user)
+            messages.success(request, f"Token {token.prefix}… revoked.")
+            return redirect("accounts:bank_tokens", bank_id=bank.public_id)
+        else:
+            messages.error(request, "Unknown action.")
+    api_base = request.build_absolute_uri("/api/v1/")
+    context = {
+        "bank": bank,
+        "me": me,
+        "can_admin": can_admin,
+        "form": form,
+        "issued": issued,
+        "tokens": selectors.bank_tokens(bank=bank),
+        "api_base": api_base,
+        "now": timezone.now(),
+    }
+    if issued:
+        context["curl_retrieve"] = _curl(api_base + "retrieve", issued.secret, {"query": "Find the cheapest flight from Berlin to Rome next Friday", "k": bank.top_k})
+        context["curl_trajectory"] = _curl(
+            api_base + "trajectories",
+            issued.secret,
+            {
+                "task": "Find the cheapest flight from Berlin to Rome next Friday",
+                "steps": [
+                    {"kind": "action", "content": "search_flights(from='BER', to='FCO', date='friday')"},
+                    {"kind": "observation", "content": "3 results, cheapest 79 EUR"},
+                ],
+                "final_answer": "79 EUR with the 06:10 flight",
+                "outcome": "success",
+                "external_id": "run-0001",
+            },
+        )
+    return render(request, "accounts/bank_tokens.html", context)
+
+
+def _curl(url: str, secret: str, body: dict) -> str:
+    payload = json.dumps(body, indent=2).replace("'", "'\\''")
+    return (
+        f"curl -sS -X POST {url} \\\n"
+        f"  -H 'Authorization: Bearer {secret}' \\\n"
+        f"  -H 'Content-Type: application/json' \\\n"
+        f"  -d '{payload}'"
+    )
+
+
+# --- Audit ------------------------------------------------------------------------------
+
+
+def _audit_filters(request) -> tuple[AuditFilterForm, selectors.AuditFilters]:
+    form = AuditFilterForm(request.GET or None)
+    if form.is_bound and form.is_valid():
+        data = form.cleaned_data
+        return form, selectors.AuditFilters(
+            action=data["action"].strip(),
+            actor=data["actor"].strip(),
+            object=data["object"].strip(),
+            since=data["since"],
+            until=data["until"],
+        )
+    return form, selectors.AuditFilters()
+
+
+def _audit_page(request, *, team, bank, template_context):
+    form, filters = _audit_filters(request)
+    events = selectors.audit_events(team=team, bank=bank, filters=filters)
+    page = Paginator(events, AUDIT_PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {
+        **template_context,
+        "form": form,
+        "page": page,
+        "actions": selectors.audit_actions(team=team),
+        "filters": filters,
+    }
+    return render(request, "accounts/audit.html", context)
+
+
+@login_required
+def bank_audit(request, bank_id):
+    bank, me = bank_for_user(request, bank_id)
+    csv_url = reverse("accounts:bank_audit_csv", kwargs={"bank_id": bank.public_id})
+    return _audit_page(request, team=bank.team, bank=bank, template_context={"bank": bank, "scope_label": bank.name, "csv_url": csv_url})
+
+
+@login_required
+def team_audit(request, team_id):
+    team, me = team_for_user(request, team_id)
+    csv_url = reverse("accounts:team_audit_csv", kwargs={"team_id": team.public_id})
+    return _audit_page(request, team=team, bank=None, template_context={"team": team, "scope_label": team.name, "csv_url": csv_url})
+
+
+class _Echo:
+    def write(self, value):
+        return value
+
+
+CSV_HEADER = ["time", "action", "actor_type", "actor", "bank", "object_type", "object_id", "object", "before", "after"]
+
+
+def _csv_cell(value) -> str:
+    # Spreadsheets execute cells that start with these; prefix so they stay text.
+    text = "" if value is None else str(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _csv_rows(events):
+    writer = csv.writer(_Echo())
+    yield writer.writerow(CSV_HEADER)
+    for e in events.iterator(chunk_size=500):
+        actor_type = "user" if e.actor_user_id else ("token" if e.actor_token_id else "system")
+        actor = e.actor_user.get_username() if e.actor_user_id else (e.actor_token.prefix if e.actor_token_id else "")
+        yield writer.writerow(
+            [
+                _csv_cell(v)
+                for v in (
+                    e.created_at.isoformat(),
+                    e.action,
+                    actor_type,
+                    actor,
+                    e.bank.slug if e.bank_id else "",
+                    e.object_type,
+                    e.object_id,
+                    e.object_repr,
+                    json.dumps(e.before, default=str) if e.before is not None else "",
+                    json.dumps(e.after, default=str) if e.after is not None else "",
+                )
+            ]
+        )
+
+
+def _csv_response(events, filename: str) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(_csv_rows(events), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@login_required
+def bank_audit_csv(request, bank_id):
+    bank, me = bank_for_user(request, bank_id)
+    _, filters = _audit_filters(request)
+    return _csv_response(selectors.audit_events(team=bank.team, bank=bank, filters=filters), f"audit-{bank.team.slug}-{bank.slug}.csv")
+
+
+@login_required
+def team_audit_csv(request, team_id):
+    team, me = team_for_user(request, team_id)
+    _, filters = _audit_filters(request)
+    return _csv_response(selectors.audit_events(team=team, filters=filters), f"audit-{team.slug}.csv")

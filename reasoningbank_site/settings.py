@@ -138,7 +138,22 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(envstr("STATIC_ROOT") or BASE_DIR / "staticfiles")
 
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "accounts:login"
+LOGIN_REDIRECT_URL = "accounts:home"
+LOGOUT_REDIRECT_URL = "accounts:login"
+
+# --- Email (invitations, password resets) --------------------------------------------
+# Console by default: the mail is printed to the web process's log. Set
+# RB_EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend plus EMAIL_HOST etc. for real mail.
+EMAIL_BACKEND = envstr("RB_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = envstr("EMAIL_HOST", "localhost")
+EMAIL_PORT = envint("EMAIL_PORT", 25)
+EMAIL_HOST_USER = envstr("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = envstr("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "ReasoningBank <noreply@localhost>")
+# How long a team invitation link stays valid.
+RB_INVITATION_TTL_HOURS = envint("RB_INVITATION_TTL_HOURS", 72)
 
 # --- Celery ------------------------------------------------------------------
 REDIS_URL = envstr("REDIS_URL")

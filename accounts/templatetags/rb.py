@@ -32,3 +32,13 @@ def bank_nav(context, bank):
         active = current == url or (url != "/" and current.startswith(url) and name != "trajectories:dashboard")
         links.append({"url": url, "label": label, "active": active})
     return {"bank_nav": links}
+
+
+@register.filter
+def compact_json(value) -> str:
+    """A before/after snapshot as one line of JSON for the audit log."""
+    import json
+
+    from django.core.serializers.json import DjangoJSONEncoder
+
+    return json.dumps(value, cls=DjangoJSONEncoder, ensure_ascii=False, separators=(", ", ": "))
