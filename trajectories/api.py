@@ -4,7 +4,7 @@ trajectories.selectors. The bank is the token's."""
 from __future__ import annotations
 
 from django.urls import reverse
-from ninja import Router
+from ninja import Router, Status
 
 from accounts.auth import ApiError, TokenAuth
 from trajectories import selectors, services
@@ -33,7 +33,7 @@ def _url(trajectory: Trajectory) -> str:
 def trajectory_create(request, payload: TrajectoryIn):
     trajectory, created = services.trajectory_ingest(bank=request.bank, token=request.api_token, data=payload)
     body = {"id": trajectory.public_id, "status": trajectory.status, "url": _url(trajectory), "duplicate": not created}
-    return (202 if created else 200), body
+    return Status(202 if created else 200, body)
 
 
 @router.post(
