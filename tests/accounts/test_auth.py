@@ -1,0 +1,78 @@
+"""TokenAuth through real HTTP: 401 / 403 / archived / 429 with Retry-After,
+and request counts."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from accounts import services
+from accounts.models import ApiToken, TokenUsage
+from tests import factories
+
+pytestmark = pytest.mark.urls("tests.accounts.api_urls")
+URL = "/probe/ping"
+
+
+def _get(client, secret=None):
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {secret}"} if secret else {}
+    return client.get(URL, **headers)
+
+
+def test_live_token_passes_and_sets_bank(client, bank, token):
+    response = _get(client, token)
+    assert response.status_code == 200
+    assert response.json()["bank"] == str(bank.public_id)
+    assert ApiToken.objects.get(prefix=token[:12]).last_used_at is not None
+
+
+@pytest.mark.parametrize("secret,code", [(None, "missing_token"), ("rb_wrong", "invalid_token"), ("garbage", "invalid_token")])
+def test_missing_or_unknown_token_is_401_json(client, db, secret, code):
+    response = _get(client, secret)
+    assert response.status_code == 401
+    assert response.json()["code"] == code
+
+
+def test_revoked_and_expired_tokens_are_401(client, bank):
+    revoked = services.api_token_create(bank=bank, name="r", scopes=["retrieve"])
+    services.api_token_revoke(token=revoked.token)
+    expired = services.api_token_create(bank=bank, name="e", scopes=["retrieve"], expires_at=timezone.now() + timedelta(hours=1))
+    ApiToken.objects.filter(pk=expired.token.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    for secret in (revoked.secret, expired.secret):
+        response = _get(client, secret)
+        assert response.status_code == 401 and response.json()["code"] == "invalid_token"
+
+
+def test_wrong_scope_is_403(client, bank):
+    secret = factories.make_token(bank, scopes=("ingest",))
+    response = _get(client, secret)
+    assert response.status_code == 403 and response.json()["code"] == "missing_scope"
+
+
+def test_archived_bank_is_403_bank_archived_and_unarchive_restores(client, bank, token, owner):
+    services.bank_archive(bank=bank, actor=owner)
+    response = _get(client, token)
+    assert response.status_code == 403
+    assert response.json()["code"] == "bank_archived"
+    services.bank_unarchive(bank=bank, actor=owner)
+    assert _get(client, token).status_code == 200
+
+
+def test_rate_limit_answers_429_with_retry_after(client, bank, token, owner):
+    services.bank_update_settings(bank=bank, actor=owner, rate_limit_per_minute=3)
+    statuses = [_get(client, token).status_code for _ in range(3)]
+    assert statuses == [200, 200, 200]
+    response = _get(client, token)
+    assert response.status_code == 429
+    body = response.json()
+    assert body["code"] == "rate_limited" and "3 requests per minute" in body["detail"]
+    assert 1 <= int(response["Retry-After"]) <= 60
+    # Limits are per token: another token of the same bank is unaffected.
+    assert _get(client, factories.make_token(bank)).status_code == 200
+    # Attempts are counted, including the rejected one.
+    assert TokenUsage.objects.get(token__prefix=token[:12]).count == 4
+
+
+def test_zero_rate_limit_means_unlimited(client, bank, token, owner):
+    services.bank_update_settings(bank=bank, actor=owner, rate_limit_per_minute=0)
+    assert {_get(client, token).status_code for _ in range(5)} == {200}
