@@ -1,0 +1,98 @@
+import threading
+
+import pydantic
+import pytest
+from django.db import connection
+from django.test import Client
+
+from accounts.auth import ApiError
+from accounts.models import ApiToken
+from tests import factories
+from trajectories.models import Judgment, Trajectory
+from trajectories.services import judgment_record, trajectory_ingest
+
+VALID = {"task": "Book a table for two", "steps": [{"thought": "open the site", "action": "goto('/')"}]}
+
+
+def test_ingest_accepts_a_dict_and_raises_validation_errors(bank):
+    trajectory, created = trajectory_ingest(bank=bank, token=None, data=dict(VALID))
+    assert created and trajectory.step_count == 2 and trajectory.input_format == "steps"
+    with pytest.raises(pydantic.ValidationError):
+        trajectory_ingest(bank=bank, token=None, data={"task": "x"})
+    with pytest.raises(ApiError) as info:
+        trajectory_ingest(bank=bank, token=None, data={"task": "x", "steps": [{"nonsense": 1}]})
+    assert info.value.status == 422 and "steps[0]" in info.value.message
+
+
+def _trajectory(bank):
+    return trajectory_ingest(bank=bank, token=None, data=dict(VALID))[0]
+
+
+def test_effective_verdict_human_over_agent_over_llm(bank):
+    trajectory = _trajectory(bank)
+    judgment_record(trajectory=trajectory, source="llm", label="success", prompt_version="v1")
+    assert trajectory.verdict == "success"
+    judgment_record(trajectory=trajectory, source="agent", label="failure")
+    assert trajectory.verdict == "failure"  # trusted agent signal beats the LLM
+    judgment_record(trajectory=trajectory, source="llm", label="success", prompt_version="v2")
+    assert trajectory.verdict == "failure"
+    judgment_record(trajectory=trajectory, source="human", label="success")
+    assert trajectory.verdict == "success"
+    judgment_record(trajectory=trajectory, source="agent", label="failure")
+    assert trajectory.verdict == "success"  # a human judgment is never outranked
+    judgment_record(trajectory=trajectory, source="human", label="failure")
+    trajectory.refresh_from_db()
+    assert trajectory.verdict == "failure"  # the latest human one
+    assert trajectory.judgments.count() == 6  # appended, never overwritten
+
+
+def test_llm_judgment_is_recorded_once_per_prompt_version(bank):
+    trajectory = _trajectory(bank)
+    first = judgment_record(trajectory=trajectory, source="llm", label="failure", prompt_version="judge-v1")
+    again = judgment_record(trajectory=trajectory, source="llm", label="success", prompt_version="judge-v1")
+    assert again.pk == first.pk and again.label == "failure"
+    assert Judgment.objects.filter(trajectory=trajectory).count() == 1
+    trajectory.refresh_from_db()
+    assert trajectory.verdict == "failure"
+
+
+@pytest.mark.parametrize("source, label", [("robot", "success"), ("llm", "meh")])
+def test_judgment_record_rejects_unknown_values(bank, source, label):
+    with pytest.raises(ValueError):
+        judgment_record(trajectory=_trajectory(bank), source=source, label=label)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_duplicate_posts_make_one_row(bank):
+    secret = factories.make_token(bank)
+    threads_n = 8
+    barrier = threading.Barrier(threads_n)
+    answers: list = [None] * threads_n
+    payload = {**VALID, "external_id": "same-run"}
+
+    def send(i):
+        try:
+            barrier.wait(timeout=30)
+            answers[i] = Client().post(
+                "/api/v1/trajectories",
+                data=payload,
+                content_type="application/json",
+                HTTP_AUTHORIZATION=f"Bearer {secret}",
+            )
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(threads_n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+
+    statuses = sorted(r.status_code for r in answers)
+    assert statuses == [200] * (threads_n - 1) + [202], [r.content for r in answers]
+    ids = {r.json()["id"] for r in answers}
+    assert len(ids) == 1
+    rows = Trajectory.objects.filter(bank=bank, external_id="same-run")
+    assert rows.count() == 1
+    assert str(rows.get().public_id) in ids
+    assert rows.get().token == ApiToken.objects.get(bank=bank)
