@@ -57,6 +57,12 @@ def on_validation_error(request, exc: ValidationError):
 
 @api.exception_handler(HttpError)
 def on_http_error(request, exc: HttpError):
+    # ninja wraps any body-parser failure as HttpError(400) "from" the cause: name it.
+    cause = exc.__cause__
+    if exc.status_code == 400 and isinstance(cause, RecursionError):
+        return _error(request, 400, "The request body is not valid JSON: it is nested too deeply.", "invalid_json")
+    if exc.status_code == 400 and isinstance(cause, ValueError):  # JSONDecodeError, UnicodeDecodeError
+        return _error(request, 400, f"The request body is not valid JSON ({cause}).", "invalid_json")
     return _error(request, exc.status_code, str(exc), "http_error")
 
 
