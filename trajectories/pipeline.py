@@ -365,7 +365,7 @@ def trajectory_distill(*, trajectory_id: int) -> bool:
         return False
     valid_steps = _step_indexes(t)
     with transaction.atomic():
-        locked = Trajectory.objects.select_for_update().select_related("bank", "experience").get(pk=t.pk)
+        locked = Trajectory.objects.select_for_update(of=("self",)).select_related("bank", "experience").get(pk=t.pk)
         if locked.status != Status.DISTILLING or locked.verdict != t.verdict:
             return False  # relabelled or swept meanwhile: this result is stale
         experience = _ensure_experience(locked)
@@ -466,7 +466,7 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
         )
         return False
     with transaction.atomic():
-        locked = list(Trajectory.objects.select_for_update().select_related("bank", "experience").filter(pk__in=ids).order_by("created_at", "pk"))
+        locked = list(Trajectory.objects.select_for_update(of=("self",)).select_related("bank", "experience").filter(pk__in=ids).order_by("created_at", "pk"))
         if any(m.status != Status.DISTILLING for m in locked):
             return False  # relabelled or swept meanwhile
         experience = next((m.experience for m in locked if m.experience_id), None) or _ensure_experience(locked[0])

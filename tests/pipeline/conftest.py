@@ -34,7 +34,9 @@ def no_llm(settings):
 def eager_celery():
     saved = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
     celery_app.conf.task_always_eager = True
-    celery_app.conf.task_eager_propagates = True
+    # Propagation would turn Celery's eager retry into a raised Retry; tests
+    # check results explicitly instead (see test_pipeline.process).
+    celery_app.conf.task_eager_propagates = False
     yield
     celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = saved
 
