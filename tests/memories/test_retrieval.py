@@ -1,0 +1,226 @@
+import numpy as np
+import pytest
+from django.db import connection
+
+from accounts.models import ApiToken
+from memories import selectors
+from memories.embeddings import item_embedding_hash
+from memories.models import Arm, ItemStatus, MemoryItem, RetrievalEvent
+from memories.services import (
+    experience_create,
+    memory_item_approve,
+    memory_item_propose,
+    memory_item_reject,
+    retrieval_perform,
+)
+from tests import factories
+
+LOGIN = (
+    "Sign in through the login form first",
+    "Use when the task needs an account: orders, profile, saved settings.",
+    "Locate the username and password fields on the login page, submit them, and confirm you are signed in before navigating.",
+)
+PAGINATION = (
+    "Walk every page of a paginated list",
+    "Use when results are split across numbered pages.",
+    "Click 'next' until it disappears and collect rows from each page; the first page is rarely complete.",
+)
+DATE_PICKER = (
+    "Type dates into date picker inputs",
+    "Use when a form asks for a date with a calendar widget.",
+    "Typing the date as YYYY-MM-DD into the field is more reliable than clicking through calendar months.",
+)
+
+
+@pytest.fixture
+def web_items(bank, approved):
+    return {name: approved(bank, *texts) for name, texts in (("login", LOGIN), ("pages", PAGINATION), ("dates", DATE_PICKER))}
+
+
+def ids(result):
+    return [item.pk for item, _ in result.items]
+
+
+def test_sign_in_query_ranks_login_item_first(bank, web_items):
+    bank.min_similarity = 0.0
+    result = retrieval_perform(bank=bank, query="open the sign in page and log into my account", k=3)
+    assert ids(result)[0] == web_items["login"].pk
+    scores = [score for _, score in result.items]
+    assert scores == sorted(scores, reverse=True)
+    assert len(result.items) == 3
+    date_result = retrieval_perform(bank=bank, query="choose the departure date in the calendar", k=1)
+    assert ids(date_result) == [web_items["dates"].pk]
+
+
+def test_system_block_lists_items_under_the_preamble(bank, web_items):
+    result = retrieval_perform(bank=bank, query="log in to my account", k=1)
+    preamble = selectors.system_block_preamble()
+    assert result.system_block.startswith(preamble)
+    assert "step by step" in preamble
+    assert f"## {LOGIN[0]}\n{LOGIN[1]}\n{LOGIN[2]}" in result.system_block
+    bank.min_similarity = 0.99
+    assert retrieval_perform(bank=bank, query="log in to my account").system_block == ""
+
+
+def test_other_banks_items_are_never_returned(bank, other_bank, approved):
+    theirs = approved(other_bank, *LOGIN)
+    ours = approved(bank, *PAGINATION)
+    bank.min_similarity = -1.0
+    result = retrieval_perform(bank=bank, query="sign in page", k=20)
+    assert ids(result) == [ours.pk]
+    assert theirs.pk not in ids(result)
+
+
+def test_only_approved_items_are_served(bank, owner, approved):
+    proposed = memory_item_propose(bank=bank, origin="success", title=LOGIN[0], description=LOGIN[1], content=LOGIN[2])
+    rejected = memory_item_propose(bank=bank, origin="success", title="Log in first", description=LOGIN[1], content=LOGIN[2])
+    memory_item_reject(item=rejected, author=owner)
+    archived = approved(bank, "Sign in early", LOGIN[1], LOGIN[2])
+    archived.status = ItemStatus.ARCHIVED
+    archived.save(update_fields=["status"])
+    served = approved(bank, *PAGINATION)
+    bank.min_similarity = -1.0
+    result = retrieval_perform(bank=bank, query="sign in page", k=20)
+    assert ids(result) == [served.pk]
+    assert proposed.pk not in ids(result)
+
+
+def test_k_and_min_similarity_are_applied(bank, web_items):
+    bank.min_similarity = -1.0
+    assert len(retrieval_perform(bank=bank, query="login form", k=2).items) == 2
+    bank.top_k = 1
+    assert len(retrieval_perform(bank=bank, query="login form").items) == 1
+    bank.min_similarity = 0.35
+    result = retrieval_perform(bank=bank, query="login form", k=3)
+    assert result.items, "the login item is similar enough"
+    assert all(score >= 0.35 for _, score in result.items)
+    assert len(result.items) < 3, "pagination and date items are not about logging in"
+    assert retrieval_perform(bank=bank, query="login form", k=500).event.k == 20
+
+
+def test_leave_one_task_out(bank, owner):
+    item = memory_item_propose(bank=bank, origin="success", source_task_id="task-7", title=LOGIN[0], description=LOGIN[1], content=LOGIN[2])
+    memory_item_approve(item=item, author=owner)
+    bank.min_similarity = -1.0
+    assert ids(retrieval_perform(bank=bank, query="sign in", task_id="task-7")) == []
+    assert ids(retrieval_perform(bank=bank, query="sign in", task_id="task-8")) == [item.pk]
+    assert ids(retrieval_perform(bank=bank, query="sign in")) == [item.pk]
+
+
+def test_retrieval_is_logged_and_counts_served(bank, web_items):
+    factories.make_token(bank, scopes=["retrieve"])
+    token = ApiToken.objects.get(bank=bank)
+    result = retrieval_perform(bank=bank, query="sign in to the shop", k=2, task_id="t-1", token=token)
+    event = RetrievalEvent.objects.get(pk=result.event.pk)
+    assert event.arm == Arm.TREATMENT and event.mode == "items" and event.k == 2 and event.task_id == "t-1"
+    assert event.results == [{"id": str(item.public_id), "score": score} for item, score in result.items]
+    assert event.latency_ms > 0 and event.token == token
+    served = MemoryItem.objects.get(pk=web_items["login"].pk)
+    assert served.served_count == 1 and served.last_served_at is not None
+    assert MemoryItem.objects.get(pk=web_items["dates"].pk).served_count == (1 if web_items["dates"].pk in ids(result) else 0)
+
+
+def test_pending_embeddings_are_counted_not_searched(bank, web_items):
+    MemoryItem.objects.filter(pk=web_items["login"].pk).update(embedding=None, embedding_hash="")
+    bank.min_similarity = -1.0
+    result = retrieval_perform(bank=bank, query="sign in page", k=20)
+    assert result.pending_embeddings == 1
+    assert result.approved_count == 3
+    assert web_items["login"].pk not in ids(result)
+    # A vector whose text changed behind the services' back is not served either.
+    MemoryItem.objects.filter(pk=web_items["pages"].pk).update(title="Changed title")
+    assert web_items["pages"].pk not in ids(retrieval_perform(bank=bank, query="next page", k=20))
+
+
+def test_experience_mode_serves_items_of_the_most_similar_task(bank, owner):
+    bank.retrieval_mode = "experiences"
+    bank.top_k = 1  # the paper's default: the single most similar past task
+    bank.min_similarity = -1.0
+    login_exp = experience_create(bank=bank, task="Log into the store account and list my past orders", task_id="t-login")
+    date_exp = experience_create(bank=bank, task="Book a flight leaving on March 3rd", task_id="t-date")
+    empty_exp = experience_create(bank=bank, task="Log into the store account", task_id="t-empty")  # no approved item
+    a = memory_item_propose(bank=bank, origin="success", experience=login_exp, source_task_id="t-login", title=PAGINATION[0], description=PAGINATION[1], content=PAGINATION[2])
+    b = memory_item_propose(bank=bank, origin="failure", experience=login_exp, source_task_id="t-login", title=LOGIN[0], description=LOGIN[1], content=LOGIN[2])
+    c = memory_item_propose(bank=bank, origin="success", experience=date_exp, source_task_id="t-date", title=DATE_PICKER[0], description=DATE_PICKER[1], content=DATE_PICKER[2])
+    unapproved = memory_item_propose(bank=bank, origin="success", experience=login_exp, title="Not yet reviewed", description="x", content="y")
+    memory_item_propose(bank=bank, origin="success", experience=empty_exp, title="Proposed only", description="x", content="y")
+    for item in (a, b, c):
+        memory_item_approve(item=item, author=owner)
+
+    result = retrieval_perform(bank=bank, query="sign into the shop and show my order history")
+    assert result.event.mode == "experiences"
+    assert sorted(ids(result)) == sorted([a.pk, b.pk])  # top-1 experience: all its approved items
+    assert unapproved.pk not in ids(result)
+    assert len({score for _, score in result.items}) == 1
+
+    two = retrieval_perform(bank=bank, query="sign into the shop and show my order history", k=2)
+    assert set(ids(two)) == {a.pk, b.pk, c.pk}
+    assert ids(two)[-1] == c.pk  # the less similar experience comes last
+
+    # Leave-one-task-out skips the experience of the same task.
+    assert ids(retrieval_perform(bank=bank, query="sign into the shop and show my order history", task_id="t-login")) == [c.pk]
+
+
+def test_retrieval_query_count_does_not_grow_with_items(bank, approved, django_assert_max_num_queries):
+    bank.min_similarity = -1.0
+    approved(bank, *LOGIN)
+    retrieval_perform(bank=bank, query="warm up the model")
+    # 5 statements (scan settings, search, counts, event, counters) + 2 savepoint pairs.
+    with django_assert_max_num_queries(9):
+        few = retrieval_perform(bank=bank, query="sign in page", k=20)
+    for texts in (PAGINATION, DATE_PICKER):
+        approved(bank, *texts)
+    approved(bank, "Read error banners", "Use after submitting a form.", "Error banners explain what field is wrong.")
+    with django_assert_max_num_queries(9):
+        many = retrieval_perform(bank=bank, query="sign in page", k=20)
+    assert len(few.items) == 1 and len(many.items) == 4
+
+
+def _unit(v):
+    v = np.asarray(v, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_iterative_scan_is_not_starved_by_other_banks(bank, other_bank, owner):
+    """Force the HNSW index path: 150 items of another bank sit nearer the
+    query than ours; without an iterative scan the first candidate list
+    (ef_search) would hold none of ours."""
+    rng = np.random.default_rng(7)
+    query = _unit(rng.normal(size=384))
+
+    def add(target, n, spread):
+        items = [
+            MemoryItem(bank=target, title=f"item {i}", description="d", content="c", status=ItemStatus.APPROVED)
+            for i in range(n)
+        ]
+        for item in items:
+            item.embedding = _unit(query + spread * rng.normal(size=384) / np.sqrt(384))
+            item.embedding_hash = item_embedding_hash(item)
+            item.embedding_model = selectors.embedding_model_name()
+        return MemoryItem.objects.bulk_create(items)
+
+    add(other_bank, 150, 0.3)
+    ours = add(bank, 3, 2.0)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memoryitem")
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL enable_sort = off")
+        cursor.execute("SET LOCAL enable_bitmapscan = off")
+        cursor.execute(
+            "EXPLAIN SELECT id FROM memories_memoryitem WHERE bank_id = %s AND status = 'approved' "
+            "ORDER BY embedding <=> %s::vector LIMIT 3",
+            [bank.pk, "[" + ",".join(str(x) for x in query) + "]"],
+        )
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert "memoryitem_embedding_hnsw" in plan
+        # The control: a plain (non-iterative) HNSW scan is starved by the other bank.
+        cursor.execute("SET LOCAL hnsw.iterative_scan = off")
+        cursor.execute("SET LOCAL hnsw.ef_search = 40")
+        cursor.execute(
+            "SELECT id FROM memories_memoryitem WHERE bank_id = %s AND status = 'approved' "
+            "ORDER BY embedding <=> %s::vector LIMIT 3",
+            [bank.pk, "[" + ",".join(str(x) for x in query) + "]"],
+        )
+        assert len(cursor.fetchall()) < 3
+    found = selectors.approved_items_search(bank=bank, vector=query, k=3, min_similarity=-1.0)
+    assert sorted(item.pk for item, _ in found) == sorted(item.pk for item in ours)
