@@ -298,6 +298,12 @@ def test_untrusted_outcome_is_stored_without_judgment(client, auth, bank):
         ('{"task": "t", "steps": [{"thought": "x"}], "reward": 1e999}', 422, "reward"),
         ('{"task": "t", "steps": [{"thought": "x"}], "metadata": {"v": NaN}}', 422, "NaN"),
         ("", 422, ""),
+        ("null", 422, ""),
+        ("123", 422, ""),
+        ('"a string"', 422, ""),
+        ("{}", 422, "task"),
+        ('{"task": "t", "steps": [{"thought": "x"}], "group_size": 1e400}', 422, "group_size"),
+        ('{"task": "t", "steps": [{"thought": "x"}], "reward": ' + "9" * 5000 + "}", 400, "not valid JSON"),
     ],
 )
 def test_bad_input_is_clear_4xx_json(client, auth, body, status, needle):
@@ -398,3 +404,10 @@ def test_batch_limits(client, auth, settings):
     assert post(client, {"trajectories": "x"}, auth, url=BATCH_URL).status_code == 422
     assert post(client, [VALID], auth, url=BATCH_URL).status_code == 422
     assert Trajectory.objects.count() == 0
+
+
+def test_openapi_documents_the_endpoints(client, db):
+    response = client.get("/api/v1/openapi.json")
+    assert response.status_code == 200
+    paths = response.json()["paths"]
+    assert {"/api/v1/trajectories", "/api/v1/trajectories/batch", "/api/v1/trajectories/{trajectory_id}"} <= set(paths)
