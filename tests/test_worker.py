@@ -1,0 +1,36 @@
+"""A real task through a real worker process and a real broker."""
+
+import pytest
+
+from memories.models import ItemStatus, MemoryItem
+from memories.services import memory_item_create
+from tests import factories
+from tests.worker import celery_broker, celery_worker, celery_worker_env, wait_for  # noqa: F401
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+
+def test_worker_embeds_a_proposed_item_enqueued_on_commit(celery_worker):
+    bank = factories.make_bank()
+    item = memory_item_create(
+        bank=bank,
+        title="Confirm a form submission from the page",
+        description="Use after submitting a web form.",
+        content="Read the page for a confirmation or an inline error before reporting success.",
+    )
+    assert item.status == ItemStatus.PROPOSED
+    assert item.embedding is None, "a proposed item is embedded by the worker, not inline"
+
+    def embedded():
+        row = MemoryItem.objects.filter(pk=item.pk).values("embedding", "embedding_model").get()
+        return row if row["embedding"] is not None else None
+
+    row = wait_for(embedded, timeout=60, what="the worker to embed the item")
+    assert len(row["embedding"]) == 384
+    assert row["embedding_model"]
+    log = celery_worker.log()
+    assert "memories.embed_item" in log and "succeeded" in log
+    # It went through the broker under test, not the dev data dir's.
+    expected = "filesystem://" if celery_worker.broker.kind == "filesystem" else celery_worker.broker.url.split("//")[1]
+    assert expected in log
+

@@ -1,0 +1,197 @@
+"""A REAL Celery worker for tests: a `celery -A reasoningbank_site worker`
+subprocess bound to pytest-django's test database and to a broker of its own.
+
+Use it from a test module with::
+
+    from tests.worker import celery_worker, celery_worker_env, wait_for  # noqa: F401
+
+    @pytest.mark.worker
+    @pytest.mark.django_db(transaction=True)
+    def test_something(celery_worker): ...
+
+The fixture is parametrized over brokers: ``filesystem`` (kombu's, in a fresh
+tmp dir; always available) and ``redis`` (a private redis-server on a free
+loopback port; skipped when redis-server is not installed, a failure under
+CI=true). Override ``celery_worker_env`` to pass extra environment (e.g. a fake
+LLM's RB_LLM_BASE_URL) to the worker. The worker's log is printed at teardown,
+so pytest shows it under a failing test."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from reasoningbank_site import embedded
+from reasoningbank_site.celery import app as celery_app
+from tests.conftest import skip_unless, which
+
+READY_TIMEOUT = 90.0
+STOP_TIMEOUT = 30.0
+
+
+def wait_for(predicate: Callable[[], object], *, timeout: float = 60.0, interval: float = 0.25, what: str = "condition"):
+    """Poll ``predicate`` until it returns something truthy; return that, or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Broker:
+    kind: str
+    url: str
+    transport_options: dict
+    env: dict[str, str]  # what the worker needs to reach the same broker
+
+
+@dataclass
+class RunningWorker:
+    broker: Broker
+    process: subprocess.Popen
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+def _redis_broker(tmp: Path) -> Iterator[Broker]:
+    binary = which("redis-server")
+    skip_unless(binary is not None, "redis-server is not installed (apt-get install redis-server): Redis broker not tested")
+    port = _free_port()
+    log = tmp / "redis.log"
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp), "--save", "", "--appendonly", "no",
+         "--logfile", str(log)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+    )
+    try:
+        import redis
+
+        client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1)
+
+        def answers() -> bool:
+            if proc.poll() is not None:
+                pytest.fail(f"redis-server exited with code {proc.returncode}:\n{log.read_text() if log.exists() else ''}")
+            try:
+                return bool(client.ping())
+            except redis.ConnectionError:
+                return False
+
+        wait_for(answers, timeout=20, what="redis-server to answer PING")
+        url = f"redis://127.0.0.1:{port}/0"
+        yield Broker("redis", url, {"visibility_timeout": 3600}, {"CELERY_BROKER_URL": url})
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _filesystem_broker(tmp: Path) -> Iterator[Broker]:
+    yield Broker("filesystem", "filesystem://", embedded.filesystem_broker_options(tmp), {"RB_BROKER_DIR": str(tmp)})
+
+
+def _point_app_at(url: str, transport_options: dict) -> None:
+    """Make this (test) process publish to ``url``: drop the connection and
+    producer pools cached for the old broker, as Celery itself does after a fork."""
+    if celery_app._pool is not None:
+        celery_app._pool.force_close_all()
+    celery_app.conf.broker_url = url
+    celery_app.conf.broker_transport_options = transport_options
+    celery_app._pool = None
+    celery_app.amqp._producer_pool = None
+
+
+@pytest.fixture
+def celery_worker_env() -> dict[str, str]:
+    """Extra environment for the worker process; override in a test module."""
+    return {}
+
+
+@pytest.fixture(params=["filesystem", "redis"])
+def celery_broker(request, tmp_path_factory) -> Iterator[Broker]:
+    tmp = tmp_path_factory.mktemp(f"broker-{request.param}")
+    source = _redis_broker if request.param == "redis" else _filesystem_broker
+    gen = source(tmp)
+    broker = next(gen)
+    old = (celery_app.conf.broker_url, dict(celery_app.conf.broker_transport_options or {}))
+    _point_app_at(broker.url, broker.transport_options)
+    try:
+        yield broker
+    finally:
+        _point_app_at(*old)
+        gen.close()
+
+
+@pytest.fixture
+def celery_worker(transactional_db, celery_broker: Broker, celery_worker_env, tmp_path) -> Iterator[RunningWorker]:
+    """A running worker (solo pool, no beat) that reads pytest's test database.
+    Tests using it must be ``@pytest.mark.django_db(transaction=True)`` so the
+    rows they write are committed and visible to the worker."""
+    env = {key: value for key, value in os.environ.items() if key not in ("CELERY_BROKER_URL", "REDIS_URL", "RB_BROKER_DIR")}
+    env.update(
+        {
+            "RB_DATABASE_NAME": connection.settings_dict["NAME"],
+            "RB_DATA_DIR": str(settings.DATA_DIR),
+            "DJANGO_SETTINGS_MODULE": "reasoningbank_site.settings",
+            "PYTHONUNBUFFERED": "1",
+            **celery_broker.env,
+            **celery_worker_env,
+        }
+    )
+    log_path = tmp_path / "worker.log"
+    argv = [
+        sys.executable, "-m", "celery", "-A", "reasoningbank_site", "worker",
+        "--pool", "solo", "--concurrency", "1", "--loglevel", "INFO",
+        "--without-gossip", "--without-mingle", "--without-heartbeat",
+        "--hostname", f"pytest-{uuid.uuid4().hex[:8]}@%h",
+    ]
+    with open(log_path, "w") as log_file:
+        proc = subprocess.Popen(
+            argv, cwd=settings.BASE_DIR, env=env, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT
+        )
+    worker = RunningWorker(celery_broker, proc, log_path)
+    try:
+        def ready() -> bool:
+            if proc.poll() is not None:
+                pytest.fail(f"the worker exited with code {proc.returncode} before it was ready:\n{worker.log()}")
+            return " ready." in worker.log()
+
+        wait_for(ready, timeout=READY_TIMEOUT, what=f"the Celery worker ({celery_broker.kind} broker) to be ready")
+        yield worker
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)  # warm shutdown: finishes the task at hand
+            try:
+                proc.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        # Shown by pytest only when the test failed.
+        print(f"----- celery worker log ({celery_broker.kind} broker, exit code {proc.returncode}) -----")
+        print(worker.log())
