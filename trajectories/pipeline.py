@@ -500,9 +500,10 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
 
 
 def _redistill_alone(pk: int) -> None:
-    from trajectories.tasks import trajectory_process
+    # Straight to distillation: the driver would put a group member back to waiting.
+    from trajectories.tasks import trajectory_distill_alone
 
-    trajectory_process.delay(pk)
+    trajectory_distill_alone.delay(pk)
 
 
 # ---------------------------------------------------------------------------

@@ -48,6 +48,15 @@ def trajectory_process(self, trajectory_id: int) -> None:
         return _retry_or_give_up(self, exc, trajectory_id, "The LLM")
 
 
+@shared_task(bind=True, name="trajectories.distill", ignore_result=True, acks_late=True)
+def trajectory_distill_alone(self, trajectory_id: int) -> None:
+    """Distill one judged trajectory on its own (a MaTTS group that closed with one member)."""
+    try:
+        pipeline.trajectory_distill(trajectory_id=trajectory_id)
+    except LLMTransientError as exc:
+        return _retry_or_give_up(self, exc, trajectory_id, "The LLM")
+
+
 @shared_task(bind=True, name="trajectories.distill_group", ignore_result=True, acks_late=True)
 def trajectory_group_distill(self, bank_id: int, group_id: str, force: bool = False) -> None:
     """Contrast-distill a MaTTS parallel group if it is complete (or ``force``)."""

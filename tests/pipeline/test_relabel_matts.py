@@ -1,0 +1,211 @@
+"""Human relabel → supersede/flag → re-distill, and both MaTTS modes."""
+
+import pytest
+
+from memories.models import ItemOrigin, ItemStatus, MemoryItem
+from memories.services import memory_item_approve
+from tests.pipeline.conftest import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
+from trajectories.models import JudgmentSource, Status, Trajectory
+from trajectories.pipeline import pipeline_sweep, trajectory_group_distill, trajectory_relabel
+from trajectories.tasks import trajectory_process
+
+pytestmark = pytest.mark.django_db
+
+FAILURE_ITEMS = """Reflection: the agent trusted a cached page.
+
+# Memory Item 1
+## Title
+Distrust cached copies
+## Description
+When a published schedule may have changed recently.
+## Content
+Compare the cached page date with today's date and reload the live page before answering.
+"""
+
+
+def process(trajectory):
+    result = trajectory_process.apply(args=[trajectory.pk])
+    if result.failed():
+        raise result.result
+    trajectory.refresh_from_db()
+    return trajectory
+
+
+def test_relabel_supersedes_proposed_flags_approved_and_redistills(
+    fake_llm, make_trajectory, owner, django_capture_on_commit_callbacks
+):
+    fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
+    t = process(make_trajectory())
+    first, second = MemoryItem.objects.filter(experience=t.experience).order_by("pk")
+    memory_item_approve(item=first, author=owner)
+
+    fake_llm.reply(FAILURE_ITEMS)
+    with django_capture_on_commit_callbacks(execute=True):
+        judgment = trajectory_relabel(trajectory=t, label="failure", reason="The library closes on Sundays.", author=owner)
+
+    assert (judgment.source, judgment.label, judgment.author) == (JudgmentSource.HUMAN, "failure", owner)
+    t.refresh_from_db()
+    assert t.verdict == "failure" and t.status == Status.DONE
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert first.status == ItemStatus.APPROVED  # approved: kept, flagged for review
+    assert "success to failure" in first.needs_review_reason
+    assert second.status == ItemStatus.SUPERSEDED
+    assert "The library closes on Sundays." in second.status_reason
+    new = MemoryItem.objects.get(experience=t.experience, status=ItemStatus.PROPOSED)
+    assert (new.title, new.origin, new.verdict_label, new.prompt_version) == (
+        "Distrust cached copies", ItemOrigin.FAILURE, "failure", "distill_failure/v1"
+    )
+    assert "judged a FAILURE" in fake_llm.prompts[-1]
+    assert len(fake_llm.requests) == 3  # no re-judging: the human verdict stands
+
+
+def test_relabel_to_the_same_verdict_changes_nothing(fake_llm, make_trajectory, owner, django_capture_on_commit_callbacks):
+    fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
+    t = process(make_trajectory())
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        trajectory_relabel(trajectory=t, label="success", reason="Agreed.", author=owner)
+    assert callbacks == []
+    assert t.judgments.count() == 2
+    assert MemoryItem.objects.filter(experience=t.experience, status=ItemStatus.PROPOSED).count() == 2
+
+
+def test_relabel_rejects_unknown_label(make_trajectory, owner):
+    with pytest.raises(ValueError):
+        trajectory_relabel(trajectory=make_trajectory(), label="meh", reason="", author=owner)
+
+
+def test_human_verdict_rescues_a_needs_attention_trajectory(fake_llm, make_trajectory, owner, django_capture_on_commit_callbacks):
+    fake_llm.reply("no idea").reply("still no idea")
+    t = process(make_trajectory())
+    assert t.status == Status.NEEDS_ATTENTION
+    fake_llm.reply(FAILURE_ITEMS)
+    with django_capture_on_commit_callbacks(execute=True):
+        trajectory_relabel(trajectory=t, label="failure", reason="Wrong day.", author=owner)
+    t.refresh_from_db()
+    assert t.status == Status.DONE and t.verdict == "failure"
+    assert MemoryItem.objects.filter(experience=t.experience).count() == 1
+
+
+# --- MaTTS sequential ----------------------------------------------------------------------
+
+
+def test_refinement_steps_use_the_sequential_prompt(fake_llm, make_trajectory):
+    steps = [
+        {"thought": "Search the schedule.", "action": "search('library hours')", "observation": "Sun 12-17"},
+        {"refinement": "Pass 2: I answered from a cached page; the live page says Sun 13-17."},
+        {"refinement": "Pass 3: confirmed 13-17 on the live page."},
+        {"kind": "answer", "content": "13:00-17:00"},
+    ]
+    fake_llm.reply(JUDGE_SUCCESS).reply(FAILURE_ITEMS.replace("Reflection", "Reasoning"))
+    t = process(make_trajectory(steps=steps))
+    assert t.status == Status.DONE
+    item = MemoryItem.objects.get(experience=t.experience)
+    assert (item.origin, item.prompt_version, item.verdict_label) == (ItemOrigin.MATTS_SEQUENTIAL, "matts_sequential/v1", "success")
+    prompt = fake_llm.prompts[1]
+    assert "refinement" in prompt and "Pass 2: I answered from a cached page" in prompt
+
+
+# --- MaTTS parallel ---------------------------------------------------------------------------
+
+CONTRAST = """Rollout 1 read the live page; rollout 2 trusted a cache.
+
+# Memory Item 1
+## Title
+Read the live page
+## Description
+When schedules may change.
+## Content
+Reload the primary source before answering a schedule question.
+## Steps
+R1S1, R2S0, R9S9
+"""
+
+
+def _judge_by_content(messages):
+    prompt = messages[-1]["content"]
+    if "Reviewing the work" in prompt or "accomplished the task" in prompt:
+        return JUDGE_FAILURE if "cached" in prompt else JUDGE_SUCCESS
+    if "<rollouts>" in prompt:
+        return CONTRAST
+    return ITEMS_MD
+
+
+def test_parallel_group_is_contrasted_once_when_complete(fake_llm, make_trajectory):
+    fake_llm.responder = _judge_by_content
+    a = make_trajectory(group_id="g1", group_size=3, final_answer="Sun 12-17 (live page)")
+    b = make_trajectory(group_id="g1", final_answer="Sun 11-15 (cached page)")
+    assert process(a).status == Status.WAITING_GROUP
+    assert process(b).status == Status.WAITING_GROUP
+    assert not MemoryItem.objects.exists()
+
+    c = process(make_trajectory(group_id="g1", final_answer="Sun 12-17 (live page)"))
+    assert c.status == Status.DONE
+    for t in (a, b):
+        t.refresh_from_db()
+        assert t.status == Status.DONE and t.experience_id == c.experience_id
+    item = MemoryItem.objects.get()
+    assert (item.origin, item.prompt_version, item.verdict_label) == (ItemOrigin.MATTS_PARALLEL, "matts_parallel/v1", "")
+    assert item.experience_id == a.experience_id
+    # Citations map to the rollouts' trajectories; an out-of-range one is dropped.
+    assert item.cited_steps == [{"trajectory": str(a.public_id), "step": 1}, {"trajectory": str(b.public_id), "step": 0}]
+    contrast_prompts = [p for p in fake_llm.prompts if "<rollouts>" in p]
+    assert len(contrast_prompts) == 1
+    assert 'verdict="failure"' in contrast_prompts[0] and 'verdict="success"' in contrast_prompts[0]
+
+    # Late redelivery of any member changes nothing.
+    process(a)
+    assert MemoryItem.objects.count() == 1
+
+
+def test_incomplete_group_is_closed_by_the_sweeper_after_the_wait(fake_llm, make_trajectory, settings, django_capture_on_commit_callbacks):
+    fake_llm.responder = _judge_by_content
+    a = process(make_trajectory(group_id="g2", group_size=4))
+    b = process(make_trajectory(group_id="g2", final_answer="cached"))
+    assert a.status == b.status == Status.WAITING_GROUP
+
+    with django_capture_on_commit_callbacks(execute=True):
+        report = pipeline_sweep()  # wait not over yet
+    assert report.groups_closed == []
+    with django_capture_on_commit_callbacks(execute=True):
+        report = pipeline_sweep(group_wait_seconds=0)
+    assert report.groups_closed == [(a.bank_id, "g2")]
+    a.refresh_from_db()
+    b.refresh_from_db()
+    assert a.status == b.status == Status.DONE
+    assert MemoryItem.objects.get().origin == ItemOrigin.MATTS_PARALLEL
+
+
+def test_lone_group_member_is_distilled_on_its_own_when_the_group_expires(fake_llm, make_trajectory, django_capture_on_commit_callbacks):
+    fake_llm.responder = _judge_by_content
+    a = process(make_trajectory(group_id="g3", group_size=3))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert trajectory_group_distill(bank_id=a.bank_id, group_id="g3", force=True) is False
+    a.refresh_from_db()
+    assert a.status == Status.DONE
+    assert MemoryItem.objects.filter(origin=ItemOrigin.SUCCESS).count() == 2
+
+
+def test_groups_are_per_bank(fake_llm, make_trajectory, other_bank):
+    fake_llm.responder = _judge_by_content
+    a = process(make_trajectory(group_id="same", group_size=2))
+    theirs = process(make_trajectory(_bank=other_bank, group_id="same", group_size=2))
+    assert a.status == theirs.status == Status.WAITING_GROUP
+    assert not MemoryItem.objects.exists()
+
+
+def test_relabel_of_a_group_member_recontrasts_the_group(fake_llm, make_trajectory, owner, django_capture_on_commit_callbacks):
+    fake_llm.responder = _judge_by_content
+    a = process(make_trajectory(group_id="g4", group_size=2))
+    b = process(make_trajectory(group_id="g4", final_answer="cached"))
+    assert b.status == Status.DONE
+    old = MemoryItem.objects.get()
+    with django_capture_on_commit_callbacks(execute=True):
+        trajectory_relabel(trajectory=b, label="success", reason="Cached value was right.", author=owner)
+    old.refresh_from_db()
+    assert old.status == ItemStatus.SUPERSEDED
+    assert MemoryItem.objects.filter(status=ItemStatus.PROPOSED, origin=ItemOrigin.MATTS_PARALLEL).count() == 1
+    for t in (a, b):
+        t.refresh_from_db()
+        assert t.status == Status.DONE
+    assert 'verdict="failure"' not in [p for p in fake_llm.prompts if "<rollouts>" in p][-1]
