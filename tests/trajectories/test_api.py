@@ -12,6 +12,7 @@ from accounts.models import ApiToken
 from accounts.services import api_token_revoke
 from memories.models import Experience, MemoryItem, RetrievalEvent
 from tests import factories
+from tests.trajectories.conftest import queued_tasks
 from tests.trajectories.payloads import ANTHROPIC_MESSAGES, ANTHROPIC_SYSTEM, NATIVE_STEPS, OPENAI_MESSAGES
 from trajectories.models import Judgment, Trajectory
 from trajectories.services import judgment_record
@@ -75,14 +76,20 @@ def test_tool_calls_keep_name_and_arguments(client, auth):
     assert calls == [("search_catalogue", {"query": "blue kettle"}), ("add_to_cart", {"sku": "K-22"}), ("view_cart", {})]
 
 
-def test_new_trajectory_is_enqueued_after_commit_once(client, auth, django_capture_on_commit_callbacks):
+def test_new_trajectory_is_enqueued_after_commit_once(client, auth, django_capture_on_commit_callbacks, broker_queue):
+    if broker_queue is None:
+        pytest.skip("the enqueue check reads the filesystem broker's folder")
+    before = set(broker_queue.glob("*.msg"))
     payload = {"task": "t", "steps": [{"thought": "x"}], "external_id": "e-1"}
-    with django_capture_on_commit_callbacks() as callbacks:
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
         assert post(client, payload, auth).status_code == 202
     assert len(callbacks) == 1
-    with django_capture_on_commit_callbacks() as callbacks:
+    pk = Trajectory.objects.get(external_id="e-1").pk
+    assert queued_tasks(broker_queue, before) == [("trajectories.process", f"({pk},)")]
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
         assert post(client, payload, auth).status_code == 200
     assert callbacks == []
+    assert len(queued_tasks(broker_queue, before)) == 1
 
 
 # --- idempotency ----------------------------------------------------------------------

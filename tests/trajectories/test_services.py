@@ -8,6 +8,7 @@ from django.test import Client
 from accounts.auth import ApiError
 from accounts.models import ApiToken
 from tests import factories
+from tests.trajectories.conftest import queued_tasks
 from trajectories.models import Judgment, Trajectory
 from trajectories.services import judgment_record, trajectory_ingest
 
@@ -63,7 +64,8 @@ def test_judgment_record_rejects_unknown_values(bank, source, label):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_duplicate_posts_make_one_row(bank):
+def test_concurrent_duplicate_posts_make_one_row(bank, broker_queue):
+    before = set(broker_queue.glob("*.msg")) if broker_queue else set()
     secret = factories.make_token(bank)
     threads_n = 8
     barrier = threading.Barrier(threads_n)
@@ -96,3 +98,5 @@ def test_concurrent_duplicate_posts_make_one_row(bank):
     assert rows.count() == 1
     assert str(rows.get().public_id) in ids
     assert rows.get().token == ApiToken.objects.get(bank=bank)
+    if broker_queue is not None:  # enqueued once, after the one commit that created it
+        assert queued_tasks(broker_queue, before) == [("trajectories.process", f"({rows.get().pk},)")]
