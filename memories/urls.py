@@ -3,4 +3,10 @@ from django.urls import path
 from memories import views
 
 app_name = "memories"
-urlpatterns: list = []
+urlpatterns = [
+    path("banks/<uuid:bank_id>/review/", views.review, name="review"),
+    path("banks/<uuid:bank_id>/review/<uuid:item_id>/", views.review_focus, name="review_focus"),
+    path("banks/<uuid:bank_id>/items/", views.items, name="items"),
+    path("banks/<uuid:bank_id>/items/<uuid:item_id>/", views.item_detail, name="item_detail"),
+    path("banks/<uuid:bank_id>/playground/", views.playground, name="playground"),
+]

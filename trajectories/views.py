@@ -1,1 +1,128 @@
-"""HTML views (session auth)."""
+"""HTML views of a bank's trajectories (session auth): the dashboard, the
+trajectory list, one trajectory (with relabeling), and its steps as a
+fragment for the review focus view."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_http_methods
+
+from accounts.access import bank_for_user
+from accounts.models import Role
+from trajectories import ui_selectors as us
+from trajectories.forms import RelabelForm, TrajectoryFilterForm
+from trajectories.models import Trajectory
+
+PAGE_SIZE = 50
+
+
+def _trajectory_or_404(bank, trajectory_id) -> Trajectory:
+    try:
+        return us.trajectory_for_bank(bank=bank, public_id=trajectory_id)
+    except Trajectory.DoesNotExist:
+        raise Http404("No such trajectory.")
+
+
+def _url_or_empty(name: str, **kwargs) -> str:
+    try:
+        return reverse(name, kwargs=kwargs)
+    except NoReverseMatch:
+        return ""
+
+
+@login_required
+def dashboard(request, bank_id):
+    bank, membership = bank_for_user(request, bank_id)
+    counts = us.status_counts(bank=bank)
+    total = sum(n for _, _, n in counts)
+    context = {
+        "bank": bank, "membership": membership, "counts": counts, "total": total,
+        "backlog": us.review_backlog(bank=bank), "agreement": us.judge_human_agreement(bank=bank),
+        "activity": us.recent_activity(bank=bank), "llm_configured": bool(settings.RB_LLM_BASE_URL),
+        "tokens_url": _url_or_empty("accounts:bank_tokens", bank_id=bank.public_id),
+        "api_base": request.build_absolute_uri("/api/v1/"),
+    }
+    template = "trajectories/dashboard.html#live" if request.htmx and request.htmx.target == "live" else "trajectories/dashboard.html"
+    return render(request, template, context)
+
+
+@login_required
+def trajectory_list(request, bank_id):
+    bank, membership = bank_for_user(request, bank_id)
+    form = TrajectoryFilterForm(request.GET or None, agents=us.trajectory_agents(bank=bank))
+    filters = form.filters() if request.GET else {}
+    page = Paginator(us.trajectory_list(bank=bank, **filters), PAGE_SIZE).get_page(request.GET.get("page"))
+    params = request.GET.copy()
+    params.pop("page", None)
+    context = {"bank": bank, "membership": membership, "form": form, "page": page, "qs": params.urlencode(),
+               "filtered": any(filters.values())}
+    template = "trajectories/list.html#rows" if request.htmx and request.htmx.target == "trajectory-rows" else "trajectories/list.html"
+    return render(request, template, context)
+
+
+def _detail_context(bank, membership, trajectory, relabel_form=None):
+    items = us.trajectory_items(trajectory=trajectory)
+    cited = us.cited_step_indexes(trajectory=trajectory, items=items)
+    return {
+        "bank": bank, "membership": membership, "trajectory": trajectory,
+        "can_write": membership.has_role(Role.REVIEWER),
+        "steps": us.step_views(trajectory=trajectory, cited=cited),
+        "judgments": us.trajectory_judgments(trajectory=trajectory),
+        "items": items, "polling": trajectory.status in us.IN_FLIGHT,
+        "relabel_form": relabel_form or RelabelForm(),
+        "llm_configured": bool(settings.RB_LLM_BASE_URL),
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def trajectory_detail(request, bank_id, trajectory_id):
+    """GET: the whole trajectory; ``?partial=derived`` is the polled region
+    (status, judgments, derived items). POST: relabel the verdict (reviewers)."""
+    role = Role.REVIEWER if request.method == "POST" else Role.VIEWER
+    bank, membership = bank_for_user(request, bank_id, role=role)
+    trajectory = _trajectory_or_404(bank, trajectory_id)
+    template = "trajectories/detail.html"
+    if request.method == "GET":
+        context = _detail_context(bank, membership, trajectory)
+        if request.htmx and request.GET.get("partial") == "derived":
+            return render(request, template + "#derived", context)
+        return render(request, template, context)
+
+    form = RelabelForm(request.POST)
+    if form.is_valid():
+        from trajectories.pipeline import trajectory_relabel
+
+        try:
+            trajectory_relabel(trajectory=trajectory, label=form.cleaned_data["label"],
+                               reason=form.cleaned_data["reason"], author=request.user)
+        except ValueError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Relabelled as {form.cleaned_data['label']}; new items are being distilled.")
+            if not request.htmx:
+                return redirect("trajectories:detail", bank_id=bank.public_id, trajectory_id=trajectory.public_id)
+            form = None
+    trajectory.refresh_from_db()
+    context = _detail_context(bank, membership, trajectory, relabel_form=form)
+    # An invalid form answers 200 so htmx swaps it in with its errors.
+    return render(request, template + "#derived" if request.htmx else template, context)
+
+
+@login_required
+def trajectory_steps(request, bank_id, trajectory_id):
+    """The steps of one trajectory as a fragment (the review focus view loads
+    it beside the item); without htmx, the full trajectory page."""
+    bank, membership = bank_for_user(request, bank_id)
+    trajectory = _trajectory_or_404(bank, trajectory_id)
+    if not request.htmx:
+        return redirect("trajectories:detail", bank_id=bank.public_id, trajectory_id=trajectory.public_id)
+    context = _detail_context(bank, membership, trajectory)
+    return render(request, "trajectories/detail.html#steps", context)
+

@@ -1,0 +1,100 @@
+"""Forms of the review pages: they parse and validate; services do the work."""
+
+from django import forms
+
+from memories.models import ItemOrigin, ItemStatus, MemoryItem
+
+VERDICT_CHOICES = [("", "any verdict"), ("success", "success"), ("failure", "failure")]
+
+
+class ReviewFilterForm(forms.Form):
+    q = forms.CharField(required=False, max_length=200, label="Search",
+                        widget=forms.TextInput(attrs={"type": "search", "placeholder": "title, description, content"}))
+    origin = forms.ChoiceField(required=False, choices=[("", "any origin"), *ItemOrigin.choices])
+    verdict = forms.ChoiceField(required=False, choices=VERDICT_CHOICES)
+    agent = forms.CharField(required=False, max_length=200)
+    date_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
+    date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
+    dup = forms.BooleanField(required=False, label="Has near-duplicate")
+
+    def __init__(self, *args, agents=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["agent"].widget = forms.Select(choices=[("", "any agent"), *((a, a) for a in agents)])
+
+    def filters(self) -> dict:
+        """The valid filters as selector keyword arguments (invalid ones dropped)."""
+        self.is_valid()  # invalid fields are simply left out of cleaned_data
+        data = getattr(self, "cleaned_data", {})
+        return {
+            "text": data.get("q") or "",
+            "origin": data.get("origin") or "",
+            "verdict": data.get("verdict") or "",
+            "agent": data.get("agent") or "",
+            "date_from": data.get("date_from"),
+            "date_to": data.get("date_to"),
+            "has_duplicate": bool(data.get("dup")),
+        }
+
+
+class ItemListFilterForm(forms.Form):
+    status = forms.ChoiceField(required=False, choices=[("", "all"), *ItemStatus.choices])
+    q = forms.CharField(required=False, max_length=200, label="Search",
+                        widget=forms.TextInput(attrs={"type": "search", "placeholder": "title, description, content"}))
+
+
+class BulkActionForm(forms.Form):
+    action = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
+    items = forms.CharField(required=False)  # replaced by a multi-value field in clean()
+    reason = forms.CharField(required=False, max_length=2000)
+
+    def __init__(self, data=None, *args, **kwargs):
+        super().__init__(data, *args, **kwargs)
+        self._ids = data.getlist("items") if data is not None and hasattr(data, "getlist") else []
+
+    def clean(self):
+        cleaned = super().clean()
+        import uuid
+
+        ids = []
+        for raw in self._ids:
+            try:
+                ids.append(uuid.UUID(str(raw)))
+            except ValueError:
+                continue
+        if not ids:
+            raise forms.ValidationError("Select at least one item.")
+        if len(ids) > 500:
+            raise forms.ValidationError("At most 500 items at once.")
+        cleaned["items"] = ids
+        return cleaned
+
+
+class ItemEditForm(forms.ModelForm):
+    note = forms.CharField(required=False, max_length=500, label="Note (why this change)",
+                           widget=forms.TextInput(attrs={"placeholder": "optional"}))
+
+    class Meta:
+        model = MemoryItem
+        fields = ["title", "description", "content"]
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 2}),
+            "content": forms.Textarea(attrs={"rows": 4}),
+        }
+        help_texts = {
+            "description": "One sentence: when to use it (or when not to).",
+            "content": "1–3 sentences of actionable, general insight. No site names or literal strings from the task.",
+        }
+
+
+class RejectForm(forms.Form):
+    reason = forms.CharField(max_length=2000, widget=forms.TextInput(attrs={"placeholder": "why it should not be served"}))
+
+
+class MergeForm(forms.Form):
+    into = forms.UUIDField()
+
+
+class PlaygroundForm(forms.Form):
+    q = forms.CharField(label="Task", max_length=4000,
+                        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "Describe a task as an agent would send it"}))
+    k = forms.IntegerField(required=False, min_value=1, max_value=50, label="k (empty: the bank's top-k)")

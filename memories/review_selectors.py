@@ -1,0 +1,178 @@
+"""Reads behind the review pages: the queue of proposed items, the item list
+by status, one item with its history. Plain querysets with bounded queries;
+writes go through ``memories.services``.
+
+The agent filter follows item → experience → trajectories by lookup name
+only, so this module never imports the trajectories app."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from datetime import date
+
+from django.db.models import Count, Q, QuerySet
+
+from accounts.models import Bank
+from memories.models import ItemStatus, MemoryItem, MemoryItemVersion
+
+LIST_FIELDS = (
+    "id", "public_id", "bank_id", "title", "description", "status", "origin", "verdict_label",
+    "near_duplicates", "needs_review_reason", "created_at", "updated_at", "served_count", "cited_steps",
+)
+
+
+def _search(qs: QuerySet, text: str) -> QuerySet:
+    text = (text or "").strip()
+    if not text:
+        return qs
+    return qs.filter(Q(title__icontains=text) | Q(description__icontains=text) | Q(content__icontains=text))
+
+
+def review_queue(
+    *,
+    bank: Bank,
+    origin: str = "",
+    verdict: str = "",
+    agent: str = "",
+    date_from: date | None = None,
+    date_to: date | None = None,
+    has_duplicate: bool = False,
+    text: str = "",
+) -> QuerySet[MemoryItem]:
+    """Proposed items of ``bank``, oldest first, narrowed by the queue filters."""
+    qs = MemoryItem.objects.filter(bank=bank, status=ItemStatus.PROPOSED)
+    if origin:
+        qs = qs.filter(origin=origin)
+    if verdict:
+        qs = qs.filter(verdict_label=verdict)
+    if agent:
+        qs = qs.filter(experience__trajectories__agent=agent).distinct()
+    if date_from:
+        qs = qs.filter(created_at__date__gte=date_from)
+    if date_to:
+        qs = qs.filter(created_at__date__lte=date_to)
+    if has_duplicate:
+        qs = qs.exclude(near_duplicates=[])
+    qs = _search(qs, text)
+    return qs.only(*LIST_FIELDS).order_by("created_at", "id")
+
+
+def item_list(*, bank: Bank, status: str = "", text: str = "") -> QuerySet[MemoryItem]:
+    """Items of ``bank`` in one status (all when empty), newest change first."""
+    qs = MemoryItem.objects.filter(bank=bank)
+    if status:
+        qs = qs.filter(status=status)
+    qs = _search(qs, text)
+    return qs.only(*LIST_FIELDS).order_by("-updated_at", "-id")
+
+
+def item_status_counts(*, bank: Bank) -> dict[str, int]:
+    """How many items ``bank`` has in each status (every status present, 0 if none)."""
+    counts = {s: 0 for s in ItemStatus.values}
+    for row in MemoryItem.objects.filter(bank=bank).values("status").annotate(n=Count("id")).order_by():
+        counts[row["status"]] = row["n"]
+    return counts
+
+
+def review_agents(*, bank: Bank) -> list[str]:
+    """Agent names seen in ``bank``'s trajectories (for the queue's agent filter)."""
+    return list(
+        bank.trajectories.exclude(agent="").order_by("agent").values_list("agent", flat=True).distinct()[:200]
+    )
+
+
+def item_for_bank(*, bank: Bank, public_id) -> MemoryItem:
+    """One item of ``bank`` by public id; raises MemoryItem.DoesNotExist
+    (an item of another bank does not exist for this caller)."""
+    return MemoryItem.objects.select_related("created_by", "approved_by", "experience").get(bank=bank, public_id=public_id)
+
+
+def items_by_public_ids(*, bank: Bank, public_ids) -> QuerySet[MemoryItem]:
+    """The items of ``bank`` among ``public_ids`` (others silently absent)."""
+    return MemoryItem.objects.filter(bank=bank, public_id__in=list(public_ids))
+
+
+@dataclass
+class NearDuplicate:
+    item: MemoryItem
+    similarity: float
+
+
+def item_near_duplicates(*, item: MemoryItem) -> list[NearDuplicate]:
+    """The near-duplicates recorded at proposal that still exist in the bank,
+    most similar first. Suggestions whose ids do not parse are skipped."""
+    wanted: dict[str, float] = {}
+    for entry in item.near_duplicates or []:
+        if isinstance(entry, dict) and entry.get("id"):
+            try:
+                wanted[str(entry["id"])] = float(entry.get("similarity") or 0.0)
+            except (TypeError, ValueError):
+                continue
+    if not wanted:
+        return []
+    import uuid
+
+    ids = []
+    for key in wanted:
+        try:
+            ids.append(uuid.UUID(key))
+        except ValueError:
+            continue
+    found = MemoryItem.objects.filter(bank_id=item.bank_id, public_id__in=ids).exclude(pk=item.pk)
+    result = [NearDuplicate(item=other, similarity=wanted[str(other.public_id)]) for other in found]
+    return sorted(result, key=lambda d: -d.similarity)
+
+
+@dataclass
+class VersionView:
+    version: MemoryItemVersion
+    changes: list[tuple[str, list[tuple[str, str]]]]  # (field, [(op, text)]) with op in "=", "+", "-"
+
+
+def _word_diff(old: str, new: str) -> list[tuple[str, str]]:
+    a, b = old.split(" "), new.split(" ")
+    out: list[tuple[str, str]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            out.append(("=", " ".join(a[i1:i2])))
+        else:
+            if i2 > i1:
+                out.append(("-", " ".join(a[i1:i2])))
+            if j2 > j1:
+                out.append(("+", " ".join(b[j1:j2])))
+    return out
+
+
+def item_history(*, item: MemoryItem) -> list[VersionView]:
+    """Every version of ``item``, newest first, each with word diffs of the
+    text fields against the version before it (difflib)."""
+    versions = list(MemoryItemVersion.objects.filter(item=item).select_related("author").order_by("number"))
+    views: list[VersionView] = []
+    previous = None
+    for version in versions:
+        changes = []
+        if previous is not None:
+            for field in ("title", "description", "content"):
+                old, new = getattr(previous, field), getattr(version, field)
+                if old != new:
+                    changes.append((field, _word_diff(old, new)))
+        views.append(VersionView(version=version, changes=changes))
+        previous = version
+    views.reverse()
+    return views
+
+
+def item_source_trajectory_ids(*, item: MemoryItem) -> list[str]:
+    """Public ids (strings) of the trajectories ``item`` cites, in citation
+    order; else those of its experience."""
+    seen: list[str] = []
+    for cite in item.cited_steps or []:
+        if isinstance(cite, dict) and cite.get("trajectory"):
+            tid = str(cite["trajectory"])
+            if tid not in seen:
+                seen.append(tid)
+    if not seen and item.experience_id:
+        # No valid citation: fall back to the trajectories of its experience (by relation name).
+        seen = [str(p) for p in item.experience.trajectories.order_by("created_at").values_list("public_id", flat=True)[:5]]
+    return seen

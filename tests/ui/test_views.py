@@ -1,0 +1,327 @@
+"""The review UI's pages through Django's test client: access by role, the
+writes behind every control, escaping of hostile trajectory content, and
+bounded query counts on list pages."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from memories.models import ItemStatus, MemoryItem, RetrievalEvent
+from memories.services import memory_item_create
+from tests.ui.conftest import bulk_items, make_trajectory, propose
+from trajectories.models import Judgment, Trajectory
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def page_urls(bank, item, trajectory):
+    b = bank.public_id
+    return {
+        "dashboard": reverse("trajectories:dashboard", kwargs={"bank_id": b}),
+        "review": reverse("memories:review", kwargs={"bank_id": b}),
+        "focus": reverse("memories:review_focus", kwargs={"bank_id": b, "item_id": item.public_id}),
+        "items": reverse("memories:items", kwargs={"bank_id": b}),
+        "item": reverse("memories:item_detail", kwargs={"bank_id": b, "item_id": item.public_id}),
+        "playground": reverse("memories:playground", kwargs={"bank_id": b}),
+        "trajectories": reverse("trajectories:list", kwargs={"bank_id": b}),
+        "trajectory": reverse("trajectories:detail", kwargs={"bank_id": b, "trajectory_id": trajectory.public_id}),
+    }
+
+
+PAGES = ["dashboard", "review", "focus", "items", "item", "playground", "trajectories", "trajectory"]
+
+
+@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("who", ["owner", "reviewer", "viewer"])
+def test_members_read_every_page(client, request, bank, item, trajectory, page, who):
+    client.force_login(request.getfixturevalue(who))
+    response = client.get(page_urls(bank, item, trajectory)[page])
+    assert response.status_code == 200
+    assert bank.name in response.content.decode()
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_another_teams_member_gets_404(client, stranger, bank, item, trajectory, page):
+    client.force_login(stranger)
+    assert client.get(page_urls(bank, item, trajectory)[page]).status_code == 404
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_anonymous_is_sent_to_login(client, bank, item, trajectory, page):
+    url = page_urls(bank, item, trajectory)[page]
+    response = client.get(url)
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("accounts:login"))
+
+
+def test_item_of_another_bank_is_404_even_for_a_member(client, owner, bank, other_bank):
+    theirs = propose(other_bank, title="Their secret lesson")
+    client.force_login(owner)
+    url = reverse("memories:item_detail", kwargs={"bank_id": bank.public_id, "item_id": theirs.public_id})
+    assert client.get(url).status_code == 404
+    theirs_t = make_trajectory(other_bank)
+    url = reverse("trajectories:detail", kwargs={"bank_id": bank.public_id, "trajectory_id": theirs_t.public_id})
+    assert client.get(url).status_code == 404
+
+
+@pytest.mark.parametrize("who,status", [("viewer", 403), ("stranger", 404)])
+def test_writes_are_refused_below_reviewer(client, request, bank, item, trajectory, who, status):
+    client.force_login(request.getfixturevalue(who))
+    urls = page_urls(bank, item, trajectory)
+    assert client.post(urls["item"], {"action": "approve"}).status_code == status
+    assert client.post(urls["review"], {"action": "approve", "items": [str(item.public_id)]}).status_code == status
+    assert client.post(urls["trajectory"], {"label": "failure", "reason": "wrong"}).status_code == status
+    item.refresh_from_db()
+    assert item.status == ItemStatus.PROPOSED
+    assert not Judgment.objects.filter(trajectory=trajectory).exists()
+
+
+def test_reviewer_edits_then_approves_and_history_shows_the_diff(client, reviewer, bank, item, trajectory):
+    client.force_login(reviewer)
+    url = page_urls(bank, item, trajectory)["item"]
+    response = client.post(url, {"action": "edit", "title": "Prefer the primary source", "description": item.description,
+                                 "content": item.content, "note": "clearer"})
+    assert response.status_code == 302
+    response = client.post(url, {"action": "approve"})
+    item.refresh_from_db()
+    assert (item.title, item.status, item.approved_by) == ("Prefer the primary source", "approved", reviewer)
+    html = client.get(url).content.decode()
+    assert "<del>official</del>" in html and "<ins>primary</ins>" in html
+    assert "edited" in html and "approved" in html and reviewer.username in html and "clearer" in html
+
+
+def test_invalid_edit_rerenders_with_errors_for_htmx(client, reviewer, bank, item, trajectory):
+    client.force_login(reviewer)
+    url = page_urls(bank, item, trajectory)["item"]
+    response = client.post(url, {"action": "edit", "title": "", "description": "d", "content": "c"}, **HTMX)
+    assert response.status_code == 200  # htmx 2 swaps only 2xx
+    html = response.content.decode()
+    assert 'id="item-panel"' in html and "errorlist" in html and "<html" not in html
+    item.refresh_from_db()
+    assert item.title == "Prefer the official source"
+
+
+def test_reject_needs_a_reason_and_keeps_it(client, reviewer, bank, item, trajectory):
+    client.force_login(reviewer)
+    url = page_urls(bank, item, trajectory)["item"]
+    response = client.post(url, {"action": "reject", "reason": ""}, **HTMX)
+    assert response.status_code == 200 and "errorlist" in response.content.decode()
+    item.refresh_from_db()
+    assert item.status == ItemStatus.PROPOSED
+    client.post(url, {"action": "reject", "reason": "too specific to one site"})
+    item.refresh_from_db()
+    assert (item.status, item.status_reason) == ("rejected", "too specific to one site")
+
+
+def test_archive_an_approved_item(client, owner, bank, item, trajectory):
+    client.force_login(owner)
+    url = page_urls(bank, item, trajectory)["item"]
+    client.post(url, {"action": "approve"})
+    client.post(url, {"action": "archive"})
+    item.refresh_from_db()
+    assert item.status == ItemStatus.ARCHIVED
+
+
+def test_impossible_transition_is_a_message_not_a_500(client, owner, bank, item, trajectory):
+    client.force_login(owner)
+    url = page_urls(bank, item, trajectory)["item"]
+    response = client.post(url, {"action": "archive"}, follow=True)
+    assert response.status_code == 200
+    assert "Only approved items can be archived" in response.content.decode()
+    assert client.post(url, {"action": "bogus"}).status_code == 302
+
+
+def test_merge_into_a_near_duplicate_supersedes_this_one(client, reviewer, bank, trajectory):
+    first = propose(bank, trajectory, title="Prefer the official source")
+    second = propose(bank, trajectory, title="Prefer official sources")
+    assert any(d["id"] == str(first.public_id) for d in second.near_duplicates), "the real embedder should see these as near-duplicates"
+    client.force_login(reviewer)
+    focus = reverse("memories:review_focus", kwargs={"bank_id": bank.public_id, "item_id": second.public_id})
+    html = client.get(focus).content.decode()
+    assert "Near-duplicates" in html and "Merge into this" in html
+    client.post(focus, {"action": "merge", "into": str(first.public_id)})
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert first.status == ItemStatus.APPROVED
+    assert second.status == ItemStatus.SUPERSEDED and str(first.public_id) in second.status_reason
+    assert reviewer.username in second.status_reason
+
+
+def test_merge_into_an_item_of_another_bank_is_refused(client, reviewer, bank, other_bank, item, trajectory):
+    theirs = propose(other_bank, title="Theirs")
+    client.force_login(reviewer)
+    url = page_urls(bank, item, trajectory)["item"]
+    response = client.post(url, {"action": "merge", "into": str(theirs.public_id)}, **HTMX)
+    assert response.status_code == 200 and "not in this bank" in response.content.decode()
+    item.refresh_from_db()
+    theirs.refresh_from_db()
+    assert item.status == theirs.status == ItemStatus.PROPOSED
+
+
+def test_bulk_approve_and_reject(client, reviewer, bank):
+    items = bulk_items(bank, 4)
+    client.force_login(reviewer)
+    url = reverse("memories:review", kwargs={"bank_id": bank.public_id})
+    response = client.post(url, {"action": "approve", "items": [str(i.public_id) for i in items[:3]]})
+    assert response.status_code == 302
+    assert MemoryItem.objects.filter(bank=bank, status="approved").count() == 3
+    # Reject without a reason is refused; with one it works.
+    client.post(url, {"action": "reject", "items": [str(items[3].public_id)]})
+    assert MemoryItem.objects.get(pk=items[3].pk).status == "proposed"
+    client.post(url, {"action": "reject", "items": [str(items[3].public_id)], "reason": "vague"})
+    assert MemoryItem.objects.get(pk=items[3].pk).status == "rejected"
+
+
+def test_bulk_with_garbage_ids_is_a_message_not_a_500(client, reviewer, bank):
+    client.force_login(reviewer)
+    url = reverse("memories:review", kwargs={"bank_id": bank.public_id})
+    response = client.post(url, {"action": "approve", "items": ["not-a-uuid", "'; drop table"]}, follow=True)
+    assert response.status_code == 200 and "Select at least one item" in response.content.decode()
+    response = client.post(url, {"action": "explode", "items": ["x"]}, follow=True)
+    assert response.status_code == 200
+
+
+def test_row_approve_over_htmx_answers_with_the_row(client, reviewer, bank, item):
+    client.force_login(reviewer)
+    url = reverse("memories:review", kwargs={"bank_id": bank.public_id})
+    response = client.post(url, {"action": "approve", "items": [str(item.public_id)], "row": "1"}, **HTMX)
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert html.strip().startswith(f'<tr id="item-{item.public_id}"') and "Approved" in html
+
+
+def test_review_queue_filters_and_search(client, owner, bank, trajectory):
+    a = propose(bank, trajectory, title="Check the official calendar", origin="success")
+    b = propose(bank, title="Retry after a 503", origin="failure", verdict_label="failure",
+                content="Back off and retry when a service answers 503.")
+    make_trajectory(bank, agent="other-agent")
+    client.force_login(owner)
+    url = reverse("memories:review", kwargs={"bank_id": bank.public_id})
+    html = client.get(url, {"origin": "failure"}).content.decode()
+    assert b.title in html and a.title not in html
+    html = client.get(url, {"q": "calendar"}).content.decode()
+    assert a.title in html and b.title not in html
+    html = client.get(url, {"agent": "web-agent"}).content.decode()
+    assert a.title in html and b.title not in html
+    html = client.get(url, {"date_from": "not-a-date", "verdict": "success"}).content.decode()
+    assert a.title in html and b.title not in html
+    # htmx asks for the queue partial only
+    html = client.get(url, {"q": "503"}, HTTP_HX_TARGET="queue", **HTMX).content.decode()
+    assert html.lstrip().startswith('<section id="queue"') and b.title in html
+
+
+def test_hostile_step_content_renders_inert(client, owner, bank):
+    evil = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
+    t = make_trajectory(bank, task=evil, final_answer=evil, agent=evil, steps=[
+        {"index": 0, "kind": "thought", "content": evil},
+        {"index": 1, "kind": "tool_call", "content": "", "name": evil, "arguments": '{"q": "' + evil.replace('"', "'") + '"}'},
+        {"index": 2, "kind": "<b>odd</b>", "content": evil, "is_error": True},
+    ])
+    Judgment.objects.create(trajectory=t, source="llm", label="failure", rationale=evil)
+    propose(bank, t, title=evil, description=evil, content=evil)
+    client.force_login(owner)
+    for url in [
+        reverse("trajectories:detail", kwargs={"bank_id": bank.public_id, "trajectory_id": t.public_id}),
+        reverse("trajectories:list", kwargs={"bank_id": bank.public_id}),
+        reverse("memories:review", kwargs={"bank_id": bank.public_id}),
+        reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id}),
+    ]:
+        html = client.get(url).content.decode()
+        assert "<script>window.pwned" not in html and "<img src=x" not in html and "<b>odd</b>" not in html
+        assert "&lt;script&gt;window.pwned=1&lt;/script&gt;" in html
+
+
+def test_trajectory_detail_shows_steps_judgments_and_cited_items(client, owner, bank, trajectory, item):
+    Judgment.objects.create(trajectory=trajectory, source="llm", label="success", rationale="Hours match the tool result.", model="fake")
+    client.force_login(owner)
+    html = client.get(page_urls(bank, item, trajectory)["trajectory"]).content.decode()
+    assert "web_search" in html and "&quot;q&quot;: &quot;city library hours&quot;" in html  # pretty-printed arguments
+    assert "<details>" in html  # the 900-character observation is collapsed
+    assert 'class="step kind-tool_result is-error' in html
+    assert 'class="step kind-tool_call cited" id="step-2"' in html and item.title in html
+    assert "Hours match the tool result." in html and "LLM judge" in html
+    assert "Sundays 12:00-17:00." in html
+
+
+def test_relabel_records_a_human_judgment_and_supersedes_old_items(client, reviewer, bank, trajectory, item, settings):
+    settings.RB_LLM_BASE_URL = ""
+    client.force_login(reviewer)
+    url = reverse("trajectories:detail", kwargs={"bank_id": bank.public_id, "trajectory_id": trajectory.public_id})
+    bad = client.post(url, {"label": "maybe", "reason": ""}, **HTMX)
+    assert bad.status_code == 200 and "errorlist" in bad.content.decode()
+    response = client.post(url, {"label": "failure", "reason": "the answer ignores the holiday closure"})
+    assert response.status_code == 302
+    judgment = Judgment.objects.get(trajectory=trajectory)
+    assert (judgment.source, judgment.label, judgment.author) == ("human", "failure", reviewer)
+    trajectory.refresh_from_db()
+    item.refresh_from_db()
+    assert trajectory.verdict == "failure" and item.status == ItemStatus.SUPERSEDED
+
+
+def test_derived_panel_polls_only_while_the_pipeline_works(client, owner, bank, trajectory):
+    client.force_login(owner)
+    url = reverse("trajectories:detail", kwargs={"bank_id": bank.public_id, "trajectory_id": trajectory.public_id})
+    Trajectory.objects.filter(pk=trajectory.pk).update(status="distilling")
+    html = client.get(url, {"partial": "derived"}, **HTMX).content.decode()
+    assert html.lstrip().startswith('<section id="derived"') and 'hx-trigger="every 2s"' in html
+    Trajectory.objects.filter(pk=trajectory.pk).update(status="done")
+    html = client.get(url, {"partial": "derived"}, **HTMX).content.decode()
+    assert "every 2s" not in html
+
+
+def test_dashboard_empty_state_and_llm_notice(client, owner, bank, settings):
+    settings.RB_LLM_BASE_URL = ""
+    client.force_login(owner)
+    html = client.get(reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})).content.decode()
+    assert "curl -X POST http://testserver/api/v1/trajectories" in html
+    assert reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id}) in html
+    assert "awaiting_llm" in html
+
+
+def test_dashboard_counts_and_agreement(client, owner, bank):
+    agree, disagree = make_trajectory(bank), make_trajectory(bank, status="awaiting_llm")
+    make_trajectory(bank, status="needs_attention")
+    for t, human in ((agree, "success"), (disagree, "failure")):
+        Judgment.objects.create(trajectory=t, source="llm", label="success", prompt_version="v1")
+        Judgment.objects.create(trajectory=t, source="human", label=human, author=owner)
+    propose(bank, agree)
+    client.force_login(owner)
+    url = reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})
+    html = client.get(url).content.decode()
+    assert "50%" in html and "agree on 1 of 2" in html
+    assert "curl -X POST" not in html
+    live = client.get(url, HTTP_HX_TARGET="live", **HTMX).content.decode()
+    assert live.lstrip().startswith('<div id="live"') and 'hx-trigger="every 5s"' in live
+
+
+def test_playground_shows_approved_items_without_logging_a_retrieval(client, viewer, owner, bank):
+    approved = memory_item_create(bank=bank, title="Confirm opening hours on the official site",
+                                  description="Use for questions about when a place is open.",
+                                  content="Look for the opening hours on the venue's own website.",
+                                  author=owner, status="approved")
+    memory_item_create(bank=bank, title="Unreviewed idea about opening hours", description="d", content="c", author=owner)
+    client.force_login(viewer)
+    url = reverse("memories:playground", kwargs={"bank_id": bank.public_id})
+    html = client.get(url, {"q": "When is the museum open on Sunday?"}).content.decode()
+    assert approved.title in html and "Unreviewed idea" not in html
+    assert "System block" in html
+    assert RetrievalEvent.objects.count() == 0
+    approved.refresh_from_db()
+    assert approved.served_count == 0
+    assert client.get(url, {"q": "   "}).status_code == 200
+
+
+def test_list_pages_have_bounded_queries(client, owner, bank, django_assert_max_num_queries):
+    bulk_items(bank, 40)
+    bulk_items(bank, 35, status=ItemStatus.APPROVED)
+    Trajectory.objects.bulk_create(Trajectory(bank=bank, task=f"task {i}", agent=f"a{i % 4}", steps=[]) for i in range(45))
+    client.force_login(owner)
+    b = bank.public_id
+    for name in ["memories:review", "memories:items", "trajectories:list", "trajectories:dashboard"]:
+        url = reverse(name, kwargs={"bank_id": b})
+        with django_assert_max_num_queries(12):
+            response = client.get(url)
+        assert response.status_code == 200
+    html = client.get(reverse("memories:review", kwargs={"bank_id": b})).content.decode()
+    assert html.count("<tr id=\"item-") == 40
