@@ -347,7 +347,9 @@ def test_nul_bytes_and_lone_surrogates_are_stored_not_500(client, auth):
     response = post(client, raw, auth)
     assert response.status_code == 202, response.content
     trajectory = Trajectory.objects.get(public_id=response.json()["id"])
-    assert "\x00" not in trajectory.task and "\x00" not in trajectory.steps[0]["content"]
+    assert trajectory.task == "a\ufffdb"
+    assert trajectory.steps[0]["content"] == "bin\ufffdary ?"
+    assert trajectory.metadata == {"k\ufffd": "?"}
 
 
 def test_deeply_nested_json_is_4xx(client, auth):

@@ -153,3 +153,14 @@ def test_unknown_anthropic_block_is_kept_not_dropped():
                                                      {"type": "future_block", "data": 1}]}]
     )
     assert json.loads(steps[-1]["content"]) == {"type": "future_block", "data": 1}
+
+
+def test_scrub_text_replaces_nul_and_surrogates_without_mutating_input():
+    from trajectories.schemas import scrub_text
+
+    data = {"task": "a\x00b", "steps": [{"observation": "x\ud800y", "k\x00": ["ok", "\x00"]}], "n": 1}
+    clean = scrub_text(data)
+    assert clean == {"task": "a\ufffdb", "steps": [{"observation": "x?y", "k\ufffd": ["ok", "\ufffd"]}], "n": 1}
+    assert data["task"] == "a\x00b" and data["steps"][0]["observation"] == "x\ud800y"  # untouched
+    untouched = {"task": "fine", "steps": [{"thought": "é"}]}
+    assert scrub_text(untouched) is untouched
