@@ -1,0 +1,437 @@
+"""Isolation proof: every UI page with a bank or team in its URL and every
+agent-API endpoint, against every kind of caller, gives exactly the allowed
+answer. Another team's objects answer 404 (never 403) and never show up in
+any page or list.
+
+Pages are discovered by walking the URL resolver and endpoints from the
+NinjaAPI's OpenAPI schema, so pages and endpoints added later are covered
+without touching this file. A page with no entry in GET_MIN_ROLE is held to
+the default: any member (viewer+) may GET it, a non-member gets 404 and an
+anonymous visitor is sent to the login page.
+
+Each test walks the whole matrix for one caller and reports every mismatch
+at once, so one world is built per caller (fast) and a failure names all
+offending URLs."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
+
+from accounts import services
+from accounts.models import ApiToken, Role
+from memories.models import ItemStatus, MemoryItem
+from reasoningbank_site.api import api
+from tests import factories
+from trajectories.models import Trajectory
+
+MARK = "ZZ-OTHER-TEAM-SECRET"
+SEARCH = "OTHER-TEAM"  # matches their data in any substring search; never the whole MARK
+
+# Pages whose GET needs more than the viewer role (url name → minimum role).
+GET_MIN_ROLE = {
+    "accounts:bank_create": Role.ADMIN,
+}
+ROLES = [Role.OWNER, Role.ADMIN, Role.REVIEWER, Role.VIEWER]
+RANK = {Role.VIEWER: 0, Role.REVIEWER: 1, Role.ADMIN: 2, Role.OWNER: 3}
+
+# URL kwargs that name an object of the bank: how to find ours and theirs.
+OBJECT_KWARGS = {
+    "item_id": "item",
+    "memory_id": "item",
+    "trajectory_id": "trajectory",
+    "token_id": "token",
+}
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@dataclass
+class Side:
+    team: object
+    bank: object
+    item: MemoryItem
+    trajectory: Trajectory
+    token: ApiToken
+    secret: str
+
+
+@dataclass
+class World:
+    ours: Side
+    theirs: Side
+    users: dict = field(default_factory=dict)
+    secrets: dict = field(default_factory=dict)
+
+
+def _side(team, label: str) -> Side:
+    bank = factories.make_bank(team=team, slug=f"bank-{label.lower()}")
+    if label == "THEIRS":
+        bank.name = f"{MARK} bank"
+        bank.save(update_fields=["name"])
+    text = MARK if label == "THEIRS" else "Our own"
+    item = MemoryItem.objects.create(
+        bank=bank, title=f"{text} item", description=f"{text} description", content=f"{text} content", status=ItemStatus.APPROVED
+    )
+    trajectory = Trajectory.objects.create(bank=bank, task=f"{text} task", steps=[{"index": 0, "kind": "answer", "content": "done"}], step_count=1)
+    issued = services.api_token_create(bank=bank, name=f"{text} token", scopes=["retrieve", "ingest"])
+    services.audit_record(action="test.marker", bank=bank, after={"text": text})
+    return Side(team=team, bank=bank, item=item, trajectory=trajectory, token=issued.token, secret=issued.secret)
+
+
+@pytest.fixture
+def world(db) -> World:
+    users = {role: factories.make_user(f"iso-{role}") for role in ROLES}
+    users["stranger"] = factories.make_user("iso-stranger")
+    team = factories.make_team(owner=users[Role.OWNER], slug="iso-ours")
+    for role in ROLES[1:]:
+        factories.make_member(team, role, user=users[role])
+    other_team = factories.make_team(owner=users["stranger"], slug="iso-theirs")
+    other_team.name = f"{MARK} team"
+    other_team.save(update_fields=["name"])
+    w = World(ours=_side(team, "OURS"), theirs=_side(other_team, "THEIRS"), users=users)
+
+    bank = w.ours.bank
+    w.secrets = {
+        "this_bank": w.ours.secret,
+        "other_bank": w.theirs.secret,
+        "retrieve_only": services.api_token_create(bank=bank, name="ro", scopes=["retrieve"]).secret,
+        "ingest_only": services.api_token_create(bank=bank, name="io", scopes=["ingest"]).secret,
+    }
+    revoked = services.api_token_create(bank=bank, name="revoked", scopes=["retrieve", "ingest"])
+    services.api_token_revoke(token=revoked.token)
+    expired = services.api_token_create(bank=bank, name="expired", scopes=["retrieve", "ingest"], expires_at=timezone.now() + timedelta(hours=1))
+    ApiToken.objects.filter(pk=expired.token.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    w.secrets["revoked"] = revoked.secret
+    w.secrets["expired"] = expired.secret
+    return w
+
+
+# --- discovery ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Page:
+    name: str
+    kwargs: tuple[str, ...]
+
+
+def ui_pages() -> list[Page]:
+    """Every named URL pattern whose route takes a bank_id or team_id."""
+    found: list[Page] = []
+
+    def walk(patterns, namespace: str, inherited: tuple[str, ...]):
+        for p in patterns:
+            converters = tuple(getattr(p.pattern, "converters", {}).keys())
+            if isinstance(p, URLResolver):
+                ns = f"{namespace}{p.namespace}:" if p.namespace else namespace
+                walk(p.url_patterns, ns, inherited + converters)
+            elif isinstance(p, URLPattern) and p.name:
+                kwargs = inherited + converters
+                if "bank_id" in kwargs or "team_id" in kwargs:
+                    found.append(Page(f"{namespace}{p.name}", kwargs))
+
+    walk(get_resolver().url_patterns, "", ())
+    return sorted(set(found), key=lambda page: page.name)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    method: str
+    path: str  # with {param}s
+    params: tuple[str, ...]
+    scope: str | None
+    has_body: bool
+
+
+def api_endpoints() -> list[Endpoint]:
+    """Every operation of the agent API's OpenAPI schema, with the scope its
+    TokenAuth requires (read from the ninja operation behind it)."""
+    scopes: dict[tuple[str, str], str | None] = {}
+    for prefix, router in api._routers:
+        for path, view in router.path_operations.items():
+            for op in view.operations:
+                for method in op.methods:
+                    scope = next((getattr(cb, "scope", None) for cb in op.auth_callbacks or []), None)
+                    scopes[(method.upper(), path)] = scope
+    schema = api.get_openapi_schema()
+    base = api.root_path if hasattr(api, "root_path") else ""
+    endpoints = []
+    for path, ops in schema["paths"].items():
+        for method, op in ops.items():
+            relative = path.split("/api/v1", 1)[-1]
+            endpoints.append(
+                Endpoint(
+                    method=method.upper(),
+                    path=path,
+                    params=tuple(p["name"] for p in op.get("parameters", []) if p.get("in") == "path"),
+                    scope=scopes.get((method.upper(), relative)),
+                    has_body="requestBody" in op,
+                )
+            )
+    assert endpoints or base == "", "no API endpoints found"
+    return endpoints
+
+
+def _object(side: Side, kwarg: str):
+    kind = OBJECT_KWARGS.get(kwarg)
+    return getattr(side, kind) if kind else None
+
+
+def _page_url(page: Page, side: Side, objects_from: Side | None = None) -> str | None:
+    """The page's URL for ``side``'s bank/team; object kwargs taken from
+    ``objects_from`` (default: the same side). None if a kwarg is unknown."""
+    objects_from = objects_from or side
+    kwargs = {}
+    for name in page.kwargs:
+        if name == "bank_id":
+            kwargs[name] = side.bank.public_id
+        elif name == "team_id":
+            kwargs[name] = side.team.public_id
+        elif (obj := _object(objects_from, name)) is not None:
+            kwargs[name] = obj.public_id
+        else:
+            return None
+    return reverse(page.name, kwargs=kwargs)
+
+
+def _generic_url(page: Page, side: Side) -> str:
+    """The page's URL with unknown object kwargs filled by random ids."""
+    kwargs = {}
+    for name in page.kwargs:
+        if name == "bank_id":
+            kwargs[name] = side.bank.public_id
+        elif name == "team_id":
+            kwargs[name] = side.team.public_id
+        else:
+            obj = _object(side, name)
+            kwargs[name] = obj.public_id if obj is not None else uuid.uuid4()
+    return reverse(page.name, kwargs=kwargs)
+
+
+def _get_within(client, url: str, side: Side):
+    """GET, following redirects only while they stay inside ``side``'s bank
+    (a page may hand over to a sibling page, e.g. a fragment URL without htmx)."""
+    response = client.get(url)
+    prefix = f"/banks/{side.bank.public_id}/"
+    for _ in range(3):
+        location = response.get("Location", "") if response.status_code in (301, 302) else ""
+        if not location.startswith(prefix):
+            break
+        response = client.get(location)
+    return response
+
+
+def _body(response) -> str:
+    if getattr(response, "streaming", False):
+        return b"".join(response.streaming_content).decode(errors="replace")
+    return response.content.decode(errors="replace")
+
+
+def _report(problems: list[str]) -> None:
+    assert not problems, "isolation matrix mismatches:\n  " + "\n  ".join(problems)
+
+
+# --- UI matrix ------------------------------------------------------------------------------
+
+
+def test_discovery_finds_the_known_pages_and_endpoints():
+    names = {p.name for p in ui_pages()}
+    assert {"accounts:bank_tokens", "accounts:bank_settings", "accounts:bank_audit", "accounts:team"} <= names
+    assert all(e.path.startswith("/api/v1/") for e in api_endpoints())
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_ui_members_get_exactly_what_their_role_allows(client, world, role):
+    client.force_login(world.users[role])
+    problems = []
+    for page in ui_pages():
+        url = _page_url(page, world.ours)
+        if url is None:
+            continue  # an object kwarg this file cannot fill: covered by the non-member tests
+        expected = 200 if RANK[role] >= RANK[GET_MIN_ROLE.get(page.name, Role.VIEWER)] else 403
+        response = _get_within(client, url, world.ours)
+        body = _body(response)
+        if response.status_code != expected:
+            problems.append(f"{role} GET {page.name} {url}: {response.status_code}, expected {expected}")
+        if MARK in body:
+            problems.append(f"{role} GET {page.name} {url}: shows another team's data")
+        # Search/filter parameters must not reach into other teams either. The
+        # query is part of the marker, so a page echoing it back is no false alarm.
+        searched = client.get(url, {"q": SEARCH, "query": SEARCH, "object": SEARCH, "search": SEARCH})
+        if MARK in _body(searched):
+            problems.append(f"{role} GET {page.name} ?q=: shows another team's data")
+    _report(problems)
+
+
+def test_ui_another_teams_member_gets_404_on_everything(client, world):
+    """A member of another team (who owns a bank of their own) gets 404 on
+    every page and every action of ours, never 403."""
+    client.force_login(world.users["stranger"])
+    problems = []
+    for page in ui_pages():
+        url = _generic_url(page, world.ours)
+        for method in ("get", "post"):
+            response = getattr(client, method)(url, {"action": "archive"} if method == "post" else {})
+            allowed = {404} if method == "get" else {404, 405}
+            if response.status_code not in allowed:
+                problems.append(f"stranger {method.upper()} {page.name} {url}: {response.status_code}, expected {sorted(allowed)}")
+    _report(problems)
+
+
+def test_ui_objects_of_another_team_are_404_inside_our_bank(client, world):
+    """Our bank's URL with another team's object id in it: 404 for our owner."""
+    client.force_login(world.users[Role.OWNER])
+    problems = []
+    for page in ui_pages():
+        if not any(k in OBJECT_KWARGS for k in page.kwargs):
+            continue
+        url = _page_url(page, world.ours, objects_from=world.theirs)
+        if url is None:
+            continue
+        response = client.get(url)
+        if response.status_code != 404:
+            problems.append(f"owner GET {page.name} {url} with their object: {response.status_code}, expected 404")
+    _report(problems)
+
+
+def test_ui_anonymous_is_sent_to_login(client, world):
+    login = reverse("accounts:login")
+    problems = []
+    for page in ui_pages():
+        url = _generic_url(page, world.ours)
+        for method in ("get", "post"):
+            response = getattr(client, method)(url)
+            ok = (response.status_code == 302 and response["Location"].startswith(login)) or (method == "post" and response.status_code == 405)
+            if not ok:
+                problems.append(f"anonymous {method.upper()} {page.name}: {response.status_code} {response.get('Location', '')}")
+    _report(problems)
+
+
+def test_ui_viewer_and_reviewer_cannot_use_admin_actions(client, world):
+    """Admin actions of the accounts pages answer 403 to members below admin
+    and change nothing."""
+    bank = world.ours.bank
+    actions = [
+        (reverse("accounts:bank_settings", kwargs={"bank_id": bank.public_id}), {"action": "archive"}),
+        (reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id}), {"action": "revoke", "token": world.ours.token.public_id}),
+        (reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id}), {"action": "create", "name": "x", "scopes": ["retrieve"]}),
+        (reverse("accounts:bank_create", kwargs={"team_id": world.ours.team.public_id}), {"name": "new", "retrieval_mode": "items", "top_k": 3}),
+        (reverse("accounts:team", kwargs={"team_id": world.ours.team.public_id}), {"action": "invite", "email": "a@example.com", "role": "viewer"}),
+    ]
+    problems = []
+    for role in (Role.REVIEWER, Role.VIEWER):
+        client.force_login(world.users[role])
+        for url, data in actions:
+            response = client.post(url, data)
+            if response.status_code != 403:
+                problems.append(f"{role} POST {url} {data.get('action', '')}: {response.status_code}, expected 403")
+    _report(problems)
+    bank.refresh_from_db()
+    world.ours.token.refresh_from_db()
+    assert not bank.is_archived and world.ours.token.revoked_at is None
+
+
+# --- API matrix ----------------------------------------------------------------------------------
+
+
+def _api_url(endpoint: Endpoint, side: Side) -> str:
+    path = endpoint.path
+    for name in endpoint.params:
+        obj = _object(side, name)
+        path = path.replace("{" + name + "}", str(obj.public_id if obj is not None else uuid.uuid4()))
+    return path
+
+
+def _call(client, endpoint: Endpoint, url: str, secret: str | None):
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {secret}"} if secret else {}
+    if endpoint.method == "GET":
+        return client.get(url, **headers)
+    return client.generic(endpoint.method, url, data="{}", content_type="application/json", **headers)
+
+
+def _code(response) -> str:
+    try:
+        return response.json().get("code", "")
+    except ValueError:
+        return "<not json>"
+
+
+@pytest.mark.parametrize("caller", ["anonymous", "session_owner", "revoked", "expired"])
+def test_api_rejects_callers_without_a_live_token(client, world, caller):
+    """No token (even with a logged-in browser session), a revoked or an
+    expired token: 401 JSON on every endpoint."""
+    if caller == "session_owner":
+        client.force_login(world.users[Role.OWNER])
+    secret = world.secrets.get(caller)
+    problems = []
+    for endpoint in api_endpoints():
+        response = _call(client, endpoint, _api_url(endpoint, world.ours), secret)
+        if response.status_code != 401 or _code(response) not in {"missing_token", "invalid_token"}:
+            problems.append(f"{caller} {endpoint.method} {endpoint.path}: {response.status_code} {_code(response)}")
+    _report(problems)
+
+
+def test_api_token_of_this_bank_reaches_its_objects_and_only_them(client, world):
+    problems = []
+    for endpoint in api_endpoints():
+        response = _call(client, endpoint, _api_url(endpoint, world.ours), world.secrets["this_bank"])
+        if endpoint.has_body:
+            # An empty body passes auth and fails validation — never 401/403/404/5xx.
+            expected_ok = response.status_code in (200, 201, 202) or (response.status_code == 422 and _code(response) == "validation_error")
+        else:
+            expected_ok = response.status_code == 200
+        if not expected_ok:
+            problems.append(f"this-bank token {endpoint.method} {endpoint.path}: {response.status_code} {_code(response)}")
+        if MARK in _body(response):
+            problems.append(f"this-bank token {endpoint.method} {endpoint.path}: returns another team's data")
+        if endpoint.params:
+            theirs = _call(client, endpoint, _api_url(endpoint, world.theirs), world.secrets["this_bank"])
+            if theirs.status_code != 404 or _code(theirs) != "not_found":
+                problems.append(f"this-bank token {endpoint.method} {endpoint.path} on their object: {theirs.status_code} {_code(theirs)}")
+    _report(problems)
+
+
+def test_api_token_of_another_bank_gets_404_on_our_objects(client, world):
+    problems = []
+    for endpoint in api_endpoints():
+        response = _call(client, endpoint, _api_url(endpoint, world.ours), world.secrets["other_bank"])
+        if endpoint.params:
+            if response.status_code != 404:
+                problems.append(f"other-bank token {endpoint.method} {endpoint.path} on our object: {response.status_code}")
+        elif response.status_code in (401, 403) or response.status_code >= 500:
+            problems.append(f"other-bank token {endpoint.method} {endpoint.path}: {response.status_code}")
+        if "Our own" in _body(response):
+            problems.append(f"other-bank token {endpoint.method} {endpoint.path}: returns our data")
+    _report(problems)
+
+
+def test_api_scopes_are_enforced(client, world):
+    problems = []
+    for endpoint in api_endpoints():
+        if endpoint.scope is None:
+            continue
+        wrong = "ingest_only" if endpoint.scope == "retrieve" else "retrieve_only"
+        response = _call(client, endpoint, _api_url(endpoint, world.ours), world.secrets[wrong])
+        if response.status_code != 403 or _code(response) != "missing_scope":
+            problems.append(f"{wrong} {endpoint.method} {endpoint.path}: {response.status_code} {_code(response)}")
+    _report(problems)
+
+
+def test_api_archived_bank_serves_and_accepts_nothing(client, world):
+    services.bank_archive(bank=world.ours.bank, actor=world.users[Role.OWNER])
+    problems = []
+    for endpoint in api_endpoints():
+        response = _call(client, endpoint, _api_url(endpoint, world.ours), world.secrets["this_bank"])
+        if response.status_code != 403 or _code(response) != "bank_archived":
+            problems.append(f"archived {endpoint.method} {endpoint.path}: {response.status_code} {_code(response)}")
+    _report(problems)
+
