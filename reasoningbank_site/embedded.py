@@ -57,12 +57,14 @@ def filesystem_broker_options(data_dir: Path) -> dict:
     writes, so tasks cross from the web process to the worker."""
     folder = data_dir / "broker" / "queue"
     processed = data_dir / "broker" / "processed"
-    for path in (folder, processed):
+    control = data_dir / "broker" / "control"  # exchange tables; kombu's default is ./control
+    for path in (folder, processed, control):
         path.mkdir(parents=True, exist_ok=True)
     return {
         "data_folder_in": str(folder),
         "data_folder_out": str(folder),
         "processed_folder": str(processed),
+        "control_folder": str(control),
         "store_processed": False,
     }
 
