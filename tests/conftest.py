@@ -51,3 +51,22 @@ def token(bank):
 @pytest.fixture
 def auth(token):
     return {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """One clear block of what was NOT tested here and why (grouped by reason)."""
+    from collections import Counter
+
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    reasons: Counter[str] = Counter()
+    for report in skipped:
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        reasons[reason.removeprefix("Skipped: ")] += 1
+    terminalreporter.write_sep("-", f"{len(skipped)} test(s) SKIPPED: not tested on this machine", yellow=True)
+    for reason, count in reasons.most_common():
+        terminalreporter.write_line(f"  {count} x {reason}")
+    if not IN_CI:
+        terminalreporter.write_line("  (under CI=true a missing redis-server or browser fails instead of skipping)")

@@ -199,3 +199,113 @@ def test_rb_run_says_clearly_when_the_port_is_taken(db):
         port = sock.getsockname()[1]
         with pytest.raises(CommandError, match=rf"Port {port} .* already in use.*RB_PORT={port + 1}"):
             run("rb_run", "--port", str(port))
+
+
+def _processes_mentioning(text: str) -> list[str]:
+    """Live processes whose command line or environment mentions ``text`` (Linux /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmdline = fh.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                environ = fh.read().decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline or text in environ:
+            found.append(f"{entry}: {cmdline[:120]}")
+    return found
+
+
+def _http(method: str, url: str, token: str, body: dict | None = None) -> tuple[int, dict]:
+    import json
+    import urllib.error
+    import urllib.request
+
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+@pytest.mark.worker
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="checks for leftover processes through /proc")
+def test_rb_run_serves_the_demo_and_leaves_no_process_behind(tmp_path):
+    """The whole `make run` stack in a fresh data dir: banner, retrieve and
+    ingest with the banner's token, Ctrl-C stops everything; a second start on
+    the same data exits non-zero naming the child that died."""
+    import signal
+
+    from tests.worker import wait_for
+
+    data_dir = tmp_path / "data"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    drop = {"DATABASE_URL", "RB_DATABASE_NAME", "REDIS_URL", "CELERY_BROKER_URL", "RB_BROKER_DIR", "RB_LLM_BASE_URL", "OPENAI_API_KEY"}
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env.update(RB_DATA_DIR=str(data_dir), RB_PORT=str(port), PYTHONUNBUFFERED="1")
+
+    def start(log_name: str):
+        log = tmp_path / log_name
+        proc = subprocess.Popen(
+            [sys.executable, str(settings.BASE_DIR / "manage.py"), "rb_run"],
+            env=env, cwd=settings.BASE_DIR, stdin=subprocess.DEVNULL, stdout=log.open("w"), stderr=subprocess.STDOUT,
+        )
+
+        def banner():
+            if proc.poll() is not None:
+                pytest.fail(f"rb_run exited with {proc.returncode}:\n{log.read_text()}")
+            return "Press Ctrl-C" in log.read_text()
+
+        try:
+            wait_for(banner, timeout=240, interval=0.5, what="rb_run's banner")
+        except BaseException:
+            proc.kill()
+            raise
+        return proc, log
+
+    proc, log = start("run1.log")
+    try:
+        text = log.read_text()
+        assert "awaiting_llm" in text and "RB_LLM_BASE_URL" in text
+        token = re.search(r"API token: (rb_\S+)", text).group(1)
+        assert token == (data_dir / "demo-token.txt").read_text().strip()
+        base = f"http://127.0.0.1:{port}/api/v1"
+        status, body = _http("POST", f"{base}/retrieve", token, {"query": DEMO_QUERY})
+        assert status == 200 and body["items"], body
+        status, body = _http("POST", f"{base}/trajectories", token, {"task": "Find a cable", "steps": [{"kind": "answer", "content": "done"}]})
+        assert status == 202, body
+        assert _http("POST", f"{base}/retrieve", "rb_wrong", {"query": "x"})[0] == 401
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(90)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail(f"rb_run did not stop on SIGINT:\n{log.read_text()}")
+    assert proc.returncode == 0, log.read_text()
+    assert "Stopped." in log.read_text()
+    wait_for(lambda: not _processes_mentioning(str(data_dir)), timeout=60, what=f"every process of the stack to exit: {_processes_mentioning(str(data_dir))}")
+
+    # Second start: same data, then the web server dies -> the rest stops, exit code 1 naming it.
+    proc, log = start("run2.log")
+    assert "Created team" not in log.read_text(), "the second start reuses the demo data"
+    web = [line.split(":")[0] for line in _processes_mentioning(str(data_dir)) if "runserver" in line]
+    assert len(web) == 1, _processes_mentioning(str(data_dir))
+    os.kill(int(web[0]), signal.SIGKILL)
+    try:
+        proc.wait(90)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"rb_run did not stop after its web server died:\n{log.read_text()}")
+    assert proc.returncode == 1
+    assert "the web process exited" in log.read_text()
+    wait_for(lambda: not _processes_mentioning(str(data_dir)), timeout=60, what=f"every process of the stack to exit: {_processes_mentioning(str(data_dir))}")
