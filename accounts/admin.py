@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from accounts.models import ApiToken, Bank, Membership, Team
+from accounts.models import ApiToken, AuditEvent, Bank, Invitation, Membership, Team
 
 
 class MembershipInline(admin.TabularInline):
@@ -34,3 +34,31 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False  # the secret must be shown once: use `manage.py rb_token create`
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    list_display = ["email", "team", "role", "created_at", "expires_at", "accepted_at", "revoked_at"]
+    list_select_related = ["team"]
+    readonly_fields = ["token_hash", "accepted_at", "accepted_by", "created_at"]
+    search_fields = ["email"]
+
+    def has_add_permission(self, request):
+        return False  # the link is emailed once: invite from the team page
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "team", "bank", "action", "actor_user", "actor_token", "object_type", "object_id"]
+    list_filter = ["action"]
+    list_select_related = ["team", "bank", "actor_user", "actor_token"]
+    search_fields = ["object_id", "object_repr", "action"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False  # append-only
+
+    def has_delete_permission(self, request, obj=None):
+        return False

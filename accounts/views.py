@@ -302,7 +302,7 @@ def bank_tokens(request, bank_id):
             {
                 "task": "Find the cheapest flight from Berlin to Rome next Friday",
                 "steps": [
-                    {"kind": "action", "content": "search_flights(from='BER', to='FCO', date='friday')"},
+                    {"kind": "action", "content": "search_flights(origin=BER, destination=FCO, date=friday)"},
                     {"kind": "observation", "content": "3 results, cheapest 79 EUR"},
                 ],
                 "final_answer": "79 EUR with the 06:10 flight",

@@ -5,6 +5,7 @@ from django.urls import path
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 
+from accounts.api import router as accounts_router
 from accounts.auth import ApiError, TokenAuth
 from reasoningbank_site.api import on_api_error, on_auth_error
 
@@ -17,5 +18,9 @@ probe_api.add_exception_handler(AuthenticationError, on_auth_error)
 def ping(request):
     return {"bank": str(request.bank.public_id), "token": request.api_token.prefix}
 
+
+# The accounts router is mounted here too (ninja 1.7 allows several mounts), so
+# its endpoint is tested whether or not the main API has mounted it yet.
+probe_api.add_router("/", accounts_router)
 
 urlpatterns = [path("probe/", probe_api.urls)]

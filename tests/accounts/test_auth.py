@@ -76,3 +76,13 @@ def test_rate_limit_answers_429_with_retry_after(client, bank, token, owner):
 def test_zero_rate_limit_means_unlimited(client, bank, token, owner):
     services.bank_update_settings(bank=bank, actor=owner, rate_limit_per_minute=0)
     assert {_get(client, token).status_code for _ in range(5)} == {200}
+
+
+def test_token_endpoint_describes_any_live_token(client, bank):
+    secret = factories.make_token(bank, scopes=("ingest",))
+    response = client.get("/probe/token", HTTP_AUTHORIZATION=f"Bearer {secret}")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["bank_id"] == str(bank.public_id) and body["scopes"] == ["ingest"] and body["prefix"] == secret[:12]
+    assert body["rate_limit_per_minute"] == bank.rate_limit_per_minute
+    assert client.get("/probe/token").status_code == 401
