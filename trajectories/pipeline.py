@@ -621,6 +621,14 @@ def pipeline_sweep(*, stale_seconds: int | None = None, group_wait_seconds: int 
         for pk in Trajectory.objects.filter(status=Status.AWAITING_LLM).values_list("pk", flat=True):
             report.resumed_awaiting_llm.append(pk)
             _enqueue_process(pk)
+        # Complete MaTTS groups that found no LLM when their last member was judged.
+        stalled_groups = (
+            Trajectory.objects.filter(status=Status.WAITING_GROUP, status_detail=NO_LLM_DETAIL)
+            .values_list("bank_id", "group_id")
+            .distinct()
+        )
+        for bank_id, group_id in stalled_groups:
+            _enqueue_group(bank_id, group_id, False)
     expired = (
         Trajectory.objects.filter(status=Status.WAITING_GROUP)
         .values("bank_id", "group_id")

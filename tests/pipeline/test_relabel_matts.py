@@ -209,3 +209,29 @@ def test_relabel_of_a_group_member_recontrasts_the_group(fake_llm, make_trajecto
         t.refresh_from_db()
         assert t.status == Status.DONE
     assert 'verdict="failure"' not in [p for p in fake_llm.prompts if "<rollouts>" in p][-1]
+
+
+def test_complete_group_without_llm_resumes_when_one_is_set(no_llm, make_trajectory, bank, settings, django_capture_on_commit_callbacks):
+    bank.trust_agent_outcome = True
+    bank.save(update_fields=["trust_agent_outcome"])
+    a = process(make_trajectory(group_id="g5", group_size=2, outcome="success"))
+    b = process(make_trajectory(group_id="g5", outcome="failure", final_answer="cached"))
+    assert a.status == b.status == Status.WAITING_GROUP
+    assert "RB_LLM_BASE_URL" in b.status_detail
+
+    from tests.fake_llm import FakeLLM
+    from trajectories import llm
+
+    server = FakeLLM().start()
+    try:
+        settings.RB_LLM_BASE_URL = server.base_url
+        llm._client.cache_clear()
+        server.reply(CONTRAST)
+        with django_capture_on_commit_callbacks(execute=True):
+            pipeline_sweep()
+    finally:
+        server.stop()
+        llm._client.cache_clear()
+    a.refresh_from_db()
+    assert a.status == Status.DONE
+    assert MemoryItem.objects.get().origin == ItemOrigin.MATTS_PARALLEL
