@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install bench clean-data
+.PHONY: run test install bench clean-data docker-build docker-up
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,5 +25,13 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/retrieval.py
 
+# Deletes the embedded database, broker queue and demo token (stop `make run` first).
 clean-data:
-	rm -rf .data
+	rm -rf "$${RB_DATA_DIR:-.data}"
+
+# Production stack (needs Docker and SECRET_KEY in the environment).
+docker-build:
+	docker build -f docker/Dockerfile -t reasoningbank-service:latest .
+
+docker-up:
+	docker compose -f docker/compose.yaml up -d --build

@@ -1,0 +1,42 @@
+#!/bin/sh
+# One image, several roles:
+#   web     migrate, then gunicorn on :8000 (the only role that migrates)
+#   worker  a Celery worker (scale it: `docker compose up --scale worker=3`)
+#   beat    the Celery beat scheduler (run exactly one)
+#   manage  ARGS...   any manage.py command, e.g. `manage createsuperuser`, `manage rb_token create --bank demo/web-agent`
+#   anything else is executed as is.
+set -eu
+
+role="${1:-web}"
+[ "$#" -gt 0 ] && shift
+
+case "$role" in
+  web)
+    python manage.py migrate --noinput
+    exec gunicorn reasoningbank_site.wsgi:application \
+      --bind "0.0.0.0:${PORT:-8000}" \
+      --workers "${WEB_CONCURRENCY:-2}" \
+      --timeout "${GUNICORN_TIMEOUT:-60}" \
+      --forwarded-allow-ips "${FORWARDED_ALLOW_IPS:-127.0.0.1}" \
+      --access-logfile - \
+      "$@"
+    ;;
+  worker)
+    exec celery -A reasoningbank_site worker \
+      --loglevel "${LOG_LEVEL:-INFO}" \
+      --concurrency "${WORKER_CONCURRENCY:-2}" \
+      "$@"
+    ;;
+  beat)
+    exec celery -A reasoningbank_site beat \
+      --loglevel "${LOG_LEVEL:-INFO}" \
+      --schedule "${RB_DATA_DIR:-/data}/celerybeat-schedule" \
+      "$@"
+    ;;
+  manage)
+    exec python manage.py "$@"
+    ;;
+  *)
+    exec "$role" "$@"
+    ;;
+esac
