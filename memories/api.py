@@ -56,7 +56,7 @@ def retrieve(request, payload: RetrieveIn):
         warnings.append(
             f"{result.pending_embeddings} approved item(s) are still being embedded and could not be searched."
         )
-    if not result.approved_count:
+    if not result.bank_has_approved:
         warnings.append("This bank has no approved memories yet.")
     return {
         "retrieval_id": result.event.public_id,

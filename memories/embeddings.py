@@ -55,8 +55,13 @@ def _load(location: str):
     # Never reach for the network: a missing model is a configuration error, not a download.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import torch
     from sentence_transformers import SentenceTransformer
 
+    # One short query per request: extra intra-op threads only fight the web
+    # and database processes for cores (measured on 2 busy cores: ~35 ms with
+    # 1 thread vs ~500 ms with 2). Scale out with processes instead.
+    torch.set_num_threads(max(1, int(getattr(settings, "RB_EMBEDDING_THREADS", 1) or 1)))
     try:
         model = SentenceTransformer(location, device="cpu", local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - any loader failure is a configuration problem

@@ -8,7 +8,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from django.db import connection, transaction
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from pgvector.django import CosineDistance
 
 from accounts.models import Bank
@@ -25,7 +26,7 @@ _PROMPTS = Path(__file__).resolve().parent / "prompts"
 
 @dataclass(frozen=True)
 class EmbeddingCounts:
-    approved: int
+    has_approved: bool
     pending: int  # approved but without a current embedding: not searchable yet
 
 
@@ -106,12 +107,26 @@ def experiences_search(
 
 
 def embedding_counts(*, bank: Bank) -> EmbeddingCounts:
-    """How many approved items the bank has, and how many of them are not
-    searchable yet (embedding missing or from another model)."""
-    row = MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED).aggregate(
-        approved=Count("id"), pending=Count("id", filter=~_current_embedding_q())
-    )
-    return EmbeddingCounts(approved=row["approved"], pending=row["pending"])
+    """Whether the bank has approved items, and how many of them are not
+    searchable yet (never embedded, edited since, or embedded by another
+    model). One query on the (bank, status, embedding_model) index: the
+    services keep embedding, hash and model empty together, so a model
+    other than the configured one is exactly "no current embedding"."""
+    model = embedding_model_name()
+    approved = MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED)
+    pending = approved.filter(Q(embedding_model__lt=model) | Q(embedding_model__gt=model) | Q(embedding_hash=""))
+    row = (
+        Bank.objects.filter(pk=bank.pk)
+        .annotate(
+            has_approved=Exists(approved),
+            pending=Coalesce(
+                Subquery(pending.order_by().values("bank").annotate(n=Count("id")).values("n")[:1]), 0
+            ),
+        )
+        .values("has_approved", "pending")
+        .first()
+    ) or {"has_approved": False, "pending": 0}
+    return EmbeddingCounts(has_approved=row["has_approved"], pending=row["pending"])
 
 
 @lru_cache(maxsize=4)

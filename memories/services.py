@@ -385,7 +385,7 @@ class RetrievalResult:
     items: list[tuple[MemoryItem, float]]
     system_block: str
     pending_embeddings: int
-    approved_count: int = field(default=0)
+    bank_has_approved: bool = field(default=True)
 
 
 def retrieval_perform(
@@ -441,5 +441,5 @@ def retrieval_perform(
         items=pairs,
         system_block=system_block,
         pending_embeddings=counts.pending,
-        approved_count=counts.approved,
+        bank_has_approved=counts.has_approved,
     )

@@ -125,7 +125,7 @@ def test_pending_embeddings_are_counted_not_searched(bank, web_items):
     bank.min_similarity = -1.0
     result = retrieval_perform(bank=bank, query="sign in page", k=20)
     assert result.pending_embeddings == 1
-    assert result.approved_count == 3
+    assert result.bank_has_approved
     assert web_items["login"].pk not in ids(result)
     # A vector whose text changed behind the services' back is not served either.
     MemoryItem.objects.filter(pk=web_items["pages"].pk).update(title="Changed title")

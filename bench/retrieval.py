@@ -1,0 +1,308 @@
+"""Retrieval benchmark: latency of POST /api/v1/retrieve through the real HTTP
+stack, the in-process floor (query embedding + SQL search), and HNSW
+recall@10 against exact search, at several bank sizes.
+
+    python bench/retrieval.py [--sizes 1000,10000,100000] [--queries 50]
+
+Uses its own database (``rb_bench``) on the embedded server (RB_DATA_DIR), or
+the server of DATABASE_URL; the data is rebuilt at each size. The target bank
+holds N approved items; four other banks hold N/4 more between them, drawn
+from the same clusters, so the bank filter matters. Vectors are random unit
+vectors perturbed around a few hundred cluster centres (intra-cluster cosine
+≈ 0.9), which makes nearest-neighbour search non-trivial.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+BENCH_DB = os.environ.get("RB_BENCH_DB", "rb_bench")
+os.environ["RB_DATABASE_NAME"] = BENCH_DB
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank_site.settings")
+
+DIM = 384
+CLUSTERS = 300
+NOISE = 0.5  # norm of the perturbation; cos(item, centre) ≈ 1/sqrt(1+NOISE²)
+OTHER_BANKS = 4
+QUERY_TEXTS = [
+    "Sign in to the store and list my orders from last month",
+    "Find the cheapest flight to Lisbon next Friday",
+    "Change the shipping address on my most recent order",
+    "Open the repository settings and add a deploy key",
+    "Fill in the contact form with my phone number",
+    "Export the quarterly report as CSV",
+    "Search the forum for posts about database migrations",
+    "Book a table for two on Saturday evening",
+    "Reset my password from the login page",
+    "Compare the ratings of the two most popular laptops",
+]
+
+
+def _create_database() -> None:
+    """CREATE DATABASE rb_bench on the configured server if it is missing."""
+    import psycopg
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    params = {"host": db.get("HOST") or None, "port": db.get("PORT") or None, "user": db.get("USER") or None,
+              "password": db.get("PASSWORD") or None, "dbname": "postgres"}
+    with psycopg.connect(**{k: v for k, v in params.items() if v}, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone():
+            conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
+
+
+def _setup_django() -> None:
+    import django
+
+    django.setup()
+    _create_database()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=-1, keepdims=True)).astype(np.float32)
+
+
+def _clustered(rng, centres: np.ndarray, n: int) -> np.ndarray:
+    picks = rng.integers(0, len(centres), size=n)
+    noise = rng.normal(size=(n, DIM)).astype(np.float32) * (NOISE / np.sqrt(DIM))
+    return _unit(centres[picks] + noise)
+
+
+def _reset_and_load(n: int, rng, centres) -> dict:
+    """Empty the bench tables, create the banks and token, COPY the items,
+    build the HNSW index. Returns the target bank, token secret and timings."""
+    from django.db import connection
+    from pgvector.psycopg import register_vector
+
+    from accounts.models import Bank
+    from accounts.services import api_token_create
+    from memories.embeddings import embedding_hash, embedding_model_name, item_embedding_text
+    from tests import factories
+
+    with connection.cursor() as cur:
+        cur.execute("TRUNCATE accounts_team, memories_memoryitem, memories_experience CASCADE")
+        cur.execute("DROP INDEX IF EXISTS memoryitem_embedding_hnsw")
+    team = factories.make_team(slug=f"bench-{uuid.uuid4().hex[:6]}")
+    target = factories.make_bank(team=team, slug="target", rate_limit_per_minute=0)
+    others = [factories.make_bank(team=team, slug=f"other-{i}") for i in range(OTHER_BANKS)]
+    secret = api_token_create(bank=target, name="bench", scopes=["retrieve"]).secret
+
+    per_other = max(1, n // (4 * OTHER_BANKS))
+    plan = [(target.pk, n)] + [(b.pk, per_other) for b in others]
+    model = embedding_model_name()
+    started = time.perf_counter()
+    connection.ensure_connection()
+    raw = connection.connection
+    register_vector(raw)
+    columns = ("public_id", "bank_id", "title", "description", "content", "status", "origin", "source_task_id",
+               "cited_steps", "model", "prompt_version", "verdict_label", "near_duplicates", "needs_review_reason",
+               "status_reason", "embedding", "embedding_hash", "embedding_model", "served_count", "created_at",
+               "updated_at", "approved_at")
+    types = ["uuid", "int8", "text", "text", "text", "text", "text", "text", "jsonb", "text", "text", "text", "jsonb",
+             "text", "text", "vector", "text", "text", "int4", "timestamptz", "timestamptz", "timestamptz"]
+    description = "Use when a synthetic benchmark task looks like this one."
+    content = "A synthetic lesson used to measure retrieval latency and recall."
+    from django.utils import timezone
+
+    now = timezone.now()
+    with raw.cursor() as cur:
+        with cur.copy(f"COPY memories_memoryitem ({', '.join(columns)}) FROM STDIN WITH (FORMAT BINARY)") as copy:
+            copy.set_types(types)
+            for bank_id, count in plan:
+                vectors = _clustered(rng, centres, count)
+                for i in range(count):
+                    title = f"Bench lesson {bank_id}-{i}"
+                    digest = embedding_hash(item_embedding_text(title=title, description=description, content=content), model)
+                    copy.write_row((uuid.uuid4(), bank_id, title, description, content, "approved", "import", "",
+                                    [], "", "", "", [], "", "", vectors[i], digest, model, 0, now, now, now))
+    load_s = time.perf_counter() - started
+    started = time.perf_counter()
+    with connection.cursor() as cur:
+        cur.execute("SET maintenance_work_mem = '1GB'")
+        cur.execute("SET max_parallel_maintenance_workers = 1")
+        cur.execute(
+            "CREATE INDEX memoryitem_embedding_hnsw ON memories_memoryitem "
+            "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+        )
+        cur.execute("ANALYZE memories_memoryitem")
+    index_s = time.perf_counter() - started
+    return {"bank": Bank.objects.get(pk=target.pk), "secret": secret, "rows": sum(c for _, c in plan),
+            "load_s": load_s, "index_s": index_s}
+
+
+def _exact_search(bank, vector, k):
+    from django.db import connection, transaction
+    from pgvector.django import CosineDistance
+
+    from memories.models import MemoryItem
+
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            cur.execute("SET LOCAL enable_indexscan = off")
+        rows = list(
+            MemoryItem.objects.filter(bank=bank, status="approved", embedding__isnull=False)
+            .annotate(distance=CosineDistance("embedding", vector))
+            .values_list("pk", flat=True)
+            .order_by("distance")[:k]
+        )
+    return rows
+
+
+def _plan_uses_hnsw(bank, vector) -> bool:
+    from django.db import connection, transaction
+
+    from memories import selectors
+
+    with transaction.atomic():
+        selectors._iterative_scan(ef_search=selectors.HNSW_EF_SEARCH)
+        with connection.cursor() as cur:
+            cur.execute(
+                "EXPLAIN SELECT id FROM memories_memoryitem WHERE bank_id = %s AND status = 'approved' "
+                "ORDER BY embedding <=> %s::vector LIMIT 10",
+                [bank.pk, "[" + ",".join(f"{x:.6f}" for x in vector) + "]"],
+            )
+            return "hnsw" in "\n".join(r[0] for r in cur.fetchall())
+
+
+def _pct(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_server() -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    env = {**os.environ, "RB_DATABASE_NAME": BENCH_DB, "DEBUG": "0", "LOG_LEVEL": "WARNING"}
+    cmd = [sys.executable, "-m", "gunicorn", "reasoningbank_site.wsgi", "-w", "1", "-b", f"127.0.0.1:{port}",
+           "--log-level", "warning", "--timeout", "120"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"{base}/api/v1/openapi.json", timeout=2).read()
+            return proc, base
+        except Exception:  # noqa: BLE001 - not up yet
+            if proc.poll() is not None:
+                raise RuntimeError("the web server exited during start-up")
+            time.sleep(0.3)
+    proc.terminate()
+    raise RuntimeError("the web server did not start within 120 s")
+
+
+def _post(base, secret, query) -> float:
+    import json
+
+    request = urllib.request.Request(
+        f"{base}/api/v1/retrieve",
+        data=json.dumps({"query": query, "k": 10}).encode(),
+        headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    started = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=60) as response:
+        body = response.read()
+        assert response.status == 200, body
+    return (time.perf_counter() - started) * 1000
+
+
+def run(sizes: list[int], queries: int) -> list[dict]:
+    _setup_django()
+    from memories import selectors
+    from memories.embeddings import embed_text
+
+    rng = np.random.default_rng(42)
+    centres = _unit(rng.normal(size=(CLUSTERS, DIM)).astype(np.float32))
+    embed_text("warm up")
+    proc, base = _start_server()
+    rows = []
+    try:
+        for n in sizes:
+            data = _reset_and_load(n, rng, centres)
+            bank, secret = data["bank"], data["secret"]
+            query_vectors = _clustered(rng, centres, queries)
+            texts = [QUERY_TEXTS[i % len(QUERY_TEXTS)] + f" (#{i})" for i in range(queries)]
+
+            for text in texts[:5]:  # warm the server's model and caches
+                _post(base, secret, text)
+            http = [_post(base, secret, text) for text in texts]
+
+            embed_ms, search_ms, exact_ms, recalls = [], [], [], []
+            for text, vector in zip(texts, query_vectors):
+                t0 = time.perf_counter()
+                embed_text(text)
+                embed_ms.append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                approx = selectors.approved_items_search(bank=bank, vector=vector, k=10, min_similarity=-1.0)
+                search_ms.append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                exact = _exact_search(bank, vector, 10)
+                exact_ms.append((time.perf_counter() - t0) * 1000)
+                recalls.append(len({item.pk for item, _ in approx} & set(exact)) / max(1, len(exact)))
+            rows.append({
+                "n": n, "rows": data["rows"], "load_s": data["load_s"], "index_s": data["index_s"],
+                "hnsw": _plan_uses_hnsw(bank, query_vectors[0]),
+                "http_p50": _pct(http, 50), "http_p95": _pct(http, 95),
+                "embed_p50": _pct(embed_ms, 50), "search_p50": _pct(search_ms, 50), "search_p95": _pct(search_ms, 95),
+                "exact_p50": _pct(exact_ms, 50), "recall": statistics.mean(recalls),
+            })
+            print(_table(rows[-1:]), flush=True)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return rows
+
+
+def _table(rows: list[dict]) -> str:
+    head = ("| items in bank | rows in table | load s | HNSW build s | plan | HTTP p50 ms | HTTP p95 ms "
+            "| embed p50 ms | search p50 ms | search p95 ms | exact p50 ms | recall@10 |")
+    lines = [head, "|" + "|".join("---" for _ in range(12)) + "|"]
+    for r in rows:
+        lines.append(
+            f"| {r['n']:,} | {r['rows']:,} | {r['load_s']:.1f} | {r['index_s']:.1f} | {'hnsw' if r['hnsw'] else 'exact'} "
+            f"| {r['http_p50']:.1f} | {r['http_p95']:.1f} | {r['embed_p50']:.1f} | {r['search_p50']:.1f} "
+            f"| {r['search_p95']:.1f} | {r['exact_p50']:.1f} | {r['recall']:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated item counts of the target bank")
+    parser.add_argument("--queries", type=int, default=50, help="queries per size (HTTP and in-process)")
+    args = parser.parse_args()
+    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    started = time.perf_counter()
+    rows = run(sizes, args.queries)
+    print(f"\n## Retrieval benchmark ({args.queries} queries per size, k=10, {os.cpu_count()} CPUs, "
+          f"{time.perf_counter() - started:.0f} s total)\n")
+    print(_table(rows))
+
+
+if __name__ == "__main__":
+    main()
