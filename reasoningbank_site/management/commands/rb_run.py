@@ -175,9 +175,9 @@ class Command(BaseCommand):
                 self._start_children(host, port, data_dir)
             if not self.stopping:
                 self._wait_ready()
-            if not self.stopping:
-                if not options["no_demo"]:
-                    self._wait_demo_embeddings()
+            if not self.stopping and not options["no_demo"] and self._all_alive():
+                self._wait_demo_embeddings()
+            if not self.stopping and self._all_alive():
                 self._banner(host, port)
             exit_code = self._supervise()
         finally:
@@ -242,11 +242,14 @@ class Command(BaseCommand):
             return
         self.stdout.write(f"Waiting for the worker to embed {pending.count()} demo memories…")
         deadline = time.monotonic() + EMBED_WAIT
-        while pending.exists() and not self.stopping and all(c.alive() for c in self.children):
+        while pending.exists() and not self.stopping and self._all_alive():
             if time.monotonic() > deadline:
                 self.stderr.write("rb_run: demo memories are not embedded yet; retrieve may answer empty for a while.")
                 return
             time.sleep(0.5)
+
+    def _all_alive(self) -> bool:
+        return all(child.alive() for child in self.children)
 
     def _supervise(self) -> int:
         while not self.stopping:
