@@ -111,6 +111,20 @@
     }
   });
 
+  // htmx does not swap error responses: say that something failed instead of doing nothing.
+  document.addEventListener("htmx:responseError", (event) => {
+    const toast = document.getElementById("toast");
+    if (toast) toast.textContent = `That did not work (HTTP ${event.detail.xhr.status}). Reload and try again.`;
+    setTimeout(() => { if (toast) toast.textContent = ""; }, 6000);
+  });
+
+  // A toast swapped in out-of-band fades after a few seconds.
+  document.addEventListener("htmx:oobAfterSwap", (event) => {
+    if (event.detail.target && event.detail.target.id === "toast") {
+      setTimeout(() => { const t = document.getElementById("toast"); if (t) t.textContent = ""; }, 4000);
+    }
+  });
+
   document.addEventListener("keydown", (event) => {
     if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey) return;
     const target = event.target;

@@ -80,3 +80,11 @@ def trajectory(bank):
 @pytest.fixture
 def item(bank, trajectory):
     return propose(bank, trajectory)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    # Lets the browser fixture see whether the test failed (for its screenshot).
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
