@@ -3,7 +3,8 @@ subprocess bound to pytest-django's test database and to a broker of its own.
 
 Use it from a test module with::
 
-    from tests.worker import celery_worker, celery_worker_env, wait_for  # noqa: F401
+    # every fixture the worker needs must be importable by name from the test module
+    from tests.worker import celery_broker, celery_worker, celery_worker_env, wait_for  # noqa: F401
 
     @pytest.mark.worker
     @pytest.mark.django_db(transaction=True)

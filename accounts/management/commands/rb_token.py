@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from accounts.models import ApiToken, Bank, Scope
-from accounts.selectors import bank_find
+from accounts.selectors import bank_find, bank_tokens
 from accounts.services import api_token_create, api_token_revoke
 
 
@@ -88,9 +88,8 @@ class Command(BaseCommand):
 
     def _list(self, options) -> None:
         bank = _find_bank(options["bank"])
-        # A one-off admin read: no selector exists for it yet (accounts.selectors owner may add one).
-        tokens = ApiToken.objects.filter(bank=bank).order_by("created_at")
-        header = ("PREFIX", "NAME", "SCOPES", "CREATED", "LAST USED", "EXPIRES", "REVOKED")
+        tokens = bank_tokens(bank=bank)
+        header = ("PREFIX", "NAME", "SCOPES", "CREATED", "LAST USED", "EXPIRES", "REVOKED")  # newest first
         rows = [
             (
                 t.prefix,
@@ -114,6 +113,7 @@ class Command(BaseCommand):
         ref = options["prefix"].strip().rstrip("…").rstrip(".")
         # Accept the whole secret too: its first characters are the prefix.
         prefix = ref[:PREFIX_LENGTH]
+        # Prefixes are unique across banks (a model constraint); no selector exists for this admin-only read.
         token = ApiToken.objects.select_related("bank", "bank__team").filter(prefix=prefix).first()
         if token is None:
             raise CommandError(f"No token with prefix '{ref}'. See `rb_token list --bank SLUG`.")
