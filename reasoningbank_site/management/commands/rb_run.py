@@ -314,7 +314,9 @@ class Command(BaseCommand):
                 )
             )
         )
-        if settings.RB_LLM_BASE_URL or settings.OPENAI_API_KEY:
+        from trajectories.llm import llm_configured
+
+        if llm_configured():
             llm = f"LLM:       {settings.RB_LLM_BASE_URL or 'OpenAI'} (model {settings.RB_LLM_MODEL})"
         else:
             llm = (
