@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from ninja import Query, Router, Schema
-from ninja import Field
+from ninja import Field, Query, Router, Schema
 
 from accounts.auth import ApiError, TokenAuth
 from memories import selectors

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import F, Max
+from django.db.models import F, Max, Q
 from django.utils import timezone
 
 from accounts.models import ApiToken, Bank, RetrievalMode
@@ -361,6 +361,22 @@ def memory_item_embed_refresh(*, item_id: int) -> bool:
         pk=item.pk, title=item.title, description=item.description, content=item.content
     ).update(embedding=vector, embedding_hash=embedding_hash(text), embedding_model=embedding_model_name())
     return bool(updated)
+
+
+def memory_items_embed_pending(*, limit: int = 200) -> int:
+    """Sweeper: embed proposed and approved items that have no current
+    embedding (an enqueue lost to a broker outage, a crashed worker, or a
+    change of RB_EMBEDDING_MODEL), oldest change first, at most ``limit``.
+    Returns how many embeddings were written. Safe to run concurrently
+    (each write is a compare-and-set)."""
+    model = embedding_model_name()
+    pending = (
+        MemoryItem.objects.filter(status__in=[ItemStatus.PROPOSED, ItemStatus.APPROVED])
+        .filter(Q(embedding_hash="") | Q(embedding_model__lt=model) | Q(embedding_model__gt=model))
+        .order_by("updated_at")
+        .values_list("pk", flat=True)[: max(0, int(limit))]
+    )
+    return sum(memory_item_embed_refresh(item_id=pk) for pk in list(pending))
 
 
 # --- experiences ------------------------------------------------------------------------

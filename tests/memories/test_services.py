@@ -230,3 +230,19 @@ def test_experience_create_embeds_the_task(bank):
     assert exp.task_id == "t-9"
     with pytest.raises(ValueError):
         experience_create(bank=bank, task="  ")
+
+
+def test_sweeper_embeds_items_left_without_embedding(bank, owner):
+    from memories.tasks import memory_items_embed_sweep
+
+    lost = memory_item_create(bank=bank, author=owner, **LOGIN)  # its on_commit enqueue never ran
+    stale = memory_item_propose(bank=bank, origin="success", **DATES)
+    MemoryItem.objects.filter(pk=stale.pk).update(embedding_model="old-model")
+    rejected = memory_item_create(bank=bank, author=owner, title="Rejected", description="d", content="c")
+    memory_item_reject(item=rejected, author=owner)
+    assert memory_items_embed_sweep.apply(kwargs={"limit": 50}).get() == 2
+    for item in (lost, stale):
+        item.refresh_from_db()
+        assert item.embedding_hash == item_embedding_hash(item) and item.embedding_model != "old-model"
+    assert MemoryItem.objects.get(pk=rejected.pk).embedding is None
+    assert memory_items_embed_sweep.apply().get() == 0
