@@ -11,6 +11,7 @@ with a message a UI can show.
 from __future__ import annotations
 
 import logging
+import random
 import time
 from dataclasses import dataclass, field
 
@@ -402,6 +403,7 @@ class RetrievalResult:
     system_block: str
     pending_embeddings: int
     bank_has_approved: bool = field(default=True)
+    arm: str = field(default=Arm.TREATMENT)
 
 
 def retrieval_perform(
@@ -411,9 +413,11 @@ def retrieval_perform(
     items by similarity to the query; experiences mode: all approved items of
     the top-n most similar past tasks. ``k`` defaults to bank.top_k and is
     capped at 20; bank.min_similarity applies; a ``task_id`` excludes what
-    was learnt from that same task. Writes one RetrievalEvent (arm treatment)
-    and bumps the served items' counters with one query. Raises ValueError
-    for an empty query."""
+    was learnt from that same task. With probability bank.holdout_fraction
+    the retrieval is in the holdout arm: nothing is served, but the event
+    records what would have been, so lift can be measured. Writes one
+    RetrievalEvent and bumps the served items' counters with one query.
+    Raises ValueError for an empty query."""
     started = time.perf_counter()
     query = (query or "").strip()
     if not query:
@@ -430,6 +434,10 @@ def retrieval_perform(
             bank=bank, vector=vector, k=k, min_similarity=bank.min_similarity, exclude_task_id=task_id
         )
     counts = selectors.embedding_counts(bank=bank)
+    arm = Arm.HOLDOUT if bank.holdout_fraction > 0 and random.random() < bank.holdout_fraction else Arm.TREATMENT
+    recorded = [{"id": str(item.public_id), "score": score} for item, score in pairs]
+    if arm == Arm.HOLDOUT:
+        pairs = []
     system_block = selectors.system_block_render([item for item, _ in pairs])
     latency_ms = (time.perf_counter() - started) * 1000.0
     now = timezone.now()
@@ -441,8 +449,8 @@ def retrieval_perform(
             task_id=task_id,
             mode=bank.retrieval_mode,
             k=k,
-            arm=Arm.TREATMENT,
-            results=[{"id": str(item.public_id), "score": score} for item, score in pairs],
+            arm=arm,
+            results=recorded,
             latency_ms=round(latency_ms, 2),
         )
         if pairs:
@@ -458,4 +466,5 @@ def retrieval_perform(
         system_block=system_block,
         pending_embeddings=counts.pending,
         bank_has_approved=counts.has_approved,
+        arm=arm,
     )

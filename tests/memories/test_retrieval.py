@@ -224,3 +224,15 @@ def test_iterative_scan_is_not_starved_by_other_banks(bank, other_bank, owner):
         assert len(cursor.fetchall()) < 3
     found = selectors.approved_items_search(bank=bank, vector=query, k=3, min_similarity=-1.0)
     assert sorted(item.pk for item, _ in found) == sorted(item.pk for item in ours)
+
+
+def test_holdout_arm_withholds_items_but_records_them(bank, web_items):
+    bank.holdout_fraction = 1.0
+    result = retrieval_perform(bank=bank, query="sign in page", k=2)
+    assert result.arm == Arm.HOLDOUT and result.items == [] and result.system_block == ""
+    event = RetrievalEvent.objects.get(pk=result.event.pk)
+    assert event.arm == Arm.HOLDOUT
+    assert event.results[0]["id"] == str(web_items["login"].public_id)  # what would have been served
+    assert MemoryItem.objects.get(pk=web_items["login"].pk).served_count == 0
+    bank.holdout_fraction = 0.0
+    assert retrieval_perform(bank=bank, query="sign in page", k=2).arm == Arm.TREATMENT
