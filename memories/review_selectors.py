@@ -76,9 +76,11 @@ def item_status_counts(*, bank: Bank) -> dict[str, int]:
 
 
 def review_agents(*, bank: Bank) -> list[str]:
-    """Agent names seen in ``bank``'s trajectories (for the queue's agent filter)."""
-    return list(
-        bank.trajectories.exclude(agent="").order_by("agent").values_list("agent", flat=True).distinct()[:200]
+    """Agent names seen in ``bank``'s latest 5,000 trajectories (for the
+    queue's agent filter; bounded so it stays an index scan at any size)."""
+    recent = bank.trajectories.order_by("-created_at").values("pk")[:5000]
+    return sorted(
+        set(bank.trajectories.filter(pk__in=recent).exclude(agent="").values_list("agent", flat=True).distinct()[:200])
     )
 
 

@@ -219,6 +219,8 @@ def review_backlog(*, bank: Bank) -> dict[str, int]:
 
 
 def trajectory_agents(*, bank: Bank) -> list[str]:
-    return list(
-        Trajectory.objects.filter(bank=bank).exclude(agent="").order_by("agent").values_list("agent", flat=True).distinct()[:200]
+    """Agent names of the latest 5,000 trajectories (bounded for large banks)."""
+    recent = Trajectory.objects.filter(bank=bank).order_by("-created_at").values("pk")[:5000]
+    return sorted(
+        set(Trajectory.objects.filter(pk__in=recent).exclude(agent="").values_list("agent", flat=True).distinct()[:200])
     )

@@ -1,0 +1,145 @@
+"""Page-render benchmark of the review UI at scale.
+
+Fills a separate database ``rb_bench_pages`` (on the same PostgreSQL server as
+the app: the embedded one, or DATABASE_URL's) with one bank holding 100k
+trajectories and 100k memory items (bulk inserts, kept between runs), then
+renders the heaviest list pages through Django's test client and prints
+p50/p95 wall time per page, including the SQL.
+
+    RB_DATA_DIR=/tmp/rb-data-bench .venv/bin/python bench/pages.py [--n 100000] [--runs 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank_site.settings")
+BENCH_DB = "rb_bench_pages"
+
+
+def use_bench_database() -> None:
+    """Point Django at BENCH_DB, creating it first if needed."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    import psycopg
+
+    params = {"dbname": "postgres", "user": db.get("USER") or None, "host": db.get("HOST") or None,
+              "port": db.get("PORT") or None, "password": db.get("PASSWORD") or None}
+    with psycopg.connect(**{k: v for k, v in params.items() if v}, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
+    db["NAME"] = BENCH_DB
+
+
+def seed(n: int):
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from accounts.models import Bank
+    from accounts.services import bank_create, team_create
+    from memories.models import MemoryItem
+    from trajectories.models import Trajectory
+
+    User = get_user_model()
+    user = User.objects.filter(username="bench").first() or User.objects.create_user("bench", password="bench-pass-123")
+    bank = Bank.objects.filter(slug="bench").first()
+    if bank is None:
+        bank = bank_create(team=team_create(name="Bench", slug="bench", owner=user), name="Bench", slug="bench")
+    steps = [
+        {"index": 0, "kind": "user", "content": "Find the cheapest flight."},
+        {"index": 1, "kind": "tool_call", "content": "", "name": "search", "arguments": '{"q": "flights"}'},
+        {"index": 2, "kind": "tool_result", "content": "3 results " + "x" * 400},
+        {"index": 3, "kind": "answer", "content": "Flight X."},
+    ]
+    statuses = ["done"] * 6 + ["awaiting_llm", "needs_attention", "judged", "distilling"]
+    agents = [f"agent-{i}" for i in range(8)]
+    batch = 5000
+    have = Trajectory.objects.filter(bank=bank).count()
+    t0 = time.perf_counter()
+    while have < n:
+        size = min(batch, n - have)
+        Trajectory.objects.bulk_create(
+            Trajectory(bank=bank, task=f"Task {i}: book the cheapest trip number {i} across town", steps=steps, step_count=4,
+                       final_answer=f"answer {i}", agent=agents[i % 8], status=statuses[i % 10],
+                       verdict=("success", "failure", "")[i % 3])
+            for i in range(have, have + size)
+        )
+        have += size
+    item_status = ["approved"] * 5 + ["proposed"] * 3 + ["rejected", "superseded"]
+    origins = ["success", "failure", "matts-parallel", "manual"]
+    have_items = MemoryItem.objects.filter(bank=bank).count()
+    while have_items < n:
+        size = min(batch, n - have_items)
+        MemoryItem.objects.bulk_create(
+            MemoryItem(bank=bank, title=f"Lesson {i}: verify the price before booking", description=f"Use when booking trip {i % 97}.",
+                       content="Compare at least two sources and re-check the total with taxes before answering.",
+                       status=item_status[i % 10], origin=origins[i % 4], verdict_label=("success", "failure")[i % 2],
+                       near_duplicates=[{"id": "00000000-0000-0000-0000-000000000000", "similarity": 0.9}] if i % 7 == 0 else [])
+            for i in range(have_items, have_items + size)
+        )
+        have_items += size
+    if time.perf_counter() - t0 > 1:
+        with connection.cursor() as cur:
+            cur.execute("ANALYZE")
+        print(f"seeded in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    return user, bank
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=100_000, help="trajectories and items each")
+    parser.add_argument("--runs", type=int, default=30)
+    args = parser.parse_args()
+
+    use_bench_database()
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+    from django.db import connection
+
+    call_command("migrate", verbosity=0)
+    user, bank = seed(args.n)
+    client = Client()
+    client.force_login(user)
+    b = bank.public_id
+    pages = [
+        ("review queue", f"/banks/{b}/review/"),
+        ("review queue, page 200", f"/banks/{b}/review/?page=200"),
+        ("review queue, search", f"/banks/{b}/review/?q=trip+1234"),
+        ("review queue, agent filter", f"/banks/{b}/review/?agent=agent-3"),
+        ("items, all", f"/banks/{b}/items/"),
+        ("items, approved", f"/banks/{b}/items/?status=approved"),
+        ("trajectories", f"/banks/{b}/trajectories/"),
+        ("trajectories, status+verdict", f"/banks/{b}/trajectories/?status=done&verdict=failure"),
+        ("trajectories, search", f"/banks/{b}/trajectories/?q=number+4242"),
+        ("dashboard", f"/banks/{b}/"),
+    ]
+    print(f"{args.n:,} trajectories and {args.n:,} items in one bank; {args.runs} renders per page\n")
+    print(f"| page | p50 ms | p95 ms | queries |\n|---|---:|---:|---:|")
+    for label, url in pages:
+        response = client.get(url)  # warm
+        assert response.status_code == 200, (url, response.status_code)
+        times = []
+        for _ in range(args.runs):
+            with CaptureQueriesContext(connection) as queries:
+                start = time.perf_counter()
+                client.get(url)
+                times.append((time.perf_counter() - start) * 1000)
+        times.sort()
+        p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
+        print(f"| {label} | {statistics.median(times):.1f} | {p95:.1f} | {len(queries)} |")
+
+
+if __name__ == "__main__":
+    main()
