@@ -16,10 +16,11 @@ import time
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import F, Max, Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from accounts.models import ApiToken, Bank, RetrievalMode
+from accounts.services import audit_record
 from memories import selectors
 from memories.embeddings import (
     embed_text,
@@ -63,11 +64,17 @@ def _lock(item: MemoryItem) -> None:
     item.refresh_from_db(from_queryset=MemoryItem.objects.select_for_update())
 
 
+_AUDITED_FIELDS = ("title", "description", "content", "status")
+
+
 def _record_version(*, item: MemoryItem, action: str, author=None, note: str = "") -> MemoryItemVersion:
-    last = item.versions.aggregate(n=Max("number"))["n"] or 0
-    return MemoryItemVersion.objects.create(
+    """Append the item's next version and the matching audit event (before =
+    the previous version, after = now): every item change passes here, so the
+    history and the audit log cannot disagree."""
+    previous = item.versions.order_by("-number").first()
+    version = MemoryItemVersion.objects.create(
         item=item,
-        number=last + 1,
+        number=(previous.number if previous else 0) + 1,
         title=item.title,
         description=item.description,
         content=item.content,
@@ -76,6 +83,12 @@ def _record_version(*, item: MemoryItem, action: str, author=None, note: str = "
         note=note,
         author=author,
     )
+    before = {f: getattr(previous, f) for f in _AUDITED_FIELDS} if previous else None
+    after = {f: getattr(version, f) for f in _AUDITED_FIELDS}
+    if note:
+        after["note"] = note
+    audit_record(action=f"memory_item.{action}", bank=item.bank, user=author, obj=item, before=before, after=after)
+    return version
 
 
 def _has_current_embedding(item: MemoryItem) -> bool:

@@ -519,6 +519,7 @@ def trajectory_relabel(*, trajectory: Trajectory, label: str, reason: str, autho
     and distillation reruns with the right prompt (enqueued after commit; for
     a MaTTS group member the group's contrast reruns). Raises ValueError for
     a label other than success/failure."""
+    from accounts.services import audit_record
     from memories.services import memory_item_flag, memory_item_supersede
     from trajectories.services import judgment_record
 
@@ -528,6 +529,14 @@ def trajectory_relabel(*, trajectory: Trajectory, label: str, reason: str, autho
     old = t.verdict
     judgment = judgment_record(trajectory=t, source=JudgmentSource.HUMAN, label=label, rationale=reason, author=author)
     t.refresh_from_db()
+    audit_record(
+        action="trajectory.relabel",
+        bank=t.bank,
+        user=author,
+        obj=t,
+        before={"verdict": old or None},
+        after={"verdict": t.verdict, "label": label, "reason": reason},
+    )
     if t.verdict == old:
         return judgment
     who = getattr(author, "username", None) or "a reviewer"

@@ -2,6 +2,7 @@
 
 import pytest
 
+from accounts.models import AuditEvent
 from memories.models import ItemOrigin, ItemStatus, MemoryItem
 from memories.services import memory_item_approve
 from tests.pipeline.conftest import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
@@ -58,6 +59,15 @@ def test_relabel_supersedes_proposed_flags_approved_and_redistills(
     )
     assert "judged a FAILURE" in fake_llm.prompts[-1]
     assert len(fake_llm.requests) == 3  # no re-judging: the human verdict stands
+
+    # The audit log holds the relabel and every item change it caused, with its actor.
+    events = {(e.action, e.object_id): e for e in AuditEvent.objects.filter(bank=t.bank)}
+    relabel = events[("trajectory.relabel", str(t.public_id))]
+    assert (relabel.actor_user, relabel.before, relabel.after["verdict"]) == (owner, {"verdict": "success"}, "failure")
+    assert events[("memory_item.approved", str(first.public_id))].actor_user == owner
+    assert events[("memory_item.flagged", str(first.public_id))].before["status"] == "approved"
+    superseded = events[("memory_item.superseded", str(second.public_id))]
+    assert (superseded.before["status"], superseded.after["status"]) == ("proposed", "superseded")
 
 
 def test_relabel_to_the_same_verdict_changes_nothing(fake_llm, make_trajectory, owner, django_capture_on_commit_callbacks):
