@@ -119,9 +119,13 @@ def _filesystem_broker(tmp: Path) -> Iterator[Broker]:
 
 def _point_app_at(url: str, transport_options: dict) -> None:
     """Make this (test) process publish to ``url``: drop the connection and
-    producer pools cached for the old broker, as Celery itself does after a fork."""
-    if celery_app._pool is not None:
-        celery_app._pool.force_close_all()
+    producer pools cached for the old broker, as Celery itself does after a
+    fork. kombu keeps producer pools in a process-wide registry keyed by
+    connection, so it is reset too — else switching back to the first broker
+    would hand out its closed pool ("Acquire on closed pool")."""
+    from kombu import pools
+
+    pools.reset()
     celery_app.conf.broker_url = url
     celery_app.conf.broker_transport_options = transport_options
     celery_app._pool = None
