@@ -9,7 +9,6 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.db.models import Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
@@ -294,17 +293,6 @@ def items(request, bank_id):
 # --- playground -----------------------------------------------------------------
 
 
-def _retrieve_without_logging(*, bank, query: str, k: int | None):
-    """What an agent with this bank's settings would receive, computed by the
-    real retrieval service — then rolled back, so a playground query is not
-    recorded as an agent RetrievalEvent and bumps no served counters (the
-    service has no 'do not log' option)."""
-    with transaction.atomic():
-        result = services.retrieval_perform(bank=bank, query=query, k=k)
-        transaction.set_rollback(True)
-    return result
-
-
 @login_required
 def playground(request, bank_id):
     bank, membership = bank_for_user(request, bank_id)
@@ -312,7 +300,7 @@ def playground(request, bank_id):
     result = error = None
     if form.is_bound and form.is_valid():
         try:
-            result = _retrieve_without_logging(bank=bank, query=form.cleaned_data["q"], k=form.cleaned_data.get("k"))
+            result = services.retrieval_preview(bank=bank, query=form.cleaned_data["q"], k=form.cleaned_data.get("k"))
         except ValueError as exc:
             error = str(exc)
     context = {"bank": bank, "membership": membership, "form": form, "result": result, "error": error}

@@ -296,6 +296,9 @@ def test_dashboard_counts_and_agreement(client, owner, bank):
 
 
 def test_playground_shows_approved_items_without_logging_a_retrieval(client, viewer, owner, bank):
+    # Even a bank that holds every agent retrieval out shows what the treatment arm would get.
+    bank.holdout_fraction = 1.0
+    bank.save(update_fields=["holdout_fraction"])
     approved = memory_item_create(bank=bank, title="Confirm opening hours on the official site",
                                   description="Use for questions about when a place is open.",
                                   content="Look for the opening hours on the venue's own website.",
