@@ -4,7 +4,6 @@ fragment for the review focus view."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -17,6 +16,7 @@ from accounts.access import bank_for_user
 from accounts.models import Role
 from trajectories import ui_selectors as us
 from trajectories.forms import RelabelForm, TrajectoryFilterForm
+from trajectories.llm import llm_configured
 from trajectories.models import Trajectory
 
 PAGE_SIZE = 50
@@ -44,7 +44,7 @@ def dashboard(request, bank_id):
     context = {
         "bank": bank, "membership": membership, "counts": counts, "total": total,
         "backlog": us.review_backlog(bank=bank), "agreement": us.judge_human_agreement(bank=bank),
-        "activity": us.recent_activity(bank=bank), "llm_configured": bool(settings.RB_LLM_BASE_URL),
+        "activity": us.recent_activity(bank=bank), "llm_configured": llm_configured(),
         "tokens_url": _url_or_empty("accounts:bank_tokens", bank_id=bank.public_id),
         "api_base": request.build_absolute_uri("/api/v1/"),
     }
@@ -76,7 +76,7 @@ def _detail_context(bank, membership, trajectory, relabel_form=None):
         "judgments": us.trajectory_judgments(trajectory=trajectory),
         "items": items, "polling": trajectory.status in us.IN_FLIGHT,
         "relabel_form": relabel_form or RelabelForm(),
-        "llm_configured": bool(settings.RB_LLM_BASE_URL),
+        "llm_configured": llm_configured(),
     }
 
 
