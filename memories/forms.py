@@ -86,6 +86,19 @@ class ItemEditForm(forms.ModelForm):
         }
 
 
+class ItemCreateForm(ItemEditForm):
+    """A memory written by hand. Reviewers may approve it at once."""
+
+    approve_now = forms.BooleanField(required=False, label="Approve now (serve it to agents at once)")
+
+    class Meta(ItemEditForm.Meta):
+        pass
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        del self.fields["note"]
+
+
 class RejectForm(forms.Form):
     reason = forms.CharField(max_length=2000, widget=forms.TextInput(attrs={"placeholder": "why it should not be served"}))
 

@@ -22,6 +22,7 @@ from memories import review_selectors as rs
 from memories import services
 from memories.forms import (
     BulkActionForm,
+    ItemCreateForm,
     ItemEditForm,
     ItemListFilterForm,
     MergeForm,
@@ -288,6 +289,27 @@ def items(request, bank_id):
     }
     template = "memories/items.html#list" if request.htmx and request.htmx.target == "item-list" else "memories/items.html"
     return render(request, template, context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def item_create(request, bank_id):
+    """Write a memory by hand (the normal way to teach a bank while no LLM is configured)."""
+    bank, membership = bank_for_user(request, bank_id, role=Role.REVIEWER)
+    form = ItemCreateForm(request.POST or None, instance=MemoryItem(bank=bank))
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            item = services.memory_item_create(
+                bank=bank, title=data["title"], description=data["description"], content=data["content"],
+                author=request.user, status=ItemStatus.APPROVED if data["approve_now"] else ItemStatus.PROPOSED,
+            )
+        except ValueError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Saved “{item.title}” as {item.get_status_display().lower()}.")
+            return redirect("memories:item_detail", bank_id=bank.public_id, item_id=item.public_id)
+    return render(request, "memories/item_new.html", {"bank": bank, "membership": membership, "form": form})
 
 
 # --- playground -----------------------------------------------------------------

@@ -36,6 +36,7 @@ SEARCH = "OTHER-TEAM"  # matches their data in any substring search; never the w
 # Pages whose GET needs more than the viewer role (url name → minimum role).
 GET_MIN_ROLE = {
     "accounts:bank_create": Role.ADMIN,
+    "memories:item_create": Role.REVIEWER,
 }
 ROLES = [Role.OWNER, Role.ADMIN, Role.REVIEWER, Role.VIEWER]
 RANK = {Role.VIEWER: 0, Role.REVIEWER: 1, Role.ADMIN: 2, Role.OWNER: 3}

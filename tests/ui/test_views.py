@@ -328,3 +328,29 @@ def test_list_pages_have_bounded_queries(client, owner, bank, django_assert_max_
         assert response.status_code == 200
     html = client.get(reverse("memories:review", kwargs={"bank_id": b})).content.decode()
     assert html.count("<tr id=\"item-") == 40
+
+
+def test_reviewer_writes_a_memory_by_hand_and_can_approve_it_at_once(client, reviewer, viewer, stranger, bank):
+    url = reverse("memories:item_create", kwargs={"bank_id": bank.public_id})
+    assert client.get(url).status_code == 302  # anonymous → login
+    client.force_login(stranger)
+    assert client.post(url, {"title": "x", "description": "d", "content": "c"}).status_code == 404
+    client.force_login(viewer)
+    assert client.get(url).status_code == 403
+    assert client.post(url, {"title": "x", "description": "d", "content": "c"}).status_code == 403
+    assert not MemoryItem.objects.filter(bank=bank).exists()
+
+    client.force_login(reviewer)
+    invalid = client.post(url, {"title": "", "description": "d", "content": "c"})
+    assert invalid.status_code == 200 and "This field is required" in invalid.content.decode()
+    response = client.post(url, {
+        "title": "Check the cart total before paying",
+        "description": "Use before confirming any payment.",
+        "content": "Read the order summary and compare the total with the expected price before you pay.",
+        "approve_now": "on",
+    })
+    item = MemoryItem.objects.get(bank=bank)
+    assert response.status_code == 302 and str(item.public_id) in response["Location"]
+    assert (item.status, item.origin, item.created_by, item.approved_by) == (ItemStatus.APPROVED, "manual", reviewer, reviewer)
+    assert item.embedding is not None  # approved items are embedded inline, so it is served at once
+    assert [v.action for v in item.versions.all()] == ["created"]
