@@ -157,7 +157,8 @@ RB_INVITATION_TTL_HOURS = envint("RB_INVITATION_TTL_HOURS", 72)
 
 # --- Celery ------------------------------------------------------------------
 REDIS_URL = envstr("REDIS_URL")
-CELERY_BROKER_URL = envstr("CELERY_BROKER_URL") or REDIS_URL or "filesystem://"
+# The hostname means nothing to the filesystem transport; naming one stops kombu warning about it.
+CELERY_BROKER_URL = envstr("CELERY_BROKER_URL") or REDIS_URL or "filesystem://localhost/"
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     embedded.filesystem_broker_options(Path(envstr("RB_BROKER_DIR") or DATA_DIR))
     if CELERY_BROKER_URL.startswith("filesystem")

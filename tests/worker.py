@@ -114,7 +114,7 @@ def _redis_broker(tmp: Path) -> Iterator[Broker]:
 
 
 def _filesystem_broker(tmp: Path) -> Iterator[Broker]:
-    yield Broker("filesystem", "filesystem://", embedded.filesystem_broker_options(tmp), {"RB_BROKER_DIR": str(tmp)})
+    yield Broker("filesystem", "filesystem://localhost/", embedded.filesystem_broker_options(tmp), {"RB_BROKER_DIR": str(tmp)})
 
 
 def _point_app_at(url: str, transport_options: dict) -> None:
