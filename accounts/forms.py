@@ -9,6 +9,7 @@ from django.contrib.auth.forms import UserCreationForm
 from django.utils import timezone
 
 from accounts.models import Bank, Role, Scope
+from accounts.services import BANK_SETTINGS
 
 
 class SignupForm(UserCreationForm):
@@ -42,19 +43,7 @@ class BankCreateForm(forms.ModelForm):
 class BankSettingsForm(forms.ModelForm):
     class Meta:
         model = Bank
-        fields = [
-            "name",
-            "description",
-            "retrieval_mode",
-            "top_k",
-            "min_similarity",
-            "trust_agent_outcome",
-            "reward_threshold",
-            "judge_model",
-            "distill_model",
-            "holdout_fraction",
-            "rate_limit_per_minute",
-        ]
+        fields = BANK_SETTINGS  # the one list the service validates and audits
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
         help_texts = {
             "holdout_fraction": "Stored now; the measurement feature (holdout arms) will use it to withhold memories "
