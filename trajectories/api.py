@@ -3,13 +3,16 @@ trajectories.selectors. The bank is the token's."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.urls import reverse
-from ninja import Router, Status
+from django.utils import timezone
+from ninja import Query, Router, Status
 
 from accounts.auth import ApiError, TokenAuth
-from trajectories import selectors, services
+from trajectories import lift, selectors, services
 from trajectories.models import Trajectory
-from trajectories.schemas import BatchIn, BatchOut, TrajectoryAcceptedOut, TrajectoryIn, TrajectoryOut
+from trajectories.schemas import BatchIn, BatchOut, ImpactOut, TrajectoryAcceptedOut, TrajectoryIn, TrajectoryOut
 
 router = Router(tags=["trajectories"])
 
@@ -89,4 +92,47 @@ def trajectory_detail(request, trajectory_id: str):
         "step_count": trajectory.step_count,
         "external_id": trajectory.external_id,
         "group_id": trajectory.group_id,
+    }
+
+
+IMPACT_ITEMS = 20
+
+
+def _arm(stats: lift.ArmStats) -> dict:
+    return {"arm": stats.arm, "retrievals": stats.retrievals, "reported": stats.reported, "judged": stats.judged,
+            "successes": stats.successes, "success_rate": stats.rate, "ci_low": stats.low, "ci_high": stats.high,
+            "needed": stats.needed}
+
+
+@router.get(
+    "/impact",
+    auth=TokenAuth(scope="retrieve"),
+    response={200: ImpactOut, 401: dict, 403: dict, 422: dict},
+    summary="Does this bank help? Treatment vs holdout success rates",
+    description=(
+        "Success rates of trajectories linked (by `retrieval_id`) to retrievals that served memories "
+        "(treatment) or withheld them (holdout), with Wilson 95% intervals, the difference with Newcombe's "
+        "hybrid score interval, a verdict, and the top 20 items by judged served trajectories. "
+        "`days` limits the report to retrievals of the last N days; omit it for all time."
+    ),
+)
+def impact(request, days: int | None = Query(None, ge=1, le=3650, description="Window in days; omit for all time.")):
+    since = timezone.now() - timedelta(days=days) if days else None
+    report = lift.bank_lift(bank=request.bank, since=since)
+    items = lift.item_outcomes(bank=request.bank, since=since, limit=IMPACT_ITEMS, lift=report)
+    d = report.difference
+    return {
+        "days": days, "since": since, "holdout_fraction": report.holdout_fraction,
+        "holdout_configured": report.holdout_configured, "verdict": report.verdict,
+        "verdict_text": report.verdict_text, "method": report.method, "min_per_arm": report.min_per_arm,
+        "treatment": _arm(report.treatment), "holdout": _arm(report.holdout),
+        "difference": {"estimate": d.estimate, "ci_low": d.low, "ci_high": d.high} if d else None,
+        "item_baseline": report.baseline,
+        "items": [
+            {"id": o.public_id, "title": o.title, "status": o.status, "served_judged": o.served_judged,
+             "served_successes": o.served_successes, "served_success_rate": o.served_rate,
+             "withheld_judged": o.withheld_judged, "withheld_successes": o.withheld_successes,
+             "withheld_success_rate": o.withheld_rate, "served_count": o.served_count, "may_hurt": o.may_hurt}
+            for o in items
+        ],
     }

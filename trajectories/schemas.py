@@ -253,3 +253,54 @@ class TrajectoryOut(Schema):
     step_count: int
     external_id: str | None
     group_id: str
+
+
+# --- GET /api/v1/impact ---------------------------------------------------------------------------
+
+
+class ImpactArmOut(Schema):
+    arm: str = Field(..., examples=["treatment"])
+    retrievals: int = Field(..., description="Agent retrievals in this arm within the window.")
+    reported: int = Field(..., description="Trajectories sent back with a retrieval_id of this arm.")
+    judged: int = Field(..., description="Of those, trajectories with an effective verdict.")
+    successes: int
+    success_rate: float | None = Field(..., description="successes / judged; null when nothing is judged.", examples=[0.7])
+    ci_low: float | None = Field(..., description="Wilson 95% interval, lower bound.")
+    ci_high: float | None = Field(..., description="Wilson 95% interval, upper bound.")
+    needed: int = Field(..., description="Judged trajectories still needed before a verdict.")
+
+
+class ImpactDifferenceOut(Schema):
+    estimate: float = Field(..., description="treatment − holdout success rate (0.4 = 40 points).", examples=[0.4])
+    ci_low: float
+    ci_high: float
+
+
+class ImpactItemOut(Schema):
+    id: UUID
+    title: str
+    status: str = Field(..., description="The item's status; empty when the item no longer exists.")
+    served_judged: int = Field(..., description="Judged trajectories whose retrieval served this item.")
+    served_successes: int
+    served_success_rate: float | None
+    withheld_judged: int = Field(..., description="Judged trajectories whose retrieval would have served it but was held out.")
+    withheld_successes: int
+    withheld_success_rate: float | None
+    served_count: int = Field(..., description="Times the item was served to agents, all time.")
+    may_hurt: bool = Field(..., description="At least 10 judged served trajectories with a success rate below the baseline.")
+
+
+class ImpactOut(Schema):
+    days: int | None = Field(..., description="The window in days back from now; null = all time.")
+    since: datetime | None
+    holdout_fraction: float
+    holdout_configured: bool
+    verdict: Literal["no_holdout", "not_enough_data", "helps", "hurts", "no_difference"]
+    verdict_text: str
+    method: str
+    min_per_arm: int
+    treatment: ImpactArmOut
+    holdout: ImpactArmOut
+    difference: ImpactDifferenceOut | None = Field(..., description="Null without a holdout or while an arm has nothing judged.")
+    item_baseline: float = Field(..., description="Success rate an item is compared with to set may_hurt.")
+    items: list[ImpactItemOut] = Field(..., description="Top 20 items by judged served trajectories.")
