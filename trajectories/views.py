@@ -1,8 +1,11 @@
 """HTML views of a bank's trajectories (session auth): the dashboard, the
 trajectory list, one trajectory (with relabeling), and its steps as a
-fragment for the review focus view."""
+fragment for the review focus view; the impact report (does the bank help?)."""
 
 from __future__ import annotations
+
+import math
+from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -10,10 +13,12 @@ from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from accounts.access import bank_for_user
 from accounts.models import Role
+from trajectories import lift
 from trajectories import ui_selectors as us
 from trajectories.forms import RelabelForm, TrajectoryFilterForm
 from trajectories.llm import llm_configured
@@ -126,3 +131,44 @@ def trajectory_steps(request, bank_id, trajectory_id):
     context = _detail_context(bank, membership, trajectory)
     return render(request, "trajectories/detail.html#steps", context)
 
+
+
+IMPACT_WINDOWS = [("7", "Last 7 days"), ("30", "Last 30 days"), ("90", "Last 90 days"), ("all", "All time")]
+
+
+def _difference_bar(difference) -> dict | None:
+    """Where to draw the interval on a bar centred on zero: percentages of
+    its width, on a symmetric scale that fits the interval (at least ±10 points)."""
+    if difference is None:
+        return None
+    scale = max(0.1, abs(difference.low), abs(difference.high))
+    scale = min(1.0, math.ceil(scale * 10) / 10)
+
+    def at(value: float) -> float:
+        return round(50 + 50 * value / scale, 2)
+
+    return {"left": at(difference.low), "width": round(at(difference.high) - at(difference.low), 2),
+            "point": at(difference.estimate), "scale": round(scale * 100)}
+
+
+@login_required
+def impact(request, bank_id):
+    """Does the bank help? Treatment vs holdout success rates, their
+    difference with an interval, a verdict, and per-item outcomes
+    (trajectories.lift). ``?days=7|30|90|all`` picks the window."""
+    bank, membership = bank_for_user(request, bank_id)
+    window = request.GET.get("days", "all")
+    if window not in lift.WINDOWS:
+        window = "all"
+    days = lift.WINDOWS[window]
+    since = timezone.now() - timedelta(days=days) if days else None
+    report = lift.bank_lift(bank=bank, since=since)
+    context = {
+        "bank": bank, "membership": membership, "report": report, "window": window, "windows": IMPACT_WINDOWS,
+        "items": lift.item_outcomes(bank=bank, since=since, lift=report),
+        "bar": _difference_bar(report.difference), "min_item_judged": lift.MIN_ITEM_JUDGED,
+        "settings_url": _url_or_empty("accounts:bank_settings", bank_id=bank.public_id),
+        "tokens_url": _url_or_empty("accounts:bank_tokens", bank_id=bank.public_id),
+        "api_base": request.build_absolute_uri("/api/v1/"),
+    }
+    return render(request, "trajectories/impact.html", context)

@@ -13,6 +13,7 @@ BANK_PAGES = [
     ("memories:items", "Memories"),
     ("trajectories:list", "Trajectories"),
     ("memories:playground", "Playground"),
+    ("trajectories:impact", "Impact"),
     ("accounts:bank_tokens", "Tokens"),
     ("accounts:bank_settings", "Settings"),
     ("accounts:bank_audit", "Audit"),
