@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
 from django.utils import timezone
 
-from accounts.models import Bank, Role, Scope
+from accounts.models import MAX_TOP_K, Bank, Role, Scope
 from accounts.services import BANK_SETTINGS
 
 
@@ -46,10 +46,10 @@ class BankSettingsForm(forms.ModelForm):
         fields = BANK_SETTINGS  # the one list the service validates and audits
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
         help_texts = {
-            "holdout_fraction": "Stored now; the measurement feature (holdout arms) will use it to withhold memories "
-            "from this share of retrievals and compare outcomes.",
+            "holdout_fraction": "Share of agent retrievals answered with no memories (the holdout arm), 0–1. "
+            "The Impact page compares the outcomes of both arms to show whether this bank helps.",
             "rate_limit_per_minute": "Requests per minute per token on the agent API; 0 means no limit.",
-            "top_k": "Items (or experiences) served per retrieval, 1–50.",
+            "top_k": f"Items (or experiences) served per retrieval, 1–{MAX_TOP_K}.",
             "min_similarity": "Cosine similarity below which nothing is served (-1 to 1).",
         }
 

@@ -56,6 +56,10 @@ class RetrievalMode(models.TextChoices):
     EXPERIENCES = "experiences", "Experiences (embed past tasks, return their items — the paper's)"
 
 
+# The most items (or experiences) one retrieval may serve: a bank's top_k and a request's k.
+MAX_TOP_K = 20
+
+
 class Bank(models.Model):
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="banks")

@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from accounts.models import (
+    MAX_TOP_K,
     ROLE_RANK,
     ApiToken,
     AuditEvent,
@@ -346,7 +347,7 @@ def _validate_bank_settings(values: dict) -> None:
     if unknown:
         raise AccountsError(f"Unknown bank settings: {', '.join(sorted(unknown))}.")
     checks = {
-        "top_k": lambda v: 1 <= int(v) <= 50,
+        "top_k": lambda v: 1 <= int(v) <= MAX_TOP_K,
         "min_similarity": lambda v: -1.0 <= float(v) <= 1.0,
         "holdout_fraction": lambda v: 0.0 <= float(v) <= 1.0,
         "reward_threshold": lambda v: math.isfinite(float(v)),
@@ -354,7 +355,7 @@ def _validate_bank_settings(values: dict) -> None:
         "rate_limit_per_minute": lambda v: 0 <= int(v) <= 1_000_000,
     }
     messages = {
-        "top_k": "k must be between 1 and 50.",
+        "top_k": f"k must be between 1 and {MAX_TOP_K}.",
         "min_similarity": "The minimum similarity must be between -1 and 1.",
         "holdout_fraction": "The holdout fraction must be between 0 and 1.",
         "reward_threshold": "The reward threshold must be a number.",

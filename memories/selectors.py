@@ -12,11 +12,11 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from pgvector.django import CosineDistance
 
-from accounts.models import Bank
+from accounts.models import MAX_TOP_K, Bank
 from memories.embeddings import embedding_model_name, item_embedding_hash
 from memories.models import Experience, ItemStatus, MemoryItem
 
-MAX_K = 20
+MAX_K = MAX_TOP_K
 # Candidate list of the HNSW scan; at least a few times k so relaxed-order
 # iterative scans return the true neighbours (bench/retrieval.py measures recall).
 HNSW_EF_SEARCH = 100

@@ -129,7 +129,7 @@ def test_bank_settings_update_audits_only_changed_fields(bank, owner):
 
 @pytest.mark.parametrize(
     "values",
-    [{"top_k": 0}, {"holdout_fraction": 1.5}, {"min_similarity": 2}, {"retrieval_mode": "nope"}, {"slug_typo": 1}, {"rate_limit_per_minute": -1}],
+    [{"top_k": 0}, {"top_k": 21}, {"holdout_fraction": 1.5}, {"min_similarity": 2}, {"retrieval_mode": "nope"}, {"slug_typo": 1}, {"rate_limit_per_minute": -1}],
 )
 def test_bank_settings_reject_bad_values(bank, owner, values):
     with pytest.raises(services.AccountsError):
