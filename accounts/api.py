@@ -8,7 +8,7 @@ from uuid import UUID
 
 from ninja import Router, Schema
 
-from accounts.auth import TokenAuth
+from accounts.auth import TokenAuth, api_responses
 
 router = Router(tags=["tokens"])
 
@@ -28,7 +28,7 @@ class TokenOut(Schema):
 
 @router.get(
     "/token",
-    response=TokenOut,
+    response=api_responses({200: TokenOut}),
     auth=TokenAuth(scope=None),
     summary="Describe the calling token",
     description="The bank this token is bound to, its scopes and the bank's limits. Any live token may call it.",

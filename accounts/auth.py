@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from ninja import Schema
 from ninja.security import HttpBearer
 
 from accounts.selectors import api_token_for_secret
@@ -17,6 +20,26 @@ class ApiError(Exception):
         self.message = message
         self.code = code
         self.headers = headers or {}
+
+
+class ErrorOut(Schema):
+    """Every agent-API error: a sentence for people, a code for programs."""
+
+    detail: str
+    code: str
+    errors: list[dict[str, Any]] | None = None
+
+
+# What any token-authenticated endpoint may answer besides success: bad JSON,
+# no/unknown token, wrong scope or archived bank, invalid input, rate limit.
+_COMMON_ERRORS = (400, 401, 403, 422, 429)
+
+
+def api_responses(ok: dict, *extra_errors: int) -> dict:
+    """An endpoint's ``response=`` map: its success schemas plus ErrorOut for
+    the common error statuses and ``extra_errors`` (404, 413, 503…), so the
+    OpenAPI document lists every status an agent can receive."""
+    return {**ok, **{status: ErrorOut for status in sorted({*_COMMON_ERRORS, *extra_errors})}}
 
 
 class TokenAuth(HttpBearer):

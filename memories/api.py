@@ -7,7 +7,7 @@ from uuid import UUID
 
 from ninja import Field, Query, Router, Schema
 
-from accounts.auth import ApiError, TokenAuth
+from accounts.auth import ApiError, TokenAuth, api_responses
 from memories import selectors
 from memories.embeddings import EmbeddingModelError
 from memories.models import MemoryItem
@@ -38,7 +38,12 @@ def _memory_out(item: MemoryItem, score: float | None = None) -> dict:
     return data
 
 
-@router.post("/retrieve", response=RetrieveOut, auth=TokenAuth(scope="retrieve"), summary="Retrieve memories for a task")
+@router.post(
+    "/retrieve",
+    response=api_responses({200: RetrieveOut}, 413, 503),
+    auth=TokenAuth(scope="retrieve"),
+    summary="Retrieve memories for a task",
+)
 def retrieve(request, payload: RetrieveIn):
     """Approved memories of the token's bank most relevant to `query`, and a
     `system_block` to put in the agent's system prompt."""
@@ -66,7 +71,9 @@ def retrieve(request, payload: RetrieveIn):
     }
 
 
-@router.get("/memories", response=MemoryListOut, auth=TokenAuth(scope="retrieve"), summary="List approved memories")
+@router.get(
+    "/memories", response=api_responses({200: MemoryListOut}), auth=TokenAuth(scope="retrieve"), summary="List approved memories"
+)
 def memories_list(request, page: Query[PageIn]):
     """The bank's approved memories, newest approval first."""
     qs = selectors.approved_items_list(bank=request.bank)
@@ -75,7 +82,10 @@ def memories_list(request, page: Query[PageIn]):
 
 
 @router.get(
-    "/memories/{memory_id}", response=ApprovedMemoryOut, auth=TokenAuth(scope="retrieve"), summary="One approved memory"
+    "/memories/{memory_id}",
+    response=api_responses({200: ApprovedMemoryOut}, 404),
+    auth=TokenAuth(scope="retrieve"),
+    summary="One approved memory",
 )
 def memories_detail(request, memory_id: UUID):
     try:

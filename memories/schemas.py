@@ -16,6 +16,8 @@ class RetrieveIn(Schema):
         min_length=1,
         max_length=8000,
         description="The task the agent is about to attempt, in its own words.",
+        # Not only whitespace (Python's notion, which also counts U+001C–U+001F and U+0085).
+        json_schema_extra={"pattern": "[^\\s\\u001c-\\u001f\\u0085]"},
         examples=["Sign in to the admin dashboard and export last month's orders as CSV."],
     )
     k: int | None = Field(

@@ -9,14 +9,13 @@ from django.urls import reverse
 from django.utils import timezone
 from ninja import Query, Router, Status
 
-from accounts.auth import ApiError, TokenAuth
+from accounts.auth import ApiError, TokenAuth, api_responses
 from trajectories import lift, selectors, services
 from trajectories.models import Trajectory
 from trajectories.schemas import BatchIn, BatchOut, ImpactOut, TrajectoryAcceptedOut, TrajectoryIn, TrajectoryOut
 
 router = Router(tags=["trajectories"])
 
-ERRORS = {400: dict, 401: dict, 403: dict, 413: dict, 422: dict}
 
 
 def _url(trajectory: Trajectory) -> str:
@@ -26,7 +25,7 @@ def _url(trajectory: Trajectory) -> str:
 @router.post(
     "/trajectories",
     auth=TokenAuth(scope="ingest"),
-    response={202: TrajectoryAcceptedOut, 200: TrajectoryAcceptedOut, **ERRORS},
+    response=api_responses({202: TrajectoryAcceptedOut, 200: TrajectoryAcceptedOut}, 413),
     summary="Send one trajectory",
     description=(
         "Stores the run and queues it for judging and distillation. A repeated `external_id` "
@@ -42,7 +41,7 @@ def trajectory_create(request, payload: TrajectoryIn):
 @router.post(
     "/trajectories/batch",
     auth=TokenAuth(scope="ingest"),
-    response={200: BatchOut, **ERRORS},
+    response=api_responses({200: BatchOut}, 413),
     summary="Send many trajectories",
     description="Each item is validated and stored on its own; the answer says, per item, which succeeded and why others failed.",
 )
@@ -69,7 +68,7 @@ def trajectory_batch(request, payload: BatchIn):
 @router.get(
     "/trajectories/{trajectory_id}",
     auth=TokenAuth(scope="ingest"),
-    response={200: TrajectoryOut, 401: dict, 403: dict, 404: dict},
+    response=api_responses({200: TrajectoryOut}, 404),
     url_name="trajectory_detail",
     summary="A trajectory's status, verdict and derived items",
 )
@@ -107,7 +106,7 @@ def _arm(stats: lift.ArmStats) -> dict:
 @router.get(
     "/impact",
     auth=TokenAuth(scope="retrieve"),
-    response={200: ImpactOut, 401: dict, 403: dict, 422: dict},
+    response=api_responses({200: ImpactOut}),
     summary="Does this bank help? Treatment vs holdout success rates",
     description=(
         "Success rates of trajectories linked (by `retrieval_id`) to retrievals that served memories "

@@ -106,6 +106,7 @@ class TrajectoryIn(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={
+            "oneOf": [{"required": ["steps"]}, {"required": ["messages"]}],
             "examples": [
                 {
                     "task": "Find the cheapest direct flight from Lyon to Porto in May.",
@@ -202,7 +203,10 @@ class BatchIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     # Items stay untyped here so that one malformed item fails alone.
-    trajectories: list[Any] = Field(description="Trajectories, each shaped like the body of POST /trajectories.")
+    trajectories: list[Any] = Field(
+        description="Trajectories, each shaped like the body of POST /trajectories.",
+        json_schema_extra={"minItems": 1},
+    )
 
 
 class ItemErrorOut(Schema):
