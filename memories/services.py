@@ -293,36 +293,47 @@ def memory_item_approve(*, item: MemoryItem, author) -> MemoryItem:
     return item
 
 
+def _transition(
+    *, item: MemoryItem, to: str, allowed: set, refusal: str, author=None, reason: str | None = None
+) -> MemoryItem:
+    """Move a locked item to ``to`` from one of ``allowed`` and record the
+    version; already there is a no-op; anything else raises ValueError with
+    ``refusal`` (formatted with the current status). ``reason`` (when not
+    None) is kept as the status reason and the version's note."""
+    _lock(item)
+    if item.status == to:
+        return item
+    if item.status not in allowed:
+        raise ValueError(refusal.format(status=item.status))
+    item.status = to
+    fields = ["status", "updated_at"]
+    if reason is not None:
+        item.status_reason = reason
+        fields.append("status_reason")
+    item.save(update_fields=fields)
+    _record_version(item=item, action=to, author=author, note=reason or "")
+    return item
+
+
 @transaction.atomic
 def memory_item_reject(*, item: MemoryItem, author, reason: str = "") -> MemoryItem:
     """Decline a proposed item, keeping ``reason``. Rejecting a rejected item
     is a no-op. Raises ValueError for any other status (an approved item is
     archived instead)."""
-    _lock(item)
-    if item.status == ItemStatus.REJECTED:
-        return item
-    if item.status not in _REJECTABLE:
-        raise ValueError(f"Only proposed items can be rejected; this one is {item.status}.")
-    item.status = ItemStatus.REJECTED
-    item.status_reason = reason or ""
-    item.save(update_fields=["status", "status_reason", "updated_at"])
-    _record_version(item=item, action="rejected", author=author, note=reason or "")
-    return item
+    return _transition(
+        item=item, to=ItemStatus.REJECTED, allowed=_REJECTABLE, author=author, reason=reason or "",
+        refusal="Only proposed items can be rejected; this one is {status}.",
+    )
 
 
 @transaction.atomic
 def memory_item_archive(*, item: MemoryItem, author) -> MemoryItem:
     """Stop serving an approved item (it can be approved again later).
     Archiving an archived item is a no-op. Raises ValueError otherwise."""
-    _lock(item)
-    if item.status == ItemStatus.ARCHIVED:
-        return item
-    if item.status not in _ARCHIVABLE:
-        raise ValueError(f"Only approved items can be archived; this one is {item.status}.")
-    item.status = ItemStatus.ARCHIVED
-    item.save(update_fields=["status", "updated_at"])
-    _record_version(item=item, action="archived", author=author)
-    return item
+    return _transition(
+        item=item, to=ItemStatus.ARCHIVED, allowed=_ARCHIVABLE, author=author,
+        refusal="Only approved items can be archived; this one is {status}.",
+    )
 
 
 @transaction.atomic
@@ -330,16 +341,10 @@ def memory_item_supersede(*, item: MemoryItem, reason: str) -> MemoryItem:
     """Retire a proposed or approved item that a newer judgment or item
     replaces (system action, no author); terminal. Superseding a superseded
     item is a no-op. Raises ValueError for rejected or archived items."""
-    _lock(item)
-    if item.status == ItemStatus.SUPERSEDED:
-        return item
-    if item.status not in _SUPERSEDABLE:
-        raise ValueError(f"A {item.status} item cannot be superseded.")
-    item.status = ItemStatus.SUPERSEDED
-    item.status_reason = reason or ""
-    item.save(update_fields=["status", "status_reason", "updated_at"])
-    _record_version(item=item, action="superseded", note=reason or "")
-    return item
+    return _transition(
+        item=item, to=ItemStatus.SUPERSEDED, allowed=_SUPERSEDABLE, reason=reason or "",
+        refusal="A {status} item cannot be superseded.",
+    )
 
 
 @transaction.atomic
