@@ -364,6 +364,52 @@ def memory_item_flag(*, item: MemoryItem, reason: str) -> MemoryItem:
     return item
 
 
+@transaction.atomic
+def memory_item_merge(*, item: MemoryItem, into: MemoryItem, author, note: str = "") -> MemoryItem:
+    """Merge ``item`` into its near-duplicate ``into``: ``into`` stays (and is
+    approved if it was only proposed), ``item`` is superseded with a reason
+    naming ``into`` and ``author``. Returns ``into``. Raises ValueError for
+    the same item, items of different banks, a target that is rejected,
+    archived or superseded, or an item that is already retired."""
+    if item.pk == into.pk:
+        raise ValueError("An item cannot be merged into itself.")
+    if item.bank_id != into.bank_id:
+        raise ValueError("Both items must belong to the same bank.")
+    if into.status not in (ItemStatus.PROPOSED, ItemStatus.APPROVED):
+        raise ValueError(f"The target is {into.status}; merge into a proposed or approved item.")
+    if item.status in (ItemStatus.SUPERSEDED, ItemStatus.ARCHIVED):
+        raise ValueError(f"This item is already {item.status}.")
+    if into.status == ItemStatus.PROPOSED:
+        into = memory_item_approve(item=into, author=author)
+    who = author.get_username() if author is not None else "someone"
+    reason = f"Merged into “{into.title}” ({into.public_id}) by {who}."
+    if note.strip():
+        reason += f" {note.strip()}"
+    memory_item_supersede(item=item, reason=reason)
+    return into
+
+
+@transaction.atomic
+def memory_item_keep_both(*, item: MemoryItem, author) -> MemoryItem:
+    """A reviewer's answer to the near-duplicate suggestions: not duplicates.
+    The suggestions are cleared (so the item leaves the "has near-duplicate"
+    filter) and recorded in a "kept-both" version naming them; a proposed
+    item is then approved as a lesson of its own. Raises ValueError when the
+    item has no suggestions, or cannot be approved."""
+    _lock(item)
+    if not item.near_duplicates:
+        raise ValueError("This item has no near-duplicate suggestions to dismiss.")
+    if item.status not in (ItemStatus.PROPOSED, ItemStatus.APPROVED):
+        raise ValueError(f"A {item.status} item cannot be kept.")
+    titles = ", ".join(f"“{d.get('title', '?')}” ({d.get('similarity', 0):.2f})" for d in item.near_duplicates)
+    item.near_duplicates = []
+    item.save(update_fields=["near_duplicates", "updated_at"])
+    _record_version(item=item, action="kept-both", author=author, note=f"Not a duplicate of {titles}.")
+    if item.status == ItemStatus.PROPOSED:
+        item = memory_item_approve(item=item, author=author)
+    return item
+
+
 def memory_item_embed_refresh(*, item_id: int) -> bool:
     """Embed item ``item_id`` if its embedding is missing or stale. Returns
     True when it wrote an embedding, False when there was nothing to do (no

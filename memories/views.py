@@ -30,7 +30,6 @@ from memories.forms import (
     RejectForm,
     ReviewFilterForm,
 )
-from memories.merge import MergeError, memory_item_merge
 from memories.models import ItemStatus, MemoryItem
 
 PAGE_SIZE = 50
@@ -240,17 +239,17 @@ def _item_page(request, bank_id, item_id, *, focus: bool):
                 except MemoryItem.DoesNotExist:
                     merge_error = "That item is not in this bank."
                 else:
-                    into = memory_item_merge(item=item, into=into, author=request.user, note=request.POST.get("note", ""))
+                    into = services.memory_item_merge(item=item, into=into, author=request.user, note=request.POST.get("note", ""))
                     messages.success(request, f"Merged into “{into.title}”.")
                     moved_on = focus
         elif action == "keep":
-            # Keep both: the human judged the suggestion a false alarm; approve this one as its own lesson.
-            services.memory_item_approve(item=item, author=request.user)
+            # Keep both: the suggestion was a false alarm; it is cleared and this one approved as its own lesson.
+            services.memory_item_keep_both(item=item, author=request.user)
             messages.success(request, f"Kept both; approved “{item.title}”.")
             moved_on = focus
         else:
             messages.error(request, "Unknown action.")
-    except (ValueError, MergeError) as exc:
+    except ValueError as exc:
         messages.error(request, str(exc))
 
     if moved_on:

@@ -12,6 +12,8 @@ from memories.services import (
     memory_item_edit,
     memory_item_embed_refresh,
     memory_item_flag,
+    memory_item_keep_both,
+    memory_item_merge,
     memory_item_propose,
     memory_item_reject,
     memory_item_supersede,
@@ -246,3 +248,31 @@ def test_sweeper_embeds_items_left_without_embedding(bank, owner):
         assert item.embedding_hash == item_embedding_hash(item) and item.embedding_model != "old-model"
     assert MemoryItem.objects.get(pk=rejected.pk).embedding is None
     assert memory_items_embed_sweep.apply().get() == 0
+
+
+def test_keep_both_on_an_approved_item_only_clears_and_records_the_suggestions(bank, owner):
+    first = memory_item_propose(bank=bank, origin="success", **LOGIN)
+    second = memory_item_propose(bank=bank, origin="failure", **{**LOGIN, "title": "Log in before reading account data"})
+    memory_item_approve(item=second, author=owner)
+    memory_item_keep_both(item=second, author=owner)
+    second.refresh_from_db()
+    assert second.status == ItemStatus.APPROVED and second.near_duplicates == []
+    assert actions(second)[-1] == (3, "kept-both", "approved")
+    assert first.title in second.versions.get(action="kept-both").note
+    with pytest.raises(ValueError, match="no near-duplicate"):
+        memory_item_keep_both(item=second, author=owner)
+
+
+def test_merge_keeps_the_target_and_supersedes_the_item(bank, other_bank, owner):
+    target = memory_item_propose(bank=bank, origin="success", **LOGIN)
+    dup = memory_item_propose(bank=bank, origin="failure", **{**LOGIN, "title": "Log in before reading account data"})
+    theirs = memory_item_propose(bank=other_bank, origin="success", **LOGIN)
+    with pytest.raises(ValueError, match="same bank"):
+        memory_item_merge(item=dup, into=theirs, author=owner)
+    with pytest.raises(ValueError, match="itself"):
+        memory_item_merge(item=dup, into=dup, author=owner)
+    assert memory_item_merge(item=dup, into=target, author=owner, note="same lesson").pk == target.pk
+    target.refresh_from_db()
+    dup.refresh_from_db()
+    assert target.status == ItemStatus.APPROVED
+    assert dup.status == ItemStatus.SUPERSEDED and "same lesson" in dup.status_reason and owner.username in dup.status_reason

@@ -354,3 +354,25 @@ def test_reviewer_writes_a_memory_by_hand_and_can_approve_it_at_once(client, rev
     assert (item.status, item.origin, item.created_by, item.approved_by) == (ItemStatus.APPROVED, "manual", reviewer, reviewer)
     assert item.embedding is not None  # approved items are embedded inline, so it is served at once
     assert [v.action for v in item.versions.all()] == ["created"]
+
+
+def test_keep_both_clears_the_suggestion_records_it_and_approves(client, reviewer, bank, trajectory):
+    first = propose(bank, trajectory, title="Prefer the official source")
+    second = propose(bank, trajectory, title="Prefer official sources")
+    assert second.near_duplicates, "the real embedder should see these as near-duplicates"
+    review = reverse("memories:review", kwargs={"bank_id": bank.public_id})
+    client.force_login(reviewer)
+    assert second.title in client.get(review, {"dup": "on"}).content.decode()
+
+    focus = reverse("memories:review_focus", kwargs={"bank_id": bank.public_id, "item_id": second.public_id})
+    client.post(focus, {"action": "keep"})
+    second.refresh_from_db()
+    first.refresh_from_db()
+    assert (second.status, second.near_duplicates, first.status) == (ItemStatus.APPROVED, [], ItemStatus.PROPOSED)
+    kept = second.versions.get(action="kept-both")
+    assert kept.author == reviewer and first.title in kept.note
+    item_page = reverse("memories:item_detail", kwargs={"bank_id": bank.public_id, "item_id": second.public_id})
+    assert "Near-duplicates" not in client.get(item_page).content.decode()
+    # Nothing left to dismiss: a clear message, not a 500.
+    response = client.post(focus, {"action": "keep"}, follow=True)
+    assert "no near-duplicate suggestions" in response.content.decode()
