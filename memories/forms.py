@@ -99,6 +99,41 @@ class ItemCreateForm(ItemEditForm):
         del self.fields["note"]
 
 
+class ImportForm(forms.Form):
+    MAX_BYTES = 2 * 1024 * 1024
+
+    file = forms.FileField(
+        help_text="A bank's export (JSON Lines), or a JSON array of objects with title, description and content. At most 2 MiB.",
+    )
+
+    def clean_file(self):
+        """The parsed records; a parse error names its line."""
+        upload = self.cleaned_data["file"]
+        if upload.size > self.MAX_BYTES:
+            raise forms.ValidationError(f"The file is {upload.size} bytes; the limit is {self.MAX_BYTES}.")
+        try:
+            text = upload.read().decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise forms.ValidationError("The file is not UTF-8 text.") from None
+        import json
+
+        stripped = text.strip()
+        if stripped.startswith("["):
+            try:
+                return json.loads(stripped)
+            except ValueError as exc:
+                raise forms.ValidationError(f"Not valid JSON: {exc}") from None
+        records = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except ValueError as exc:
+                raise forms.ValidationError(f"Line {number} is not valid JSON: {exc}") from None
+        return records
+
+
 class RejectForm(forms.Form):
     reason = forms.CharField(max_length=2000, widget=forms.TextInput(attrs={"placeholder": "why it should not be served"}))
 

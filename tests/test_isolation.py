@@ -37,6 +37,7 @@ SEARCH = "OTHER-TEAM"  # matches their data in any substring search; never the w
 GET_MIN_ROLE = {
     "accounts:bank_create": Role.ADMIN,
     "memories:item_create": Role.REVIEWER,
+    "memories:items_import": Role.REVIEWER,
 }
 ROLES = [Role.OWNER, Role.ADMIN, Role.REVIEWER, Role.VIEWER]
 RANK = {Role.VIEWER: 0, Role.REVIEWER: 1, Role.ADMIN: 2, Role.OWNER: 3}
