@@ -290,20 +290,18 @@ def _triple_step(builder: _Builder, raw: dict, loc: str) -> None:
 # --- OpenAI chat completions -------------------------------------------------------
 
 
-def _openai_text(content: Any, loc: str) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise NormalizeError(loc, f"must be a string, null or a list of parts, got {_type_name(content)}")
+def _text_parts(parts: list, loc: str) -> str:
+    """Text of a list of content parts/blocks, as both OpenAI and Anthropic
+    send them: plain strings, text parts (``text``, ``input_text``,
+    ``output_text``), refusals, and a marked placeholder for anything else
+    (images, audio…), joined by newlines."""
     texts = []
-    for j, part in enumerate(content):
+    for j, part in enumerate(parts):
         if isinstance(part, str):
             texts.append(part)
             continue
         if not isinstance(part, dict):
-            raise NormalizeError(f"{loc}[{j}]", f"must be a content part object, got {_type_name(part)}")
+            raise NormalizeError(f"{loc}[{j}]", f"must be a content part object with a 'type', got {_type_name(part)}")
         kind = part.get("type")
         if kind in ("text", "input_text", "output_text"):
             text = part.get("text")
@@ -317,6 +315,16 @@ def _openai_text(content: Any, loc: str) -> str:
         else:
             raise NormalizeError(f"{loc}[{j}].type", "is missing")
     return "\n".join(texts)
+
+
+def _openai_text(content: Any, loc: str) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise NormalizeError(loc, f"must be a string, null or a list of parts, got {_type_name(content)}")
+    return _text_parts(content, loc)
 
 
 def normalize_openai(messages: list, *, system: Any = None) -> list[dict]:
@@ -391,25 +399,8 @@ def _anthropic_system(system: Any) -> str:
     if isinstance(system, str):
         return system
     if isinstance(system, list):
-        return _anthropic_text_blocks(system, "system")
+        return _text_parts(system, "system")
     raise NormalizeError("system", f"must be a string or a list of text blocks, got {_type_name(system)}")
-
-
-def _anthropic_text_blocks(blocks: list, loc: str) -> str:
-    texts = []
-    for j, block in enumerate(blocks):
-        if isinstance(block, str):
-            texts.append(block)
-        elif isinstance(block, dict) and block.get("type") == "text":
-            text = block.get("text")
-            if not isinstance(text, str):
-                raise NormalizeError(f"{loc}[{j}].text", "must be a string")
-            texts.append(text)
-        elif isinstance(block, dict) and isinstance(block.get("type"), str):
-            texts.append(_placeholder(block["type"], block))
-        else:
-            raise NormalizeError(f"{loc}[{j}]", "must be a content block with a 'type'")
-    return "\n".join(texts)
 
 
 def normalize_anthropic(messages: list, *, system: Any = None) -> list[dict]:
@@ -489,7 +480,7 @@ def _anthropic_blocks(builder: _Builder, blocks: list, text_kind: str, loc: str)
             elif isinstance(result, str):
                 text = result
             elif isinstance(result, list) and kind == "tool_result":
-                text = _anthropic_text_blocks(result, f"{bloc}.content")
+                text = _text_parts(result, f"{bloc}.content")
             else:
                 text = _json_text(result, f"{bloc}.content")
             is_error = block.get("is_error")
