@@ -25,7 +25,9 @@ def bank_for_user(request, bank_public_id, role: str = Role.VIEWER) -> tuple[Ban
         raise Http404("No such bank.")
     bank = Bank.objects.select_related("team").get(public_id=bank_public_id, team=membership.team)
     if not membership.has_role(role):
-        raise PermissionDenied(f"This needs the {Role(role).label.lower()} role; you are {membership.get_role_display().lower()}.")
+        raise PermissionDenied(
+            f"This needs the {Role(role).label.lower()} role; you are {membership.get_role_display().lower()}."
+        )
     return bank, membership
 
 
@@ -35,9 +37,13 @@ def team_for_user(request, team_public_id, role: str = Role.VIEWER) -> tuple[Tea
     ``bank_for_user``."""
     if not request.user.is_authenticated:
         raise Http404
-    membership = Membership.objects.select_related("team").filter(user=request.user, team__public_id=team_public_id).first()
+    membership = (
+        Membership.objects.select_related("team").filter(user=request.user, team__public_id=team_public_id).first()
+    )
     if membership is None:
         raise Http404("No such team.")
     if not membership.has_role(role):
-        raise PermissionDenied(f"This needs the {Role(role).label.lower()} role; you are {membership.get_role_display().lower()}.")
+        raise PermissionDenied(
+            f"This needs the {Role(role).label.lower()} role; you are {membership.get_role_display().lower()}."
+        )
     return membership.team, membership

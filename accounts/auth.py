@@ -9,17 +9,7 @@ from ninja.security import HttpBearer
 
 from accounts.selectors import api_token_for_secret
 from accounts.services import api_token_hit, api_token_touch
-
-
-class ApiError(Exception):
-    """A domain error with an HTTP status, rendered once as JSON by the API."""
-
-    def __init__(self, status: int, message: str, code: str, headers: dict | None = None):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.code = code
-        self.headers = headers or {}
+from reasoningbank_site.errors import Forbidden, NotAuthenticated, RateLimited
 
 
 class ErrorOut(Schema):
@@ -58,23 +48,22 @@ class TokenAuth(HttpBearer):
     def authenticate(self, request, token: str):
         api_token = api_token_for_secret(raw=token.strip())
         if api_token is None:
-            raise ApiError(401, "The API token is unknown, revoked or expired.", "invalid_token")
+            raise NotAuthenticated("The API token is unknown, revoked or expired.")
         if self.scope is not None and not api_token.has_scope(self.scope):
-            raise ApiError(
-                403,
+            raise Forbidden(
                 f"This token lacks the '{self.scope}' scope (it has: {', '.join(api_token.scopes) or 'none'}).",
-                "missing_scope",
+                code="missing_scope",
             )
         if api_token.bank.is_archived:
-            raise ApiError(403, "This bank is archived: it serves no memories and accepts no trajectories.", "bank_archived")
+            raise Forbidden(
+                "This bank is archived: it serves no memories and accepts no trajectories.", code="bank_archived"
+            )
         decision = api_token_hit(token=api_token, limit=api_token.bank.rate_limit_per_minute)
         if not decision.allowed:
-            raise ApiError(
-                429,
+            raise RateLimited(
                 f"Rate limit of {decision.limit} requests per minute for this bank exceeded; "
                 f"retry in {decision.retry_after} s.",
-                "rate_limited",
-                headers={"Retry-After": str(decision.retry_after)},
+                retry_after=decision.retry_after,
             )
         api_token_touch(token=api_token)
         request.api_token = api_token

@@ -70,11 +70,17 @@ class Bank(models.Model):
     retrieval_mode = models.CharField(max_length=16, choices=RetrievalMode.choices, default=RetrievalMode.ITEMS)
     top_k = models.PositiveSmallIntegerField(default=3, help_text="Items (or experiences) served per retrieval.")
     min_similarity = models.FloatField(default=0.3, help_text="Cosine similarity below which nothing is served.")
-    holdout_fraction = models.FloatField(default=0.0, help_text="Share of retrievals answered with no items, to measure lift.")
+    holdout_fraction = models.FloatField(
+        default=0.0, help_text="Share of retrievals answered with no items, to measure lift."
+    )
     judge_model = models.CharField(max_length=120, blank=True, help_text="Empty: the service default (RB_LLM_MODEL).")
     distill_model = models.CharField(max_length=120, blank=True, help_text="Empty: the service default (RB_LLM_MODEL).")
-    trust_agent_outcome = models.BooleanField(default=False, help_text="Use the agent's own outcome signal instead of the LLM judge.")
-    reward_threshold = models.FloatField(default=0.5, help_text="A reward at or above this counts as success when trusted.")
+    trust_agent_outcome = models.BooleanField(
+        default=False, help_text="Use the agent's own outcome signal instead of the LLM judge."
+    )
+    reward_threshold = models.FloatField(
+        default=0.5, help_text="A reward at or above this counts as success when trusted."
+    )
     rate_limit_per_minute = models.PositiveIntegerField(default=600)
 
     created_at = models.DateTimeField(auto_now_add=True)
@@ -108,7 +114,9 @@ class ApiToken(models.Model):
     prefix = models.CharField(max_length=16, unique=True)
     token_hash = models.CharField(max_length=64, unique=True)
     scopes = models.JSONField(default=list)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
@@ -134,11 +142,15 @@ class Invitation(models.Model):
     email = models.EmailField()
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
     token_hash = models.CharField(max_length=64, unique=True)
-    invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
     accepted_at = models.DateTimeField(null=True, blank=True)
-    accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -179,7 +191,9 @@ class AuditEvent(models.Model):
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="audit_events")
     bank = models.ForeignKey(Bank, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events")
-    actor_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     actor_token = models.ForeignKey(ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     action = models.CharField(max_length=60)
     object_type = models.CharField(max_length=60, blank=True)

@@ -59,7 +59,11 @@ def team_invitations(*, team: Team, pending_only: bool = True) -> list[Invitatio
 
 
 def team_banks(*, team: Team) -> list[Bank]:
-    return list(team.banks.annotate(token_count=Count("tokens", filter=Q(tokens__revoked_at__isnull=True))).order_by("archived_at", "name"))
+    return list(
+        team.banks.annotate(token_count=Count("tokens", filter=Q(tokens__revoked_at__isnull=True))).order_by(
+            "archived_at", "name"
+        )
+    )
 
 
 def bank_tokens(*, bank: Bank) -> list[ApiToken]:
@@ -100,7 +104,9 @@ def audit_events(*, team: Team, bank: Bank | None = None, filters: AuditFilters 
     if f.actor:
         qs = qs.filter(Q(actor_user__username__iexact=f.actor) | Q(actor_token__prefix__startswith=f.actor))
     if f.object:
-        qs = qs.filter(Q(object_id__iexact=f.object) | Q(object_type__iexact=f.object) | Q(object_repr__icontains=f.object))
+        qs = qs.filter(
+            Q(object_id__iexact=f.object) | Q(object_type__iexact=f.object) | Q(object_repr__icontains=f.object)
+        )
     tz = timezone.get_current_timezone()
     if f.since:
         qs = qs.filter(created_at__gte=datetime.combine(f.since, time.min, tzinfo=tz))

@@ -8,8 +8,7 @@ import hashlib
 import math
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -137,7 +136,11 @@ def team_create(*, name: str, owner, slug: str = "") -> Team:
     membership = Membership.objects.create(team=team, user=owner, role=Role.OWNER)
     audit_record(action="team.create", team=team, user=owner, obj=team, after={"name": name, "slug": slug})
     audit_record(
-        action="membership.add", team=team, user=owner, obj=membership, after={"user": owner.get_username(), "role": Role.OWNER}
+        action="membership.add",
+        team=team,
+        user=owner,
+        obj=membership,
+        after={"user": owner.get_username(), "role": Role.OWNER},
     )
     return team
 
@@ -145,7 +148,9 @@ def team_create(*, name: str, owner, slug: str = "") -> Team:
 def _lock_owners(team: Team) -> int:
     """Lock the team's owner rows and count them, so two concurrent demotions
     cannot both pass the last-owner check."""
-    return len(list(Membership.objects.select_for_update().filter(team=team, role=Role.OWNER).values_list("pk", flat=True)))
+    return len(
+        list(Membership.objects.select_for_update().filter(team=team, role=Role.OWNER).values_list("pk", flat=True))
+    )
 
 
 def _require_manager(actor_membership: Membership) -> None:
@@ -269,7 +274,9 @@ def invitation_create(
 def invitation_check(*, secret: str) -> Invitation:
     """The pending invitation for a link secret. Raises InvitationError with
     reason unknown / used / revoked / expired."""
-    invitation = Invitation.objects.select_related("team", "invited_by").filter(token_hash=hash_token(secret or "")).first()
+    invitation = (
+        Invitation.objects.select_related("team", "invited_by").filter(token_hash=hash_token(secret or "")).first()
+    )
     return _usable(invitation)
 
 
@@ -291,7 +298,10 @@ def invitation_accept(*, secret: str, user) -> Membership:
     with the invited role. Someone already a member keeps their role if it is
     higher. Raises InvitationError (unknown, used, revoked, expired)."""
     invitation = _usable(
-        Invitation.objects.select_for_update().select_related("team").filter(token_hash=hash_token(secret or "")).first()
+        Invitation.objects.select_for_update()
+        .select_related("team")
+        .filter(token_hash=hash_token(secret or ""))
+        .first()
     )
     invitation.accepted_at = timezone.now()
     invitation.accepted_by = user
@@ -321,7 +331,13 @@ def invitation_revoke(*, invitation: Invitation, actor, actor_membership: Member
     if invitation.revoked_at is None and invitation.accepted_at is None:
         invitation.revoked_at = timezone.now()
         invitation.save(update_fields=["revoked_at"])
-        audit_record(action="invitation.revoke", team=invitation.team, user=actor, obj=invitation, before={"email": invitation.email})
+        audit_record(
+            action="invitation.revoke",
+            team=invitation.team,
+            user=actor,
+            obj=invitation,
+            before={"email": invitation.email},
+        )
     return invitation
 
 
@@ -387,7 +403,12 @@ def bank_create(*, team: Team, name: str, slug: str = "", actor=None, **settings
         slug = _unique_slug(name, lambda s: Bank.objects.filter(team=team, slug=s).exists())
     bank = Bank.objects.create(team=team, name=name.strip(), slug=slug, **settings_)
     audit_record(
-        action="bank.create", team=team, bank=bank, user=actor, obj=bank, after={"slug": slug, **snapshot(bank, BANK_SETTINGS)}
+        action="bank.create",
+        team=team,
+        bank=bank,
+        user=actor,
+        obj=bank,
+        after={"slug": slug, **snapshot(bank, BANK_SETTINGS)},
     )
     return bank
 
@@ -419,7 +440,14 @@ def bank_archive(*, bank: Bank, actor) -> Bank:
     if bank.archived_at is None:
         bank.archived_at = timezone.now()
         bank.save(update_fields=["archived_at", "updated_at"])
-        audit_record(action="bank.archive", bank=bank, user=actor, obj=bank, before={"archived_at": None}, after={"archived_at": bank.archived_at})
+        audit_record(
+            action="bank.archive",
+            bank=bank,
+            user=actor,
+            obj=bank,
+            before={"archived_at": None},
+            after={"archived_at": bank.archived_at},
+        )
     return bank
 
 
@@ -431,7 +459,9 @@ def bank_unarchive(*, bank: Bank, actor) -> Bank:
         before = {"archived_at": bank.archived_at}
         bank.archived_at = None
         bank.save(update_fields=["archived_at", "updated_at"])
-        audit_record(action="bank.unarchive", bank=bank, user=actor, obj=bank, before=before, after={"archived_at": None})
+        audit_record(
+            action="bank.unarchive", bank=bank, user=actor, obj=bank, before=before, after={"archived_at": None}
+        )
     return bank
 
 
@@ -531,7 +561,7 @@ def api_token_hit(*, token: ApiToken, limit: int, now: datetime | None = None) -
     now = now or timezone.now()
     epoch = int(now.timestamp())
     window_start_epoch = epoch - epoch % RATE_WINDOW_SECONDS
-    window_start = datetime.fromtimestamp(window_start_epoch, tz=dt_timezone.utc)
+    window_start = datetime.fromtimestamp(window_start_epoch, tz=UTC)
     with connection.cursor() as cur:
         cur.execute(
             "INSERT INTO accounts_tokenusage (token_id, window_start, count) VALUES (%s, %s, 1) "
@@ -543,7 +573,6 @@ def api_token_hit(*, token: ApiToken, limit: int, now: datetime | None = None) -
     retry_after = max(1, window_start_epoch + RATE_WINDOW_SECONDS - epoch)
     allowed = limit <= 0 or count <= limit
     return RateDecision(allowed=allowed, count=count, limit=limit, retry_after=retry_after)
-
 
 
 USAGE_MINUTE_RETENTION_HOURS = 48

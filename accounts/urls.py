@@ -7,7 +7,11 @@ app_name = "accounts"
 urlpatterns: list = [
     path("", views.home, name="home"),
     # Account (Django's auth views; templates in templates/registration/)
-    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True, next_page="accounts:home"), name="login"),
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(redirect_authenticated_user=True, next_page="accounts:home"),
+        name="login",
+    ),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="accounts:login"), name="logout"),
     path("accounts/signup/", views.signup, name="signup"),
     path(

@@ -47,7 +47,9 @@ def bank_home_url(bank: Bank) -> str:
 
 def _safe_next(request, default: str) -> str:
     target = request.POST.get("next") or request.GET.get("next") or ""
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
         return target
     return default
 
@@ -134,10 +136,16 @@ def team_detail(request, team_id):
                 services.membership_change_role(
                     membership=membership, role=role_form.cleaned_data["role"], actor=request.user, actor_membership=me
                 )
-                messages.success(request, f"{membership.user.get_username()} is now {membership.get_role_display().lower()}.")
+                messages.success(
+                    request, f"{membership.user.get_username()} is now {membership.get_role_display().lower()}."
+                )
                 return redirect("accounts:team", team_id=team.public_id)
             elif action in ("remove", "leave"):
-                membership = me if action == "leave" else get_object_or_404(Membership, team=team, pk=request.POST.get("membership"))
+                membership = (
+                    me
+                    if action == "leave"
+                    else get_object_or_404(Membership, team=team, pk=request.POST.get("membership"))
+                )
                 services.membership_remove(membership=membership, actor=request.user, actor_membership=me)
                 if action == "leave":
                     messages.success(request, f"You left {team.name}.")
@@ -145,7 +153,9 @@ def team_detail(request, team_id):
                 messages.success(request, f"{membership.user.get_username()} was removed.")
                 return redirect("accounts:team", team_id=team.public_id)
             elif action == "revoke_invitation":
-                invitation = get_object_or_404(Invitation, team=team, public_id=_uuid_or_404(request.POST.get("invitation")))
+                invitation = get_object_or_404(
+                    Invitation, team=team, public_id=_uuid_or_404(request.POST.get("invitation"))
+                )
                 services.invitation_revoke(invitation=invitation, actor=request.user, actor_membership=me)
                 messages.success(request, f"Invitation to {invitation.email} withdrawn.")
                 return redirect("accounts:team", team_id=team.public_id)
@@ -247,7 +257,9 @@ def bank_settings(request, bank_id):
     if not can_admin:
         for field in form.fields.values():
             field.disabled = True
-    return render(request, "accounts/bank_settings.html", {"bank": bank, "form": form, "can_admin": can_admin, "me": me})
+    return render(
+        request, "accounts/bank_settings.html", {"bank": bank, "form": form, "can_admin": can_admin, "me": me}
+    )
 
 
 @login_required
@@ -295,7 +307,11 @@ def bank_tokens(request, bank_id):
         "now": timezone.now(),
     }
     if issued:
-        context["curl_retrieve"] = _curl(api_base + "retrieve", issued.secret, {"query": "Find the cheapest flight from Berlin to Rome next Friday", "k": bank.top_k})
+        context["curl_retrieve"] = _curl(
+            api_base + "retrieve",
+            issued.secret,
+            {"query": "Find the cheapest flight from Berlin to Rome next Friday", "k": bank.top_k},
+        )
         context["curl_trajectory"] = _curl(
             api_base + "trajectories",
             issued.secret,
@@ -358,14 +374,21 @@ def _audit_page(request, *, team, bank, template_context):
 def bank_audit(request, bank_id):
     bank, me = bank_for_user(request, bank_id)
     csv_url = reverse("accounts:bank_audit_csv", kwargs={"bank_id": bank.public_id})
-    return _audit_page(request, team=bank.team, bank=bank, template_context={"bank": bank, "scope_label": bank.name, "csv_url": csv_url})
+    return _audit_page(
+        request,
+        team=bank.team,
+        bank=bank,
+        template_context={"bank": bank, "scope_label": bank.name, "csv_url": csv_url},
+    )
 
 
 @login_required
 def team_audit(request, team_id):
     team, me = team_for_user(request, team_id)
     csv_url = reverse("accounts:team_audit_csv", kwargs={"team_id": team.public_id})
-    return _audit_page(request, team=team, bank=None, template_context={"team": team, "scope_label": team.name, "csv_url": csv_url})
+    return _audit_page(
+        request, team=team, bank=None, template_context={"team": team, "scope_label": team.name, "csv_url": csv_url}
+    )
 
 
 class _Echo:
@@ -417,7 +440,9 @@ def _csv_response(events, filename: str) -> StreamingHttpResponse:
 def bank_audit_csv(request, bank_id):
     bank, me = bank_for_user(request, bank_id)
     _, filters = _audit_filters(request)
-    return _csv_response(selectors.audit_events(team=bank.team, bank=bank, filters=filters), f"audit-{bank.team.slug}-{bank.slug}.csv")
+    return _csv_response(
+        selectors.audit_events(team=bank.team, bank=bank, filters=filters), f"audit-{bank.team.slug}-{bank.slug}.csv"
+    )
 
 
 @login_required

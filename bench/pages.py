@@ -30,8 +30,13 @@ def use_bench_database() -> None:
     db = settings.DATABASES["default"]
     import psycopg
 
-    params = {"dbname": "postgres", "user": db.get("USER") or None, "host": db.get("HOST") or None,
-              "port": db.get("PORT") or None, "password": db.get("PASSWORD") or None}
+    params = {
+        "dbname": "postgres",
+        "user": db.get("USER") or None,
+        "host": db.get("HOST") or None,
+        "port": db.get("PORT") or None,
+        "password": db.get("PASSWORD") or None,
+    }
     with psycopg.connect(**{k: v for k, v in params.items() if v}, autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone()
         if not exists:
@@ -67,9 +72,16 @@ def seed(n: int):
     while have < n:
         size = min(batch, n - have)
         Trajectory.objects.bulk_create(
-            Trajectory(bank=bank, task=f"Task {i}: book the cheapest trip number {i} across town", steps=steps, step_count=4,
-                       final_answer=f"answer {i}", agent=agents[i % 8], status=statuses[i % 10],
-                       verdict=("success", "failure", "")[i % 3])
+            Trajectory(
+                bank=bank,
+                task=f"Task {i}: book the cheapest trip number {i} across town",
+                steps=steps,
+                step_count=4,
+                final_answer=f"answer {i}",
+                agent=agents[i % 8],
+                status=statuses[i % 10],
+                verdict=("success", "failure", "")[i % 3],
+            )
             for i in range(have, have + size)
         )
         have += size
@@ -79,10 +91,18 @@ def seed(n: int):
     while have_items < n:
         size = min(batch, n - have_items)
         MemoryItem.objects.bulk_create(
-            MemoryItem(bank=bank, title=f"Lesson {i}: verify the price before booking", description=f"Use when booking trip {i % 97}.",
-                       content="Compare at least two sources and re-check the total with taxes before answering.",
-                       status=item_status[i % 10], origin=origins[i % 4], verdict_label=("success", "failure")[i % 2],
-                       near_duplicates=[{"id": "00000000-0000-0000-0000-000000000000", "similarity": 0.9}] if i % 7 == 0 else [])
+            MemoryItem(
+                bank=bank,
+                title=f"Lesson {i}: verify the price before booking",
+                description=f"Use when booking trip {i % 97}.",
+                content="Compare at least two sources and re-check the total with taxes before answering.",
+                status=item_status[i % 10],
+                origin=origins[i % 4],
+                verdict_label=("success", "failure")[i % 2],
+                near_duplicates=[{"id": "00000000-0000-0000-0000-000000000000", "similarity": 0.9}]
+                if i % 7 == 0
+                else [],
+            )
             for i in range(have_items, have_items + size)
         )
         have_items += size
@@ -104,9 +124,9 @@ def main() -> None:
 
     django.setup()
     from django.core.management import call_command
+    from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
-    from django.db import connection
 
     call_command("migrate", verbosity=0)
     user, bank = seed(args.n)
@@ -126,7 +146,7 @@ def main() -> None:
         ("dashboard", f"/banks/{b}/"),
     ]
     print(f"{args.n:,} trajectories and {args.n:,} items in one bank; {args.runs} renders per page\n")
-    print(f"| page | p50 ms | p95 ms | queries |\n|---|---:|---:|---:|")
+    print("| page | p50 ms | p95 ms | queries |\n|---|---:|---:|---:|")
     for label, url in pages:
         response = client.get(url)  # warm
         assert response.status_code == 200, (url, response.status_code)

@@ -15,7 +15,6 @@ vectors perturbed around a few hundred cluster centres (intra-cluster cosine
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import socket
 import statistics
@@ -58,8 +57,13 @@ def _create_database() -> None:
     from django.conf import settings
 
     db = settings.DATABASES["default"]
-    params = {"host": db.get("HOST") or None, "port": db.get("PORT") or None, "user": db.get("USER") or None,
-              "password": db.get("PASSWORD") or None, "dbname": "postgres"}
+    params = {
+        "host": db.get("HOST") or None,
+        "port": db.get("PORT") or None,
+        "user": db.get("USER") or None,
+        "password": db.get("PASSWORD") or None,
+        "dbname": "postgres",
+    }
     with psycopg.connect(**{k: v for k, v in params.items() if v}, autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone():
             conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
@@ -111,12 +115,54 @@ def _reset_and_load(n: int, rng, centres) -> dict:
     connection.ensure_connection()
     raw = connection.connection
     register_vector(raw)
-    columns = ("public_id", "bank_id", "title", "description", "content", "status", "origin", "source_task_id",
-               "cited_steps", "model", "prompt_version", "verdict_label", "near_duplicates", "needs_review_reason",
-               "status_reason", "embedding", "embedding_hash", "embedding_model", "served_count", "created_at",
-               "updated_at", "approved_at")
-    types = ["uuid", "int8", "text", "text", "text", "text", "text", "text", "jsonb", "text", "text", "text", "jsonb",
-             "text", "text", "vector", "text", "text", "int4", "timestamptz", "timestamptz", "timestamptz"]
+    columns = (
+        "public_id",
+        "bank_id",
+        "title",
+        "description",
+        "content",
+        "status",
+        "origin",
+        "source_task_id",
+        "cited_steps",
+        "model",
+        "prompt_version",
+        "verdict_label",
+        "near_duplicates",
+        "needs_review_reason",
+        "status_reason",
+        "embedding",
+        "embedding_hash",
+        "embedding_model",
+        "served_count",
+        "created_at",
+        "updated_at",
+        "approved_at",
+    )
+    types = [
+        "uuid",
+        "int8",
+        "text",
+        "text",
+        "text",
+        "text",
+        "text",
+        "text",
+        "jsonb",
+        "text",
+        "text",
+        "text",
+        "jsonb",
+        "text",
+        "text",
+        "vector",
+        "text",
+        "text",
+        "int4",
+        "timestamptz",
+        "timestamptz",
+        "timestamptz",
+    ]
     description = "Use when a synthetic benchmark task looks like this one."
     content = "A synthetic lesson used to measure retrieval latency and recall."
     from django.utils import timezone
@@ -129,9 +175,35 @@ def _reset_and_load(n: int, rng, centres) -> dict:
                 vectors = _clustered(rng, centres, count)
                 for i in range(count):
                     title = f"Bench lesson {bank_id}-{i}"
-                    digest = embedding_hash(item_embedding_text(title=title, description=description, content=content), model)
-                    copy.write_row((uuid.uuid4(), bank_id, title, description, content, "approved", "import", "",
-                                    [], "", "", "", [], "", "", vectors[i], digest, model, 0, now, now, now))
+                    digest = embedding_hash(
+                        item_embedding_text(title=title, description=description, content=content), model
+                    )
+                    copy.write_row(
+                        (
+                            uuid.uuid4(),
+                            bank_id,
+                            title,
+                            description,
+                            content,
+                            "approved",
+                            "import",
+                            "",
+                            [],
+                            "",
+                            "",
+                            "",
+                            [],
+                            "",
+                            "",
+                            vectors[i],
+                            digest,
+                            model,
+                            0,
+                            now,
+                            now,
+                            now,
+                        )
+                    )
     load_s = time.perf_counter() - started
     started = time.perf_counter()
     with connection.cursor() as cur:
@@ -143,8 +215,13 @@ def _reset_and_load(n: int, rng, centres) -> dict:
         )
         cur.execute("ANALYZE memories_memoryitem")
     index_s = time.perf_counter() - started
-    return {"bank": Bank.objects.get(pk=target.pk), "secret": secret, "rows": sum(c for _, c in plan),
-            "load_s": load_s, "index_s": index_s}
+    return {
+        "bank": Bank.objects.get(pk=target.pk),
+        "secret": secret,
+        "rows": sum(c for _, c in plan),
+        "load_s": load_s,
+        "index_s": index_s,
+    }
 
 
 def _exact_search(bank, vector, k):
@@ -195,8 +272,20 @@ def _free_port() -> int:
 def _start_server() -> tuple[subprocess.Popen, str]:
     port = _free_port()
     env = {**os.environ, "RB_DATABASE_NAME": BENCH_DB, "DEBUG": "0", "LOG_LEVEL": "WARNING"}
-    cmd = [sys.executable, "-m", "gunicorn", "reasoningbank_site.wsgi", "-w", "1", "-b", f"127.0.0.1:{port}",
-           "--log-level", "warning", "--timeout", "120"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "reasoningbank_site.wsgi",
+        "-w",
+        "1",
+        "-b",
+        f"127.0.0.1:{port}",
+        "--log-level",
+        "warning",
+        "--timeout",
+        "120",
+    ]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 120
@@ -204,7 +293,7 @@ def _start_server() -> tuple[subprocess.Popen, str]:
         try:
             urllib.request.urlopen(f"{base}/api/v1/openapi.json", timeout=2).read()
             return proc, base
-        except Exception:  # noqa: BLE001 - not up yet
+        except Exception:
             if proc.poll() is not None:
                 raise RuntimeError("the web server exited during start-up")
             time.sleep(0.3)
@@ -261,13 +350,22 @@ def run(sizes: list[int], queries: int) -> list[dict]:
                 exact = _exact_search(bank, vector, 10)
                 exact_ms.append((time.perf_counter() - t0) * 1000)
                 recalls.append(len({item.pk for item, _ in approx} & set(exact)) / max(1, len(exact)))
-            rows.append({
-                "n": n, "rows": data["rows"], "load_s": data["load_s"], "index_s": data["index_s"],
-                "hnsw": _plan_uses_hnsw(bank, query_vectors[0]),
-                "http_p50": _pct(http, 50), "http_p95": _pct(http, 95),
-                "embed_p50": _pct(embed_ms, 50), "search_p50": _pct(search_ms, 50), "search_p95": _pct(search_ms, 95),
-                "exact_p50": _pct(exact_ms, 50), "recall": statistics.mean(recalls),
-            })
+            rows.append(
+                {
+                    "n": n,
+                    "rows": data["rows"],
+                    "load_s": data["load_s"],
+                    "index_s": data["index_s"],
+                    "hnsw": _plan_uses_hnsw(bank, query_vectors[0]),
+                    "http_p50": _pct(http, 50),
+                    "http_p95": _pct(http, 95),
+                    "embed_p50": _pct(embed_ms, 50),
+                    "search_p50": _pct(search_ms, 50),
+                    "search_p95": _pct(search_ms, 95),
+                    "exact_p50": _pct(exact_ms, 50),
+                    "recall": statistics.mean(recalls),
+                }
+            )
             print(_table(rows[-1:]), flush=True)
     finally:
         proc.terminate()
@@ -279,8 +377,10 @@ def run(sizes: list[int], queries: int) -> list[dict]:
 
 
 def _table(rows: list[dict]) -> str:
-    head = ("| items in bank | rows in table | load s | HNSW build s | plan | HTTP p50 ms | HTTP p95 ms "
-            "| embed p50 ms | search p50 ms | search p95 ms | exact p50 ms | recall@10 |")
+    head = (
+        "| items in bank | rows in table | load s | HNSW build s | plan | HTTP p50 ms | HTTP p95 ms "
+        "| embed p50 ms | search p50 ms | search p95 ms | exact p50 ms | recall@10 |"
+    )
     lines = [head, "|" + "|".join("---" for _ in range(12)) + "|"]
     for r in rows:
         lines.append(
@@ -299,8 +399,10 @@ def main() -> None:
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     started = time.perf_counter()
     rows = run(sizes, args.queries)
-    print(f"\n## Retrieval benchmark ({args.queries} queries per size, k=10, {os.cpu_count()} CPUs, "
-          f"{time.perf_counter() - started:.0f} s total)\n")
+    print(
+        f"\n## Retrieval benchmark ({args.queries} queries per size, k=10, {os.cpu_count()} CPUs, "
+        f"{time.perf_counter() - started:.0f} s total)\n"
+    )
     print(_table(rows))
 
 

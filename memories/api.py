@@ -7,12 +7,13 @@ from uuid import UUID
 
 from ninja import Field, Query, Router, Schema
 
-from accounts.auth import ApiError, TokenAuth, api_responses
+from accounts.auth import TokenAuth, api_responses
 from memories import selectors
 from memories.embeddings import EmbeddingModelError
 from memories.models import MemoryItem
 from memories.schemas import ApprovedMemoryOut, MemoryListOut, RetrieveIn, RetrieveOut
 from memories.services import retrieval_perform
+from reasoningbank_site.errors import Invalid, NotFound, Unavailable
 
 router = Router(tags=["memories"])
 
@@ -48,13 +49,13 @@ def retrieve(request, payload: RetrieveIn):
     """Approved memories of the token's bank most relevant to `query`, and a
     `system_block` to put in the agent's system prompt."""
     if not payload.query.strip():
-        raise ApiError(422, "query: must contain more than whitespace", "validation_error")
+        raise Invalid("query: must contain more than whitespace")
     try:
         result = retrieval_perform(
             bank=request.bank, query=payload.query, k=payload.k, task_id=payload.task_id, token=request.api_token
         )
     except EmbeddingModelError as exc:
-        raise ApiError(503, f"The embedding model is not available: {exc}", "embedding_unavailable") from exc
+        raise Unavailable(f"The embedding model is not available: {exc}", code="embedding_unavailable") from exc
     warnings = []
     if result.pending_embeddings:
         warnings.append(
@@ -72,7 +73,10 @@ def retrieve(request, payload: RetrieveIn):
 
 
 @router.get(
-    "/memories", response=api_responses({200: MemoryListOut}), auth=TokenAuth(scope="retrieve"), summary="List approved memories"
+    "/memories",
+    response=api_responses({200: MemoryListOut}),
+    auth=TokenAuth(scope="retrieve"),
+    summary="List approved memories",
 )
 def memories_list(request, page: Query[PageIn]):
     """The bank's approved memories, newest approval first."""
@@ -91,5 +95,5 @@ def memories_detail(request, memory_id: UUID):
     try:
         item = selectors.approved_item_get(bank=request.bank, public_id=memory_id)
     except MemoryItem.DoesNotExist:
-        raise ApiError(404, "No approved memory with this id in this bank.", "not_found") from None
+        raise NotFound("No approved memory with this id in this bank.") from None
     return _memory_out(item)

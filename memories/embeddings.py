@@ -64,7 +64,7 @@ def _load(location: str):
     torch.set_num_threads(max(1, int(getattr(settings, "RB_EMBEDDING_THREADS", 1) or 1)))
     try:
         model = SentenceTransformer(location, device="cpu", local_files_only=True)
-    except Exception as exc:  # noqa: BLE001 - any loader failure is a configuration problem
+    except Exception as exc:
         raise EmbeddingModelError(f"Cannot load the embedding model {location!r} (RB_EMBEDDING_MODEL): {exc}") from exc
     get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
     dim = get_dim()

@@ -8,8 +8,12 @@ VERDICT_CHOICES = [("", "any verdict"), ("success", "success"), ("failure", "fai
 
 
 class ReviewFilterForm(forms.Form):
-    q = forms.CharField(required=False, max_length=200, label="Search",
-                        widget=forms.TextInput(attrs={"type": "search", "placeholder": "title, description, content"}))
+    q = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Search",
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": "title, description, content"}),
+    )
     origin = forms.ChoiceField(required=False, choices=[("", "any origin"), *ItemOrigin.choices])
     verdict = forms.ChoiceField(required=False, choices=VERDICT_CHOICES)
     agent = forms.CharField(required=False, max_length=200)
@@ -38,8 +42,12 @@ class ReviewFilterForm(forms.Form):
 
 class ItemListFilterForm(forms.Form):
     status = forms.ChoiceField(required=False, choices=[("", "all"), *ItemStatus.choices])
-    q = forms.CharField(required=False, max_length=200, label="Search",
-                        widget=forms.TextInput(attrs={"type": "search", "placeholder": "title, description, content"}))
+    q = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Search",
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": "title, description, content"}),
+    )
 
 
 class BulkActionForm(forms.Form):
@@ -70,8 +78,12 @@ class BulkActionForm(forms.Form):
 
 
 class ItemEditForm(forms.ModelForm):
-    note = forms.CharField(required=False, max_length=500, label="Note (why this change)",
-                           widget=forms.TextInput(attrs={"placeholder": "optional"}))
+    note = forms.CharField(
+        required=False,
+        max_length=500,
+        label="Note (why this change)",
+        widget=forms.TextInput(attrs={"placeholder": "optional"}),
+    )
 
     class Meta:
         model = MemoryItem
@@ -135,7 +147,9 @@ class ImportForm(forms.Form):
 
 
 class RejectForm(forms.Form):
-    reason = forms.CharField(max_length=2000, widget=forms.TextInput(attrs={"placeholder": "why it should not be served"}))
+    reason = forms.CharField(
+        max_length=2000, widget=forms.TextInput(attrs={"placeholder": "why it should not be served"})
+    )
 
 
 class MergeForm(forms.Form):
@@ -143,6 +157,9 @@ class MergeForm(forms.Form):
 
 
 class PlaygroundForm(forms.Form):
-    q = forms.CharField(label="Task", max_length=4000,
-                        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "Describe a task as an agent would send it"}))
+    q = forms.CharField(
+        label="Task",
+        max_length=4000,
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "Describe a task as an agent would send it"}),
+    )
     k = forms.IntegerField(required=False, min_value=1, max_value=50, label="k (empty: the bank's top-k)")

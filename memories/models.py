@@ -89,11 +89,15 @@ class MemoryItem(models.Model):
     served_count = models.PositiveIntegerField(default=0)
     last_served_at = models.DateTimeField(null=True, blank=True)
 
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     approved_at = models.DateTimeField(null=True, blank=True)
-    approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         indexes = [
@@ -124,9 +128,13 @@ class MemoryItemVersion(models.Model):
     description = models.TextField()
     content = models.TextField()
     status = models.CharField(max_length=16, choices=ItemStatus.choices)
-    action = models.CharField(max_length=40, help_text="created, edited, approved, rejected, archived, superseded, merged…")
+    action = models.CharField(
+        max_length=40, help_text="created, edited, approved, rejected, archived, superseded, merged…"
+    )
     note = models.TextField(blank=True)
-    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -17,8 +17,20 @@ from accounts.models import Bank
 from memories.models import ItemStatus, MemoryItem, MemoryItemVersion
 
 LIST_FIELDS = (
-    "id", "public_id", "bank_id", "title", "description", "status", "origin", "verdict_label",
-    "near_duplicates", "needs_review_reason", "created_at", "updated_at", "served_count", "cited_steps",
+    "id",
+    "public_id",
+    "bank_id",
+    "title",
+    "description",
+    "status",
+    "origin",
+    "verdict_label",
+    "near_duplicates",
+    "needs_review_reason",
+    "created_at",
+    "updated_at",
+    "served_count",
+    "cited_steps",
 )
 
 
@@ -87,7 +99,9 @@ def review_agents(*, bank: Bank) -> list[str]:
 def item_for_bank(*, bank: Bank, public_id) -> MemoryItem:
     """One item of ``bank`` by public id; raises MemoryItem.DoesNotExist
     (an item of another bank does not exist for this caller)."""
-    return MemoryItem.objects.select_related("created_by", "approved_by", "experience").get(bank=bank, public_id=public_id)
+    return MemoryItem.objects.select_related("created_by", "approved_by", "experience").get(
+        bank=bank, public_id=public_id
+    )
 
 
 def items_by_public_ids(*, bank: Bank, public_ids) -> QuerySet[MemoryItem]:
@@ -176,5 +190,7 @@ def item_source_trajectory_ids(*, item: MemoryItem) -> list[str]:
                 seen.append(tid)
     if not seen and item.experience_id:
         # No valid citation: fall back to the trajectories of its experience (by relation name).
-        seen = [str(p) for p in item.experience.trajectories.order_by("created_at").values_list("public_id", flat=True)[:5]]
+        seen = [
+            str(p) for p in item.experience.trajectories.order_by("created_at").values_list("public_id", flat=True)[:5]
+        ]
     return seen

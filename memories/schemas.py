@@ -41,7 +41,9 @@ class MemoryOut(Schema):
     description: str = Field(..., examples=["Use when a task needs data that only a logged-in user can see."])
     content: str = Field(
         ...,
-        examples=["Look for a 'Sign in' or account link first; pages reached anonymously often hide the data the task asks for."],
+        examples=[
+            "Look for a 'Sign in' or account link first; pages reached anonymously often hide the data the task asks for."
+        ],
     )
 
 

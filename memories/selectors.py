@@ -42,8 +42,10 @@ def _iterative_scan(*, ef_search: int) -> None:
 
 
 def _current_embedding_q(prefix: str = "") -> Q:
-    return Q(**{f"{prefix}embedding__isnull": False}) & Q(**{f"{prefix}embedding_model": embedding_model_name()}) & ~Q(
-        **{f"{prefix}embedding_hash": ""}
+    return (
+        Q(**{f"{prefix}embedding__isnull": False})
+        & Q(**{f"{prefix}embedding_model": embedding_model_name()})
+        & ~Q(**{f"{prefix}embedding_hash": ""})
     )
 
 
@@ -119,9 +121,7 @@ def embedding_counts(*, bank: Bank) -> EmbeddingCounts:
         Bank.objects.filter(pk=bank.pk)
         .annotate(
             has_approved=Exists(approved),
-            pending=Coalesce(
-                Subquery(pending.order_by().values("bank").annotate(n=Count("id")).values("n")[:1]), 0
-            ),
+            pending=Coalesce(Subquery(pending.order_by().values("bank").annotate(n=Count("id")).values("n")[:1]), 0),
         )
         .values("has_approved", "pending")
         .first()

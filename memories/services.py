@@ -118,7 +118,7 @@ def _enqueue_embed(item_pk: int) -> None:
 
         try:
             memory_item_embed.delay(item_pk)
-        except Exception:  # noqa: BLE001 - broker down; logged, the item stays pending
+        except Exception:
             log.exception("could not enqueue embedding of memory item %s", item_pk)
 
     transaction.on_commit(send)
@@ -132,9 +132,11 @@ def _near_duplicates(*, bank: Bank, vector, exclude_pk: int | None = None) -> li
         qs = qs.exclude(pk=exclude_pk)
     from pgvector.django import CosineDistance
 
-    rows = qs.annotate(distance=CosineDistance("embedding", vector)).only("public_id", "title").order_by("distance")[
-        :NEAR_DUPLICATE_LIMIT
-    ]
+    rows = (
+        qs.annotate(distance=CosineDistance("embedding", vector))
+        .only("public_id", "title")
+        .order_by("distance")[:NEAR_DUPLICATE_LIMIT]
+    )
     with transaction.atomic():
         selectors._iterative_scan(ef_search=selectors.HNSW_EF_SEARCH)
         rows = sorted(rows, key=lambda r: r.distance)
@@ -236,7 +238,13 @@ def memory_item_create(
 
 @transaction.atomic
 def memory_item_edit(
-    *, item: MemoryItem, author, title: str | None = None, description: str | None = None, content: str | None = None, note: str = ""
+    *,
+    item: MemoryItem,
+    author,
+    title: str | None = None,
+    description: str | None = None,
+    content: str | None = None,
+    note: str = "",
 ) -> MemoryItem:
     """Change an item's text (None leaves a field as is). A real change
     writes an "edited" version, clears the embedding and enqueues
@@ -321,7 +329,11 @@ def memory_item_reject(*, item: MemoryItem, author, reason: str = "") -> MemoryI
     is a no-op. Raises ValueError for any other status (an approved item is
     archived instead)."""
     return _transition(
-        item=item, to=ItemStatus.REJECTED, allowed=_REJECTABLE, author=author, reason=reason or "",
+        item=item,
+        to=ItemStatus.REJECTED,
+        allowed=_REJECTABLE,
+        author=author,
+        reason=reason or "",
         refusal="Only proposed items can be rejected; this one is {status}.",
     )
 
@@ -331,7 +343,10 @@ def memory_item_archive(*, item: MemoryItem, author) -> MemoryItem:
     """Stop serving an approved item (it can be approved again later).
     Archiving an archived item is a no-op. Raises ValueError otherwise."""
     return _transition(
-        item=item, to=ItemStatus.ARCHIVED, allowed=_ARCHIVABLE, author=author,
+        item=item,
+        to=ItemStatus.ARCHIVED,
+        allowed=_ARCHIVABLE,
+        author=author,
         refusal="Only approved items can be archived; this one is {status}.",
     )
 
@@ -342,7 +357,10 @@ def memory_item_supersede(*, item: MemoryItem, reason: str) -> MemoryItem:
     replaces (system action, no author); terminal. Superseding a superseded
     item is a no-op. Raises ValueError for rejected or archived items."""
     return _transition(
-        item=item, to=ItemStatus.SUPERSEDED, allowed=_SUPERSEDABLE, reason=reason or "",
+        item=item,
+        to=ItemStatus.SUPERSEDED,
+        allowed=_SUPERSEDABLE,
+        reason=reason or "",
         refusal="A {status} item cannot be superseded.",
     )
 

@@ -49,7 +49,9 @@ def _querystring(request, drop=("page",)) -> str:
 
 def _safe_next(request, fallback: str) -> str:
     target = request.POST.get("next") or ""
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
         return target
     return fallback
 
@@ -72,10 +74,17 @@ def review(request, bank_id):
     form = ReviewFilterForm(request.GET or None, agents=rs.review_agents(bank=bank))
     page = _page(rs.review_queue(bank=bank, **(form.filters() if request.GET else {})), request.GET.get("page"))
     context = {
-        "bank": bank, "membership": membership, "can_write": _can_write(membership), "form": form,
-        "page": page, "qs": _querystring(request), "full_qs": request.GET.urlencode(),
+        "bank": bank,
+        "membership": membership,
+        "can_write": _can_write(membership),
+        "form": form,
+        "page": page,
+        "qs": _querystring(request),
+        "full_qs": request.GET.urlencode(),
     }
-    template = "memories/review.html#queue" if request.htmx and request.htmx.target == "queue" else "memories/review.html"
+    template = (
+        "memories/review.html#queue" if request.htmx and request.htmx.target == "queue" else "memories/review.html"
+    )
     return render(request, template, context)
 
 
@@ -111,9 +120,16 @@ def _review_post(request, bank_id):
         if item is None:
             return _toast("That item no longer exists.")
         item.refresh_from_db()
-        return render(request, "memories/review.html#row", {
-            "bank": bank, "item": item, "can_write": True, "row_error": failed[0][1] if failed else "",
-        })
+        return render(
+            request,
+            "memories/review.html#row",
+            {
+                "bank": bank,
+                "item": item,
+                "can_write": True,
+                "row_error": failed[0][1] if failed else "",
+            },
+        )
     verb = "approved" if action == "approve" else "rejected"
     if done:
         messages.success(request, f"{len(done)} item{'s' if len(done) != 1 else ''} {verb}.")
@@ -140,7 +156,9 @@ def _toast(message: str) -> HttpResponse:
 def render_to_toast(message: str) -> HttpResponse:
     from django.utils.html import format_html
 
-    return HttpResponse(format_html('<div id="toast" role="status" aria-live="polite" hx-swap-oob="true">{}</div>', message))
+    return HttpResponse(
+        format_html('<div id="toast" role="status" aria-live="polite" hx-swap-oob="true">{}</div>', message)
+    )
 
 
 # --- one item (also the focus view of the queue) ---------------------------------------
@@ -168,9 +186,15 @@ def _item_context(request, bank, membership, item, *, focus: bool, edit_form=Non
     if editing and edit_form is None:
         edit_form = ItemEditForm(instance=item)
     context = {
-        "bank": bank, "membership": membership, "can_write": _can_write(membership), "item": item,
-        "focus": focus, "editing": editing, "edit_form": edit_form,
-        "reject_form": reject_form or RejectForm(), "merge_error": merge_error,
+        "bank": bank,
+        "membership": membership,
+        "can_write": _can_write(membership),
+        "item": item,
+        "focus": focus,
+        "editing": editing,
+        "edit_form": edit_form,
+        "reject_form": reject_form or RejectForm(),
+        "merge_error": merge_error,
         "duplicates": rs.item_near_duplicates(item=item),
         "history": rs.item_history(item=item),
         "sources": rs.item_source_trajectory_ids(item=item),
@@ -199,21 +223,31 @@ def _item_page(request, bank_id, item_id, *, focus: bool):
     template = "memories/item_detail.html"
     if request.method == "GET":
         context = _item_context(request, bank, membership, item, focus=focus)
-        return render(request, template + "#panel" if request.htmx and request.htmx.target == "item-panel" else template, context)
+        return render(
+            request, template + "#panel" if request.htmx and request.htmx.target == "item-panel" else template, context
+        )
 
     action = request.POST.get("action", "")
     edit_form = reject_form = None
     merge_error = ""
-    here = reverse("memories:review_focus" if focus else "memories:item_detail",
-                   kwargs={"bank_id": bank.public_id, "item_id": item.public_id})
+    here = reverse(
+        "memories:review_focus" if focus else "memories:item_detail",
+        kwargs={"bank_id": bank.public_id, "item_id": item.public_id},
+    )
     moved_on = False  # in the focus view, a decision moves to the next item
     try:
         if action == "edit":
             edit_form = ItemEditForm(request.POST, instance=MemoryItem(bank=bank))
             if edit_form.is_valid():
                 data = edit_form.cleaned_data
-                services.memory_item_edit(item=item, author=request.user, title=data["title"],
-                                          description=data["description"], content=data["content"], note=data["note"])
+                services.memory_item_edit(
+                    item=item,
+                    author=request.user,
+                    title=data["title"],
+                    description=data["description"],
+                    content=data["content"],
+                    note=data["note"],
+                )
                 messages.success(request, "Saved.")
                 edit_form = None
         elif action == "approve":
@@ -240,7 +274,9 @@ def _item_page(request, bank_id, item_id, *, focus: bool):
                 except MemoryItem.DoesNotExist:
                     merge_error = "That item is not in this bank."
                 else:
-                    into = services.memory_item_merge(item=item, into=into, author=request.user, note=request.POST.get("note", ""))
+                    into = services.memory_item_merge(
+                        item=item, into=into, author=request.user, note=request.POST.get("note", "")
+                    )
                     messages.success(request, f"Merged into “{into.title}”.")
                     moved_on = focus
         elif action == "keep":
@@ -255,8 +291,11 @@ def _item_page(request, bank_id, item_id, *, focus: bool):
 
     if moved_on:
         _, following = _queue_neighbours(bank, item)
-        target = (reverse("memories:review_focus", kwargs={"bank_id": bank.public_id, "item_id": following.public_id})
-                  if following else reverse("memories:review", kwargs={"bank_id": bank.public_id}))
+        target = (
+            reverse("memories:review_focus", kwargs={"bank_id": bank.public_id, "item_id": following.public_id})
+            if following
+            else reverse("memories:review", kwargs={"bank_id": bank.public_id})
+        )
         if request.htmx:
             response = HttpResponse(status=204)
             response["HX-Redirect"] = target
@@ -265,8 +304,16 @@ def _item_page(request, bank_id, item_id, *, focus: bool):
     if edit_form is None and reject_form is None and not merge_error and not request.htmx:
         return redirect(here)
     item.refresh_from_db()
-    context = _item_context(request, bank, membership, item, focus=focus, edit_form=edit_form,
-                            reject_form=reject_form, merge_error=merge_error)
+    context = _item_context(
+        request,
+        bank,
+        membership,
+        item,
+        focus=focus,
+        edit_form=edit_form,
+        reject_form=reject_form,
+        merge_error=merge_error,
+    )
     return render(request, template + "#panel" if request.htmx else template, context)
 
 
@@ -284,10 +331,18 @@ def items(request, bank_id):
     counts = rs.item_status_counts(bank=bank)
     tabs = [("", "All", sum(counts.values()))] + [(value, label, counts[value]) for value, label in ItemStatus.choices]
     context = {
-        "bank": bank, "membership": membership, "form": form, "page": page, "status": status, "tabs": tabs,
-        "q": data.get("q") or "", "qs": _querystring(request),
+        "bank": bank,
+        "membership": membership,
+        "form": form,
+        "page": page,
+        "status": status,
+        "tabs": tabs,
+        "q": data.get("q") or "",
+        "qs": _querystring(request),
     }
-    template = "memories/items.html#list" if request.htmx and request.htmx.target == "item-list" else "memories/items.html"
+    template = (
+        "memories/items.html#list" if request.htmx and request.htmx.target == "item-list" else "memories/items.html"
+    )
     return render(request, template, context)
 
 
@@ -301,8 +356,12 @@ def item_create(request, bank_id):
         data = form.cleaned_data
         try:
             item = services.memory_item_create(
-                bank=bank, title=data["title"], description=data["description"], content=data["content"],
-                author=request.user, status=ItemStatus.APPROVED if data["approve_now"] else ItemStatus.PROPOSED,
+                bank=bank,
+                title=data["title"],
+                description=data["description"],
+                content=data["content"],
+                author=request.user,
+                status=ItemStatus.APPROVED if data["approve_now"] else ItemStatus.PROPOSED,
             )
         except ValueError as exc:
             form.add_error(None, str(exc))
@@ -321,7 +380,9 @@ def items_export(request, bank_id):
         status = ""
     import json
 
-    rows = (json.dumps(row, ensure_ascii=False) + "\n" for row in selectors.memory_items_export(bank=bank, status=status))
+    rows = (
+        json.dumps(row, ensure_ascii=False) + "\n" for row in selectors.memory_items_export(bank=bank, status=status)
+    )
     response = StreamingHttpResponse(rows, content_type="application/x-ndjson; charset=utf-8")
     name = f"{bank.team.slug}-{bank.slug}-{status or 'all'}-memories.jsonl"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
@@ -342,7 +403,13 @@ def items_import(request, bank_id):
             skipped = f"; {len(report.duplicates)} already in this bank were skipped" if report.duplicates else ""
             messages.success(request, f"Imported {len(report.created)} item(s) as proposed{skipped}. Review them here.")
             return redirect(reverse("memories:review", kwargs={"bank_id": bank.public_id}) + "?origin=import")
-    context = {"bank": bank, "membership": membership, "form": form, "errors": errors[:50], "more_errors": max(0, len(errors) - 50)}
+    context = {
+        "bank": bank,
+        "membership": membership,
+        "form": form,
+        "errors": errors[:50],
+        "more_errors": max(0, len(errors) - 50),
+    }
     return render(request, "memories/items_import.html", context)
 
 
@@ -360,5 +427,9 @@ def playground(request, bank_id):
         except ValueError as exc:
             error = str(exc)
     context = {"bank": bank, "membership": membership, "form": form, "result": result, "error": error}
-    template = "memories/playground.html#results" if request.htmx and request.htmx.target == "results" else "memories/playground.html"
+    template = (
+        "memories/playground.html#results"
+        if request.htmx and request.htmx.target == "results"
+        else "memories/playground.html"
+    )
     return render(request, template, context)

@@ -8,7 +8,17 @@ from django.http import Http404
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from accounts.auth import ApiError
+from reasoningbank_site.errors import (
+    Conflict,
+    DomainError,
+    Forbidden,
+    Invalid,
+    NotAuthenticated,
+    NotFound,
+    RateLimited,
+    TooLarge,
+    Unavailable,
+)
 
 api = NinjaAPI(
     title="ReasoningBank agent API",
@@ -27,11 +37,28 @@ def _error(request, status: int, message: str, code: str, **extra):
     return response
 
 
-@api.exception_handler(ApiError)
-def on_api_error(request, exc: ApiError):
-    response = _error(request, exc.status, exc.message, exc.code)
-    for key, value in exc.headers.items():
-        response[key] = value
+# The one place a domain error becomes an HTTP status (most specific class first).
+ERROR_STATUS: dict[type[DomainError], int] = {
+    NotAuthenticated: 401,
+    Forbidden: 403,
+    NotFound: 404,
+    Conflict: 409,
+    TooLarge: 413,
+    Invalid: 422,
+    RateLimited: 429,
+    Unavailable: 503,
+}
+
+
+def status_for(exc: DomainError) -> int:
+    return next((status for cls, status in ERROR_STATUS.items() if isinstance(exc, cls)), 400)
+
+
+@api.exception_handler(DomainError)
+def on_domain_error(request, exc: DomainError):
+    response = _error(request, status_for(exc), exc.message, exc.code)
+    if exc.retry_after is not None:
+        response["Retry-After"] = str(exc.retry_after)
     return response
 
 

@@ -16,9 +16,9 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 
 @dataclass
@@ -41,11 +41,11 @@ class FakeLLM:
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-llm", daemon=True)
 
     # --- scripting -----------------------------------------------------------------
-    def reply(self, text: str, *, delay: float = 0.0) -> "FakeLLM":
+    def reply(self, text: str, *, delay: float = 0.0) -> FakeLLM:
         self.script.append(Scripted(text=text, delay=delay))
         return self
 
-    def error(self, status: int, message: str = "scripted error", *, retry_after: float | None = None) -> "FakeLLM":
+    def error(self, status: int, message: str = "scripted error", *, retry_after: float | None = None) -> FakeLLM:
         headers = {"Retry-After": f"{retry_after:g}"} if retry_after is not None else {}
         body = json.dumps({"error": {"message": message, "type": "scripted", "code": status}}).encode()
         self.script.append(Scripted(status=status, headers=headers, raw_body=body))
@@ -59,10 +59,13 @@ class FakeLLM:
     @property
     def prompts(self) -> list[str]:
         """The last user message of every request, in order."""
-        return [next((m["content"] for m in reversed(r.get("messages", [])) if m.get("role") == "user"), "") for r in self.requests]
+        return [
+            next((m["content"] for m in reversed(r.get("messages", [])) if m.get("role") == "user"), "")
+            for r in self.requests
+        ]
 
     # --- lifecycle --------------------------------------------------------------------
-    def start(self) -> "FakeLLM":
+    def start(self) -> FakeLLM:
         self._thread.start()
         return self
 
@@ -110,7 +113,11 @@ class FakeLLM:
                     "created": int(time.time()),
                     "model": body.get("model", "fake"),
                     "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": scripted.text}, "finish_reason": "stop"}
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": scripted.text},
+                            "finish_reason": "stop",
+                        }
                     ],
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                 }

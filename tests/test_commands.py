@@ -61,7 +61,11 @@ def test_rb_token_create_prints_only_the_token_and_it_works_until_revoked(client
     assert response.json()["code"] == "invalid_token"
     token.refresh_from_db()
     assert token.revoked_at is not None
-    revoked_row = next(line for line in run("rb_token", "list", "--bank", "web-agents")[0].splitlines() if line.startswith(token.prefix))
+    revoked_row = next(
+        line
+        for line in run("rb_token", "list", "--bank", "web-agents")[0].splitlines()
+        if line.startswith(token.prefix)
+    )
     assert revoked_row.rstrip().endswith(token.revoked_at.strftime("%Y-%m-%d %H:%M"))
 
 
@@ -72,7 +76,9 @@ def test_rb_token_scopes_are_enforced(client, bank):
 
 
 def test_rb_token_expiry_and_revoke_by_whole_secret(bank):
-    secret = run("rb_token", "create", "--bank", "web-agents", "--scopes", "retrieve,ingest", "--expires-days", "7")[0].strip()
+    secret = run("rb_token", "create", "--bank", "web-agents", "--scopes", "retrieve,ingest", "--expires-days", "7")[
+        0
+    ].strip()
     token = ApiToken.objects.get(prefix=secret[:12])
     assert sorted(token.scopes) == ["ingest", "retrieve"]
     assert 6.9 < (token.expires_at - token.created_at).total_seconds() / 86400 < 7.1
@@ -119,7 +125,10 @@ def test_rb_token_stdout_is_shell_capturable(client, bank):
     env = {**os.environ, "RB_DATABASE_NAME": connection.settings_dict["NAME"], "RB_DATA_DIR": str(settings.DATA_DIR)}
     result = subprocess.run(
         [sys.executable, str(settings.BASE_DIR / "manage.py"), "rb_token", "create", "--bank", "acme/web-agents"],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     assert TOKEN_RE.match(result.stdout.strip()) and result.stdout.count("\n") == 1, result.stdout
@@ -151,8 +160,14 @@ def test_rb_demo_is_idempotent_and_serves_its_token_and_memories(db, client, tmp
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
 
     assert first == {
-        "users": 1, "teams": 1, "memberships": 1, "banks": 1, "tokens": 1, "live_tokens": 1,
-        "trajectories": len(DEMO_TRAJECTORIES), "items": len(DEMO_ITEMS),
+        "users": 1,
+        "teams": 1,
+        "memberships": 1,
+        "banks": 1,
+        "tokens": 1,
+        "live_tokens": 1,
+        "trajectories": len(DEMO_TRAJECTORIES),
+        "items": len(DEMO_ITEMS),
     }
     admin = get_user_model().objects.get(username="admin")
     assert admin.is_superuser and admin.check_password("admin")
@@ -249,7 +264,15 @@ def test_rb_run_serves_the_demo_and_leaves_no_process_behind(tmp_path):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    drop = {"DATABASE_URL", "RB_DATABASE_NAME", "REDIS_URL", "CELERY_BROKER_URL", "RB_BROKER_DIR", "RB_LLM_BASE_URL", "OPENAI_API_KEY"}
+    drop = {
+        "DATABASE_URL",
+        "RB_DATABASE_NAME",
+        "REDIS_URL",
+        "CELERY_BROKER_URL",
+        "RB_BROKER_DIR",
+        "RB_LLM_BASE_URL",
+        "OPENAI_API_KEY",
+    }
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(RB_DATA_DIR=str(data_dir), RB_PORT=str(port), PYTHONUNBUFFERED="1")
 
@@ -257,7 +280,11 @@ def test_rb_run_serves_the_demo_and_leaves_no_process_behind(tmp_path):
         log = tmp_path / log_name
         proc = subprocess.Popen(
             [sys.executable, str(settings.BASE_DIR / "manage.py"), "rb_run"],
-            env=env, cwd=settings.BASE_DIR, stdin=subprocess.DEVNULL, stdout=log.open("w"), stderr=subprocess.STDOUT,
+            env=env,
+            cwd=settings.BASE_DIR,
+            stdin=subprocess.DEVNULL,
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
         )
 
         def banner():
@@ -281,7 +308,12 @@ def test_rb_run_serves_the_demo_and_leaves_no_process_behind(tmp_path):
         base = f"http://127.0.0.1:{port}/api/v1"
         status, body = _http("POST", f"{base}/retrieve", token, {"query": DEMO_QUERY})
         assert status == 200 and body["items"], body
-        status, body = _http("POST", f"{base}/trajectories", token, {"task": "Find a cable", "steps": [{"kind": "answer", "content": "done"}]})
+        status, body = _http(
+            "POST",
+            f"{base}/trajectories",
+            token,
+            {"task": "Find a cable", "steps": [{"kind": "answer", "content": "done"}]},
+        )
         assert status == 202, body
         assert _http("POST", f"{base}/retrieve", "rb_wrong", {"query": "x"})[0] == 401
     finally:
@@ -293,7 +325,11 @@ def test_rb_run_serves_the_demo_and_leaves_no_process_behind(tmp_path):
             pytest.fail(f"rb_run did not stop on SIGINT:\n{log.read_text()}")
     assert proc.returncode == 0, log.read_text()
     assert "Stopped." in log.read_text()
-    wait_for(lambda: not _processes_mentioning(str(data_dir)), timeout=60, what=f"every process of the stack to exit: {_processes_mentioning(str(data_dir))}")
+    wait_for(
+        lambda: not _processes_mentioning(str(data_dir)),
+        timeout=60,
+        what=f"every process of the stack to exit: {_processes_mentioning(str(data_dir))}",
+    )
 
     # Second start: same data, then the web server dies -> the rest stops, exit code 1 naming it.
     proc, log = start("run2.log")
@@ -308,4 +344,8 @@ def test_rb_run_serves_the_demo_and_leaves_no_process_behind(tmp_path):
         pytest.fail(f"rb_run did not stop after its web server died:\n{log.read_text()}")
     assert proc.returncode == 1
     assert "the web process exited" in log.read_text()
-    wait_for(lambda: not _processes_mentioning(str(data_dir)), timeout=60, what=f"every process of the stack to exit: {_processes_mentioning(str(data_dir))}")
+    wait_for(
+        lambda: not _processes_mentioning(str(data_dir)),
+        timeout=60,
+        what=f"every process of the stack to exit: {_processes_mentioning(str(data_dir))}",
+    )

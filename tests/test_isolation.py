@@ -81,9 +81,15 @@ def _side(team, label: str) -> Side:
         bank.save(update_fields=["name"])
     text = MARK if label == "THEIRS" else "Our own"
     item = MemoryItem.objects.create(
-        bank=bank, title=f"{text} item", description=f"{text} description", content=f"{text} content", status=ItemStatus.APPROVED
+        bank=bank,
+        title=f"{text} item",
+        description=f"{text} description",
+        content=f"{text} content",
+        status=ItemStatus.APPROVED,
     )
-    trajectory = Trajectory.objects.create(bank=bank, task=f"{text} task", steps=[{"index": 0, "kind": "answer", "content": "done"}], step_count=1)
+    trajectory = Trajectory.objects.create(
+        bank=bank, task=f"{text} task", steps=[{"index": 0, "kind": "answer", "content": "done"}], step_count=1
+    )
     issued = services.api_token_create(bank=bank, name=f"{text} token", scopes=["retrieve", "ingest"])
     services.audit_record(action="test.marker", bank=bank, after={"text": text})
     return Side(team=team, bank=bank, item=item, trajectory=trajectory, token=issued.token, secret=issued.secret)
@@ -110,7 +116,9 @@ def world(db) -> World:
     }
     revoked = services.api_token_create(bank=bank, name="revoked", scopes=["retrieve", "ingest"])
     services.api_token_revoke(token=revoked.token)
-    expired = services.api_token_create(bank=bank, name="expired", scopes=["retrieve", "ingest"], expires_at=timezone.now() + timedelta(hours=1))
+    expired = services.api_token_create(
+        bank=bank, name="expired", scopes=["retrieve", "ingest"], expires_at=timezone.now() + timedelta(hours=1)
+    )
     ApiToken.objects.filter(pk=expired.token.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     w.secrets["revoked"] = revoked.secret
     w.secrets["expired"] = expired.secret
@@ -285,7 +293,9 @@ def test_ui_another_teams_member_gets_404_on_everything(client, world):
             response = getattr(client, method)(url, {"action": "archive"} if method == "post" else {})
             allowed = {404} if method == "get" else {404, 405}
             if response.status_code not in allowed:
-                problems.append(f"stranger {method.upper()} {page.name} {url}: {response.status_code}, expected {sorted(allowed)}")
+                problems.append(
+                    f"stranger {method.upper()} {page.name} {url}: {response.status_code}, expected {sorted(allowed)}"
+                )
     _report(problems)
 
 
@@ -312,9 +322,13 @@ def test_ui_anonymous_is_sent_to_login(client, world):
         url = _generic_url(page, world.ours)
         for method in ("get", "post"):
             response = getattr(client, method)(url)
-            ok = (response.status_code == 302 and response["Location"].startswith(login)) or (method == "post" and response.status_code == 405)
+            ok = (response.status_code == 302 and response["Location"].startswith(login)) or (
+                method == "post" and response.status_code == 405
+            )
             if not ok:
-                problems.append(f"anonymous {method.upper()} {page.name}: {response.status_code} {response.get('Location', '')}")
+                problems.append(
+                    f"anonymous {method.upper()} {page.name}: {response.status_code} {response.get('Location', '')}"
+                )
     _report(problems)
 
 
@@ -324,10 +338,22 @@ def test_ui_viewer_and_reviewer_cannot_use_admin_actions(client, world):
     bank = world.ours.bank
     actions = [
         (reverse("accounts:bank_settings", kwargs={"bank_id": bank.public_id}), {"action": "archive"}),
-        (reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id}), {"action": "revoke", "token": world.ours.token.public_id}),
-        (reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id}), {"action": "create", "name": "x", "scopes": ["retrieve"]}),
-        (reverse("accounts:bank_create", kwargs={"team_id": world.ours.team.public_id}), {"name": "new", "retrieval_mode": "items", "top_k": 3}),
-        (reverse("accounts:team", kwargs={"team_id": world.ours.team.public_id}), {"action": "invite", "email": "a@example.com", "role": "viewer"}),
+        (
+            reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id}),
+            {"action": "revoke", "token": world.ours.token.public_id},
+        ),
+        (
+            reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id}),
+            {"action": "create", "name": "x", "scopes": ["retrieve"]},
+        ),
+        (
+            reverse("accounts:bank_create", kwargs={"team_id": world.ours.team.public_id}),
+            {"name": "new", "retrieval_mode": "items", "top_k": 3},
+        ),
+        (
+            reverse("accounts:team", kwargs={"team_id": world.ours.team.public_id}),
+            {"action": "invite", "email": "a@example.com", "role": "viewer"},
+        ),
     ]
     problems = []
     for role in (Role.REVIEWER, Role.VIEWER):
@@ -388,17 +414,23 @@ def test_api_token_of_this_bank_reaches_its_objects_and_only_them(client, world)
         response = _call(client, endpoint, _api_url(endpoint, world.ours), world.secrets["this_bank"])
         if endpoint.has_body:
             # An empty body passes auth and fails validation — never 401/403/404/5xx.
-            expected_ok = response.status_code in (200, 201, 202) or (response.status_code == 422 and _code(response) == "validation_error")
+            expected_ok = response.status_code in (200, 201, 202) or (
+                response.status_code == 422 and _code(response) == "validation_error"
+            )
         else:
             expected_ok = response.status_code == 200
         if not expected_ok:
-            problems.append(f"this-bank token {endpoint.method} {endpoint.path}: {response.status_code} {_code(response)}")
+            problems.append(
+                f"this-bank token {endpoint.method} {endpoint.path}: {response.status_code} {_code(response)}"
+            )
         if MARK in _body(response):
             problems.append(f"this-bank token {endpoint.method} {endpoint.path}: returns another team's data")
         if endpoint.params:
             theirs = _call(client, endpoint, _api_url(endpoint, world.theirs), world.secrets["this_bank"])
             if theirs.status_code != 404 or _code(theirs) != "not_found":
-                problems.append(f"this-bank token {endpoint.method} {endpoint.path} on their object: {theirs.status_code} {_code(theirs)}")
+                problems.append(
+                    f"this-bank token {endpoint.method} {endpoint.path} on their object: {theirs.status_code} {_code(theirs)}"
+                )
     _report(problems)
 
 
@@ -408,7 +440,9 @@ def test_api_token_of_another_bank_gets_404_on_our_objects(client, world):
         response = _call(client, endpoint, _api_url(endpoint, world.ours), world.secrets["other_bank"])
         if endpoint.params:
             if response.status_code != 404:
-                problems.append(f"other-bank token {endpoint.method} {endpoint.path} on our object: {response.status_code}")
+                problems.append(
+                    f"other-bank token {endpoint.method} {endpoint.path} on our object: {response.status_code}"
+                )
         elif response.status_code in (401, 403) or response.status_code >= 500:
             problems.append(f"other-bank token {endpoint.method} {endpoint.path}: {response.status_code}")
         if "Our own" in _body(response):
@@ -436,4 +470,3 @@ def test_api_archived_bank_serves_and_accepts_nothing(client, world):
         if response.status_code != 403 or _code(response) != "bank_archived":
             problems.append(f"archived {endpoint.method} {endpoint.path}: {response.status_code} {_code(response)}")
     _report(problems)
-

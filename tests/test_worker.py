@@ -33,4 +33,3 @@ def test_worker_embeds_a_proposed_item_enqueued_on_commit(celery_worker):
     # It went through the broker under test, not the dev data dir's.
     expected = "filesystem://" if celery_worker.broker.kind == "filesystem" else celery_worker.broker.url.split("//")[1]
     assert expected in log
-

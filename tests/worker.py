@@ -42,7 +42,9 @@ READY_TIMEOUT = 90.0
 STOP_TIMEOUT = 30.0
 
 
-def wait_for(predicate: Callable[[], object], *, timeout: float = 60.0, interval: float = 0.25, what: str = "condition"):
+def wait_for(
+    predicate: Callable[[], object], *, timeout: float = 60.0, interval: float = 0.25, what: str = "condition"
+):
     """Poll ``predicate`` until it returns something truthy; return that, or fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
@@ -80,13 +82,30 @@ class RunningWorker:
 
 def _redis_broker(tmp: Path) -> Iterator[Broker]:
     binary = which("redis-server")
-    skip_unless(binary is not None, "redis-server is not installed (apt-get install redis-server): Redis broker not tested")
+    skip_unless(
+        binary is not None, "redis-server is not installed (apt-get install redis-server): Redis broker not tested"
+    )
     port = _free_port()
     log = tmp / "redis.log"
     proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp), "--save", "", "--appendonly", "no",
-         "--logfile", str(log)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(tmp),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--logfile",
+            str(log),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
     )
     try:
         import redis
@@ -95,7 +114,9 @@ def _redis_broker(tmp: Path) -> Iterator[Broker]:
 
         def answers() -> bool:
             if proc.poll() is not None:
-                pytest.fail(f"redis-server exited with code {proc.returncode}:\n{log.read_text() if log.exists() else ''}")
+                pytest.fail(
+                    f"redis-server exited with code {proc.returncode}:\n{log.read_text() if log.exists() else ''}"
+                )
             try:
                 return bool(client.ping())
             except redis.ConnectionError:
@@ -114,7 +135,9 @@ def _redis_broker(tmp: Path) -> Iterator[Broker]:
 
 
 def _filesystem_broker(tmp: Path) -> Iterator[Broker]:
-    yield Broker("filesystem", "filesystem://localhost/", embedded.filesystem_broker_options(tmp), {"RB_BROKER_DIR": str(tmp)})
+    yield Broker(
+        "filesystem", "filesystem://localhost/", embedded.filesystem_broker_options(tmp), {"RB_BROKER_DIR": str(tmp)}
+    )
 
 
 def _point_app_at(url: str, transport_options: dict) -> None:
@@ -158,7 +181,11 @@ def celery_worker(transactional_db, celery_broker: Broker, celery_worker_env, tm
     """A running worker (solo pool, no beat) that reads pytest's test database.
     Tests using it must be ``@pytest.mark.django_db(transaction=True)`` so the
     rows they write are committed and visible to the worker."""
-    env = {key: value for key, value in os.environ.items() if key not in ("CELERY_BROKER_URL", "REDIS_URL", "RB_BROKER_DIR")}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("CELERY_BROKER_URL", "REDIS_URL", "RB_BROKER_DIR")
+    }
     env.update(
         {
             "RB_DATABASE_NAME": connection.settings_dict["NAME"],
@@ -171,10 +198,23 @@ def celery_worker(transactional_db, celery_broker: Broker, celery_worker_env, tm
     )
     log_path = tmp_path / "worker.log"
     argv = [
-        sys.executable, "-m", "celery", "-A", "reasoningbank_site", "worker",
-        "--pool", "solo", "--concurrency", "1", "--loglevel", "INFO",
-        "--without-gossip", "--without-mingle", "--without-heartbeat",
-        "--hostname", f"pytest-{uuid.uuid4().hex[:8]}@%h",
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "reasoningbank_site",
+        "worker",
+        "--pool",
+        "solo",
+        "--concurrency",
+        "1",
+        "--loglevel",
+        "INFO",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        "--hostname",
+        f"pytest-{uuid.uuid4().hex[:8]}@%h",
     ]
     with open(log_path, "w") as log_file:
         proc = subprocess.Popen(
@@ -182,6 +222,7 @@ def celery_worker(transactional_db, celery_broker: Broker, celery_worker_env, tm
         )
     worker = RunningWorker(celery_broker, proc, log_path)
     try:
+
         def ready() -> bool:
             if proc.poll() is not None:
                 pytest.fail(f"the worker exited with code {proc.returncode} before it was ready:\n{worker.log()}")

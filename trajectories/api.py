@@ -9,13 +9,13 @@ from django.urls import reverse
 from django.utils import timezone
 from ninja import Query, Router, Status
 
-from accounts.auth import ApiError, TokenAuth, api_responses
+from accounts.auth import TokenAuth, api_responses
+from reasoningbank_site.errors import NotFound
 from trajectories import lift, selectors, services
 from trajectories.models import Trajectory
 from trajectories.schemas import BatchIn, BatchOut, ImpactOut, TrajectoryAcceptedOut, TrajectoryIn, TrajectoryOut
 
 router = Router(tags=["trajectories"])
-
 
 
 def _url(trajectory: Trajectory) -> str:
@@ -76,7 +76,7 @@ def trajectory_detail(request, trajectory_id: str):
     try:
         trajectory = selectors.trajectory_get_for_bank(bank=request.bank, public_id=trajectory_id)
     except Trajectory.DoesNotExist:
-        raise ApiError(404, "No such trajectory in this bank.", "not_found") from None
+        raise NotFound("No such trajectory in this bank.") from None
     return {
         "id": trajectory.public_id,
         "status": trajectory.status,
@@ -98,9 +98,17 @@ IMPACT_ITEMS = 20
 
 
 def _arm(stats: lift.ArmStats) -> dict:
-    return {"arm": stats.arm, "retrievals": stats.retrievals, "reported": stats.reported, "judged": stats.judged,
-            "successes": stats.successes, "success_rate": stats.rate, "ci_low": stats.low, "ci_high": stats.high,
-            "needed": stats.needed}
+    return {
+        "arm": stats.arm,
+        "retrievals": stats.retrievals,
+        "reported": stats.reported,
+        "judged": stats.judged,
+        "successes": stats.successes,
+        "success_rate": stats.rate,
+        "ci_low": stats.low,
+        "ci_high": stats.high,
+        "needed": stats.needed,
+    }
 
 
 @router.get(
@@ -121,17 +129,32 @@ def impact(request, days: int | None = Query(None, ge=1, le=3650, description="W
     items = lift.item_outcomes(bank=request.bank, since=since, limit=IMPACT_ITEMS, lift=report)
     d = report.difference
     return {
-        "days": days, "since": since, "holdout_fraction": report.holdout_fraction,
-        "holdout_configured": report.holdout_configured, "verdict": report.verdict,
-        "verdict_text": report.verdict_text, "method": report.method, "min_per_arm": report.min_per_arm,
-        "treatment": _arm(report.treatment), "holdout": _arm(report.holdout),
+        "days": days,
+        "since": since,
+        "holdout_fraction": report.holdout_fraction,
+        "holdout_configured": report.holdout_configured,
+        "verdict": report.verdict,
+        "verdict_text": report.verdict_text,
+        "method": report.method,
+        "min_per_arm": report.min_per_arm,
+        "treatment": _arm(report.treatment),
+        "holdout": _arm(report.holdout),
         "difference": {"estimate": d.estimate, "ci_low": d.low, "ci_high": d.high} if d else None,
         "item_baseline": report.baseline,
         "items": [
-            {"id": o.public_id, "title": o.title, "status": o.status, "served_judged": o.served_judged,
-             "served_successes": o.served_successes, "served_success_rate": o.served_rate,
-             "withheld_judged": o.withheld_judged, "withheld_successes": o.withheld_successes,
-             "withheld_success_rate": o.withheld_rate, "served_count": o.served_count, "may_hurt": o.may_hurt}
+            {
+                "id": o.public_id,
+                "title": o.title,
+                "status": o.status,
+                "served_judged": o.served_judged,
+                "served_successes": o.served_successes,
+                "served_success_rate": o.served_rate,
+                "withheld_judged": o.withheld_judged,
+                "withheld_successes": o.withheld_successes,
+                "withheld_success_rate": o.withheld_rate,
+                "served_count": o.served_count,
+                "may_hurt": o.may_hurt,
+            }
             for o in items
         ],
     }

@@ -6,10 +6,16 @@ from trajectories.models import Label, Status
 
 
 class TrajectoryFilterForm(forms.Form):
-    q = forms.CharField(required=False, max_length=200, label="Search",
-                        widget=forms.TextInput(attrs={"type": "search", "placeholder": "task, answer or task id"}))
+    q = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Search",
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": "task, answer or task id"}),
+    )
     status = forms.ChoiceField(required=False, choices=[("", "any status"), *Status.choices])
-    verdict = forms.ChoiceField(required=False, choices=[("", "any verdict"), *Label.choices, ("none", "no verdict yet")])
+    verdict = forms.ChoiceField(
+        required=False, choices=[("", "any verdict"), *Label.choices, ("none", "no verdict yet")]
+    )
     agent = forms.CharField(required=False, max_length=200)
 
     def __init__(self, *args, agents=(), **kwargs):
@@ -29,4 +35,6 @@ class TrajectoryFilterForm(forms.Form):
 
 class RelabelForm(forms.Form):
     label = forms.ChoiceField(choices=Label.choices, widget=forms.RadioSelect)
-    reason = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2, "placeholder": "why the verdict is wrong"}))
+    reason = forms.CharField(
+        max_length=2000, widget=forms.Textarea(attrs={"rows": 2, "placeholder": "why the verdict is wrong"})
+    )

@@ -216,7 +216,9 @@ def _points(value: float) -> str:
     return f"{value * 100:+.1f}"
 
 
-def _verdict(treatment: ArmStats, holdout: ArmStats, difference: Difference | None, configured: bool) -> tuple[str, str]:
+def _verdict(
+    treatment: ArmStats, holdout: ArmStats, difference: Difference | None, configured: bool
+) -> tuple[str, str]:
     if not configured:
         return Verdict.NO_HOLDOUT, (
             "No holdout is configured, so there is nothing to compare with: the numbers below are the "
@@ -224,12 +226,16 @@ def _verdict(treatment: ArmStats, holdout: ArmStats, difference: Difference | No
         )
     if treatment.judged < MIN_PER_ARM or holdout.judged < MIN_PER_ARM or difference is None:
         needs = []
-        for stats, name in ((treatment, "the treatment arm (memories served)"), (holdout, "the holdout arm (memories withheld)")):
+        for stats, name in (
+            (treatment, "the treatment arm (memories served)"),
+            (holdout, "the holdout arm (memories withheld)"),
+        ):
             if stats.needed:
                 needs.append(f"{name} needs {stats.needed} more")
         return Verdict.NOT_ENOUGH_DATA, (
             f"Not enough data yet: each arm needs at least {MIN_PER_ARM} judged trajectories; "
-            + " and ".join(needs) + "."
+            + " and ".join(needs)
+            + "."
         )
     span = f"(95% interval {_points(difference.low)} to {_points(difference.high)} points)"
     if difference.low > 0:
@@ -288,8 +294,14 @@ def bank_lift(*, bank: Bank, since: datetime | None = None, until: datetime | No
             difference = Difference(*found)
     verdict, text = _verdict(treatment, holdout, difference, configured)
     return LiftReport(
-        since=since, until=until, holdout_fraction=bank.holdout_fraction,
-        treatment=treatment, holdout=holdout, difference=difference, verdict=verdict, verdict_text=text,
+        since=since,
+        until=until,
+        holdout_fraction=bank.holdout_fraction,
+        treatment=treatment,
+        holdout=holdout,
+        difference=difference,
+        verdict=verdict,
+        verdict_text=text,
     )
 
 
@@ -362,7 +374,11 @@ _UUID_RE = r"^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$"
 
 
 def item_outcomes(
-    *, bank: Bank, since: datetime | None = None, until: datetime | None = None, limit: int = 50,
+    *,
+    bank: Bank,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = 50,
     lift: LiftReport | None = None,
 ) -> list[ItemOutcome]:
     """Per memory item, the judged trajectories whose retrieval served it
@@ -376,11 +392,18 @@ def item_outcomes(
     given (two more queries)."""
     if lift is None:
         lift = bank_lift(bank=bank, since=since, until=until)
-    window, params = "", {
-        "bank": bank.pk, "treatment": Arm.TREATMENT.value, "holdout": Arm.HOLDOUT.value,
-        "success": Label.SUCCESS.value, "failure": Label.FAILURE.value, "uuid_re": _UUID_RE,
-        "limit": max(0, int(limit)),
-    }
+    window, params = (
+        "",
+        {
+            "bank": bank.pk,
+            "treatment": Arm.TREATMENT.value,
+            "holdout": Arm.HOLDOUT.value,
+            "success": Label.SUCCESS.value,
+            "failure": Label.FAILURE.value,
+            "uuid_re": _UUID_RE,
+            "limit": max(0, int(limit)),
+        },
+    )
     if since is not None:
         window += " AND r.created_at >= %(since)s"
         params["since"] = since
@@ -394,18 +417,25 @@ def item_outcomes(
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     ids = [uuid.UUID(row[0]) for row in rows]
-    items = {
-        item.public_id: item
-        for item in MemoryItem.objects.filter(bank=bank, public_id__in=ids).only(
-            "public_id", "title", "status", "served_count", "bank_id"
-        )
-    } if ids else {}
+    items = (
+        {
+            item.public_id: item
+            for item in MemoryItem.objects.filter(bank=bank, public_id__in=ids).only(
+                "public_id", "title", "status", "served_count", "bank_id"
+            )
+        }
+        if ids
+        else {}
+    )
     baseline = lift.baseline
     outcomes = []
     for public_id, (_, served_judged, served_successes, withheld_judged, withheld_successes) in zip(ids, rows):
         outcome = ItemOutcome(
-            public_id=public_id, item=items.get(public_id), served_judged=served_judged,
-            served_successes=served_successes, withheld_judged=withheld_judged,
+            public_id=public_id,
+            item=items.get(public_id),
+            served_judged=served_judged,
+            served_successes=served_successes,
+            withheld_judged=withheld_judged,
             withheld_successes=withheld_successes,
         )
         outcome.may_hurt = served_judged >= MIN_ITEM_JUDGED and outcome.served_rate < baseline

@@ -52,7 +52,9 @@ def get_client() -> openai.OpenAI:
     """The cached client for the current settings (a settings change, as in
     tests, yields a fresh client)."""
     if not llm_configured():
-        raise LLMNotConfigured("No LLM endpoint is configured: set RB_LLM_BASE_URL (and OPENAI_API_KEY if it needs one).")
+        raise LLMNotConfigured(
+            "No LLM endpoint is configured: set RB_LLM_BASE_URL (and OPENAI_API_KEY if it needs one)."
+        )
     return _client(settings.RB_LLM_BASE_URL, settings.OPENAI_API_KEY or "not-needed", float(settings.RB_LLM_TIMEOUT))
 
 

@@ -52,10 +52,14 @@ class Trajectory(models.Model):
     reward = models.FloatField(null=True, blank=True)
 
     external_id = models.CharField(max_length=200, null=True, blank=True)
-    retrieval = models.ForeignKey(RetrievalEvent, null=True, blank=True, on_delete=models.SET_NULL, related_name="trajectories")
+    retrieval = models.ForeignKey(
+        RetrievalEvent, null=True, blank=True, on_delete=models.SET_NULL, related_name="trajectories"
+    )
     group_id = models.CharField(max_length=200, blank=True, db_index=True)
     group_size = models.PositiveSmallIntegerField(null=True, blank=True)
-    experience = models.ForeignKey(Experience, null=True, blank=True, on_delete=models.SET_NULL, related_name="trajectories")
+    experience = models.ForeignKey(
+        Experience, null=True, blank=True, on_delete=models.SET_NULL, related_name="trajectories"
+    )
 
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.RECEIVED)
     status_detail = models.TextField(blank=True, help_text="Why it needs attention, or what it waits for.")
@@ -97,7 +101,9 @@ class Judgment(models.Model):
     rationale = models.TextField(blank=True)
     model = models.CharField(max_length=120, blank=True)
     prompt_version = models.CharField(max_length=60, blank=True)
-    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

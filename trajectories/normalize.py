@@ -101,7 +101,12 @@ def detect_message_format(messages: list, *, system: Any = None) -> str:
         if not isinstance(message, dict):
             raise NormalizeError(f"messages[{i}]", "must be an object with 'role' and 'content'")
         role = message.get("role")
-        if role in ("system", "developer", "tool", "function") or "tool_calls" in message or "tool_call_id" in message or "function_call" in message:
+        if (
+            role in ("system", "developer", "tool", "function")
+            or "tool_calls" in message
+            or "tool_call_id" in message
+            or "function_call" in message
+        ):
             openai_hint = openai_hint or f"messages[{i}] (role '{role}')"
         content = message.get("content")
         if isinstance(content, list):
@@ -236,7 +241,11 @@ def _normalized_step(builder: _Builder, raw: dict, loc: str) -> None:
         if not isinstance(value, expected):
             raise NormalizeError(f"{loc}.{key}", f"must be a {expected.__name__}, got {_type_name(value)}")
         optional[key] = value
-    if kind in ("tool_result", "observation") and "name" not in optional and optional.get("call_id") in builder.tool_names:
+    if (
+        kind in ("tool_result", "observation")
+        and "name" not in optional
+        and optional.get("call_id") in builder.tool_names
+    ):
         optional["name"] = builder.tool_names[optional["call_id"]]
     builder.add(kind, content, **optional)
 
@@ -248,7 +257,9 @@ def _triple_step(builder: _Builder, raw: dict, loc: str) -> None:
             loc, f"unknown keys {unknown}; a step has any of {sorted(_TRIPLE_KEYS)} (or 'kind' and 'content')"
         )
     if not any(raw.get(k) is not None for k in ("thought", "action", "observation", "tool", "error", "refinement")):
-        raise NormalizeError(loc, "is empty: give at least one of thought, action, tool, observation, error, refinement")
+        raise NormalizeError(
+            loc, "is empty: give at least one of thought, action, tool, observation, error, refinement"
+        )
 
     thought = _optional_str(raw.get("thought"), f"{loc}.thought")
     if thought is not None:
@@ -471,7 +482,9 @@ def _anthropic_blocks(builder: _Builder, blocks: list, text_kind: str, loc: str)
             if not isinstance(name, str) or not name:
                 raise NormalizeError(f"{bloc}.name", "must be a non-empty string")
             arguments = _json_text(block.get("input", {}), f"{bloc}.input")
-            builder.add("tool_call", "", name=name, arguments=arguments, call_id=_optional_str(block.get("id"), f"{bloc}.id"))
+            builder.add(
+                "tool_call", "", name=name, arguments=arguments, call_id=_optional_str(block.get("id"), f"{bloc}.id")
+            )
         elif kind == "tool_result" or kind.endswith("_tool_result"):
             call_id = _optional_str(block.get("tool_use_id"), f"{bloc}.tool_use_id")
             result = block.get("content")

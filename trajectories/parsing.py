@@ -88,7 +88,7 @@ def parse_judge_answer(text: str) -> JudgeAnswer | None:
     for match in _VERDICT_LINE.finditer(text):
         label = _label_of(match.group(1))
         if label:
-            rationale = (text[: match.start()] + text[match.end():]).strip()
+            rationale = (text[: match.start()] + text[match.end() :]).strip()
             found.append((match.start(), JudgeAnswer(label, rationale)))
     if not found:
         last_line = text.strip().splitlines()[-1]
@@ -172,14 +172,14 @@ def _items_from_markdown(text: str) -> list[ParsedItem]:
     items = []
     for i, heading in enumerate(headings):
         end = headings[i + 1].start() if i + 1 < len(headings) else len(text)
-        block = text[heading.end(): end]
+        block = text[heading.end() : end]
         fields: dict[str, str] = {}
         matches = list(_FIELD.finditer(block))
         for j, m in enumerate(matches):
             name = m.group(1).lower()
             name = "steps" if "steps" in name else name
             stop = matches[j + 1].start() if j + 1 < len(matches) else len(block)
-            value = (m.group(2) + "\n" + block[m.end(): stop]).strip()
+            value = (m.group(2) + "\n" + block[m.end() : stop]).strip()
             value = re.sub(r"\n\s*(?:```|---+)\s*$", "", value).strip()
             fields.setdefault(name, value)
         title, description, content = (_clean(fields.get(k)) for k in ("title", "description", "content"))

@@ -63,7 +63,7 @@ def _cut_middle(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     keep = max(limit - 60, 20)
-    head, tail = text[: keep * 2 // 3], text[-(keep // 3):]
+    head, tail = text[: keep * 2 // 3], text[-(keep // 3) :]
     return f"{head}\n[… {len(text) - len(head) - len(tail)} characters cut …]\n{tail}"
 
 
@@ -112,7 +112,9 @@ def render_steps(steps: list[dict], budget: int) -> str:
     return "\n".join(out)
 
 
-def render_trajectory(trajectory: Trajectory, *, budget: int | None = None, tag: str = "trajectory", attrs: str = "") -> str:
+def render_trajectory(
+    trajectory: Trajectory, *, budget: int | None = None, tag: str = "trajectory", attrs: str = ""
+) -> str:
     """``<trajectory>`` block of the task, steps and final answer, neutralized
     and cut to ``budget`` characters (settings.RB_PROMPT_CHAR_BUDGET)."""
     budget = budget or settings.RB_PROMPT_CHAR_BUDGET
@@ -192,7 +194,12 @@ def trajectory_advance(*, trajectory_id: int) -> None:
             return
         if t.status in (Status.RECEIVED, Status.AWAITING_LLM):
             if t.verdict:  # trusted agent signal or a human verdict: no judge needed
-                _move(t.pk, [Status.RECEIVED, Status.AWAITING_LLM], Status.JUDGED, f"Verdict {t.verdict} given; judge skipped.")
+                _move(
+                    t.pk,
+                    [Status.RECEIVED, Status.AWAITING_LLM],
+                    Status.JUDGED,
+                    f"Verdict {t.verdict} given; judge skipped.",
+                )
                 continue
             if not llm_configured():
                 _move(t.pk, Status.RECEIVED, Status.AWAITING_LLM, NO_LLM_DETAIL)
@@ -248,7 +255,10 @@ def trajectory_judge(*, trajectory_id: int) -> bool:
         parsed = parse_judge_answer(answer)
         if parsed is None:
             log.info("judge answer for trajectory %s had no verdict; asking once more", t.pk)
-            messages += [{"role": "assistant", "content": answer or "(empty)"}, {"role": "user", "content": JUDGE_REMINDER}]
+            messages += [
+                {"role": "assistant", "content": answer or "(empty)"},
+                {"role": "user", "content": JUDGE_REMINDER},
+            ]
             answer = chat(model=model, messages=messages)
             parsed = parse_judge_answer(answer)
     except LLMTransientError as exc:
@@ -298,7 +308,10 @@ def _ask_for_items(*, model: str, prompt: str, max_items: int) -> tuple[list[Par
     answer = chat(model=model, messages=messages)
     items = parse_memory_items(answer, max_items=max_items)
     if not items:
-        messages += [{"role": "assistant", "content": answer or "(empty)"}, {"role": "user", "content": DISTILL_REMINDER}]
+        messages += [
+            {"role": "assistant", "content": answer or "(empty)"},
+            {"role": "user", "content": DISTILL_REMINDER},
+        ]
         answer = chat(model=model, messages=messages)
         items = parse_memory_items(answer, max_items=max_items)
     return items, answer
@@ -388,7 +401,9 @@ def trajectory_distill(*, trajectory_id: int) -> bool:
                 verdict_label=locked.verdict,
             )
         Trajectory.objects.filter(pk=t.pk).update(
-            status=Status.DONE, status_detail=f"{len(items)} memory item(s) proposed for review.", updated_at=timezone.now()
+            status=Status.DONE,
+            status_detail=f"{len(items)} memory item(s) proposed for review.",
+            updated_at=timezone.now(),
         )
     return True
 
@@ -420,7 +435,9 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
 
     with transaction.atomic():
         members = list(
-            Trajectory.objects.select_for_update().filter(bank_id=bank_id, group_id=group_id).order_by("created_at", "pk")
+            Trajectory.objects.select_for_update()
+            .filter(bank_id=bank_id, group_id=group_id)
+            .order_by("created_at", "pk")
         )
         if not group_id or not members or any(m.status == Status.DISTILLING for m in members):
             return False
@@ -433,29 +450,42 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
             return False
         if len(ready) == 1:
             lone = ready[0]
-            lone.status, lone.status_detail = Status.JUDGED, "Its MaTTS group closed with no other member; distilled on its own."
+            lone.status, lone.status_detail = (
+                Status.JUDGED,
+                "Its MaTTS group closed with no other member; distilled on its own.",
+            )
             lone.updated_at = timezone.now()
-            Trajectory.objects.filter(pk=lone.pk).update(status=lone.status, status_detail=lone.status_detail, updated_at=lone.updated_at)
+            Trajectory.objects.filter(pk=lone.pk).update(
+                status=lone.status, status_detail=lone.status_detail, updated_at=lone.updated_at
+            )
             transaction.on_commit(lambda: _redistill_alone(lone.pk))
             return False
         ids = [m.pk for m in ready]
         Trajectory.objects.filter(pk__in=ids).update(
-            status=Status.DISTILLING, status_detail=f"Contrasting {len(ids)} rollouts (MaTTS parallel).", updated_at=timezone.now()
+            status=Status.DISTILLING,
+            status_detail=f"Contrasting {len(ids)} rollouts (MaTTS parallel).",
+            updated_at=timezone.now(),
         )
     members = list(Trajectory.objects.select_related("bank").filter(pk__in=ids).order_by("created_at", "pk"))
     bank = members[0].bank
-    prompt, version = prompt_render("matts_parallel", rollouts=_render_group(members), max_items=str(MAX_ITEMS_PARALLEL))
+    prompt, version = prompt_render(
+        "matts_parallel", rollouts=_render_group(members), max_items=str(MAX_ITEMS_PARALLEL)
+    )
     model = distill_model_for(bank)
     try:
         items, answer = _ask_for_items(model=model, prompt=prompt, max_items=MAX_ITEMS_PARALLEL)
     except LLMTransientError as exc:
         Trajectory.objects.filter(pk__in=ids, status=Status.DISTILLING).update(
-            status=Status.WAITING_GROUP, status_detail=f"Contrast distillation failed transiently, will retry: {exc}", updated_at=timezone.now()
+            status=Status.WAITING_GROUP,
+            status_detail=f"Contrast distillation failed transiently, will retry: {exc}",
+            updated_at=timezone.now(),
         )
         raise
     except LLMPermanentError as exc:
         Trajectory.objects.filter(pk__in=ids, status=Status.DISTILLING).update(
-            status=Status.NEEDS_ATTENTION, status_detail=f"Contrast distillation error: {exc}", updated_at=timezone.now()
+            status=Status.NEEDS_ATTENTION,
+            status_detail=f"Contrast distillation error: {exc}",
+            updated_at=timezone.now(),
         )
         return False
     if not items:
@@ -466,7 +496,12 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
         )
         return False
     with transaction.atomic():
-        locked = list(Trajectory.objects.select_for_update(of=("self",)).select_related("bank", "experience").filter(pk__in=ids).order_by("created_at", "pk"))
+        locked = list(
+            Trajectory.objects.select_for_update(of=("self",))
+            .select_related("bank", "experience")
+            .filter(pk__in=ids)
+            .order_by("created_at", "pk")
+        )
         if any(m.status != Status.DISTILLING for m in locked):
             return False  # relabelled or swept meanwhile
         experience = next((m.experience for m in locked if m.experience_id), None) or _ensure_experience(locked[0])
@@ -559,7 +594,9 @@ def trajectory_relabel(*, trajectory: Trajectory, label: str, reason: str, autho
             _enqueue_group(t.bank_id, t.group_id, True)
             return judgment
     if t.status != Status.WAITING_GROUP:
-        Trajectory.objects.filter(pk=t.pk).update(status=Status.JUDGED, status_detail=f"Re-distilling: {note}", updated_at=now)
+        Trajectory.objects.filter(pk=t.pk).update(
+            status=Status.JUDGED, status_detail=f"Re-distilling: {note}", updated_at=now
+        )
         _enqueue_process(t.pk)
     return judgment
 
@@ -579,7 +616,16 @@ class SweepReport:
 
     @property
     def total(self) -> int:
-        return sum(len(v) for v in (self.stale_judging, self.stale_distilling, self.never_picked_up, self.resumed_awaiting_llm, self.groups_closed))
+        return sum(
+            len(v)
+            for v in (
+                self.stale_judging,
+                self.stale_distilling,
+                self.never_picked_up,
+                self.resumed_awaiting_llm,
+                self.groups_closed,
+            )
+        )
 
     def lines(self) -> list[str]:
         return [
@@ -607,7 +653,9 @@ def pipeline_sweep(*, stale_seconds: int | None = None, group_wait_seconds: int 
 
     for pk in old.filter(status=Status.JUDGING).values_list("pk", flat=True):
         if Trajectory.objects.filter(pk=pk, status=Status.JUDGING, updated_at__lte=now - stale).update(
-            status=Status.RECEIVED, status_detail="Re-queued by the sweeper: judging stalled (worker lost?).", updated_at=now
+            status=Status.RECEIVED,
+            status_detail="Re-queued by the sweeper: judging stalled (worker lost?).",
+            updated_at=now,
         ):
             report.stale_judging.append(pk)
             _enqueue_process(pk)
@@ -623,7 +671,11 @@ def pipeline_sweep(*, stale_seconds: int | None = None, group_wait_seconds: int 
                     _enqueue_group(bank_id, group_id, True)
             else:
                 _enqueue_process(pk)
-    for pk in old.filter(status__in=[Status.RECEIVED, Status.JUDGED]).exclude(pk__in=report.stale_judging + report.stale_distilling).values_list("pk", flat=True):
+    for pk in (
+        old.filter(status__in=[Status.RECEIVED, Status.JUDGED])
+        .exclude(pk__in=report.stale_judging + report.stale_distilling)
+        .values_list("pk", flat=True)
+    ):
         report.never_picked_up.append(pk)
         _enqueue_process(pk)
     if llm_configured():

@@ -111,9 +111,12 @@ class TrajectoryIn(BaseModel):
                 {
                     "task": "Find the cheapest direct flight from Lyon to Porto in May.",
                     "steps": [
-                        {"thought": "Search the flight tool first.", "tool": "search_flights",
-                         "arguments": {"from": "LYS", "to": "OPO", "month": "2026-05"},
-                         "observation": "3 results; cheapest 48 EUR on May 12"},
+                        {
+                            "thought": "Search the flight tool first.",
+                            "tool": "search_flights",
+                            "arguments": {"from": "LYS", "to": "OPO", "month": "2026-05"},
+                            "observation": "3 results; cheapest 48 EUR on May 12",
+                        },
                     ],
                     "final_answer": "May 12, 48 EUR",
                     "outcome": "success",
@@ -123,15 +126,23 @@ class TrajectoryIn(BaseModel):
                     "task": "What's the weather in Paris?",
                     "messages": [
                         {"role": "user", "content": "What's the weather in Paris?"},
-                        {"role": "assistant", "content": None, "tool_calls": [
-                            {"id": "call_1", "type": "function",
-                             "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+                        {
+                            "role": "assistant",
+                            "content": None,
+                            "tool_calls": [
+                                {
+                                    "id": "call_1",
+                                    "type": "function",
+                                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                                }
+                            ],
+                        },
                         {"role": "tool", "tool_call_id": "call_1", "content": "18°C, cloudy"},
                         {"role": "assistant", "content": "18°C and cloudy."},
                     ],
                     "final_answer": "18°C and cloudy.",
                 },
-            ]
+            ],
         },
     )
 
@@ -139,18 +150,23 @@ class TrajectoryIn(BaseModel):
         description="What the agent was asked to do (≤ 20,000 characters)."
     )
     steps: list[dict[str, Any]] | None = Field(
-        None, description="Native steps: {thought, action, observation, tool?, arguments?, error?, refinement?} or {kind, content}."
+        None,
+        description="Native steps: {thought, action, observation, tool?, arguments?, error?, refinement?} or {kind, content}.",
     )
     messages: list[dict[str, Any]] | None = Field(
         None, description="OpenAI chat-completions or Anthropic messages, as the agent exchanged them."
     )
-    system: str | list[Any] | None = Field(None, description="Anthropic's top-level system prompt, sent apart from messages.")
+    system: str | list[Any] | None = Field(
+        None, description="Anthropic's top-level system prompt, sent apart from messages."
+    )
     final_answer: Annotated[str, Field(max_length=MAX_FINAL_ANSWER_CHARS)] = ""
     outcome: Literal["success", "failure"] | None = Field(None, description="The agent's own verdict, if it has one.")
     reward: Annotated[float, Field(strict=True, allow_inf_nan=False)] | None = Field(
         None, description="A verifier's reward; success iff ≥ the bank's reward threshold (when the bank trusts it)."
     )
-    external_id: Identifier | None = Field(None, description="Your id for this run: a repeat returns the same trajectory.")
+    external_id: Identifier | None = Field(
+        None, description="Your id for this run: a repeat returns the same trajectory."
+    )
     retrieval_id: UUID | None = Field(None, description="The retrieval_id that /retrieve returned for this run.")
     group_id: Identifier = Field("", description="MaTTS parallel group: k rollouts of one task share it.")
     group_size: Annotated[int, Field(strict=True, ge=1, le=1000)] | None = None
@@ -182,7 +198,7 @@ class TrajectoryIn(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _one_of_steps_or_messages(self) -> "TrajectoryIn":
+    def _one_of_steps_or_messages(self) -> TrajectoryIn:
         if self.steps is None and self.messages is None:
             raise ValueError("send 'steps' (native) or 'messages' (OpenAI/Anthropic); neither was given")
         if self.steps is not None and self.messages is not None:
@@ -268,7 +284,9 @@ class ImpactArmOut(Schema):
     reported: int = Field(..., description="Trajectories sent back with a retrieval_id of this arm.")
     judged: int = Field(..., description="Of those, trajectories with an effective verdict.")
     successes: int
-    success_rate: float | None = Field(..., description="successes / judged; null when nothing is judged.", examples=[0.7])
+    success_rate: float | None = Field(
+        ..., description="successes / judged; null when nothing is judged.", examples=[0.7]
+    )
     ci_low: float | None = Field(..., description="Wilson 95% interval, lower bound.")
     ci_high: float | None = Field(..., description="Wilson 95% interval, upper bound.")
     needed: int = Field(..., description="Judged trajectories still needed before a verdict.")
@@ -287,11 +305,15 @@ class ImpactItemOut(Schema):
     served_judged: int = Field(..., description="Judged trajectories whose retrieval served this item.")
     served_successes: int
     served_success_rate: float | None
-    withheld_judged: int = Field(..., description="Judged trajectories whose retrieval would have served it but was held out.")
+    withheld_judged: int = Field(
+        ..., description="Judged trajectories whose retrieval would have served it but was held out."
+    )
     withheld_successes: int
     withheld_success_rate: float | None
     served_count: int = Field(..., description="Times the item was served to agents, all time.")
-    may_hurt: bool = Field(..., description="At least 10 judged served trajectories with a success rate below the baseline.")
+    may_hurt: bool = Field(
+        ..., description="At least 10 judged served trajectories with a success rate below the baseline."
+    )
 
 
 class ImpactOut(Schema):
@@ -305,6 +327,8 @@ class ImpactOut(Schema):
     min_per_arm: int
     treatment: ImpactArmOut
     holdout: ImpactArmOut
-    difference: ImpactDifferenceOut | None = Field(..., description="Null without a holdout or while an arm has nothing judged.")
+    difference: ImpactDifferenceOut | None = Field(
+        ..., description="Null without a holdout or while an arm has nothing judged."
+    )
     item_baseline: float = Field(..., description="Success rate an item is compared with to set may_hurt.")
     items: list[ImpactItemOut] = Field(..., description="Top 20 items by judged served trajectories.")

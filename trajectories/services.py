@@ -10,9 +10,9 @@ import pydantic
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from accounts.auth import ApiError
 from accounts.models import ApiToken, Bank
 from memories.models import RetrievalEvent
+from reasoningbank_site.errors import DomainError, Invalid, TooLarge
 from trajectories.models import Judgment, JudgmentSource, Label, Trajectory
 from trajectories.normalize import NormalizeError, normalize_trajectory
 from trajectories.schemas import TrajectoryIn
@@ -60,16 +60,16 @@ def _retrieval_for(*, bank: Bank, retrieval_id) -> RetrievalEvent | None:
     retrieval = RetrievalEvent.objects.filter(bank=bank, public_id=retrieval_id).first()
     if retrieval is None:
         # Same answer for unknown and other banks' ids: never leak existence.
-        raise ApiError(
-            422,
-            f"retrieval_id: {retrieval_id} is not a retrieval of this bank (use the retrieval_id that /retrieve returned).",
-            "validation_error",
+        raise Invalid(
+            f"retrieval_id: {retrieval_id} is not a retrieval of this bank (use the retrieval_id that /retrieve returned)."
         )
     return retrieval
 
 
 @transaction.atomic
-def trajectory_ingest(*, bank: Bank, token: ApiToken | None, data: TrajectoryIn | dict[str, Any]) -> tuple[Trajectory, bool]:
+def trajectory_ingest(
+    *, bank: Bank, token: ApiToken | None, data: TrajectoryIn | dict[str, Any]
+) -> tuple[Trajectory, bool]:
     """Store one trajectory for ``bank``; return ``(trajectory, created)``.
 
     Promises: steps/messages are normalized (trajectories.normalize) and the
@@ -82,8 +82,8 @@ def trajectory_ingest(*, bank: Bank, token: ApiToken | None, data: TrajectoryIn 
     Judgment at once. Untrusted signals are stored but judge nothing.
 
     Raises pydantic.ValidationError when ``data`` is a dict that does not fit
-    TrajectoryIn; ApiError 413 ``too_many_steps`` beyond settings.RB_MAX_STEPS;
-    ApiError 422 ``validation_error`` for steps/messages that cannot be
+    TrajectoryIn; TooLarge ``too_many_steps`` beyond settings.RB_MAX_STEPS;
+    Invalid for steps/messages that cannot be
     normalized or a retrieval_id that is not this bank's.
     """
     payload = data if isinstance(data, TrajectoryIn) else TrajectoryIn.model_validate(data)
@@ -96,9 +96,11 @@ def trajectory_ingest(*, bank: Bank, token: ApiToken | None, data: TrajectoryIn 
     raw_steps = payload.steps if payload.steps is not None else payload.messages
     _check_step_count(len(raw_steps), "steps" if payload.steps is not None else "messages")
     try:
-        steps, input_format = normalize_trajectory(steps=payload.steps, messages=payload.messages, system=payload.system)
+        steps, input_format = normalize_trajectory(
+            steps=payload.steps, messages=payload.messages, system=payload.system
+        )
     except NormalizeError as exc:
-        raise ApiError(422, str(exc), "validation_error") from None
+        raise Invalid(str(exc)) from None
     _check_step_count(len(steps), "steps after normalization")
     retrieval = _retrieval_for(bank=bank, retrieval_id=payload.retrieval_id)
 
@@ -142,11 +144,10 @@ def trajectory_ingest(*, bank: Bank, token: ApiToken | None, data: TrajectoryIn 
 def _check_step_count(count: int, what: str) -> None:
     limit = settings.RB_MAX_STEPS
     if count > limit:
-        raise ApiError(
-            413,
+        raise TooLarge(
             f"The trajectory has {count} {what}; the limit is {limit} (RB_MAX_STEPS). "
             "Send a shorter trajectory or split the run.",
-            "too_many_steps",
+            code="too_many_steps",
         )
 
 
@@ -185,32 +186,33 @@ def trajectory_ingest_batch(*, bank: Bank, token: ApiToken | None, items: list[A
     return one result per item in order. A bad item (wrong shape, too many
     steps, unknown retrieval…) is reported and never loses the others.
 
-    Raises ApiError 413 ``batch_too_large`` beyond settings.RB_MAX_BATCH items
-    (nothing stored) and 422 for an empty batch."""
+    Raises TooLarge ``batch_too_large`` beyond settings.RB_MAX_BATCH items
+    (nothing stored) and Invalid for an empty batch."""
     limit = settings.RB_MAX_BATCH
     if len(items) > limit:
-        raise ApiError(
-            413,
+        raise TooLarge(
             f"The batch has {len(items)} trajectories; the limit is {limit} (RB_MAX_BATCH). Split it.",
-            "batch_too_large",
+            code="batch_too_large",
         )
     if not items:
-        raise ApiError(422, "trajectories: send at least one trajectory.", "validation_error")
+        raise Invalid("trajectories: send at least one trajectory.")
     results = []
     for index, item in enumerate(items):
         try:
             if not isinstance(item, dict):
-                raise ApiError(422, f"must be an object, got {type(item).__name__}", "validation_error")
+                raise Invalid(f"must be an object, got {type(item).__name__}")
             trajectory, created = trajectory_ingest(bank=bank, token=token, data=item)
         except pydantic.ValidationError as exc:
             results.append(BatchItemResult(index=index, error=_validation_error_dict(exc)))
-        except ApiError as exc:
+        except DomainError as exc:
             results.append(BatchItemResult(index=index, error={"detail": exc.message, "code": exc.code}))
         except Exception:
             # A bug, not an input problem: keep it visible, keep the others.
             log.exception("unexpected error ingesting batch item %s", index)
             results.append(
-                BatchItemResult(index=index, error={"detail": "Internal error; it has been logged.", "code": "internal_error"})
+                BatchItemResult(
+                    index=index, error={"detail": "Internal error; it has been logged.", "code": "internal_error"}
+                )
             )
         else:
             results.append(BatchItemResult(index=index, trajectory=trajectory, created=created))

@@ -36,7 +36,9 @@ def _retry_or_give_up(task, exc: LLMTransientError, trajectory_id: int | None, w
         if trajectory_id is not None:
             pipeline.trajectory_mark_needs_attention(trajectory_id=trajectory_id, detail=detail)
         return None
-    raise task.retry(exc=exc, countdown=retry_countdown(retries, exc.retry_after), max_retries=settings.RB_LLM_MAX_RETRIES)
+    raise task.retry(
+        exc=exc, countdown=retry_countdown(retries, exc.retry_after), max_retries=settings.RB_LLM_MAX_RETRIES
+    )
 
 
 @shared_task(bind=True, name="trajectories.process", ignore_result=True, acks_late=True)

@@ -129,9 +129,7 @@ def step_views(*, trajectory: Trajectory, cited: dict[int, list] | None = None) 
 
 def status_counts(*, bank: Bank) -> list[tuple[str, str, int]]:
     """(status, label, count) for every pipeline status, in pipeline order."""
-    counts = dict(
-        Trajectory.objects.filter(bank=bank).values_list("status").annotate(n=Count("id")).order_by()
-    )
+    counts = dict(Trajectory.objects.filter(bank=bank).values_list("status").annotate(n=Count("id")).order_by())
     return [(value, label, counts.get(value, 0)) for value, label in Status.choices]
 
 
@@ -148,6 +146,7 @@ class Agreement:
 def judge_human_agreement(*, bank: Bank) -> Agreement:
     """Among trajectories judged by both the LLM and a human, how many have
     the same label in the latest LLM and the latest human judgment."""
+
     def latest(source):
         return (
             Judgment.objects.filter(trajectory=OuterRef("pk"), source=source)
@@ -190,8 +189,16 @@ def recent_activity(*, bank: Bank, limit: int = 12) -> list[Activity]:
         .only("action", "created_at", "author__username", "item__title", "item__public_id")
         .order_by("-created_at", "-id")[:limit]
     ):
-        events.append(Activity(v.created_at, v.author.get_username() if v.author else "pipeline", v.action,
-                               v.item.title, "item", str(v.item.public_id)))
+        events.append(
+            Activity(
+                v.created_at,
+                v.author.get_username() if v.author else "pipeline",
+                v.action,
+                v.item.title,
+                "item",
+                str(v.item.public_id),
+            )
+        )
     for j in (
         Judgment.objects.filter(trajectory__bank=bank)
         .select_related("author", "trajectory")
@@ -199,11 +206,21 @@ def recent_activity(*, bank: Bank, limit: int = 12) -> list[Activity]:
         .order_by("-created_at", "-id")[:limit]
     ):
         who = j.author.get_username() if j.author else j.get_source_display()
-        events.append(Activity(j.created_at, who, f"judged {j.label}", j.trajectory.task[:120], "judgment",
-                               str(j.trajectory.public_id)))
-    for t in Trajectory.objects.filter(bank=bank).only("task", "agent", "created_at", "public_id").order_by("-created_at", "-id")[:limit]:
-        events.append(Activity(t.created_at, t.agent or "agent", "sent a trajectory", t.task[:120], "trajectory",
-                               str(t.public_id)))
+        events.append(
+            Activity(
+                j.created_at, who, f"judged {j.label}", j.trajectory.task[:120], "judgment", str(j.trajectory.public_id)
+            )
+        )
+    for t in (
+        Trajectory.objects.filter(bank=bank)
+        .only("task", "agent", "created_at", "public_id")
+        .order_by("-created_at", "-id")[:limit]
+    ):
+        events.append(
+            Activity(
+                t.created_at, t.agent or "agent", "sent a trajectory", t.task[:120], "trajectory", str(t.public_id)
+            )
+        )
     events.sort(key=lambda e: e.when, reverse=True)
     return events[:limit]
 

@@ -47,13 +47,22 @@ def dashboard(request, bank_id):
     counts = us.status_counts(bank=bank)
     total = sum(n for _, _, n in counts)
     context = {
-        "bank": bank, "membership": membership, "counts": counts, "total": total,
-        "backlog": us.review_backlog(bank=bank), "agreement": us.judge_human_agreement(bank=bank),
-        "activity": us.recent_activity(bank=bank), "llm_configured": llm_configured(),
+        "bank": bank,
+        "membership": membership,
+        "counts": counts,
+        "total": total,
+        "backlog": us.review_backlog(bank=bank),
+        "agreement": us.judge_human_agreement(bank=bank),
+        "activity": us.recent_activity(bank=bank),
+        "llm_configured": llm_configured(),
         "tokens_url": _url_or_empty("accounts:bank_tokens", bank_id=bank.public_id),
         "api_base": request.build_absolute_uri("/api/v1/"),
     }
-    template = "trajectories/dashboard.html#live" if request.htmx and request.htmx.target == "live" else "trajectories/dashboard.html"
+    template = (
+        "trajectories/dashboard.html#live"
+        if request.htmx and request.htmx.target == "live"
+        else "trajectories/dashboard.html"
+    )
     return render(request, template, context)
 
 
@@ -65,9 +74,19 @@ def trajectory_list(request, bank_id):
     page = Paginator(us.trajectory_list(bank=bank, **filters), PAGE_SIZE).get_page(request.GET.get("page"))
     params = request.GET.copy()
     params.pop("page", None)
-    context = {"bank": bank, "membership": membership, "form": form, "page": page, "qs": params.urlencode(),
-               "filtered": any(filters.values())}
-    template = "trajectories/list.html#rows" if request.htmx and request.htmx.target == "trajectory-rows" else "trajectories/list.html"
+    context = {
+        "bank": bank,
+        "membership": membership,
+        "form": form,
+        "page": page,
+        "qs": params.urlencode(),
+        "filtered": any(filters.values()),
+    }
+    template = (
+        "trajectories/list.html#rows"
+        if request.htmx and request.htmx.target == "trajectory-rows"
+        else "trajectories/list.html"
+    )
     return render(request, template, context)
 
 
@@ -75,11 +94,14 @@ def _detail_context(bank, membership, trajectory, relabel_form=None):
     items = us.trajectory_items(trajectory=trajectory)
     cited = us.cited_step_indexes(trajectory=trajectory, items=items)
     return {
-        "bank": bank, "membership": membership, "trajectory": trajectory,
+        "bank": bank,
+        "membership": membership,
+        "trajectory": trajectory,
         "can_write": membership.has_role(Role.REVIEWER),
         "steps": us.step_views(trajectory=trajectory, cited=cited),
         "judgments": us.trajectory_judgments(trajectory=trajectory),
-        "items": items, "polling": trajectory.status in us.IN_FLIGHT,
+        "items": items,
+        "polling": trajectory.status in us.IN_FLIGHT,
         "relabel_form": relabel_form or RelabelForm(),
         "llm_configured": llm_configured(),
     }
@@ -105,8 +127,12 @@ def trajectory_detail(request, bank_id, trajectory_id):
         from trajectories.pipeline import trajectory_relabel
 
         try:
-            trajectory_relabel(trajectory=trajectory, label=form.cleaned_data["label"],
-                               reason=form.cleaned_data["reason"], author=request.user)
+            trajectory_relabel(
+                trajectory=trajectory,
+                label=form.cleaned_data["label"],
+                reason=form.cleaned_data["reason"],
+                author=request.user,
+            )
         except ValueError as exc:
             form.add_error(None, str(exc))
         else:
@@ -132,7 +158,6 @@ def trajectory_steps(request, bank_id, trajectory_id):
     return render(request, "trajectories/detail.html#steps", context)
 
 
-
 IMPACT_WINDOWS = [("7", "Last 7 days"), ("30", "Last 30 days"), ("90", "Last 90 days"), ("all", "All time")]
 
 
@@ -147,8 +172,12 @@ def _difference_bar(difference) -> dict | None:
     def at(value: float) -> float:
         return round(50 + 50 * value / scale, 2)
 
-    return {"left": at(difference.low), "width": round(at(difference.high) - at(difference.low), 2),
-            "point": at(difference.estimate), "scale": round(scale * 100)}
+    return {
+        "left": at(difference.low),
+        "width": round(at(difference.high) - at(difference.low), 2),
+        "point": at(difference.estimate),
+        "scale": round(scale * 100),
+    }
 
 
 @login_required
@@ -164,9 +193,14 @@ def impact(request, bank_id):
     since = timezone.now() - timedelta(days=days) if days else None
     report = lift.bank_lift(bank=bank, since=since)
     context = {
-        "bank": bank, "membership": membership, "report": report, "window": window, "windows": IMPACT_WINDOWS,
+        "bank": bank,
+        "membership": membership,
+        "report": report,
+        "window": window,
+        "windows": IMPACT_WINDOWS,
         "items": lift.item_outcomes(bank=bank, since=since, lift=report),
-        "bar": _difference_bar(report.difference), "min_item_judged": lift.MIN_ITEM_JUDGED,
+        "bar": _difference_bar(report.difference),
+        "min_item_judged": lift.MIN_ITEM_JUDGED,
         "settings_url": _url_or_empty("accounts:bank_settings", bank_id=bank.public_id),
         "tokens_url": _url_or_empty("accounts:bank_tokens", bank_id=bank.public_id),
         "api_base": request.build_absolute_uri("/api/v1/"),

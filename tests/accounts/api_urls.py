@@ -6,11 +6,12 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 
 from accounts.api import router as accounts_router
-from accounts.auth import ApiError, TokenAuth
-from reasoningbank_site.api import on_api_error, on_auth_error
+from accounts.auth import TokenAuth
+from reasoningbank_site.api import on_auth_error, on_domain_error
+from reasoningbank_site.errors import DomainError
 
 probe_api = NinjaAPI(urls_namespace="probe-api", docs_url=None)
-probe_api.add_exception_handler(ApiError, on_api_error)
+probe_api.add_exception_handler(DomainError, on_domain_error)
 probe_api.add_exception_handler(AuthenticationError, on_auth_error)
 
 

@@ -26,7 +26,9 @@ def test_live_token_passes_and_sets_bank(client, bank, token):
     assert ApiToken.objects.get(prefix=token[:12]).last_used_at is not None
 
 
-@pytest.mark.parametrize("secret,code", [(None, "missing_token"), ("rb_wrong", "invalid_token"), ("garbage", "invalid_token")])
+@pytest.mark.parametrize(
+    "secret,code", [(None, "missing_token"), ("rb_wrong", "invalid_token"), ("garbage", "invalid_token")]
+)
 def test_missing_or_unknown_token_is_401_json(client, db, secret, code):
     response = _get(client, secret)
     assert response.status_code == 401
@@ -36,7 +38,9 @@ def test_missing_or_unknown_token_is_401_json(client, db, secret, code):
 def test_revoked_and_expired_tokens_are_401(client, bank):
     revoked = services.api_token_create(bank=bank, name="r", scopes=["retrieve"])
     services.api_token_revoke(token=revoked.token)
-    expired = services.api_token_create(bank=bank, name="e", scopes=["retrieve"], expires_at=timezone.now() + timedelta(hours=1))
+    expired = services.api_token_create(
+        bank=bank, name="e", scopes=["retrieve"], expires_at=timezone.now() + timedelta(hours=1)
+    )
     ApiToken.objects.filter(pk=expired.token.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     for secret in (revoked.secret, expired.secret):
         response = _get(client, secret)

@@ -1,7 +1,7 @@
 """Services of teams, members, invitations, banks and tokens against the real
 database."""
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
 from django.core import mail
@@ -64,7 +64,9 @@ def test_only_owners_make_owners_and_admins_cannot_touch_owners(team, owner):
     assert Membership.objects.get(pk=viewer_m.pk).role == Role.REVIEWER
     # Viewers manage nobody, but may leave.
     with pytest.raises(services.AccountsError, match="admins"):
-        services.membership_remove(membership=admin_m, actor=viewer, actor_membership=Membership.objects.get(pk=viewer_m.pk))
+        services.membership_remove(
+            membership=admin_m, actor=viewer, actor_membership=Membership.objects.get(pk=viewer_m.pk)
+        )
     services.membership_remove(membership=viewer_m, actor=viewer, actor_membership=viewer_m)
     assert not Membership.objects.filter(pk=viewer_m.pk).exists()
     assert AuditEvent.objects.filter(action="membership.leave", team=team).count() == 1
@@ -72,7 +74,12 @@ def test_only_owners_make_owners_and_admins_cannot_touch_owners(team, owner):
 
 def test_invitation_is_emailed_used_once_and_expires(team, owner, owner_m):
     issued = services.invitation_create(
-        team=team, email="new@example.com", role=Role.REVIEWER, actor=owner, actor_membership=owner_m, site_url="http://testserver"
+        team=team,
+        email="new@example.com",
+        role=Role.REVIEWER,
+        actor=owner,
+        actor_membership=owner_m,
+        site_url="http://testserver",
     )
     # The email goes out on commit; the test transaction never commits, so run the callbacks.
     assert issued.url.startswith("http://testserver/invitations/")
@@ -84,7 +91,9 @@ def test_invitation_is_emailed_used_once_and_expires(team, owner, owner_m):
         services.invitation_accept(secret=issued.secret, user=factories.make_user())
     assert used.value.reason == "used"
 
-    late = services.invitation_create(team=team, email="late@example.com", role=Role.VIEWER, actor=owner, actor_membership=owner_m)
+    late = services.invitation_create(
+        team=team, email="late@example.com", role=Role.VIEWER, actor=owner, actor_membership=owner_m
+    )
     Invitation.objects.filter(pk=late.invitation.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     with pytest.raises(services.InvitationError) as expired:
         services.invitation_accept(secret=late.secret, user=factories.make_user())
@@ -97,7 +106,12 @@ def test_invitation_is_emailed_used_once_and_expires(team, owner, owner_m):
 def test_invitation_mail_sent_on_commit(team, owner, owner_m, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         issued = services.invitation_create(
-            team=team, email="mail@example.com", role=Role.VIEWER, actor=owner, actor_membership=owner_m, site_url="http://h"
+            team=team,
+            email="mail@example.com",
+            role=Role.VIEWER,
+            actor=owner,
+            actor_membership=owner_m,
+            site_url="http://h",
         )
     assert len(mail.outbox) == 1
     assert mail.outbox[0].to == ["mail@example.com"]
@@ -108,17 +122,23 @@ def test_only_owners_invite_owners(team):
     admin = factories.make_member(team, Role.ADMIN)
     admin_m = Membership.objects.get(team=team, user=admin)
     with pytest.raises(services.AccountsError, match="Only owners invite owners"):
-        services.invitation_create(team=team, email="x@example.com", role=Role.OWNER, actor=admin, actor_membership=admin_m)
+        services.invitation_create(
+            team=team, email="x@example.com", role=Role.OWNER, actor=admin, actor_membership=admin_m
+        )
 
 
 def test_invitation_never_downgrades_an_existing_member(team, owner, owner_m):
     admin = factories.make_member(team, Role.ADMIN)
-    issued = services.invitation_create(team=team, email="a@example.com", role=Role.VIEWER, actor=owner, actor_membership=owner_m)
+    issued = services.invitation_create(
+        team=team, email="a@example.com", role=Role.VIEWER, actor=owner, actor_membership=owner_m
+    )
     assert services.invitation_accept(secret=issued.secret, user=admin).role == Role.ADMIN
 
 
 def test_bank_settings_update_audits_only_changed_fields(bank, owner):
-    services.bank_update_settings(bank=bank, actor=owner, top_k=5, min_similarity=bank.min_similarity, holdout_fraction=0.1)
+    services.bank_update_settings(
+        bank=bank, actor=owner, top_k=5, min_similarity=bank.min_similarity, holdout_fraction=0.1
+    )
     bank.refresh_from_db()
     assert (bank.top_k, bank.holdout_fraction) == (5, 0.1)
     event = AuditEvent.objects.get(action="bank.update_settings")
@@ -129,7 +149,15 @@ def test_bank_settings_update_audits_only_changed_fields(bank, owner):
 
 @pytest.mark.parametrize(
     "values",
-    [{"top_k": 0}, {"top_k": 21}, {"holdout_fraction": 1.5}, {"min_similarity": 2}, {"retrieval_mode": "nope"}, {"slug_typo": 1}, {"rate_limit_per_minute": -1}],
+    [
+        {"top_k": 0},
+        {"top_k": 21},
+        {"holdout_fraction": 1.5},
+        {"min_similarity": 2},
+        {"retrieval_mode": "nope"},
+        {"slug_typo": 1},
+        {"rate_limit_per_minute": -1},
+    ],
 )
 def test_bank_settings_reject_bad_values(bank, owner, values):
     with pytest.raises(services.AccountsError):
@@ -158,11 +186,20 @@ def test_token_create_and_revoke_are_audited(bank, owner):
     assert issued.secret not in str(created.after)
     assert revoked.action == "token.revoke" and revoked.actor_user == owner
     with pytest.raises(ValueError):
-        services.api_token_create(bank=bank, name="old", scopes=["retrieve"], expires_at=timezone.now() - timedelta(days=1))
+        services.api_token_create(
+            bank=bank, name="old", scopes=["retrieve"], expires_at=timezone.now() - timedelta(days=1)
+        )
 
 
 def test_audit_record_from_any_service(bank, owner):
-    event = services.audit_record(action="memory_item.approve", bank=bank, user=owner, obj=bank, before={"status": "proposed"}, after={"status": "approved"})
+    event = services.audit_record(
+        action="memory_item.approve",
+        bank=bank,
+        user=owner,
+        obj=bank,
+        before={"status": "proposed"},
+        after={"status": "approved"},
+    )
     assert event.team == bank.team and event.object_id == str(bank.public_id) and event.object_type == "bank"
     with pytest.raises(ValueError):
         services.audit_record(action="x.y")
@@ -185,7 +222,6 @@ def test_rate_counter_counts_in_fixed_windows(token, bank):
 
 def test_token_usage_compaction_folds_old_minutes_into_days_and_keeps_totals(bank):
     from datetime import datetime, timedelta
-    from datetime import timezone as tz
 
     from accounts.models import TokenUsage
     from accounts.selectors import api_token_for_secret
@@ -194,7 +230,7 @@ def test_token_usage_compaction_folds_old_minutes_into_days_and_keeps_totals(ban
     token = api_token_for_secret(raw=factories.make_token(bank))
     other = api_token_for_secret(raw=factories.make_token(bank, name="other"))
     now = timezone.now().replace(second=0, microsecond=0)
-    day = datetime(2026, 1, 10, tzinfo=tz.utc)
+    day = datetime(2026, 1, 10, tzinfo=UTC)
     rows = [
         TokenUsage(token=token, window_start=day, count=2),  # the day's first minute: the accumulator
         TokenUsage(token=token, window_start=day + timedelta(hours=3, minutes=7), count=5),
@@ -207,11 +243,13 @@ def test_token_usage_compaction_folds_old_minutes_into_days_and_keeps_totals(ban
 
     assert token_usage_compact() == 4
     left = sorted((u.token_id, u.window_start, u.count) for u in TokenUsage.objects.all())
-    assert left == sorted([
-        (token.pk, day, 8),
-        (token.pk, day + timedelta(days=1), 4),
-        (other.pk, day, 3),
-        (token.pk, now - timedelta(hours=1), 7),
-    ])
+    assert left == sorted(
+        [
+            (token.pk, day, 8),
+            (token.pk, day + timedelta(days=1), 4),
+            (other.pk, day, 3),
+            (token.pk, now - timedelta(hours=1), 7),
+        ]
+    )
     assert token_usage_compact() == 0  # idempotent
     assert sum(u.count for u in TokenUsage.objects.filter(token=token)) == 2 + 5 + 1 + 4 + 7

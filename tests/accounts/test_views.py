@@ -41,7 +41,12 @@ def as_(client):
 def test_signup_logs_in_and_home_lists_teams(client, db):
     response = client.post(
         reverse("accounts:signup"),
-        {"username": "ada", "email": "ada@example.com", "password1": "a-long-Passphrase-42", "password2": "a-long-Passphrase-42"},
+        {
+            "username": "ada",
+            "email": "ada@example.com",
+            "password1": "a-long-Passphrase-42",
+            "password2": "a-long-Passphrase-42",
+        },
     )
     assert response.status_code == 302
     home = client.get("/")
@@ -71,7 +76,9 @@ def test_password_reset_sends_a_working_link(client, db):
     path = link.split("testserver", 1)[1]
     confirm = client.get(path, follow=True)
     assert confirm.status_code == 200 and "Choose a new password" in confirm.content.decode()
-    done = client.post(confirm.redirect_chain[-1][0], {"new_password1": "Fresh-pass-9876", "new_password2": "Fresh-pass-9876"})
+    done = client.post(
+        confirm.redirect_chain[-1][0], {"new_password1": "Fresh-pass-9876", "new_password2": "Fresh-pass-9876"}
+    )
     assert done.status_code == 302
     user.refresh_from_db()
     assert user.check_password("Fresh-pass-9876")
@@ -92,7 +99,9 @@ def test_team_create_makes_owner(as_, people):
     assert response.status_code == 302 and Membership.objects.get(team=team, user=people["stranger"]).role == Role.OWNER
 
 
-@pytest.mark.parametrize("who,status", [("owner", 200), ("admin", 200), ("reviewer", 200), ("viewer", 200), ("stranger", 404)])
+@pytest.mark.parametrize(
+    "who,status", [("owner", 200), ("admin", 200), ("reviewer", 200), ("viewer", 200), ("stranger", 404)]
+)
 def test_team_page_access(as_, people, team, who, status):
     assert as_(people[who]).get(reverse("accounts:team", kwargs={"team_id": team.public_id})).status_code == status
 
@@ -137,7 +146,9 @@ def test_last_owner_cannot_leave_error_is_shown(as_, people, team):
     assert "last owner cannot leave" in page.content.decode()
     assert Membership.objects.filter(team=team, user=people["owner"], role=Role.OWNER).exists()
     page = as_(people["owner"]).post(
-        url, {"action": "role", "membership": Membership.objects.get(team=team, user=people["owner"]).pk, "role": "admin"}, follow=True
+        url,
+        {"action": "role", "membership": Membership.objects.get(team=team, user=people["owner"]).pk, "role": "admin"},
+        follow=True,
     )
     assert "last owner cannot be demoted" in page.content.decode()
 
@@ -203,14 +214,19 @@ def test_unknown_invitation_is_404(client, db):
 
 def test_viewer_cannot_invite(as_, people, team):
     url = reverse("accounts:team", kwargs={"team_id": team.public_id})
-    assert as_(people["viewer"]).post(url, {"action": "invite", "email": "x@example.com", "role": "viewer"}).status_code == 403
+    assert (
+        as_(people["viewer"]).post(url, {"action": "invite", "email": "x@example.com", "role": "viewer"}).status_code
+        == 403
+    )
     assert not Invitation.objects.exists()
 
 
 # --- banks ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("who,status", [("owner", 302), ("admin", 302), ("reviewer", 403), ("viewer", 403), ("stranger", 404)])
+@pytest.mark.parametrize(
+    "who,status", [("owner", 302), ("admin", 302), ("reviewer", 403), ("viewer", 403), ("stranger", 404)]
+)
 def test_bank_create_needs_admin(as_, people, team, who, status):
     url = reverse("accounts:bank_create", kwargs={"team_id": team.public_id})
     response = as_(people[who]).post(url, {"name": "Coding agents", "retrieval_mode": "items", "top_k": 3})
@@ -218,7 +234,9 @@ def test_bank_create_needs_admin(as_, people, team, who, status):
     assert Bank.objects.filter(name="Coding agents").exists() == (status == 302)
 
 
-@pytest.mark.parametrize("who,status", [("owner", 200), ("admin", 200), ("reviewer", 200), ("viewer", 200), ("stranger", 404)])
+@pytest.mark.parametrize(
+    "who,status", [("owner", 200), ("admin", 200), ("reviewer", 200), ("viewer", 200), ("stranger", 404)]
+)
 def test_bank_settings_page_access(as_, people, bank, who, status):
     response = as_(people[who]).get(reverse("accounts:bank_settings", kwargs={"bank_id": bank.public_id}))
     assert response.status_code == status
@@ -228,9 +246,17 @@ def test_bank_settings_page_access(as_, people, bank, who, status):
 
 def _settings_post(**over):
     data = {
-        "name": "Web agents", "description": "", "retrieval_mode": "experiences", "top_k": 1, "min_similarity": 0.2,
-        "trust_agent_outcome": "on", "reward_threshold": 0.8, "judge_model": "judge-x", "distill_model": "",
-        "holdout_fraction": 0.25, "rate_limit_per_minute": 120,
+        "name": "Web agents",
+        "description": "",
+        "retrieval_mode": "experiences",
+        "top_k": 1,
+        "min_similarity": 0.2,
+        "trust_agent_outcome": "on",
+        "reward_threshold": 0.8,
+        "judge_model": "judge-x",
+        "distill_model": "",
+        "holdout_fraction": 0.25,
+        "rate_limit_per_minute": 120,
     }
     data.update(over)
     return data
@@ -240,8 +266,18 @@ def test_admin_saves_settings_and_it_is_audited(as_, people, bank):
     url = reverse("accounts:bank_settings", kwargs={"bank_id": bank.public_id})
     assert as_(people["admin"]).post(url, _settings_post()).status_code == 302
     bank.refresh_from_db()
-    assert (bank.retrieval_mode, bank.top_k, bank.trust_agent_outcome, bank.holdout_fraction, bank.rate_limit_per_minute) == (
-        "experiences", 1, True, 0.25, 120,
+    assert (
+        bank.retrieval_mode,
+        bank.top_k,
+        bank.trust_agent_outcome,
+        bank.holdout_fraction,
+        bank.rate_limit_per_minute,
+    ) == (
+        "experiences",
+        1,
+        True,
+        0.25,
+        120,
     )
     event = AuditEvent.objects.get(action="bank.update_settings")
     assert event.actor_user == people["admin"] and event.after["judge_model"] == "judge-x"
@@ -303,7 +339,12 @@ def test_reviewers_and_viewers_see_tokens_without_secrets_or_controls(as_, peopl
     issued = services.api_token_create(bank=bank, name="visible", scopes=["retrieve"])
     url = reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id})
     html = as_(people[who]).get(url).content.decode()
-    assert issued.token.prefix in html and issued.secret not in html and "Create a token" not in html and "Revoke" not in html
+    assert (
+        issued.token.prefix in html
+        and issued.secret not in html
+        and "Create a token" not in html
+        and "Revoke" not in html
+    )
     assert as_(people[who]).post(url, {"action": "create", "name": "n", "scopes": ["retrieve"]}).status_code == 403
     assert as_(people[who]).post(url, {"action": "revoke", "token": issued.token.public_id}).status_code == 403
     assert ApiToken.objects.get(pk=issued.token.pk).revoked_at is None
@@ -317,7 +358,10 @@ def test_revoke_token_and_other_banks_token_is_404(as_, people, bank, other_bank
     assert client.post(url, {"action": "revoke", "token": theirs.token.public_id}).status_code == 404
     assert client.post(url, {"action": "revoke", "token": "not-a-uuid"}).status_code == 404
     assert client.post(url, {"action": "revoke", "token": mine.token.public_id}).status_code == 302
-    assert ApiToken.objects.get(pk=mine.token.pk).revoked_at and ApiToken.objects.get(pk=theirs.token.pk).revoked_at is None
+    assert (
+        ApiToken.objects.get(pk=mine.token.pk).revoked_at
+        and ApiToken.objects.get(pk=theirs.token.pk).revoked_at is None
+    )
 
 
 def test_token_list_shows_request_counts_in_bounded_queries(as_, people, bank, django_assert_max_num_queries):
@@ -343,7 +387,9 @@ def audited(bank, people):
     return bank
 
 
-@pytest.mark.parametrize("who,status", [("owner", 200), ("admin", 200), ("reviewer", 200), ("viewer", 200), ("stranger", 404)])
+@pytest.mark.parametrize(
+    "who,status", [("owner", 200), ("admin", 200), ("reviewer", 200), ("viewer", 200), ("stranger", 404)]
+)
 def test_audit_pages_access(as_, people, audited, who, status):
     client = as_(people[who])
     for url in (
@@ -394,7 +440,9 @@ def test_audit_csv_streams_filtered_rows_safely(as_, people, audited, other_bank
     assert '"top_k": 3' in settings_row["before"] and '"top_k": 4' in settings_row["after"]
     assert "NOT-OURS" not in str(rows)
     filtered = as_(people["viewer"]).get(url, {"action": "bank.create"})
-    assert [r["action"] for r in csv.DictReader(io.StringIO(b"".join(filtered.streaming_content).decode()))] == ["bank.create"]
+    assert [r["action"] for r in csv.DictReader(io.StringIO(b"".join(filtered.streaming_content).decode()))] == [
+        "bank.create"
+    ]
 
 
 def test_audit_csv_defuses_spreadsheet_formulas(as_, people, bank):
@@ -407,7 +455,10 @@ def test_audit_csv_defuses_spreadsheet_formulas(as_, people, bank):
 def test_team_audit_includes_membership_changes(as_, people, team):
     viewer_m = Membership.objects.get(team=team, user=people["viewer"])
     services.membership_change_role(
-        membership=viewer_m, role=Role.REVIEWER, actor=people["owner"], actor_membership=Membership.objects.get(team=team, user=people["owner"])
+        membership=viewer_m,
+        role=Role.REVIEWER,
+        actor=people["owner"],
+        actor_membership=Membership.objects.get(team=team, user=people["owner"]),
     )
     page = as_(people["viewer"]).get(reverse("accounts:team_audit", kwargs={"team_id": team.public_id}))
     assert "membership.change_role" in page.content.decode()

@@ -14,8 +14,16 @@ from tests import factories
 RETRIEVE = "/api/v1/retrieve"
 LIST = "/api/v1/memories"
 
-LOGIN = ("Sign in through the login form first", "Use when the task needs an account.", "Submit the login form before looking for orders.")
-DATES = ("Type dates into date pickers", "Use when a form has a calendar widget.", "Typing YYYY-MM-DD beats clicking through months.")
+LOGIN = (
+    "Sign in through the login form first",
+    "Use when the task needs an account.",
+    "Submit the login form before looking for orders.",
+)
+DATES = (
+    "Type dates into date pickers",
+    "Use when a form has a calendar widget.",
+    "Typing YYYY-MM-DD beats clicking through months.",
+)
 
 
 def post(client, path, body, **headers):

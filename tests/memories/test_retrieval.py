@@ -34,7 +34,10 @@ DATE_PICKER = (
 
 @pytest.fixture
 def web_items(bank, approved):
-    return {name: approved(bank, *texts) for name, texts in (("login", LOGIN), ("pages", PAGINATION), ("dates", DATE_PICKER))}
+    return {
+        name: approved(bank, *texts)
+        for name, texts in (("login", LOGIN), ("pages", PAGINATION), ("dates", DATE_PICKER))
+    }
 
 
 def ids(result):
@@ -73,7 +76,9 @@ def test_other_banks_items_are_never_returned(bank, other_bank, approved):
 
 def test_only_approved_items_are_served(bank, owner, approved):
     proposed = memory_item_propose(bank=bank, origin="success", title=LOGIN[0], description=LOGIN[1], content=LOGIN[2])
-    rejected = memory_item_propose(bank=bank, origin="success", title="Log in first", description=LOGIN[1], content=LOGIN[2])
+    rejected = memory_item_propose(
+        bank=bank, origin="success", title="Log in first", description=LOGIN[1], content=LOGIN[2]
+    )
     memory_item_reject(item=rejected, author=owner)
     archived = approved(bank, "Sign in early", LOGIN[1], LOGIN[2])
     archived.status = ItemStatus.ARCHIVED
@@ -99,7 +104,9 @@ def test_k_and_min_similarity_are_applied(bank, web_items):
 
 
 def test_leave_one_task_out(bank, owner):
-    item = memory_item_propose(bank=bank, origin="success", source_task_id="task-7", title=LOGIN[0], description=LOGIN[1], content=LOGIN[2])
+    item = memory_item_propose(
+        bank=bank, origin="success", source_task_id="task-7", title=LOGIN[0], description=LOGIN[1], content=LOGIN[2]
+    )
     memory_item_approve(item=item, author=owner)
     bank.min_similarity = -1.0
     assert ids(retrieval_perform(bank=bank, query="sign in", task_id="task-7")) == []
@@ -117,7 +124,9 @@ def test_retrieval_is_logged_and_counts_served(bank, web_items):
     assert event.latency_ms > 0 and event.token == token
     served = MemoryItem.objects.get(pk=web_items["login"].pk)
     assert served.served_count == 1 and served.last_served_at is not None
-    assert MemoryItem.objects.get(pk=web_items["dates"].pk).served_count == (1 if web_items["dates"].pk in ids(result) else 0)
+    assert MemoryItem.objects.get(pk=web_items["dates"].pk).served_count == (
+        1 if web_items["dates"].pk in ids(result) else 0
+    )
 
 
 def test_pending_embeddings_are_counted_not_searched(bank, web_items):
@@ -136,14 +145,44 @@ def test_experience_mode_serves_items_of_the_most_similar_task(bank, owner):
     bank.retrieval_mode = "experiences"
     bank.top_k = 1  # the paper's default: the single most similar past task
     bank.min_similarity = -1.0
-    login_exp = experience_create(bank=bank, task="Log into the store account and list my past orders", task_id="t-login")
+    login_exp = experience_create(
+        bank=bank, task="Log into the store account and list my past orders", task_id="t-login"
+    )
     date_exp = experience_create(bank=bank, task="Book a flight leaving on March 3rd", task_id="t-date")
     empty_exp = experience_create(bank=bank, task="Log into the store account", task_id="t-empty")  # no approved item
-    a = memory_item_propose(bank=bank, origin="success", experience=login_exp, source_task_id="t-login", title=PAGINATION[0], description=PAGINATION[1], content=PAGINATION[2])
-    b = memory_item_propose(bank=bank, origin="failure", experience=login_exp, source_task_id="t-login", title=LOGIN[0], description=LOGIN[1], content=LOGIN[2])
-    c = memory_item_propose(bank=bank, origin="success", experience=date_exp, source_task_id="t-date", title=DATE_PICKER[0], description=DATE_PICKER[1], content=DATE_PICKER[2])
-    unapproved = memory_item_propose(bank=bank, origin="success", experience=login_exp, title="Not yet reviewed", description="x", content="y")
-    memory_item_propose(bank=bank, origin="success", experience=empty_exp, title="Proposed only", description="x", content="y")
+    a = memory_item_propose(
+        bank=bank,
+        origin="success",
+        experience=login_exp,
+        source_task_id="t-login",
+        title=PAGINATION[0],
+        description=PAGINATION[1],
+        content=PAGINATION[2],
+    )
+    b = memory_item_propose(
+        bank=bank,
+        origin="failure",
+        experience=login_exp,
+        source_task_id="t-login",
+        title=LOGIN[0],
+        description=LOGIN[1],
+        content=LOGIN[2],
+    )
+    c = memory_item_propose(
+        bank=bank,
+        origin="success",
+        experience=date_exp,
+        source_task_id="t-date",
+        title=DATE_PICKER[0],
+        description=DATE_PICKER[1],
+        content=DATE_PICKER[2],
+    )
+    unapproved = memory_item_propose(
+        bank=bank, origin="success", experience=login_exp, title="Not yet reviewed", description="x", content="y"
+    )
+    memory_item_propose(
+        bank=bank, origin="success", experience=empty_exp, title="Proposed only", description="x", content="y"
+    )
     for item in (a, b, c):
         memory_item_approve(item=item, author=owner)
 
@@ -158,7 +197,9 @@ def test_experience_mode_serves_items_of_the_most_similar_task(bank, owner):
     assert ids(two)[-1] == c.pk  # the less similar experience comes last
 
     # Leave-one-task-out skips the experience of the same task.
-    assert ids(retrieval_perform(bank=bank, query="sign into the shop and show my order history", task_id="t-login")) == [c.pk]
+    assert ids(
+        retrieval_perform(bank=bank, query="sign into the shop and show my order history", task_id="t-login")
+    ) == [c.pk]
 
 
 def test_retrieval_query_count_does_not_grow_with_items(bank, approved, django_assert_max_num_queries):

@@ -51,7 +51,9 @@ def test_propose_records_near_duplicates_of_the_same_bank_only(bank, other_bank)
     first = memory_item_propose(bank=bank, origin="success", **LOGIN)
     memory_item_propose(bank=other_bank, origin="success", **LOGIN)
     unrelated = memory_item_propose(bank=bank, origin="failure", **DATES)
-    second = memory_item_propose(bank=bank, origin="failure", **{**LOGIN, "title": "Log in before reading account data"})
+    second = memory_item_propose(
+        bank=bank, origin="failure", **{**LOGIN, "title": "Log in before reading account data"}
+    )
     ids = [d["id"] for d in second.near_duplicates]
     assert ids == [str(first.public_id)]
     assert second.near_duplicates[0]["similarity"] >= NEAR_DUPLICATE_SIMILARITY
@@ -96,7 +98,9 @@ def test_create_approved_is_embedded_inline(bank, owner):
         memory_item_create(bank=bank, author=owner, status="superseded", **LOGIN)
 
 
-def test_edit_clears_embedding_writes_version_and_reembeds(bank, owner, eager_celery, django_capture_on_commit_callbacks):
+def test_edit_clears_embedding_writes_version_and_reembeds(
+    bank, owner, eager_celery, django_capture_on_commit_callbacks
+):
     item = memory_item_propose(bank=bank, origin="success", **LOGIN)
     old_hash = item.embedding_hash
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
@@ -179,7 +183,12 @@ def test_transitions_are_validated(bank, owner):
     item.refresh_from_db()
     assert item.status == ItemStatus.SUPERSEDED and item.status_reason == "merged into another item"
     assert [a for _, a, _ in actions(item)] == [
-        "created", "approved", "flagged", "archived", "approved", "superseded",
+        "created",
+        "approved",
+        "flagged",
+        "archived",
+        "approved",
+        "superseded",
     ]
     assert [n for n, _, _ in actions(item)] == [1, 2, 3, 4, 5, 6]
 
@@ -252,7 +261,9 @@ def test_sweeper_embeds_items_left_without_embedding(bank, owner):
 
 def test_keep_both_on_an_approved_item_only_clears_and_records_the_suggestions(bank, owner):
     first = memory_item_propose(bank=bank, origin="success", **LOGIN)
-    second = memory_item_propose(bank=bank, origin="failure", **{**LOGIN, "title": "Log in before reading account data"})
+    second = memory_item_propose(
+        bank=bank, origin="failure", **{**LOGIN, "title": "Log in before reading account data"}
+    )
     memory_item_approve(item=second, author=owner)
     memory_item_keep_both(item=second, author=owner)
     second.refresh_from_db()
@@ -275,4 +286,8 @@ def test_merge_keeps_the_target_and_supersedes_the_item(bank, other_bank, owner)
     target.refresh_from_db()
     dup.refresh_from_db()
     assert target.status == ItemStatus.APPROVED
-    assert dup.status == ItemStatus.SUPERSEDED and "same lesson" in dup.status_reason and owner.username in dup.status_reason
+    assert (
+        dup.status == ItemStatus.SUPERSEDED
+        and "same lesson" in dup.status_reason
+        and owner.username in dup.status_reason
+    )

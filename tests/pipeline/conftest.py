@@ -53,7 +53,11 @@ STEPS = [
 @pytest.fixture
 def make_trajectory(bank):
     def make(_bank=None, **overrides):
-        data = {"task": "Find the opening hours of the city library on Sundays.", "steps": STEPS, "final_answer": "Sundays 12:00-17:00."}
+        data = {
+            "task": "Find the opening hours of the city library on Sundays.",
+            "steps": STEPS,
+            "final_answer": "Sundays 12:00-17:00.",
+        }
         data.update(overrides)
         trajectory, _created = trajectory_ingest(bank=_bank or bank, token=None, data=data)
         return trajectory

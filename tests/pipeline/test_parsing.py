@@ -22,7 +22,10 @@ from trajectories.parsing import parse_citations, parse_judge_answer, parse_memo
         ("The agent reached the right page.\n\nSUCCESS", "success"),
         # The last explicit verdict wins over an earlier one in the reasoning.
         ("At first glance: Status: success\nBut the total is wrong.\nFinal verdict: failure", "failure"),
-        ('Draft {"verdict": "success"} ... on reflection:\n{"verdict": "failure", "rationale": "wrong city"}', "failure"),
+        (
+            'Draft {"verdict": "success"} ... on reflection:\n{"verdict": "failure", "rationale": "wrong city"}',
+            "failure",
+        ),
         ("Verdict: failure\nWait, re-reading step 4 it did recover.\nVerdict: success", "success"),
     ],
 )

@@ -28,7 +28,12 @@ def test_judge_success_then_distill_success_items(fake_llm, make_trajectory):
     assert t.status == Status.DONE, t.status_detail
     assert t.verdict == "success"
     judgment = t.judgments.get()
-    assert (judgment.source, judgment.label, judgment.model, judgment.prompt_version) == ("llm", "success", "fake-model", "judge/v1")
+    assert (judgment.source, judgment.label, judgment.model, judgment.prompt_version) == (
+        "llm",
+        "success",
+        "fake-model",
+        "judge/v1",
+    )
     assert judgment.rationale == "The tool result shows Sunday hours and the answer matches."
 
     items = list(MemoryItem.objects.filter(experience=t.experience).order_by("pk"))
@@ -37,7 +42,10 @@ def test_judge_success_then_distill_success_items(fake_llm, make_trajectory):
     assert first.status == ItemStatus.PROPOSED and first.origin == ItemOrigin.SUCCESS
     assert (first.prompt_version, first.model, first.verdict_label) == ("distill_success/v1", "fake-model", "success")
     assert first.source_task_id == "library-1"
-    assert first.cited_steps == [{"trajectory": str(t.public_id), "step": 2}, {"trajectory": str(t.public_id), "step": 3}]
+    assert first.cited_steps == [
+        {"trajectory": str(t.public_id), "step": 2},
+        {"trajectory": str(t.public_id), "step": 3},
+    ]
     assert first.embedding is not None
     assert t.experience.task == t.task
 
@@ -256,7 +264,9 @@ def test_sweeper_redoes_a_trajectory_killed_mid_judging(fake_llm, make_trajector
     assert fresh.status == Status.JUDGING
 
 
-def test_sweeper_redoes_stuck_distilling_without_duplicates(fake_llm, make_trajectory, django_capture_on_commit_callbacks):
+def test_sweeper_redoes_stuck_distilling_without_duplicates(
+    fake_llm, make_trajectory, django_capture_on_commit_callbacks
+):
     from datetime import timedelta
 
     from django.utils import timezone

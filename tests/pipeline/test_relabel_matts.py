@@ -6,7 +6,7 @@ from accounts.models import AuditEvent
 from memories.models import ItemOrigin, ItemStatus, MemoryItem
 from memories.services import memory_item_approve
 from tests.pipeline.conftest import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
-from trajectories.models import JudgmentSource, Status, Trajectory
+from trajectories.models import JudgmentSource, Status
 from trajectories.pipeline import pipeline_sweep, trajectory_group_distill, trajectory_relabel
 from trajectories.tasks import trajectory_process
 
@@ -42,7 +42,9 @@ def test_relabel_supersedes_proposed_flags_approved_and_redistills(
 
     fake_llm.reply(FAILURE_ITEMS)
     with django_capture_on_commit_callbacks(execute=True):
-        judgment = trajectory_relabel(trajectory=t, label="failure", reason="The library closes on Sundays.", author=owner)
+        judgment = trajectory_relabel(
+            trajectory=t, label="failure", reason="The library closes on Sundays.", author=owner
+        )
 
     assert (judgment.source, judgment.label, judgment.author) == (JudgmentSource.HUMAN, "failure", owner)
     t.refresh_from_db()
@@ -55,7 +57,10 @@ def test_relabel_supersedes_proposed_flags_approved_and_redistills(
     assert "The library closes on Sundays." in second.status_reason
     new = MemoryItem.objects.get(experience=t.experience, status=ItemStatus.PROPOSED)
     assert (new.title, new.origin, new.verdict_label, new.prompt_version) == (
-        "Distrust cached copies", ItemOrigin.FAILURE, "failure", "distill_failure/v1"
+        "Distrust cached copies",
+        ItemOrigin.FAILURE,
+        "failure",
+        "distill_failure/v1",
     )
     assert "judged a FAILURE" in fake_llm.prompts[-1]
     assert len(fake_llm.requests) == 3  # no re-judging: the human verdict stands
@@ -70,7 +75,9 @@ def test_relabel_supersedes_proposed_flags_approved_and_redistills(
     assert (superseded.before["status"], superseded.after["status"]) == ("proposed", "superseded")
 
 
-def test_relabel_to_the_same_verdict_changes_nothing(fake_llm, make_trajectory, owner, django_capture_on_commit_callbacks):
+def test_relabel_to_the_same_verdict_changes_nothing(
+    fake_llm, make_trajectory, owner, django_capture_on_commit_callbacks
+):
     fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
     t = process(make_trajectory())
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
@@ -85,7 +92,9 @@ def test_relabel_rejects_unknown_label(make_trajectory, owner):
         trajectory_relabel(trajectory=make_trajectory(), label="meh", reason="", author=owner)
 
 
-def test_human_verdict_rescues_a_needs_attention_trajectory(fake_llm, make_trajectory, owner, django_capture_on_commit_callbacks):
+def test_human_verdict_rescues_a_needs_attention_trajectory(
+    fake_llm, make_trajectory, owner, django_capture_on_commit_callbacks
+):
     fake_llm.reply("no idea").reply("still no idea")
     t = process(make_trajectory())
     assert t.status == Status.NEEDS_ATTENTION
@@ -111,7 +120,11 @@ def test_refinement_steps_use_the_sequential_prompt(fake_llm, make_trajectory):
     t = process(make_trajectory(steps=steps))
     assert t.status == Status.DONE
     item = MemoryItem.objects.get(experience=t.experience)
-    assert (item.origin, item.prompt_version, item.verdict_label) == (ItemOrigin.MATTS_SEQUENTIAL, "matts_sequential/v1", "success")
+    assert (item.origin, item.prompt_version, item.verdict_label) == (
+        ItemOrigin.MATTS_SEQUENTIAL,
+        "matts_sequential/v1",
+        "success",
+    )
     prompt = fake_llm.prompts[1]
     assert "refinement" in prompt and "Pass 2: I answered from a cached page" in prompt
 
@@ -155,10 +168,17 @@ def test_parallel_group_is_contrasted_once_when_complete(fake_llm, make_trajecto
         t.refresh_from_db()
         assert t.status == Status.DONE and t.experience_id == c.experience_id
     item = MemoryItem.objects.get()
-    assert (item.origin, item.prompt_version, item.verdict_label) == (ItemOrigin.MATTS_PARALLEL, "matts_parallel/v1", "")
+    assert (item.origin, item.prompt_version, item.verdict_label) == (
+        ItemOrigin.MATTS_PARALLEL,
+        "matts_parallel/v1",
+        "",
+    )
     assert item.experience_id == a.experience_id
     # Citations map to the rollouts' trajectories; an out-of-range one is dropped.
-    assert item.cited_steps == [{"trajectory": str(a.public_id), "step": 1}, {"trajectory": str(b.public_id), "step": 0}]
+    assert item.cited_steps == [
+        {"trajectory": str(a.public_id), "step": 1},
+        {"trajectory": str(b.public_id), "step": 0},
+    ]
     contrast_prompts = [p for p in fake_llm.prompts if "<rollouts>" in p]
     assert len(contrast_prompts) == 1
     assert 'verdict="failure"' in contrast_prompts[0] and 'verdict="success"' in contrast_prompts[0]
@@ -168,7 +188,9 @@ def test_parallel_group_is_contrasted_once_when_complete(fake_llm, make_trajecto
     assert MemoryItem.objects.count() == 1
 
 
-def test_incomplete_group_is_closed_by_the_sweeper_after_the_wait(fake_llm, make_trajectory, settings, django_capture_on_commit_callbacks):
+def test_incomplete_group_is_closed_by_the_sweeper_after_the_wait(
+    fake_llm, make_trajectory, settings, django_capture_on_commit_callbacks
+):
     fake_llm.responder = _judge_by_content
     a = process(make_trajectory(group_id="g2", group_size=4))
     b = process(make_trajectory(group_id="g2", final_answer="cached"))
@@ -186,7 +208,9 @@ def test_incomplete_group_is_closed_by_the_sweeper_after_the_wait(fake_llm, make
     assert MemoryItem.objects.get().origin == ItemOrigin.MATTS_PARALLEL
 
 
-def test_lone_group_member_is_distilled_on_its_own_when_the_group_expires(fake_llm, make_trajectory, django_capture_on_commit_callbacks):
+def test_lone_group_member_is_distilled_on_its_own_when_the_group_expires(
+    fake_llm, make_trajectory, django_capture_on_commit_callbacks
+):
     fake_llm.responder = _judge_by_content
     a = process(make_trajectory(group_id="g3", group_size=3))
     with django_capture_on_commit_callbacks(execute=True):
@@ -204,7 +228,9 @@ def test_groups_are_per_bank(fake_llm, make_trajectory, other_bank):
     assert not MemoryItem.objects.exists()
 
 
-def test_relabel_of_a_group_member_recontrasts_the_group(fake_llm, make_trajectory, owner, django_capture_on_commit_callbacks):
+def test_relabel_of_a_group_member_recontrasts_the_group(
+    fake_llm, make_trajectory, owner, django_capture_on_commit_callbacks
+):
     fake_llm.responder = _judge_by_content
     a = process(make_trajectory(group_id="g4", group_size=2))
     b = process(make_trajectory(group_id="g4", final_answer="cached"))
@@ -221,7 +247,9 @@ def test_relabel_of_a_group_member_recontrasts_the_group(fake_llm, make_trajecto
     assert 'verdict="failure"' not in [p for p in fake_llm.prompts if "<rollouts>" in p][-1]
 
 
-def test_complete_group_without_llm_resumes_when_one_is_set(no_llm, make_trajectory, bank, settings, django_capture_on_commit_callbacks):
+def test_complete_group_without_llm_resumes_when_one_is_set(
+    no_llm, make_trajectory, bank, settings, django_capture_on_commit_callbacks
+):
     bank.trust_agent_outcome = True
     bank.save(update_fields=["trust_agent_outcome"])
     a = process(make_trajectory(group_id="g5", group_size=2, outcome="success"))

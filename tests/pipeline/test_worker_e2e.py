@@ -20,16 +20,27 @@ def eager_celery():
 
 @pytest.fixture
 def celery_worker_env(fake_llm):
-    return {"RB_LLM_BASE_URL": fake_llm.base_url, "RB_LLM_MODEL": "fake-model", "OPENAI_API_KEY": "", "RB_LLM_TIMEOUT": "10"}
+    return {
+        "RB_LLM_BASE_URL": fake_llm.base_url,
+        "RB_LLM_MODEL": "fake-model",
+        "OPENAI_API_KEY": "",
+        "RB_LLM_TIMEOUT": "10",
+    }
 
 
 def test_ingested_trajectory_is_judged_and_distilled_by_the_worker(fake_llm, celery_worker, client):
-    fake_llm.responder = lambda messages: JUDGE_FAILURE if "accomplished the task" in messages[-1]["content"] else ITEMS_MD
+    fake_llm.responder = lambda messages: (
+        JUDGE_FAILURE if "accomplished the task" in messages[-1]["content"] else ITEMS_MD
+    )
     bank = factories.make_bank()
     token = factories.make_token(bank)
     response = client.post(
         "/api/v1/trajectories",
-        data={"task": "Find the Sunday opening hours of the city library.", "steps": STEPS, "final_answer": "Sundays 9-12"},
+        data={
+            "task": "Find the Sunday opening hours of the city library.",
+            "steps": STEPS,
+            "final_answer": "Sundays 9-12",
+        },
         content_type="application/json",
         HTTP_AUTHORIZATION=f"Bearer {token}",
     )

@@ -4,7 +4,10 @@ import json
 
 OPENAI_MESSAGES = [
     {"role": "system", "content": "You are a shopping agent. Use the tools."},
-    {"role": "user", "content": [{"type": "text", "text": "Find the price of the blue kettle and add it to the cart."}]},
+    {
+        "role": "user",
+        "content": [{"type": "text", "text": "Find the price of the blue kettle and add it to the cart."}],
+    },
     {
         "role": "assistant",
         "content": "I should search the catalogue first.",
@@ -39,7 +42,12 @@ ANTHROPIC_MESSAGES = [
         "content": [
             {"type": "thinking", "thinking": "First run the test to see the failure.", "signature": "sig=="},
             {"type": "text", "text": "Running the test."},
-            {"type": "tool_use", "id": "toolu_01", "name": "bash", "input": {"command": "pytest tests/test_dates.py -q"}},
+            {
+                "type": "tool_use",
+                "id": "toolu_01",
+                "name": "bash",
+                "input": {"command": "pytest tests/test_dates.py -q"},
+            },
         ],
     },
     {
@@ -56,7 +64,12 @@ ANTHROPIC_MESSAGES = [
     {
         "role": "assistant",
         "content": [
-            {"type": "tool_use", "id": "toolu_02", "name": "str_replace", "input": {"path": "dates.py", "old": "%d", "new": "%m"}},
+            {
+                "type": "tool_use",
+                "id": "toolu_02",
+                "name": "str_replace",
+                "input": {"path": "dates.py", "old": "%d", "new": "%m"},
+            },
         ],
     },
     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_02", "content": "edited"}]},
@@ -65,7 +78,12 @@ ANTHROPIC_MESSAGES = [
 
 NATIVE_STEPS = [
     {"thought": "The search box is at the top.", "action": "click('#search')", "observation": "search box focused"},
-    {"thought": "Type the query.", "tool": "type_text", "arguments": {"text": "wireless mouse"}, "observation": "typed"},
+    {
+        "thought": "Type the query.",
+        "tool": "type_text",
+        "arguments": {"text": "wireless mouse"},
+        "observation": "typed",
+    },
     {"action": "click('#go')", "error": "TimeoutError: #go not found"},
     {"kind": "observation", "content": "page reloaded", "is_error": False},
     {"refinement": "Re-check: the button id is #submit, not #go."},

@@ -42,7 +42,11 @@ def client():
     "extra, input_format, kinds",
     [
         ({"messages": OPENAI_MESSAGES}, "openai", ["system", "user", "thought", "tool_call", "tool_result"]),
-        ({"messages": ANTHROPIC_MESSAGES, "system": ANTHROPIC_SYSTEM}, "anthropic", ["system", "user", "thought", "thought", "tool_call"]),
+        (
+            {"messages": ANTHROPIC_MESSAGES, "system": ANTHROPIC_SYSTEM},
+            "anthropic",
+            ["system", "user", "thought", "thought", "tool_call"],
+        ),
         ({"steps": NATIVE_STEPS}, "steps", ["thought", "action", "observation", "thought", "tool_call"]),
     ],
 )
@@ -73,7 +77,11 @@ def test_tool_calls_keep_name_and_arguments(client, auth):
     response = post(client, {"task": "t", "messages": OPENAI_MESSAGES}, auth)
     steps = Trajectory.objects.get(public_id=response.json()["id"]).steps
     calls = [(s["name"], json.loads(s["arguments"])) for s in steps if s["kind"] == "tool_call"]
-    assert calls == [("search_catalogue", {"query": "blue kettle"}), ("add_to_cart", {"sku": "K-22"}), ("view_cart", {})]
+    assert calls == [
+        ("search_catalogue", {"query": "blue kettle"}),
+        ("add_to_cart", {"sku": "K-22"}),
+        ("view_cart", {}),
+    ]
 
 
 def test_new_trajectory_is_enqueued_after_commit_once(client, auth, django_capture_on_commit_callbacks, broker_queue):
@@ -182,10 +190,14 @@ def test_detail_shows_judgments_items_and_bounded_queries(client, auth, bank, ot
     experience = Experience.objects.create(bank=bank, task="t")
     trajectory.experience = experience
     trajectory.save(update_fields=["experience"])
-    judgment_record(trajectory=trajectory, source="llm", label="failure", rationale="r1", model="m", prompt_version="judge-v1")
+    judgment_record(
+        trajectory=trajectory, source="llm", label="failure", rationale="r1", model="m", prompt_version="judge-v1"
+    )
     judgment_record(trajectory=trajectory, source="human", label="success", rationale="looked again")
     items = [
-        MemoryItem.objects.create(bank=bank, experience=experience, title=f"Item {n}", description="d", content="c", origin="success")
+        MemoryItem.objects.create(
+            bank=bank, experience=experience, title=f"Item {n}", description="d", content="c", origin="success"
+        )
         for n in range(3)
     ]
     MemoryItem.objects.create(bank=other_bank, title="unrelated", description="d", content="c")
@@ -203,7 +215,12 @@ def test_detail_shows_judgments_items_and_bounded_queries(client, auth, bank, ot
         ("human", "success", ""),
     ]
     assert [i["id"] for i in data["items"]] == [str(i.public_id) for i in items]
-    assert data["items"][0] == {"id": str(items[0].public_id), "title": "Item 0", "status": "proposed", "origin": "success"}
+    assert data["items"][0] == {
+        "id": str(items[0].public_id),
+        "title": "Item 0",
+        "status": "proposed",
+        "origin": "success",
+    }
     assert data["external_id"] == "x-1"
     assert data["group_id"] == "g-1"
     assert data["step_count"] == 1

@@ -35,7 +35,8 @@ def with_holdout(bank, fraction=0.5):
 
 def make_items(bank, n, status=ItemStatus.APPROVED, **fields):
     return MemoryItem.objects.bulk_create(
-        MemoryItem(bank=bank, title=f"Item {i}", description="d", content="c", status=status, **fields) for i in range(n)
+        MemoryItem(bank=bank, title=f"Item {i}", description="d", content="c", status=status, **fields)
+        for i in range(n)
     )
 
 
@@ -54,7 +55,9 @@ def make_arm(bank, arm, *, successes=0, failures=0, unjudged=0, items=(), unrepo
         for n, (event, verdict) in enumerate(zip(events, verdicts))
     )
     if days_ago is not None:
-        RetrievalEvent.objects.filter(pk__in=[e.pk for e in events]).update(created_at=timezone.now() - timedelta(days=days_ago))
+        RetrievalEvent.objects.filter(pk__in=[e.pk for e in events]).update(
+            created_at=timezone.now() - timedelta(days=days_ago)
+        )
     return events
 
 
@@ -243,7 +246,11 @@ def test_item_outcomes_compare_served_and_withheld(bank):
     assert (rows[a.public_id].withheld_judged, rows[a.public_id].withheld_successes) == (4, 1)
     assert (rows[b.public_id].served_judged, rows[b.public_id].served_successes) == (10, 7)
     assert rows[b.public_id].withheld_judged == 0 and rows[b.public_id].withheld_rate is None
-    assert (rows[c.public_id].served_judged, rows[c.public_id].withheld_judged, rows[c.public_id].withheld_successes) == (0, 4, 1)
+    assert (
+        rows[c.public_id].served_judged,
+        rows[c.public_id].withheld_judged,
+        rows[c.public_id].withheld_successes,
+    ) == (0, 4, 1)
     ordered = [o.public_id for o in lift.item_outcomes(bank=bank)]
     assert ordered == [b.public_id, a.public_id, c.public_id]  # by judged served, most first
     assert rows[a.public_id].title == "Item 0" and rows[a.public_id].status == "approved"
@@ -323,9 +330,19 @@ def test_api_reports_the_same_numbers(client, bank, other_bank):
     assert body["difference"]["estimate"] == pytest.approx(0.4)
     assert body["difference"]["ci_low"] == pytest.approx(lift.newcombe_difference(42, 60, 18, 60)[1])
     assert body["items"] == [
-        {"id": str(item.public_id), "title": "Item 0", "status": "approved", "served_judged": 60, "served_successes": 42,
-         "served_success_rate": pytest.approx(0.7), "withheld_judged": 60, "withheld_successes": 18,
-         "withheld_success_rate": pytest.approx(0.3), "served_count": 0, "may_hurt": False}
+        {
+            "id": str(item.public_id),
+            "title": "Item 0",
+            "status": "approved",
+            "served_judged": 60,
+            "served_successes": 42,
+            "served_success_rate": pytest.approx(0.7),
+            "withheld_judged": 60,
+            "withheld_successes": 18,
+            "withheld_success_rate": pytest.approx(0.3),
+            "served_count": 0,
+            "may_hurt": False,
+        }
     ]
 
 

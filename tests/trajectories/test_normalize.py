@@ -21,7 +21,9 @@ def _shape_ok(steps):
 
 
 def _compact(steps):
-    return [(s["kind"], s["content"], s.get("name"), s.get("arguments"), s.get("call_id"), s.get("is_error")) for s in steps]
+    return [
+        (s["kind"], s["content"], s.get("name"), s.get("arguments"), s.get("call_id"), s.get("is_error")) for s in steps
+    ]
 
 
 def test_openai_tool_calling_conversation():
@@ -122,10 +124,18 @@ def test_native_steps_triples_and_normalized_mix():
         ({"steps": [{"thought": 5}]}, "steps[0].thought"),
         ({"messages": [{"role": "robot", "content": "x"}]}, "messages[0].role"),
         ({"messages": [{"role": "user", "content": 42}]}, "messages[0].content"),
-        ({"messages": [{"role": "assistant", "tool_calls": [{"id": "c", "function": {"arguments": "{}"}}]}]},
-         "messages[0].tool_calls[0].function.name"),
-        ({"messages": [{"role": "tool", "content": "x"}, {"role": "user", "content": [{"type": "tool_result"}]}]}, "messages"),
-        ({"messages": [{"role": "user", "content": [{"type": "tool_use", "name": ""}]}]}, "messages[0].content[0].name"),
+        (
+            {"messages": [{"role": "assistant", "tool_calls": [{"id": "c", "function": {"arguments": "{}"}}]}]},
+            "messages[0].tool_calls[0].function.name",
+        ),
+        (
+            {"messages": [{"role": "tool", "content": "x"}, {"role": "user", "content": [{"type": "tool_result"}]}]},
+            "messages",
+        ),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "tool_use", "name": ""}]}]},
+            "messages[0].content[0].name",
+        ),
         ({"steps": [{"thought": "x"}], "system": "s"}, "system"),
     ],
 )
@@ -149,8 +159,15 @@ def test_step_content_limit_names_the_step():
 
 def test_unknown_anthropic_block_is_kept_not_dropped():
     steps, _ = normalize_trajectory(
-        messages=[{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "n", "input": {}},
-                                                     {"type": "future_block", "data": 1}]}]
+        messages=[
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "t", "name": "n", "input": {}},
+                    {"type": "future_block", "data": 1},
+                ],
+            }
+        ]
     )
     assert json.loads(steps[-1]["content"]) == {"type": "future_block", "data": 1}
 

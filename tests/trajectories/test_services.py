@@ -5,8 +5,8 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from accounts.auth import ApiError
 from accounts.models import ApiToken
+from reasoningbank_site.errors import Invalid
 from tests import factories
 from tests.trajectories.conftest import queued_tasks
 from trajectories.models import Judgment, Trajectory
@@ -20,9 +20,9 @@ def test_ingest_accepts_a_dict_and_raises_validation_errors(bank):
     assert created and trajectory.step_count == 2 and trajectory.input_format == "steps"
     with pytest.raises(pydantic.ValidationError):
         trajectory_ingest(bank=bank, token=None, data={"task": "x"})
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(Invalid) as info:
         trajectory_ingest(bank=bank, token=None, data={"task": "x", "steps": [{"nonsense": 1}]})
-    assert info.value.status == 422 and "steps[0]" in info.value.message
+    assert info.value.code == "validation_error" and "steps[0]" in info.value.message
 
 
 def _trajectory(bank):

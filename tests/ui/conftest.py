@@ -15,16 +15,42 @@ from trajectories.models import Trajectory
 STEPS = [
     {"index": 0, "kind": "user", "content": "Find the Sunday opening hours of the city library."},
     {"index": 1, "kind": "thought", "content": "Search the library site."},
-    {"index": 2, "kind": "tool_call", "content": "", "name": "web_search", "arguments": '{"q": "city library hours", "n": 3}', "call_id": "c1"},
-    {"index": 3, "kind": "tool_result", "content": "Mon-Sat 9-18, Sun 12-17 " + "x" * 900, "name": "web_search", "call_id": "c1"},
-    {"index": 4, "kind": "tool_result", "content": "HTTP 503 from the catalogue", "name": "catalogue", "is_error": True},
+    {
+        "index": 2,
+        "kind": "tool_call",
+        "content": "",
+        "name": "web_search",
+        "arguments": '{"q": "city library hours", "n": 3}',
+        "call_id": "c1",
+    },
+    {
+        "index": 3,
+        "kind": "tool_result",
+        "content": "Mon-Sat 9-18, Sun 12-17 " + "x" * 900,
+        "name": "web_search",
+        "call_id": "c1",
+    },
+    {
+        "index": 4,
+        "kind": "tool_result",
+        "content": "HTTP 503 from the catalogue",
+        "name": "catalogue",
+        "is_error": True,
+    },
     {"index": 5, "kind": "answer", "content": "Sundays 12:00-17:00."},
 ]
 
 
 def make_trajectory(bank, **fields) -> Trajectory:
-    data = {"task": "Find the Sunday opening hours of the city library.", "steps": STEPS, "step_count": len(STEPS),
-            "final_answer": "Sundays 12:00-17:00.", "agent": "web-agent", "status": "done", "verdict": "success"}
+    data = {
+        "task": "Find the Sunday opening hours of the city library.",
+        "steps": STEPS,
+        "step_count": len(STEPS),
+        "final_answer": "Sundays 12:00-17:00.",
+        "agent": "web-agent",
+        "status": "done",
+        "verdict": "success",
+    }
     data.update(fields)
     if "steps" in fields and "step_count" not in fields:
         data["step_count"] = len(fields["steps"])
@@ -39,19 +65,30 @@ def propose(bank, trajectory=None, *, title="Prefer the official source", steps=
             Trajectory.objects.filter(pk=trajectory.pk).update(experience=experience)
             trajectory.experience = experience
     return memory_item_propose(
-        bank=bank, title=title,
+        bank=bank,
+        title=title,
         description=kw.pop("description", "Use when a schedule question comes up."),
         content=kw.pop("content", "Check the institution's own pages before answering."),
-        origin=kw.pop("origin", "success"), experience=experience,
+        origin=kw.pop("origin", "success"),
+        experience=experience,
         cited_steps=[{"trajectory": str(trajectory.public_id), "step": s} for s in steps] if trajectory else [],
-        verdict_label=kw.pop("verdict_label", "success"), **kw,
+        verdict_label=kw.pop("verdict_label", "success"),
+        **kw,
     )
 
 
 def bulk_items(bank, n: int, status=ItemStatus.PROPOSED) -> list[MemoryItem]:
     return MemoryItem.objects.bulk_create(
-        MemoryItem(bank=bank, title=f"Lesson {i}", description=f"When {i}", content=f"Do {i}", status=status,
-                   origin="failure", verdict_label="failure", near_duplicates=[{"id": "x", "similarity": 0.9}] if i % 3 == 0 else [])
+        MemoryItem(
+            bank=bank,
+            title=f"Lesson {i}",
+            description=f"When {i}",
+            content=f"Do {i}",
+            status=status,
+            origin="failure",
+            verdict_label="failure",
+            near_duplicates=[{"id": "x", "similarity": 0.9}] if i % 3 == 0 else [],
+        )
         for i in range(n)
     )
 

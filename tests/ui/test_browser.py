@@ -57,8 +57,15 @@ def browser():
     pw = sync_playwright().start()
     chromium = pw.chromium.launch(
         executable_path=CHROMIUM,
-        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-              "--disable-sync", "--no-first-run", "--disable-quic"],
+        args=[
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--disable-quic",
+        ],
     )
     yield chromium
     chromium.close()
@@ -200,9 +207,14 @@ def test_relabel_and_watch_redistilled_items(page, live_server, bank, reviewer_u
 
 def test_playground_shows_an_approved_item(page, live_server, bank, owner):
     viewer = factories.make_member(bank.team, Role.VIEWER)
-    memory_item_create(bank=bank, title="Confirm opening hours on the official site",
-                       description="Use for questions about when a place is open.",
-                       content="Look for the opening hours on the venue's own website.", author=owner, status="approved")
+    memory_item_create(
+        bank=bank,
+        title="Confirm opening hours on the official site",
+        description="Use for questions about when a place is open.",
+        content="Look for the opening hours on the venue's own website.",
+        author=owner,
+        status="approved",
+    )
     login(page, live_server, viewer, f"/banks/{bank.public_id}/playground/")
     page.fill("#id_q", "When is the science museum open on Sundays?")
     page.click("form button.primary")

@@ -119,8 +119,8 @@ def test_query_count_does_not_grow_with_data(client, owner, bank, django_assert_
     with_holdout(bank)
     items = make_items(bank, 30)
     for n in range(0, 30, 3):
-        make_arm(bank, "treatment", successes=5, failures=5, items=items[n:n + 3])
-        make_arm(bank, "holdout", successes=3, failures=7, items=items[n:n + 3])
+        make_arm(bank, "treatment", successes=5, failures=5, items=items[n : n + 3])
+        make_arm(bank, "holdout", successes=3, failures=7, items=items[n : n + 3])
     client.force_login(owner)
     # session + user, membership, bank, 2 lift aggregates, item aggregate, item titles.
     with django_assert_max_num_queries(8):

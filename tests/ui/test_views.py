@@ -80,8 +80,16 @@ def test_writes_are_refused_below_reviewer(client, request, bank, item, trajecto
 def test_reviewer_edits_then_approves_and_history_shows_the_diff(client, reviewer, bank, item, trajectory):
     client.force_login(reviewer)
     url = page_urls(bank, item, trajectory)["item"]
-    response = client.post(url, {"action": "edit", "title": "Prefer the primary source", "description": item.description,
-                                 "content": item.content, "note": "clearer"})
+    response = client.post(
+        url,
+        {
+            "action": "edit",
+            "title": "Prefer the primary source",
+            "description": item.description,
+            "content": item.content,
+            "note": "clearer",
+        },
+    )
     assert response.status_code == 302
     response = client.post(url, {"action": "approve"})
     item.refresh_from_db()
@@ -135,7 +143,9 @@ def test_impossible_transition_is_a_message_not_a_500(client, owner, bank, item,
 def test_merge_into_a_near_duplicate_supersedes_this_one(client, reviewer, bank, trajectory):
     first = propose(bank, trajectory, title="Prefer the official source")
     second = propose(bank, trajectory, title="Prefer official sources")
-    assert any(d["id"] == str(first.public_id) for d in second.near_duplicates), "the real embedder should see these as near-duplicates"
+    assert any(d["id"] == str(first.public_id) for d in second.near_duplicates), (
+        "the real embedder should see these as near-duplicates"
+    )
     client.force_login(reviewer)
     focus = reverse("memories:review_focus", kwargs={"bank_id": bank.public_id, "item_id": second.public_id})
     html = client.get(focus).content.decode()
@@ -193,8 +203,13 @@ def test_row_approve_over_htmx_answers_with_the_row(client, reviewer, bank, item
 
 def test_review_queue_filters_and_search(client, owner, bank, trajectory):
     a = propose(bank, trajectory, title="Check the official calendar", origin="success")
-    b = propose(bank, title="Retry after a 503", origin="failure", verdict_label="failure",
-                content="Back off and retry when a service answers 503.")
+    b = propose(
+        bank,
+        title="Retry after a 503",
+        origin="failure",
+        verdict_label="failure",
+        content="Back off and retry when a service answers 503.",
+    )
     make_trajectory(bank, agent="other-agent")
     client.force_login(owner)
     url = reverse("memories:review", kwargs={"bank_id": bank.public_id})
@@ -213,11 +228,23 @@ def test_review_queue_filters_and_search(client, owner, bank, trajectory):
 
 def test_hostile_step_content_renders_inert(client, owner, bank):
     evil = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
-    t = make_trajectory(bank, task=evil, final_answer=evil, agent=evil, steps=[
-        {"index": 0, "kind": "thought", "content": evil},
-        {"index": 1, "kind": "tool_call", "content": "", "name": evil, "arguments": '{"q": "' + evil.replace('"', "'") + '"}'},
-        {"index": 2, "kind": "<b>odd</b>", "content": evil, "is_error": True},
-    ])
+    t = make_trajectory(
+        bank,
+        task=evil,
+        final_answer=evil,
+        agent=evil,
+        steps=[
+            {"index": 0, "kind": "thought", "content": evil},
+            {
+                "index": 1,
+                "kind": "tool_call",
+                "content": "",
+                "name": evil,
+                "arguments": '{"q": "' + evil.replace('"', "'") + '"}',
+            },
+            {"index": 2, "kind": "<b>odd</b>", "content": evil, "is_error": True},
+        ],
+    )
     Judgment.objects.create(trajectory=t, source="llm", label="failure", rationale=evil)
     propose(bank, t, title=evil, description=evil, content=evil)
     client.force_login(owner)
@@ -233,7 +260,9 @@ def test_hostile_step_content_renders_inert(client, owner, bank):
 
 
 def test_trajectory_detail_shows_steps_judgments_and_cited_items(client, owner, bank, trajectory, item):
-    Judgment.objects.create(trajectory=trajectory, source="llm", label="success", rationale="Hours match the tool result.", model="fake")
+    Judgment.objects.create(
+        trajectory=trajectory, source="llm", label="success", rationale="Hours match the tool result.", model="fake"
+    )
     client.force_login(owner)
     html = client.get(page_urls(bank, item, trajectory)["trajectory"]).content.decode()
     assert "web_search" in html and "&quot;q&quot;: &quot;city library hours&quot;" in html  # pretty-printed arguments
@@ -299,11 +328,17 @@ def test_playground_shows_approved_items_without_logging_a_retrieval(client, vie
     # Even a bank that holds every agent retrieval out shows what the treatment arm would get.
     bank.holdout_fraction = 1.0
     bank.save(update_fields=["holdout_fraction"])
-    approved = memory_item_create(bank=bank, title="Confirm opening hours on the official site",
-                                  description="Use for questions about when a place is open.",
-                                  content="Look for the opening hours on the venue's own website.",
-                                  author=owner, status="approved")
-    memory_item_create(bank=bank, title="Unreviewed idea about opening hours", description="d", content="c", author=owner)
+    approved = memory_item_create(
+        bank=bank,
+        title="Confirm opening hours on the official site",
+        description="Use for questions about when a place is open.",
+        content="Look for the opening hours on the venue's own website.",
+        author=owner,
+        status="approved",
+    )
+    memory_item_create(
+        bank=bank, title="Unreviewed idea about opening hours", description="d", content="c", author=owner
+    )
     client.force_login(viewer)
     url = reverse("memories:playground", kwargs={"bank_id": bank.public_id})
     html = client.get(url, {"q": "When is the museum open on Sunday?"}).content.decode()
@@ -318,7 +353,9 @@ def test_playground_shows_approved_items_without_logging_a_retrieval(client, vie
 def test_list_pages_have_bounded_queries(client, owner, bank, django_assert_max_num_queries):
     bulk_items(bank, 40)
     bulk_items(bank, 35, status=ItemStatus.APPROVED)
-    Trajectory.objects.bulk_create(Trajectory(bank=bank, task=f"task {i}", agent=f"a{i % 4}", steps=[]) for i in range(45))
+    Trajectory.objects.bulk_create(
+        Trajectory(bank=bank, task=f"task {i}", agent=f"a{i % 4}", steps=[]) for i in range(45)
+    )
     client.force_login(owner)
     b = bank.public_id
     for name in ["memories:review", "memories:items", "trajectories:list", "trajectories:dashboard"]:
@@ -327,7 +364,7 @@ def test_list_pages_have_bounded_queries(client, owner, bank, django_assert_max_
             response = client.get(url)
         assert response.status_code == 200
     html = client.get(reverse("memories:review", kwargs={"bank_id": b})).content.decode()
-    assert html.count("<tr id=\"item-") == 40
+    assert html.count('<tr id="item-') == 40
 
 
 def test_reviewer_writes_a_memory_by_hand_and_can_approve_it_at_once(client, reviewer, viewer, stranger, bank):
@@ -343,15 +380,23 @@ def test_reviewer_writes_a_memory_by_hand_and_can_approve_it_at_once(client, rev
     client.force_login(reviewer)
     invalid = client.post(url, {"title": "", "description": "d", "content": "c"})
     assert invalid.status_code == 200 and "This field is required" in invalid.content.decode()
-    response = client.post(url, {
-        "title": "Check the cart total before paying",
-        "description": "Use before confirming any payment.",
-        "content": "Read the order summary and compare the total with the expected price before you pay.",
-        "approve_now": "on",
-    })
+    response = client.post(
+        url,
+        {
+            "title": "Check the cart total before paying",
+            "description": "Use before confirming any payment.",
+            "content": "Read the order summary and compare the total with the expected price before you pay.",
+            "approve_now": "on",
+        },
+    )
     item = MemoryItem.objects.get(bank=bank)
     assert response.status_code == 302 and str(item.public_id) in response["Location"]
-    assert (item.status, item.origin, item.created_by, item.approved_by) == (ItemStatus.APPROVED, "manual", reviewer, reviewer)
+    assert (item.status, item.origin, item.created_by, item.approved_by) == (
+        ItemStatus.APPROVED,
+        "manual",
+        reviewer,
+        reviewer,
+    )
     assert item.embedding is not None  # approved items are embedded inline, so it is served at once
     assert [v.action for v in item.versions.all()] == ["created"]
 
@@ -391,8 +436,14 @@ def test_export_then_import_into_another_bank_as_proposed_items(client, owner, r
 
     from tests.factories import make_bank
 
-    approved = memory_item_create(bank=bank, title="Check the cart total before paying", description="Before payment.",
-                                  content="Compare the order total with the expected price.", author=owner, status="approved")
+    approved = memory_item_create(
+        bank=bank,
+        title="Check the cart total before paying",
+        description="Before payment.",
+        content="Compare the order total with the expected price.",
+        author=owner,
+        status="approved",
+    )
     memory_item_create(bank=bank, title="An idea still under review", description="d", content="c", author=owner)
     export = reverse("memories:items_export", kwargs={"bank_id": bank.public_id})
     client.force_login(stranger)
@@ -412,19 +463,30 @@ def test_export_then_import_into_another_bank_as_proposed_items(client, owner, r
     response = client.post(url, {"file": SimpleUploadedFile("m.jsonl", upload)})
     assert response.status_code == 302 and "origin=import" in response["Location"]
     imported = MemoryItem.objects.get(bank=target)
-    assert (imported.title, imported.status, imported.origin, imported.created_by) == (approved.title, "proposed", "import", reviewer)
+    assert (imported.title, imported.status, imported.origin, imported.created_by) == (
+        approved.title,
+        "proposed",
+        "import",
+        reviewer,
+    )
     # The same file again: everything is a duplicate, nothing new.
     client.post(url, {"file": SimpleUploadedFile("m.jsonl", upload)})
     assert MemoryItem.objects.filter(bank=target).count() == 1
 
 
-@pytest.mark.parametrize("payload,message", [
-    (b'{"title": "t", "description": "d", "content": "c"}\n{"title": "t2", "description": "d"}\n', "record 2: missing or empty content"),
-    (b'{"title": "t"\n', "Line 1 is not valid JSON"),
-    (b'[1, {"title": "", "description": "d", "content": "c"}]', "record 1: expected an object"),
-    (b"\xff\xfe", "not UTF-8"),
-    (b"", "empty"),
-])
+@pytest.mark.parametrize(
+    "payload,message",
+    [
+        (
+            b'{"title": "t", "description": "d", "content": "c"}\n{"title": "t2", "description": "d"}\n',
+            "record 2: missing or empty content",
+        ),
+        (b'{"title": "t"\n', "Line 1 is not valid JSON"),
+        (b'[1, {"title": "", "description": "d", "content": "c"}]', "record 1: expected an object"),
+        (b"\xff\xfe", "not UTF-8"),
+        (b"", "empty"),
+    ],
+)
 def test_a_bad_import_file_imports_nothing_and_says_why(client, reviewer, bank, payload, message):
     from django.core.files.uploadedfile import SimpleUploadedFile
 

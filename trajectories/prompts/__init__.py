@@ -19,7 +19,11 @@ def prompt_load(name: str, version: int | None = None) -> tuple[str, str]:
     """``(text, "name/vN")`` for the given or the newest version of prompt
     ``name``. Raises FileNotFoundError for an unknown name or version."""
     if version is None:
-        found = [int(m.group(1)) for p in PROMPT_DIR.glob(f"{name}_v*.txt") if (m := re.fullmatch(rf"{name}_v(\d+)\.txt", p.name))]
+        found = [
+            int(m.group(1))
+            for p in PROMPT_DIR.glob(f"{name}_v*.txt")
+            if (m := re.fullmatch(rf"{name}_v(\d+)\.txt", p.name))
+        ]
         if not found:
             raise FileNotFoundError(f"no prompt file {name}_v<N>.txt in {PROMPT_DIR}")
         version = max(found)

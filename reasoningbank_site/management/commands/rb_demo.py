@@ -47,8 +47,14 @@ DEMO_TRAJECTORIES: list[dict] = [
             {"kind": "action", "content": "type('#search', 'AA batteries'); press('Enter')"},
             {"kind": "observation", "content": "48 results. Sort: Featured. Filters: Brand, Rating, Pack size."},
             {"kind": "action", "content": "select('#sort', 'Price: low to high')"},
-            {"kind": "observation", "content": "1) 4-pack $3.99 (3.1 stars) 2) 8-pack $6.49 (4.4 stars) 3) 12-pack $8.99 (4.6 stars)"},
-            {"kind": "thought", "content": "The 4-pack is too small and under 4 stars; the 8-pack meets both criteria."},
+            {
+                "kind": "observation",
+                "content": "1) 4-pack $3.99 (3.1 stars) 2) 8-pack $6.49 (4.4 stars) 3) 12-pack $8.99 (4.6 stars)",
+            },
+            {
+                "kind": "thought",
+                "content": "The 4-pack is too small and under 4 stars; the 8-pack meets both criteria.",
+            },
             {"kind": "action", "content": "click('8-pack AA, 4.4 stars'); click('#add-to-cart')"},
             {"kind": "observation", "content": "Cart (1): 8-pack AA batteries, $6.49"},
             {"kind": "answer", "content": "Added the 8-pack of AA batteries ($6.49, 4.4 stars) to the cart."},
@@ -63,7 +69,10 @@ DEMO_TRAJECTORIES: list[dict] = [
         "reward": 0.0,
         "steps": [
             {"kind": "action", "content": "click('Orders')"},
-            {"kind": "observation", "content": "Orders: #1042 (Mar 3) desk lamp, blue; #1017 (Feb 12) desk lamp, white"},
+            {
+                "kind": "observation",
+                "content": "Orders: #1042 (Mar 3) desk lamp, blue; #1017 (Feb 12) desk lamp, white",
+            },
             {"kind": "action", "content": "click('#order-1017 Return items')"},
             {"kind": "observation", "content": "Return window closed on Mar 1 for order #1017."},
             {"kind": "thought", "content": "Returns seem closed; I will report that."},
@@ -94,25 +103,51 @@ DEMO_TRAJECTORIES: list[dict] = [
         "outcome": "success",
         "messages": [
             {"role": "system", "content": "You operate a web browser through tools. Finish the user's task."},
-            {"role": "user", "content": "Use the contact form to request a quote for 50 ergonomic office chairs delivered to Berlin."},
+            {
+                "role": "user",
+                "content": "Use the contact form to request a quote for 50 ergonomic office chairs delivered to Berlin.",
+            },
             {
                 "role": "assistant",
                 "content": "I'll open the contact page and fill the form.",
                 "tool_calls": [
-                    {"id": "call_1", "type": "function", "function": {"name": "goto", "arguments": "{\"url\": \"/contact\"}"}}
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "goto", "arguments": '{"url": "/contact"}'},
+                    }
                 ],
             },
-            {"role": "tool", "tool_call_id": "call_1", "content": "Form fields: name, email, subject (select), quantity, city, message. Submit button."},
+            {
+                "role": "tool",
+                "tool_call_id": "call_1",
+                "content": "Form fields: name, email, subject (select), quantity, city, message. Submit button.",
+            },
             {
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [
-                    {"id": "call_2", "type": "function", "function": {"name": "fill", "arguments": "{\"subject\": \"Request a quote\", \"quantity\": \"50\", \"city\": \"Berlin\", \"message\": \"Quote for 50 ergonomic office chairs, delivery to Berlin.\"}"}},
-                    {"id": "call_3", "type": "function", "function": {"name": "click", "arguments": "{\"selector\": \"button[type=submit]\"}"}},
+                    {
+                        "id": "call_2",
+                        "type": "function",
+                        "function": {
+                            "name": "fill",
+                            "arguments": '{"subject": "Request a quote", "quantity": "50", "city": "Berlin", "message": "Quote for 50 ergonomic office chairs, delivery to Berlin."}',
+                        },
+                    },
+                    {
+                        "id": "call_3",
+                        "type": "function",
+                        "function": {"name": "click", "arguments": '{"selector": "button[type=submit]"}'},
+                    },
                 ],
             },
             {"role": "tool", "tool_call_id": "call_2", "content": "Filled 4 fields."},
-            {"role": "tool", "tool_call_id": "call_3", "content": "Page: 'Thank you! Your request #Q-5521 was received. We reply within 2 business days.'"},
+            {
+                "role": "tool",
+                "tool_call_id": "call_3",
+                "content": "Page: 'Thank you! Your request #Q-5521 was received. We reply within 2 business days.'",
+            },
             {"role": "assistant", "content": "Quote request sent (reference Q-5521)."},
         ],
         "final_answer": "Quote request sent (reference Q-5521).",
@@ -127,12 +162,24 @@ DEMO_TRAJECTORIES: list[dict] = [
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [
-                    {"id": "call_a", "type": "function", "function": {"name": "fill", "arguments": "{\"#newsletter-email\": \"jane.doe@example\"}"}},
-                    {"id": "call_b", "type": "function", "function": {"name": "click", "arguments": "{\"selector\": \"#subscribe\"}"}},
+                    {
+                        "id": "call_a",
+                        "type": "function",
+                        "function": {"name": "fill", "arguments": '{"#newsletter-email": "jane.doe@example"}'},
+                    },
+                    {
+                        "id": "call_b",
+                        "type": "function",
+                        "function": {"name": "click", "arguments": '{"selector": "#subscribe"}'},
+                    },
                 ],
             },
             {"role": "tool", "tool_call_id": "call_a", "content": "Filled 1 field."},
-            {"role": "tool", "tool_call_id": "call_b", "content": "Inline error under the field: 'Please enter a valid email address.'"},
+            {
+                "role": "tool",
+                "tool_call_id": "call_b",
+                "content": "Inline error under the field: 'Please enter a valid email address.'",
+            },
             {"role": "assistant", "content": "Done: jane.doe@example.com is subscribed to the newsletter."},
         ],
         "final_answer": "Done: jane.doe@example.com is subscribed to the newsletter.",
@@ -144,21 +191,54 @@ DEMO_TRAJECTORIES: list[dict] = [
         "outcome": "success",
         "reward": 1.0,
         "messages": [
-            {"role": "user", "content": "What is the total price, including shipping, of 2 wireless mice shipped to ZIP 94110?"},
+            {
+                "role": "user",
+                "content": "What is the total price, including shipping, of 2 wireless mice shipped to ZIP 94110?",
+            },
             {
                 "role": "assistant",
                 "content": [
                     {"type": "text", "text": "I'll add two mice to the cart and read the checkout summary."},
-                    {"type": "tool_use", "id": "toolu_01", "name": "add_to_cart", "input": {"product": "wireless mouse", "quantity": 2}},
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_01",
+                        "name": "add_to_cart",
+                        "input": {"product": "wireless mouse", "quantity": 2},
+                    },
                 ],
             },
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "Cart: 2 x Wireless mouse $14.99 = $29.98"}]},
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_01",
+                        "content": "Cart: 2 x Wireless mouse $14.99 = $29.98",
+                    }
+                ],
+            },
             {
                 "role": "assistant",
-                "content": [{"type": "tool_use", "id": "toolu_02", "name": "estimate_shipping", "input": {"zip": "94110"}}],
+                "content": [
+                    {"type": "tool_use", "id": "toolu_02", "name": "estimate_shipping", "input": {"zip": "94110"}}
+                ],
             },
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_02", "content": "Shipping: $4.99. Tax: $2.62. Order total: $37.59"}]},
-            {"role": "assistant", "content": [{"type": "text", "text": "The total is $37.59 ($29.98 items + $4.99 shipping + $2.62 tax)."}]},
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_02",
+                        "content": "Shipping: $4.99. Tax: $2.62. Order total: $37.59",
+                    }
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "The total is $37.59 ($29.98 items + $4.99 shipping + $2.62 tax)."}
+                ],
+            },
         ],
         "final_answer": "The total is $37.59 ($29.98 items + $4.99 shipping + $2.62 tax).",
     },
@@ -168,27 +248,69 @@ DEMO_TRAJECTORIES: list[dict] = [
         "task": "Change the default shipping address on my account to 12 Elm Street, Springfield.",
         "outcome": "failure",
         "messages": [
-            {"role": "user", "content": "Change the default shipping address on my account to 12 Elm Street, Springfield."},
             {
-                "role": "assistant",
-                "content": [{"type": "tool_use", "id": "toolu_11", "name": "click", "input": {"text": "Account settings"}}],
+                "role": "user",
+                "content": "Change the default shipping address on my account to 12 Elm Street, Springfield.",
             },
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_11", "content": "Addresses: Default - 4 Oak Ave, Springfield. [Edit]"}]},
             {
                 "role": "assistant",
-                "content": [{"type": "tool_use", "id": "toolu_12", "name": "fill_and_save", "input": {"street": "12 Elm Street", "city": "Springfield"}}],
+                "content": [
+                    {"type": "tool_use", "id": "toolu_11", "name": "click", "input": {"text": "Account settings"}}
+                ],
             },
             {
                 "role": "user",
-                "content": [{"type": "tool_result", "tool_use_id": "toolu_12", "is_error": True, "content": "Session expired. Please sign in again."}],
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_11",
+                        "content": "Addresses: Default - 4 Oak Ave, Springfield. [Edit]",
+                    }
+                ],
             },
             {
                 "role": "assistant",
-                "content": [{"type": "tool_use", "id": "toolu_13", "name": "fill_and_save", "input": {"street": "12 Elm Street", "city": "Springfield"}}],
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_12",
+                        "name": "fill_and_save",
+                        "input": {"street": "12 Elm Street", "city": "Springfield"},
+                    }
+                ],
             },
             {
                 "role": "user",
-                "content": [{"type": "tool_result", "tool_use_id": "toolu_13", "is_error": True, "content": "Session expired. Please sign in again."}],
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_12",
+                        "is_error": True,
+                        "content": "Session expired. Please sign in again.",
+                    }
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_13",
+                        "name": "fill_and_save",
+                        "input": {"street": "12 Elm Street", "city": "Springfield"},
+                    }
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_13",
+                        "is_error": True,
+                        "content": "Session expired. Please sign in again.",
+                    }
+                ],
             },
             {"role": "assistant", "content": [{"type": "text", "text": "I could not save the new address."}]},
         ],
@@ -308,9 +430,7 @@ class Command(BaseCommand):
         # the demo tokens nobody can use any more and issue a fresh one.
         for stale in ApiToken.objects.filter(bank=bank, name=TOKEN_NAME, revoked_at__isnull=True):
             api_token_revoke(token=stale)
-        issued = api_token_create(
-            bank=bank, name=TOKEN_NAME, scopes=[Scope.RETRIEVE, Scope.INGEST], created_by=admin
-        )
+        issued = api_token_create(bank=bank, name=TOKEN_NAME, scopes=[Scope.RETRIEVE, Scope.INGEST], created_by=admin)
         write_secret(path, issued.secret)
         self.stdout.write(f"Created demo API token {issued.token.prefix}… (secret saved to {path}, mode 600).")
         return issued.token, issued.secret

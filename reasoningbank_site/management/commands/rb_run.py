@@ -160,7 +160,11 @@ class Command(BaseCommand):
             signal.signal(signum, self._on_signal)
 
         db = settings.DATABASES["default"]
-        where = f"embedded PostgreSQL in {data_dir / 'pg'}" if settings.EMBEDDED_POSTGRES else f"database {db.get('NAME')} on {db.get('HOST')}"
+        where = (
+            f"embedded PostgreSQL in {data_dir / 'pg'}"
+            if settings.EMBEDDED_POSTGRES
+            else f"database {db.get('NAME')} on {db.get('HOST')}"
+        )
         self.stdout.write(f"Database: {where}")
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Migrations applied.")
@@ -196,10 +200,21 @@ class Command(BaseCommand):
         worker = Child(
             name="worker",
             argv=[
-                sys.executable, "-m", "celery", "-A", "reasoningbank_site", "worker", "-B",
-                "--schedule", str(data_dir / "celerybeat-schedule"),
-                "--concurrency", "2", "--loglevel", "INFO",
-                "--hostname", f"rb_run@{socket.gethostname()}",
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "reasoningbank_site",
+                "worker",
+                "-B",
+                "--schedule",
+                str(data_dir / "celerybeat-schedule"),
+                "--concurrency",
+                "2",
+                "--loglevel",
+                "INFO",
+                "--hostname",
+                f"rb_run@{socket.gethostname()}",
             ],
             stop_signal=signal.SIGTERM,
             ready_marker=" ready.",
@@ -225,7 +240,9 @@ class Command(BaseCommand):
                 if not child.alive():
                     return  # _supervise reports it
                 if time.monotonic() > deadline:
-                    self.stderr.write(f"rb_run: the {child.name} process is not ready after {READY_TIMEOUT:.0f} s; continuing.")
+                    self.stderr.write(
+                        f"rb_run: the {child.name} process is not ready after {READY_TIMEOUT:.0f} s; continuing."
+                    )
                     break
                 time.sleep(0.1)
 
@@ -348,4 +365,3 @@ class Command(BaseCommand):
             )
         )
         self.stdout.flush()
-

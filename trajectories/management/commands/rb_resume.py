@@ -27,7 +27,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, stale_seconds=None, group_wait_seconds=None, **options):
         if not llm_configured():
-            self.stdout.write("No LLM endpoint is configured (RB_LLM_BASE_URL): trajectories awaiting an LLM keep waiting.")
+            self.stdout.write(
+                "No LLM endpoint is configured (RB_LLM_BASE_URL): trajectories awaiting an LLM keep waiting."
+            )
         report = pipeline_sweep(stale_seconds=stale_seconds, group_wait_seconds=group_wait_seconds)
         for line in report.lines():
             self.stdout.write(line)

@@ -1,0 +1,71 @@
+"""Domain errors: what a service raises when it refuses. Each carries a
+sentence for the person who tried (``message``) and a machine ``code``.
+
+Services know nothing of HTTP. The agent API maps each class to a status in
+one table (``reasoningbank_site/api.py``: ``ERROR_STATUS``); the UI shows the
+message as a form error or a toast. Subclass the nearest kind rather than
+adding a status anywhere else."""
+
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    """Base of every refusal a service can state. ``retry_after`` (seconds)
+    is set when trying again later can succeed."""
+
+    code = "invalid"
+
+    def __init__(self, message: str, *, code: str | None = None, retry_after: int | None = None):
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+        self.retry_after = retry_after
+
+
+class NotAuthenticated(DomainError):
+    """No valid credentials (an unknown, revoked or expired token)."""
+
+    code = "invalid_token"
+
+
+class Forbidden(DomainError):
+    """Valid credentials, but this caller may not do this."""
+
+    code = "forbidden"
+
+
+class NotFound(DomainError):
+    """No such object for this caller (another bank's objects included: never leak existence)."""
+
+    code = "not_found"
+
+
+class Invalid(DomainError):
+    """The input breaks a rule; the message names the field and the rule."""
+
+    code = "validation_error"
+
+
+class TooLarge(DomainError):
+    """The input exceeds a stated size limit; the message names the limit."""
+
+    code = "payload_too_large"
+
+
+class Conflict(DomainError):
+    """The object changed or exists already in a way that forbids this action."""
+
+    code = "conflict"
+
+
+class RateLimited(DomainError):
+    """Too many requests; ``retry_after`` says when to try again."""
+
+    code = "rate_limited"
+
+
+class Unavailable(DomainError):
+    """A part the action needs (embedding model, database, broker) is not available now."""
+
+    code = "unavailable"
