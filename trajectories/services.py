@@ -1,4 +1,6 @@
-"""Writes for trajectories: ingestion (one or a batch) and judgments."""
+"""Writes for trajectories: ingestion (one or a batch), judgments, and a
+human relabel. Work for the pipeline is enqueued by task name after commit
+(``enqueue_on_commit``); this module never imports trajectories.tasks."""
 
 from __future__ import annotations
 
@@ -11,34 +13,19 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from accounts.models import ApiToken, Bank
-from memories.models import RetrievalEvent
+from accounts.services import audit_record
+from memories.models import ItemOrigin, ItemStatus, MemoryItem, RetrievalEvent
+from memories.services import memory_item_flag, memory_item_supersede
+from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.errors import DomainError, Invalid, TooLarge
-from trajectories.models import Judgment, JudgmentSource, Label, Trajectory
+from trajectories.models import Judgment, JudgmentSource, Label, Status, Trajectory
 from trajectories.normalize import NormalizeError, normalize_trajectory
 from trajectories.schemas import TrajectoryIn
+from trajectories.transitions import trajectory_move, trajectory_move_many
 
 log = logging.getLogger(__name__)
 
 EXTERNAL_ID_CONSTRAINT = "trajectory_unique_bank_external_id"
-
-
-def _enqueue_processing(trajectory_pk: int) -> None:
-    """on_commit callback: hand the trajectory to the pipeline. A missing task
-    or a broker outage must not fail a request whose data is already
-    committed: the row stays 'received' and the sweeper picks it up."""
-    try:
-        from trajectories.tasks import trajectory_process
-    except ImportError:
-        log.error(
-            "trajectories.tasks.trajectory_process does not exist yet; trajectory %s stays 'received' "
-            "until a sweeper or a later deploy processes it",
-            trajectory_pk,
-        )
-        return
-    try:
-        trajectory_process.delay(trajectory_pk)
-    except Exception:
-        log.exception("could not enqueue trajectory %s; it stays 'received' for the sweeper", trajectory_pk)
 
 
 def _agent_label(*, bank: Bank, outcome: str | None, reward: float | None) -> tuple[str, str] | None:
@@ -136,8 +123,7 @@ def trajectory_ingest(
         label, rationale = signal
         judgment_record(trajectory=trajectory, source=JudgmentSource.AGENT, label=label, rationale=rationale)
 
-    pk = trajectory.pk
-    transaction.on_commit(lambda: _enqueue_processing(pk))
+    enqueue_on_commit("trajectories.process", trajectory.pk)
     return trajectory, True
 
 
@@ -249,7 +235,8 @@ def judgment_record(
     An LLM judgment is keyed by (trajectory, prompt_version): recording it
     again returns the existing one unchanged (a redelivered task judges once).
 
-    Raises ValueError for an unknown source or label."""
+    Raises ValueError for an unknown source or label (callers validate what
+    users send: see trajectory_relabel)."""
     if source not in JudgmentSource.values:
         raise ValueError(f"source must be one of {JudgmentSource.values}, got {source!r}")
     if label not in Label.values:
@@ -274,4 +261,54 @@ def judgment_record(
         locked.verdict = verdict
         locked.save(update_fields=["verdict", "updated_at"])
     trajectory.verdict = verdict
+    return judgment
+
+
+@transaction.atomic
+def trajectory_relabel(*, trajectory: Trajectory, label: str, reason: str, author) -> Judgment:
+    """Record a human verdict (a new Judgment, source=human), audited as
+    ``trajectory.relabel``. When it changes the effective verdict: proposed
+    items distilled under the old verdict become superseded, approved ones are
+    flagged for review (never deleted), and distillation reruns with the right
+    prompt (enqueued after commit; for a MaTTS group member the group's
+    contrast reruns). Raises Invalid for a label other than success/failure."""
+    if label not in Label.values:
+        raise Invalid(f"label must be one of {Label.values}, got {label!r}")
+    t = Trajectory.objects.select_for_update().get(pk=trajectory.pk)
+    old = t.verdict
+    judgment = judgment_record(trajectory=t, source=JudgmentSource.HUMAN, label=label, rationale=reason, author=author)
+    t.refresh_from_db()
+    audit_record(
+        action="trajectory.relabel",
+        bank=t.bank,
+        user=author,
+        obj=t,
+        before={"verdict": old or None},
+        after={"verdict": t.verdict, "label": label, "reason": reason},
+    )
+    if t.verdict == old:
+        return judgment
+    who = getattr(author, "username", None) or "a reviewer"
+    note = f"Verdict changed from {old or 'none'} to {t.verdict} by {who}" + (f": {reason}" if reason else ".")
+    if t.experience_id:
+        items = MemoryItem.objects.filter(experience_id=t.experience_id)
+        if t.group_id:
+            affected = items.filter(origin=ItemOrigin.MATTS_PARALLEL)
+        else:
+            affected = items.filter(verdict_label=old).exclude(origin=ItemOrigin.MATTS_PARALLEL)
+        for item in affected.filter(status=ItemStatus.PROPOSED):
+            memory_item_supersede(item=item, reason=note[:200])
+        for item in affected.filter(status=ItemStatus.APPROVED):
+            memory_item_flag(item=item, reason=note[:200])
+    if t.group_id and trajectory_move_many(
+        Trajectory.objects.filter(bank_id=t.bank_id, group_id=t.group_id),
+        from_=Status.DONE,
+        to=Status.WAITING_GROUP,
+        detail=f"Re-contrasting: {note}",
+    ):
+        enqueue_on_commit("trajectories.distill_group", t.bank_id, t.group_id, True)
+        return judgment
+    if t.status != Status.WAITING_GROUP:
+        trajectory_move(t.pk, from_=t.status, to=Status.JUDGED, detail=f"Re-distilling: {note}")
+        enqueue_on_commit("trajectories.process", t.pk)
     return judgment

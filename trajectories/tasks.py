@@ -1,9 +1,13 @@
-"""Celery adapters for the learning pipeline: take ids, call one service.
+"""Celery adapters for the learning pipeline: take ids, call one stage.
+
+Tasks import stages and services at the top; those never import this module
+(they enqueue by the registered names below through ``enqueue_on_commit``).
+Function names end in ``_task`` so they cannot collide with a service's.
 
 Transient LLM errors (timeouts, 429, 5xx, connection) retry with
 exponential backoff, honouring the server's Retry-After, up to
 RB_LLM_MAX_RETRIES; then the trajectory is ``needs_attention`` with the
-error. Late acks are safe because every service step is compare-and-set."""
+error. Late acks are safe because every stage step is compare-and-set."""
 
 from __future__ import annotations
 
@@ -13,8 +17,11 @@ import random
 from celery import shared_task
 from django.conf import settings
 
-from trajectories import pipeline
 from trajectories.llm import LLMTransientError
+from trajectories.models import Status, Trajectory
+from trajectories.stages import trajectory_advance, trajectory_distill, trajectory_group_distill
+from trajectories.sweeper import pipeline_sweep
+from trajectories.transitions import trajectory_mark_needs_attention
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +41,7 @@ def _retry_or_give_up(task, exc: LLMTransientError, trajectory_id: int | None, w
         detail = f"{what} gave up after {retries + 1} attempts; last error: {exc}"
         log.warning("%s (trajectory %s)", detail, trajectory_id)
         if trajectory_id is not None:
-            pipeline.trajectory_mark_needs_attention(trajectory_id=trajectory_id, detail=detail)
+            trajectory_mark_needs_attention(trajectory_id=trajectory_id, detail=detail)
         return None
     raise task.retry(
         exc=exc, countdown=retry_countdown(retries, exc.retry_after), max_retries=settings.RB_LLM_MAX_RETRIES
@@ -42,31 +49,29 @@ def _retry_or_give_up(task, exc: LLMTransientError, trajectory_id: int | None, w
 
 
 @shared_task(bind=True, name="trajectories.process", ignore_result=True, acks_late=True)
-def trajectory_process(self, trajectory_id: int) -> None:
+def trajectory_process_task(self, trajectory_id: int) -> None:
     """Judge → distill (or wait for its MaTTS group) one trajectory."""
     try:
-        pipeline.trajectory_advance(trajectory_id=trajectory_id)
+        trajectory_advance(trajectory_id=trajectory_id)
     except LLMTransientError as exc:
         return _retry_or_give_up(self, exc, trajectory_id, "The LLM")
 
 
 @shared_task(bind=True, name="trajectories.distill", ignore_result=True, acks_late=True)
-def trajectory_distill_alone(self, trajectory_id: int) -> None:
+def trajectory_distill_alone_task(self, trajectory_id: int) -> None:
     """Distill one judged trajectory on its own (a MaTTS group that closed with one member)."""
     try:
-        pipeline.trajectory_distill(trajectory_id=trajectory_id)
+        trajectory_distill(trajectory_id=trajectory_id)
     except LLMTransientError as exc:
         return _retry_or_give_up(self, exc, trajectory_id, "The LLM")
 
 
 @shared_task(bind=True, name="trajectories.distill_group", ignore_result=True, acks_late=True)
-def trajectory_group_distill(self, bank_id: int, group_id: str, force: bool = False) -> None:
+def trajectory_group_distill_task(self, bank_id: int, group_id: str, force: bool = False) -> None:
     """Contrast-distill a MaTTS parallel group if it is complete (or ``force``)."""
     try:
-        pipeline.trajectory_group_distill(bank_id=bank_id, group_id=group_id, force=force)
+        trajectory_group_distill(bank_id=bank_id, group_id=group_id, force=force)
     except LLMTransientError as exc:
-        from trajectories.models import Status, Trajectory
-
         member = (
             Trajectory.objects.filter(bank_id=bank_id, group_id=group_id, status=Status.WAITING_GROUP)
             .values_list("pk", flat=True)
@@ -76,8 +81,8 @@ def trajectory_group_distill(self, bank_id: int, group_id: str, force: bool = Fa
 
 
 @shared_task(name="trajectories.sweep", ignore_result=True, acks_late=True)
-def pipeline_sweep() -> None:
-    """Beat, every minute: re-enqueue stalled or forgotten work (see pipeline.pipeline_sweep)."""
-    report = pipeline.pipeline_sweep()
+def pipeline_sweep_task() -> None:
+    """Beat, every minute: re-enqueue stalled or forgotten work (see trajectories.sweeper)."""
+    report = pipeline_sweep()
     if report.total:
         log.info("sweeper: %s", "; ".join(report.lines()))

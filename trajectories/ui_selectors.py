@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 
 from accounts.models import Bank
 from memories.models import ItemStatus, MemoryItem, MemoryItemVersion
@@ -153,8 +153,6 @@ def judge_human_agreement(*, bank: Bank) -> Agreement:
             .order_by("-created_at", "-id")
             .values("label")[:1]
         )
-
-    from django.db.models import Subquery
 
     rows = (
         Trajectory.objects.filter(bank=bank)

@@ -23,6 +23,7 @@ from trajectories import ui_selectors as us
 from trajectories.forms import RelabelForm, TrajectoryFilterForm
 from trajectories.llm import llm_configured
 from trajectories.models import Trajectory
+from trajectories.services import trajectory_relabel
 
 PAGE_SIZE = 50
 
@@ -124,8 +125,6 @@ def trajectory_detail(request, bank_id, trajectory_id):
 
     form = RelabelForm(request.POST)
     if form.is_valid():
-        from trajectories.pipeline import trajectory_relabel
-
         try:
             trajectory_relabel(
                 trajectory=trajectory,

@@ -5,10 +5,13 @@ import pytest
 from accounts.models import AuditEvent
 from memories.models import ItemOrigin, ItemStatus, MemoryItem
 from memories.services import memory_item_approve
+from reasoningbank_site.errors import Invalid
 from tests.pipeline.conftest import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
 from trajectories.models import JudgmentSource, Status
-from trajectories.pipeline import pipeline_sweep, trajectory_group_distill, trajectory_relabel
-from trajectories.tasks import trajectory_process
+from trajectories.services import trajectory_relabel
+from trajectories.stages import trajectory_group_distill
+from trajectories.sweeper import pipeline_sweep
+from trajectories.tasks import trajectory_process_task
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +28,7 @@ Compare the cached page date with today's date and reload the live page before a
 
 
 def process(trajectory):
-    result = trajectory_process.apply(args=[trajectory.pk])
+    result = trajectory_process_task.apply(args=[trajectory.pk])
     if result.failed():
         raise result.result
     trajectory.refresh_from_db()
@@ -88,7 +91,7 @@ def test_relabel_to_the_same_verdict_changes_nothing(
 
 
 def test_relabel_rejects_unknown_label(make_trajectory, owner):
-    with pytest.raises(ValueError):
+    with pytest.raises(Invalid):
         trajectory_relabel(trajectory=make_trajectory(), label="meh", reason="", author=owner)
 
 

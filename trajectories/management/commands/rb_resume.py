@@ -5,7 +5,7 @@ a crash or once an LLM endpoint has been configured."""
 from django.core.management.base import BaseCommand
 
 from trajectories.llm import llm_configured
-from trajectories.pipeline import pipeline_sweep
+from trajectories.sweeper import pipeline_sweep
 
 
 class Command(BaseCommand):

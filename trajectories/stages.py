@@ -1,0 +1,442 @@
+"""The learning pipeline's stages: judge → distill (or MaTTS contrast /
+refinement distill), and the driver that runs the ones a trajectory is ready
+for. Tasks (trajectories.tasks) call these; these never import tasks: they
+enqueue follow-up work by task name (``enqueue_on_commit``).
+
+Concurrency and idempotency rest on compare-and-set status moves
+(trajectories.transitions; a lost move means another worker has it) and on
+writing a stage's results and its next status in one transaction that first
+re-checks the status under a row lock. So a task delivered twice, or redone
+by the sweeper while the first run still finishes, never writes a second
+judgment or a second set of items.
+
+The LLM is called outside any transaction, through ``_llm_ask``: a transient
+LLM error hands the rows back to the state before the stage and re-raises for
+the Celery task to retry; a permanent one, or an answer still unparseable
+after one reminder, ends in ``needs_attention`` with the reason — never a
+guessed label."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from django.db import transaction
+from django.db.models import QuerySet
+
+from memories.models import Experience, ItemOrigin
+from memories.services import experience_create, memory_item_propose
+from reasoningbank_site.celery import enqueue_on_commit
+from trajectories.llm import (
+    LLMPermanentError,
+    LLMTransientError,
+    chat,
+    distill_model_for,
+    judge_model_for,
+    llm_configured,
+)
+from trajectories.models import Judgment, JudgmentSource, Label, Status, Trajectory
+from trajectories.parsing import parse_judge_answer, parse_memory_items
+from trajectories.prompting import excerpt, render_group, render_trajectory
+from trajectories.prompts import prompt_render
+from trajectories.services import judgment_record
+from trajectories.transitions import trajectory_move, trajectory_move_many
+
+log = logging.getLogger(__name__)
+
+MAX_ITEMS = 3
+MAX_ITEMS_PARALLEL = 5
+NO_LLM_DETAIL = "No LLM endpoint is configured (RB_LLM_BASE_URL); it resumes when one is set. Humans can judge it and write items meanwhile."
+
+JUDGE_REMINDER = (
+    "I could not find an explicit verdict in your answer. Reply with only this JSON object and nothing else: "
+    '{"verdict": "success" or "failure", "rationale": "..."}'
+)
+DISTILL_REMINDER = (
+    "I could not find complete memory items in your answer. Write them now, each with a Title, a Description "
+    "and a Content section, in the '# Memory Item N' format asked for."
+)
+
+T = TypeVar("T")
+
+
+# ---------------------------------------------------------------------------
+# The one way a stage asks the LLM
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LLMCall:
+    """What a stage asks and how its failures read in ``status_detail``."""
+
+    doing: str  # "LLM judge": "<doing> failed transiently, will retry: …", "<doing> error: …"
+    who: str  # "judge": "The <who> (model, version) gave no <expected> after a retry. …"
+    expected: str  # "parseable verdict"
+    reminder: str  # sent once when the first answer has nothing parseable
+
+
+JUDGE_CALL = LLMCall(doing="LLM judge", who="judge", expected="parseable verdict", reminder=JUDGE_REMINDER)
+DISTILL_CALL = LLMCall(
+    doing="Distillation", who="distiller", expected="complete memory item", reminder=DISTILL_REMINDER
+)
+CONTRAST_CALL = LLMCall(
+    doing="Contrast distillation", who="distiller", expected="complete memory item", reminder=DISTILL_REMINDER
+)
+
+
+def _llm_ask(
+    call: LLMCall,
+    *,
+    rows: QuerySet[Trajectory],
+    running: str,
+    back_to: str,
+    model: str,
+    version: str,
+    prompt: str,
+    parse: Callable[[str], T | None],
+) -> T | None:
+    """Ask ``model``; when ``parse`` finds nothing in the answer, remind it once.
+    Returns the parsed answer, or None after moving ``rows`` (those still
+    ``running``) to ``needs_attention``: on a permanent LLM error, or when the
+    second answer is unparseable too. On a transient error the rows go back to
+    ``back_to`` and LLMTransientError is re-raised for the task to retry."""
+    messages = [{"role": "user", "content": prompt}]
+    try:
+        answer = chat(model=model, messages=messages)
+        parsed = parse(answer)
+        if parsed is None:
+            log.info("%s answer had nothing parseable; asking once more (%s)", call.who, version)
+            messages += [
+                {"role": "assistant", "content": answer or "(empty)"},
+                {"role": "user", "content": call.reminder},
+            ]
+            answer = chat(model=model, messages=messages)
+            parsed = parse(answer)
+    except LLMTransientError as exc:
+        trajectory_move_many(
+            rows, from_=running, to=back_to, detail=f"{call.doing} failed transiently, will retry: {exc}"
+        )
+        raise
+    except LLMPermanentError as exc:
+        trajectory_move_many(rows, from_=running, to=Status.NEEDS_ATTENTION, detail=f"{call.doing} error: {exc}")
+        return None
+    if parsed is None:
+        trajectory_move_many(
+            rows,
+            from_=running,
+            to=Status.NEEDS_ATTENTION,
+            detail=f"The {call.who} ({model}, {version}) gave no {call.expected} after a retry. "
+            f"Its answer began: {excerpt(answer)}",
+        )
+    return parsed
+
+
+def _items_parser(max_items: int):
+    return lambda answer: parse_memory_items(answer, max_items=max_items) or None
+
+
+# ---------------------------------------------------------------------------
+# The driver
+# ---------------------------------------------------------------------------
+
+
+def trajectory_advance(*, trajectory_id: int) -> None:
+    """Run every stage the trajectory is ready for, from its current status:
+    received → judged (judge, or skipped when a verdict exists) → distilling
+    → done, or → waiting_group for MaTTS members. Stops quietly when another
+    worker owns the row or nothing is left to do. Raises LLMTransientError
+    (after handing the row back) for the caller to retry later."""
+    for _ in range(4):  # each pass moves the status forward; the bound guards against a loop
+        t = Trajectory.objects.filter(pk=trajectory_id).first()
+        if t is None:
+            return
+        if t.status in (Status.RECEIVED, Status.AWAITING_LLM):
+            if t.verdict:  # trusted agent signal or a human verdict: no judge needed
+                trajectory_move(
+                    t.pk,
+                    from_=[Status.RECEIVED, Status.AWAITING_LLM],
+                    to=Status.JUDGED,
+                    detail=f"Verdict {t.verdict} given; judge skipped.",
+                )
+                continue
+            if not llm_configured():
+                trajectory_move(t.pk, from_=Status.RECEIVED, to=Status.AWAITING_LLM, detail=NO_LLM_DETAIL)
+                return
+            if not trajectory_judge(trajectory_id=t.pk):
+                return
+        elif t.status == Status.JUDGED:
+            if t.group_id:
+                if trajectory_move(
+                    t.pk,
+                    from_=Status.JUDGED,
+                    to=Status.WAITING_GROUP,
+                    detail="Waiting for the rest of its MaTTS group.",
+                ):
+                    trajectory_group_distill(bank_id=t.bank_id, group_id=t.group_id)
+                return
+            if not llm_configured():
+                trajectory_move(t.pk, from_=Status.JUDGED, to=Status.AWAITING_LLM, detail=NO_LLM_DETAIL)
+                return
+            trajectory_distill(trajectory_id=t.pk)
+            return
+        elif t.status == Status.WAITING_GROUP:
+            trajectory_group_distill(bank_id=t.bank_id, group_id=t.group_id)
+            return
+        else:  # judging/distilling (someone has it), done, needs_attention
+            return
+
+
+# ---------------------------------------------------------------------------
+# Judge
+# ---------------------------------------------------------------------------
+
+
+def trajectory_judge(*, trajectory_id: int) -> bool:
+    """Ask the LLM judge for a verdict and record it as Judgment(source=llm)
+    keyed by the prompt version; the trajectory becomes ``judged``. An answer
+    with no explicit verdict is asked again once, then the trajectory is
+    ``needs_attention`` with the answer's start. Returns True when the
+    trajectory is now judged by this call. Raises LLMTransientError after
+    handing the trajectory back to ``received``."""
+    if not trajectory_move(
+        trajectory_id,
+        from_=[Status.RECEIVED, Status.AWAITING_LLM],
+        to=Status.JUDGING,
+        detail="The LLM judge is reading it.",
+    ):
+        return False
+    t = Trajectory.objects.select_related("bank").get(pk=trajectory_id)
+    prompt, version = prompt_render("judge", trajectory=render_trajectory(t))
+    if Judgment.objects.filter(trajectory=t, source=JudgmentSource.LLM, prompt_version=version).exists():
+        return trajectory_move(
+            t.pk, from_=Status.JUDGING, to=Status.JUDGED, detail="Already judged with this prompt version."
+        )
+    model = judge_model_for(t.bank)
+    parsed = _llm_ask(
+        JUDGE_CALL,
+        rows=Trajectory.objects.filter(pk=t.pk),
+        running=Status.JUDGING,
+        back_to=Status.RECEIVED,
+        model=model,
+        version=version,
+        prompt=prompt,
+        parse=parse_judge_answer,
+    )
+    if parsed is None:
+        return False
+    with transaction.atomic():
+        locked = Trajectory.objects.select_for_update().get(pk=t.pk)
+        if locked.status != Status.JUDGING:
+            return False  # relabelled or swept meanwhile: this result is stale
+        judgment_record(
+            trajectory=locked,
+            source=JudgmentSource.LLM,
+            label=parsed.label,
+            rationale=parsed.rationale,
+            model=model,
+            prompt_version=version,
+        )
+        trajectory_move(t.pk, from_=Status.JUDGING, to=Status.JUDGED, detail=f"Judged {parsed.label} by {model}.")
+    return True
+
+
+# ---------------------------------------------------------------------------
+# Distill
+# ---------------------------------------------------------------------------
+
+
+def _has_refinements(t: Trajectory) -> bool:
+    return any(isinstance(s, dict) and s.get("kind") == "refinement" for s in (t.steps or []))
+
+
+def _step_indexes(t: Trajectory) -> set[int]:
+    return {s.get("index") for s in (t.steps or []) if isinstance(s, dict) and isinstance(s.get("index"), int)}
+
+
+def _ensure_experience(t: Trajectory) -> Experience:
+    if t.experience_id:
+        return t.experience
+    experience = experience_create(bank=t.bank, task=t.task, task_id=t.task_id)
+    t.experience = experience
+    Trajectory.objects.filter(pk=t.pk).update(experience=experience)
+    return experience
+
+
+def trajectory_distill(*, trajectory_id: int) -> bool:
+    """Distill up to 3 memory items from one judged trajectory with the prompt
+    its verdict calls for (success, failure, or MaTTS-sequential when it has
+    refinement steps), proposing them through ``memory_item_propose`` under an
+    Experience linked to the trajectory; the trajectory becomes ``done``.
+    Returns True when this call proposed the items. Raises
+    LLMTransientError after handing the trajectory back to ``judged``."""
+    if not trajectory_move(trajectory_id, from_=Status.JUDGED, to=Status.DISTILLING, detail="Distilling memory items."):
+        return False
+    t = Trajectory.objects.select_related("bank").get(pk=trajectory_id)
+    if t.verdict not in Label.values:
+        trajectory_move(
+            t.pk,
+            from_=Status.DISTILLING,
+            to=Status.NEEDS_ATTENTION,
+            detail="No verdict to distill under; judge it first.",
+        )
+        return False
+    if _has_refinements(t):
+        name, origin = "matts_sequential", ItemOrigin.MATTS_SEQUENTIAL
+    elif t.verdict == Label.SUCCESS:
+        name, origin = "distill_success", ItemOrigin.SUCCESS
+    else:
+        name, origin = "distill_failure", ItemOrigin.FAILURE
+    block = f"Verdict given to this run by the reviewers (not part of the record): {t.verdict.upper()}\n\n{render_trajectory(t)}"
+    prompt, version = prompt_render(name, trajectory=block, max_items=str(MAX_ITEMS))
+    model = distill_model_for(t.bank)
+    items = _llm_ask(
+        DISTILL_CALL,
+        rows=Trajectory.objects.filter(pk=t.pk),
+        running=Status.DISTILLING,
+        back_to=Status.JUDGED,
+        model=model,
+        version=version,
+        prompt=prompt,
+        parse=_items_parser(MAX_ITEMS),
+    )
+    if items is None:
+        return False
+    valid_steps = _step_indexes(t)
+    with transaction.atomic():
+        locked = Trajectory.objects.select_for_update(of=("self",)).select_related("bank", "experience").get(pk=t.pk)
+        if locked.status != Status.DISTILLING or locked.verdict != t.verdict:
+            return False  # relabelled or swept meanwhile: this result is stale
+        experience = _ensure_experience(locked)
+        for item in items:
+            memory_item_propose(
+                bank=locked.bank,
+                title=item.title,
+                description=item.description,
+                content=item.content,
+                origin=origin,
+                experience=experience,
+                source_task_id=locked.task_id,
+                cited_steps=[
+                    {"trajectory": str(locked.public_id), "step": step}
+                    for _rollout, step in item.citations
+                    if step in valid_steps
+                ],
+                model=model,
+                prompt_version=version,
+                verdict_label=locked.verdict,
+            )
+        trajectory_move(
+            t.pk,
+            from_=Status.DISTILLING,
+            to=Status.DONE,
+            detail=f"{len(items)} memory item(s) proposed for review.",
+        )
+    return True
+
+
+# ---------------------------------------------------------------------------
+# MaTTS parallel: contrast a group of rollouts of one task
+# ---------------------------------------------------------------------------
+
+
+def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False) -> bool:
+    """Contrast-distill a MaTTS parallel group once: when as many members are
+    judged (``waiting_group``) as the first member declared in
+    ``group_size``, or — with ``force``, after the wait ran out — with
+    whatever arrived (≥2; a lone member is distilled on its own). Up to 5
+    items, origin matts-parallel, one Experience shared by the members.
+    Returns True when this call proposed the items. Raises
+    LLMTransientError after handing the members back to ``waiting_group``."""
+    with transaction.atomic():
+        members = list(
+            Trajectory.objects.select_for_update()
+            .filter(bank_id=bank_id, group_id=group_id)
+            .order_by("created_at", "pk")
+        )
+        if not group_id or not members or any(m.status == Status.DISTILLING for m in members):
+            return False
+        declared = next((m.group_size for m in members if m.group_size), None)
+        ready = [m for m in members if m.status == Status.WAITING_GROUP]
+        if not ready or not (force or (declared and len(ready) >= declared)):
+            return False
+        ids = [m.pk for m in ready]
+        if not llm_configured():
+            trajectory_move_many(
+                Trajectory.objects.filter(pk__in=ids),
+                from_=Status.WAITING_GROUP,
+                to=Status.WAITING_GROUP,
+                detail=NO_LLM_DETAIL,
+            )
+            return False
+        if len(ready) == 1:
+            trajectory_move(
+                ids[0],
+                from_=Status.WAITING_GROUP,
+                to=Status.JUDGED,
+                detail="Its MaTTS group closed with no other member; distilled on its own.",
+            )
+            # Straight to distillation: the driver would put a group member back to waiting.
+            enqueue_on_commit("trajectories.distill", ids[0])
+            return False
+        trajectory_move_many(
+            Trajectory.objects.filter(pk__in=ids),
+            from_=Status.WAITING_GROUP,
+            to=Status.DISTILLING,
+            detail=f"Contrasting {len(ids)} rollouts (MaTTS parallel).",
+        )
+    members = list(Trajectory.objects.select_related("bank").filter(pk__in=ids).order_by("created_at", "pk"))
+    bank = members[0].bank
+    prompt, version = prompt_render("matts_parallel", rollouts=render_group(members), max_items=str(MAX_ITEMS_PARALLEL))
+    model = distill_model_for(bank)
+    items = _llm_ask(
+        CONTRAST_CALL,
+        rows=Trajectory.objects.filter(pk__in=ids),
+        running=Status.DISTILLING,
+        back_to=Status.WAITING_GROUP,
+        model=model,
+        version=version,
+        prompt=prompt,
+        parse=_items_parser(MAX_ITEMS_PARALLEL),
+    )
+    if items is None:
+        return False
+    with transaction.atomic():
+        locked = list(
+            Trajectory.objects.select_for_update(of=("self",))
+            .select_related("bank", "experience")
+            .filter(pk__in=ids)
+            .order_by("created_at", "pk")
+        )
+        if any(m.status != Status.DISTILLING for m in locked):
+            return False  # relabelled or swept meanwhile
+        experience = next((m.experience for m in locked if m.experience_id), None) or _ensure_experience(locked[0])
+        Trajectory.objects.filter(pk__in=ids).update(experience=experience)
+        steps_by_rollout = {n: _step_indexes(m) for n, m in enumerate(locked, start=1)}
+        for item in items:
+            cited = [
+                {"trajectory": str(locked[r - 1].public_id), "step": s}
+                for r, s in item.citations
+                if r is not None and r in steps_by_rollout and s in steps_by_rollout[r]
+            ]
+            memory_item_propose(
+                bank=bank,
+                title=item.title,
+                description=item.description,
+                content=item.content,
+                origin=ItemOrigin.MATTS_PARALLEL,
+                experience=experience,
+                source_task_id=locked[0].task_id,
+                cited_steps=cited,
+                model=model,
+                prompt_version=version,
+                verdict_label="",
+            )
+        trajectory_move_many(
+            Trajectory.objects.filter(pk__in=ids),
+            from_=Status.DISTILLING,
+            to=Status.DONE,
+            detail=f"Contrasted with {len(ids) - 1} other rollout(s): {len(items)} item(s) proposed.",
+        )
+    return True

@@ -1,0 +1,123 @@
+"""The sweeper: picks up what a crash, a lost broker message or a missing
+LLM endpoint left behind, and enqueues it again. Run every minute by Celery
+beat (``trajectories.sweep``) and on demand by ``manage.py rb_resume``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Min
+from django.utils import timezone
+
+from reasoningbank_site.celery import enqueue_on_commit
+from trajectories.llm import llm_configured
+from trajectories.models import Status, Trajectory
+from trajectories.stages import NO_LLM_DETAIL
+from trajectories.transitions import trajectory_move_many
+
+PROCESS = "trajectories.process"
+DISTILL_GROUP = "trajectories.distill_group"
+
+
+@dataclass
+class SweepReport:
+    stale_judging: list[int] = field(default_factory=list)
+    stale_distilling: list[int] = field(default_factory=list)
+    never_picked_up: list[int] = field(default_factory=list)
+    resumed_awaiting_llm: list[int] = field(default_factory=list)
+    groups_closed: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(
+            len(v)
+            for v in (
+                self.stale_judging,
+                self.stale_distilling,
+                self.never_picked_up,
+                self.resumed_awaiting_llm,
+                self.groups_closed,
+            )
+        )
+
+    def lines(self) -> list[str]:
+        return [
+            f"re-enqueued {len(self.stale_judging)} trajectory(ies) stuck in judging: {self.stale_judging}",
+            f"re-enqueued {len(self.stale_distilling)} trajectory(ies) stuck in distilling: {self.stale_distilling}",
+            f"re-enqueued {len(self.never_picked_up)} received trajectory(ies) never picked up: {self.never_picked_up}",
+            f"resumed {len(self.resumed_awaiting_llm)} trajectory(ies) awaiting an LLM: {self.resumed_awaiting_llm}"
+            + ("" if llm_configured() else " (no LLM endpoint configured)"),
+            f"closed {len(self.groups_closed)} expired MaTTS group(s): {[g for _b, g in self.groups_closed]}",
+        ]
+
+
+def pipeline_sweep(*, stale_seconds: int | None = None, group_wait_seconds: int | None = None) -> SweepReport:
+    """Pick up what was left behind, and enqueue it: rows left judging or
+    distilling longer than ``stale_seconds`` (a worker died) are moved back a
+    stage; received rows never picked up are re-sent; awaiting_llm rows resume
+    when an LLM is configured; MaTTS groups waiting longer than
+    ``group_wait_seconds`` are closed with what arrived. Safe to run
+    concurrently with workers: every move is compare-and-set."""
+    stale = timedelta(seconds=settings.RB_PIPELINE_STALE_SECONDS if stale_seconds is None else stale_seconds)
+    wait = timedelta(seconds=settings.RB_MATTS_GROUP_WAIT_SECONDS if group_wait_seconds is None else group_wait_seconds)
+    now = timezone.now()
+    report = SweepReport()
+    old = Trajectory.objects.filter(updated_at__lte=now - stale)
+
+    for pk in old.filter(status=Status.JUDGING).values_list("pk", flat=True):
+        if trajectory_move_many(
+            Trajectory.objects.filter(pk=pk, updated_at__lte=now - stale),
+            from_=Status.JUDGING,
+            to=Status.RECEIVED,
+            detail="Re-queued by the sweeper: judging stalled (worker lost?).",
+        ):
+            report.stale_judging.append(pk)
+            enqueue_on_commit(PROCESS, pk)
+    for pk, group_id, bank_id in old.filter(status=Status.DISTILLING).values_list("pk", "group_id", "bank_id"):
+        back = Status.WAITING_GROUP if group_id else Status.JUDGED
+        if trajectory_move_many(
+            Trajectory.objects.filter(pk=pk, updated_at__lte=now - stale),
+            from_=Status.DISTILLING,
+            to=back,
+            detail="Re-queued by the sweeper: distillation stalled (worker lost?).",
+        ):
+            report.stale_distilling.append(pk)
+            if group_id:
+                if (bank_id, group_id) not in report.groups_closed:
+                    report.groups_closed.append((bank_id, group_id))
+                    enqueue_on_commit(DISTILL_GROUP, bank_id, group_id, True)
+            else:
+                enqueue_on_commit(PROCESS, pk)
+    for pk in (
+        old.filter(status__in=[Status.RECEIVED, Status.JUDGED])
+        .exclude(pk__in=report.stale_judging + report.stale_distilling)
+        .values_list("pk", flat=True)
+    ):
+        report.never_picked_up.append(pk)
+        enqueue_on_commit(PROCESS, pk)
+    if llm_configured():
+        for pk in Trajectory.objects.filter(status=Status.AWAITING_LLM).values_list("pk", flat=True):
+            report.resumed_awaiting_llm.append(pk)
+            enqueue_on_commit(PROCESS, pk)
+        # Complete MaTTS groups that found no LLM when their last member was judged.
+        stalled_groups = (
+            Trajectory.objects.filter(status=Status.WAITING_GROUP, status_detail=NO_LLM_DETAIL)
+            .values_list("bank_id", "group_id")
+            .distinct()
+        )
+        for bank_id, group_id in stalled_groups:
+            enqueue_on_commit(DISTILL_GROUP, bank_id, group_id, False)
+    expired = (
+        Trajectory.objects.filter(status=Status.WAITING_GROUP)
+        .values("bank_id", "group_id")
+        .annotate(first=Min("created_at"))
+        .filter(first__lte=now - wait)
+    )
+    for row in expired:
+        key = (row["bank_id"], row["group_id"])
+        if key not in report.groups_closed:
+            report.groups_closed.append(key)
+            enqueue_on_commit(DISTILL_GROUP, key[0], key[1], True)
+    return report

@@ -1,0 +1,79 @@
+"""The trajectory status machine: which status may move to which, declared
+once in ``TRANSITIONS``, and the one function every move goes through.
+
+A move is compare-and-set: ``filter(status__in=from_).update(status=to, …)``
+changes only rows still in an expected status, so zero rows means another
+worker (or a human) moved it first. Every move sets ``status``,
+``status_detail`` and ``updated_at`` together; the sweeper reads
+``updated_at`` to find rows a dead worker left behind. A move the table does
+not declare is a bug and raises ``IllegalTransition`` before touching a row."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from trajectories.models import Status, Trajectory
+
+S = Status
+
+TRANSITIONS: dict[str, frozenset[str]] = {
+    # A verdict (agent or human) skips the judge; no LLM endpoint parks it.
+    S.RECEIVED: frozenset({S.JUDGING, S.JUDGED, S.AWAITING_LLM, S.NEEDS_ATTENTION}),
+    S.AWAITING_LLM: frozenset({S.JUDGING, S.JUDGED, S.NEEDS_ATTENTION}),
+    # Back to received: a transient LLM error or the sweeper (worker lost).
+    S.JUDGING: frozenset({S.JUDGED, S.RECEIVED, S.NEEDS_ATTENTION}),
+    # judged → judged: a human relabel re-distills.
+    S.JUDGED: frozenset({S.DISTILLING, S.WAITING_GROUP, S.AWAITING_LLM, S.JUDGED, S.NEEDS_ATTENTION}),
+    # Back to judged / waiting_group: a transient LLM error or the sweeper; judged: a relabel.
+    S.DISTILLING: frozenset({S.DONE, S.JUDGED, S.WAITING_GROUP, S.NEEDS_ATTENTION}),
+    # waiting_group → waiting_group: a new note (no LLM yet); judged: its group closed with it alone.
+    S.WAITING_GROUP: frozenset({S.DISTILLING, S.JUDGED, S.WAITING_GROUP, S.NEEDS_ATTENTION}),
+    # A relabel re-distills a finished trajectory (or re-contrasts its group).
+    S.DONE: frozenset({S.JUDGED, S.WAITING_GROUP}),
+    # A human verdict rescues it; a later failure restates why it needs attention.
+    S.NEEDS_ATTENTION: frozenset({S.JUDGED, S.NEEDS_ATTENTION}),
+}
+
+NOT_DONE = tuple(s for s in Status.values if s != Status.DONE)
+
+
+class IllegalTransition(RuntimeError):
+    """The code asked for a status move that ``TRANSITIONS`` does not declare (a bug)."""
+
+
+def trajectory_move_many(rows: QuerySet[Trajectory], *, from_: str | Iterable[str], to: str, detail: str = "") -> int:
+    """Move every row of ``rows`` that is still in one of ``from_`` to ``to``
+    with ``detail``, in one UPDATE; return how many moved. Raises
+    IllegalTransition when a move from one of ``from_`` to ``to`` is not in
+    TRANSITIONS."""
+    sources = [from_] if isinstance(from_, str) else list(from_)
+    illegal = [s for s in sources if to not in TRANSITIONS[s]]
+    if illegal:
+        raise IllegalTransition(f"a trajectory may not move from {', '.join(map(str, illegal))} to {to}")
+    return rows.filter(status__in=sources).update(status=to, status_detail=detail, updated_at=timezone.now())
+
+
+def trajectory_move(trajectory_id: int, *, from_: str | Iterable[str], to: str, detail: str = "") -> bool:
+    """Compare-and-set one trajectory (see ``trajectory_move_many``): True
+    when this caller moved it, False when it was no longer in ``from_``."""
+    return trajectory_move_many(Trajectory.objects.filter(pk=trajectory_id), from_=from_, to=to, detail=detail) == 1
+
+
+def trajectory_mark_needs_attention(*, trajectory_id: int, detail: str) -> None:
+    """Put a trajectory (and, if it waits in a MaTTS group, the group's
+    waiting members) in ``needs_attention`` with ``detail``. A finished
+    trajectory is left alone."""
+    t = Trajectory.objects.filter(pk=trajectory_id).first()
+    if t is None or t.status == Status.DONE:
+        return
+    if t.group_id and t.status == Status.WAITING_GROUP:
+        trajectory_move_many(
+            Trajectory.objects.filter(bank_id=t.bank_id, group_id=t.group_id),
+            from_=Status.WAITING_GROUP,
+            to=Status.NEEDS_ATTENTION,
+            detail=detail,
+        )
+    trajectory_move(t.pk, from_=NOT_DONE, to=Status.NEEDS_ATTENTION, detail=detail)
