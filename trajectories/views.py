@@ -19,7 +19,7 @@ from django.views.decorators.http import require_http_methods
 from accounts.access import bank_for_user
 from accounts.models import Role
 from trajectories import lift
-from trajectories import ui_selectors as us
+from trajectories import selectors as us
 from trajectories.forms import RelabelForm, TrajectoryFilterForm
 from trajectories.llm import llm_configured
 from trajectories.models import Trajectory
@@ -92,7 +92,7 @@ def trajectory_list(request, bank_id):
 
 
 def _detail_context(bank, membership, trajectory, relabel_form=None):
-    items = us.trajectory_items(trajectory=trajectory)
+    items = us.trajectory_derived_items(trajectory=trajectory, newest_first=True)
     cited = us.cited_step_indexes(trajectory=trajectory, items=items)
     return {
         "bank": bank,

@@ -1,0 +1,158 @@
+"""Reads of trajectories: one, a filtered list, its judgments, the items
+derived from it, and its steps as display records. Lists defer the steps JSON."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+
+from django.db.models import Prefetch, Q, QuerySet
+
+from accounts.models import Bank
+from memories.models import MemoryItem
+from trajectories.models import Judgment, Status, Trajectory
+
+# While a trajectory is in one of these, its detail page polls for new items.
+IN_FLIGHT = {Status.RECEIVED, Status.JUDGING, Status.JUDGED, Status.DISTILLING}
+LONG_TEXT = 600  # characters above which an observation is collapsed
+
+
+def trajectory_get_for_bank(*, bank: Bank, public_id: str | uuid.UUID) -> Trajectory:
+    """The trajectory ``public_id`` of ``bank``, with its judgments prefetched
+    (oldest first). Raises Trajectory.DoesNotExist for an unknown id, a
+    malformed one, or another bank's trajectory — callers answer all with 404."""
+    try:
+        key = public_id if isinstance(public_id, uuid.UUID) else uuid.UUID(str(public_id))
+    except (ValueError, AttributeError, TypeError):
+        raise Trajectory.DoesNotExist(f"no trajectory {public_id!r}") from None
+    return (
+        Trajectory.objects.filter(bank=bank, public_id=key)
+        .defer("steps", "metadata")
+        .prefetch_related(Prefetch("judgments", queryset=Judgment.objects.order_by("created_at", "id")))
+        .get()
+    )
+
+
+def trajectory_derived_items(*, trajectory: Trajectory, newest_first: bool = False) -> list[MemoryItem]:
+    """The memory items derived from ``trajectory``: those distilled under its
+    experience (a MaTTS group member shares its group's), which is also what a
+    relabel supersedes or flags. Oldest first unless ``newest_first``; one
+    query, none when the trajectory has no experience yet."""
+    if trajectory.experience_id is None:
+        return []
+    order = ("-created_at", "-id") if newest_first else ("created_at", "id")
+    return list(
+        MemoryItem.objects.filter(bank_id=trajectory.bank_id, experience_id=trajectory.experience_id)
+        .defer("embedding")
+        .order_by(*order)
+    )
+
+
+def trajectory_list(
+    *, bank: Bank, status: str = "", verdict: str = "", agent: str = "", text: str = ""
+) -> QuerySet[Trajectory]:
+    """Trajectories of ``bank``, newest first, without their steps."""
+    qs = Trajectory.objects.filter(bank=bank).defer("steps", "metadata")
+    if status:
+        qs = qs.filter(status=status)
+    if verdict == "none":
+        qs = qs.filter(verdict="")
+    elif verdict:
+        qs = qs.filter(verdict=verdict)
+    if agent:
+        qs = qs.filter(agent=agent)
+    text = (text or "").strip()
+    if text:
+        qs = qs.filter(Q(task__icontains=text) | Q(final_answer__icontains=text) | Q(task_id=text))
+    return qs.order_by("-created_at", "-id")
+
+
+def trajectory_for_bank(*, bank: Bank, public_id) -> Trajectory:
+    """One trajectory of ``bank``; raises Trajectory.DoesNotExist otherwise."""
+    return Trajectory.objects.select_related("bank", "token").get(bank=bank, public_id=public_id)
+
+
+def trajectory_judgments(*, trajectory: Trajectory) -> list[Judgment]:
+    return list(trajectory.judgments.select_related("author").order_by("created_at", "id"))
+
+
+def cited_step_indexes(*, trajectory: Trajectory, items: list[MemoryItem]) -> dict[int, list[MemoryItem]]:
+    """step index → the items that cite it (only items citing this trajectory)."""
+    tid = str(trajectory.public_id)
+    cited: dict[int, list[MemoryItem]] = {}
+    for item in items:
+        for cite in item.cited_steps or []:
+            if isinstance(cite, dict) and str(cite.get("trajectory")) == tid:
+                try:
+                    index = int(cite.get("step"))
+                except (TypeError, ValueError):
+                    continue
+                cited.setdefault(index, [])
+                if item not in cited[index]:
+                    cited[index].append(item)
+    return cited
+
+
+@dataclass
+class StepView:
+    index: int
+    kind: str
+    content: str
+    name: str = ""
+    arguments: str = ""
+    call_id: str = ""
+    is_error: bool = False
+    long: bool = False
+    cited_by: list = field(default_factory=list)
+
+
+def _pretty_arguments(raw) -> str:
+    if raw in (None, ""):
+        return ""
+    if not isinstance(raw, str):
+        return json.dumps(raw, indent=2, ensure_ascii=False, default=str)
+    try:
+        return json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
+    except (ValueError, TypeError):
+        return raw
+
+
+def step_views(*, trajectory: Trajectory, cited: dict[int, list] | None = None) -> list[StepView]:
+    """The stored steps as display records. Tolerates odd shapes (steps are
+    agent input): non-dicts become a single 'content' string."""
+    cited = cited or {}
+    views = []
+    for position, raw in enumerate(trajectory.steps or []):
+        if not isinstance(raw, dict):
+            raw = {"kind": "step", "content": json.dumps(raw, default=str)}
+        try:
+            index = int(raw.get("index", position))
+        except (TypeError, ValueError):
+            index = position
+        content = raw.get("content", "")
+        if not isinstance(content, str):
+            content = json.dumps(content, indent=2, ensure_ascii=False, default=str)
+        kind = str(raw.get("kind") or "step")
+        views.append(
+            StepView(
+                index=index,
+                kind=kind,
+                content=content,
+                name=str(raw.get("name") or ""),
+                arguments=_pretty_arguments(raw.get("arguments")),
+                call_id=str(raw.get("call_id") or ""),
+                is_error=bool(raw.get("is_error")),
+                long=kind in ("observation", "tool_result", "system") and len(content) > LONG_TEXT,
+                cited_by=cited.get(index, []),
+            )
+        )
+    return views
+
+
+def trajectory_agents(*, bank: Bank) -> list[str]:
+    """Agent names of the latest 5,000 trajectories (bounded for large banks)."""
+    recent = Trajectory.objects.filter(bank=bank).order_by("-created_at").values("pk")[:5000]
+    return sorted(
+        set(Trajectory.objects.filter(pk__in=recent).exclude(agent="").values_list("agent", flat=True).distinct()[:200])
+    )
