@@ -51,7 +51,8 @@ class Trajectory(models.Model):
     outcome = models.CharField(max_length=16, choices=Label.choices, blank=True)
     reward = models.FloatField(null=True, blank=True)
 
-    external_id = models.CharField(max_length=200, null=True, blank=True)
+    # NULL, not "": the unique constraint below applies only to trajectories that sent one.
+    external_id = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
     retrieval = models.ForeignKey(
         RetrievalEvent, null=True, blank=True, on_delete=models.SET_NULL, related_name="trajectories"
     )
@@ -118,3 +119,6 @@ class Judgment(models.Model):
                 name="judgment_unique_llm_per_prompt",
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.get_source_display()}: {self.label}"

@@ -150,9 +150,9 @@ def _items_from_json(text: str) -> list[ParsedItem] | None:
     for pos, value in _json_values(text):
         if isinstance(value, dict):
             value = _pick(value, ("items", "memory_items", "memories", "memory"))
-        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            if any(_pick(v, ("title", "name")) is not None for v in value):
-                candidates.append((pos, value))
+        is_item_list = isinstance(value, list) and value and all(isinstance(v, dict) for v in value)
+        if is_item_list and any(_pick(v, ("title", "name")) is not None for v in value):
+            candidates.append((pos, value))
     if not candidates:
         return None
     # The last one wins: an example the model sketched in its reasoning comes first.
