@@ -19,8 +19,11 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+try:
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+except ImportError as exc:  # pragma: no cover - depends on the optional extra
+    raise ImportError("The MCP server needs the official MCP SDK 2.x: pip install 'reasoningbank-client[mcp]'") from exc
 from pydantic import Field
 
 from reasoningbank_client.client import AsyncClient

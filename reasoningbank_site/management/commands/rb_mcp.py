@@ -19,8 +19,9 @@ class Command(BaseCommand):
         parser.add_argument("--host", default=os.environ.get("RB_MCP_HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("RB_MCP_PORT", "8001")))
         parser.add_argument("--api-url", default="", help="The REST API's base URL (default: RB_MCP_API_URL).")
+        parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
-    def handle(self, *args, host: str, port: int, api_url: str, **options):
+    def handle(self, *args, host: str, port: int, api_url: str, log_level: str, **options):
         import uvicorn
 
         from reasoningbank_site import mcp_http
@@ -29,4 +30,5 @@ class Command(BaseCommand):
         app = mcp_http.build_app(api=api, host=host)
         self.stdout.write(f"MCP (streamable HTTP) on http://{host}:{port}{mcp_http.MCP_PATH} → REST API {api}")
         self.stdout.flush()
-        uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on")
+        # uvicorn logs "Uvicorn running on http://…" once it listens (rb_run waits for that line).
+        uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, lifespan="on")
