@@ -1,0 +1,83 @@
+"""Python client of the ReasoningBank service.
+
+``client`` owns ``Client`` / ``AsyncClient`` (one method per API endpoint,
+retries, typed errors); ``run`` the ``client.run(...)`` context managers;
+``types`` the answers as dataclasses; ``errors`` the exceptions; ``retry``
+the retry policy; ``adapters`` the conversion of agent-framework traces
+(OpenAI Agents SDK, LangChain) into messages the service reads; ``compat``
+a drop-in for the ``reasoning-bank`` library; ``mcp`` the MCP server
+(``pip install 'reasoningbank-client[mcp]'``)."""
+
+__version__ = "0.1.0"
+
+from reasoningbank_client.client import AsyncClient, Client, trajectory_body
+from reasoningbank_client.errors import (
+    APIError,
+    AuthenticationError,
+    BadRequestError,
+    ConfigurationError,
+    ConflictError,
+    ConnectionError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PermissionError,
+    RateLimitError,
+    RBError,
+    ServerError,
+    ValidationError,
+    WaitTimeoutError,
+)
+from reasoningbank_client.retry import NO_RETRY, RetryPolicy
+from reasoningbank_client.run import AsyncRun, Run
+from reasoningbank_client.types import (
+    SETTLED_STATUSES,
+    BatchItemResult,
+    BatchResult,
+    DerivedItem,
+    Impact,
+    ImpactArm,
+    Judgment,
+    MemoryItem,
+    MemoryPage,
+    Recorded,
+    Retrieval,
+    TokenInfo,
+    Trajectory,
+)
+
+__all__ = [
+    "NO_RETRY",
+    "SETTLED_STATUSES",
+    "APIError",
+    "AsyncClient",
+    "AsyncRun",
+    "AuthenticationError",
+    "BadRequestError",
+    "BatchItemResult",
+    "BatchResult",
+    "Client",
+    "ConfigurationError",
+    "ConflictError",
+    "ConnectionError",
+    "DerivedItem",
+    "Impact",
+    "ImpactArm",
+    "Judgment",
+    "MemoryItem",
+    "MemoryPage",
+    "NotFoundError",
+    "PayloadTooLargeError",
+    "PermissionError",
+    "RBError",
+    "RateLimitError",
+    "Recorded",
+    "Retrieval",
+    "RetryPolicy",
+    "Run",
+    "ServerError",
+    "TokenInfo",
+    "Trajectory",
+    "ValidationError",
+    "WaitTimeoutError",
+    "trajectory_body",
+]

@@ -1,0 +1,57 @@
+"""Fixtures for the client tests: a live server (pytest-django ``live_server``,
+real HTTP) and a ``Client`` holding a token of the ``bank`` fixture."""
+
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from memories.services import memory_item_approve, memory_item_create
+from reasoningbank_client import Client, RetryPolicy
+
+# Retries in tests: real, but short.
+FAST_RETRY = RetryPolicy(max_attempts=3, backoff_base=0.05, backoff_max=0.2, max_total_delay=5.0)
+
+
+@pytest.fixture
+def rb_url(live_server) -> str:
+    return live_server.url
+
+
+@pytest.fixture
+def client(rb_url, token):
+    with Client(rb_url, token, retry=FAST_RETRY, timeout=60) as c:
+        yield c
+
+
+@pytest.fixture
+def approved(owner):
+    """Builder: an approved (and embedded) memory item of a bank."""
+
+    def make(bank, title, description="", content=""):
+        item = memory_item_create(bank=bank, title=title, description=description, content=content, author=owner)
+        return memory_item_approve(item=item, author=owner)
+
+    return make
+
+
+@pytest.fixture
+def cable_lesson(bank, approved):
+    return approved(
+        bank,
+        "Use the coupon when buying the cheapest cable in the shop",
+        "Shopping tasks with a coupon",
+        "Sort by price, then apply the coupon on the cart page.",
+    )
+
+
+@pytest.fixture(autouse=True)
+def broker_queue():
+    """Remove the pipeline messages our recordings enqueue on the filesystem broker, so no later worker runs them."""
+    folder = (settings.CELERY_BROKER_TRANSPORT_OPTIONS or {}).get("data_folder_in")
+    folder = Path(folder) if folder else None
+    before = set(folder.glob("*.msg")) if folder else set()
+    yield folder
+    if folder:
+        for path in set(folder.glob("*.msg")) - before:
+            path.unlink(missing_ok=True)

@@ -1,0 +1,264 @@
+"""The MCP server through an MCP client session of the official SDK, over
+both transports, against the live server: stdio (``python -m
+reasoningbank_client.mcp`` as a subprocess) and streamable HTTP
+(``manage.py rb_mcp`` as a subprocess). Every tool is called; bad input to
+every tool answers a tool error with the service's message, and the session
+keeps working."""
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from django.conf import settings
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests import factories
+from trajectories.models import Trajectory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TASK = "Buy the cheapest USB-C cable on the shop and use the coupon"
+TOOLS = {"retrieve_memories", "record_trajectory", "trajectory_status", "list_memories", "bank_impact"}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _text(result) -> str:
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def _data(result) -> dict:
+    assert not result.is_error, _text(result)
+    return result.structured_content or json.loads(_text(result))
+
+
+@asynccontextmanager
+async def stdio_session(url: str, token: str):
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "reasoningbank_client.mcp"],
+        env={"RB_URL": url, "RB_TOKEN": token, "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+        cwd=str(settings.BASE_DIR),
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+@pytest.fixture
+def mcp_http(live_server, tmp_path):
+    """``manage.py rb_mcp`` on a free port, forwarding to the live server; yields its /mcp URL."""
+    port = _free_port()
+    log = tmp_path / "rb_mcp.log"
+    env = {
+        **os.environ,
+        "RB_MCP_API_URL": live_server.url,
+        # rb_mcp never touches the database: point settings at one that is never connected to.
+        "DATABASE_URL": "postgres://unused@127.0.0.1:1/unused",
+        "PYTHONUNBUFFERED": "1",
+    }
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "manage.py", "rb_mcp", "--port", str(port)],
+            cwd=settings.BASE_DIR,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"rb_mcp exited with {proc.returncode}:\n{log.read_text()}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"rb_mcp did not listen within 60 s:\n{log.read_text()}")
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        print(log.read_text())
+
+
+@asynccontextmanager
+async def http_session(url: str, token: str):
+    import httpx2
+
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+async def exercise_every_tool(session: ClientSession) -> dict:
+    """Call every tool, good input then bad input, on one session; return what was seen."""
+    seen = {}
+    tools = await session.list_tools()
+    seen["tools"] = {t.name: t for t in tools.tools}
+
+    retrieved = _data(await session.call_tool("retrieve_memories", {"query": TASK, "k": 2, "task_id": "shop-17"}))
+    seen["retrieved"] = retrieved
+    recorded = _data(
+        await session.call_tool(
+            "record_trajectory",
+            {
+                "task": TASK,
+                "steps": [{"thought": "Search first", "action": "search('usb-c')", "observation": "12 results"}],
+                "final_answer": "Ordered for $4.49",
+                "outcome": "success",
+                "retrieval_id": retrieved["retrieval_id"],
+                "task_id": "shop-17",
+            },
+        )
+    )
+    seen["recorded"] = recorded
+    seen["status"] = _data(await session.call_tool("trajectory_status", {"id": recorded["id"]}))
+    seen["listed"] = _data(await session.call_tool("list_memories", {"limit": 1}))
+    seen["impact"] = _data(await session.call_tool("bank_impact", {"days": 30}))
+
+    bad_calls = {
+        "retrieve_memories": {"query": "   "},
+        "record_trajectory": {"task": TASK},  # neither steps nor messages
+        "trajectory_status": {"id": "00000000-0000-0000-0000-000000000000"},
+        "list_memories": {"limit": 1000},
+        "bank_impact": {"days": -1},
+        "no_such_tool": {},
+    }
+    seen["errors"] = {}
+    for name, arguments in bad_calls.items():
+        result = await session.call_tool(name, arguments)
+        assert result.is_error, f"{name}({arguments}) did not fail"
+        seen["errors"][name] = _text(result)
+    seen["wrong_type"] = await session.call_tool("retrieve_memories", {"query": TASK, "k": "many"})
+    # The session survived every failure.
+    seen["after"] = _data(await session.call_tool("list_memories", {}))
+    return seen
+
+
+def check(seen: dict, bank) -> None:
+    tools = seen["tools"]
+    assert set(tools) == TOOLS
+    assert all(len(t.description) > 80 for t in tools.values())
+    assert "BEFORE" in tools["retrieve_memories"].description
+    assert set(tools["record_trajectory"].input_schema["properties"]) >= {
+        "task",
+        "steps",
+        "messages",
+        "final_answer",
+        "outcome",
+        "retrieval_id",
+        "task_id",
+    }
+
+    retrieved = seen["retrieved"]
+    assert [i["title"] for i in retrieved["items"]] == ["Use the coupon when buying the cheapest cable in the shop"]
+    assert "Use the coupon" in retrieved["system_block"]
+    row = Trajectory.objects.get(public_id=seen["recorded"]["id"])
+    assert row.bank_id == bank.pk and row.agent == "mcp" and row.task_id == "shop-17"
+    assert str(row.retrieval.public_id) == retrieved["retrieval_id"]
+    assert seen["status"]["id"] == seen["recorded"]["id"] and seen["status"]["status"] == "received"
+    assert seen["listed"]["count"] == 1 and len(seen["listed"]["items"]) == 1
+    assert seen["impact"]["days"] == 30 and seen["impact"]["verdict"]
+
+    errors = seen["errors"]
+    assert "query" in errors["retrieve_memories"] and "422" in errors["retrieve_memories"]
+    assert "steps" in errors["record_trajectory"] and "validation_error" in errors["record_trajectory"]
+    assert "No such trajectory in this bank." in errors["trajectory_status"] and "404" in errors["trajectory_status"]
+    assert "limit" in errors["list_memories"]
+    assert "days" in errors["bank_impact"]
+    assert "no_such_tool" in errors["no_such_tool"]
+    assert seen["wrong_type"].is_error
+    assert seen["after"]["count"] == 1
+
+
+def test_every_tool_over_stdio(live_server, bank, token, cable_lesson):
+    seen = asyncio.run(_run_stdio(live_server.url, token))
+    check(seen, bank)
+
+
+async def _run_stdio(url, token):
+    async with stdio_session(url, token) as session:
+        return await exercise_every_tool(session)
+
+
+def test_every_tool_over_streamable_http(mcp_http, bank, token, cable_lesson):
+    async def scenario():
+        async with http_session(mcp_http, token) as session:
+            return await exercise_every_tool(session)
+
+    check(asyncio.run(scenario()), bank)
+
+
+def test_http_scopes_are_the_rest_apis(mcp_http, bank, cable_lesson):
+    """An ingest-only token may record but not retrieve, exactly as on REST; another bank's token sees its own bank."""
+    ingest_only = factories.make_token(bank, scopes=("ingest",))
+    other = factories.make_token(factories.make_bank(), scopes=("retrieve", "ingest"))
+
+    async def scenario():
+        async with http_session(mcp_http, ingest_only) as session:
+            denied = await session.call_tool("retrieve_memories", {"query": TASK})
+            recorded = await session.call_tool("record_trajectory", {"task": TASK, "steps": [{"action": "a"}]})
+        async with http_session(mcp_http, other) as session:
+            listed = await session.call_tool("list_memories", {})
+        return denied, recorded, listed
+
+    denied, recorded, listed = asyncio.run(scenario())
+    assert denied.is_error and "403" in _text(denied) and "retrieve" in _text(denied)
+    assert not recorded.is_error
+    assert _data(listed)["count"] == 0
+
+
+def test_http_without_a_token_is_401(mcp_http):
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    answer = httpx.post(mcp_http, json=body, headers={"Accept": "application/json, text/event-stream"})
+    assert answer.status_code == 401
+    assert answer.json()["code"] == "missing_token"
+    assert answer.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_http_with_an_unknown_token_answers_tool_errors(mcp_http, bank):
+    async def scenario():
+        async with http_session(mcp_http, "rb_" + "z" * 43) as session:
+            return await session.call_tool("list_memories", {})
+
+    result = asyncio.run(scenario())
+    assert result.is_error and "401" in _text(result)
+
+
+def test_stdio_server_refuses_to_start_without_configuration(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("RB_URL", "RB_TOKEN")}
+    done = subprocess.run(
+        [sys.executable, "-m", "reasoningbank_client.mcp"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(tmp_path),
+    )
+    assert done.returncode != 0 and "RB_TOKEN" in done.stderr
