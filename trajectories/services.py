@@ -14,7 +14,7 @@ from accounts.models import ApiToken, Bank
 from memories.models import RetrievalEvent
 from reasoningbank_site.errors import DomainError, Invalid, TooLarge
 from trajectories.models import Judgment, JudgmentSource, Label, Trajectory
-from trajectories.normalize import NormalizeError, normalize_trajectory
+from trajectories.normalize import NormalizeError, inferred_final_answer, normalize_trajectory
 from trajectories.schemas import TrajectoryIn
 
 log = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ def trajectory_ingest(
                 steps=steps,
                 step_count=len(steps),
                 input_format=input_format,
-                final_answer=payload.final_answer,
+                final_answer=payload.final_answer or inferred_final_answer(steps, input_format),
                 agent=payload.agent,
                 metadata=payload.metadata,
                 outcome=payload.outcome or "",
