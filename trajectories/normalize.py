@@ -70,6 +70,7 @@ _OPENAI_ONLY_PARTS = {"image_url", "input_audio", "refusal", "file"}
 # Responses API item types that are neither tool calls (``*_call``) nor their
 # outputs (``*_output``); those two families are recognised by their suffix.
 _RESPONSES_ITEM_TYPES = {"message", "reasoning", "item_reference", "compaction", "additional_tools"}
+_RESPONSES_PARTS = {"input_text", "output_text", "input_image", "input_file"}
 _RESPONSES_ROLES = {"user", "assistant", "system", "developer"}
 # LangChain message types, as ``message.type`` and as the class name ``dumpd`` records.
 _LANGCHAIN_TYPES = {"human", "ai", "tool", "system", "function", "chat", "remove"}
@@ -161,6 +162,13 @@ def _is_responses_item(message: dict) -> bool:
     )
 
 
+def _responses_parts_in(message: dict) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(part, dict) and part.get("type") in _RESPONSES_PARTS for part in content
+    )
+
+
 def detect_message_format(messages: list, *, system: Any = None) -> str:
     """``openai``, ``anthropic``, ``openai_responses`` or ``langchain`` from the
     conventions the messages use. Items with a LangChain ``type`` (or ``lc``
@@ -177,7 +185,9 @@ def detect_message_format(messages: list, *, system: Any = None) -> str:
         if _langchain_kind(message):
             langchain_hint = langchain_hint or f"messages[{i}] (LangChain type '{_langchain_kind(message)}')"
             continue
-        if _is_responses_item(message):
+        if _is_responses_item(message) and (message["type"] != "message" or _responses_parts_in(message)):
+            # Anthropic's own Message objects also say "type": "message": a message item counts as
+            # Responses by its parts (output_text…); otherwise its role and blocks decide below.
             responses_hint = responses_hint or f"messages[{i}] (Responses item type '{message['type']}')"
             continue
         role = message.get("role")

@@ -375,6 +375,16 @@ def test_unknown_or_broken_new_shapes_name_the_location(messages, loc, words):
     assert words in info.value.message
 
 
+def test_anthropic_message_objects_with_type_message_stay_anthropic():
+    messages = [
+        {"type": "message", "id": "msg_1", "stop_reason": "end_turn", **m} if m["role"] == "assistant" else m
+        for m in ANTHROPIC_MESSAGES
+    ]
+    steps, fmt = normalize_trajectory(messages=messages, system=ANTHROPIC_SYSTEM)
+    assert fmt == "anthropic"
+    assert steps == normalize_trajectory(messages=ANTHROPIC_MESSAGES, system=ANTHROPIC_SYSTEM)[0]
+
+
 def test_unknown_responses_item_is_kept_not_dropped():
     steps, fmt = normalize_trajectory(
         messages=[
@@ -474,3 +484,19 @@ def test_api_unknown_or_broken_shapes_are_a_clear_422(client, auth, messages, ne
     detail = response.json()["detail"]
     assert needle in detail
     assert Trajectory.objects.count() == 0
+
+
+def test_responses_message_items_without_tools():
+    steps, fmt = normalize_trajectory(
+        messages=[
+            {"role": "user", "content": "q"},
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "a", "annotations": []}],
+            },
+        ]
+    )
+    assert fmt == "openai_responses"
+    assert _compact(steps) == [("user", "q", None, None, None, None), ("action", "a", None, None, None, None)]
+    assert inferred_final_answer(steps, fmt) == "a"
