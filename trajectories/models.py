@@ -31,6 +31,8 @@ class InputFormat(models.TextChoices):
     STEPS = "steps", "Native steps"
     OPENAI = "openai", "OpenAI chat messages"
     ANTHROPIC = "anthropic", "Anthropic messages"
+    OPENAI_RESPONSES = "openai_responses", "OpenAI Responses items"
+    LANGCHAIN = "langchain", "LangChain messages"
 
 
 class Trajectory(models.Model):

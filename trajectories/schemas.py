@@ -154,7 +154,13 @@ class TrajectoryIn(BaseModel):
         description="Native steps: {thought, action, observation, tool?, arguments?, error?, refinement?} or {kind, content}.",
     )
     messages: list[dict[str, Any]] | None = Field(
-        None, description="OpenAI chat-completions or Anthropic messages, as the agent exchanged them."
+        None,
+        description=(
+            "The conversation as the agent exchanged it, format detected automatically: OpenAI chat-completions "
+            "messages, Anthropic messages, OpenAI Responses items (the Agents SDK's result.to_input_list()) or "
+            "LangChain messages (messages_to_dict, model_dump or dumpd). Without final_answer, the agent's last "
+            "text reply is taken as the final answer."
+        ),
     )
     system: str | list[Any] | None = Field(
         None, description="Anthropic's top-level system prompt, sent apart from messages."

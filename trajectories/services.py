@@ -19,7 +19,7 @@ from memories.services import memory_item_flag, memory_item_supersede
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.errors import DomainError, Invalid, TooLarge
 from trajectories.models import Judgment, JudgmentSource, Label, Status, Trajectory
-from trajectories.normalize import NormalizeError, normalize_trajectory
+from trajectories.normalize import NormalizeError, inferred_final_answer, normalize_trajectory
 from trajectories.schemas import TrajectoryIn
 from trajectories.transitions import trajectory_move, trajectory_move_many
 
@@ -101,7 +101,7 @@ def trajectory_ingest(
                 steps=steps,
                 step_count=len(steps),
                 input_format=input_format,
-                final_answer=payload.final_answer,
+                final_answer=payload.final_answer or inferred_final_answer(steps, input_format),
                 agent=payload.agent,
                 metadata=payload.metadata,
                 outcome=payload.outcome or "",
