@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+from functools import partial
 
 from django.contrib import messages
 from django.contrib.auth import login
@@ -144,23 +145,33 @@ def team_invite(request, team_id):
     return _team_page(request, team, me, invite_form=form)
 
 
+def _back_to_team(request, team, call, *, done: str):
+    """Run a team action's service ``call`` (a ``partial``); its refusal or
+    the ``done`` message is shown on the team page."""
+    try:
+        call()
+    except ACCOUNT_REFUSALS as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, done)
+    return redirect("accounts:team", team_id=team.public_id)
+
+
 @login_required
 @post_action
 def member_change_role(request, team_id):
     team, me = team_for_user(request, team_id, role=Role.ADMIN)
     membership = get_object_or_404(Membership, team=team, pk=request.POST.get("membership"))
     form = RoleForm(request.POST)
-    try:
-        if not form.is_valid():
-            raise services.AccountsError("Pick a valid role.")
-        services.membership_change_role(
-            membership=membership, role=form.cleaned_data["role"], actor=request.user, actor_membership=me
-        )
-    except ACCOUNT_REFUSALS as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, f"{membership.user.get_username()} is now {membership.get_role_display().lower()}.")
-    return redirect("accounts:team", team_id=team.public_id)
+    if not form.is_valid():
+        messages.error(request, "Pick a valid role.")
+        return redirect("accounts:team", team_id=team.public_id)
+    role = form.cleaned_data["role"]
+    change = partial(
+        services.membership_change_role, membership=membership, role=role, actor=request.user, actor_membership=me
+    )
+    done = f"{membership.user.get_username()} is now {Role(role).label.lower()}."
+    return _back_to_team(request, team, change, done=done)
 
 
 @login_required
@@ -168,13 +179,8 @@ def member_change_role(request, team_id):
 def member_remove(request, team_id):
     team, me = team_for_user(request, team_id, role=Role.ADMIN)
     membership = get_object_or_404(Membership, team=team, pk=request.POST.get("membership"))
-    try:
-        services.membership_remove(membership=membership, actor=request.user, actor_membership=me)
-    except ACCOUNT_REFUSALS as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, f"{membership.user.get_username()} was removed.")
-    return redirect("accounts:team", team_id=team.public_id)
+    remove = partial(services.membership_remove, membership=membership, actor=request.user, actor_membership=me)
+    return _back_to_team(request, team, remove, done=f"{membership.user.get_username()} was removed.")
 
 
 @login_required
@@ -195,13 +201,8 @@ def team_leave(request, team_id):
 def invitation_revoke(request, team_id, invitation_id):
     team, me = team_for_user(request, team_id, role=Role.ADMIN)
     invitation = get_object_or_404(Invitation, team=team, public_id=invitation_id)
-    try:
-        services.invitation_revoke(invitation=invitation, actor=request.user, actor_membership=me)
-    except ACCOUNT_REFUSALS as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, f"Invitation to {invitation.email} withdrawn.")
-    return redirect("accounts:team", team_id=team.public_id)
+    revoke = partial(services.invitation_revoke, invitation=invitation, actor=request.user, actor_membership=me)
+    return _back_to_team(request, team, revoke, done=f"Invitation to {invitation.email} withdrawn.")
 
 
 @require_http_methods(["GET", "POST"])

@@ -9,6 +9,7 @@ of the item page is its own POST-only view."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import NamedTuple
 
 from django.contrib import messages
@@ -242,6 +243,19 @@ def _item_answer(request, t: _Target, *, decided=False, edit_form=None, reject_f
     return render(request, htmx_template(request, ITEM_TEMPLATE, "panel"), context)
 
 
+def _act(request, t: _Target, call, *, done: str, decided: bool = True, **forms):
+    """Run an item action's service ``call`` (a ``partial``): a refusal becomes an error
+    message (``forms`` are shown again with what was typed), success the
+    ``done`` message; then answer as ``_item_answer`` says."""
+    try:
+        call()
+    except REFUSALS as exc:
+        messages.error(request, str(exc))
+        return _item_answer(request, t, **forms)
+    messages.success(request, done)
+    return _item_answer(request, t, decided=decided)
+
+
 @login_required
 @post_action
 def item_edit(request, bank_id, item_id):
@@ -250,33 +264,17 @@ def item_edit(request, bank_id, item_id):
     if not form.is_valid():
         return _item_answer(request, t, edit_form=form)
     data = form.cleaned_data
-    try:
-        services.memory_item_edit(
-            item=t.item,
-            author=request.user,
-            title=data["title"],
-            description=data["description"],
-            content=data["content"],
-            note=data["note"],
-        )
-    except REFUSALS as exc:
-        messages.error(request, str(exc))
-        return _item_answer(request, t, edit_form=form)
-    messages.success(request, "Saved.")
-    return _item_answer(request, t)
+    fields = {key: data[key] for key in ("title", "description", "content", "note")}
+    edit = partial(services.memory_item_edit, item=t.item, author=request.user, **fields)
+    return _act(request, t, edit, done="Saved.", decided=False, edit_form=form)
 
 
 @login_required
 @post_action
 def item_approve(request, bank_id, item_id):
     t = _target(request, bank_id, item_id)
-    try:
-        services.memory_item_approve(item=t.item, author=request.user)
-    except REFUSALS as exc:
-        messages.error(request, str(exc))
-        return _item_answer(request, t)
-    messages.success(request, f"Approved “{t.item.title}”.")
-    return _item_answer(request, t, decided=True)
+    approve = partial(services.memory_item_approve, item=t.item, author=request.user)
+    return _act(request, t, approve, done=f"Approved “{t.item.title}”.")
 
 
 @login_required
@@ -286,26 +284,16 @@ def item_reject(request, bank_id, item_id):
     form = RejectForm(request.POST)
     if not form.is_valid():
         return _item_answer(request, t, reject_form=form)
-    try:
-        services.memory_item_reject(item=t.item, author=request.user, reason=form.cleaned_data["reason"])
-    except REFUSALS as exc:
-        messages.error(request, str(exc))
-        return _item_answer(request, t, reject_form=form)
-    messages.success(request, f"Rejected “{t.item.title}”.")
-    return _item_answer(request, t, decided=True)
+    reject = partial(services.memory_item_reject, item=t.item, author=request.user, reason=form.cleaned_data["reason"])
+    return _act(request, t, reject, done=f"Rejected “{t.item.title}”.", reject_form=form)
 
 
 @login_required
 @post_action
 def item_archive(request, bank_id, item_id):
     t = _target(request, bank_id, item_id)
-    try:
-        services.memory_item_archive(item=t.item, author=request.user)
-    except REFUSALS as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, f"Archived “{t.item.title}”.")
-    return _item_answer(request, t)
+    archive = partial(services.memory_item_archive, item=t.item, author=request.user)
+    return _act(request, t, archive, done=f"Archived “{t.item.title}”.", decided=False)
 
 
 @login_required
@@ -336,13 +324,8 @@ def item_merge(request, bank_id, item_id):
 def item_keep_both(request, bank_id, item_id):
     """The near-duplicate suggestion was a false alarm: clear it and approve this item as its own lesson."""
     t = _target(request, bank_id, item_id)
-    try:
-        services.memory_item_keep_both(item=t.item, author=request.user)
-    except REFUSALS as exc:
-        messages.error(request, str(exc))
-        return _item_answer(request, t)
-    messages.success(request, f"Kept both; approved “{t.item.title}”.")
-    return _item_answer(request, t, decided=True)
+    keep = partial(services.memory_item_keep_both, item=t.item, author=request.user)
+    return _act(request, t, keep, done=f"Kept both; approved “{t.item.title}”.")
 
 
 # --- all items -----------------------------------------------------------------
