@@ -30,16 +30,29 @@ urlpatterns: list = [
         name="password_reset_confirm",
     ),
     path("accounts/reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
-    # Teams
+    # Teams (the actions are POST only; members are named by a posted membership id)
     path("teams/new/", views.team_create, name="team_create"),
     path("teams/<uuid:team_id>/", views.team_detail, name="team"),
+    path("teams/<uuid:team_id>/invite/", views.team_invite, name="team_invite"),
+    path("teams/<uuid:team_id>/members/role/", views.member_change_role, name="member_change_role"),
+    path("teams/<uuid:team_id>/members/remove/", views.member_remove, name="member_remove"),
+    path("teams/<uuid:team_id>/leave/", views.team_leave, name="team_leave"),
+    path(
+        "teams/<uuid:team_id>/invitations/<uuid:invitation_id>/revoke/",
+        views.invitation_revoke,
+        name="invitation_revoke",
+    ),
     path("teams/<uuid:team_id>/banks/new/", views.bank_create, name="bank_create"),
     path("teams/<uuid:team_id>/audit/", views.team_audit, name="team_audit"),
     path("teams/<uuid:team_id>/audit.csv", views.team_audit_csv, name="team_audit_csv"),
     path("invitations/<str:secret>/", views.invitation_accept, name="invitation_accept"),
-    # Banks
+    # Banks (archive, unarchive and the token actions are POST only)
     path("banks/<uuid:bank_id>/settings/", views.bank_settings, name="bank_settings"),
+    path("banks/<uuid:bank_id>/archive/", views.bank_archive, name="bank_archive"),
+    path("banks/<uuid:bank_id>/unarchive/", views.bank_unarchive, name="bank_unarchive"),
     path("banks/<uuid:bank_id>/tokens/", views.bank_tokens, name="bank_tokens"),
+    path("banks/<uuid:bank_id>/tokens/new/", views.token_create, name="token_create"),
+    path("banks/<uuid:bank_id>/tokens/<uuid:token_id>/revoke/", views.token_revoke, name="token_revoke"),
     path("banks/<uuid:bank_id>/audit/", views.bank_audit, name="bank_audit"),
     path("banks/<uuid:bank_id>/audit.csv", views.bank_audit_csv, name="bank_audit_csv"),
 ]

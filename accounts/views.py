@@ -1,23 +1,24 @@
 """HTML views (session auth): account, teams and members, banks, tokens,
-audit. Each view parses, calls one service, renders; access checks go
-through accounts.access (non-member → 404, role too low → 403)."""
+audit. Each view parses, calls one service, renders; each action of the team,
+bank and token pages is its own POST-only view. Access checks go through
+accounts.access (non-member → 404, role too low → 403)."""
 
 from __future__ import annotations
 
 import csv
 import json
+from functools import partial
 
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404, StreamingHttpResponse
+from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.utils import timezone
-from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
 
 from accounts import selectors, services
 from accounts.access import bank_for_user, team_for_user
@@ -32,26 +33,16 @@ from accounts.forms import (
     TokenForm,
 )
 from accounts.models import ApiToken, Bank, Invitation, Membership, Role
+from reasoningbank_site.views_helpers import REFUSALS, post_action, safe_next
 
 AUDIT_PAGE_SIZE = 50
+# What the accounts services raise when they refuse (AccountsError is theirs).
+ACCOUNT_REFUSALS = (services.AccountsError, *REFUSALS)
 
 
 def bank_home_url(bank: Bank) -> str:
-    """Where picking a bank leads: its dashboard once the review UI provides
-    one, else its settings."""
-    try:
-        return reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})
-    except NoReverseMatch:
-        return reverse("accounts:bank_settings", kwargs={"bank_id": bank.public_id})
-
-
-def _safe_next(request, default: str) -> str:
-    target = request.POST.get("next") or request.GET.get("next") or ""
-    if target and url_has_allowed_host_and_scheme(
-        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    ):
-        return target
-    return default
+    """Where picking a bank leads: its dashboard."""
+    return reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})
 
 
 # --- Account --------------------------------------------------------------------
@@ -75,7 +66,7 @@ def home(request):
 
 @require_http_methods(["GET", "POST"])
 def signup(request):
-    next_url = _safe_next(request, reverse("accounts:home"))
+    next_url = safe_next(request, reverse("accounts:home"))
     if request.user.is_authenticated:
         return redirect(next_url)
     form = SignupForm(request.POST or None)
@@ -105,66 +96,7 @@ def team_create(request):
     return render(request, "accounts/team_create.html", {"form": form})
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def team_detail(request, team_id):
-    team, me = team_for_user(request, team_id)
-    invite_form = InviteForm()
-    if request.method == "POST":
-        action = request.POST.get("action", "")
-        if action != "leave" and not me.has_role(Role.ADMIN):
-            raise PermissionDenied("Only admins and owners manage members.")
-        try:
-            if action == "invite":
-                invite_form = InviteForm(request.POST)
-                if invite_form.is_valid():
-                    issued = services.invitation_create(
-                        team=team,
-                        email=invite_form.cleaned_data["email"],
-                        role=invite_form.cleaned_data["role"],
-                        actor=request.user,
-                        actor_membership=me,
-                        site_url=request.build_absolute_uri("/"),
-                    )
-                    messages.success(request, f"Invitation emailed to {issued.invitation.email}.")
-                    return redirect("accounts:team", team_id=team.public_id)
-            elif action == "role":
-                membership = get_object_or_404(Membership, team=team, pk=request.POST.get("membership"))
-                role_form = RoleForm(request.POST)
-                if not role_form.is_valid():
-                    raise services.AccountsError("Pick a valid role.")
-                services.membership_change_role(
-                    membership=membership, role=role_form.cleaned_data["role"], actor=request.user, actor_membership=me
-                )
-                messages.success(
-                    request, f"{membership.user.get_username()} is now {membership.get_role_display().lower()}."
-                )
-                return redirect("accounts:team", team_id=team.public_id)
-            elif action in ("remove", "leave"):
-                membership = (
-                    me
-                    if action == "leave"
-                    else get_object_or_404(Membership, team=team, pk=request.POST.get("membership"))
-                )
-                services.membership_remove(membership=membership, actor=request.user, actor_membership=me)
-                if action == "leave":
-                    messages.success(request, f"You left {team.name}.")
-                    return redirect("accounts:home")
-                messages.success(request, f"{membership.user.get_username()} was removed.")
-                return redirect("accounts:team", team_id=team.public_id)
-            elif action == "revoke_invitation":
-                invitation = get_object_or_404(
-                    Invitation, team=team, public_id=_uuid_or_404(request.POST.get("invitation"))
-                )
-                services.invitation_revoke(invitation=invitation, actor=request.user, actor_membership=me)
-                messages.success(request, f"Invitation to {invitation.email} withdrawn.")
-                return redirect("accounts:team", team_id=team.public_id)
-            else:
-                messages.error(request, "Unknown action.")
-        except services.AccountsError as exc:
-            messages.error(request, str(exc))
-            if action != "invite":
-                return redirect("accounts:team", team_id=team.public_id)
+def _team_page(request, team, me, *, invite_form=None):
     context = {
         "team": team,
         "me": me,
@@ -173,20 +105,104 @@ def team_detail(request, team_id):
         "members": selectors.team_members(team=team),
         "invitations": selectors.team_invitations(team=team),
         "banks": [{"bank": b, "url": bank_home_url(b)} for b in selectors.team_banks(team=team)],
-        "invite_form": invite_form,
+        "invite_form": invite_form or InviteForm(),
         "roles": Role.choices,
         "role_choices_admin": [c for c in Role.choices if c[0] != Role.OWNER],
     }
     return render(request, "accounts/team_detail.html", context)
 
 
-def _uuid_or_404(value):
-    import uuid
+@login_required
+@require_GET
+def team_detail(request, team_id):
+    team, me = team_for_user(request, team_id)
+    return _team_page(request, team, me)
 
+
+# --- the team page's actions: one POST-only view each; a refusal is a message on the team page
+
+
+@login_required
+@post_action
+def team_invite(request, team_id):
+    team, me = team_for_user(request, team_id, role=Role.ADMIN)
+    form = InviteForm(request.POST)
+    if form.is_valid():
+        try:
+            issued = services.invitation_create(
+                team=team,
+                email=form.cleaned_data["email"],
+                role=form.cleaned_data["role"],
+                actor=request.user,
+                actor_membership=me,
+                site_url=request.build_absolute_uri("/"),
+            )
+        except ACCOUNT_REFUSALS as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"Invitation emailed to {issued.invitation.email}.")
+            return redirect("accounts:team", team_id=team.public_id)
+    return _team_page(request, team, me, invite_form=form)
+
+
+def _back_to_team(request, team, call, *, done: str):
+    """Run a team action's service ``call`` (a ``partial``); its refusal or
+    the ``done`` message is shown on the team page."""
     try:
-        return uuid.UUID(str(value))
-    except ValueError:
-        raise Http404 from None
+        call()
+    except ACCOUNT_REFUSALS as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, done)
+    return redirect("accounts:team", team_id=team.public_id)
+
+
+@login_required
+@post_action
+def member_change_role(request, team_id):
+    team, me = team_for_user(request, team_id, role=Role.ADMIN)
+    membership = get_object_or_404(Membership, team=team, pk=request.POST.get("membership"))
+    form = RoleForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Pick a valid role.")
+        return redirect("accounts:team", team_id=team.public_id)
+    role = form.cleaned_data["role"]
+    change = partial(
+        services.membership_change_role, membership=membership, role=role, actor=request.user, actor_membership=me
+    )
+    done = f"{membership.user.get_username()} is now {Role(role).label.lower()}."
+    return _back_to_team(request, team, change, done=done)
+
+
+@login_required
+@post_action
+def member_remove(request, team_id):
+    team, me = team_for_user(request, team_id, role=Role.ADMIN)
+    membership = get_object_or_404(Membership, team=team, pk=request.POST.get("membership"))
+    remove = partial(services.membership_remove, membership=membership, actor=request.user, actor_membership=me)
+    return _back_to_team(request, team, remove, done=f"{membership.user.get_username()} was removed.")
+
+
+@login_required
+@post_action
+def team_leave(request, team_id):
+    team, me = team_for_user(request, team_id)
+    try:
+        services.membership_remove(membership=me, actor=request.user, actor_membership=me)
+    except ACCOUNT_REFUSALS as exc:
+        messages.error(request, str(exc))
+        return redirect("accounts:team", team_id=team.public_id)
+    messages.success(request, f"You left {team.name}.")
+    return redirect("accounts:home")
+
+
+@login_required
+@post_action
+def invitation_revoke(request, team_id, invitation_id):
+    team, me = team_for_user(request, team_id, role=Role.ADMIN)
+    invitation = get_object_or_404(Invitation, team=team, public_id=invitation_id)
+    revoke = partial(services.invitation_revoke, invitation=invitation, actor=request.user, actor_membership=me)
+    return _back_to_team(request, team, revoke, done=f"Invitation to {invitation.email} withdrawn.")
 
 
 @require_http_methods(["GET", "POST"])
@@ -214,7 +230,7 @@ def invitation_accept(request, secret):
 @login_required
 @require_http_methods(["GET", "POST"])
 def bank_create(request, team_id):
-    team, me = team_for_user(request, team_id, role=Role.ADMIN)
+    team, _me = team_for_user(request, team_id, role=Role.ADMIN)
     form = BankCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -230,26 +246,18 @@ def bank_create(request, team_id):
 @login_required
 @require_http_methods(["GET", "POST"])
 def bank_settings(request, bank_id):
+    """GET: the settings (read-only below admin). POST: save them (admins)."""
     bank, me = bank_for_user(request, bank_id)
     can_admin = me.has_role(Role.ADMIN)
     form = BankSettingsForm(instance=bank)
     if request.method == "POST":
         if not can_admin:
             raise PermissionDenied("Only admins and owners change a bank's settings.")
-        action = request.POST.get("action", "save")
-        if action == "archive":
-            services.bank_archive(bank=bank, actor=request.user)
-            messages.success(request, "Bank archived: its tokens now get 403 bank_archived.")
-            return redirect("accounts:bank_settings", bank_id=bank.public_id)
-        if action == "unarchive":
-            services.bank_unarchive(bank=bank, actor=request.user)
-            messages.success(request, "Bank back in service.")
-            return redirect("accounts:bank_settings", bank_id=bank.public_id)
         form = BankSettingsForm(request.POST, instance=Bank.objects.get(pk=bank.pk))
         if form.is_valid():
             try:
                 services.bank_update_settings(bank=bank, actor=request.user, **form.cleaned_data)
-            except services.AccountsError as exc:
+            except ACCOUNT_REFUSALS as exc:
                 form.add_error(None, str(exc))
             else:
                 messages.success(request, "Settings saved.")
@@ -263,44 +271,32 @@ def bank_settings(request, bank_id):
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
-def bank_tokens(request, bank_id):
-    bank, me = bank_for_user(request, bank_id)
-    can_admin = me.has_role(Role.ADMIN)
-    form = TokenForm()
-    issued = None
-    if request.method == "POST":
-        if not can_admin:
-            raise PermissionDenied("Only admins and owners create or revoke tokens.")
-        action = request.POST.get("action", "")
-        if action == "create":
-            form = TokenForm(request.POST)
-            if form.is_valid():
-                try:
-                    issued = services.api_token_create(
-                        bank=bank,
-                        name=form.cleaned_data["name"],
-                        scopes=form.cleaned_data["scopes"],
-                        expires_at=form.cleaned_data["expires_at"],
-                        created_by=request.user,
-                    )
-                except ValueError as exc:
-                    form.add_error(None, str(exc))
-                else:
-                    form = TokenForm()
-        elif action == "revoke":
-            token = get_object_or_404(ApiToken, bank=bank, public_id=_uuid_or_404(request.POST.get("token")))
-            services.api_token_revoke(token=token, actor=request.user)
-            messages.success(request, f"Token {token.prefix}… revoked.")
-            return redirect("accounts:bank_tokens", bank_id=bank.public_id)
-        else:
-            messages.error(request, "Unknown action.")
+@post_action
+def bank_archive(request, bank_id):
+    bank, _me = bank_for_user(request, bank_id, role=Role.ADMIN)
+    services.bank_archive(bank=bank, actor=request.user)
+    messages.success(request, "Bank archived: its tokens now get 403 bank_archived.")
+    return redirect("accounts:bank_settings", bank_id=bank.public_id)
+
+
+@login_required
+@post_action
+def bank_unarchive(request, bank_id):
+    bank, _me = bank_for_user(request, bank_id, role=Role.ADMIN)
+    services.bank_unarchive(bank=bank, actor=request.user)
+    messages.success(request, "Bank back in service.")
+    return redirect("accounts:bank_settings", bank_id=bank.public_id)
+
+
+def _tokens_page(request, bank, me, *, form=None, issued=None):
+    """The tokens page; right after a creation (``issued``) it shows the
+    secret once, with curl commands that use it."""
     api_base = request.build_absolute_uri("/api/v1/")
     context = {
         "bank": bank,
         "me": me,
-        "can_admin": can_admin,
-        "form": form,
+        "can_admin": me.has_role(Role.ADMIN),
+        "form": form or TokenForm(),
         "issued": issued,
         "tokens": selectors.bank_tokens(bank=bank),
         "api_base": api_base,
@@ -327,6 +323,45 @@ def bank_tokens(request, bank_id):
             },
         )
     return render(request, "accounts/bank_tokens.html", context)
+
+
+@login_required
+@require_GET
+def bank_tokens(request, bank_id):
+    bank, me = bank_for_user(request, bank_id)
+    return _tokens_page(request, bank, me)
+
+
+@login_required
+@post_action
+def token_create(request, bank_id):
+    """Create a token and answer with the tokens page showing its secret (once)."""
+    bank, me = bank_for_user(request, bank_id, role=Role.ADMIN)
+    form = TokenForm(request.POST)
+    if form.is_valid():
+        try:
+            issued = services.api_token_create(
+                bank=bank,
+                name=form.cleaned_data["name"],
+                scopes=form.cleaned_data["scopes"],
+                expires_at=form.cleaned_data["expires_at"],
+                created_by=request.user,
+            )
+        except REFUSALS as exc:
+            form.add_error(None, str(exc))
+        else:
+            return _tokens_page(request, bank, me, issued=issued)
+    return _tokens_page(request, bank, me, form=form)
+
+
+@login_required
+@post_action
+def token_revoke(request, bank_id, token_id):
+    bank, _me = bank_for_user(request, bank_id, role=Role.ADMIN)
+    token = get_object_or_404(ApiToken, bank=bank, public_id=token_id)
+    services.api_token_revoke(token=token, actor=request.user)
+    messages.success(request, f"Token {token.prefix}… revoked.")
+    return redirect("accounts:bank_tokens", bank_id=bank.public_id)
 
 
 def _curl(url: str, secret: str, body: dict) -> str:
@@ -372,7 +407,7 @@ def _audit_page(request, *, team, bank, template_context):
 
 @login_required
 def bank_audit(request, bank_id):
-    bank, me = bank_for_user(request, bank_id)
+    bank, _me = bank_for_user(request, bank_id)
     csv_url = reverse("accounts:bank_audit_csv", kwargs={"bank_id": bank.public_id})
     return _audit_page(
         request,
@@ -384,7 +419,7 @@ def bank_audit(request, bank_id):
 
 @login_required
 def team_audit(request, team_id):
-    team, me = team_for_user(request, team_id)
+    team, _me = team_for_user(request, team_id)
     csv_url = reverse("accounts:team_audit_csv", kwargs={"team_id": team.public_id})
     return _audit_page(
         request, team=team, bank=None, template_context={"team": team, "scope_label": team.name, "csv_url": csv_url}
@@ -438,7 +473,7 @@ def _csv_response(events, filename: str) -> StreamingHttpResponse:
 
 @login_required
 def bank_audit_csv(request, bank_id):
-    bank, me = bank_for_user(request, bank_id)
+    bank, _me = bank_for_user(request, bank_id)
     _, filters = _audit_filters(request)
     return _csv_response(
         selectors.audit_events(team=bank.team, bank=bank, filters=filters), f"audit-{bank.team.slug}-{bank.slug}.csv"
@@ -447,6 +482,6 @@ def bank_audit_csv(request, bank_id):
 
 @login_required
 def team_audit_csv(request, team_id):
-    team, me = team_for_user(request, team_id)
+    team, _me = team_for_user(request, team_id)
     _, filters = _audit_filters(request)
     return _csv_response(selectors.audit_events(team=team, filters=filters), f"audit-{team.slug}.csv")

@@ -3,6 +3,7 @@ from django.urls import path
 from memories import views
 
 app_name = "memories"
+ITEM = "banks/<uuid:bank_id>/items/<uuid:item_id>/"
 urlpatterns = [
     path("banks/<uuid:bank_id>/review/", views.review, name="review"),
     path("banks/<uuid:bank_id>/review/<uuid:item_id>/", views.review_focus, name="review_focus"),
@@ -10,6 +11,13 @@ urlpatterns = [
     path("banks/<uuid:bank_id>/items/new/", views.item_create, name="item_create"),
     path("banks/<uuid:bank_id>/items/export.jsonl", views.items_export, name="items_export"),
     path("banks/<uuid:bank_id>/items/import/", views.items_import, name="items_import"),
-    path("banks/<uuid:bank_id>/items/<uuid:item_id>/", views.item_detail, name="item_detail"),
+    path(ITEM, views.item_detail, name="item_detail"),
+    # The item page's actions (POST only; the focus view posts focus=1 to move on after a decision)
+    path(ITEM + "edit/", views.item_edit, name="item_edit"),
+    path(ITEM + "approve/", views.item_approve, name="item_approve"),
+    path(ITEM + "reject/", views.item_reject, name="item_reject"),
+    path(ITEM + "archive/", views.item_archive, name="item_archive"),
+    path(ITEM + "merge/", views.item_merge, name="item_merge"),
+    path(ITEM + "keep-both/", views.item_keep_both, name="item_keep_both"),
     path("banks/<uuid:bank_id>/playground/", views.playground, name="playground"),
 ]

@@ -1,20 +1,25 @@
 """HTML views of a bank's memories (session auth): the review queue, the
-focus view, the item list, one item, the retrieval playground.
+focus view, the item list, one item and its actions, import/export, the
+retrieval playground.
 
 Each view: check access (viewers read; reviewers write) → parse a form →
-call a service → render the page, or its named partial for htmx."""
+call a service → render the page, or its named partial for htmx. Each action
+of the item page is its own POST-only view."""
 
 from __future__ import annotations
+
+import json
+from functools import partial
+from typing import NamedTuple
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Q
-from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
 
 from accounts.access import bank_for_user
 from accounts.models import Role
@@ -32,28 +37,21 @@ from memories.forms import (
     ReviewFilterForm,
 )
 from memories.models import ItemStatus, MemoryItem
+from reasoningbank_site.views_helpers import (
+    REFUSALS,
+    htmx_template,
+    post_action,
+    redirect_after_post,
+    safe_next,
+    template_for,
+    toast,
+)
 
 PAGE_SIZE = 50
 
 
 def _page(qs, number, size=PAGE_SIZE):
     return Paginator(qs, size).get_page(number)
-
-
-def _querystring(request, drop=("page",)) -> str:
-    params = request.GET.copy()
-    for key in drop:
-        params.pop(key, None)
-    return params.urlencode()
-
-
-def _safe_next(request, fallback: str) -> str:
-    target = request.POST.get("next") or ""
-    if target and url_has_allowed_host_and_scheme(
-        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    ):
-        return target
-    return fallback
 
 
 def _can_write(membership) -> bool:
@@ -79,29 +77,25 @@ def review(request, bank_id):
         "can_write": _can_write(membership),
         "form": form,
         "page": page,
-        "qs": _querystring(request),
-        "full_qs": request.GET.urlencode(),
+        "filtered": bool(request.GET),
     }
-    template = (
-        "memories/review.html#queue" if request.htmx and request.htmx.target == "queue" else "memories/review.html"
-    )
-    return render(request, template, context)
+    return render(request, template_for(request, "memories/review.html", {"queue": "queue"}), context)
 
 
 def _review_post(request, bank_id):
-    bank, membership = bank_for_user(request, bank_id, role=Role.REVIEWER)
+    bank, _membership = bank_for_user(request, bank_id, role=Role.REVIEWER)
     form = BulkActionForm(request.POST)
-    back = _safe_next(request, reverse("memories:review", kwargs={"bank_id": bank.public_id}))
+    back = safe_next(request, reverse("memories:review", kwargs={"bank_id": bank.public_id}))
     if not form.is_valid():
         message = "; ".join(e for errs in form.errors.values() for e in errs)
         if request.htmx:
-            return _toast(message)
+            return toast(request, message)
         messages.error(request, message)
         return redirect(back)
     action, reason = form.cleaned_data["action"], form.cleaned_data["reason"].strip()
     if action == "reject" and not reason:
         if request.htmx:
-            return _toast("A rejection needs a reason.")
+            return toast(request, "A rejection needs a reason.")
         messages.error(request, "A rejection needs a reason.")
         return redirect(back)
     items = list(rs.items_by_public_ids(bank=bank, public_ids=form.cleaned_data["items"]).order_by("created_at"))
@@ -113,23 +107,15 @@ def _review_post(request, bank_id):
             else:
                 services.memory_item_reject(item=item, author=request.user, reason=reason)
             done.append(item)
-        except ValueError as exc:
+        except REFUSALS as exc:
             failed.append((item, str(exc)))
     if request.htmx and request.POST.get("row"):
         item = items[0] if items else None
         if item is None:
-            return _toast("That item no longer exists.")
+            return toast(request, "That item no longer exists.")
         item.refresh_from_db()
-        return render(
-            request,
-            "memories/review.html#row",
-            {
-                "bank": bank,
-                "item": item,
-                "can_write": True,
-                "row_error": failed[0][1] if failed else "",
-            },
-        )
+        context = {"bank": bank, "item": item, "can_write": True, "row_error": failed[0][1] if failed else ""}
+        return render(request, "memories/review.html#row", context)
     verb = "approved" if action == "approve" else "rejected"
     if done:
         messages.success(request, f"{len(done)} item{'s' if len(done) != 1 else ''} {verb}.")
@@ -138,37 +124,24 @@ def _review_post(request, bank_id):
     missing = len(form.cleaned_data["items"]) - len(items)
     if missing:
         messages.error(request, f"{missing} selected item{'s' if missing != 1 else ''} not found in this bank.")
-    if request.htmx:
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = back
-        return response
-    return redirect(back)
-
-
-def _toast(message: str) -> HttpResponse:
-    """An htmx answer that changes nothing but shows ``message`` (status 200,
-    because htmx 2 does not swap error statuses)."""
-    response = render_to_toast(message)
-    response["HX-Reswap"] = "none"
-    return response
-
-
-def render_to_toast(message: str) -> HttpResponse:
-    from django.utils.html import format_html
-
-    return HttpResponse(
-        format_html('<div id="toast" role="status" aria-live="polite" hx-swap-oob="true">{}</div>', message)
-    )
+    return redirect_after_post(request, back)
 
 
 # --- one item (also the focus view of the queue) ---------------------------------------
+
+ITEM_TEMPLATE = "memories/item_detail.html"
 
 
 def _item_or_404(bank, item_id) -> MemoryItem:
     try:
         return rs.item_for_bank(bank=bank, public_id=item_id)
     except MemoryItem.DoesNotExist:
-        raise Http404("No such item.")
+        raise Http404("No such item.") from None
+
+
+def _item_url(bank, item, *, focus: bool) -> str:
+    name = "memories:review_focus" if focus else "memories:item_detail"
+    return reverse(name, kwargs={"bank_id": bank.public_id, "item_id": item.public_id})
 
 
 def _queue_neighbours(bank, item) -> tuple[MemoryItem | None, MemoryItem | None]:
@@ -191,6 +164,7 @@ def _item_context(request, bank, membership, item, *, focus: bool, edit_form=Non
         "can_write": _can_write(membership),
         "item": item,
         "focus": focus,
+        "here": _item_url(bank, item, focus=focus),
         "editing": editing,
         "edit_form": edit_form,
         "reject_form": reject_form or RejectForm(),
@@ -204,117 +178,154 @@ def _item_context(request, bank, membership, item, *, focus: bool, edit_form=Non
     return context
 
 
+def _item_page(request, bank_id, item_id, *, focus: bool):
+    bank, membership = bank_for_user(request, bank_id)
+    item = _item_or_404(bank, item_id)
+    context = _item_context(request, bank, membership, item, focus=focus)
+    return render(request, template_for(request, ITEM_TEMPLATE, {"item-panel": "panel"}), context)
+
+
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_GET
 def item_detail(request, bank_id, item_id):
     return _item_page(request, bank_id, item_id, focus=False)
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_GET
 def review_focus(request, bank_id, item_id):
+    """One proposed item with its source trajectory beside it; a decision
+    taken here moves on to the next item in the queue."""
     return _item_page(request, bank_id, item_id, focus=True)
 
 
-def _item_page(request, bank_id, item_id, *, focus: bool):
-    role = Role.REVIEWER if request.method == "POST" else Role.VIEWER
-    bank, membership = bank_for_user(request, bank_id, role=role)
-    item = _item_or_404(bank, item_id)
-    template = "memories/item_detail.html"
-    if request.method == "GET":
-        context = _item_context(request, bank, membership, item, focus=focus)
-        return render(
-            request, template + "#panel" if request.htmx and request.htmx.target == "item-panel" else template, context
-        )
+# --- the actions of the item page: one POST-only view each ---------------------------------
 
-    action = request.POST.get("action", "")
-    edit_form = reject_form = None
-    merge_error = ""
-    here = reverse(
-        "memories:review_focus" if focus else "memories:item_detail",
-        kwargs={"bank_id": bank.public_id, "item_id": item.public_id},
-    )
-    moved_on = False  # in the focus view, a decision moves to the next item
-    try:
-        if action == "edit":
-            edit_form = ItemEditForm(request.POST, instance=MemoryItem(bank=bank))
-            if edit_form.is_valid():
-                data = edit_form.cleaned_data
-                services.memory_item_edit(
-                    item=item,
-                    author=request.user,
-                    title=data["title"],
-                    description=data["description"],
-                    content=data["content"],
-                    note=data["note"],
-                )
-                messages.success(request, "Saved.")
-                edit_form = None
-        elif action == "approve":
-            services.memory_item_approve(item=item, author=request.user)
-            messages.success(request, f"Approved “{item.title}”.")
-            moved_on = focus
-        elif action == "reject":
-            reject_form = RejectForm(request.POST)
-            if reject_form.is_valid():
-                services.memory_item_reject(item=item, author=request.user, reason=reject_form.cleaned_data["reason"])
-                messages.success(request, f"Rejected “{item.title}”.")
-                reject_form = None
-                moved_on = focus
-        elif action == "archive":
-            services.memory_item_archive(item=item, author=request.user)
-            messages.success(request, f"Archived “{item.title}”.")
-        elif action == "merge":
-            merge_form = MergeForm(request.POST)
-            if not merge_form.is_valid():
-                merge_error = "Pick an item to merge into."
-            else:
-                try:
-                    into = rs.item_for_bank(bank=bank, public_id=merge_form.cleaned_data["into"])
-                except MemoryItem.DoesNotExist:
-                    merge_error = "That item is not in this bank."
-                else:
-                    into = services.memory_item_merge(
-                        item=item, into=into, author=request.user, note=request.POST.get("note", "")
-                    )
-                    messages.success(request, f"Merged into “{into.title}”.")
-                    moved_on = focus
-        elif action == "keep":
-            # Keep both: the suggestion was a false alarm; it is cleared and this one approved as its own lesson.
-            services.memory_item_keep_both(item=item, author=request.user)
-            messages.success(request, f"Kept both; approved “{item.title}”.")
-            moved_on = focus
-        else:
-            messages.error(request, "Unknown action.")
-    except ValueError as exc:
-        messages.error(request, str(exc))
 
-    if moved_on:
-        _, following = _queue_neighbours(bank, item)
+class _Target(NamedTuple):
+    bank: object
+    membership: object
+    item: MemoryItem
+    focus: bool  # posted from the focus view (the forms say so with focus=1)
+
+
+def _target(request, bank_id, item_id) -> _Target:
+    bank, membership = bank_for_user(request, bank_id, role=Role.REVIEWER)
+    return _Target(bank, membership, _item_or_404(bank, item_id), request.POST.get("focus") == "1")
+
+
+def _item_answer(request, t: _Target, *, decided=False, edit_form=None, reject_form=None, merge_error=""):
+    """How an item action answers. In the focus view a decision moves on to
+    the next item of the queue (or the queue when none is left). Otherwise
+    back to the item: its panel for htmx, the page with the form and its
+    errors, or a redirect to the page."""
+    if decided and t.focus:
+        _, following = _queue_neighbours(t.bank, t.item)
         target = (
-            reverse("memories:review_focus", kwargs={"bank_id": bank.public_id, "item_id": following.public_id})
+            _item_url(t.bank, following, focus=True)
             if following
-            else reverse("memories:review", kwargs={"bank_id": bank.public_id})
+            else reverse("memories:review", kwargs={"bank_id": t.bank.public_id})
         )
-        if request.htmx:
-            response = HttpResponse(status=204)
-            response["HX-Redirect"] = target
-            return response
-        return redirect(target)
+        return redirect_after_post(request, target)
     if edit_form is None and reject_form is None and not merge_error and not request.htmx:
-        return redirect(here)
-    item.refresh_from_db()
+        return redirect(_item_url(t.bank, t.item, focus=t.focus))
+    t.item.refresh_from_db()
     context = _item_context(
         request,
-        bank,
-        membership,
-        item,
-        focus=focus,
+        t.bank,
+        t.membership,
+        t.item,
+        focus=t.focus,
         edit_form=edit_form,
         reject_form=reject_form,
         merge_error=merge_error,
     )
-    return render(request, template + "#panel" if request.htmx else template, context)
+    return render(request, htmx_template(request, ITEM_TEMPLATE, "panel"), context)
+
+
+def _act(request, t: _Target, call, *, done: str, decided: bool = True, **forms):
+    """Run an item action's service ``call`` (a ``partial``): a refusal becomes an error
+    message (``forms`` are shown again with what was typed), success the
+    ``done`` message; then answer as ``_item_answer`` says."""
+    try:
+        call()
+    except REFUSALS as exc:
+        messages.error(request, str(exc))
+        return _item_answer(request, t, **forms)
+    messages.success(request, done)
+    return _item_answer(request, t, decided=decided)
+
+
+@login_required
+@post_action
+def item_edit(request, bank_id, item_id):
+    t = _target(request, bank_id, item_id)
+    form = ItemEditForm(request.POST, instance=MemoryItem(bank=t.bank))
+    if not form.is_valid():
+        return _item_answer(request, t, edit_form=form)
+    data = form.cleaned_data
+    fields = {key: data[key] for key in ("title", "description", "content", "note")}
+    edit = partial(services.memory_item_edit, item=t.item, author=request.user, **fields)
+    return _act(request, t, edit, done="Saved.", decided=False, edit_form=form)
+
+
+@login_required
+@post_action
+def item_approve(request, bank_id, item_id):
+    t = _target(request, bank_id, item_id)
+    approve = partial(services.memory_item_approve, item=t.item, author=request.user)
+    return _act(request, t, approve, done=f"Approved “{t.item.title}”.")
+
+
+@login_required
+@post_action
+def item_reject(request, bank_id, item_id):
+    t = _target(request, bank_id, item_id)
+    form = RejectForm(request.POST)
+    if not form.is_valid():
+        return _item_answer(request, t, reject_form=form)
+    reject = partial(services.memory_item_reject, item=t.item, author=request.user, reason=form.cleaned_data["reason"])
+    return _act(request, t, reject, done=f"Rejected “{t.item.title}”.", reject_form=form)
+
+
+@login_required
+@post_action
+def item_archive(request, bank_id, item_id):
+    t = _target(request, bank_id, item_id)
+    archive = partial(services.memory_item_archive, item=t.item, author=request.user)
+    return _act(request, t, archive, done=f"Archived “{t.item.title}”.", decided=False)
+
+
+@login_required
+@post_action
+def item_merge(request, bank_id, item_id):
+    """Supersede this item by a near-duplicate (``into``) of the same bank."""
+    t = _target(request, bank_id, item_id)
+    form = MergeForm(request.POST)
+    if not form.is_valid():
+        return _item_answer(request, t, merge_error="Pick an item to merge into.")
+    try:
+        into = rs.item_for_bank(bank=t.bank, public_id=form.cleaned_data["into"])
+    except MemoryItem.DoesNotExist:
+        return _item_answer(request, t, merge_error="That item is not in this bank.")
+    try:
+        into = services.memory_item_merge(
+            item=t.item, into=into, author=request.user, note=request.POST.get("note", "")
+        )
+    except REFUSALS as exc:
+        messages.error(request, str(exc))
+        return _item_answer(request, t)
+    messages.success(request, f"Merged into “{into.title}”.")
+    return _item_answer(request, t, decided=True)
+
+
+@login_required
+@post_action
+def item_keep_both(request, bank_id, item_id):
+    """The near-duplicate suggestion was a false alarm: clear it and approve this item as its own lesson."""
+    t = _target(request, bank_id, item_id)
+    keep = partial(services.memory_item_keep_both, item=t.item, author=request.user)
+    return _act(request, t, keep, done=f"Kept both; approved “{t.item.title}”.")
 
 
 # --- all items -----------------------------------------------------------------
@@ -338,12 +349,8 @@ def items(request, bank_id):
         "status": status,
         "tabs": tabs,
         "q": data.get("q") or "",
-        "qs": _querystring(request),
     }
-    template = (
-        "memories/items.html#list" if request.htmx and request.htmx.target == "item-list" else "memories/items.html"
-    )
-    return render(request, template, context)
+    return render(request, template_for(request, "memories/items.html", {"item-list": "list"}), context)
 
 
 @login_required
@@ -363,7 +370,7 @@ def item_create(request, bank_id):
                 author=request.user,
                 status=ItemStatus.APPROVED if data["approve_now"] else ItemStatus.PROPOSED,
             )
-        except ValueError as exc:
+        except REFUSALS as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Saved “{item.title}” as {item.get_status_display().lower()}.")
@@ -378,8 +385,6 @@ def items_export(request, bank_id):
     status = request.GET.get("status", "")
     if status and status not in ItemStatus.values:
         status = ""
-    import json
-
     rows = (
         json.dumps(row, ensure_ascii=False) + "\n" for row in selectors.memory_items_export(bank=bank, status=status)
     )
@@ -424,12 +429,7 @@ def playground(request, bank_id):
     if form.is_bound and form.is_valid():
         try:
             result = services.retrieval_preview(bank=bank, query=form.cleaned_data["q"], k=form.cleaned_data.get("k"))
-        except ValueError as exc:
+        except REFUSALS as exc:
             error = str(exc)
     context = {"bank": bank, "membership": membership, "form": form, "result": result, "error": error}
-    template = (
-        "memories/playground.html#results"
-        if request.htmx and request.htmx.target == "results"
-        else "memories/playground.html"
-    )
-    return render(request, template, context)
+    return render(request, template_for(request, "memories/playground.html", {"results": "results"}), context)

@@ -7,7 +7,9 @@ Pages are discovered by walking the URL resolver and endpoints from the
 NinjaAPI's OpenAPI schema, so pages and endpoints added later are covered
 without touching this file. A page with no entry in GET_MIN_ROLE is held to
 the default: any member (viewer+) may GET it, a non-member gets 404 and an
-anonymous visitor is sent to the login page.
+anonymous visitor is sent to the login page. An action view (marked
+``post_action`` by reasoningbank_site.views_helpers) answers GET with 405
+and a non-member's POST with 404.
 
 Each test walks the whole matrix for one caller and reports every mismatch
 at once, so one world is built per caller (fast) and a failure names all
@@ -24,7 +26,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from accounts import services
-from accounts.models import ApiToken, Role
+from accounts.models import ApiToken, Invitation, Role
 from memories.models import ItemStatus, MemoryItem
 from reasoningbank_site.api import api
 from tests import factories
@@ -48,6 +50,7 @@ OBJECT_KWARGS = {
     "memory_id": "item",
     "trajectory_id": "trajectory",
     "token_id": "token",
+    "invitation_id": "invitation",
 }
 
 
@@ -64,6 +67,7 @@ class Side:
     trajectory: Trajectory
     token: ApiToken
     secret: str
+    invitation: Invitation
 
 
 @dataclass
@@ -92,7 +96,21 @@ def _side(team, label: str) -> Side:
     )
     issued = services.api_token_create(bank=bank, name=f"{text} token", scopes=["retrieve", "ingest"])
     services.audit_record(action="test.marker", bank=bank, after={"text": text})
-    return Side(team=team, bank=bank, item=item, trajectory=trajectory, token=issued.token, secret=issued.secret)
+    invitation = Invitation.objects.create(
+        team=team,
+        email=f"{label.lower()}@example.com",
+        token_hash=f"isolation-{label}",
+        expires_at=timezone.now() + timedelta(days=1),
+    )
+    return Side(
+        team=team,
+        bank=bank,
+        item=item,
+        trajectory=trajectory,
+        token=issued.token,
+        secret=issued.secret,
+        invitation=invitation,
+    )
 
 
 @pytest.fixture
@@ -132,6 +150,7 @@ def world(db) -> World:
 class Page:
     name: str
     kwargs: tuple[str, ...]
+    post_action: bool = False  # a POST-only action view: GET answers 405
 
 
 def ui_pages() -> list[Page]:
@@ -147,7 +166,7 @@ def ui_pages() -> list[Page]:
             elif isinstance(p, URLPattern) and p.name:
                 kwargs = inherited + converters
                 if "bank_id" in kwargs or "team_id" in kwargs:
-                    found.append(Page(f"{namespace}{p.name}", kwargs))
+                    found.append(Page(f"{namespace}{p.name}", kwargs, getattr(p.callback, "post_action", False)))
 
     walk(get_resolver().url_patterns, "", ())
     return sorted(set(found), key=lambda page: page.name)
@@ -166,7 +185,7 @@ def api_endpoints() -> list[Endpoint]:
     """Every operation of the agent API's OpenAPI schema, with the scope its
     TokenAuth requires (read from the ninja operation behind it)."""
     scopes: dict[tuple[str, str], str | None] = {}
-    for prefix, router in api._routers:
+    for _prefix, router in api._routers:
         for path, view in router.path_operations.items():
             for op in view.operations:
                 for method in op.methods:
@@ -256,6 +275,14 @@ def _report(problems: list[str]) -> None:
 def test_discovery_finds_the_known_pages_and_endpoints():
     names = {p.name for p in ui_pages()}
     assert {"accounts:bank_tokens", "accounts:bank_settings", "accounts:bank_audit", "accounts:team"} <= names
+    actions = {p.name for p in ui_pages() if p.post_action}
+    assert {
+        "memories:item_approve",
+        "accounts:token_revoke",
+        "accounts:team_invite",
+        "accounts:bank_archive",
+    } <= actions
+    assert "memories:item_detail" not in actions
     assert all(e.path.startswith("/api/v1/") for e in api_endpoints())
 
 
@@ -267,7 +294,10 @@ def test_ui_members_get_exactly_what_their_role_allows(client, world, role):
         url = _page_url(page, world.ours)
         if url is None:
             continue  # an object kwarg this file cannot fill: covered by the non-member tests
-        expected = 200 if RANK[role] >= RANK[GET_MIN_ROLE.get(page.name, Role.VIEWER)] else 403
+        if page.post_action:
+            expected = 405
+        else:
+            expected = 200 if RANK[role] >= RANK[GET_MIN_ROLE.get(page.name, Role.VIEWER)] else 403
         response = _get_within(client, url, world.ours)
         body = _body(response)
         if response.status_code != expected:
@@ -291,7 +321,10 @@ def test_ui_another_teams_member_gets_404_on_everything(client, world):
         url = _generic_url(page, world.ours)
         for method in ("get", "post"):
             response = getattr(client, method)(url, {"action": "archive"} if method == "post" else {})
-            allowed = {404} if method == "get" else {404, 405}
+            if page.post_action:
+                allowed = {405} if method == "get" else {404}
+            else:
+                allowed = {404} if method == "get" else {404, 405}
             if response.status_code not in allowed:
                 problems.append(
                     f"stranger {method.upper()} {page.name} {url}: {response.status_code}, expected {sorted(allowed)}"
@@ -300,7 +333,8 @@ def test_ui_another_teams_member_gets_404_on_everything(client, world):
 
 
 def test_ui_objects_of_another_team_are_404_inside_our_bank(client, world):
-    """Our bank's URL with another team's object id in it: 404 for our owner."""
+    """Our bank's URL with another team's object id in it: 404 for our owner
+    (an action view is POSTed to: it must refuse before changing anything)."""
     client.force_login(world.users[Role.OWNER])
     problems = []
     for page in ui_pages():
@@ -309,9 +343,10 @@ def test_ui_objects_of_another_team_are_404_inside_our_bank(client, world):
         url = _page_url(page, world.ours, objects_from=world.theirs)
         if url is None:
             continue
-        response = client.get(url)
+        method = "POST" if page.post_action else "GET"
+        response = client.post(url) if page.post_action else client.get(url)
         if response.status_code != 404:
-            problems.append(f"owner GET {page.name} {url} with their object: {response.status_code}, expected 404")
+            problems.append(f"owner {method} {page.name} {url} with their object: {response.status_code}, expected 404")
     _report(problems)
 
 
@@ -336,23 +371,23 @@ def test_ui_viewer_and_reviewer_cannot_use_admin_actions(client, world):
     """Admin actions of the accounts pages answer 403 to members below admin
     and change nothing."""
     bank = world.ours.bank
+    team = world.ours.team
     actions = [
-        (reverse("accounts:bank_settings", kwargs={"bank_id": bank.public_id}), {"action": "archive"}),
+        (reverse("accounts:bank_archive", kwargs={"bank_id": bank.public_id}), {}),
         (
-            reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id}),
-            {"action": "revoke", "token": world.ours.token.public_id},
+            reverse(
+                "accounts:token_revoke", kwargs={"bank_id": bank.public_id, "token_id": world.ours.token.public_id}
+            ),
+            {},
         ),
+        (reverse("accounts:token_create", kwargs={"bank_id": bank.public_id}), {"name": "x", "scopes": ["retrieve"]}),
         (
-            reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id}),
-            {"action": "create", "name": "x", "scopes": ["retrieve"]},
-        ),
-        (
-            reverse("accounts:bank_create", kwargs={"team_id": world.ours.team.public_id}),
+            reverse("accounts:bank_create", kwargs={"team_id": team.public_id}),
             {"name": "new", "retrieval_mode": "items", "top_k": 3},
         ),
         (
-            reverse("accounts:team", kwargs={"team_id": world.ours.team.public_id}),
-            {"action": "invite", "email": "a@example.com", "role": "viewer"},
+            reverse("accounts:team_invite", kwargs={"team_id": team.public_id}),
+            {"email": "a@example.com", "role": "viewer"},
         ),
     ]
     problems = []
@@ -361,7 +396,7 @@ def test_ui_viewer_and_reviewer_cannot_use_admin_actions(client, world):
         for url, data in actions:
             response = client.post(url, data)
             if response.status_code != 403:
-                problems.append(f"{role} POST {url} {data.get('action', '')}: {response.status_code}, expected 403")
+                problems.append(f"{role} POST {url}: {response.status_code}, expected 403")
     _report(problems)
     bank.refresh_from_db()
     world.ours.token.refresh_from_db()

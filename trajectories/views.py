@@ -12,12 +12,12 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from accounts.access import bank_for_user
 from accounts.models import Role
+from reasoningbank_site.views_helpers import REFUSALS, htmx_template, template_for
 from trajectories import lift
 from trajectories import selectors as us
 from trajectories.forms import RelabelForm, TrajectoryFilterForm
@@ -26,20 +26,14 @@ from trajectories.models import Trajectory
 from trajectories.services import trajectory_relabel
 
 PAGE_SIZE = 50
+DETAIL_TEMPLATE = "trajectories/detail.html"
 
 
 def _trajectory_or_404(bank, trajectory_id) -> Trajectory:
     try:
         return us.trajectory_for_bank(bank=bank, public_id=trajectory_id)
     except Trajectory.DoesNotExist:
-        raise Http404("No such trajectory.")
-
-
-def _url_or_empty(name: str, **kwargs) -> str:
-    try:
-        return reverse(name, kwargs=kwargs)
-    except NoReverseMatch:
-        return ""
+        raise Http404("No such trajectory.") from None
 
 
 @login_required
@@ -56,15 +50,9 @@ def dashboard(request, bank_id):
         "agreement": us.judge_human_agreement(bank=bank),
         "activity": us.recent_activity(bank=bank),
         "llm_configured": llm_configured(),
-        "tokens_url": _url_or_empty("accounts:bank_tokens", bank_id=bank.public_id),
         "api_base": request.build_absolute_uri("/api/v1/"),
     }
-    template = (
-        "trajectories/dashboard.html#live"
-        if request.htmx and request.htmx.target == "live"
-        else "trajectories/dashboard.html"
-    )
-    return render(request, template, context)
+    return render(request, template_for(request, "trajectories/dashboard.html", {"live": "live"}), context)
 
 
 @login_required
@@ -73,22 +61,14 @@ def trajectory_list(request, bank_id):
     form = TrajectoryFilterForm(request.GET or None, agents=us.trajectory_agents(bank=bank))
     filters = form.filters() if request.GET else {}
     page = Paginator(us.trajectory_list(bank=bank, **filters), PAGE_SIZE).get_page(request.GET.get("page"))
-    params = request.GET.copy()
-    params.pop("page", None)
     context = {
         "bank": bank,
         "membership": membership,
         "form": form,
         "page": page,
-        "qs": params.urlencode(),
         "filtered": any(filters.values()),
     }
-    template = (
-        "trajectories/list.html#rows"
-        if request.htmx and request.htmx.target == "trajectory-rows"
-        else "trajectories/list.html"
-    )
-    return render(request, template, context)
+    return render(request, template_for(request, "trajectories/list.html", {"trajectory-rows": "rows"}), context)
 
 
 def _detail_context(bank, membership, trajectory, relabel_form=None):
@@ -116,12 +96,13 @@ def trajectory_detail(request, bank_id, trajectory_id):
     role = Role.REVIEWER if request.method == "POST" else Role.VIEWER
     bank, membership = bank_for_user(request, bank_id, role=role)
     trajectory = _trajectory_or_404(bank, trajectory_id)
-    template = "trajectories/detail.html"
     if request.method == "GET":
         context = _detail_context(bank, membership, trajectory)
-        if request.htmx and request.GET.get("partial") == "derived":
-            return render(request, template + "#derived", context)
-        return render(request, template, context)
+        # The derived region polls itself with ?partial=derived while the pipeline works.
+        partial = request.GET.get("partial") == "derived"
+        return render(
+            request, htmx_template(request, DETAIL_TEMPLATE, "derived") if partial else DETAIL_TEMPLATE, context
+        )
 
     form = RelabelForm(request.POST)
     if form.is_valid():
@@ -132,7 +113,7 @@ def trajectory_detail(request, bank_id, trajectory_id):
                 reason=form.cleaned_data["reason"],
                 author=request.user,
             )
-        except ValueError as exc:
+        except REFUSALS as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Relabelled as {form.cleaned_data['label']}; new items are being distilled.")
@@ -142,7 +123,7 @@ def trajectory_detail(request, bank_id, trajectory_id):
     trajectory.refresh_from_db()
     context = _detail_context(bank, membership, trajectory, relabel_form=form)
     # An invalid form answers 200 so htmx swaps it in with its errors.
-    return render(request, template + "#derived" if request.htmx else template, context)
+    return render(request, htmx_template(request, DETAIL_TEMPLATE, "derived"), context)
 
 
 @login_required
@@ -154,7 +135,7 @@ def trajectory_steps(request, bank_id, trajectory_id):
     if not request.htmx:
         return redirect("trajectories:detail", bank_id=bank.public_id, trajectory_id=trajectory.public_id)
     context = _detail_context(bank, membership, trajectory)
-    return render(request, "trajectories/detail.html#steps", context)
+    return render(request, DETAIL_TEMPLATE + "#steps", context)
 
 
 IMPACT_WINDOWS = [("7", "Last 7 days"), ("30", "Last 30 days"), ("90", "Last 90 days"), ("all", "All time")]
@@ -200,8 +181,6 @@ def impact(request, bank_id):
         "items": lift.item_outcomes(bank=bank, since=since, lift=report),
         "bar": _difference_bar(report.difference),
         "min_item_judged": lift.MIN_ITEM_JUDGED,
-        "settings_url": _url_or_empty("accounts:bank_settings", bank_id=bank.public_id),
-        "tokens_url": _url_or_empty("accounts:bank_tokens", bank_id=bank.public_id),
         "api_base": request.build_absolute_uri("/api/v1/"),
     }
     return render(request, "trajectories/impact.html", context)

@@ -1,12 +1,14 @@
 """Template helpers shared by every page."""
 
+import json
+
 from django import template
-from django.urls import NoReverseMatch, reverse
+from django.core.serializers.json import DjangoJSONEncoder
+from django.urls import reverse
 
 register = template.Library()
 
-# (url name, label): a bank's pages in nav order. A name with no view yet is
-# skipped, so the nav only ever shows pages that exist.
+# (url name, label): a bank's pages in nav order.
 BANK_PAGES = [
     ("trajectories:dashboard", "Dashboard"),
     ("memories:review", "Review"),
@@ -26,10 +28,7 @@ def bank_nav(context, bank):
     current = request.path if request else ""
     links = []
     for name, label in BANK_PAGES:
-        try:
-            url = reverse(name, kwargs={"bank_id": bank.public_id})
-        except NoReverseMatch:
-            continue
+        url = reverse(name, kwargs={"bank_id": bank.public_id})
         active = current == url or (url != "/" and current.startswith(url) and name != "trajectories:dashboard")
         links.append({"url": url, "label": label, "active": active})
     return {"bank_nav": links}
@@ -38,8 +37,4 @@ def bank_nav(context, bank):
 @register.filter
 def compact_json(value) -> str:
     """A before/after snapshot as one line of JSON for the audit log."""
-    import json
-
-    from django.core.serializers.json import DjangoJSONEncoder
-
     return json.dumps(value, cls=DjangoJSONEncoder, ensure_ascii=False, separators=(", ", ": "))

@@ -1,6 +1,7 @@
 // Keyboard-first review. Rows carry data-row (and data-open: where Enter goes);
 // an item page carries data-item with forms marked data-action="approve|reject"
 // and a link data-action="edit". Every shortcut has a real link or form behind it.
+// Only keyboard handling lives here; toasts and shared clicks are in app.js.
 (() => {
   "use strict";
   const typing = (el) =>
@@ -99,29 +100,10 @@
 
   document.addEventListener("click", (event) => {
     if (event.target.closest("[data-cheatsheet]")) cheatsheet();
-    const all = event.target.closest("[data-check-all]");
-    if (all) {
-      document.querySelectorAll(`input[type=checkbox][name="${all.dataset.checkAll}"]`)
-        .forEach((box) => (box.checked = all.checked));
-    }
     const row = event.target.closest("[data-rows] [data-row]");
     if (row && !event.target.closest("a, button, input, label")) {
       rows().forEach((r) => r.classList.remove("focused"));
       row.classList.add("focused");
-    }
-  });
-
-  // htmx does not swap error responses: say that something failed instead of doing nothing.
-  document.addEventListener("htmx:responseError", (event) => {
-    const toast = document.getElementById("toast");
-    if (toast) toast.textContent = `That did not work (HTTP ${event.detail.xhr.status}). Reload and try again.`;
-    setTimeout(() => { if (toast) toast.textContent = ""; }, 6000);
-  });
-
-  // A toast swapped in out-of-band fades after a few seconds.
-  document.addEventListener("htmx:oobAfterSwap", (event) => {
-    if (event.detail.target && event.detail.target.id === "toast") {
-      setTimeout(() => { const t = document.getElementById("toast"); if (t) t.textContent = ""; }, 4000);
     }
   });
 

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.core import mail
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
@@ -24,6 +25,14 @@ def people(team, owner):
         "viewer": factories.make_member(team, Role.VIEWER),
         "stranger": factories.make_user(),
     }
+
+
+def team_url(team, name: str = "team") -> str:
+    return reverse(f"accounts:{name}", kwargs={"team_id": team.public_id})
+
+
+def bank_url(bank, name: str) -> str:
+    return reverse(f"accounts:{name}", kwargs={"bank_id": bank.public_id})
 
 
 @pytest.fixture
@@ -114,40 +123,39 @@ def test_team_page_anonymous_redirects(client, team):
 
 @pytest.mark.parametrize("who,status", [("reviewer", 403), ("viewer", 403), ("stranger", 404)])
 def test_members_managed_by_admins_only(as_, people, team, who, status):
-    url = reverse("accounts:team", kwargs={"team_id": team.public_id})
+    url = team_url(team, "member_change_role")
     target = Membership.objects.get(team=team, user=people["viewer"])
-    response = as_(people[who]).post(url, {"action": "role", "membership": target.pk, "role": "admin"})
+    response = as_(people[who]).post(url, {"membership": target.pk, "role": "admin"})
     assert response.status_code == status
     assert Membership.objects.get(pk=target.pk).role == Role.VIEWER
 
 
 def test_admin_changes_role_and_removes_member(as_, people, team):
-    url = reverse("accounts:team", kwargs={"team_id": team.public_id})
     client = as_(people["admin"])
     viewer_m = Membership.objects.get(team=team, user=people["viewer"])
-    assert client.post(url, {"action": "role", "membership": viewer_m.pk, "role": "reviewer"}).status_code == 302
+    role, remove = team_url(team, "member_change_role"), team_url(team, "member_remove")
+    assert client.post(role, {"membership": viewer_m.pk, "role": "reviewer"}).status_code == 302
     assert Membership.objects.get(pk=viewer_m.pk).role == Role.REVIEWER
-    assert client.post(url, {"action": "remove", "membership": viewer_m.pk}).status_code == 302
+    assert client.post(remove, {"membership": viewer_m.pk}).status_code == 302
     assert not Membership.objects.filter(pk=viewer_m.pk).exists()
 
 
 def test_admin_cannot_make_owner_error_is_shown(as_, people, team):
-    url = reverse("accounts:team", kwargs={"team_id": team.public_id})
+    url = team_url(team, "member_change_role")
     client = as_(people["admin"])
     viewer_m = Membership.objects.get(team=team, user=people["viewer"])
-    page = client.post(url, {"action": "role", "membership": viewer_m.pk, "role": "owner"}, follow=True)
+    page = client.post(url, {"membership": viewer_m.pk, "role": "owner"}, follow=True)
     assert "Only owners make owners" in page.content.decode()
     assert Membership.objects.get(pk=viewer_m.pk).role == Role.VIEWER
 
 
 def test_last_owner_cannot_leave_error_is_shown(as_, people, team):
-    url = reverse("accounts:team", kwargs={"team_id": team.public_id})
-    page = as_(people["owner"]).post(url, {"action": "leave"}, follow=True)
+    page = as_(people["owner"]).post(team_url(team, "team_leave"), follow=True)
     assert "last owner cannot leave" in page.content.decode()
     assert Membership.objects.filter(team=team, user=people["owner"], role=Role.OWNER).exists()
     page = as_(people["owner"]).post(
-        url,
-        {"action": "role", "membership": Membership.objects.get(team=team, user=people["owner"]).pk, "role": "admin"},
+        team_url(team, "member_change_role"),
+        {"membership": Membership.objects.get(team=team, user=people["owner"]).pk, "role": "admin"},
         follow=True,
     )
     assert "last owner cannot be demoted" in page.content.decode()
@@ -155,8 +163,8 @@ def test_last_owner_cannot_leave_error_is_shown(as_, people, team):
 
 def test_membership_of_another_team_is_404(as_, people, team, other_bank):
     other_m = Membership.objects.filter(team=other_bank.team).first()
-    url = reverse("accounts:team", kwargs={"team_id": team.public_id})
-    assert as_(people["owner"]).post(url, {"action": "remove", "membership": other_m.pk}).status_code == 404
+    url = team_url(team, "member_remove")
+    assert as_(people["owner"]).post(url, {"membership": other_m.pk}).status_code == 404
     assert Membership.objects.filter(pk=other_m.pk).exists()
 
 
@@ -164,8 +172,7 @@ def test_membership_of_another_team_is_404(as_, people, team, other_bank):
 
 
 def _invite(client, team, email="new@example.com", role="reviewer"):
-    url = reverse("accounts:team", kwargs={"team_id": team.public_id})
-    with_commit = client.post(url, {"action": "invite", "email": email, "role": role})
+    with_commit = client.post(team_url(team, "team_invite"), {"email": email, "role": role})
     assert with_commit.status_code == 302, with_commit.content
     body = mail.outbox[-1].body
     return next(line.strip() for line in body.splitlines() if "/invitations/" in line).split("testserver", 1)[1]
@@ -212,12 +219,29 @@ def test_unknown_invitation_is_404(client, db):
     assert client.get(reverse("accounts:invitation_accept", kwargs={"secret": "nope"})).status_code == 404
 
 
-def test_viewer_cannot_invite(as_, people, team):
-    url = reverse("accounts:team", kwargs={"team_id": team.public_id})
-    assert (
-        as_(people["viewer"]).post(url, {"action": "invite", "email": "x@example.com", "role": "viewer"}).status_code
-        == 403
+def test_invitation_email_is_rendered_from_templates():
+    """templates/accounts/email/: the subject (one line) and the body with the
+    link on a line of its own, unescaped, as invitation_create sends them."""
+    context = {
+        "inviter": "o'neil",
+        "team": Team(name="R&D <crew>"),
+        "role_label": "reviewer",
+        "hours": 72,
+        "url": "http://testserver/invitations/abc/",
+    }
+    assert render_to_string("accounts/email/invitation_subject.txt", context) == (
+        "o'neil invited you to R&D <crew> on ReasoningBank"
     )
+    assert render_to_string("accounts/email/invitation_body.txt", context) == (
+        "o'neil invited you to join the team 'R&D <crew>' as reviewer.\n\n"
+        "Accept within 72 hours (the link works once):\nhttp://testserver/invitations/abc/\n\n"
+        "If you did not expect this, ignore this email."
+    )
+
+
+def test_viewer_cannot_invite(as_, people, team):
+    url = team_url(team, "team_invite")
+    assert as_(people["viewer"]).post(url, {"email": "x@example.com", "role": "viewer"}).status_code == 403
     assert not Invitation.objects.exists()
 
 
@@ -293,8 +317,8 @@ def test_invalid_settings_rerender_with_errors(as_, people, bank):
 
 @pytest.mark.parametrize("who,status", [("reviewer", 403), ("viewer", 403), ("stranger", 404)])
 def test_settings_and_archive_need_admin(as_, people, bank, who, status):
-    url = reverse("accounts:bank_settings", kwargs={"bank_id": bank.public_id})
-    assert as_(people[who]).post(url, {"action": "archive"}).status_code == status
+    url = bank_url(bank, "bank_settings")
+    assert as_(people[who]).post(bank_url(bank, "bank_archive")).status_code == status
     assert as_(people[who]).post(url, _settings_post()).status_code == status
     bank.refresh_from_db()
     assert not bank.is_archived and bank.top_k == 3
@@ -303,10 +327,10 @@ def test_settings_and_archive_need_admin(as_, people, bank, who, status):
 def test_archive_and_unarchive_from_ui(as_, people, bank):
     url = reverse("accounts:bank_settings", kwargs={"bank_id": bank.public_id})
     client = as_(people["owner"])
-    client.post(url, {"action": "archive"})
+    client.post(bank_url(bank, "bank_archive"))
     assert Bank.objects.get(pk=bank.pk).is_archived
     assert "bank_archived" in client.get(url).content.decode()
-    client.post(url, {"action": "unarchive"})
+    client.post(bank_url(bank, "bank_unarchive"))
     assert not Bank.objects.get(pk=bank.pk).is_archived
 
 
@@ -316,7 +340,7 @@ def test_archive_and_unarchive_from_ui(as_, people, bank):
 def test_create_token_shows_secret_once_with_curl(as_, people, bank):
     url = reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id})
     client = as_(people["admin"])
-    response = client.post(url, {"action": "create", "name": "web agent", "scopes": ["retrieve", "ingest"]})
+    response = client.post(bank_url(bank, "token_create"), {"name": "web agent", "scopes": ["retrieve", "ingest"]})
     html = response.content.decode()
     token = ApiToken.objects.get(name="web agent")
     secret = response.context["issued"].secret
@@ -327,8 +351,8 @@ def test_create_token_shows_secret_once_with_curl(as_, people, bank):
 
 
 def test_token_create_validates(as_, people, bank):
-    url = reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id})
-    response = as_(people["owner"]).post(url, {"action": "create", "name": "x", "expires_at": "2001-01-01T00:00"})
+    url = bank_url(bank, "token_create")
+    response = as_(people["owner"]).post(url, {"name": "x", "expires_at": "2001-01-01T00:00"})
     assert response.status_code == 200 and "in the future" in response.content.decode()
     assert "This field is required" in response.content.decode()  # no scopes
     assert not ApiToken.objects.filter(name="x").exists()
@@ -345,19 +369,24 @@ def test_reviewers_and_viewers_see_tokens_without_secrets_or_controls(as_, peopl
         and "Create a token" not in html
         and "Revoke" not in html
     )
-    assert as_(people[who]).post(url, {"action": "create", "name": "n", "scopes": ["retrieve"]}).status_code == 403
-    assert as_(people[who]).post(url, {"action": "revoke", "token": issued.token.public_id}).status_code == 403
+    create = bank_url(bank, "token_create")
+    revoke = reverse("accounts:token_revoke", kwargs={"bank_id": bank.public_id, "token_id": issued.token.public_id})
+    assert as_(people[who]).post(create, {"name": "n", "scopes": ["retrieve"]}).status_code == 403
+    assert as_(people[who]).post(revoke).status_code == 403
     assert ApiToken.objects.get(pk=issued.token.pk).revoked_at is None
 
 
 def test_revoke_token_and_other_banks_token_is_404(as_, people, bank, other_bank):
     mine = services.api_token_create(bank=bank, name="mine", scopes=["retrieve"])
     theirs = services.api_token_create(bank=other_bank, name="theirs", scopes=["retrieve"])
-    url = reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id})
+
+    def revoke(token_id) -> str:
+        return reverse("accounts:token_revoke", kwargs={"bank_id": bank.public_id, "token_id": token_id})
+
     client = as_(people["owner"])
-    assert client.post(url, {"action": "revoke", "token": theirs.token.public_id}).status_code == 404
-    assert client.post(url, {"action": "revoke", "token": "not-a-uuid"}).status_code == 404
-    assert client.post(url, {"action": "revoke", "token": mine.token.public_id}).status_code == 302
+    assert client.post(revoke(theirs.token.public_id)).status_code == 404
+    assert client.post(bank_url(bank, "bank_tokens") + "not-a-uuid/revoke/").status_code == 404
+    assert client.post(revoke(mine.token.public_id)).status_code == 302
     assert (
         ApiToken.objects.get(pk=mine.token.pk).revoked_at
         and ApiToken.objects.get(pk=theirs.token.pk).revoked_at is None

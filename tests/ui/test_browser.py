@@ -221,3 +221,11 @@ def test_playground_shows_an_approved_item(page, live_server, bank, owner):
     page.locator("#results .itemtitle", has_text="Confirm opening hours").wait_for()
     assert "Confirm opening hours" in page.locator("#system-block").inner_text()
     assert page.locator("#results .score").first.inner_text().startswith("0.")
+
+
+def test_a_failed_htmx_request_shows_a_toast_on_a_page_without_shortcuts(page, live_server, bank, owner):
+    # The error toast comes from app.js (every page), not from keyboard.js (pages with the cheatsheet).
+    login(page, live_server, owner, f"/banks/{bank.public_id}/playground/")
+    assert page.locator("#cheatsheet").count() == 0
+    page.evaluate(f"htmx.ajax('GET', '/banks/{bank.public_id}/no-such-page/', '#results')")
+    page.locator("#toast", has_text="That did not work (HTTP 404)").wait_for()

@@ -29,6 +29,11 @@ def page_urls(bank, item, trajectory):
     }
 
 
+def item_action(bank, item, action: str) -> str:
+    """The URL of one action of the item page (approve, reject, edit, archive, merge, keep_both)."""
+    return reverse(f"memories:item_{action}", kwargs={"bank_id": bank.public_id, "item_id": item.public_id})
+
+
 PAGES = ["dashboard", "review", "focus", "items", "item", "playground", "trajectories", "trajectory"]
 
 
@@ -69,7 +74,7 @@ def test_item_of_another_bank_is_404_even_for_a_member(client, owner, bank, othe
 def test_writes_are_refused_below_reviewer(client, request, bank, item, trajectory, who, status):
     client.force_login(request.getfixturevalue(who))
     urls = page_urls(bank, item, trajectory)
-    assert client.post(urls["item"], {"action": "approve"}).status_code == status
+    assert client.post(item_action(bank, item, "approve")).status_code == status
     assert client.post(urls["review"], {"action": "approve", "items": [str(item.public_id)]}).status_code == status
     assert client.post(urls["trajectory"], {"label": "failure", "reason": "wrong"}).status_code == status
     item.refresh_from_db()
@@ -81,9 +86,8 @@ def test_reviewer_edits_then_approves_and_history_shows_the_diff(client, reviewe
     client.force_login(reviewer)
     url = page_urls(bank, item, trajectory)["item"]
     response = client.post(
-        url,
+        item_action(bank, item, "edit"),
         {
-            "action": "edit",
             "title": "Prefer the primary source",
             "description": item.description,
             "content": item.content,
@@ -91,7 +95,7 @@ def test_reviewer_edits_then_approves_and_history_shows_the_diff(client, reviewe
         },
     )
     assert response.status_code == 302
-    response = client.post(url, {"action": "approve"})
+    response = client.post(item_action(bank, item, "approve"))
     item.refresh_from_db()
     assert (item.title, item.status, item.approved_by) == ("Prefer the primary source", "approved", reviewer)
     html = client.get(url).content.decode()
@@ -101,8 +105,8 @@ def test_reviewer_edits_then_approves_and_history_shows_the_diff(client, reviewe
 
 def test_invalid_edit_rerenders_with_errors_for_htmx(client, reviewer, bank, item, trajectory):
     client.force_login(reviewer)
-    url = page_urls(bank, item, trajectory)["item"]
-    response = client.post(url, {"action": "edit", "title": "", "description": "d", "content": "c"}, **HTMX)
+    url = item_action(bank, item, "edit")
+    response = client.post(url, {"title": "", "description": "d", "content": "c"}, **HTMX)
     assert response.status_code == 200  # htmx 2 swaps only 2xx
     html = response.content.decode()
     assert 'id="item-panel"' in html and "errorlist" in html and "<html" not in html
@@ -112,32 +116,32 @@ def test_invalid_edit_rerenders_with_errors_for_htmx(client, reviewer, bank, ite
 
 def test_reject_needs_a_reason_and_keeps_it(client, reviewer, bank, item, trajectory):
     client.force_login(reviewer)
-    url = page_urls(bank, item, trajectory)["item"]
-    response = client.post(url, {"action": "reject", "reason": ""}, **HTMX)
+    url = item_action(bank, item, "reject")
+    response = client.post(url, {"reason": ""}, **HTMX)
     assert response.status_code == 200 and "errorlist" in response.content.decode()
     item.refresh_from_db()
     assert item.status == ItemStatus.PROPOSED
-    client.post(url, {"action": "reject", "reason": "too specific to one site"})
+    client.post(url, {"reason": "too specific to one site"})
     item.refresh_from_db()
     assert (item.status, item.status_reason) == ("rejected", "too specific to one site")
 
 
 def test_archive_an_approved_item(client, owner, bank, item, trajectory):
     client.force_login(owner)
-    url = page_urls(bank, item, trajectory)["item"]
-    client.post(url, {"action": "approve"})
-    client.post(url, {"action": "archive"})
+    client.post(item_action(bank, item, "approve"))
+    client.post(item_action(bank, item, "archive"))
     item.refresh_from_db()
     assert item.status == ItemStatus.ARCHIVED
 
 
 def test_impossible_transition_is_a_message_not_a_500(client, owner, bank, item, trajectory):
     client.force_login(owner)
-    url = page_urls(bank, item, trajectory)["item"]
-    response = client.post(url, {"action": "archive"}, follow=True)
+    response = client.post(item_action(bank, item, "archive"), follow=True)
     assert response.status_code == 200
     assert "Only approved items can be archived" in response.content.decode()
-    assert client.post(url, {"action": "bogus"}).status_code == 302
+    # An action that does not exist has no URL: a 404, not a 500 (and the page itself takes no POST).
+    assert client.post(page_urls(bank, item, trajectory)["item"] + "bogus/").status_code == 404
+    assert client.post(page_urls(bank, item, trajectory)["item"]).status_code == 405
 
 
 def test_merge_into_a_near_duplicate_supersedes_this_one(client, reviewer, bank, trajectory):
@@ -150,7 +154,8 @@ def test_merge_into_a_near_duplicate_supersedes_this_one(client, reviewer, bank,
     focus = reverse("memories:review_focus", kwargs={"bank_id": bank.public_id, "item_id": second.public_id})
     html = client.get(focus).content.decode()
     assert "Near-duplicates" in html and "Merge into this" in html
-    client.post(focus, {"action": "merge", "into": str(first.public_id)})
+    assert 'name="focus" value="1"' in html
+    client.post(item_action(bank, second, "merge"), {"into": str(first.public_id), "focus": "1"})
     first.refresh_from_db()
     second.refresh_from_db()
     assert first.status == ItemStatus.APPROVED
@@ -161,8 +166,7 @@ def test_merge_into_a_near_duplicate_supersedes_this_one(client, reviewer, bank,
 def test_merge_into_an_item_of_another_bank_is_refused(client, reviewer, bank, other_bank, item, trajectory):
     theirs = propose(other_bank, title="Theirs")
     client.force_login(reviewer)
-    url = page_urls(bank, item, trajectory)["item"]
-    response = client.post(url, {"action": "merge", "into": str(theirs.public_id)}, **HTMX)
+    response = client.post(item_action(bank, item, "merge"), {"into": str(theirs.public_id)}, **HTMX)
     assert response.status_code == 200 and "not in this bank" in response.content.decode()
     item.refresh_from_db()
     theirs.refresh_from_db()
@@ -410,7 +414,9 @@ def test_keep_both_clears_the_suggestion_records_it_and_approves(client, reviewe
     assert second.title in client.get(review, {"dup": "on"}).content.decode()
 
     focus = reverse("memories:review_focus", kwargs={"bank_id": bank.public_id, "item_id": second.public_id})
-    client.post(focus, {"action": "keep"})
+    keep = item_action(bank, second, "keep_both")
+    assert f'action="{keep}"' in client.get(focus).content.decode()  # the focus view posts there, with focus=1
+    client.post(keep, {"focus": "1"})
     second.refresh_from_db()
     first.refresh_from_db()
     assert (second.status, second.near_duplicates, first.status) == (ItemStatus.APPROVED, [], ItemStatus.PROPOSED)
@@ -419,7 +425,7 @@ def test_keep_both_clears_the_suggestion_records_it_and_approves(client, reviewe
     item_page = reverse("memories:item_detail", kwargs={"bank_id": bank.public_id, "item_id": second.public_id})
     assert "Near-duplicates" not in client.get(item_page).content.decode()
     # Nothing left to dismiss: a clear message, not a 500.
-    response = client.post(focus, {"action": "keep"}, follow=True)
+    response = client.post(keep, {"focus": "1"}, follow=True)
     assert "no near-duplicate suggestions" in response.content.decode()
 
 

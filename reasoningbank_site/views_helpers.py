@@ -1,0 +1,63 @@
+"""Helpers every app's HTML views share: which template (or named partial)
+answers a request, how a POST answers (redirect, htmx client redirect,
+toast), where ``?next=`` may lead, and the marker for small POST-only action
+views. Access checks live in ``accounts.access``."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect, reswap
+
+from reasoningbank_site.errors import DomainError
+
+# What a service raises when it refuses; a view shows it as a message or form error.
+REFUSALS = (ValueError, DomainError)
+
+
+def template_for(request, template: str, partials: dict[str, str]) -> str:
+    """``template``, or ``template#<partial>`` when htmx asks to refresh one
+    region: ``partials`` maps the id of an ``hx-target`` to the partial that
+    renders it (``{"item-list": "list"}``)."""
+    partial = partials.get(request.htmx.target or "") if request.htmx else None
+    return f"{template}#{partial}" if partial else template
+
+
+def htmx_template(request, template: str, partial: str) -> str:
+    """``template#<partial>`` for any htmx request, else the whole page: for
+    POST answers whose form always replaces that one region."""
+    return f"{template}#{partial}" if request.htmx else template
+
+
+def redirect_after_post(request, url: str):
+    """Leave a successful POST for ``url``: an htmx client redirect (htmx
+    then loads the whole page) or a plain 302."""
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def toast(request, message: str) -> HttpResponse:
+    """An htmx answer that changes nothing in place but shows ``message`` in
+    the toast (status 200, because htmx 2 does not swap error statuses)."""
+    return reswap(render(request, "includes/toast.html", {"message": message, "oob": True}), "none")
+
+
+def safe_next(request, default: str) -> str:
+    """The ``next`` field (POST, else query string) if it points at this
+    site, else ``default``."""
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return default
+
+
+def post_action(view):
+    """A small action view: POST only (any other method answers 405). Sets
+    ``view.post_action`` the way Django marks ``csrf_exempt`` views, so code
+    walking the URLconf (the isolation test) can tell actions from pages."""
+    wrapped = require_POST(view)
+    wrapped.post_action = True
+    return wrapped
