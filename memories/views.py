@@ -18,8 +18,8 @@ from django.views.decorators.http import require_http_methods
 
 from accounts.access import bank_for_user
 from accounts.models import Role
-from memories import review_selectors as rs
 from memories import selectors, services
+from memories import selectors as rs
 from memories.forms import (
     BulkActionForm,
     ImportForm,
@@ -32,6 +32,7 @@ from memories.forms import (
     ReviewFilterForm,
 )
 from memories.models import ItemStatus, MemoryItem
+from reasoningbank_site.errors import DomainError
 
 PAGE_SIZE = 50
 
@@ -113,7 +114,7 @@ def _review_post(request, bank_id):
             else:
                 services.memory_item_reject(item=item, author=request.user, reason=reason)
             done.append(item)
-        except ValueError as exc:
+        except DomainError as exc:
             failed.append((item, str(exc)))
     if request.htmx and request.POST.get("row"):
         item = items[0] if items else None
@@ -286,7 +287,7 @@ def _item_page(request, bank_id, item_id, *, focus: bool):
             moved_on = focus
         else:
             messages.error(request, "Unknown action.")
-    except ValueError as exc:
+    except DomainError as exc:
         messages.error(request, str(exc))
 
     if moved_on:
@@ -363,7 +364,7 @@ def item_create(request, bank_id):
                 author=request.user,
                 status=ItemStatus.APPROVED if data["approve_now"] else ItemStatus.PROPOSED,
             )
-        except ValueError as exc:
+        except DomainError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Saved “{item.title}” as {item.get_status_display().lower()}.")
@@ -424,7 +425,7 @@ def playground(request, bank_id):
     if form.is_bound and form.is_valid():
         try:
             result = services.retrieval_preview(bank=bank, query=form.cleaned_data["q"], k=form.cleaned_data.get("k"))
-        except ValueError as exc:
+        except DomainError as exc:
             error = str(exc)
     context = {"bank": bank, "membership": membership, "form": form, "result": result, "error": error}
     template = (
