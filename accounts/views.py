@@ -284,7 +284,7 @@ def bank_tokens(request, bank_id):
                         expires_at=form.cleaned_data["expires_at"],
                         created_by=request.user,
                     )
-                except ValueError as exc:
+                except services.AccountsError as exc:
                     form.add_error(None, str(exc))
                 else:
                     form = TokenForm()
