@@ -7,9 +7,8 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
 from django.core.validators import MaxValueValidator, MinValueValidator
-from django.utils import timezone
 
-from accounts.models import Bank, Role, Scope
+from accounts.models import Bank, Role, Scope, validate_token_expiry
 from accounts.services import BANK_SETTINGS
 
 
@@ -74,13 +73,8 @@ class TokenForm(forms.Form):
         required=False,
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
         help_text="Optional; UTC. Empty: never expires.",
+        validators=[validate_token_expiry],
     )
-
-    def clean_expires_at(self):
-        value = self.cleaned_data["expires_at"]
-        if value is not None and value <= timezone.now():
-            raise forms.ValidationError("The expiry must be in the future.")
-        return value
 
 
 class AuditFilterForm(forms.Form):

@@ -143,6 +143,12 @@ class Scope(models.TextChoices):
     INGEST = "ingest", "Send trajectories"
 
 
+def validate_token_expiry(value) -> None:
+    """A new token's expiry (the token form and api_token_create both apply it)."""
+    if value is not None and value <= timezone.now():
+        raise ValidationError("The expiry must be in the future.", code="expiry_past")
+
+
 class ApiToken(models.Model):
     """A bearer token bound to one bank. Only a SHA-256 of the secret is
     stored (tokens are 256-bit random, so a slow hash buys nothing); the

@@ -8,10 +8,11 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import ApiToken, Bank, Scope
+from accounts.models import ApiToken, Bank, Scope, validate_token_expiry
 from accounts.services.audit import audit_record
 from accounts.services.errors import AccountsInvalid
 
@@ -44,8 +45,10 @@ def api_token_create(
         raise AccountsInvalid(f"scopes must be a non-empty subset of {sorted(valid)}, got {scopes}")
     if not name.strip():
         raise AccountsInvalid("a token needs a name")
-    if expires_at is not None and expires_at <= timezone.now():
-        raise AccountsInvalid("the expiry must be in the future")
+    try:
+        validate_token_expiry(expires_at)
+    except ValidationError as exc:
+        raise AccountsInvalid(exc.messages[0]) from None
     raw = f"{TOKEN_PREFIX}{secrets.token_urlsafe(32)}"
     token = ApiToken.objects.create(
         bank=bank,
