@@ -1,14 +1,14 @@
 """Forms of the account, team, bank and token pages. They parse input only;
-the rules live in accounts.services."""
+the rules live in the models' validators and accounts.services."""
 
 from __future__ import annotations
 
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
-from django.utils import timezone
+from django.core.validators import MaxValueValidator, MinValueValidator
 
-from accounts.models import MAX_TOP_K, Bank, Role, Scope
+from accounts.models import Bank, Role, Scope, validate_token_expiry
 from accounts.services import BANK_SETTINGS
 
 
@@ -33,43 +33,35 @@ class RoleForm(forms.Form):
     role = forms.ChoiceField(choices=Role.choices)
 
 
-class BankCreateForm(forms.ModelForm):
+class BankFormMixin:
+    """Shows the model fields' range validators to the browser as the inputs'
+    ``min``/``max`` (the server applies the validators themselves)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, field in self.fields.items():
+            for validator in Bank._meta.get_field(name).validators:
+                if isinstance(validator, MinValueValidator):
+                    field.widget.attrs["min"] = validator.limit_value
+                elif isinstance(validator, MaxValueValidator):
+                    field.widget.attrs["max"] = validator.limit_value
+
+
+class BankCreateForm(BankFormMixin, forms.ModelForm):
     class Meta:
         model = Bank
         fields = ["name", "description", "retrieval_mode", "top_k"]
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 
 
-class BankSettingsForm(forms.ModelForm):
+class BankSettingsForm(BankFormMixin, forms.ModelForm):
+    """Every setting of BANK_SETTINGS; the ranges are the model fields'
+    validators (run by the ModelForm), the same ones the service applies."""
+
     class Meta:
         model = Bank
         fields = BANK_SETTINGS  # the one list the service validates and audits
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
-        help_texts = {
-            "holdout_fraction": "Share of agent retrievals answered with no memories (the holdout arm), 0–1. "
-            "The Impact page compares the outcomes of both arms to show whether this bank helps.",
-            "rate_limit_per_minute": "Requests per minute per token on the agent API; 0 means no limit.",
-            "top_k": f"Items (or experiences) served per retrieval, 1–{MAX_TOP_K}.",
-            "min_similarity": "Cosine similarity below which nothing is served (-1 to 1).",
-        }
-
-    def clean_top_k(self):
-        value = self.cleaned_data["top_k"]
-        if not 1 <= value <= 50:
-            raise forms.ValidationError("Between 1 and 50.")
-        return value
-
-    def clean_min_similarity(self):
-        value = self.cleaned_data["min_similarity"]
-        if not -1 <= value <= 1:
-            raise forms.ValidationError("Between -1 and 1.")
-        return value
-
-    def clean_holdout_fraction(self):
-        value = self.cleaned_data["holdout_fraction"]
-        if not 0 <= value <= 1:
-            raise forms.ValidationError("Between 0 and 1.")
-        return value
 
 
 class TokenForm(forms.Form):
@@ -81,13 +73,8 @@ class TokenForm(forms.Form):
         required=False,
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
         help_text="Optional; UTC. Empty: never expires.",
+        validators=[validate_token_expiry],
     )
-
-    def clean_expires_at(self):
-        value = self.cleaned_data["expires_at"]
-        if value is not None and value <= timezone.now():
-            raise forms.ValidationError("The expiry must be in the future.")
-        return value
 
 
 class AuditFilterForm(forms.Form):

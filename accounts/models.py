@@ -5,12 +5,16 @@ Bank lives here (not in memories) so that every access check — a user's role
 on a bank, a token's bank — is answered inside this app and the dependency
 direction stays trajectories → memories → accounts."""
 
+import math
 import uuid
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 
 class Role(models.TextChoices):
@@ -58,20 +62,50 @@ class RetrievalMode(models.TextChoices):
 
 # The most items (or experiences) one retrieval may serve: a bank's top_k and a request's k.
 MAX_TOP_K = 20
+MAX_RATE_LIMIT = 1_000_000
+
+
+# A bank's settings are validated here, once: the settings forms are ModelForms
+# and the services call full_clean(), so both state the same rules.
+def _between(low, high, message: str) -> list:
+    return [MinValueValidator(low, message=message), MaxValueValidator(high, message=message)]
+
+
+def validate_finite(value) -> None:
+    if not math.isfinite(value):
+        raise ValidationError("Must be a number (not infinity or NaN).", code="not_finite")
+
+
+def validate_not_blank(value) -> None:
+    if not str(value).strip():
+        raise ValidationError("A bank needs a name.", code="blank")
 
 
 class Bank(models.Model):
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="banks")
-    name = models.CharField(max_length=120)
+    name = models.CharField(
+        max_length=120, validators=[validate_not_blank], error_messages={"blank": "A bank needs a name."}
+    )
     slug = models.SlugField(max_length=60)
     description = models.TextField(blank=True)
 
     retrieval_mode = models.CharField(max_length=16, choices=RetrievalMode.choices, default=RetrievalMode.ITEMS)
-    top_k = models.PositiveSmallIntegerField(default=3, help_text="Items (or experiences) served per retrieval.")
-    min_similarity = models.FloatField(default=0.3, help_text="Cosine similarity below which nothing is served.")
+    top_k = models.PositiveSmallIntegerField(
+        default=3,
+        validators=_between(1, MAX_TOP_K, f"Between 1 and {MAX_TOP_K}."),
+        help_text=f"Items (or experiences) served per retrieval, 1–{MAX_TOP_K}.",
+    )
+    min_similarity = models.FloatField(
+        default=0.3,
+        validators=_between(-1.0, 1.0, "Between -1 and 1."),
+        help_text="Cosine similarity below which nothing is served (-1 to 1).",
+    )
     holdout_fraction = models.FloatField(
-        default=0.0, help_text="Share of retrievals answered with no items, to measure lift."
+        default=0.0,
+        validators=_between(0.0, 1.0, "Between 0 and 1."),
+        help_text="Share of agent retrievals answered with no memories (the holdout arm), 0–1. "
+        "The Impact page compares the outcomes of both arms to show whether this bank helps.",
     )
     judge_model = models.CharField(max_length=120, blank=True, help_text="Empty: the service default (RB_LLM_MODEL).")
     distill_model = models.CharField(max_length=120, blank=True, help_text="Empty: the service default (RB_LLM_MODEL).")
@@ -79,9 +113,15 @@ class Bank(models.Model):
         default=False, help_text="Use the agent's own outcome signal instead of the LLM judge."
     )
     reward_threshold = models.FloatField(
-        default=0.5, help_text="A reward at or above this counts as success when trusted."
+        default=0.5,
+        validators=[validate_finite],
+        help_text="A reward at or above this counts as success when trusted.",
     )
-    rate_limit_per_minute = models.PositiveIntegerField(default=600)
+    rate_limit_per_minute = models.PositiveIntegerField(
+        default=600,
+        validators=_between(0, MAX_RATE_LIMIT, f"Between 0 (no limit) and {MAX_RATE_LIMIT:,} per minute."),
+        help_text="Requests per minute per token on the agent API; 0 means no limit.",
+    )
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -101,6 +141,12 @@ class Bank(models.Model):
 class Scope(models.TextChoices):
     RETRIEVE = "retrieve", "Retrieve memories"
     INGEST = "ingest", "Send trajectories"
+
+
+def validate_token_expiry(value) -> None:
+    """A new token's expiry (the token form and api_token_create both apply it)."""
+    if value is not None and value <= timezone.now():
+        raise ValidationError("The expiry must be in the future.", code="expiry_past")
 
 
 class ApiToken(models.Model):
@@ -133,6 +179,19 @@ class ApiToken(models.Model):
         return scope in self.scopes
 
 
+class InvitationState(models.TextChoices):
+    PENDING = "pending", "Pending"
+    ACCEPTED = "accepted", "Accepted"
+    REVOKED = "revoked", "Revoked"
+    EXPIRED = "expired", "Expired"
+
+
+class InvitationQuerySet(models.QuerySet):
+    def pending(self) -> "InvitationQuerySet":
+        """Invitations whose ``state`` is pending (the same rule, in SQL)."""
+        return self.filter(accepted_at__isnull=True, revoked_at__isnull=True, expires_at__gt=timezone.now())
+
+
 class Invitation(models.Model):
     """A one-time, expiring invitation to join a team. Only a SHA-256 of the
     link's random token is stored; the link is emailed once."""
@@ -153,6 +212,8 @@ class Invitation(models.Model):
     )
     revoked_at = models.DateTimeField(null=True, blank=True)
 
+    objects = InvitationQuerySet.as_manager()
+
     class Meta:
         indexes = [models.Index(fields=["team", "created_at"])]
 
@@ -160,16 +221,16 @@ class Invitation(models.Model):
         return f"{self.email} → {self.team} ({self.role})"
 
     @property
-    def state(self) -> str:
-        from django.utils import timezone
-
+    def state(self) -> InvitationState:
+        """Where the invitation stands; the one place this is decided (used
+        once, withdrawn, past its expiry, else pending)."""
         if self.accepted_at:
-            return "accepted"
+            return InvitationState.ACCEPTED
         if self.revoked_at:
-            return "revoked"
+            return InvitationState.REVOKED
         if self.expires_at <= timezone.now():
-            return "expired"
-        return "pending"
+            return InvitationState.EXPIRED
+        return InvitationState.PENDING
 
 
 class TokenUsage(models.Model):
@@ -183,6 +244,9 @@ class TokenUsage(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["token", "window_start"], name="tokenusage_unique_window")]
+
+    def __str__(self) -> str:
+        return f"{self.token_id} @ {self.window_start:%Y-%m-%d %H:%M}: {self.count}"
 
 
 class AuditEvent(models.Model):

@@ -9,7 +9,7 @@ from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 from django.utils import timezone
 
 from accounts.models import ApiToken, AuditEvent, Bank, Invitation, Membership, Team
-from accounts.services import TOKEN_PREFIX, hash_token
+from accounts.services.tokens import TOKEN_PREFIX, hash_token
 
 
 def api_token_for_secret(*, raw: str) -> ApiToken | None:
@@ -54,7 +54,7 @@ def team_members(*, team: Team) -> list[Membership]:
 def team_invitations(*, team: Team, pending_only: bool = True) -> list[Invitation]:
     qs = team.invitations.select_related("invited_by").order_by("-created_at")
     if pending_only:
-        qs = qs.filter(accepted_at__isnull=True, revoked_at__isnull=True, expires_at__gt=timezone.now())
+        qs = qs.pending()
     return list(qs)
 
 

@@ -33,11 +33,10 @@ from accounts.forms import (
     TokenForm,
 )
 from accounts.models import ApiToken, Bank, Invitation, Membership, Role
-from reasoningbank_site.views_helpers import REFUSALS, post_action, safe_next
+from reasoningbank_site.errors import DomainError
+from reasoningbank_site.views_helpers import post_action, safe_next
 
 AUDIT_PAGE_SIZE = 50
-# What the accounts services raise when they refuse (AccountsError is theirs).
-ACCOUNT_REFUSALS = (services.AccountsError, *REFUSALS)
 
 
 def bank_home_url(bank: Bank) -> str:
@@ -88,7 +87,7 @@ def team_create(request):
     if request.method == "POST" and form.is_valid():
         try:
             team = services.team_create(name=form.cleaned_data["name"], owner=request.user)
-        except services.AccountsError as exc:
+        except DomainError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Team '{team.name}' created. Create its first bank.")
@@ -137,7 +136,7 @@ def team_invite(request, team_id):
                 actor_membership=me,
                 site_url=request.build_absolute_uri("/"),
             )
-        except ACCOUNT_REFUSALS as exc:
+        except DomainError as exc:
             messages.error(request, str(exc))
         else:
             messages.success(request, f"Invitation emailed to {issued.invitation.email}.")
@@ -150,7 +149,7 @@ def _back_to_team(request, team, call, *, done: str):
     the ``done`` message is shown on the team page."""
     try:
         call()
-    except ACCOUNT_REFUSALS as exc:
+    except DomainError as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, done)
@@ -189,7 +188,7 @@ def team_leave(request, team_id):
     team, me = team_for_user(request, team_id)
     try:
         services.membership_remove(membership=me, actor=request.user, actor_membership=me)
-    except ACCOUNT_REFUSALS as exc:
+    except DomainError as exc:
         messages.error(request, str(exc))
         return redirect("accounts:team", team_id=team.public_id)
     messages.success(request, f"You left {team.name}.")
@@ -235,7 +234,7 @@ def bank_create(request, team_id):
     if request.method == "POST" and form.is_valid():
         try:
             bank = services.bank_create(team=team, actor=request.user, **form.cleaned_data)
-        except services.AccountsError as exc:
+        except DomainError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Bank '{bank.name}' created. Create a token so an agent can use it.")
@@ -257,7 +256,7 @@ def bank_settings(request, bank_id):
         if form.is_valid():
             try:
                 services.bank_update_settings(bank=bank, actor=request.user, **form.cleaned_data)
-            except ACCOUNT_REFUSALS as exc:
+            except DomainError as exc:
                 form.add_error(None, str(exc))
             else:
                 messages.success(request, "Settings saved.")
@@ -347,7 +346,7 @@ def token_create(request, bank_id):
                 expires_at=form.cleaned_data["expires_at"],
                 created_by=request.user,
             )
-        except REFUSALS as exc:
+        except DomainError as exc:
             form.add_error(None, str(exc))
         else:
             return _tokens_page(request, bank, me, issued=issued)

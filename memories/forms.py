@@ -1,7 +1,11 @@
 """Forms of the review pages: they parse and validate; services do the work."""
 
+import json
+import uuid
+
 from django import forms
 
+from accounts.models import MAX_TOP_K
 from memories.models import ItemOrigin, ItemStatus, MemoryItem
 
 VERDICT_CHOICES = [("", "any verdict"), ("success", "success"), ("failure", "failure")]
@@ -61,8 +65,6 @@ class BulkActionForm(forms.Form):
 
     def clean(self):
         cleaned = super().clean()
-        import uuid
-
         ids = []
         for raw in self._ids:
             try:
@@ -127,8 +129,6 @@ class ImportForm(forms.Form):
             text = upload.read().decode("utf-8-sig")
         except UnicodeDecodeError:
             raise forms.ValidationError("The file is not UTF-8 text.") from None
-        import json
-
         stripped = text.strip()
         if stripped.startswith("["):
             try:
@@ -162,4 +162,4 @@ class PlaygroundForm(forms.Form):
         max_length=4000,
         widget=forms.Textarea(attrs={"rows": 3, "placeholder": "Describe a task as an agent would send it"}),
     )
-    k = forms.IntegerField(required=False, min_value=1, max_value=50, label="k (empty: the bank's top-k)")
+    k = forms.IntegerField(required=False, min_value=1, max_value=MAX_TOP_K, label="k (empty: the bank's top-k)")

@@ -16,6 +16,9 @@ from pgvector.django import HnswIndex, VectorField
 from accounts.models import ApiToken, Bank
 
 EMBEDDING_DIM = 384
+# Stated once: the model fields, the services' checks and the import's messages use these.
+TITLE_MAX = 200
+REASON_MAX = 200
 
 
 class Experience(models.Model):
@@ -62,7 +65,7 @@ class MemoryItem(models.Model):
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="items")
     experience = models.ForeignKey(Experience, null=True, blank=True, on_delete=models.SET_NULL, related_name="items")
-    title = models.CharField(max_length=200)
+    title = models.CharField(max_length=TITLE_MAX)
     description = models.TextField()
     content = models.TextField()
     status = models.CharField(max_length=16, choices=ItemStatus.choices, default=ItemStatus.PROPOSED)
@@ -77,7 +80,7 @@ class MemoryItem(models.Model):
     verdict_label = models.CharField(max_length=16, blank=True)
     # Near-duplicate suggestions recorded at proposal: [{"id": "<uuid>", "similarity": 0.93}].
     near_duplicates = models.JSONField(default=list, blank=True)
-    needs_review_reason = models.CharField(max_length=200, blank=True)
+    needs_review_reason = models.CharField(max_length=REASON_MAX, blank=True)
     status_reason = models.TextField(blank=True)
 
     # The embedding is of `embedded_text`'s hash; a stale or missing one is
@@ -124,7 +127,7 @@ class MemoryItemVersion(models.Model):
 
     item = models.ForeignKey(MemoryItem, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
-    title = models.CharField(max_length=200)
+    title = models.CharField(max_length=TITLE_MAX)
     description = models.TextField()
     content = models.TextField()
     status = models.CharField(max_length=16, choices=ItemStatus.choices)
@@ -140,6 +143,9 @@ class MemoryItemVersion(models.Model):
     class Meta:
         ordering = ["number"]
         constraints = [models.UniqueConstraint(fields=["item", "number"], name="memoryitemversion_unique_number")]
+
+    def __str__(self) -> str:
+        return f"{self.item_id} v{self.number} ({self.action})"
 
 
 class Arm(models.TextChoices):
@@ -165,3 +171,6 @@ class RetrievalEvent(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["bank", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.arm} retrieval of {len(self.results)} item(s)"

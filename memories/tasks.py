@@ -1,18 +1,21 @@
-"""Celery adapters for memories: take ids, call one service."""
+"""Celery adapters for memories: take ids, call one service. Task functions
+end in ``_task`` so they never shadow the services they call; the registered
+names (``memories.embed_item``, ``memories.embed_pending``) are the stable
+contract with the broker and beat."""
 
 from celery import shared_task
 
-from memories.services import memory_item_embed_refresh, memory_items_embed_pending
+from memories import services
 
 
 @shared_task(name="memories.embed_item", ignore_result=True, acks_late=True)
-def memory_item_embed(item_id: int) -> bool:
+def memory_item_embed_task(item_id: int) -> bool:
     """(Re-)embed one memory item. Idempotent: the service skips an item whose
     embedding already matches its text and model."""
-    return memory_item_embed_refresh(item_id=item_id)
+    return services.memory_item_embed_refresh(item_id=item_id)
 
 
 @shared_task(name="memories.embed_pending", ignore_result=True, acks_late=True)
-def memory_items_embed_sweep(limit: int = 200) -> int:
+def memory_items_embed_sweep_task(limit: int = 200) -> int:
     """Periodic sweeper (beat): embed items whose embedding was lost or is stale."""
-    return memory_items_embed_pending(limit=limit)
+    return services.memory_items_embed_pending(limit=limit)

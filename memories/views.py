@@ -23,7 +23,6 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from accounts.access import bank_for_user
 from accounts.models import Role
-from memories import review_selectors as rs
 from memories import selectors, services
 from memories.forms import (
     BulkActionForm,
@@ -37,8 +36,8 @@ from memories.forms import (
     ReviewFilterForm,
 )
 from memories.models import ItemStatus, MemoryItem
+from reasoningbank_site.errors import DomainError
 from reasoningbank_site.views_helpers import (
-    REFUSALS,
     htmx_template,
     post_action,
     redirect_after_post,
@@ -69,8 +68,8 @@ def review(request, bank_id):
     if request.method == "POST":
         return _review_post(request, bank_id)
     bank, membership = bank_for_user(request, bank_id)
-    form = ReviewFilterForm(request.GET or None, agents=rs.review_agents(bank=bank))
-    page = _page(rs.review_queue(bank=bank, **(form.filters() if request.GET else {})), request.GET.get("page"))
+    form = ReviewFilterForm(request.GET or None, agents=selectors.review_agents(bank=bank))
+    page = _page(selectors.review_queue(bank=bank, **(form.filters() if request.GET else {})), request.GET.get("page"))
     context = {
         "bank": bank,
         "membership": membership,
@@ -98,7 +97,7 @@ def _review_post(request, bank_id):
             return toast(request, "A rejection needs a reason.")
         messages.error(request, "A rejection needs a reason.")
         return redirect(back)
-    items = list(rs.items_by_public_ids(bank=bank, public_ids=form.cleaned_data["items"]).order_by("created_at"))
+    items = list(selectors.items_by_public_ids(bank=bank, public_ids=form.cleaned_data["items"]).order_by("created_at"))
     done, failed = [], []
     for item in items:
         try:
@@ -107,7 +106,7 @@ def _review_post(request, bank_id):
             else:
                 services.memory_item_reject(item=item, author=request.user, reason=reason)
             done.append(item)
-        except REFUSALS as exc:
+        except DomainError as exc:
             failed.append((item, str(exc)))
     if request.htmx and request.POST.get("row"):
         item = items[0] if items else None
@@ -134,7 +133,7 @@ ITEM_TEMPLATE = "memories/item_detail.html"
 
 def _item_or_404(bank, item_id) -> MemoryItem:
     try:
-        return rs.item_for_bank(bank=bank, public_id=item_id)
+        return selectors.item_for_bank(bank=bank, public_id=item_id)
     except MemoryItem.DoesNotExist:
         raise Http404("No such item.") from None
 
@@ -146,7 +145,7 @@ def _item_url(bank, item, *, focus: bool) -> str:
 
 def _queue_neighbours(bank, item) -> tuple[MemoryItem | None, MemoryItem | None]:
     """The proposed items just before and after ``item`` in queue order."""
-    queue = rs.review_queue(bank=bank).exclude(pk=item.pk)
+    queue = selectors.review_queue(bank=bank).exclude(pk=item.pk)
     before = Q(created_at__lt=item.created_at) | Q(created_at=item.created_at, id__lt=item.id)
     after = Q(created_at__gt=item.created_at) | Q(created_at=item.created_at, id__gt=item.id)
     previous = queue.filter(before).order_by("-created_at", "-id").first()
@@ -169,9 +168,9 @@ def _item_context(request, bank, membership, item, *, focus: bool, edit_form=Non
         "edit_form": edit_form,
         "reject_form": reject_form or RejectForm(),
         "merge_error": merge_error,
-        "duplicates": rs.item_near_duplicates(item=item),
-        "history": rs.item_history(item=item),
-        "sources": rs.item_source_trajectory_ids(item=item),
+        "duplicates": selectors.item_near_duplicates(item=item),
+        "history": selectors.item_history(item=item),
+        "sources": selectors.item_source_trajectory_ids(item=item),
     }
     if focus:
         context["previous"], context["following"] = _queue_neighbours(bank, item)
@@ -249,7 +248,7 @@ def _act(request, t: _Target, call, *, done: str, decided: bool = True, **forms)
     ``done`` message; then answer as ``_item_answer`` says."""
     try:
         call()
-    except REFUSALS as exc:
+    except DomainError as exc:
         messages.error(request, str(exc))
         return _item_answer(request, t, **forms)
     messages.success(request, done)
@@ -305,14 +304,14 @@ def item_merge(request, bank_id, item_id):
     if not form.is_valid():
         return _item_answer(request, t, merge_error="Pick an item to merge into.")
     try:
-        into = rs.item_for_bank(bank=t.bank, public_id=form.cleaned_data["into"])
+        into = selectors.item_for_bank(bank=t.bank, public_id=form.cleaned_data["into"])
     except MemoryItem.DoesNotExist:
         return _item_answer(request, t, merge_error="That item is not in this bank.")
     try:
         into = services.memory_item_merge(
             item=t.item, into=into, author=request.user, note=request.POST.get("note", "")
         )
-    except REFUSALS as exc:
+    except DomainError as exc:
         messages.error(request, str(exc))
         return _item_answer(request, t)
     messages.success(request, f"Merged into “{into.title}”.")
@@ -338,8 +337,8 @@ def items(request, bank_id):
     form.is_valid()
     data = getattr(form, "cleaned_data", {})
     status = data.get("status") or ""
-    page = _page(rs.item_list(bank=bank, status=status, text=data.get("q") or ""), request.GET.get("page"))
-    counts = rs.item_status_counts(bank=bank)
+    page = _page(selectors.item_list(bank=bank, status=status, text=data.get("q") or ""), request.GET.get("page"))
+    counts = selectors.item_status_counts(bank=bank)
     tabs = [("", "All", sum(counts.values()))] + [(value, label, counts[value]) for value, label in ItemStatus.choices]
     context = {
         "bank": bank,
@@ -370,7 +369,7 @@ def item_create(request, bank_id):
                 author=request.user,
                 status=ItemStatus.APPROVED if data["approve_now"] else ItemStatus.PROPOSED,
             )
-        except REFUSALS as exc:
+        except DomainError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Saved “{item.title}” as {item.get_status_display().lower()}.")
@@ -429,7 +428,7 @@ def playground(request, bank_id):
     if form.is_bound and form.is_valid():
         try:
             result = services.retrieval_preview(bank=bank, query=form.cleaned_data["q"], k=form.cleaned_data.get("k"))
-        except REFUSALS as exc:
+        except DomainError as exc:
             error = str(exc)
     context = {"bank": bank, "membership": membership, "form": form, "result": result, "error": error}
     return render(request, template_for(request, "memories/playground.html", {"results": "results"}), context)

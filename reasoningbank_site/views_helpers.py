@@ -11,11 +11,6 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect, reswap
 
-from reasoningbank_site.errors import DomainError
-
-# What a service raises when it refuses; a view shows it as a message or form error.
-REFUSALS = (ValueError, DomainError)
-
 
 def template_for(request, template: str, partials: dict[str, str]) -> str:
     """``template``, or ``template#<partial>`` when htmx asks to refresh one

@@ -17,7 +17,8 @@ from django.views.decorators.http import require_http_methods
 
 from accounts.access import bank_for_user
 from accounts.models import Role
-from reasoningbank_site.views_helpers import REFUSALS, htmx_template, template_for
+from reasoningbank_site.errors import DomainError
+from reasoningbank_site.views_helpers import htmx_template, template_for
 from trajectories import lift
 from trajectories import selectors as us
 from trajectories.forms import RelabelForm, TrajectoryFilterForm
@@ -113,7 +114,7 @@ def trajectory_detail(request, bank_id, trajectory_id):
                 reason=form.cleaned_data["reason"],
                 author=request.user,
             )
-        except REFUSALS as exc:
+        except DomainError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Relabelled as {form.cleaned_data['label']}; new items are being distilled.")

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from accounts import services
 from accounts.models import AuditEvent, Bank, Invitation, Membership, Role
+from reasoningbank_site.errors import Invalid
 from tests import factories
 
 
@@ -185,7 +186,7 @@ def test_token_create_and_revoke_are_audited(bank, owner):
     assert created.action == "token.create" and created.after["prefix"] == issued.token.prefix
     assert issued.secret not in str(created.after)
     assert revoked.action == "token.revoke" and revoked.actor_user == owner
-    with pytest.raises(ValueError):
+    with pytest.raises(Invalid):
         services.api_token_create(
             bank=bank, name="old", scopes=["retrieve"], expires_at=timezone.now() - timedelta(days=1)
         )

@@ -310,7 +310,7 @@ def test_admin_saves_settings_and_it_is_audited(as_, people, bank):
 def test_invalid_settings_rerender_with_errors(as_, people, bank):
     url = reverse("accounts:bank_settings", kwargs={"bank_id": bank.public_id})
     response = as_(people["owner"]).post(url, _settings_post(top_k=0, holdout_fraction=3))
-    assert response.status_code == 200 and "Between 1 and 50" in response.content.decode()
+    assert response.status_code == 200 and "Between 1 and 20" in response.content.decode()
     bank.refresh_from_db()
     assert bank.top_k == 3
 

@@ -4,7 +4,7 @@ from django.db import connection
 
 from accounts.models import ApiToken
 from memories import selectors
-from memories.embeddings import item_embedding_hash
+from memories.embeddings import embedding_model_name, item_embedding_hash
 from memories.models import Arm, ItemStatus, MemoryItem, RetrievalEvent
 from memories.services import (
     experience_create,
@@ -237,7 +237,7 @@ def test_iterative_scan_is_not_starved_by_other_banks(bank, other_bank, owner):
         for item in items:
             item.embedding = _unit(query + spread * rng.normal(size=384) / np.sqrt(384))
             item.embedding_hash = item_embedding_hash(item)
-            item.embedding_model = selectors.embedding_model_name()
+            item.embedding_model = embedding_model_name()
         return MemoryItem.objects.bulk_create(items)
 
     add(other_bank, 150, 0.3)

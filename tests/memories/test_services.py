@@ -3,8 +3,8 @@ import pytest
 
 from memories.embeddings import embed_text, item_embedding_hash, item_embedding_text
 from memories.models import Experience, ItemStatus, MemoryItem
+from memories.selectors import NEAR_DUPLICATE_SIMILARITY
 from memories.services import (
-    NEAR_DUPLICATE_SIMILARITY,
     experience_create,
     memory_item_approve,
     memory_item_archive,
@@ -18,6 +18,7 @@ from memories.services import (
     memory_item_reject,
     memory_item_supersede,
 )
+from reasoningbank_site.errors import Conflict, Invalid
 
 LOGIN = dict(
     title="Sign in before looking for account data",
@@ -69,9 +70,9 @@ def test_propose_ignores_rejected_items_for_duplicates(bank, owner):
 
 
 def test_propose_rejects_bad_input(bank):
-    with pytest.raises(ValueError, match="title"):
+    with pytest.raises(Invalid, match="title"):
         memory_item_propose(bank=bank, origin="success", title="  ", description="d", content="c")
-    with pytest.raises(ValueError, match="origin"):
+    with pytest.raises(Invalid, match="origin"):
         memory_item_propose(bank=bank, origin="dream", **LOGIN)
     long = memory_item_propose(bank=bank, origin="success", **{**LOGIN, "title": "x" * 500})
     assert len(long.title) == 200
@@ -94,7 +95,7 @@ def test_create_approved_is_embedded_inline(bank, owner):
     item.refresh_from_db()
     assert item.status == ItemStatus.APPROVED and item.approved_by == owner and item.approved_at
     assert item.embedding_hash == item_embedding_hash(item)
-    with pytest.raises(ValueError):
+    with pytest.raises(Invalid):
         memory_item_create(bank=bank, author=owner, status="superseded", **LOGIN)
 
 
@@ -131,10 +132,10 @@ def test_edit_without_change_writes_nothing(bank, owner):
 
 def test_edit_rejects_empty_title_and_superseded_items(bank, owner):
     item = memory_item_propose(bank=bank, origin="success", **LOGIN)
-    with pytest.raises(ValueError, match="title"):
+    with pytest.raises(Invalid, match="title"):
         memory_item_edit(item=item, author=owner, title=" ")
     memory_item_supersede(item=item, reason="relabelled")
-    with pytest.raises(ValueError, match="superseded"):
+    with pytest.raises(Conflict, match="superseded"):
         memory_item_edit(item=item, author=owner, content="new")
 
 
@@ -164,12 +165,12 @@ def test_approve_replaces_stale_embedding(bank, owner):
 
 def test_transitions_are_validated(bank, owner):
     item = memory_item_propose(bank=bank, origin="success", **LOGIN)
-    with pytest.raises(ValueError, match="archived"):
+    with pytest.raises(Conflict, match="archived"):
         memory_item_archive(item=item, author=owner)
-    with pytest.raises(ValueError, match="flagged"):
+    with pytest.raises(Conflict, match="flagged"):
         memory_item_flag(item=item, reason="looks wrong")
     memory_item_approve(item=item, author=owner)
-    with pytest.raises(ValueError, match="rejected"):
+    with pytest.raises(Conflict, match="rejected"):
         memory_item_reject(item=item, author=owner)
     memory_item_flag(item=item, reason="contradicts a newer lesson")
     item.refresh_from_db()
@@ -178,7 +179,7 @@ def test_transitions_are_validated(bank, owner):
     memory_item_archive(item=item, author=owner)
     memory_item_approve(item=item, author=owner)  # archived items can come back
     memory_item_supersede(item=item, reason="merged into another item")
-    with pytest.raises(ValueError, match="superseded item cannot be approved"):
+    with pytest.raises(Conflict, match="superseded item cannot be approved"):
         memory_item_approve(item=item, author=owner)
     item.refresh_from_db()
     assert item.status == ItemStatus.SUPERSEDED and item.status_reason == "merged into another item"
@@ -200,7 +201,7 @@ def test_reject_keeps_reason_and_repeated_transitions_are_no_ops(bank, owner):
     item.refresh_from_db()
     assert item.status == ItemStatus.REJECTED and item.status_reason == "too specific"
     assert [a for _, a, _ in actions(item)] == ["created", "rejected"]
-    with pytest.raises(ValueError):
+    with pytest.raises(Conflict):
         memory_item_supersede(item=item, reason="x")
 
 
@@ -224,11 +225,11 @@ def test_embed_refresh_is_idempotent(bank, owner):
 
 
 def test_embed_task_runs_the_service(bank, owner):
-    from memories.tasks import memory_item_embed
+    from memories.tasks import memory_item_embed_task
 
     item = memory_item_create(bank=bank, author=owner, **LOGIN)
-    assert memory_item_embed.name == "memories.embed_item"
-    memory_item_embed.apply(args=[item.pk])
+    assert memory_item_embed_task.name == "memories.embed_item"
+    memory_item_embed_task.apply(args=[item.pk])
     item.refresh_from_db()
     assert item.embedding_hash == item_embedding_hash(item)
 
@@ -239,24 +240,24 @@ def test_experience_create_embeds_the_task(bank):
     expected = embed_text("Sign in and download the latest invoice")
     assert float(np.dot(np.asarray(exp.embedding), expected)) > 0.999
     assert exp.task_id == "t-9"
-    with pytest.raises(ValueError):
+    with pytest.raises(Invalid):
         experience_create(bank=bank, task="  ")
 
 
 def test_sweeper_embeds_items_left_without_embedding(bank, owner):
-    from memories.tasks import memory_items_embed_sweep
+    from memories.tasks import memory_items_embed_sweep_task
 
     lost = memory_item_create(bank=bank, author=owner, **LOGIN)  # its on_commit enqueue never ran
     stale = memory_item_propose(bank=bank, origin="success", **DATES)
     MemoryItem.objects.filter(pk=stale.pk).update(embedding_model="old-model")
     rejected = memory_item_create(bank=bank, author=owner, title="Rejected", description="d", content="c")
     memory_item_reject(item=rejected, author=owner)
-    assert memory_items_embed_sweep.apply(kwargs={"limit": 50}).get() == 2
+    assert memory_items_embed_sweep_task.apply(kwargs={"limit": 50}).get() == 2
     for item in (lost, stale):
         item.refresh_from_db()
         assert item.embedding_hash == item_embedding_hash(item) and item.embedding_model != "old-model"
     assert MemoryItem.objects.get(pk=rejected.pk).embedding is None
-    assert memory_items_embed_sweep.apply().get() == 0
+    assert memory_items_embed_sweep_task.apply().get() == 0
 
 
 def test_keep_both_on_an_approved_item_only_clears_and_records_the_suggestions(bank, owner):
@@ -270,7 +271,7 @@ def test_keep_both_on_an_approved_item_only_clears_and_records_the_suggestions(b
     assert second.status == ItemStatus.APPROVED and second.near_duplicates == []
     assert actions(second)[-1] == (3, "kept-both", "approved")
     assert first.title in second.versions.get(action="kept-both").note
-    with pytest.raises(ValueError, match="no near-duplicate"):
+    with pytest.raises(Conflict, match="no near-duplicate"):
         memory_item_keep_both(item=second, author=owner)
 
 
@@ -278,9 +279,9 @@ def test_merge_keeps_the_target_and_supersedes_the_item(bank, other_bank, owner)
     target = memory_item_propose(bank=bank, origin="success", **LOGIN)
     dup = memory_item_propose(bank=bank, origin="failure", **{**LOGIN, "title": "Log in before reading account data"})
     theirs = memory_item_propose(bank=other_bank, origin="success", **LOGIN)
-    with pytest.raises(ValueError, match="same bank"):
+    with pytest.raises(Invalid, match="same bank"):
         memory_item_merge(item=dup, into=theirs, author=owner)
-    with pytest.raises(ValueError, match="itself"):
+    with pytest.raises(Invalid, match="itself"):
         memory_item_merge(item=dup, into=dup, author=owner)
     assert memory_item_merge(item=dup, into=target, author=owner, note="same lesson").pk == target.pk
     target.refresh_from_db()

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from accounts.models import ApiToken, Bank, Scope
 from accounts.selectors import bank_find, bank_tokens
-from accounts.services import api_token_create, api_token_revoke
+from accounts.services import AccountsError, api_token_create, api_token_revoke
 
 
 def _find_bank(ref: str) -> Bank:
@@ -76,8 +76,8 @@ class Command(BaseCommand):
             expires_at = timezone.now() + timedelta(days=options["expires_days"])
         try:
             issued = api_token_create(bank=bank, name=options["name"], scopes=scopes, expires_at=expires_at)
-        except ValueError as exc:
-            raise CommandError(str(exc)) from None
+        except AccountsError as exc:
+            raise CommandError(exc.message) from None
         self.stderr.write(
             f"Created token {issued.token.prefix}… '{issued.token.name}' for bank {bank} "
             f"with scopes {', '.join(issued.token.scopes)}"

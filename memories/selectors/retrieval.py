@@ -1,5 +1,6 @@
-"""Reads for memories: vector search over approved items and experiences,
-the agent-facing lists, and the system block served with a retrieval."""
+"""What agents are served: vector search over approved items and experiences,
+the near-duplicate search behind proposals, the agent-facing lists of approved
+items, and the system block served with a retrieval."""
 
 from __future__ import annotations
 
@@ -21,7 +22,10 @@ MAX_K = MAX_TOP_K
 # iterative scans return the true neighbours (bench/retrieval.py measures recall).
 HNSW_EF_SEARCH = 100
 SYSTEM_BLOCK_VERSION = "system_block_v1"
-_PROMPTS = Path(__file__).resolve().parent / "prompts"
+_PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
+# Near-duplicate suggestions: cosine similarity at or above which an item is suggested, and how many.
+NEAR_DUPLICATE_SIMILARITY = 0.85
+NEAR_DUPLICATE_LIMIT = 3
 
 
 @dataclass(frozen=True)
@@ -30,7 +34,7 @@ class EmbeddingCounts:
     pending: int  # approved but without a current embedding: not searchable yet
 
 
-def _iterative_scan(*, ef_search: int) -> None:
+def hnsw_iterative_scan(*, ef_search: int) -> None:
     """Inside the current transaction: let the HNSW scan keep going until the
     bank/status filter leaves enough rows (pgvector ≥ 0.8), instead of
     returning fewer rows when other banks crowd the first candidate list."""
@@ -62,7 +66,7 @@ def approved_items_search(
         qs = qs.exclude(source_task_id=exclude_task_id)
     qs = qs.annotate(distance=CosineDistance("embedding", vector)).defer("embedding").order_by("distance")[:k]
     with transaction.atomic():
-        _iterative_scan(ef_search=max(HNSW_EF_SEARCH, 4 * k))
+        hnsw_iterative_scan(ef_search=max(HNSW_EF_SEARCH, 4 * k))
         rows = list(qs)
     # Relaxed order may be slightly off: re-sort. The distance filter stays
     # outside the index scan (pgvector's advice), applied here on ≤ k rows.
@@ -94,7 +98,7 @@ def experiences_search(
         qs = qs.exclude(task_id=exclude_task_id)
     qs = qs.annotate(distance=CosineDistance("embedding", vector)).only("id").order_by("distance")[:n]
     with transaction.atomic():
-        _iterative_scan(ef_search=max(HNSW_EF_SEARCH, 4 * n))
+        hnsw_iterative_scan(ef_search=max(HNSW_EF_SEARCH, 4 * n))
         experiences = list(qs)
     scores = {e.pk: round(1.0 - float(e.distance), 4) for e in experiences}
     scores = {pk: s for pk, s in scores.items() if s >= min_similarity}
@@ -106,6 +110,31 @@ def experiences_search(
     results = [(item, scores[item.experience_id]) for item in items.order_by("created_at", "id")]
     results.sort(key=lambda pair: -pair[1])  # stable: an experience's items keep their order
     return results
+
+
+def near_duplicates_search(*, bank: Bank, vector, exclude_pk: int | None = None) -> list[dict]:
+    """The up-to-NEAR_DUPLICATE_LIMIT proposed or approved items of ``bank``
+    nearest to ``vector`` with cosine similarity ≥ NEAR_DUPLICATE_SIMILARITY,
+    most similar first, as ``{"id", "title", "similarity"}`` dicts (the shape
+    stored in ``MemoryItem.near_duplicates``)."""
+    qs = MemoryItem.objects.filter(
+        bank=bank, status__in=[ItemStatus.PROPOSED, ItemStatus.APPROVED], embedding__isnull=False
+    )
+    if exclude_pk is not None:
+        qs = qs.exclude(pk=exclude_pk)
+    rows = (
+        qs.annotate(distance=CosineDistance("embedding", vector))
+        .only("public_id", "title")
+        .order_by("distance")[:NEAR_DUPLICATE_LIMIT]
+    )
+    with transaction.atomic():
+        hnsw_iterative_scan(ef_search=HNSW_EF_SEARCH)
+        rows = sorted(rows, key=lambda r: r.distance)
+    return [
+        {"id": str(r.public_id), "title": r.title, "similarity": round(1.0 - float(r.distance), 4)}
+        for r in rows
+        if 1.0 - float(r.distance) >= NEAR_DUPLICATE_SIMILARITY
+    ]
 
 
 def embedding_counts(*, bank: Bank) -> EmbeddingCounts:
@@ -158,24 +187,3 @@ def approved_item_get(*, bank: Bank, public_id) -> MemoryItem:
     """One approved item of ``bank`` by public id. Raises MemoryItem.DoesNotExist
     for an unknown id, another bank's item, or one not approved."""
     return approved_items_list(bank=bank).get(public_id=public_id)
-
-
-def memory_item_versions(*, item: MemoryItem) -> QuerySet:
-    """The item's history, oldest first, with authors."""
-    return item.versions.select_related("author").order_by("number")
-
-
-EXPORT_FIELDS = ("title", "description", "content", "status", "origin", "source_task_id", "created_at", "approved_at")
-
-
-def memory_items_export(*, bank: Bank, status: str = ""):
-    """The bank's items (of ``status``, else all but superseded) as dicts of
-    EXPORT_FIELDS plus ``id``, oldest first, streamed from the database."""
-    qs = MemoryItem.objects.filter(bank=bank)
-    qs = qs.filter(status=status) if status else qs.exclude(status=ItemStatus.SUPERSEDED)
-    for item in qs.only("public_id", *EXPORT_FIELDS).order_by("created_at", "id").iterator(chunk_size=500):
-        row = {"id": str(item.public_id)}
-        for name in EXPORT_FIELDS:
-            value = getattr(item, name)
-            row[name] = value.isoformat() if hasattr(value, "isoformat") else value
-        yield row

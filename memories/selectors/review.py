@@ -1,6 +1,6 @@
-"""Reads behind the review pages: the queue of proposed items, the item list
-by status, one item with its history. Plain querysets with bounded queries;
-writes go through ``memories.services``.
+"""What reviewers read: the queue of proposed items, the item list by status,
+one item with its near-duplicates, history and sources. Plain querysets with
+bounded queries; writes go through ``memories.services``.
 
 The agent filter follows item → experience → trajectories by lookup name
 only, so this module never imports the trajectories app."""
@@ -8,6 +8,7 @@ only, so this module never imports the trajectories app."""
 from __future__ import annotations
 
 import difflib
+import uuid
 from dataclasses import dataclass
 from datetime import date
 
@@ -127,8 +128,6 @@ def item_near_duplicates(*, item: MemoryItem) -> list[NearDuplicate]:
                 continue
     if not wanted:
         return []
-    import uuid
-
     ids = []
     for key in wanted:
         try:

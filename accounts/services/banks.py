@@ -1,0 +1,134 @@
+"""Banks: creating one, changing its settings (validated by the model's field
+validators, audited field by field), archiving and bringing it back."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Bank, Team
+from accounts.services.audit import audit_record, snapshot
+from accounts.services.errors import AccountsConflict, AccountsInvalid
+from accounts.services.teams import unique_slug
+
+# The settings a bank's admins change (the settings form shows exactly these).
+BANK_SETTINGS = [
+    "name",
+    "description",
+    "retrieval_mode",
+    "top_k",
+    "min_similarity",
+    "trust_agent_outcome",
+    "reward_threshold",
+    "judge_model",
+    "distill_model",
+    "holdout_fraction",
+    "rate_limit_per_minute",
+]
+
+
+def _check_known(keys) -> None:
+    unknown = set(keys) - set(BANK_SETTINGS) - {"slug"}
+    if unknown:
+        raise AccountsInvalid(f"Unknown bank settings: {', '.join(sorted(unknown))}.")
+
+
+def _full_clean(bank: Bank, *, fields) -> None:
+    """Run the model's validators on ``fields`` of ``bank`` (converting the
+    values in place); raises AccountsInvalid naming each bad field."""
+    exclude = [f.name for f in Bank._meta.concrete_fields if f.name not in fields]
+    try:
+        bank.full_clean(exclude=exclude, validate_unique=False, validate_constraints=False)
+    except ValidationError as exc:
+        problems = []
+        for name, messages in exc.message_dict.items():
+            label = str(Bank._meta.get_field(name).verbose_name).capitalize()
+            problems += [f"{label}: {message}" for message in messages]
+        raise AccountsInvalid(" ".join(problems)) from None
+
+
+@transaction.atomic
+def bank_create(*, team: Team, name: str, slug: str = "", actor=None, **settings_) -> Bank:
+    """Create a bank in ``team`` with optional settings (field names of Bank,
+    see BANK_SETTINGS). An empty slug is derived from the name. Raises
+    AccountsInvalid for unknown or invalid settings, AccountsConflict for a
+    slug the team already uses."""
+    _check_known(settings_)
+    bank = Bank(team=team, name=name.strip(), **settings_)
+    _full_clean(bank, fields=["name", *settings_])
+    if slug:
+        if Bank.objects.filter(team=team, slug=slug).exists():
+            raise AccountsConflict(f"This team already has a bank '{slug}'.")
+    else:
+        slug = unique_slug(name, lambda s: Bank.objects.filter(team=team, slug=s).exists())
+    bank.slug = slug
+    bank.save()
+    audit_record(
+        action="bank.create",
+        team=team,
+        bank=bank,
+        user=actor,
+        obj=bank,
+        after={"slug": slug, **snapshot(bank, BANK_SETTINGS)},
+    )
+    return bank
+
+
+@transaction.atomic
+def bank_update_settings(*, bank: Bank, actor, **values) -> Bank:
+    """Change some of a bank's settings (keys from BANK_SETTINGS) and audit
+    exactly the fields that changed. Raises AccountsInvalid for unknown keys
+    or values the model's validators refuse."""
+    _check_known(values)
+    bank = Bank.objects.select_for_update().select_related("team").get(pk=bank.pk)
+    before = snapshot(bank, list(values))
+    for key, value in values.items():
+        setattr(bank, key, value)
+    _full_clean(bank, fields=values)
+    changed = [key for key in values if getattr(bank, key) != before[key]]
+    if not changed:
+        return bank
+    bank.save(update_fields=[*changed, "updated_at"])
+    audit_record(
+        action="bank.update_settings",
+        bank=bank,
+        user=actor,
+        obj=bank,
+        before={key: before[key] for key in changed},
+        after=snapshot(bank, changed),
+    )
+    return bank
+
+
+@transaction.atomic
+def bank_archive(*, bank: Bank, actor) -> Bank:
+    """Archive a bank: its tokens then get 403 ``bank_archived`` — it serves
+    nothing and accepts nothing. Idempotent."""
+    bank = Bank.objects.select_for_update().select_related("team").get(pk=bank.pk)
+    if bank.archived_at is None:
+        bank.archived_at = timezone.now()
+        bank.save(update_fields=["archived_at", "updated_at"])
+        audit_record(
+            action="bank.archive",
+            bank=bank,
+            user=actor,
+            obj=bank,
+            before={"archived_at": None},
+            after={"archived_at": bank.archived_at},
+        )
+    return bank
+
+
+@transaction.atomic
+def bank_unarchive(*, bank: Bank, actor) -> Bank:
+    """Bring an archived bank back into service. Idempotent."""
+    bank = Bank.objects.select_for_update().select_related("team").get(pk=bank.pk)
+    if bank.archived_at is not None:
+        before = {"archived_at": bank.archived_at}
+        bank.archived_at = None
+        bank.save(update_fields=["archived_at", "updated_at"])
+        audit_record(
+            action="bank.unarchive", bank=bank, user=actor, obj=bank, before=before, after={"archived_at": None}
+        )
+    return bank

@@ -1,0 +1,82 @@
+"""Token usage: the per-minute request counter behind the rate limiter (one
+raw-SQL upsert per API request) and its compaction into per-day rows. Raw SQL
+here because the ORM has no atomic upsert-and-return."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django.db import connection
+from django.utils import timezone
+
+from accounts.models import ApiToken
+
+
+@dataclass(frozen=True)
+class RateDecision:
+    allowed: bool
+    count: int
+    limit: int  # 0: no limit
+    retry_after: int  # seconds until the window ends
+
+
+RATE_WINDOW_SECONDS = 60
+
+
+def api_token_hit(*, token: ApiToken, limit: int, now: datetime | None = None) -> RateDecision:
+    """Count one request of ``token`` in the current fixed one-minute window
+    (one upsert, atomic under concurrency) and say whether it is within
+    ``limit`` requests per minute (0 means unlimited). Requests over the
+    limit are counted too, so request counts show what agents attempted."""
+    now = now or timezone.now()
+    epoch = int(now.timestamp())
+    window_start_epoch = epoch - epoch % RATE_WINDOW_SECONDS
+    window_start = datetime.fromtimestamp(window_start_epoch, tz=UTC)
+    with connection.cursor() as cur:
+        cur.execute(
+            "INSERT INTO accounts_tokenusage (token_id, window_start, count) VALUES (%s, %s, 1) "
+            "ON CONFLICT (token_id, window_start) DO UPDATE SET count = accounts_tokenusage.count + 1 "
+            "RETURNING count",
+            [token.pk, window_start],
+        )
+        (count,) = cur.fetchone()
+    retry_after = max(1, window_start_epoch + RATE_WINDOW_SECONDS - epoch)
+    allowed = limit <= 0 or count <= limit
+    return RateDecision(allowed=allowed, count=count, limit=limit, retry_after=retry_after)
+
+
+USAGE_MINUTE_RETENTION_HOURS = 48
+
+
+def token_usage_compact(*, older_than_hours: int = USAGE_MINUTE_RETENTION_HOURS) -> int:
+    """Fold per-minute usage rows older than ``older_than_hours`` into one row
+    per token per UTC day (the row at the day's first minute), so the table
+    stays small while all-time request counts stay exact. The last 48 hours
+    keep their minutes, which the rate limiter and the 24 h count read.
+    One statement, so it is atomic and safe to run concurrently with
+    ``api_token_hit`` and with itself; running it again changes nothing.
+    Returns how many minute rows were folded away."""
+    cutoff = timezone.now() - timedelta(hours=older_than_hours)
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            WITH folded AS (
+                DELETE FROM accounts_tokenusage
+                WHERE window_start < %s
+                  AND window_start <> date_trunc('day', window_start AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+                RETURNING token_id, date_trunc('day', window_start AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS day, count
+            ), per_day AS (
+                SELECT token_id, day, sum(count) AS count, count(*) AS n FROM folded GROUP BY token_id, day
+            ), upserted AS (
+                INSERT INTO accounts_tokenusage (token_id, window_start, count)
+                SELECT token_id, day, count FROM per_day
+                ON CONFLICT (token_id, window_start) DO UPDATE SET count = accounts_tokenusage.count + EXCLUDED.count
+                RETURNING 1
+            )
+            SELECT coalesce(sum(n), 0) FROM per_day
+            """,
+            [cutoff],
+        )
+        (folded,) = cur.fetchone()
+    return int(folded)

@@ -1,0 +1,51 @@
+"""Writes of the memories app, one module per sub-domain. ``items`` owns an
+item's life (propose, create, edit, approve, reject, archive, supersede, flag,
+merge, keep both); ``transitions`` owns the status table every status move goes
+through; ``versions`` owns the row lock and the version + audit record each
+change appends; ``embedding`` keeps items searchable (inline embed, enqueue,
+refresh, sweeper); ``imports`` turns uploaded records into proposed items;
+``experiences`` owns past tasks; ``retrieval`` answers (and logs) what an agent
+is served, holdout arm included. Refusals are domain errors
+(``reasoningbank_site.errors``)."""
+
+from memories.services.embedding import memory_item_embed_refresh, memory_items_embed_pending
+from memories.services.experiences import experience_create
+from memories.services.imports import IMPORT_MAX_ITEMS, ImportReport, memory_items_import
+from memories.services.items import (
+    memory_item_approve,
+    memory_item_archive,
+    memory_item_create,
+    memory_item_edit,
+    memory_item_flag,
+    memory_item_keep_both,
+    memory_item_merge,
+    memory_item_propose,
+    memory_item_reject,
+    memory_item_supersede,
+)
+from memories.services.retrieval import RetrievalResult, retrieval_perform, retrieval_preview
+from memories.services.transitions import ITEM_TRANSITIONS, item_status_move
+
+__all__ = [
+    "IMPORT_MAX_ITEMS",
+    "ITEM_TRANSITIONS",
+    "ImportReport",
+    "RetrievalResult",
+    "experience_create",
+    "item_status_move",
+    "memory_item_approve",
+    "memory_item_archive",
+    "memory_item_create",
+    "memory_item_edit",
+    "memory_item_embed_refresh",
+    "memory_item_flag",
+    "memory_item_keep_both",
+    "memory_item_merge",
+    "memory_item_propose",
+    "memory_item_reject",
+    "memory_item_supersede",
+    "memory_items_embed_pending",
+    "memory_items_import",
+    "retrieval_perform",
+    "retrieval_preview",
+]

@@ -1,0 +1,88 @@
+"""Keeping items searchable: the inline embed, the embed enqueued after a
+write, the worker's compare-and-set refresh and the sweeper for lost ones."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+from django.db.models import Q
+
+from memories import tasks
+from memories.embeddings import (
+    embed_text,
+    embedding_hash,
+    embedding_model_name,
+    item_embedding_hash,
+    item_embedding_text,
+)
+from memories.models import ItemStatus, MemoryItem
+
+log = logging.getLogger(__name__)
+
+
+def item_embedding_is_current(item: MemoryItem) -> bool:
+    """Whether the item's vector is of its present text, by the configured model."""
+    return (
+        item.embedding is not None
+        and item.embedding_model == embedding_model_name()
+        and item.embedding_hash == item_embedding_hash(item)
+    )
+
+
+def item_embed_inline(item: MemoryItem) -> list[str]:
+    """Compute the item's embedding in place (not saved); returns the fields to save."""
+    text = item_embedding_text(title=item.title, description=item.description, content=item.content)
+    item.embedding = embed_text(text)
+    item.embedding_hash = embedding_hash(text)
+    item.embedding_model = embedding_model_name()
+    return ["embedding", "embedding_hash", "embedding_model"]
+
+
+def item_embed_enqueue(item_pk: int) -> None:
+    """Ask a worker to embed the item once the current transaction commits.
+    A broker outage must not fail the write: the item stays visible as a
+    pending embedding (and approval embeds inline)."""
+
+    def send():
+        try:
+            tasks.memory_item_embed_task.delay(item_pk)
+        except Exception:
+            log.exception("could not enqueue embedding of memory item %s", item_pk)
+
+    transaction.on_commit(send)
+
+
+def memory_item_embed_refresh(*, item_id: int) -> bool:
+    """Embed item ``item_id`` if its embedding is missing or stale. Returns
+    True when it wrote an embedding, False when there was nothing to do (no
+    such item, or already current). The write is a compare-and-set on the
+    text that was embedded, so an edit racing with this never ends up with
+    the old text's vector. Not atomic on purpose: no transaction is held
+    open while the model runs. Raises EmbeddingModelError when the model
+    cannot be loaded."""
+    item = MemoryItem.objects.filter(pk=item_id).first()
+    if item is None or item_embedding_is_current(item):
+        return False
+    text = item_embedding_text(title=item.title, description=item.description, content=item.content)
+    vector = embed_text(text)
+    updated = MemoryItem.objects.filter(
+        pk=item.pk, title=item.title, description=item.description, content=item.content
+    ).update(embedding=vector, embedding_hash=embedding_hash(text), embedding_model=embedding_model_name())
+    return bool(updated)
+
+
+def memory_items_embed_pending(*, limit: int = 200) -> int:
+    """Sweeper: embed proposed and approved items that have no current
+    embedding (an enqueue lost to a broker outage, a crashed worker, or a
+    change of RB_EMBEDDING_MODEL), oldest change first, at most ``limit``.
+    Returns how many embeddings were written. Safe to run concurrently
+    (each write is a compare-and-set)."""
+    model = embedding_model_name()
+    pending = (
+        MemoryItem.objects.filter(status__in=[ItemStatus.PROPOSED, ItemStatus.APPROVED])
+        .filter(Q(embedding_hash="") | Q(embedding_model__lt=model) | Q(embedding_model__gt=model))
+        .order_by("updated_at")
+        .values_list("pk", flat=True)[: max(0, int(limit))]
+    )
+    return sum(memory_item_embed_refresh(item_id=pk) for pk in list(pending))

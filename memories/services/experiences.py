@@ -1,0 +1,20 @@
+"""Experiences: the past tasks of a bank (the paper's memory entries)."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from accounts.models import Bank
+from memories.embeddings import embed_text
+from memories.models import Experience
+from reasoningbank_site.errors import Invalid
+
+
+@transaction.atomic
+def experience_create(*, bank: Bank, task: str, task_id: str = "") -> Experience:
+    """A past task of the bank (the paper's memory entry), its text embedded
+    inline for experience-mode retrieval. Raises Invalid for an empty task."""
+    task = (task or "").strip()
+    if not task:
+        raise Invalid("An experience needs the task text.")
+    return Experience.objects.create(bank=bank, task=task, task_id=task_id or "", embedding=embed_text(task))

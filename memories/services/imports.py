@@ -1,0 +1,67 @@
+"""Importing items: records parsed from a JSON Lines (or JSON array) upload
+become proposed items of origin ``import``, all or nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db import transaction
+
+from accounts.models import Bank
+from memories.models import TITLE_MAX, ItemOrigin, ItemStatus, MemoryItem
+from memories.services.items import memory_item_create
+
+IMPORT_MAX_ITEMS = 1000
+
+
+@dataclass
+class ImportReport:
+    created: list[MemoryItem] = field(default_factory=list)
+    duplicates: list[int] = field(default_factory=list)  # 1-based record numbers already in the bank
+    errors: list[str] = field(default_factory=list)  # "record 3: …", nothing created when any
+
+
+def memory_items_import(*, bank: Bank, author, records: list) -> ImportReport:
+    """Create ``records`` (dicts with title, description, content — e.g. a
+    bank's export) in ``bank`` as **proposed** items of origin ``import``, so
+    reviewers decide what is served. All or nothing: any invalid record
+    (missing or empty field, over-long title, not an object) creates none
+    and is reported by its 1-based number. A record whose title and content
+    the bank already has (in any status but superseded) is skipped as a
+    duplicate. At most IMPORT_MAX_ITEMS records. Raises nothing for bad
+    input: the report's ``errors`` say what is wrong."""
+    report = ImportReport()
+    if not isinstance(records, list) or not records:
+        report.errors.append("The file holds no items (expected a JSON array or JSON Lines of objects).")
+        return report
+    if len(records) > IMPORT_MAX_ITEMS:
+        report.errors.append(f"{len(records)} items; one import takes at most {IMPORT_MAX_ITEMS}.")
+        return report
+    clean = []
+    for number, record in enumerate(records, start=1):
+        if not isinstance(record, dict):
+            report.errors.append(f"record {number}: expected an object with title, description and content")
+            continue
+        values = {name: record.get(name) for name in ("title", "description", "content")}
+        missing = [name for name, value in values.items() if not isinstance(value, str) or not value.strip()]
+        if missing:
+            report.errors.append(f"record {number}: missing or empty {', '.join(missing)}")
+            continue
+        if len(values["title"].strip()) > TITLE_MAX:
+            report.errors.append(f"record {number}: title longer than {TITLE_MAX} characters")
+            continue
+        clean.append((number, {name: value.strip() for name, value in values.items()}))
+    if report.errors:
+        return report
+    existing = set(
+        MemoryItem.objects.filter(bank=bank).exclude(status=ItemStatus.SUPERSEDED).values_list("title", "content")
+    )
+    with transaction.atomic():
+        for number, values in clean:
+            key = (values["title"], values["content"])
+            if key in existing:
+                report.duplicates.append(number)
+                continue
+            existing.add(key)
+            report.created.append(memory_item_create(bank=bank, author=author, origin=ItemOrigin.IMPORT, **values))
+    return report

@@ -1,0 +1,264 @@
+"""An item's life: propose (distilled), create (by hand or import), edit, the
+status moves (approve, reject, archive, supersede — through the transition
+table), flag for review, and the near-duplicate answers (merge, keep both)."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Bank
+from memories.models import REASON_MAX, TITLE_MAX, Experience, ItemOrigin, ItemStatus, MemoryItem
+from memories.selectors.retrieval import near_duplicates_search
+from memories.services.embedding import item_embed_enqueue, item_embed_inline, item_embedding_is_current
+from memories.services.transitions import EDITABLE_STATUSES, item_status_move
+from memories.services.versions import item_lock, item_version_record
+from reasoningbank_site.errors import Conflict, Invalid
+
+
+def _clean_title(title: str) -> str:
+    title = (title or "").strip()
+    if not title:
+        raise Invalid("A memory item needs a title.")
+    if len(title) > TITLE_MAX:
+        raise Invalid(f"A title is at most {TITLE_MAX} characters (got {len(title)}).")
+    return title
+
+
+def _check_origin(origin: str) -> None:
+    if origin not in ItemOrigin.values:
+        raise Invalid(f"origin must be one of {ItemOrigin.values}, got {origin!r}")
+
+
+@transaction.atomic
+def memory_item_propose(
+    *,
+    bank: Bank,
+    title: str,
+    description: str,
+    content: str,
+    origin: str,
+    experience: Experience | None = None,
+    source_task_id: str = "",
+    cited_steps=(),
+    model: str = "",
+    prompt_version: str = "",
+    verdict_label: str = "",
+) -> MemoryItem:
+    """A distilled item awaiting review: status proposed, version 1
+    ("created"), embedded inline (this runs in the worker), and
+    ``near_duplicates`` set to the up-to-3 proposed/approved items of the
+    bank with cosine similarity ≥ NEAR_DUPLICATE_SIMILARITY, most similar
+    first. An over-long title (LLM output) is cut to TITLE_MAX characters.
+    Raises Invalid for an empty title or an unknown origin."""
+    title = _clean_title((title or "").strip()[:TITLE_MAX])
+    _check_origin(origin)
+    item = MemoryItem(
+        bank=bank,
+        experience=experience,
+        title=title,
+        description=(description or "").strip(),
+        content=(content or "").strip(),
+        status=ItemStatus.PROPOSED,
+        origin=origin,
+        source_task_id=source_task_id or "",
+        cited_steps=list(cited_steps or []),
+        model=model or "",
+        prompt_version=prompt_version or "",
+        verdict_label=verdict_label or "",
+    )
+    item_embed_inline(item)
+    item.near_duplicates = near_duplicates_search(bank=bank, vector=item.embedding)
+    item.save()
+    item_version_record(item=item, action="created", note=f"distilled ({origin})")
+    return item
+
+
+@transaction.atomic
+def memory_item_create(
+    *,
+    bank: Bank,
+    title: str,
+    description: str,
+    content: str,
+    author=None,
+    origin: str = ItemOrigin.MANUAL,
+    status: str = ItemStatus.PROPOSED,
+) -> MemoryItem:
+    """An item written by hand (or imported). ``status`` is proposed (the
+    default; embedded by a worker after commit) or approved (embedded inline,
+    so it is searchable at once). Raises Invalid for an empty or too long
+    title, another status, or an unknown origin."""
+    title = _clean_title(title)
+    if status not in (ItemStatus.PROPOSED, ItemStatus.APPROVED):
+        raise Invalid(f"A new item is proposed or approved, not {status!r}.")
+    _check_origin(origin)
+    item = MemoryItem(
+        bank=bank,
+        title=title,
+        description=(description or "").strip(),
+        content=(content or "").strip(),
+        origin=origin,
+        status=status,
+        created_by=author,
+    )
+    if status == ItemStatus.APPROVED:
+        item_embed_inline(item)
+        item.approved_at = timezone.now()
+        item.approved_by = author
+    item.save()
+    item_version_record(item=item, action="created", author=author)
+    if status == ItemStatus.PROPOSED:
+        item_embed_enqueue(item.pk)
+    return item
+
+
+@transaction.atomic
+def memory_item_edit(
+    *,
+    item: MemoryItem,
+    author,
+    title: str | None = None,
+    description: str | None = None,
+    content: str | None = None,
+    note: str = "",
+) -> MemoryItem:
+    """Change an item's text (None leaves a field as is). A real change
+    writes an "edited" version, clears the embedding and enqueues
+    re-embedding after commit; no change writes nothing. The status is kept.
+    Raises Conflict for a superseded item, Invalid for an empty or too long
+    title."""
+    item_lock(item)
+    if item.status not in EDITABLE_STATUSES:
+        raise Conflict(f"A {item.status} item cannot be edited.")
+    changes = {}
+    if title is not None and _clean_title(title) != item.title:
+        changes["title"] = _clean_title(title)
+    if description is not None and description.strip() != item.description:
+        changes["description"] = description.strip()
+    if content is not None and content.strip() != item.content:
+        changes["content"] = content.strip()
+    if not changes:
+        return item
+    for name, value in changes.items():
+        setattr(item, name, value)
+    item.embedding = None
+    item.embedding_hash = ""
+    item.embedding_model = ""
+    item.save(update_fields=[*changes, "embedding", "embedding_hash", "embedding_model", "updated_at"])
+    item_version_record(item=item, action="edited", author=author, note=note)
+    item_embed_enqueue(item.pk)
+    return item
+
+
+@transaction.atomic
+def memory_item_approve(*, item: MemoryItem, author) -> MemoryItem:
+    """Make the item servable. Embeds it inline when its embedding is
+    missing or stale, so an approved item is never silently unsearchable.
+    Approving an approved item clears a review flag if it has one (and is
+    otherwise a no-op). Raises Conflict for a superseded item."""
+
+    def approval(item: MemoryItem) -> list[str]:
+        fields = [] if item_embedding_is_current(item) else item_embed_inline(item)
+        item.approved_at = timezone.now()
+        item.approved_by = author
+        item.status_reason = ""
+        item.needs_review_reason = ""
+        return [*fields, "approved_at", "approved_by", "status_reason", "needs_review_reason"]
+
+    moved = item_status_move(item=item, to=ItemStatus.APPROVED, author=author, prepare=approval)
+    if not moved and item.needs_review_reason:
+        item.needs_review_reason = ""
+        item.save(update_fields=["needs_review_reason", "updated_at"])
+        item_version_record(item=item, action="approved", author=author, note="review flag cleared")
+    return item
+
+
+@transaction.atomic
+def memory_item_reject(*, item: MemoryItem, author, reason: str = "") -> MemoryItem:
+    """Decline a proposed item, keeping ``reason``. Rejecting a rejected item
+    is a no-op. Raises Conflict for any other status (an approved item is
+    archived instead)."""
+    item_status_move(item=item, to=ItemStatus.REJECTED, author=author, reason=reason or "")
+    return item
+
+
+@transaction.atomic
+def memory_item_archive(*, item: MemoryItem, author) -> MemoryItem:
+    """Stop serving an approved item (it can be approved again later).
+    Archiving an archived item is a no-op. Raises Conflict otherwise."""
+    item_status_move(item=item, to=ItemStatus.ARCHIVED, author=author)
+    return item
+
+
+@transaction.atomic
+def memory_item_supersede(*, item: MemoryItem, reason: str) -> MemoryItem:
+    """Retire a proposed or approved item that a newer judgment or item
+    replaces (system action, no author); terminal. Superseding a superseded
+    item is a no-op. Raises Conflict for rejected or archived items."""
+    item_status_move(item=item, to=ItemStatus.SUPERSEDED, reason=reason or "")
+    return item
+
+
+@transaction.atomic
+def memory_item_flag(*, item: MemoryItem, reason: str) -> MemoryItem:
+    """Ask reviewers to look at an approved item again (it keeps being
+    served): sets ``needs_review_reason`` (cut to REASON_MAX characters).
+    Raises Invalid for an empty reason, Conflict for an item that is not
+    approved."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise Invalid("A flag needs a reason.")
+    item_lock(item)
+    if item.status != ItemStatus.APPROVED:
+        raise Conflict(f"Only approved items can be flagged; this one is {item.status}.")
+    item.needs_review_reason = reason[:REASON_MAX]
+    item.save(update_fields=["needs_review_reason", "updated_at"])
+    item_version_record(item=item, action="flagged", note=reason)
+    return item
+
+
+@transaction.atomic
+def memory_item_merge(*, item: MemoryItem, into: MemoryItem, author, note: str = "") -> MemoryItem:
+    """Merge ``item`` into its near-duplicate ``into``: ``into`` stays (and is
+    approved if it was only proposed), ``item`` is superseded with a reason
+    naming ``into`` and ``author``. Returns ``into``. Raises Invalid for the
+    same item or items of different banks; Conflict for a target that is
+    rejected, archived or superseded, or an item that is already retired."""
+    if item.pk == into.pk:
+        raise Invalid("An item cannot be merged into itself.")
+    if item.bank_id != into.bank_id:
+        raise Invalid("Both items must belong to the same bank.")
+    if into.status not in (ItemStatus.PROPOSED, ItemStatus.APPROVED):
+        raise Conflict(f"The target is {into.status}; merge into a proposed or approved item.")
+    if item.status in (ItemStatus.SUPERSEDED, ItemStatus.ARCHIVED):
+        raise Conflict(f"This item is already {item.status}.")
+    if into.status == ItemStatus.PROPOSED:
+        into = memory_item_approve(item=into, author=author)
+    who = author.get_username() if author is not None else "someone"
+    reason = f"Merged into “{into.title}” ({into.public_id}) by {who}."
+    if note.strip():
+        reason += f" {note.strip()}"
+    memory_item_supersede(item=item, reason=reason)
+    return into
+
+
+@transaction.atomic
+def memory_item_keep_both(*, item: MemoryItem, author) -> MemoryItem:
+    """A reviewer's answer to the near-duplicate suggestions: not duplicates.
+    The suggestions are cleared (so the item leaves the "has near-duplicate"
+    filter) and recorded in a "kept-both" version naming them; a proposed
+    item is then approved as a lesson of its own. Raises Conflict when the
+    item has no suggestions, or cannot be approved."""
+    item_lock(item)
+    if not item.near_duplicates:
+        raise Conflict("This item has no near-duplicate suggestions to dismiss.")
+    if item.status not in (ItemStatus.PROPOSED, ItemStatus.APPROVED):
+        raise Conflict(f"A {item.status} item cannot be kept.")
+    titles = ", ".join(f"“{d.get('title', '?')}” ({d.get('similarity', 0):.2f})" for d in item.near_duplicates)
+    item.near_duplicates = []
+    item.save(update_fields=["near_duplicates", "updated_at"])
+    item_version_record(item=item, action="kept-both", author=author, note=f"Not a duplicate of {titles}.")
+    if item.status == ItemStatus.PROPOSED:
+        item = memory_item_approve(item=item, author=author)
+    return item

@@ -1,0 +1,39 @@
+"""The item history every write of an item passes through: the row lock, and
+the version + audit event appended after each change."""
+
+from __future__ import annotations
+
+from accounts.services.audit import audit_record
+from memories.models import MemoryItem, MemoryItemVersion
+
+_AUDITED_FIELDS = ("title", "description", "content", "status")
+
+
+def item_lock(item: MemoryItem) -> None:
+    """Re-read ``item`` under a row lock (the caller holds a transaction), so
+    two reviewers cannot both change it."""
+    item.refresh_from_db(from_queryset=MemoryItem.objects.select_for_update())
+
+
+def item_version_record(*, item: MemoryItem, action: str, author=None, note: str = "") -> MemoryItemVersion:
+    """Append the item's next version and the matching audit event (before =
+    the previous version, after = now): every item change passes here, so the
+    history and the audit log cannot disagree."""
+    previous = item.versions.order_by("-number").first()
+    version = MemoryItemVersion.objects.create(
+        item=item,
+        number=(previous.number if previous else 0) + 1,
+        title=item.title,
+        description=item.description,
+        content=item.content,
+        status=item.status,
+        action=action,
+        note=note,
+        author=author,
+    )
+    before = {f: getattr(previous, f) for f in _AUDITED_FIELDS} if previous else None
+    after = {f: getattr(version, f) for f in _AUDITED_FIELDS}
+    if note:
+        after["note"] = note
+    audit_record(action=f"memory_item.{action}", bank=item.bank, user=author, obj=item, before=before, after=after)
+    return version
