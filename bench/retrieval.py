@@ -16,22 +16,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
-import subprocess
-import sys
 import time
 import urllib.request
 import uuid
-from pathlib import Path
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-BENCH_DB = os.environ.get("RB_BENCH_DB", "rb_bench")
-os.environ["RB_DATABASE_NAME"] = BENCH_DB
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank_site.settings")
+from common import pct as _pct
+from common import setup_django, start_server, stop_server
 
 DIM = 384
 CLUSTERS = 300
@@ -49,34 +41,6 @@ QUERY_TEXTS = [
     "Reset my password from the login page",
     "Compare the ratings of the two most popular laptops",
 ]
-
-
-def _create_database() -> None:
-    """CREATE DATABASE rb_bench on the configured server if it is missing."""
-    import psycopg
-    from django.conf import settings
-
-    db = settings.DATABASES["default"]
-    params = {
-        "host": db.get("HOST") or None,
-        "port": db.get("PORT") or None,
-        "user": db.get("USER") or None,
-        "password": db.get("PASSWORD") or None,
-        "dbname": "postgres",
-    }
-    with psycopg.connect(**{k: v for k, v in params.items() if v}, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone():
-            conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
-
-
-def _setup_django() -> None:
-    import django
-
-    django.setup()
-    _create_database()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
@@ -258,49 +222,6 @@ def _plan_uses_hnsw(bank, vector) -> bool:
             return "hnsw" in "\n".join(r[0] for r in cur.fetchall())
 
 
-def _pct(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start_server() -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    env = {**os.environ, "RB_DATABASE_NAME": BENCH_DB, "DEBUG": "0", "LOG_LEVEL": "WARNING"}
-    cmd = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "reasoningbank_site.wsgi",
-        "-w",
-        "1",
-        "-b",
-        f"127.0.0.1:{port}",
-        "--log-level",
-        "warning",
-        "--timeout",
-        "120",
-    ]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(f"{base}/api/v1/openapi.json", timeout=2).read()
-            return proc, base
-        except Exception:
-            if proc.poll() is not None:
-                raise RuntimeError("the web server exited during start-up")
-            time.sleep(0.3)
-    proc.terminate()
-    raise RuntimeError("the web server did not start within 120 s")
-
-
 def _post(base, secret, query) -> float:
     import json
 
@@ -317,15 +238,15 @@ def _post(base, secret, query) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def run(sizes: list[int], queries: int) -> list[dict]:
-    _setup_django()
+def run(sizes: list[int], queries: int, port: int | None = None) -> list[dict]:
+    setup_django()
     from memories import selectors
     from memories.embeddings import embed_text
 
     rng = np.random.default_rng(42)
     centres = _unit(rng.normal(size=(CLUSTERS, DIM)).astype(np.float32))
     embed_text("warm up")
-    proc, base = _start_server()
+    proc, base = start_server(port=port)
     rows = []
     try:
         for n in sizes:
@@ -368,11 +289,7 @@ def run(sizes: list[int], queries: int) -> list[dict]:
             )
             print(_table(rows[-1:]), flush=True)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_server(proc)
     return rows
 
 
@@ -395,10 +312,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated item counts of the target bank")
     parser.add_argument("--queries", type=int, default=50, help="queries per size (HTTP and in-process)")
+    parser.add_argument("--port", type=int, default=None, help="the web server's loopback port (default: a free one)")
     args = parser.parse_args()
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     started = time.perf_counter()
-    rows = run(sizes, args.queries)
+    rows = run(sizes, args.queries, port=args.port)
     print(
         f"\n## Retrieval benchmark ({args.queries} queries per size, k=10, {os.cpu_count()} CPUs, "
         f"{time.perf_counter() - started:.0f} s total)\n"

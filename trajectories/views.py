@@ -20,7 +20,7 @@ from accounts.models import Role
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.views_helpers import htmx_template, template_for
 from trajectories import lift
-from trajectories import selectors as us
+from trajectories import selectors
 from trajectories.forms import RelabelForm, TrajectoryFilterForm
 from trajectories.llm import llm_configured
 from trajectories.models import Trajectory
@@ -32,7 +32,7 @@ DETAIL_TEMPLATE = "trajectories/detail.html"
 
 def _trajectory_or_404(bank, trajectory_id) -> Trajectory:
     try:
-        return us.trajectory_for_bank(bank=bank, public_id=trajectory_id)
+        return selectors.trajectory_for_bank(bank=bank, public_id=trajectory_id)
     except Trajectory.DoesNotExist:
         raise Http404("No such trajectory.") from None
 
@@ -40,16 +40,16 @@ def _trajectory_or_404(bank, trajectory_id) -> Trajectory:
 @login_required
 def dashboard(request, bank_id):
     bank, membership = bank_for_user(request, bank_id)
-    counts = us.status_counts(bank=bank)
+    counts = selectors.status_counts(bank=bank)
     total = sum(n for _, _, n in counts)
     context = {
         "bank": bank,
         "membership": membership,
         "counts": counts,
         "total": total,
-        "backlog": us.review_backlog(bank=bank),
-        "agreement": us.judge_human_agreement(bank=bank),
-        "activity": us.recent_activity(bank=bank),
+        "backlog": selectors.review_backlog(bank=bank),
+        "agreement": selectors.judge_human_agreement(bank=bank),
+        "activity": selectors.recent_activity(bank=bank),
         "llm_configured": llm_configured(),
         "api_base": request.build_absolute_uri("/api/v1/"),
     }
@@ -59,9 +59,9 @@ def dashboard(request, bank_id):
 @login_required
 def trajectory_list(request, bank_id):
     bank, membership = bank_for_user(request, bank_id)
-    form = TrajectoryFilterForm(request.GET or None, agents=us.trajectory_agents(bank=bank))
+    form = TrajectoryFilterForm(request.GET or None, agents=selectors.trajectory_agents(bank=bank))
     filters = form.filters() if request.GET else {}
-    page = Paginator(us.trajectory_list(bank=bank, **filters), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(selectors.trajectory_list(bank=bank, **filters), PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         "bank": bank,
         "membership": membership,
@@ -73,17 +73,17 @@ def trajectory_list(request, bank_id):
 
 
 def _detail_context(bank, membership, trajectory, relabel_form=None):
-    items = us.trajectory_derived_items(trajectory=trajectory, newest_first=True)
-    cited = us.cited_step_indexes(trajectory=trajectory, items=items)
+    items = selectors.trajectory_derived_items(trajectory=trajectory, newest_first=True)
+    cited = selectors.cited_step_indexes(trajectory=trajectory, items=items)
     return {
         "bank": bank,
         "membership": membership,
         "trajectory": trajectory,
         "can_write": membership.has_role(Role.REVIEWER),
-        "steps": us.step_views(trajectory=trajectory, cited=cited),
-        "judgments": us.trajectory_judgments(trajectory=trajectory),
+        "steps": selectors.step_views(trajectory=trajectory, cited=cited),
+        "judgments": selectors.trajectory_judgments(trajectory=trajectory),
         "items": items,
-        "polling": trajectory.status in us.IN_FLIGHT,
+        "polling": trajectory.status in selectors.IN_FLIGHT,
         "relabel_form": relabel_form or RelabelForm(),
         "llm_configured": llm_configured(),
     }
