@@ -19,8 +19,7 @@ from accounts.access import bank_for_user
 from accounts.models import Role
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.views_helpers import htmx_template, template_for
-from trajectories import lift
-from trajectories import selectors
+from trajectories import lift, selectors
 from trajectories.forms import RelabelForm, TrajectoryFilterForm
 from trajectories.llm import llm_configured
 from trajectories.models import Trajectory
