@@ -212,7 +212,7 @@ def _plan_uses_hnsw(bank, vector) -> bool:
     from memories import selectors
 
     with transaction.atomic():
-        selectors._iterative_scan(ef_search=selectors.HNSW_EF_SEARCH)
+        selectors.hnsw_iterative_scan(ef_search=selectors.HNSW_EF_SEARCH)
         with connection.cursor() as cur:
             cur.execute(
                 "EXPLAIN SELECT id FROM memories_memoryitem WHERE bank_id = %s AND status = 'approved' "

@@ -10,6 +10,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
@@ -69,18 +70,11 @@ def invitation_create(
     )
     inviter = actor.get_username()
     hours = int(invitation_ttl().total_seconds() // 3600)
-    transaction.on_commit(
-        lambda: send_mail(
-            subject=f"{inviter} invited you to {team.name} on ReasoningBank",
-            message=(
-                f"{inviter} invited you to join the team '{team.name}' as {Role(role).label.lower()}.\n\n"
-                f"Accept within {hours} hours (the link works once):\n{url}\n\n"
-                "If you did not expect this, ignore this email."
-            ),
-            from_email=None,
-            recipient_list=[email],
-        )
-    )
+    context = {"inviter": inviter, "team": team, "role_label": Role(role).label.lower(), "hours": hours, "url": url}
+    # A header cannot hold a line break: a name with CR/LF becomes one line.
+    subject = " ".join(render_to_string("accounts/email/invitation_subject.txt", context).split())
+    body = render_to_string("accounts/email/invitation_body.txt", context)
+    transaction.on_commit(lambda: send_mail(subject=subject, message=body, from_email=None, recipient_list=[email]))
     return IssuedInvitation(invitation=invitation, secret=secret, url=url)
 
 
