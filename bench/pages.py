@@ -157,7 +157,7 @@ def main() -> None:
                 client.get(url)
                 times.append((time.perf_counter() - start) * 1000)
         times.sort()
-        p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
+        p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
         print(f"| {label} | {statistics.median(times):.1f} | {p95:.1f} | {len(queries)} |")
 
 

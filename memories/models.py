@@ -167,10 +167,15 @@ class RetrievalEvent(models.Model):
     arm = models.CharField(max_length=16, choices=Arm.choices, default=Arm.TREATMENT)
     results = models.JSONField(default=list)
     latency_ms = models.FloatField(default=0)
+    # Folded into the items' served counters (memory_items_count_served), off the request path.
+    served_counted = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        indexes = [models.Index(fields=["bank", "created_at"])]
+        indexes = [
+            models.Index(fields=["bank", "created_at"]),
+            models.Index(fields=["id"], condition=models.Q(served_counted=False), name="retrieval_to_count"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.arm} retrieval of {len(self.results)} item(s)"

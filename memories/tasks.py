@@ -19,3 +19,9 @@ def memory_item_embed_task(item_id: int) -> bool:
 def memory_items_embed_sweep_task(limit: int = 200) -> int:
     """Periodic sweeper (beat): embed items whose embedding was lost or is stale."""
     return services.memory_items_embed_pending(limit=limit)
+
+
+@shared_task(name="memories.count_served", ignore_result=True, acks_late=True)
+def memory_items_count_served_task() -> int:
+    """Periodic (beat): fold logged retrievals into the items' served counters."""
+    return services.memory_items_count_served()

@@ -179,6 +179,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     "trajectories-sweep": {"task": "trajectories.sweep", "schedule": 60.0},
     # Embeds items whose embed job was lost (e.g. the broker was down when they changed).
     "memories-embed-pending": {"task": "memories.embed_pending", "schedule": 300.0},
+    # Folds logged retrievals into the items' served counters (kept off the retrieve request).
+    "memories-count-served": {"task": "memories.count_served", "schedule": 10.0},
     # Folds per-minute token usage older than 48 h into daily rows (totals stay exact).
     "accounts-compact-token-usage": {"task": "accounts.compact_token_usage", "schedule": 3600.0},
 }

@@ -23,7 +23,12 @@ from memories.services.items import (
     memory_item_reject,
     memory_item_supersede,
 )
-from memories.services.retrieval import RetrievalResult, retrieval_perform, retrieval_preview
+from memories.services.retrieval import (
+    RetrievalResult,
+    memory_items_count_served,
+    retrieval_perform,
+    retrieval_preview,
+)
 from memories.services.transitions import ITEM_TRANSITIONS, item_status_move
 
 __all__ = [
@@ -44,6 +49,7 @@ __all__ = [
     "memory_item_propose",
     "memory_item_reject",
     "memory_item_supersede",
+    "memory_items_count_served",
     "memory_items_embed_pending",
     "memory_items_import",
     "retrieval_perform",

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import random
 import time
+import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.db import transaction
-from django.db.models import F
-from django.utils import timezone
 
 from accounts.models import ApiToken, Bank, RetrievalMode
 from memories.embeddings import embed_text
@@ -78,32 +78,80 @@ def retrieval_perform(
     """Answer an agent's retrieval (see retrieval_preview) and log it. With
     probability bank.holdout_fraction the retrieval is in the holdout arm:
     nothing is served, but the event records what would have been, so lift
-    can be measured. Writes one RetrievalEvent and bumps the served items'
-    counters with one query. Raises as retrieval_preview does."""
+    can be measured. Writes one RetrievalEvent and nothing else: the served
+    items' counters are folded from the events later
+    (``memory_items_count_served``), so concurrent retrievals of the same
+    items never lock the same rows. Raises as retrieval_preview does."""
     started = time.perf_counter()
     result = retrieval_preview(bank=bank, query=query, k=k, task_id=task_id)
     recorded = [{"id": str(item.public_id), "score": score} for item, score in result.items]
     if bank.holdout_fraction > 0 and random.random() < bank.holdout_fraction:
         result.arm, result.items, result.system_block = Arm.HOLDOUT, [], ""
-    now = timezone.now()
     result.latency_ms = (time.perf_counter() - started) * 1000.0
-    with transaction.atomic():
-        result.event = RetrievalEvent.objects.create(
-            bank=bank,
-            token=token,
-            query=query.strip(),
-            task_id=task_id or "",
-            mode=result.mode,
-            k=result.k,
-            arm=result.arm,
-            results=recorded,
-            latency_ms=round(result.latency_ms, 2),
-        )
-        if result.items:
-            MemoryItem.objects.filter(pk__in=[item.pk for item, _ in result.items]).update(
-                served_count=F("served_count") + 1, last_served_at=now
-            )
-    for item, _ in result.items:
-        item.served_count += 1
-        item.last_served_at = now
+    result.event = RetrievalEvent.objects.create(
+        bank=bank,
+        token=token,
+        query=query.strip(),
+        task_id=task_id or "",
+        mode=result.mode,
+        k=result.k,
+        arm=result.arm,
+        results=recorded,
+        latency_ms=round(result.latency_ms, 2),
+    )
     return result
+
+
+COUNT_SERVED_BATCH = 5000
+
+
+def memory_items_count_served(*, batch: int = COUNT_SERVED_BATCH) -> int:
+    """Fold every retrieval not yet counted into its items' ``served_count``
+    and ``last_served_at`` (treatment arm only: the holdout arm served
+    nothing), and return how many retrievals were folded. Exactly once:
+    retrievals are claimed with ``FOR UPDATE SKIP LOCKED`` and marked in the
+    same transaction, so concurrent folds split the work; items are locked in
+    primary-key order, so folds never deadlock each other, and retrievals
+    themselves lock no item row. Runs from beat every few seconds."""
+    folded = 0
+    while True:
+        with transaction.atomic():
+            events = list(
+                RetrievalEvent.objects.select_for_update(skip_locked=True)
+                .filter(served_counted=False)
+                .order_by("pk")
+                .values_list("pk", "arm", "results", "created_at")[:batch]
+            )
+            if not events:
+                return folded
+            served: dict[str, tuple[int, datetime]] = {}
+            for _pk, arm, results, created_at in events:
+                if arm != Arm.TREATMENT:
+                    continue
+                for entry in results or []:
+                    public_id = str(entry.get("id", "")) if isinstance(entry, dict) else ""
+                    count, last = served.get(public_id, (0, created_at))
+                    served[public_id] = (count + 1, max(last, created_at))
+            items = list(
+                MemoryItem.objects.select_for_update()
+                .filter(public_id__in=[p for p in served if _is_uuid(p)])
+                .order_by("pk")
+                .only("pk", "public_id", "served_count", "last_served_at")
+            )
+            for item in items:
+                count, last = served[str(item.public_id)]
+                item.served_count += count
+                item.last_served_at = max(item.last_served_at, last) if item.last_served_at else last
+            MemoryItem.objects.bulk_update(items, ["served_count", "last_served_at"])
+            RetrievalEvent.objects.filter(pk__in=[pk for pk, *_ in events]).update(served_counted=True)
+            folded += len(events)
+        if len(events) < batch:
+            return folded
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True

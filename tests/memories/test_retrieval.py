@@ -11,6 +11,7 @@ from memories.services import (
     memory_item_approve,
     memory_item_propose,
     memory_item_reject,
+    memory_items_count_served,
     retrieval_perform,
 )
 from tests import factories
@@ -122,6 +123,9 @@ def test_retrieval_is_logged_and_counts_served(bank, web_items):
     assert event.arm == Arm.TREATMENT and event.mode == "items" and event.k == 2 and event.task_id == "t-1"
     assert event.results == [{"id": str(item.public_id), "score": score} for item, score in result.items]
     assert event.latency_ms > 0 and event.token == token
+    assert MemoryItem.objects.get(pk=web_items["login"].pk).served_count == 0  # nothing locked in the request
+    assert memory_items_count_served() == 1  # folded later, once
+    assert memory_items_count_served() == 0
     served = MemoryItem.objects.get(pk=web_items["login"].pk)
     assert served.served_count == 1 and served.last_served_at is not None
     assert MemoryItem.objects.get(pk=web_items["dates"].pk).served_count == (
@@ -274,6 +278,7 @@ def test_holdout_arm_withholds_items_but_records_them(bank, web_items):
     event = RetrievalEvent.objects.get(pk=result.event.pk)
     assert event.arm == Arm.HOLDOUT
     assert event.results[0]["id"] == str(web_items["login"].public_id)  # what would have been served
+    assert memory_items_count_served() == 1
     assert MemoryItem.objects.get(pk=web_items["login"].pk).served_count == 0
     bank.holdout_fraction = 0.0
     assert retrieval_perform(bank=bank, query="sign in page", k=2).arm == Arm.TREATMENT

@@ -1,0 +1,103 @@
+"""What every benchmark shares: its own database on the configured server,
+Django set up against it, a real gunicorn serving it on a loopback port, and
+percentiles. Import it first: it points Django at the bench database."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+BENCH_DB = os.environ.get("RB_BENCH_DB", "rb_bench")
+os.environ["RB_DATABASE_NAME"] = BENCH_DB
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank_site.settings")
+
+
+def _create_database() -> None:
+    """CREATE DATABASE rb_bench on the configured server if it is missing."""
+    import psycopg
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    params = {
+        "host": db.get("HOST") or None,
+        "port": db.get("PORT") or None,
+        "user": db.get("USER") or None,
+        "password": db.get("PASSWORD") or None,
+        "dbname": "postgres",
+    }
+    with psycopg.connect(**{k: v for k, v in params.items() if v}, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone():
+            conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
+
+
+def setup_django() -> None:
+    """django.setup() against the bench database, created and migrated."""
+    import django
+
+    django.setup()
+    _create_database()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def pct(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(*, port: int | None = None, workers: int = 1, threads: int = 1) -> tuple[subprocess.Popen, str]:
+    """gunicorn serving the bench database on 127.0.0.1:``port`` (a free one
+    when None); returns once the OpenAPI document answers."""
+    port = port or free_port()
+    env = {**os.environ, "RB_DATABASE_NAME": BENCH_DB, "DEBUG": "0", "LOG_LEVEL": "WARNING"}
+    cmd = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "reasoningbank_site.wsgi",
+        "-w",
+        str(workers),
+        "--threads",
+        str(threads),
+        "-b",
+        f"127.0.0.1:{port}",
+        "--log-level",
+        "warning",
+        "--timeout",
+        "120",
+    ]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"{base}/api/v1/openapi.json", timeout=2).read()
+            return proc, base
+        except Exception:
+            if proc.poll() is not None:
+                raise RuntimeError("the web server exited during start-up") from None
+            time.sleep(0.3)
+    proc.terminate()
+    raise RuntimeError("the web server did not start within 120 s")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()

@@ -1,0 +1,72 @@
+"""Issue 17: concurrent retrievals that serve the same items must never fail.
+
+A fleet of agents shares one bank: 16 clients retrieve at once over real HTTP
+from a live server (one thread and one database connection per request), all
+serving the same approved items in different orders. Before the fix the
+served counters were bumped by a multi-row UPDATE inside each request, and
+two requests locking the same rows in different orders deadlocked (500)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from memories.models import MemoryItem, RetrievalEvent
+from memories.services import memory_items_count_served
+from tests import factories
+
+CLIENTS = 16
+ROUNDS = 12
+TEXTS = [
+    ("Sign in before acting", "Use when the task needs an account.", "Log in first and confirm the session."),
+    ("Walk every page", "Use when results span pages.", "Follow next until it disappears and collect each page."),
+    ("Type dates directly", "Use when a form has a date picker.", "Type YYYY-MM-DD into the field."),
+    ("Check the cart total", "Use before paying.", "Compare the cart total with the sum of item prices."),
+]
+QUERIES = [
+    "log into my account and list every page of my orders",
+    "pick a date and check the cart total before paying",
+    "sign in, then type the delivery date",
+    "walk the paginated results and check the total price",
+]
+
+
+def _retrieve(url: str, token: str, query: str) -> tuple[int, dict]:
+    request = urllib.request.Request(
+        url,
+        data=json.dumps({"query": query, "k": 4}).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sixteen_concurrent_clients_sharing_items_all_get_their_lessons(live_server, approved):
+    bank = factories.make_bank(top_k=4, min_similarity=-1.0, rate_limit_per_minute=0)
+    items = [approved(bank, *texts) for texts in TEXTS]
+    token = factories.make_token(bank)
+    url = f"{live_server.url}/api/v1/retrieve"
+    jobs = [QUERIES[(c + r) % len(QUERIES)] for c in range(CLIENTS) for r in range(ROUNDS)]
+
+    with ThreadPoolExecutor(max_workers=CLIENTS) as pool:
+        answers = list(pool.map(lambda q: _retrieve(url, token, q), jobs))
+
+    failures = [(status, body.get("detail")) for status, body in answers if status != 200]
+    assert failures == [], f"{len(failures)} of {len(jobs)} retrievals failed, e.g. {failures[:3]}"
+    assert all(len(body["items"]) == 4 for _status, body in answers), "every client is served all four lessons"
+    assert RetrievalEvent.objects.filter(bank=bank).count() == len(jobs)
+
+    # The counters are folded from the events outside the request, exactly once.
+    assert memory_items_count_served() == len(jobs)
+    assert memory_items_count_served() == 0
+    counts = dict(MemoryItem.objects.filter(pk__in=[i.pk for i in items]).values_list("pk", "served_count"))
+    assert counts == {item.pk: len(jobs) for item in items}
