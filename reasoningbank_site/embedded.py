@@ -5,6 +5,7 @@ never touches this module."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import warnings
@@ -46,10 +47,9 @@ def _ensure_database(server) -> None:
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DB_NAME]).fetchone()
         if not exists:
-            try:
+            # Another process may win the race to create it.
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase):
                 conn.execute(f'CREATE DATABASE "{DB_NAME}"')
-            except psycopg.errors.DuplicateDatabase:  # another process won the race
-                pass
 
 
 def filesystem_broker_options(data_dir: Path) -> dict:

@@ -17,7 +17,7 @@ from django.db import connection
 
 from accounts.models import ApiToken, Bank, Membership, Team
 from memories.models import MemoryItem
-from reasoningbank_site.management.commands.rb_demo import DEMO_ITEMS, DEMO_QUERY, DEMO_TRAJECTORIES
+from reasoningbank_site.demo import DEMO_ITEMS, DEMO_QUERY, DEMO_TRAJECTORIES
 from tests import factories
 from trajectories.models import Trajectory
 
