@@ -52,9 +52,10 @@ def _ensure_database(server) -> None:
                 conn.execute(f'CREATE DATABASE "{DB_NAME}"')
 
 
-def filesystem_broker_options(data_dir: Path) -> dict:
+def filesystem_broker_options(data_dir: Path, polling_interval: float = 1.0) -> dict:
     """kombu's filesystem transport: one folder that every process reads and
-    writes, so tasks cross from the web process to the worker."""
+    writes, so tasks cross from the web process to the worker. A consumer
+    looks for new messages every ``polling_interval`` seconds (kombu's default, 1 s)."""
     folder = data_dir / "broker" / "queue"
     processed = data_dir / "broker" / "processed"
     control = data_dir / "broker" / "control"  # exchange tables; kombu's default is ./control
@@ -66,6 +67,7 @@ def filesystem_broker_options(data_dir: Path) -> dict:
         "processed_folder": str(processed),
         "control_folder": str(control),
         "store_processed": False,
+        "polling_interval": polling_interval,
     }
 
 
