@@ -111,5 +111,3 @@ def test_rb_token_stdout_is_shell_capturable(client, bank):
     assert result.returncode == 0, result.stderr
     assert TOKEN_RE.match(result.stdout.strip()) and result.stdout.count("\n") == 1, result.stdout
     assert retrieve(client, result.stdout.strip()).status_code == 200
-
-
