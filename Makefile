@@ -1,10 +1,10 @@
-# Two commands do everything: `make run` and `make test`.
+# Two commands do everything: `make run` and `make test` (`make lint` is what CI checks first).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install bench clean-data docker-build docker-up
+.PHONY: run test lint format install bench clean-data docker-build docker-up
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,16 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# ruff (configured in pyproject.toml): lint, and check the formatting without changing files.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# Apply ruff's formatting and its safe lint fixes.
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
 
 bench: $(STAMP)
 	$(BIN)/python bench/retrieval.py

@@ -5,6 +5,7 @@ never touches this module."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import warnings
@@ -46,15 +47,15 @@ def _ensure_database(server) -> None:
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DB_NAME]).fetchone()
         if not exists:
-            try:
+            # Another process may win the race to create it.
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase):
                 conn.execute(f'CREATE DATABASE "{DB_NAME}"')
-            except psycopg.errors.DuplicateDatabase:  # another process won the race
-                pass
 
 
-def filesystem_broker_options(data_dir: Path) -> dict:
+def filesystem_broker_options(data_dir: Path, polling_interval: float = 1.0) -> dict:
     """kombu's filesystem transport: one folder that every process reads and
-    writes, so tasks cross from the web process to the worker."""
+    writes, so tasks cross from the web process to the worker. A consumer
+    looks for new messages every ``polling_interval`` seconds (kombu's default, 1 s)."""
     folder = data_dir / "broker" / "queue"
     processed = data_dir / "broker" / "processed"
     control = data_dir / "broker" / "control"  # exchange tables; kombu's default is ./control
@@ -66,6 +67,7 @@ def filesystem_broker_options(data_dir: Path) -> dict:
         "processed_folder": str(processed),
         "control_folder": str(control),
         "store_processed": False,
+        "polling_interval": polling_interval,
     }
 
 

@@ -162,7 +162,10 @@ REDIS_URL = envstr("REDIS_URL")
 # The hostname means nothing to the filesystem transport; naming one stops kombu warning about it.
 CELERY_BROKER_URL = envstr("CELERY_BROKER_URL") or REDIS_URL or "filesystem://localhost/"
 CELERY_BROKER_TRANSPORT_OPTIONS = (
-    embedded.filesystem_broker_options(Path(envstr("RB_BROKER_DIR") or DATA_DIR))
+    # RB_BROKER_POLLING_INTERVAL: how often a worker looks for new messages (the test workers poll faster).
+    embedded.filesystem_broker_options(
+        Path(envstr("RB_BROKER_DIR") or DATA_DIR), polling_interval=envfloat("RB_BROKER_POLLING_INTERVAL", 1.0)
+    )
     if CELERY_BROKER_URL.startswith("filesystem")
     else {"visibility_timeout": 3600}
 )

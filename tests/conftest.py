@@ -1,11 +1,30 @@
+"""Fixtures every test directory shares: the account/bank/token chain, Celery
+in eager mode, the fake LLM server, the broker-queue cleanup, and suite-wide
+settings (a fast password hasher)."""
+
+import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
+from django.conf import settings as django_settings
 
+from reasoningbank_site.celery import app as celery_app
 from tests import factories
+from tests.fake_llm import FakeLLM
+from trajectories import llm
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def pytest_configure(config):
+    # Users are created by the hundred; PBKDF2's deliberate slowness buys nothing in tests.
+    from django.contrib.auth.hashers import get_hashers, get_hashers_by_algorithm
+
+    django_settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    get_hashers.cache_clear()
+    get_hashers_by_algorithm.cache_clear()
 
 
 def skip_unless(condition: bool, reason: str) -> None:
@@ -51,6 +70,66 @@ def token(bank):
 @pytest.fixture
 def auth(token):
     return {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+
+
+@pytest.fixture
+def eager_celery():
+    """Run enqueued tasks in-process (the real task code; only the broker hop
+    is skipped; countdowns too). Errors do not propagate: Celery's eager retry
+    would become a raised Retry, so tests check results explicitly instead."""
+    saved = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
+    celery_app.conf.task_always_eager = True
+    celery_app.conf.task_eager_propagates = False
+    yield celery_app
+    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = saved
+
+
+@pytest.fixture
+def fake_llm(settings):
+    """A fake OpenAI-compatible server (tests.fake_llm) the app is pointed at."""
+    server = FakeLLM().start()
+    settings.RB_LLM_BASE_URL = server.base_url
+    settings.OPENAI_API_KEY = ""
+    settings.RB_LLM_MODEL = "fake-model"
+    settings.RB_LLM_TIMEOUT = 5.0
+    llm._client.cache_clear()
+    yield server
+    server.stop()
+    llm._client.cache_clear()
+
+
+@pytest.fixture
+def no_llm(settings):
+    """No LLM endpoint configured."""
+    settings.RB_LLM_BASE_URL = ""
+    settings.OPENAI_API_KEY = ""
+    llm._client.cache_clear()
+
+
+def _queue_dir() -> Path | None:
+    folder = django_settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("data_folder_in")
+    return Path(folder) if folder else None
+
+
+@pytest.fixture(autouse=True)
+def broker_queue():
+    """The filesystem broker's queue folder (None under Redis). Messages our
+    tests enqueue are removed afterwards so no later worker picks them up."""
+    folder = _queue_dir()
+    before = set(folder.glob("*.msg")) if folder else set()
+    yield folder
+    if folder:
+        for path in set(folder.glob("*.msg")) - before:
+            path.unlink(missing_ok=True)
+
+
+def queued_tasks(folder: Path, since: set) -> list[tuple[str, str]]:
+    """(task name, argsrepr) of the messages that arrived after ``since``."""
+    found = []
+    for path in sorted(set(folder.glob("*.msg")) - since):
+        headers = json.loads(path.read_text())["headers"]
+        found.append((headers["task"], headers["argsrepr"]))
+    return found
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

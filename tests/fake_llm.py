@@ -38,7 +38,10 @@ class FakeLLM:
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-llm", daemon=True)
+        # serve_forever checks for shutdown every poll_interval (0.5 s by default): stop() waits that long.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-llm", daemon=True
+        )
 
     # --- scripting -----------------------------------------------------------------
     def reply(self, text: str, *, delay: float = 0.0) -> FakeLLM:

@@ -1,6 +1,7 @@
-"""Builders for the UI tests. Items go through the real memories services
-(``memory_item_propose`` embeds with the real model); the 30+-row lists use
-bulk inserts because only the rendering is under test there."""
+"""Builders for the UI tests. Trajectories go through the ingestion service
+(tests.factories.make_trajectory) and items through the real memories
+services (``memory_item_propose`` embeds with the real model); the 30+-row
+lists use bulk inserts because only the rendering is under test there."""
 
 from __future__ import annotations
 
@@ -42,19 +43,22 @@ STEPS = [
 
 
 def make_trajectory(bank, **fields) -> Trajectory:
+    """A processed-looking trajectory (``done``, verdict ``success``, a tool
+    error, a long observation) through ``tests.factories.make_trajectory``.
+    ``steps`` given here are stored as given, since the pages must render any
+    stored row inertly, including step kinds the API refuses."""
+    if "steps" in fields:
+        fields["stored_steps"] = fields.pop("steps")
     data = {
         "task": "Find the Sunday opening hours of the city library.",
         "steps": STEPS,
-        "step_count": len(STEPS),
         "final_answer": "Sundays 12:00-17:00.",
         "agent": "web-agent",
         "status": "done",
         "verdict": "success",
+        **fields,
     }
-    data.update(fields)
-    if "steps" in fields and "step_count" not in fields:
-        data["step_count"] = len(fields["steps"])
-    return Trajectory.objects.create(bank=bank, **data)
+    return factories.make_trajectory(bank, **data)
 
 
 def propose(bank, trajectory=None, *, title="Prefer the official source", steps=(2, 3), **kw) -> MemoryItem:

@@ -9,6 +9,7 @@ detach it from the embedded PostgreSQL)."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -25,6 +26,10 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+
+from memories.models import ItemStatus, MemoryItem
+from reasoningbank_site.demo import ADMIN_PASSWORD, ADMIN_USERNAME, DEMO, DEMO_QUERY, demo_token_path
+from trajectories.llm import llm_configured
 
 READY_TIMEOUT = 120.0
 STOP_TIMEOUT = 20.0
@@ -82,19 +87,15 @@ class Child:
     def signal(self, signum: int) -> None:
         # The main process only: it shuts its own pool down (warm shutdown).
         if self.alive():
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 self.proc.send_signal(signum)
-            except ProcessLookupError:
-                pass
 
     def kill_leftovers(self) -> None:
         """SIGKILL whatever is left in the child's process group (its session)."""
         if self.proc is None:
             return
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def wait(self, timeout: float) -> bool:
         if self.proc is None:
@@ -248,12 +249,11 @@ class Command(BaseCommand):
 
     def _wait_demo_embeddings(self) -> None:
         """So the banner's retrieve example answers with items on the first run."""
-        try:
-            from memories.models import ItemStatus, MemoryItem
-        except ImportError:
-            return
         pending = MemoryItem.objects.filter(
-            bank__team__slug="demo", bank__slug="web-agent", status=ItemStatus.APPROVED, embedding__isnull=True
+            bank__team__slug=DEMO["team"]["slug"],
+            bank__slug=DEMO["bank"]["slug"],
+            status=ItemStatus.APPROVED,
+            embedding__isnull=True,
         )
         if not pending.exists():
             return
@@ -302,13 +302,6 @@ class Command(BaseCommand):
     # --- banner ---------------------------------------------------------------------
 
     def _banner(self, host: str, port: int) -> None:
-        from reasoningbank_site.management.commands.rb_demo import (
-            ADMIN_PASSWORD,
-            ADMIN_USERNAME,
-            DEMO_QUERY,
-            demo_token_path,
-        )
-
         url = f"http://{host}:{port}"
         token_file = demo_token_path()
         token = token_file.read_text().strip() if token_file.exists() else "<no demo token: run manage.py rb_demo>"
@@ -331,8 +324,6 @@ class Command(BaseCommand):
                 )
             )
         )
-        from trajectories.llm import llm_configured
-
         if llm_configured():
             llm = f"LLM:       {settings.RB_LLM_BASE_URL or 'OpenAI'} (model {settings.RB_LLM_MODEL})"
         else:
@@ -350,7 +341,7 @@ class Command(BaseCommand):
                     f"ReasoningBank is running at {url}/",
                     f"Admin:     {url}/admin/  (local demo login: {ADMIN_USERNAME} / {ADMIN_PASSWORD})",
                     f"API docs:  {url}/api/v1/docs",
-                    f"API token: {token}  (demo bank demo/web-agent; kept in {token_file})",
+                    f"API token: {token}  (demo bank {DEMO['team']['slug']}/{DEMO['bank']['slug']}; kept in {token_file})",
                     llm,
                     "",
                     "Retrieve memories:",
