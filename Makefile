@@ -6,12 +6,14 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint format install bench clean-data docker-build docker-up
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	@# torch is pinned and installed first: an unpinned one pulls several GB of CUDA wheels.
 	$(BIN)/python -m pip install -q torch==2.13.0
 	$(BIN)/python -m pip install -q -e ".[dev]"
+	@# The agent-side client (its own package: httpx only; MCP as an extra).
+	$(BIN)/python -m pip install -q -e "./clients/python[mcp]"
 	@touch $(STAMP)
 
 install: $(STAMP)

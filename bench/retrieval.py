@@ -132,42 +132,42 @@ def _reset_and_load(n: int, rng, centres) -> dict:
     from django.utils import timezone
 
     now = timezone.now()
-    with raw.cursor() as cur:
-        with cur.copy(f"COPY memories_memoryitem ({', '.join(columns)}) FROM STDIN WITH (FORMAT BINARY)") as copy:
-            copy.set_types(types)
-            for bank_id, count in plan:
-                vectors = _clustered(rng, centres, count)
-                for i in range(count):
-                    title = f"Bench lesson {bank_id}-{i}"
-                    digest = embedding_hash(
-                        item_embedding_text(title=title, description=description, content=content), model
+    copy_sql = f"COPY memories_memoryitem ({', '.join(columns)}) FROM STDIN WITH (FORMAT BINARY)"
+    with raw.cursor() as cur, cur.copy(copy_sql) as copy:
+        copy.set_types(types)
+        for bank_id, count in plan:
+            vectors = _clustered(rng, centres, count)
+            for i in range(count):
+                title = f"Bench lesson {bank_id}-{i}"
+                digest = embedding_hash(
+                    item_embedding_text(title=title, description=description, content=content), model
+                )
+                copy.write_row(
+                    (
+                        uuid.uuid4(),
+                        bank_id,
+                        title,
+                        description,
+                        content,
+                        "approved",
+                        "import",
+                        "",
+                        [],
+                        "",
+                        "",
+                        "",
+                        [],
+                        "",
+                        "",
+                        vectors[i],
+                        digest,
+                        model,
+                        0,
+                        now,
+                        now,
+                        now,
                     )
-                    copy.write_row(
-                        (
-                            uuid.uuid4(),
-                            bank_id,
-                            title,
-                            description,
-                            content,
-                            "approved",
-                            "import",
-                            "",
-                            [],
-                            "",
-                            "",
-                            "",
-                            [],
-                            "",
-                            "",
-                            vectors[i],
-                            digest,
-                            model,
-                            0,
-                            now,
-                            now,
-                            now,
-                        )
-                    )
+                )
     load_s = time.perf_counter() - started
     started = time.perf_counter()
     with connection.cursor() as cur:

@@ -1,8 +1,11 @@
-"""Small helpers the command tests share."""
+"""Small helpers several test modules share."""
 
+from contextlib import asynccontextmanager
 from io import StringIO
 
 from django.core.management import call_command
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 
 def run(*args, **options) -> tuple[str, str]:
@@ -17,3 +20,17 @@ def retrieve(client, token: str, query: str = "anything"):
     return client.post(
         "/api/v1/retrieve", {"query": query}, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
     )
+
+
+@asynccontextmanager
+async def http_session(url: str, token: str):
+    """An initialised MCP client session over streamable HTTP with ``token`` as the bearer."""
+    import httpx2
+
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session

@@ -54,11 +54,6 @@ OBJECT_KWARGS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @dataclass
 class Side:
     team: object

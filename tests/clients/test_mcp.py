@@ -20,9 +20,9 @@ import pytest
 from django.conf import settings
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 
 from tests import factories
+from tests.helpers import http_session
 from trajectories.models import Trajectory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -101,19 +101,6 @@ def mcp_http(live_server, tmp_path):
             proc.kill()
             proc.wait()
         print(log.read_text())
-
-
-@asynccontextmanager
-async def http_session(url: str, token: str):
-    import httpx2
-
-    async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http,
-        streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
 
 
 async def exercise_every_tool(session: ClientSession) -> dict:

@@ -1,5 +1,7 @@
 """Management commands of reasoningbank_site: rb_demo, and rb_run's guards and stack."""
 
+import asyncio
+import json
 import os
 import re
 import socket
@@ -16,7 +18,7 @@ from accounts.models import ApiToken, Bank, Membership, Team
 from memories.models import MemoryItem
 from reasoningbank_site.demo import DEMO_ITEMS, DEMO_QUERY, DEMO_TRAJECTORIES
 from tests import factories
-from tests.helpers import retrieve, run
+from tests.helpers import http_session, retrieve, run
 from trajectories.models import Trajectory
 
 # --- rb_demo ------------------------------------------------------------------------------
@@ -145,9 +147,10 @@ def test_rb_run_serves_the_demo_and_leaves_no_process_behind(tmp_path):
     from tests.worker import wait_for
 
     data_dir = tmp_path / "data"
-    with socket.socket() as sock:
+    with socket.socket() as sock, socket.socket() as mcp_sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+        mcp_sock.bind(("127.0.0.1", 0))
+        port, mcp_port = sock.getsockname()[1], mcp_sock.getsockname()[1]
     drop = {
         "DATABASE_URL",
         "RB_DATABASE_NAME",
@@ -158,7 +161,7 @@ def test_rb_run_serves_the_demo_and_leaves_no_process_behind(tmp_path):
         "OPENAI_API_KEY",
     }
     env = {k: v for k, v in os.environ.items() if k not in drop}
-    env.update(RB_DATA_DIR=str(data_dir), RB_PORT=str(port), PYTHONUNBUFFERED="1")
+    env.update(RB_DATA_DIR=str(data_dir), RB_PORT=str(port), RB_MCP_PORT=str(mcp_port), PYTHONUNBUFFERED="1")
 
     def start(log_name: str):
         log = tmp_path / log_name
@@ -200,6 +203,19 @@ def test_rb_run_serves_the_demo_and_leaves_no_process_behind(tmp_path):
         )
         assert status == 202, body
         assert _http("POST", f"{base}/retrieve", "rb_wrong", {"query": "x"})[0] == 401
+
+        # The MCP server the banner names serves the same approved memories.
+        mcp_url = re.search(r"MCP: +(http://\S+/mcp)", text).group(1)
+        assert mcp_url == f"http://127.0.0.1:{mcp_port}/mcp"
+
+        async def mcp_retrieve():
+            async with http_session(mcp_url, token) as session:
+                return await session.call_tool("retrieve_memories", {"query": DEMO_QUERY})
+
+        answer = asyncio.run(mcp_retrieve())
+        assert not answer.isError, answer
+        served = json.loads(answer.content[0].text)
+        assert served["retrieval_id"] and served["items"], served
     finally:
         proc.send_signal(signal.SIGINT)
         try:

@@ -18,11 +18,9 @@ import pytest
 from accounts.models import Role
 from memories.models import ItemStatus, MemoryItem
 from memories.services import memory_item_create
-from reasoningbank_site.celery import app as celery_app
 from tests import factories
 from tests.conftest import skip_unless
 from tests.ui.conftest import bulk_items, make_trajectory, propose
-from trajectories import llm
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -86,26 +84,6 @@ def page(browser, request):
         page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
     context.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
-
-
-@pytest.fixture
-def eager_celery():
-    saved = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = True, True
-    yield
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = saved
-
-
-@pytest.fixture
-def fake_llm(settings):
-    from tests.fake_llm import FakeLLM
-
-    server = FakeLLM().start()
-    settings.RB_LLM_BASE_URL, settings.OPENAI_API_KEY, settings.RB_LLM_MODEL = server.base_url, "", "fake-model"
-    llm._client.cache_clear()
-    yield server
-    server.stop()
-    llm._client.cache_clear()
 
 
 def login(page, live_server, user, next_url: str):

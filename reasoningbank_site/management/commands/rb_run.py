@@ -148,13 +148,16 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         port = options["port"]
+        mcp_port = int(os.environ.get("RB_MCP_PORT") or port + 1)
         host = "127.0.0.1"
         data_dir = Path(settings.DATA_DIR)
-        if not port_is_free(host, port):
-            raise CommandError(
-                f"Port {port} on {host} is already in use (another `make run`?). "
-                f"Stop that process or choose another port: RB_PORT={port + 1} make run"
-            )
+        for what, taken in (("RB_PORT", port), ("RB_MCP_PORT", mcp_port)):
+            if not port_is_free(host, taken):
+                raise CommandError(
+                    f"Port {taken} on {host} is already in use (another `make run`?). "
+                    f"Stop that process or choose other ports: RB_PORT={port + 2} make run (MCP on RB_PORT+1), "
+                    f"or set {what}."
+                )
         self.stopping = False
         self.children: list[Child] = []
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -177,13 +180,13 @@ class Command(BaseCommand):
         exit_code = 0
         try:
             if not self.stopping:
-                self._start_children(host, port, data_dir)
+                self._start_children(host, port, mcp_port, data_dir)
             if not self.stopping:
                 self._wait_ready()
             if not self.stopping and not options["no_demo"] and self._all_alive():
                 self._wait_demo_embeddings()
             if not self.stopping and self._all_alive():
-                self._banner(host, port)
+                self._banner(host, port, mcp_port)
             exit_code = self._supervise()
         finally:
             self._stop_children()
@@ -194,7 +197,7 @@ class Command(BaseCommand):
 
     # --- children -------------------------------------------------------------------
 
-    def _start_children(self, host: str, port: int, data_dir: Path) -> None:
+    def _start_children(self, host: str, port: int, mcp_port: int, data_dir: Path) -> None:
         env = {**os.environ, "RB_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
         env.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank_site.settings")
         base = Path(settings.BASE_DIR)
@@ -226,9 +229,28 @@ class Command(BaseCommand):
             stop_signal=signal.SIGINT,
             ready_marker="Quit the server with",
         )
+        mcp = Child(
+            name="mcp",
+            argv=[
+                sys.executable,
+                str(base / "manage.py"),
+                "rb_mcp",
+                "--host",
+                host,
+                "--port",
+                str(mcp_port),
+                "--api-url",
+                f"http://{host}:{port}",
+            ],
+            stop_signal=signal.SIGTERM,
+            ready_marker="Uvicorn running on",
+        )
         broker = settings.CELERY_BROKER_URL.split("://")[0]
-        self.stdout.write(f"Starting the Celery worker (+beat, broker: {broker}) and the web server on {host}:{port}…")
-        for child in (worker, web):
+        self.stdout.write(
+            f"Starting the Celery worker (+beat, broker: {broker}), the web server on {host}:{port} "
+            f"and the MCP server on {host}:{mcp_port}…"
+        )
+        for child in (worker, web, mcp):
             self.children.append(child)
             child.start(env, base)
 
@@ -301,7 +323,7 @@ class Command(BaseCommand):
 
     # --- banner ---------------------------------------------------------------------
 
-    def _banner(self, host: str, port: int) -> None:
+    def _banner(self, host: str, port: int, mcp_port: int) -> None:
         url = f"http://{host}:{port}"
         token_file = demo_token_path()
         token = token_file.read_text().strip() if token_file.exists() else "<no demo token: run manage.py rb_demo>"
@@ -341,6 +363,7 @@ class Command(BaseCommand):
                     f"ReasoningBank is running at {url}/",
                     f"Admin:     {url}/admin/  (local demo login: {ADMIN_USERNAME} / {ADMIN_PASSWORD})",
                     f"API docs:  {url}/api/v1/docs",
+                    f"MCP:       http://{host}:{mcp_port}/mcp  (streamable HTTP; Authorization: Bearer <the API token>)",
                     f"API token: {token}  (demo bank {DEMO['team']['slug']}/{DEMO['bank']['slug']}; kept in {token_file})",
                     llm,
                     "",
