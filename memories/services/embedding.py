@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import logging
 
-from django.db import transaction
 from django.db.models import Q
 
-from memories import tasks
 from memories.embeddings import (
     embed_text,
     embedding_hash,
@@ -17,6 +15,7 @@ from memories.embeddings import (
     item_embedding_text,
 )
 from memories.models import ItemStatus, MemoryItem
+from reasoningbank_site.celery import enqueue_on_commit
 
 log = logging.getLogger(__name__)
 
@@ -42,15 +41,8 @@ def item_embed_inline(item: MemoryItem) -> list[str]:
 def item_embed_enqueue(item_pk: int) -> None:
     """Ask a worker to embed the item once the current transaction commits.
     A broker outage must not fail the write: the item stays visible as a
-    pending embedding (and approval embeds inline)."""
-
-    def send():
-        try:
-            tasks.memory_item_embed_task.delay(item_pk)
-        except Exception:
-            log.exception("could not enqueue embedding of memory item %s", item_pk)
-
-    transaction.on_commit(send)
+    pending embedding (approval embeds inline, and the embed sweeper catches it)."""
+    enqueue_on_commit("memories.embed_item", item_pk)
 
 
 def memory_item_embed_refresh(*, item_id: int) -> bool:
