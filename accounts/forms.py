@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from accounts.models import MAX_TOP_K, Bank, Role, Scope
 from accounts.services import BANK_SETTINGS
+from reasoningbank_site.formfields import BoundedDateField, BoundedDateTimeField, validate_one_line
 
 
 class SignupForm(UserCreationForm):
@@ -21,7 +22,7 @@ class SignupForm(UserCreationForm):
 
 
 class TeamForm(forms.Form):
-    name = forms.CharField(max_length=120)
+    name = forms.CharField(max_length=120, validators=[validate_one_line])
 
 
 class InviteForm(forms.Form):
@@ -77,7 +78,7 @@ class TokenForm(forms.Form):
     scopes = forms.MultipleChoiceField(
         choices=Scope.choices, widget=forms.CheckboxSelectMultiple, initial=[Scope.RETRIEVE, Scope.INGEST]
     )
-    expires_at = forms.DateTimeField(
+    expires_at = BoundedDateTimeField(
         required=False,
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
         help_text="Optional; UTC. Empty: never expires.",
@@ -94,5 +95,5 @@ class AuditFilterForm(forms.Form):
     action = forms.CharField(required=False)
     actor = forms.CharField(required=False, help_text="Username or token prefix")
     object = forms.CharField(required=False, help_text="Object id, type or name")
-    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
-    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    since = BoundedDateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    until = BoundedDateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))

@@ -31,6 +31,7 @@ from accounts.models import (
     Scope,
     Team,
 )
+from reasoningbank_site.text import one_line
 
 TOKEN_PREFIX = "rb_"
 
@@ -258,7 +259,7 @@ def invitation_create(
     hours = int(invitation_ttl().total_seconds() // 3600)
     transaction.on_commit(
         lambda: send_mail(
-            subject=f"{inviter} invited you to {team.name} on ReasoningBank",
+            subject=one_line(f"{inviter} invited you to {team.name} on ReasoningBank"),  # CR/LF: BadHeaderError
             message=(
                 f"{inviter} invited you to join the team '{team.name}' as {Role(role).label.lower()}.\n\n"
                 f"Accept within {hours} hours (the link works once):\n{url}\n\n"

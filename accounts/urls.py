@@ -2,6 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
 from accounts import views
+from reasoningbank_site.security import ThrottledPasswordResetView
 
 app_name = "accounts"
 urlpatterns: list = [
@@ -16,7 +17,7 @@ urlpatterns: list = [
     path("accounts/signup/", views.signup, name="signup"),
     path(
         "accounts/password-reset/",
-        auth_views.PasswordResetView.as_view(
+        ThrottledPasswordResetView.as_view(  # per-email and per-IP limits (reasoningbank_site.security)
             success_url=reverse_lazy("accounts:password_reset_done"),
             email_template_name="registration/password_reset_email.txt",
             subject_template_name="registration/password_reset_subject.txt",

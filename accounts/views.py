@@ -16,7 +16,6 @@ from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
 from accounts import selectors, services
@@ -32,6 +31,7 @@ from accounts.forms import (
     TokenForm,
 )
 from accounts.models import ApiToken, Bank, Invitation, Membership, Role
+from reasoningbank_site.security import int_or_404, no_store, safe_next_url
 
 AUDIT_PAGE_SIZE = 50
 
@@ -46,12 +46,7 @@ def bank_home_url(bank: Bank) -> str:
 
 
 def _safe_next(request, default: str) -> str:
-    target = request.POST.get("next") or request.GET.get("next") or ""
-    if target and url_has_allowed_host_and_scheme(
-        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    ):
-        return target
-    return default
+    return safe_next_url(request, default)  # the one `next` reader (reasoningbank_site.security)
 
 
 # --- Account --------------------------------------------------------------------
@@ -129,7 +124,7 @@ def team_detail(request, team_id):
                     messages.success(request, f"Invitation emailed to {issued.invitation.email}.")
                     return redirect("accounts:team", team_id=team.public_id)
             elif action == "role":
-                membership = get_object_or_404(Membership, team=team, pk=request.POST.get("membership"))
+                membership = get_object_or_404(Membership, team=team, pk=int_or_404(request.POST.get("membership")))
                 role_form = RoleForm(request.POST)
                 if not role_form.is_valid():
                     raise services.AccountsError("Pick a valid role.")
@@ -144,7 +139,7 @@ def team_detail(request, team_id):
                 membership = (
                     me
                     if action == "leave"
-                    else get_object_or_404(Membership, team=team, pk=request.POST.get("membership"))
+                    else get_object_or_404(Membership, team=team, pk=int_or_404(request.POST.get("membership")))
                 )
                 services.membership_remove(membership=membership, actor=request.user, actor_membership=me)
                 if action == "leave":
@@ -326,7 +321,8 @@ def bank_tokens(request, bank_id):
                 "external_id": "run-0001",
             },
         )
-    return render(request, "accounts/bank_tokens.html", context)
+    response = render(request, "accounts/bank_tokens.html", context)
+    return no_store(response) if issued else response  # the secret is shown once: never cache it
 
 
 def _curl(url: str, secret: str, body: dict) -> str:

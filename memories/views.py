@@ -13,7 +13,6 @@ from django.db.models import Q
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
 from accounts.access import bank_for_user
@@ -32,6 +31,7 @@ from memories.forms import (
     ReviewFilterForm,
 )
 from memories.models import ItemStatus, MemoryItem
+from reasoningbank_site.security import safe_next_url
 
 PAGE_SIZE = 50
 
@@ -48,12 +48,7 @@ def _querystring(request, drop=("page",)) -> str:
 
 
 def _safe_next(request, fallback: str) -> str:
-    target = request.POST.get("next") or ""
-    if target and url_has_allowed_host_and_scheme(
-        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    ):
-        return target
-    return fallback
+    return safe_next_url(request, fallback)  # the one `next` reader (reasoningbank_site.security)
 
 
 def _can_write(membership) -> bool:
@@ -275,7 +270,7 @@ def _item_page(request, bank_id, item_id, *, focus: bool):
                     merge_error = "That item is not in this bank."
                 else:
                     into = services.memory_item_merge(
-                        item=item, into=into, author=request.user, note=request.POST.get("note", "")
+                        item=item, into=into, author=request.user, note=merge_form.cleaned_data["note"]
                     )
                     messages.success(request, f"Merged into “{into.title}”.")
                     moved_on = focus

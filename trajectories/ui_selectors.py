@@ -3,13 +3,13 @@ list pages defer the steps JSON, counts are grouped in one query each."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from accounts.models import Bank
 from memories.models import ItemStatus, MemoryItem, MemoryItemVersion
+from reasoningbank_site.text import pretty_json
 from trajectories.models import Judgment, JudgmentSource, Status, Trajectory
 
 # While a trajectory is in one of these, its detail page polls for new items.
@@ -85,14 +85,7 @@ class StepView:
 
 
 def _pretty_arguments(raw) -> str:
-    if raw in (None, ""):
-        return ""
-    if not isinstance(raw, str):
-        return json.dumps(raw, indent=2, ensure_ascii=False, default=str)
-    try:
-        return json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
-    except (ValueError, TypeError):
-        return raw
+    return pretty_json(raw)  # depth-limited: deeply nested agent JSON is shown raw, never a RecursionError
 
 
 def step_views(*, trajectory: Trajectory, cited: dict[int, list] | None = None) -> list[StepView]:
@@ -102,14 +95,14 @@ def step_views(*, trajectory: Trajectory, cited: dict[int, list] | None = None) 
     views = []
     for position, raw in enumerate(trajectory.steps or []):
         if not isinstance(raw, dict):
-            raw = {"kind": "step", "content": json.dumps(raw, default=str)}
+            raw = {"kind": "step", "content": pretty_json(raw)}
         try:
             index = int(raw.get("index", position))
         except (TypeError, ValueError):
             index = position
         content = raw.get("content", "")
         if not isinstance(content, str):
-            content = json.dumps(content, indent=2, ensure_ascii=False, default=str)
+            content = pretty_json(content)
         kind = str(raw.get("kind") or "step")
         views.append(
             StepView(
