@@ -20,6 +20,15 @@ class SignupForm(UserCreationForm):
         model = get_user_model()
         fields = ("username", "email")
 
+    def clean_email(self):
+        # One account per address: invitations and password resets are bound to it.
+        email = self.cleaned_data["email"].strip()
+        if get_user_model().objects.filter(email__iexact=email).exists():
+            raise forms.ValidationError(
+                "An account with this email address exists already. Log in, or reset its password."
+            )
+        return email
+
 
 class TeamForm(forms.Form):
     name = forms.CharField(max_length=120, validators=[validate_one_line])
@@ -28,6 +37,9 @@ class TeamForm(forms.Form):
 class InviteForm(forms.Form):
     email = forms.EmailField()
     role = forms.ChoiceField(choices=Role.choices, initial=Role.VIEWER)
+    allow_any_email = forms.BooleanField(
+        required=False, label="Any account may accept (not only this address's)", initial=False
+    )
 
 
 class RoleForm(forms.Form):

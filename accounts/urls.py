@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from accounts import views
+from accounts import email_verification, views
 from reasoningbank_site.security import ThrottledPasswordResetView
 
 app_name = "accounts"
@@ -15,6 +15,7 @@ urlpatterns: list = [
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="accounts:login"), name="logout"),
     path("accounts/signup/", views.signup, name="signup"),
+    path("accounts/verify/<uidb64>/<token>/", email_verification.verify_email, name="verify_email"),
     path(
         "accounts/password-reset/",
         ThrottledPasswordResetView.as_view(  # per-email and per-IP limits (reasoningbank_site.security)

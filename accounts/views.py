@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -18,7 +19,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
-from accounts import selectors, services
+from accounts import email_verification, selectors, services
 from accounts.access import bank_for_user, team_for_user
 from accounts.forms import (
     AuditFilterForm,
@@ -75,6 +76,8 @@ def signup(request):
         return redirect(next_url)
     form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
+        if settings.RB_REQUIRE_EMAIL_VERIFICATION:  # inactive until the mailed link is followed
+            return email_verification.signup_pending(request, form=form, next_url=next_url)
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         messages.success(request, f"Welcome, {user.get_username()}.")
@@ -120,6 +123,7 @@ def team_detail(request, team_id):
                         actor=request.user,
                         actor_membership=me,
                         site_url=request.build_absolute_uri("/"),
+                        allow_any_email=invite_form.cleaned_data["allow_any_email"],
                     )
                     messages.success(request, f"Invitation emailed to {issued.invitation.email}.")
                     return redirect("accounts:team", team_id=team.public_id)
@@ -197,7 +201,8 @@ def invitation_accept(request, secret):
         try:
             membership = services.invitation_accept(secret=secret, user=request.user)
         except services.InvitationError as exc:
-            return render(request, "accounts/invitation.html", {"error": str(exc), "reason": exc.reason}, status=410)
+            status = 403 if exc.reason == "wrong_email" else 410  # wrong account: not gone, just not yours
+            return render(request, "accounts/invitation.html", {"error": str(exc), "reason": exc.reason}, status=status)
         messages.success(request, f"You joined {membership.team.name} as {membership.get_role_display().lower()}.")
         return redirect("accounts:team", team_id=membership.team.public_id)
     return render(request, "accounts/invitation.html", {"invitation": invitation})
