@@ -262,7 +262,11 @@ def invitation_create(
     )
     url = site_url.rstrip("/") + reverse("accounts:invitation_accept", kwargs={"secret": secret})
     audit_record(
-        action="invitation.create", team=team, user=actor, obj=invitation, after={"email": email, "role": role, "allow_any_email": allow_any_email}
+        action="invitation.create",
+        team=team,
+        user=actor,
+        obj=invitation,
+        after={"email": email, "role": role, "allow_any_email": allow_any_email},
     )
     inviter = actor.get_username()
     hours = int(invitation_ttl().total_seconds() // 3600)
