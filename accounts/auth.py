@@ -61,7 +61,7 @@ class TokenAuth(HttpBearer):
         decision = api_token_hit(token=api_token, limit=api_token.bank.rate_limit_per_minute)
         if not decision.allowed:
             raise RateLimited(
-                f"Rate limit of {decision.limit} requests per minute for this bank exceeded; "
+                f"Rate limit of {decision.limit} requests per minute per token exceeded; "
                 f"retry in {decision.retry_after} s.",
                 retry_after=decision.retry_after,
             )

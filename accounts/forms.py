@@ -10,6 +10,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 
 from accounts.models import Bank, Role, Scope, validate_token_expiry
 from accounts.services import BANK_SETTINGS
+from reasoningbank_site.formfields import BoundedDateField, BoundedDateTimeField, validate_one_line
 
 
 class SignupForm(UserCreationForm):
@@ -19,14 +20,26 @@ class SignupForm(UserCreationForm):
         model = get_user_model()
         fields = ("username", "email")
 
+    def clean_email(self):
+        # One account per address: invitations and password resets are bound to it.
+        email = self.cleaned_data["email"].strip()
+        if get_user_model().objects.filter(email__iexact=email).exists():
+            raise forms.ValidationError(
+                "An account with this email address exists already. Log in, or reset its password."
+            )
+        return email
+
 
 class TeamForm(forms.Form):
-    name = forms.CharField(max_length=120)
+    name = forms.CharField(max_length=120, validators=[validate_one_line])
 
 
 class InviteForm(forms.Form):
     email = forms.EmailField()
     role = forms.ChoiceField(choices=Role.choices, initial=Role.VIEWER)
+    allow_any_email = forms.BooleanField(
+        required=False, label="Any account may accept (not only this address's)", initial=False
+    )
 
 
 class RoleForm(forms.Form):
@@ -69,7 +82,7 @@ class TokenForm(forms.Form):
     scopes = forms.MultipleChoiceField(
         choices=Scope.choices, widget=forms.CheckboxSelectMultiple, initial=[Scope.RETRIEVE, Scope.INGEST]
     )
-    expires_at = forms.DateTimeField(
+    expires_at = BoundedDateTimeField(
         required=False,
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
         help_text="Optional; UTC. Empty: never expires.",
@@ -81,5 +94,5 @@ class AuditFilterForm(forms.Form):
     action = forms.CharField(required=False)
     actor = forms.CharField(required=False, help_text="Username or token prefix")
     object = forms.CharField(required=False, help_text="Object id, type or name")
-    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
-    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    since = BoundedDateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    until = BoundedDateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))

@@ -211,6 +211,8 @@ class Invitation(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # False: only an account with ``email`` may accept; True: the inviter allowed any account.
+    allow_any_email = models.BooleanField(default=False)
 
     objects = InvitationQuerySet.as_manager()
 

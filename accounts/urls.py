@@ -1,7 +1,8 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from accounts import views
+from accounts import email_verification, views
+from reasoningbank_site.security import ThrottledPasswordResetView
 
 app_name = "accounts"
 urlpatterns: list = [
@@ -14,9 +15,10 @@ urlpatterns: list = [
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="accounts:login"), name="logout"),
     path("accounts/signup/", views.signup, name="signup"),
+    path("accounts/verify/<uidb64>/<token>/", email_verification.verify_email, name="verify_email"),
     path(
         "accounts/password-reset/",
-        auth_views.PasswordResetView.as_view(
+        ThrottledPasswordResetView.as_view(  # per-email and per-IP limits (reasoningbank_site.security)
             success_url=reverse_lazy("accounts:password_reset_done"),
             email_template_name="registration/password_reset_email.txt",
             subject_template_name="registration/password_reset_subject.txt",

@@ -9,6 +9,7 @@ import csv
 import json
 from functools import partial
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -20,7 +21,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
-from accounts import selectors, services
+from accounts import email_verification, selectors, services
 from accounts.access import bank_for_user, team_for_user
 from accounts.forms import (
     AuditFilterForm,
@@ -34,7 +35,8 @@ from accounts.forms import (
 )
 from accounts.models import ApiToken, Bank, Invitation, Membership, Role
 from reasoningbank_site.errors import DomainError
-from reasoningbank_site.views_helpers import post_action, safe_next
+from reasoningbank_site.security import int_or_404, no_store, safe_next_url
+from reasoningbank_site.views_helpers import post_action
 
 AUDIT_PAGE_SIZE = 50
 
@@ -65,11 +67,13 @@ def home(request):
 
 @require_http_methods(["GET", "POST"])
 def signup(request):
-    next_url = safe_next(request, reverse("accounts:home"))
+    next_url = safe_next_url(request, reverse("accounts:home"))
     if request.user.is_authenticated:
         return redirect(next_url)
     form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
+        if settings.RB_REQUIRE_EMAIL_VERIFICATION:  # inactive until the mailed link is followed
+            return email_verification.signup_pending(request, form=form, next_url=next_url)
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         messages.success(request, f"Welcome, {user.get_username()}.")
@@ -135,6 +139,7 @@ def team_invite(request, team_id):
                 actor=request.user,
                 actor_membership=me,
                 site_url=request.build_absolute_uri("/"),
+                allow_any_email=form.cleaned_data["allow_any_email"],
             )
         except DomainError as exc:
             messages.error(request, str(exc))
@@ -160,7 +165,7 @@ def _back_to_team(request, team, call, *, done: str):
 @post_action
 def member_change_role(request, team_id):
     team, me = team_for_user(request, team_id, role=Role.ADMIN)
-    membership = get_object_or_404(Membership, team=team, pk=request.POST.get("membership"))
+    membership = get_object_or_404(Membership, team=team, pk=int_or_404(request.POST.get("membership")))
     form = RoleForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Pick a valid role.")
@@ -177,7 +182,7 @@ def member_change_role(request, team_id):
 @post_action
 def member_remove(request, team_id):
     team, me = team_for_user(request, team_id, role=Role.ADMIN)
-    membership = get_object_or_404(Membership, team=team, pk=request.POST.get("membership"))
+    membership = get_object_or_404(Membership, team=team, pk=int_or_404(request.POST.get("membership")))
     remove = partial(services.membership_remove, membership=membership, actor=request.user, actor_membership=me)
     return _back_to_team(request, team, remove, done=f"{membership.user.get_username()} was removed.")
 
@@ -217,7 +222,8 @@ def invitation_accept(request, secret):
         try:
             membership = services.invitation_accept(secret=secret, user=request.user)
         except services.InvitationError as exc:
-            return render(request, "accounts/invitation.html", {"error": str(exc), "reason": exc.reason}, status=410)
+            status = 403 if exc.reason == "wrong_email" else 410  # wrong account: not gone, just not yours
+            return render(request, "accounts/invitation.html", {"error": str(exc), "reason": exc.reason}, status=status)
         messages.success(request, f"You joined {membership.team.name} as {membership.get_role_display().lower()}.")
         return redirect("accounts:team", team_id=membership.team.public_id)
     return render(request, "accounts/invitation.html", {"invitation": invitation})
@@ -321,7 +327,8 @@ def _tokens_page(request, bank, me, *, form=None, issued=None):
                 "external_id": "run-0001",
             },
         )
-    return render(request, "accounts/bank_tokens.html", context)
+    response = render(request, "accounts/bank_tokens.html", context)
+    return no_store(response) if issued else response  # the secret is shown once: never cache it
 
 
 @login_required

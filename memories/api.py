@@ -18,11 +18,12 @@ from reasoningbank_site.errors import Invalid, NotFound, Unavailable
 router = Router(tags=["memories"])
 
 MAX_PAGE = 100
+MAX_OFFSET = 1_000_000_000  # keeps OFFSET far inside PostgreSQL's bigint (a larger one was a 500)
 
 
 class PageIn(Schema):
     limit: int = Field(20, ge=1, le=MAX_PAGE, description="Items per page (1–100).")
-    offset: int = Field(0, ge=0, description="Items to skip.")
+    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="Items to skip.")
 
 
 def _memory_out(item: MemoryItem, score: float | None = None) -> dict:

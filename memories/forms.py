@@ -7,6 +7,8 @@ from django import forms
 
 from accounts.models import MAX_TOP_K
 from memories.models import ItemOrigin, ItemStatus, MemoryItem
+from reasoningbank_site.formfields import BoundedDateField
+from reasoningbank_site.text import scrub_text
 
 VERDICT_CHOICES = [("", "any verdict"), ("success", "success"), ("failure", "failure")]
 
@@ -21,8 +23,8 @@ class ReviewFilterForm(forms.Form):
     origin = forms.ChoiceField(required=False, choices=[("", "any origin"), *ItemOrigin.choices])
     verdict = forms.ChoiceField(required=False, choices=VERDICT_CHOICES)
     agent = forms.CharField(required=False, max_length=200)
-    date_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
-    date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
+    date_from = BoundedDateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
+    date_to = BoundedDateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
     dup = forms.BooleanField(required=False, label="Has near-duplicate")
 
     def __init__(self, *args, agents=(), **kwargs):
@@ -132,9 +134,11 @@ class ImportForm(forms.Form):
         stripped = text.strip()
         if stripped.startswith("["):
             try:
-                return json.loads(stripped)
+                return scrub_text(json.loads(stripped))  # NUL / lone surrogates (legal JSON) cannot be stored
             except ValueError as exc:
                 raise forms.ValidationError(f"Not valid JSON: {exc}") from None
+            except RecursionError:
+                raise forms.ValidationError("Not valid JSON: nested too deeply.") from None
         records = []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
@@ -143,7 +147,9 @@ class ImportForm(forms.Form):
                 records.append(json.loads(line))
             except ValueError as exc:
                 raise forms.ValidationError(f"Line {number} is not valid JSON: {exc}") from None
-        return records
+            except RecursionError:
+                raise forms.ValidationError(f"Line {number} is not valid JSON: nested too deeply.") from None
+        return scrub_text(records)
 
 
 class RejectForm(forms.Form):
@@ -154,6 +160,7 @@ class RejectForm(forms.Form):
 
 class MergeForm(forms.Form):
     into = forms.UUIDField()
+    note = forms.CharField(required=False, max_length=2000)  # a form field, so NUL is refused (was read raw: a 500)
 
 
 class PlaygroundForm(forms.Form):

@@ -8,10 +8,11 @@ from uuid import UUID
 from ninja import Field, Schema
 
 from memories.selectors import MAX_K
+from reasoningbank_site.text import CleanStr
 
 
 class RetrieveIn(Schema):
-    query: str = Field(
+    query: CleanStr = Field(
         ...,
         min_length=1,
         max_length=8000,
@@ -27,7 +28,7 @@ class RetrieveIn(Schema):
         description="How many items (items mode) or past tasks (experiences mode) to use. Default: the bank's top-k.",
         examples=[3],
     )
-    task_id: str = Field(
+    task_id: CleanStr = Field(
         "",
         max_length=200,
         description="Your id for this task; items learnt from the same task id are not served (leave-one-task-out).",

@@ -37,11 +37,11 @@ from memories.forms import (
 )
 from memories.models import ItemStatus, MemoryItem
 from reasoningbank_site.errors import DomainError
+from reasoningbank_site.security import safe_next_url
 from reasoningbank_site.views_helpers import (
     htmx_template,
     post_action,
     redirect_after_post,
-    safe_next,
     template_for,
     toast,
 )
@@ -84,7 +84,7 @@ def review(request, bank_id):
 def _review_post(request, bank_id):
     bank, _membership = bank_for_user(request, bank_id, role=Role.REVIEWER)
     form = BulkActionForm(request.POST)
-    back = safe_next(request, reverse("memories:review", kwargs={"bank_id": bank.public_id}))
+    back = safe_next_url(request, reverse("memories:review", kwargs={"bank_id": bank.public_id}))
     if not form.is_valid():
         message = "; ".join(e for errs in form.errors.values() for e in errs)
         if request.htmx:
@@ -308,9 +308,7 @@ def item_merge(request, bank_id, item_id):
     except MemoryItem.DoesNotExist:
         return _item_answer(request, t, merge_error="That item is not in this bank.")
     try:
-        into = services.memory_item_merge(
-            item=t.item, into=into, author=request.user, note=request.POST.get("note", "")
-        )
+        into = services.memory_item_merge(item=t.item, into=into, author=request.user, note=form.cleaned_data["note"])
     except DomainError as exc:
         messages.error(request, str(exc))
         return _item_answer(request, t)

@@ -2,6 +2,7 @@
 is listed in the README's configuration table."""
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 from reasoningbank_site import embedded
@@ -62,6 +63,8 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_htmx",
     "template_partials",
+    "axes",
+    "csp",
     "reasoningbank_site",
     "accounts",
     "memories",
@@ -70,8 +73,11 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "reasoningbank_site.security.SecurityHeadersMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "reasoningbank_site.middleware.ApiBodyLimitMiddleware",
+    "reasoningbank_site.security.ApiJsonErrorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -79,6 +85,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "reasoningbank_site.urls"
@@ -139,6 +147,83 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(envstr("STATIC_ROOT") or BASE_DIR / "staticfiles")
+
+# --- Security (issue 12) ------------------------------------------------------------
+# RB_SECURE=1 switches on everything a deployment behind HTTPS needs (the compose file sets it).
+RB_SECURE = envbool("RB_SECURE", False)
+if RB_SECURE:
+    SECURE_SSL_REDIRECT = envbool("RB_SECURE_SSL_REDIRECT", True)
+    # The TLS-terminating proxy says the original request was https.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = envint("RB_HSTS_SECONDS", 31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("RB_HSTS_INCLUDE_SUBDOMAINS", False)
+    SECURE_HSTS_PRELOAD = False
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# Reverse proxies in front of the app that append to X-Forwarded-For (0: use REMOTE_ADDR).
+RB_PROXY_COUNT = envint("RB_PROXY_COUNT", 0)
+
+# Content-Security-Policy (django-csp): only our own files; no inline script, no eval.
+# Inline style *attributes* are allowed (style-src-attr) for the impact bars' widths;
+# they cannot run code. htmx's own indicator <style> is switched off in base.html.
+from csp.constants import NONE, SELF  # noqa: E402
+
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    }
+}
+RB_PERMISSIONS_POLICY = (
+    "accelerometer=(), camera=(), geolocation=(), gyroscope=(), magnetometer=(), microphone=(), "
+    "payment=(), usb=(), interest-cohort=()"
+)
+
+# Login throttling (django-axes, counted in the database): after AXES_FAILURE_LIMIT wrong
+# passwords for one username from one address, that pair is locked for RB_LOGIN_COOLOFF_MINUTES.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = envint("RB_LOGIN_FAILURE_LIMIT", 5)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "reasoningbank_site.security.client_ip"
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
+AXES_COOLOFF_TIME = timedelta(minutes=envint("RB_LOGIN_COOLOFF_MINUTES", 15))
+# Password-reset mails: per address and per client IP, per hour (0 = unlimited).
+RB_PASSWORD_RESET_PER_EMAIL = envint("RB_PASSWORD_RESET_PER_EMAIL", 3)
+RB_PASSWORD_RESET_PER_IP = envint("RB_PASSWORD_RESET_PER_IP", 20)
+RB_PASSWORD_RESET_WINDOW_SECONDS = 3600
+# Signup: with RB_REQUIRE_EMAIL_VERIFICATION=1 a new account can log in only after
+# following the link mailed to its address.
+RB_REQUIRE_EMAIL_VERIFICATION = envbool("RB_REQUIRE_EMAIL_VERIFICATION", False)
+
+# The throttle counters must be shared by every web process: the database cache
+# (its table is created by reasoningbank_site's migration 0001).
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "rb_cache",
+    }
+}
 
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "accounts:home"

@@ -1,13 +1,12 @@
 """Helpers every app's HTML views share: which template (or named partial)
 answers a request, how a POST answers (redirect, htmx client redirect,
-toast), where ``?next=`` may lead, and the marker for small POST-only action
+toast), and the marker for small POST-only action
 views. Access checks live in ``accounts.access``."""
 
 from __future__ import annotations
 
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect, reswap
 
@@ -36,17 +35,6 @@ def toast(request, message: str) -> HttpResponse:
     """An htmx answer that changes nothing in place but shows ``message`` in
     the toast (status 200, because htmx 2 does not swap error statuses)."""
     return reswap(render(request, "includes/toast.html", {"message": message, "oob": True}), "none")
-
-
-def safe_next(request, default: str) -> str:
-    """The ``next`` field (POST, else query string) if it points at this
-    site, else ``default``."""
-    target = request.POST.get("next") or request.GET.get("next") or ""
-    if target and url_has_allowed_host_and_scheme(
-        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    ):
-        return target
-    return default
 
 
 def post_action(view):

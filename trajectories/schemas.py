@@ -17,6 +17,8 @@ from uuid import UUID
 from ninja import Schema
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
+from reasoningbank_site.text import scrub_text  # the one scrubbing mechanism (also re-exported here)
+
 MAX_TASK_CHARS = 20_000
 MAX_FINAL_ANSWER_CHARS = 200_000
 MAX_ID_CHARS = 200
@@ -24,67 +26,6 @@ MAX_METADATA_BYTES = 64 * 1024
 MAX_METADATA_DEPTH = 32
 
 Identifier = Annotated[str, StringConstraints(strip_whitespace=True, max_length=MAX_ID_CHARS)]
-
-
-def scrub_text(value: Any) -> Any:
-    """PostgreSQL text cannot hold NUL, and UTF-8 cannot hold lone surrogates
-    (both are legal in JSON): return ``value`` with them replaced by U+FFFD /
-    '?', so odd tool output never fails the insert. The input is never
-    mutated (a copy is made only when something needs replacing); nested
-    lists/dicts are walked without recursion."""
-    if not _any_dirty(value):
-        return value
-    holder: list[Any] = [None]
-    stack: list[tuple[Any, Any, Any]] = [(value, holder, 0)]
-    while stack:
-        source, target, key = stack.pop()
-        if isinstance(source, str):
-            target[key] = _scrub_str(source)
-        elif isinstance(source, list):
-            copy: list[Any] = [None] * len(source)
-            target[key] = copy
-            stack.extend((child, copy, i) for i, child in enumerate(source))
-        elif isinstance(source, dict):
-            copied: dict[Any, Any] = {}
-            target[key] = copied
-            for child_key, child in source.items():
-                new_key = _scrub_str(child_key) if isinstance(child_key, str) else child_key
-                copied[new_key] = None  # keeps the key order
-                stack.append((child, copied, new_key))
-        else:
-            target[key] = source
-    return holder[0]
-
-
-def _any_dirty(value: Any) -> bool:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if _needs_scrub(item):
-                return True
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-    return False
-
-
-def _needs_scrub(text: str) -> bool:
-    if "\x00" in text:
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def _scrub_str(text: str) -> str:
-    if not _needs_scrub(text):
-        return text
-    return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
 
 
 def _depth(value: Any) -> int:

@@ -27,7 +27,7 @@ class AccountsConflict(AccountsError, Conflict):
 
 class InvitationError(AccountsError, Invalid):
     """The invitation link cannot be used. ``reason`` is one of unknown,
-    expired, used, revoked (also the error's code, prefixed ``invitation_``)."""
+    expired, used, revoked, wrong_email (also the error's code, prefixed ``invitation_``)."""
 
     def __init__(self, message: str, reason: str):
         super().__init__(message, code=f"invitation_{reason}")

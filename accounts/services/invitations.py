@@ -41,12 +41,20 @@ def invitation_ttl() -> timedelta:
 
 @transaction.atomic
 def invitation_create(
-    *, team: Team, email: str, role: str, actor, actor_membership: Membership, site_url: str = ""
+    *,
+    team: Team,
+    email: str,
+    role: str,
+    actor,
+    actor_membership: Membership,
+    site_url: str = "",
+    allow_any_email: bool = False,
 ) -> IssuedInvitation:
     """Invite ``email`` into ``team`` with ``role`` and email them a one-time
     link that expires after RB_INVITATION_TTL_HOURS. ``site_url`` (scheme and
     host) makes the link absolute. Only admins+ invite; only owners invite
-    owners. Raises AccountsInvalid for a bad role or email, AccountsForbidden
+    owners. Only an account with ``email`` may accept it unless
+    ``allow_any_email``. Raises AccountsInvalid for a bad role or email, AccountsForbidden
     when the actor's role does not allow it."""
     email = email.strip()
     if not email or "@" not in email:
@@ -63,10 +71,15 @@ def invitation_create(
         token_hash=hash_token(secret),
         invited_by=actor,
         expires_at=timezone.now() + invitation_ttl(),
+        allow_any_email=allow_any_email,
     )
     url = site_url.rstrip("/") + reverse("accounts:invitation_accept", kwargs={"secret": secret})
     audit_record(
-        action="invitation.create", team=team, user=actor, obj=invitation, after={"email": email, "role": role}
+        action="invitation.create",
+        team=team,
+        user=actor,
+        obj=invitation,
+        after={"email": email, "role": role, "allow_any_email": allow_any_email},
     )
     inviter = actor.get_username()
     hours = int(invitation_ttl().total_seconds() // 3600)
@@ -99,15 +112,18 @@ def invitation_check(*, secret: str) -> Invitation:
 
 @transaction.atomic
 def invitation_accept(*, secret: str, user) -> Membership:
-    """Use an invitation link once: ``user`` (any account) joins the team
-    with the invited role. Someone already a member keeps their role if it is
-    higher. Raises InvitationError (unknown, used, revoked, expired)."""
+    """Use an invitation link once: ``user`` joins the team with the invited
+    role. ``user``'s email must be the invited one (case-insensitive) unless
+    the inviter allowed any address. Someone already a member keeps their
+    role if it is higher. Raises InvitationError (unknown, used, revoked,
+    expired, wrong_email)."""
     invitation = _usable(
         Invitation.objects.select_for_update()
         .select_related("team")
         .filter(token_hash=hash_token(secret or ""))
         .first()
     )
+    invitation_check_email(invitation=invitation, user=user)
     invitation.accepted_at = timezone.now()
     invitation.accepted_by = user
     invitation.save(update_fields=["accepted_at", "accepted_by"])
@@ -127,6 +143,20 @@ def invitation_accept(*, secret: str, user) -> Membership:
         after={"user": user.get_username(), "role": membership.role, "email": invitation.email},
     )
     return membership
+
+
+def invitation_check_email(*, invitation: Invitation, user) -> None:
+    """Raise InvitationError(wrong_email) when ``user`` may not accept
+    ``invitation``: it is bound to another address and the inviter did not allow any."""
+    if invitation.allow_any_email:
+        return
+    if (user.email or "").strip().lower() != invitation.email.strip().lower():
+        raise InvitationError(
+            f"This invitation was sent to {invitation.email}, but you are logged in as "
+            f"{user.get_username()} ({user.email or 'no email'}). Log in with the account of that "
+            "address, or ask the team's admin to invite this account's address.",
+            "wrong_email",
+        )
 
 
 @transaction.atomic

@@ -86,6 +86,8 @@ def test_invitation_is_emailed_used_once_and_expires(team, owner, owner_m):
     assert issued.url.startswith("http://testserver/invitations/")
     assert issued.secret not in Invitation.objects.get().token_hash
     joiner = factories.make_user()
+    joiner.email = "new@example.com"  # invitations are bound to the invited address (issue 12)
+    joiner.save(update_fields=["email"])
     membership = services.invitation_accept(secret=issued.secret, user=joiner)
     assert membership.role == Role.REVIEWER and membership.team == team
     with pytest.raises(services.InvitationError) as used:
@@ -131,7 +133,7 @@ def test_only_owners_invite_owners(team):
 def test_invitation_never_downgrades_an_existing_member(team, owner, owner_m):
     admin = factories.make_member(team, Role.ADMIN)
     issued = services.invitation_create(
-        team=team, email="a@example.com", role=Role.VIEWER, actor=owner, actor_membership=owner_m
+        team=team, email=admin.email, role=Role.VIEWER, actor=owner, actor_membership=owner_m
     )
     assert services.invitation_accept(secret=issued.secret, user=admin).role == Role.ADMIN
 

@@ -190,6 +190,8 @@ def test_invitation_flow_signup_accept_once(client):
     assert page.status_code == 200 and "Sign up to accept" in page.content.decode()
     assert client.post(link).status_code == 302  # anonymous → login
     joiner = factories.make_user("joiner")
+    joiner.email = "new@example.com"  # invitations are bound to the invited address (issue 12)
+    joiner.save(update_fields=["email"])
     client.force_login(joiner)
     response = client.post(link)
     assert response.status_code == 302

@@ -3,7 +3,6 @@ derived from it, and its steps as display records. Lists defer the steps JSON.""
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass, field
 
@@ -11,6 +10,7 @@ from django.db.models import Prefetch, Q, QuerySet
 
 from accounts.models import Bank
 from memories.models import MemoryItem
+from reasoningbank_site.text import pretty_json
 from trajectories.models import Judgment, Status, Trajectory
 
 # While a trajectory is in one of these, its detail page polls for new items.
@@ -107,17 +107,6 @@ class StepView:
     cited_by: list = field(default_factory=list)
 
 
-def _pretty_arguments(raw) -> str:
-    if raw in (None, ""):
-        return ""
-    if not isinstance(raw, str):
-        return json.dumps(raw, indent=2, ensure_ascii=False, default=str)
-    try:
-        return json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
-    except (ValueError, TypeError):
-        return raw
-
-
 def step_views(*, trajectory: Trajectory, cited: dict[int, list] | None = None) -> list[StepView]:
     """The stored steps as display records. Tolerates odd shapes (steps are
     agent input): non-dicts become a single 'content' string."""
@@ -125,14 +114,14 @@ def step_views(*, trajectory: Trajectory, cited: dict[int, list] | None = None) 
     views = []
     for position, raw in enumerate(trajectory.steps or []):
         if not isinstance(raw, dict):
-            raw = {"kind": "step", "content": json.dumps(raw, default=str)}
+            raw = {"kind": "step", "content": pretty_json(raw)}
         try:
             index = int(raw.get("index", position))
         except (TypeError, ValueError):
             index = position
         content = raw.get("content", "")
         if not isinstance(content, str):
-            content = json.dumps(content, indent=2, ensure_ascii=False, default=str)
+            content = pretty_json(content)
         kind = str(raw.get("kind") or "step")
         views.append(
             StepView(
@@ -140,7 +129,8 @@ def step_views(*, trajectory: Trajectory, cited: dict[int, list] | None = None) 
                 kind=kind,
                 content=content,
                 name=str(raw.get("name") or ""),
-                arguments=_pretty_arguments(raw.get("arguments")),
+                # depth-limited: deeply nested agent JSON is shown raw, never a RecursionError
+                arguments=pretty_json(raw.get("arguments")),
                 call_id=str(raw.get("call_id") or ""),
                 is_error=bool(raw.get("is_error")),
                 long=kind in ("observation", "tool_result", "system") and len(content) > LONG_TEXT,

@@ -1,0 +1,42 @@
+"""Form fields whose every valid value the rest of the code can compute with."""
+
+from __future__ import annotations
+
+import datetime
+
+from django import forms
+
+# Code adds a day to an "until" date and converts dates to aware datetimes;
+# year 9999 overflowed (a 500). No real filter or expiry needs dates outside this range.
+MIN_DATE = datetime.date(1900, 1, 1)
+MAX_DATE = datetime.date(9000, 12, 31)
+
+
+class BoundedDateField(forms.DateField):
+    """A DateField refusing dates before 1900 or after 9000 with a form error."""
+
+    def validate(self, value):
+        super().validate(value)
+        if value is not None and not MIN_DATE <= value <= MAX_DATE:
+            raise forms.ValidationError(
+                f"Pick a date between {MIN_DATE:%Y-%m-%d} and {MAX_DATE:%Y-%m-%d}.", code="date_range"
+            )
+
+
+class BoundedDateTimeField(forms.DateTimeField):
+    """A DateTimeField with the same range as BoundedDateField."""
+
+    def validate(self, value):
+        super().validate(value)
+        if value is not None and not MIN_DATE <= value.date() <= MAX_DATE:
+            raise forms.ValidationError(
+                f"Pick a date between {MIN_DATE:%Y-%m-%d} and {MAX_DATE:%Y-%m-%d}.", code="date_range"
+            )
+
+
+def validate_one_line(value: str) -> None:
+    """Names end up in email subjects and headers: no CR, LF or other control characters."""
+    from reasoningbank_site.text import has_control_chars
+
+    if value and has_control_chars(value):
+        raise forms.ValidationError("Use a single line of text (no line breaks or control characters).")

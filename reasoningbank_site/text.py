@@ -1,0 +1,182 @@
+"""Text that PostgreSQL, email headers and templates can always take.
+
+One mechanism for every text input: ``scrub_text`` replaces NUL (PostgreSQL
+text cannot hold it) and lone surrogates (UTF-8 cannot encode them) — both
+legal in JSON — by U+FFFD / '?'. API schemas use it through ``CleanStr``
+(an annotated ``str``), whole JSON bodies through ``scrub_text``, the UI's
+imported files likewise. Django form fields already refuse NUL
+(``ProhibitNullCharactersValidator``). ``one_line`` makes any text safe for
+an email header; ``pretty_json`` pretty-prints agent JSON of any depth."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
+
+# Deeper JSON is shown as its raw text: json.dumps/json.loads recurse, and
+# agent input (tool-call arguments) can be nested thousands of levels deep.
+PRETTY_MAX_DEPTH = 64
+
+
+def scrub_text(value: Any) -> Any:
+    """Return ``value`` with NUL and lone surrogates replaced in every string
+    (dict keys included). The input is never mutated (a copy is made only when
+    something needs replacing); nested lists/dicts are walked without recursion."""
+    if not _any_dirty(value):
+        return value
+    holder: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, holder, 0)]
+    while stack:
+        source, target, key = stack.pop()
+        if isinstance(source, str):
+            target[key] = _scrub_str(source)
+        elif isinstance(source, list):
+            copy: list[Any] = [None] * len(source)
+            target[key] = copy
+            stack.extend((child, copy, i) for i, child in enumerate(source))
+        elif isinstance(source, dict):
+            copied: dict[Any, Any] = {}
+            target[key] = copied
+            for child_key, child in source.items():
+                new_key = _scrub_str(child_key) if isinstance(child_key, str) else child_key
+                copied[new_key] = None  # keeps the key order
+                stack.append((child, copied, new_key))
+        else:
+            target[key] = source
+    return holder[0]
+
+
+def _any_dirty(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _needs_scrub(item):
+                return True
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+    return False
+
+
+def _needs_scrub(text: str) -> bool:
+    if "\x00" in text:
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _scrub_str(text: str) -> str:
+    if not _needs_scrub(text):
+        return text
+    return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+
+
+def _scrub_if_str(value: Any) -> Any:
+    return _scrub_str(value) if isinstance(value, str) else value
+
+
+# A str field of an API schema: NUL and lone surrogates are replaced before validation.
+CleanStr = Annotated[str, BeforeValidator(_scrub_if_str)]
+
+
+def one_line(text: str) -> str:
+    """``text`` with every control character (CR/LF included) replaced by a
+    space: safe in an email subject (Django raises BadHeaderError on CR/LF)."""
+    return "".join(" " if ord(ch) < 32 or ord(ch) == 127 else ch for ch in str(text)).strip()
+
+
+def has_control_chars(text: str) -> bool:
+    """True when ``text`` holds a control character other than tab (names are one line)."""
+    return any((ord(ch) < 32 and ch != "\t") or ord(ch) == 127 for ch in text)
+
+
+def json_depth(value: Any, limit: int) -> int:
+    """Nesting depth of ``value`` (lists/dicts), counted without recursion;
+    stops counting once ``limit`` is exceeded."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            deepest = max(deepest, depth)
+            if depth > limit:
+                return depth
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _raw_depth(text: str, limit: int) -> int:
+    """Bracket depth of JSON text (a cheap scan, strings included: an
+    over-estimate is safe, it only means the raw text is shown)."""
+    depth = deepest = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    return deepest
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def pretty_json(raw: Any, *, max_depth: int = PRETTY_MAX_DEPTH) -> str:
+    """Indented JSON for display. A string is parsed first (and returned as
+    is when it is not JSON); anything nested deeper than ``max_depth`` is
+    shown raw (a string as sent, other values compact on one line) instead
+    of recursing — so every stored value renders."""
+    if raw is None or raw == "":
+        return ""
+    if isinstance(raw, str):
+        if _raw_depth(raw, max_depth) > max_depth:
+            return raw
+        try:
+            raw = json.loads(raw)
+        except (ValueError, TypeError, RecursionError):
+            return raw
+    if json_depth(raw, max_depth) > max_depth:
+        return _compact(raw)
+    try:
+        return json.dumps(raw, indent=2, ensure_ascii=False, default=str)
+    except (ValueError, TypeError, RecursionError):
+        return _compact(raw)
+
+
+class _Literal(str):
+    """Already-serialized text on the work stack of ``_compact``."""
+
+
+def _compact(value: Any) -> str:
+    """One-line JSON of ``value`` at any depth, built without recursion."""
+    out: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Literal):
+            out.append(item)
+        elif isinstance(item, dict):
+            parts: list[Any] = [_Literal("{")]
+            for i, (key, child) in enumerate(item.items()):
+                parts += [_Literal(", " if i else ""), _Literal(json.dumps(str(key), ensure_ascii=False) + ": "), child]
+            parts.append(_Literal("}"))
+            stack.extend(reversed(parts))
+        elif isinstance(item, (list, tuple)):
+            parts = [_Literal("[")]
+            for i, child in enumerate(item):
+                parts += [_Literal(", " if i else ""), child]
+            parts.append(_Literal("]"))
+            stack.extend(reversed(parts))
+        else:
+            try:
+                out.append(json.dumps(item, ensure_ascii=False, default=str))
+            except (ValueError, TypeError):
+                out.append(json.dumps(str(item), ensure_ascii=False))
+    return "".join(out)

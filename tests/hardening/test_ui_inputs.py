@@ -1,0 +1,197 @@
+"""Issue 12, UI side: each reproduced 500 is now a form error, a 404, or
+renders. Every test here failed before the fix."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core import mail
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from accounts.models import Invitation, Role, Team
+from memories.models import ItemStatus, MemoryItem
+from tests import factories
+from tests.ui.conftest import make_trajectory, propose
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def deep_arguments(depth: int = 5000) -> str:
+    return "[" * depth + "]" * depth  # ≈10 KB; json.loads / json.dumps recurse and fail
+
+
+def deep_list(depth: int) -> list:
+    root = current = []
+    for _ in range(depth - 1):
+        child: list = []
+        current.append(child)
+        current = child
+    return root
+
+
+@pytest.mark.parametrize("arguments", [deep_arguments(), json.loads('{"a": 1}')])
+def test_trajectory_with_deeply_nested_tool_arguments_renders(client, owner, bank, arguments):
+    steps = [
+        {"index": 0, "kind": "tool_call", "content": "", "name": "deep", "arguments": arguments, "call_id": "c"},
+        {
+            "index": 1,
+            "kind": "observation",
+            "content": deep_list(500),
+        },  # deeper cannot even be saved (JSONField encodes recursively)
+    ]
+    trajectory = make_trajectory(bank, steps=steps)
+    client.force_login(owner)
+    kwargs = {"bank_id": bank.public_id, "trajectory_id": trajectory.public_id}
+    page = client.get(reverse("trajectories:detail", kwargs=kwargs))
+    assert page.status_code == 200
+    steps_fragment = client.get(reverse("trajectories:steps", kwargs=kwargs), **HTMX)
+    assert steps_fragment.status_code == 200
+    assert "deep" in steps_fragment.content.decode()
+
+
+def test_deep_json_stored_through_the_api_renders(client, owner, bank, auth):
+    from trajectories.models import Trajectory
+
+    body = {
+        "task": "deep",
+        "messages": [
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": deep_arguments()}}
+                ],
+            },
+        ],
+    }
+    response = client.post("/api/v1/trajectories", data=json.dumps(body), content_type="application/json", **auth)
+    assert response.status_code == 202, response.content
+    trajectory = Trajectory.objects.get()
+    client.force_login(owner)
+    kwargs = {"bank_id": bank.public_id, "trajectory_id": trajectory.public_id}
+    assert client.get(reverse("trajectories:detail", kwargs=kwargs)).status_code == 200
+    assert client.get(reverse("trajectories:steps", kwargs=kwargs), **HTMX).status_code == 200
+
+
+# --- next= ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["x", "//evil.example/", "https://evil.example/", "/\\evil", "javascript:alert(1)"])
+def test_logged_in_signup_with_odd_next_goes_home(client, owner, target):
+    client.force_login(owner)
+    response = client.get(reverse("accounts:signup"), {"next": target})
+    assert response.status_code == 302
+    assert response["Location"] == reverse("accounts:home")
+
+
+def test_anonymous_signup_with_bare_word_next_redirects_home(client, db):
+    data = {
+        "username": "newbie",
+        "email": "newbie@example.com",
+        "password1": "a-long-Passphrase-42",
+        "password2": "a-long-Passphrase-42",
+        "next": "x",
+    }
+    response = client.post(reverse("accounts:signup"), data)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("accounts:home")
+
+
+def test_local_next_is_kept(client, owner):
+    client.force_login(owner)
+    response = client.get(reverse("accounts:signup"), {"next": "/teams/new/"})
+    assert response["Location"] == "/teams/new/"
+
+
+# --- review actions -------------------------------------------------------------------------
+
+
+def test_merge_with_nul_in_note_is_a_form_error_not_500(client, owner, bank):
+    trajectory = make_trajectory(bank)
+    item = propose(bank, trajectory, title="One")
+    into = propose(bank, trajectory, title="Two", content="Other content entirely.")
+    client.force_login(owner)
+    url = reverse("memories:item_detail", kwargs={"bank_id": bank.public_id, "item_id": item.public_id})
+    response = client.post(url, {"action": "merge", "into": str(into.public_id), "note": "a\x00b"})
+    assert response.status_code in (200, 302)
+    item.refresh_from_db()
+    assert item.status == ItemStatus.PROPOSED  # nothing merged
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"title": "a\\u0000b", "description": "d", "content": "c"}\n',
+        '{"title": "a\\ud800b", "description": "d", "content": "c"}\n',
+        "[" * 100_000,
+        '{"title": ' + "[" * 100_000 + "\n",
+    ],
+    ids=["nul", "surrogate", "deep-array", "deep-line"],
+)
+def test_import_hostile_files_never_500(client, owner, bank, content):
+    client.force_login(owner)
+    url = reverse("memories:items_import", kwargs={"bank_id": bank.public_id})
+    upload = SimpleUploadedFile("items.jsonl", content.encode("utf-8", "surrogatepass"), "application/jsonl")
+    response = client.post(url, {"file": upload})
+    assert response.status_code in (200, 302), response.status_code
+    for title in MemoryItem.objects.filter(bank=bank).values_list("title", flat=True):
+        assert "\x00" not in title
+        title.encode("utf-8")
+
+
+# --- accounts pages --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("param", ["since", "until"])
+@pytest.mark.parametrize("csv", [False, True])
+def test_audit_with_year_9999_is_not_500(client, owner, bank, param, csv):
+    client.force_login(owner)
+    name = "accounts:bank_audit_csv" if csv else "accounts:bank_audit"
+    response = client.get(reverse(name, kwargs={"bank_id": bank.public_id}), {param: "9999-12-31"})
+    assert response.status_code == 200
+    if csv:
+        b"".join(response.streaming_content)
+    else:
+        assert "Pick a date between" in response.content.decode()
+
+
+@pytest.mark.parametrize("membership", ["abc", str(2**70), "-1", ""])
+@pytest.mark.parametrize("action", ["role", "remove"])
+def test_member_action_with_bad_membership_id_is_404(client, owner, team, membership, action):
+    client.force_login(owner)
+    url = reverse("accounts:team", kwargs={"team_id": team.public_id})
+    response = client.post(url, {"action": action, "membership": membership, "role": Role.VIEWER})
+    assert response.status_code == 404
+
+
+def test_team_name_with_crlf_is_refused(client, owner):
+    client.force_login(owner)
+    response = client.post(reverse("accounts:team_create"), {"name": "Evil\r\nBcc: x@example.com"})
+    assert response.status_code == 200
+    assert "single line" in response.content.decode()
+    assert not Team.objects.filter(name__contains="Evil").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_invite_into_team_with_crlf_name_sends_a_one_line_subject(client):
+    owner = factories.make_user("crlf-owner")
+    team = factories.make_team(owner=owner, slug="crlf")
+    Team.objects.filter(pk=team.pk).update(name="Evil\r\nBcc: x@example.com")  # e.g. an older row or the admin
+    client.force_login(owner)
+    url = reverse("accounts:team", kwargs={"team_id": team.public_id})
+    response = client.post(url, {"action": "invite", "email": "new@example.com", "role": Role.VIEWER})
+    assert response.status_code == 302
+    assert Invitation.objects.filter(team=team).count() == 1
+    subject = mail.outbox[-1].subject
+    assert "\r" not in subject and "\n" not in subject
+
+
+def test_new_token_page_is_not_cacheable(client, owner, bank):
+    client.force_login(owner)
+    url = reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id})
+    response = client.post(url, {"action": "create", "name": "agent", "scopes": ["retrieve"]})
+    assert response.status_code == 200 and "rb_" in response.content.decode()
+    assert "no-store" in response["Cache-Control"]
