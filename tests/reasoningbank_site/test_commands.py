@@ -213,7 +213,7 @@ def test_rb_run_serves_the_demo_and_leaves_no_process_behind(tmp_path):
                 return await session.call_tool("retrieve_memories", {"query": DEMO_QUERY})
 
         answer = asyncio.run(mcp_retrieve())
-        assert not answer.isError, answer
+        assert not answer.is_error, answer
         served = json.loads(answer.content[0].text)
         assert served["retrieval_id"] and served["items"], served
     finally:

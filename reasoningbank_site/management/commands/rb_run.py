@@ -151,13 +151,16 @@ class Command(BaseCommand):
         mcp_port = int(os.environ.get("RB_MCP_PORT") or port + 1)
         host = "127.0.0.1"
         data_dir = Path(settings.DATA_DIR)
-        for what, taken in (("RB_PORT", port), ("RB_MCP_PORT", mcp_port)):
-            if not port_is_free(host, taken):
-                raise CommandError(
-                    f"Port {taken} on {host} is already in use (another `make run`?). "
-                    f"Stop that process or choose other ports: RB_PORT={port + 2} make run (MCP on RB_PORT+1), "
-                    f"or set {what}."
-                )
+        if not port_is_free(host, port):
+            raise CommandError(
+                f"Port {port} on {host} is already in use (another `make run`?). "
+                f"Stop that process or choose another port: RB_PORT={port + 1} make run"
+            )
+        if not port_is_free(host, mcp_port):
+            raise CommandError(
+                f"Port {mcp_port} on {host} (the MCP server's) is already in use. "
+                f"Stop that process or choose another port: RB_MCP_PORT={mcp_port + 1} make run"
+            )
         self.stopping = False
         self.children: list[Child] = []
         for signum in (signal.SIGINT, signal.SIGTERM):
