@@ -3,6 +3,7 @@
 #   web     migrate, then gunicorn on :8000 (the only role that migrates)
 #   worker  a Celery worker (scale it: `docker compose up --scale worker=3`)
 #   beat    the Celery beat scheduler (run exactly one)
+#   mcp     the MCP server (streamable HTTP on :8001), forwarding tool calls to RB_MCP_API_URL
 #   manage  ARGS...   any manage.py command, e.g. `manage createsuperuser`, `manage rb_token create --bank demo/web-agent`
 #   anything else is executed as is.
 set -eu
@@ -32,6 +33,9 @@ case "$role" in
       --loglevel "${LOG_LEVEL:-INFO}" \
       --schedule "${RB_DATA_DIR:-/data}/celerybeat-schedule" \
       "$@"
+    ;;
+  mcp)
+    exec python manage.py rb_mcp --host 0.0.0.0 --port "${RB_MCP_PORT:-8001}" "$@"
     ;;
   manage)
     exec python manage.py "$@"
