@@ -6,14 +6,14 @@ from accounts.models import AuditEvent
 from memories.models import ItemOrigin, ItemStatus, MemoryItem
 from memories.services import memory_item_approve
 from reasoningbank_site.errors import Invalid
-from tests.pipeline.conftest import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
+from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
 from trajectories.models import JudgmentSource, Status
 from trajectories.services import trajectory_relabel
 from trajectories.stages import trajectory_group_distill
 from trajectories.sweeper import pipeline_sweep
 from trajectories.tasks import trajectory_process_task
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 
 FAILURE_ITEMS = """Reflection: the agent trusted a cached page.
 

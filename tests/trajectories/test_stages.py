@@ -5,12 +5,12 @@ import pytest
 from celery import signals
 
 from memories.models import ItemOrigin, ItemStatus, MemoryItem
-from tests.pipeline.conftest import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
+from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
 from trajectories import stages, sweeper
 from trajectories.models import Judgment, JudgmentSource, Status, Trajectory
 from trajectories.tasks import retry_countdown, trajectory_process_task
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 
 
 def process(trajectory):
