@@ -12,6 +12,7 @@ from accounts.models import Bank, Membership, Role, Team
 from accounts.services import api_token_create, bank_create
 from trajectories.models import Judgment, JudgmentSource, Trajectory
 from trajectories.services import judgment_record, trajectory_ingest
+from trajectories.tasks import trajectory_process_task
 
 _seq = itertools.count(1)
 
@@ -100,3 +101,14 @@ def record_verdict(trajectory: Trajectory, label: str, *, source: str = Judgment
     if source == JudgmentSource.LLM:
         fields.setdefault("prompt_version", "tests")
     return judgment_record(trajectory=trajectory, source=source, label=label, **fields)
+
+
+def process_trajectory(trajectory: Trajectory) -> Trajectory:
+    """Run the processing task on ``trajectory`` in this process (``Task.apply``:
+    its retries run inline, countdowns skipped) and return it refreshed; a task
+    that failed re-raises its error."""
+    result = trajectory_process_task.apply(args=[trajectory.pk])
+    if result.failed():
+        raise result.result
+    trajectory.refresh_from_db()
+    return trajectory
