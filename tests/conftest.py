@@ -1,6 +1,7 @@
-"""Fixtures every test directory shares: the account/bank/token chain, Celery
-in eager mode, the fake LLM server, the broker-queue cleanup, and suite-wide
-settings (a fast password hasher)."""
+"""Fixtures every test directory shares: the account/bank/token chain, members
+by role and the review UI's scene (a processed trajectory and an item proposed
+from it), Celery in eager mode, the fake LLM server, the broker-queue cleanup,
+and suite-wide settings (a fast password hasher)."""
 
 import json
 import os
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 
+from accounts.models import Role
 from reasoningbank_site.celery import app as celery_app
 from tests import factories
 from tests.fake_llm import FakeLLM
@@ -70,6 +72,35 @@ def token(bank):
 @pytest.fixture
 def auth(token):
     return {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+
+
+# --- the review UI's members and scene (the memories and trajectories view tests) ----------
+
+
+@pytest.fixture
+def reviewer(team):
+    return factories.make_member(team, Role.REVIEWER)
+
+
+@pytest.fixture
+def viewer(team):
+    return factories.make_member(team, Role.VIEWER)
+
+
+@pytest.fixture
+def stranger(other_bank):
+    """A member (owner even) of another team."""
+    return other_bank.team.memberships.first().user
+
+
+@pytest.fixture
+def trajectory(bank):
+    return factories.make_done_trajectory(bank)
+
+
+@pytest.fixture
+def item(bank, trajectory):
+    return factories.propose_item(bank, trajectory)
 
 
 @pytest.fixture

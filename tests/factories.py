@@ -4,14 +4,19 @@ exists, so tests exercise the same write path as the product."""
 from __future__ import annotations
 
 import itertools
+from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.utils import timezone
 
 from accounts.models import Bank, Membership, Role, Team
 from accounts.services import api_token_create, bank_create
+from memories.models import ItemStatus, MemoryItem, RetrievalEvent
+from memories.services import experience_create, memory_item_propose
 from trajectories.models import Judgment, JudgmentSource, Trajectory
 from trajectories.services import judgment_record, trajectory_ingest
+from trajectories.tasks import trajectory_process_task
 
 _seq = itertools.count(1)
 
@@ -100,3 +105,141 @@ def record_verdict(trajectory: Trajectory, label: str, *, source: str = Judgment
     if source == JudgmentSource.LLM:
         fields.setdefault("prompt_version", "tests")
     return judgment_record(trajectory=trajectory, source=source, label=label, **fields)
+
+
+def process_trajectory(trajectory: Trajectory) -> Trajectory:
+    """Run the processing task on ``trajectory`` in this process (``Task.apply``:
+    its retries run inline, countdowns skipped) and return it refreshed; a task
+    that failed re-raises its error."""
+    result = trajectory_process_task.apply(args=[trajectory.pk])
+    if result.failed():
+        raise result.result
+    trajectory.refresh_from_db()
+    return trajectory
+
+
+# --- the review UI's scene ------------------------------------------------------------------
+# Trajectories go through the ingestion service (``make_trajectory``) and items
+# through the real memories services (``memory_item_propose`` embeds with the
+# real model); the 30+-row lists use bulk inserts because only the rendering is
+# under test there.
+
+VIEW_STEPS = [
+    {"index": 0, "kind": "user", "content": "Find the Sunday opening hours of the city library."},
+    {"index": 1, "kind": "thought", "content": "Search the library site."},
+    {
+        "index": 2,
+        "kind": "tool_call",
+        "content": "",
+        "name": "web_search",
+        "arguments": '{"q": "city library hours", "n": 3}',
+        "call_id": "c1",
+    },
+    {
+        "index": 3,
+        "kind": "tool_result",
+        "content": "Mon-Sat 9-18, Sun 12-17 " + "x" * 900,
+        "name": "web_search",
+        "call_id": "c1",
+    },
+    {
+        "index": 4,
+        "kind": "tool_result",
+        "content": "HTTP 503 from the catalogue",
+        "name": "catalogue",
+        "is_error": True,
+    },
+    {"index": 5, "kind": "answer", "content": "Sundays 12:00-17:00."},
+]
+
+
+def make_done_trajectory(bank, **fields) -> Trajectory:
+    """A processed-looking trajectory (``done``, verdict ``success``, a tool
+    error, a long observation) through ``make_trajectory``.
+    ``steps`` given here are stored as given, since the pages must render any
+    stored row inertly, including step kinds the API refuses."""
+    if "steps" in fields:
+        fields["stored_steps"] = fields.pop("steps")
+    data = {
+        "task": "Find the Sunday opening hours of the city library.",
+        "steps": VIEW_STEPS,
+        "final_answer": "Sundays 12:00-17:00.",
+        "agent": "web-agent",
+        "status": "done",
+        "verdict": "success",
+        **fields,
+    }
+    return make_trajectory(bank, **data)
+
+
+def propose_item(bank, trajectory=None, *, title="Prefer the official source", steps=(2, 3), **kw) -> MemoryItem:
+    experience = None
+    if trajectory is not None:
+        experience = trajectory.experience or experience_create(bank=bank, task=trajectory.task)
+        if trajectory.experience_id is None:
+            Trajectory.objects.filter(pk=trajectory.pk).update(experience=experience)
+            trajectory.experience = experience
+    return memory_item_propose(
+        bank=bank,
+        title=title,
+        description=kw.pop("description", "Use when a schedule question comes up."),
+        content=kw.pop("content", "Check the institution's own pages before answering."),
+        origin=kw.pop("origin", "success"),
+        experience=experience,
+        cited_steps=[{"trajectory": str(trajectory.public_id), "step": s} for s in steps] if trajectory else [],
+        verdict_label=kw.pop("verdict_label", "success"),
+        **kw,
+    )
+
+
+def bulk_items(bank, n: int, status=ItemStatus.PROPOSED) -> list[MemoryItem]:
+    return MemoryItem.objects.bulk_create(
+        MemoryItem(
+            bank=bank,
+            title=f"Lesson {i}",
+            description=f"When {i}",
+            content=f"Do {i}",
+            status=status,
+            origin="failure",
+            verdict_label="failure",
+            near_duplicates=[{"id": "x", "similarity": 0.9}] if i % 3 == 0 else [],
+        )
+        for i in range(n)
+    )
+
+
+# --- impact (trajectories.lift): retrievals by arm, with their trajectories ------------------
+
+
+def with_holdout(bank, fraction=0.5):
+    bank.holdout_fraction = fraction
+    bank.save(update_fields=["holdout_fraction"])
+    return bank
+
+
+def make_items(bank, n, status=ItemStatus.APPROVED, **fields):
+    return MemoryItem.objects.bulk_create(
+        MemoryItem(bank=bank, title=f"Item {i}", description="d", content="c", status=status, **fields)
+        for i in range(n)
+    )
+
+
+def make_arm(bank, arm, *, successes=0, failures=0, unjudged=0, items=(), unreported=0, days_ago=None, results=None):
+    """Retrievals of ``arm`` (recording ``items``), each with one trajectory
+    linked to it: ``successes`` + ``failures`` judged, ``unjudged`` not yet;
+    plus ``unreported`` retrievals no trajectory came back for."""
+    recorded = results if results is not None else [{"id": str(i.public_id), "score": 0.8} for i in items]
+    verdicts = ["success"] * successes + ["failure"] * failures + [""] * unjudged
+    events = RetrievalEvent.objects.bulk_create(
+        RetrievalEvent(bank=bank, query=f"task {n}", mode="items", k=3, arm=arm, results=recorded)
+        for n in range(len(verdicts) + unreported)
+    )
+    Trajectory.objects.bulk_create(
+        Trajectory(bank=bank, task=f"task {n}", retrieval=event, verdict=verdict, status="done")
+        for n, (event, verdict) in enumerate(zip(events, verdicts))
+    )
+    if days_ago is not None:
+        RetrievalEvent.objects.filter(pk__in=[e.pk for e in events]).update(
+            created_at=timezone.now() - timedelta(days=days_ago)
+        )
+    return events

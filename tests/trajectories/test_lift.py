@@ -11,8 +11,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memories.models import ItemStatus, MemoryItem, RetrievalEvent
+from memories.models import RetrievalEvent
 from tests import factories
+from tests.factories import make_arm, make_items, with_holdout
 from trajectories import lift
 from trajectories.models import Trajectory
 
@@ -25,40 +26,6 @@ def wilson_by_hand(x: int, n: int) -> tuple[float, float]:
     p, z2 = x / n, Z95**2
     root = Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n**2))
     return (p + z2 / (2 * n) - root) / (1 + z2 / n), (p + z2 / (2 * n) + root) / (1 + z2 / n)
-
-
-def with_holdout(bank, fraction=0.5):
-    bank.holdout_fraction = fraction
-    bank.save(update_fields=["holdout_fraction"])
-    return bank
-
-
-def make_items(bank, n, status=ItemStatus.APPROVED, **fields):
-    return MemoryItem.objects.bulk_create(
-        MemoryItem(bank=bank, title=f"Item {i}", description="d", content="c", status=status, **fields)
-        for i in range(n)
-    )
-
-
-def make_arm(bank, arm, *, successes=0, failures=0, unjudged=0, items=(), unreported=0, days_ago=None, results=None):
-    """Retrievals of ``arm`` (recording ``items``), each with one trajectory
-    linked to it: ``successes`` + ``failures`` judged, ``unjudged`` not yet;
-    plus ``unreported`` retrievals no trajectory came back for."""
-    recorded = results if results is not None else [{"id": str(i.public_id), "score": 0.8} for i in items]
-    verdicts = ["success"] * successes + ["failure"] * failures + [""] * unjudged
-    events = RetrievalEvent.objects.bulk_create(
-        RetrievalEvent(bank=bank, query=f"task {n}", mode="items", k=3, arm=arm, results=recorded)
-        for n in range(len(verdicts) + unreported)
-    )
-    Trajectory.objects.bulk_create(
-        Trajectory(bank=bank, task=f"task {n}", retrieval=event, verdict=verdict, status="done")
-        for n, (event, verdict) in enumerate(zip(events, verdicts))
-    )
-    if days_ago is not None:
-        RetrievalEvent.objects.filter(pk__in=[e.pk for e in events]).update(
-            created_at=timezone.now() - timedelta(days=days_ago)
-        )
-    return events
 
 
 # --- statistics ---------------------------------------------------------------------------------

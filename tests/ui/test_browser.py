@@ -20,7 +20,7 @@ from memories.models import ItemStatus, MemoryItem
 from memories.services import memory_item_create
 from tests import factories
 from tests.conftest import skip_unless
-from tests.ui.conftest import bulk_items, make_trajectory, propose
+from tests.factories import bulk_items, make_done_trajectory, propose_item
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -140,8 +140,8 @@ def test_work_the_queue_with_the_keyboard(page, live_server, bank, reviewer_user
 
 
 def test_edit_inline_then_approve(page, live_server, bank, reviewer_user):
-    trajectory = make_trajectory(bank)
-    item = propose(bank, trajectory)
+    trajectory = make_done_trajectory(bank)
+    item = propose_item(bank, trajectory)
     login(page, live_server, reviewer_user, f"/banks/{bank.public_id}/review/{item.public_id}/")
     page.locator("#trajectory-steps .step").first.wait_for()  # the source trajectory loads beside the item
     assert page.locator("#step-2.cited").count() == 1
@@ -167,8 +167,8 @@ def test_bulk_approve(page, live_server, bank, reviewer_user):
 
 
 def test_relabel_and_watch_redistilled_items(page, live_server, bank, reviewer_user, fake_llm, eager_celery):
-    trajectory = make_trajectory(bank, verdict="success", status="done")
-    old = propose(bank, trajectory, title="Trust the cached schedule")
+    trajectory = make_done_trajectory(bank, verdict="success", status="done")
+    old = propose_item(bank, trajectory, title="Trust the cached schedule")
     fake_llm.responder = lambda messages: FAILURE_ITEMS
     login(page, live_server, reviewer_user, f"/banks/{bank.public_id}/trajectories/{trajectory.public_id}/")
     page.check("input[name=label][value=failure]")

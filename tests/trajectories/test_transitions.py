@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from reasoningbank_site.celery import app as celery_app
 from reasoningbank_site.celery import enqueue_on_commit
-from tests.pipeline.conftest import ITEMS_MD, JUDGE_SUCCESS
+from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
 from trajectories.models import Status, Trajectory
 from trajectories.transitions import (
     TRANSITIONS,
@@ -20,7 +20,7 @@ from trajectories.transitions import (
     trajectory_move_many,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 
 TRAJECTORIES_APP = Path(__file__).resolve().parents[2] / "trajectories"
 

@@ -1,113 +1,19 @@
-"""Human relabel → supersede/flag → re-distill, and both MaTTS modes."""
+"""MaTTS (memory-aware test-time scaling) through the processing task:
+sequential refinement steps use their own distillation prompt; a parallel
+group is judged member by member and contrasted once, when complete or when
+the sweeper closes it; a relabelled member re-contrasts its group."""
 
 import pytest
 
-from accounts.models import AuditEvent
 from memories.models import ItemOrigin, ItemStatus, MemoryItem
-from memories.services import memory_item_approve
-from reasoningbank_site.errors import Invalid
-from tests.pipeline.conftest import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
-from trajectories.models import JudgmentSource, Status
+from tests.factories import process_trajectory
+from tests.trajectories.llm_answers import FAILURE_ITEMS, ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
+from trajectories.models import Status
 from trajectories.services import trajectory_relabel
 from trajectories.stages import trajectory_group_distill
 from trajectories.sweeper import pipeline_sweep
-from trajectories.tasks import trajectory_process_task
 
-pytestmark = pytest.mark.django_db
-
-FAILURE_ITEMS = """Reflection: the agent trusted a cached page.
-
-# Memory Item 1
-## Title
-Distrust cached copies
-## Description
-When a published schedule may have changed recently.
-## Content
-Compare the cached page date with today's date and reload the live page before answering.
-"""
-
-
-def process(trajectory):
-    result = trajectory_process_task.apply(args=[trajectory.pk])
-    if result.failed():
-        raise result.result
-    trajectory.refresh_from_db()
-    return trajectory
-
-
-def test_relabel_supersedes_proposed_flags_approved_and_redistills(
-    fake_llm, make_trajectory, owner, django_capture_on_commit_callbacks
-):
-    fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
-    t = process(make_trajectory())
-    first, second = MemoryItem.objects.filter(experience=t.experience).order_by("pk")
-    memory_item_approve(item=first, author=owner)
-
-    fake_llm.reply(FAILURE_ITEMS)
-    with django_capture_on_commit_callbacks(execute=True):
-        judgment = trajectory_relabel(
-            trajectory=t, label="failure", reason="The library closes on Sundays.", author=owner
-        )
-
-    assert (judgment.source, judgment.label, judgment.author) == (JudgmentSource.HUMAN, "failure", owner)
-    t.refresh_from_db()
-    assert t.verdict == "failure" and t.status == Status.DONE
-    first.refresh_from_db()
-    second.refresh_from_db()
-    assert first.status == ItemStatus.APPROVED  # approved: kept, flagged for review
-    assert "success to failure" in first.needs_review_reason
-    assert second.status == ItemStatus.SUPERSEDED
-    assert "The library closes on Sundays." in second.status_reason
-    new = MemoryItem.objects.get(experience=t.experience, status=ItemStatus.PROPOSED)
-    assert (new.title, new.origin, new.verdict_label, new.prompt_version) == (
-        "Distrust cached copies",
-        ItemOrigin.FAILURE,
-        "failure",
-        "distill_failure/v1",
-    )
-    assert "judged a FAILURE" in fake_llm.prompts[-1]
-    assert len(fake_llm.requests) == 3  # no re-judging: the human verdict stands
-
-    # The audit log holds the relabel and every item change it caused, with its actor.
-    events = {(e.action, e.object_id): e for e in AuditEvent.objects.filter(bank=t.bank)}
-    relabel = events[("trajectory.relabel", str(t.public_id))]
-    assert (relabel.actor_user, relabel.before, relabel.after["verdict"]) == (owner, {"verdict": "success"}, "failure")
-    assert events[("memory_item.approved", str(first.public_id))].actor_user == owner
-    assert events[("memory_item.flagged", str(first.public_id))].before["status"] == "approved"
-    superseded = events[("memory_item.superseded", str(second.public_id))]
-    assert (superseded.before["status"], superseded.after["status"]) == ("proposed", "superseded")
-
-
-def test_relabel_to_the_same_verdict_changes_nothing(
-    fake_llm, make_trajectory, owner, django_capture_on_commit_callbacks
-):
-    fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
-    t = process(make_trajectory())
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        trajectory_relabel(trajectory=t, label="success", reason="Agreed.", author=owner)
-    assert callbacks == []
-    assert t.judgments.count() == 2
-    assert MemoryItem.objects.filter(experience=t.experience, status=ItemStatus.PROPOSED).count() == 2
-
-
-def test_relabel_rejects_unknown_label(make_trajectory, owner):
-    with pytest.raises(Invalid):
-        trajectory_relabel(trajectory=make_trajectory(), label="meh", reason="", author=owner)
-
-
-def test_human_verdict_rescues_a_needs_attention_trajectory(
-    fake_llm, make_trajectory, owner, django_capture_on_commit_callbacks
-):
-    fake_llm.reply("no idea").reply("still no idea")
-    t = process(make_trajectory())
-    assert t.status == Status.NEEDS_ATTENTION
-    fake_llm.reply(FAILURE_ITEMS)
-    with django_capture_on_commit_callbacks(execute=True):
-        trajectory_relabel(trajectory=t, label="failure", reason="Wrong day.", author=owner)
-    t.refresh_from_db()
-    assert t.status == Status.DONE and t.verdict == "failure"
-    assert MemoryItem.objects.filter(experience=t.experience).count() == 1
-
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 
 # --- MaTTS sequential ----------------------------------------------------------------------
 
@@ -120,7 +26,7 @@ def test_refinement_steps_use_the_sequential_prompt(fake_llm, make_trajectory):
         {"kind": "answer", "content": "13:00-17:00"},
     ]
     fake_llm.reply(JUDGE_SUCCESS).reply(FAILURE_ITEMS.replace("Reflection", "Reasoning"))
-    t = process(make_trajectory(steps=steps))
+    t = process_trajectory(make_trajectory(steps=steps))
     assert t.status == Status.DONE
     item = MemoryItem.objects.get(experience=t.experience)
     assert (item.origin, item.prompt_version, item.verdict_label) == (
@@ -161,11 +67,11 @@ def test_parallel_group_is_contrasted_once_when_complete(fake_llm, make_trajecto
     fake_llm.responder = _judge_by_content
     a = make_trajectory(group_id="g1", group_size=3, final_answer="Sun 12-17 (live page)")
     b = make_trajectory(group_id="g1", final_answer="Sun 11-15 (cached page)")
-    assert process(a).status == Status.WAITING_GROUP
-    assert process(b).status == Status.WAITING_GROUP
+    assert process_trajectory(a).status == Status.WAITING_GROUP
+    assert process_trajectory(b).status == Status.WAITING_GROUP
     assert not MemoryItem.objects.exists()
 
-    c = process(make_trajectory(group_id="g1", final_answer="Sun 12-17 (live page)"))
+    c = process_trajectory(make_trajectory(group_id="g1", final_answer="Sun 12-17 (live page)"))
     assert c.status == Status.DONE
     for t in (a, b):
         t.refresh_from_db()
@@ -187,7 +93,7 @@ def test_parallel_group_is_contrasted_once_when_complete(fake_llm, make_trajecto
     assert 'verdict="failure"' in contrast_prompts[0] and 'verdict="success"' in contrast_prompts[0]
 
     # Late redelivery of any member changes nothing.
-    process(a)
+    process_trajectory(a)
     assert MemoryItem.objects.count() == 1
 
 
@@ -195,8 +101,8 @@ def test_incomplete_group_is_closed_by_the_sweeper_after_the_wait(
     fake_llm, make_trajectory, settings, django_capture_on_commit_callbacks
 ):
     fake_llm.responder = _judge_by_content
-    a = process(make_trajectory(group_id="g2", group_size=4))
-    b = process(make_trajectory(group_id="g2", final_answer="cached"))
+    a = process_trajectory(make_trajectory(group_id="g2", group_size=4))
+    b = process_trajectory(make_trajectory(group_id="g2", final_answer="cached"))
     assert a.status == b.status == Status.WAITING_GROUP
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -215,7 +121,7 @@ def test_lone_group_member_is_distilled_on_its_own_when_the_group_expires(
     fake_llm, make_trajectory, django_capture_on_commit_callbacks
 ):
     fake_llm.responder = _judge_by_content
-    a = process(make_trajectory(group_id="g3", group_size=3))
+    a = process_trajectory(make_trajectory(group_id="g3", group_size=3))
     with django_capture_on_commit_callbacks(execute=True):
         assert trajectory_group_distill(bank_id=a.bank_id, group_id="g3", force=True) is False
     a.refresh_from_db()
@@ -225,8 +131,8 @@ def test_lone_group_member_is_distilled_on_its_own_when_the_group_expires(
 
 def test_groups_are_per_bank(fake_llm, make_trajectory, other_bank):
     fake_llm.responder = _judge_by_content
-    a = process(make_trajectory(group_id="same", group_size=2))
-    theirs = process(make_trajectory(_bank=other_bank, group_id="same", group_size=2))
+    a = process_trajectory(make_trajectory(group_id="same", group_size=2))
+    theirs = process_trajectory(make_trajectory(_bank=other_bank, group_id="same", group_size=2))
     assert a.status == theirs.status == Status.WAITING_GROUP
     assert not MemoryItem.objects.exists()
 
@@ -235,8 +141,8 @@ def test_relabel_of_a_group_member_recontrasts_the_group(
     fake_llm, make_trajectory, owner, django_capture_on_commit_callbacks
 ):
     fake_llm.responder = _judge_by_content
-    a = process(make_trajectory(group_id="g4", group_size=2))
-    b = process(make_trajectory(group_id="g4", final_answer="cached"))
+    a = process_trajectory(make_trajectory(group_id="g4", group_size=2))
+    b = process_trajectory(make_trajectory(group_id="g4", final_answer="cached"))
     assert b.status == Status.DONE
     old = MemoryItem.objects.get()
     with django_capture_on_commit_callbacks(execute=True):
@@ -255,8 +161,8 @@ def test_complete_group_without_llm_resumes_when_one_is_set(
 ):
     bank.trust_agent_outcome = True
     bank.save(update_fields=["trust_agent_outcome"])
-    a = process(make_trajectory(group_id="g5", group_size=2, outcome="success"))
-    b = process(make_trajectory(group_id="g5", outcome="failure", final_answer="cached"))
+    a = process_trajectory(make_trajectory(group_id="g5", group_size=2, outcome="success"))
+    b = process_trajectory(make_trajectory(group_id="g5", outcome="failure", final_answer="cached"))
     assert a.status == b.status == Status.WAITING_GROUP
     assert "RB_LLM_BASE_URL" in b.status_detail
 

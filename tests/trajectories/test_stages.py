@@ -1,29 +1,23 @@
-"""Judge → distill through the real openai client against the fake server,
-the status machine, retries, idempotency and the sweeper."""
+"""The stages (trajectories.stages) run by the processing task: judge →
+distill through the real openai client against the fake server, the status
+they leave, retries and their backoff, idempotency, and waiting for an LLM."""
 
 import pytest
 from celery import signals
 
 from memories.models import ItemOrigin, ItemStatus, MemoryItem
-from tests.pipeline.conftest import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
-from trajectories import stages, sweeper
-from trajectories.models import Judgment, JudgmentSource, Status, Trajectory
-from trajectories.tasks import retry_countdown, trajectory_process_task
+from tests.factories import process_trajectory
+from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
+from trajectories import stages
+from trajectories.models import JudgmentSource, Status, Trajectory
+from trajectories.tasks import retry_countdown
 
-pytestmark = pytest.mark.django_db
-
-
-def process(trajectory):
-    result = trajectory_process_task.apply(args=[trajectory.pk])
-    if result.failed():
-        raise result.result
-    trajectory.refresh_from_db()
-    return trajectory
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 
 
 def test_judge_success_then_distill_success_items(fake_llm, make_trajectory):
     fake_llm.reply("Looking at step 3, the hours match.\n" + JUDGE_SUCCESS).reply(ITEMS_MD)
-    t = process(make_trajectory(task_id="library-1"))
+    t = process_trajectory(make_trajectory(task_id="library-1"))
 
     assert t.status == Status.DONE, t.status_detail
     assert t.verdict == "success"
@@ -56,7 +50,7 @@ def test_judge_success_then_distill_success_items(fake_llm, make_trajectory):
 
 def test_failure_uses_failure_prompt(fake_llm, make_trajectory):
     fake_llm.reply("Verdict: FAILURE\nThe answer ignores the tool result.").reply(ITEMS_MD)
-    t = process(make_trajectory())
+    t = process_trajectory(make_trajectory())
     assert t.status == Status.DONE and t.verdict == "failure"
     item = MemoryItem.objects.filter(experience=t.experience).first()
     assert (item.origin, item.prompt_version, item.verdict_label) == ("failure", "distill_failure/v1", "failure")
@@ -67,7 +61,7 @@ def test_trusted_agent_outcome_skips_the_judge(fake_llm, bank, make_trajectory):
     bank.trust_agent_outcome = True
     bank.save(update_fields=["trust_agent_outcome"])
     fake_llm.reply(ITEMS_MD)
-    t = process(make_trajectory(outcome="failure"))
+    t = process_trajectory(make_trajectory(outcome="failure"))
     assert t.status == Status.DONE and t.verdict == "failure"
     assert len(fake_llm.requests) == 1
     assert not t.judgments.filter(source=JudgmentSource.LLM).exists()
@@ -77,13 +71,13 @@ def test_bank_model_override_is_sent(fake_llm, bank, make_trajectory):
     bank.judge_model, bank.distill_model = "judge-xl", "distill-s"
     bank.save(update_fields=["judge_model", "distill_model"])
     fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
-    process(make_trajectory())
+    process_trajectory(make_trajectory())
     assert [r["model"] for r in fake_llm.requests] == ["judge-xl", "distill-s"]
 
 
 def test_unparseable_judge_answer_is_retried_once_then_needs_attention(fake_llm, make_trajectory):
     fake_llm.reply("The agent did some things. Hard to say.").reply("I would rather not decide.")
-    t = process(make_trajectory())
+    t = process_trajectory(make_trajectory())
     assert t.status == Status.NEEDS_ATTENTION
     assert "no parseable verdict" in t.status_detail and "I would rather not decide." in t.status_detail
     assert t.verdict == "" and not t.judgments.exists()
@@ -95,7 +89,7 @@ def test_unparseable_judge_answer_is_retried_once_then_needs_attention(fake_llm,
 
 def test_unparseable_then_good_answer_on_the_retry(fake_llm, make_trajectory):
     fake_llm.reply("Hmm.").reply("Status: failure").reply(ITEMS_MD)
-    t = process(make_trajectory())
+    t = process_trajectory(make_trajectory())
     assert t.status == Status.DONE and t.verdict == "failure"
 
 
@@ -108,7 +102,7 @@ def test_rate_limit_then_success_retries_with_backoff(fake_llm, make_trajectory)
 
     signals.task_retry.connect(on_retry)
     try:
-        t = process(make_trajectory())
+        t = process_trajectory(make_trajectory())
     finally:
         signals.task_retry.disconnect(on_retry)
     assert t.status == Status.DONE and t.verdict == "success"
@@ -130,7 +124,7 @@ def test_server_errors_until_retries_run_out_end_in_needs_attention(fake_llm, se
     settings.RB_LLM_MAX_RETRIES = 2
     for _ in range(3):
         fake_llm.error(503, "overloaded")
-    t = process(make_trajectory())
+    t = process_trajectory(make_trajectory())
     assert t.status == Status.NEEDS_ATTENTION
     assert "gave up after 3 attempts" in t.status_detail and "503" in t.status_detail
     assert t.verdict == "" and not t.judgments.exists()
@@ -139,7 +133,7 @@ def test_server_errors_until_retries_run_out_end_in_needs_attention(fake_llm, se
 def test_timeout_is_transient_and_retried(fake_llm, settings, make_trajectory):
     settings.RB_LLM_TIMEOUT = 0.5
     fake_llm.reply(JUDGE_SUCCESS, delay=2.0).reply(JUDGE_FAILURE).reply(ITEMS_MD)
-    t = process(make_trajectory())
+    t = process_trajectory(make_trajectory())
     assert t.status == Status.DONE
     assert t.verdict == "failure"  # the slow answer was abandoned, the retry's answer counts
 
@@ -148,14 +142,14 @@ def test_timeout_detail_when_retries_run_out(fake_llm, settings, make_trajectory
     settings.RB_LLM_TIMEOUT = 0.3
     settings.RB_LLM_MAX_RETRIES = 0
     fake_llm.reply(JUDGE_SUCCESS, delay=1.0)
-    t = process(make_trajectory())
+    t = process_trajectory(make_trajectory())
     assert t.status == Status.NEEDS_ATTENTION
     assert "did not answer within 0.3s" in t.status_detail
 
 
 def test_permanent_error_needs_attention_without_retry(fake_llm, make_trajectory):
     fake_llm.error(404, "model 'fake-model' not found")
-    t = process(make_trajectory())
+    t = process_trajectory(make_trajectory())
     assert t.status == Status.NEEDS_ATTENTION
     assert "404" in t.status_detail and "not found" in t.status_detail
     assert len(fake_llm.requests) == 1
@@ -163,7 +157,7 @@ def test_permanent_error_needs_attention_without_retry(fake_llm, make_trajectory
 
 def test_distill_unparseable_needs_attention_but_keeps_the_verdict(fake_llm, make_trajectory):
     fake_llm.reply(JUDGE_SUCCESS).reply("Nothing to learn here.").reply("Still nothing.")
-    t = process(make_trajectory())
+    t = process_trajectory(make_trajectory())
     assert t.status == Status.NEEDS_ATTENTION and t.verdict == "success"
     assert "no complete memory item" in t.status_detail
     assert not MemoryItem.objects.filter(bank=t.bank).exists()
@@ -172,8 +166,8 @@ def test_distill_unparseable_needs_attention_but_keeps_the_verdict(fake_llm, mak
 def test_delivered_twice_makes_no_duplicates(fake_llm, make_trajectory):
     fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
     t = make_trajectory()
-    process(t)
-    process(t)  # a redelivery: nothing left to do, no LLM call
+    process_trajectory(t)
+    process_trajectory(t)  # a redelivery: nothing left to do, no LLM call
     assert t.judgments.count() == 1
     assert MemoryItem.objects.filter(bank=t.bank).count() == 2
     assert len(fake_llm.requests) == 2
@@ -183,7 +177,7 @@ def test_concurrent_claim_loses_quietly(fake_llm, make_trajectory):
     t = make_trajectory()
     Trajectory.objects.filter(pk=t.pk).update(status=Status.JUDGING)  # another worker has it
     assert stages.trajectory_judge(trajectory_id=t.pk) is False
-    process(t)
+    process_trajectory(t)
     assert t.status == Status.JUDGING and not fake_llm.requests
 
 
@@ -209,93 +203,8 @@ def test_stale_result_is_discarded_when_relabelled_meanwhile(fake_llm, make_traj
     assert not MemoryItem.objects.filter(bank=t.bank).exists()
 
 
-def test_no_llm_waits_then_resumes(no_llm, settings, make_trajectory, django_capture_on_commit_callbacks):
-    t = process(make_trajectory())
-    assert t.status == Status.AWAITING_LLM
-    assert "RB_LLM_BASE_URL" in t.status_detail
-
-    report = sweeper.pipeline_sweep()
-    assert report.resumed_awaiting_llm == []  # still no endpoint: nothing to do
-
-    from tests.fake_llm import FakeLLM
-    from trajectories import llm
-
-    server = FakeLLM().start()
-    try:
-        settings.RB_LLM_BASE_URL = server.base_url
-        llm._client.cache_clear()
-        server.reply(JUDGE_FAILURE).reply(ITEMS_MD)
-        with django_capture_on_commit_callbacks(execute=True):
-            report = sweeper.pipeline_sweep()
-        assert report.resumed_awaiting_llm == [t.pk]
-    finally:
-        server.stop()
-        llm._client.cache_clear()
-    t.refresh_from_db()
-    assert t.status == Status.DONE and t.verdict == "failure"
-
-
 def test_no_llm_with_trusted_verdict_waits_for_distillation(no_llm, bank, make_trajectory):
     bank.trust_agent_outcome = True
     bank.save(update_fields=["trust_agent_outcome"])
-    t = process(make_trajectory(outcome="success"))
+    t = process_trajectory(make_trajectory(outcome="success"))
     assert t.status == Status.AWAITING_LLM and t.verdict == "success"
-
-
-def test_sweeper_redoes_a_trajectory_killed_mid_judging(fake_llm, make_trajectory, django_capture_on_commit_callbacks):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    t = make_trajectory()
-    long_ago = timezone.now() - timedelta(hours=1)
-    # A worker claimed it and died: the row is left in 'judging'.
-    Trajectory.objects.filter(pk=t.pk).update(status=Status.JUDGING, updated_at=long_ago)
-    fresh = make_trajectory(task="Another task", external_id="fresh")
-    Trajectory.objects.filter(pk=fresh.pk).update(status=Status.JUDGING)  # recent: a live worker has it
-
-    fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
-    with django_capture_on_commit_callbacks(execute=True):
-        report = sweeper.pipeline_sweep()
-    assert report.stale_judging == [t.pk]
-    t.refresh_from_db()
-    fresh.refresh_from_db()
-    assert t.status == Status.DONE and t.judgments.count() == 1
-    assert fresh.status == Status.JUDGING
-
-
-def test_sweeper_redoes_stuck_distilling_without_duplicates(
-    fake_llm, make_trajectory, django_capture_on_commit_callbacks
-):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    fake_llm.reply(JUDGE_SUCCESS)
-    t = make_trajectory()
-    stages.trajectory_judge(trajectory_id=t.pk)
-    Trajectory.objects.filter(pk=t.pk).update(status=Status.DISTILLING, updated_at=timezone.now() - timedelta(hours=1))
-    fake_llm.reply(ITEMS_MD)
-    with django_capture_on_commit_callbacks(execute=True):
-        report = sweeper.pipeline_sweep()
-    assert report.stale_distilling == [t.pk]
-    t.refresh_from_db()
-    assert t.status == Status.DONE
-    assert MemoryItem.objects.filter(bank=t.bank).count() == 2
-    assert Judgment.objects.filter(trajectory=t).count() == 1
-
-
-def test_rb_resume_command_reports(fake_llm, make_trajectory, django_capture_on_commit_callbacks):
-    from io import StringIO
-
-    from django.core.management import call_command
-
-    t = make_trajectory()
-    Trajectory.objects.filter(pk=t.pk).update(status=Status.AWAITING_LLM)
-    fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
-    out = StringIO()
-    with django_capture_on_commit_callbacks(execute=True):
-        call_command("rb_resume", stdout=out)
-    assert f"resumed 1 trajectory(ies) awaiting an LLM: [{t.pk}]" in out.getvalue()
-    t.refresh_from_db()
-    assert t.status == Status.DONE

@@ -4,6 +4,8 @@ import pytest
 
 from trajectories.parsing import parse_citations, parse_judge_answer, parse_memory_items
 
+pytestmark = pytest.mark.usefixtures("eager_celery")
+
 
 @pytest.mark.parametrize(
     "answer, label",

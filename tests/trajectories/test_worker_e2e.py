@@ -5,7 +5,7 @@ import pytest
 
 from memories.models import ItemOrigin, ItemStatus, MemoryItem
 from tests import factories
-from tests.pipeline.conftest import ITEMS_MD, JUDGE_FAILURE, STEPS
+from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE
 from tests.worker import celery_broker, celery_worker, wait_for  # noqa: F401
 from trajectories.models import Status, Trajectory
 
@@ -38,7 +38,7 @@ def test_ingested_trajectory_is_judged_and_distilled_by_the_worker(fake_llm, cel
         "/api/v1/trajectories",
         data={
             "task": "Find the Sunday opening hours of the city library.",
-            "steps": STEPS,
+            "steps": factories.STEPS,
             "final_answer": "Sundays 9-12",
         },
         content_type="application/json",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from tests.trajectories.test_lift import make_arm, make_items, with_holdout
+from tests.factories import make_arm, make_items, with_holdout
 
 
 def impact_url(bank, **params):

@@ -1,6 +1,6 @@
-"""The review UI's pages through Django's test client: access by role, the
-writes behind every control, escaping of hostile trajectory content, and
-bounded query counts on list pages."""
+"""The memories pages (review queue, focus, item pages, playground, writing an
+item by hand, import/export) through Django's test client: access by role,
+the writes behind every control, and bounded query counts on list pages."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from memories.models import ItemStatus, MemoryItem, RetrievalEvent
 from memories.services import memory_item_create
-from tests.ui.conftest import bulk_items, make_trajectory, propose
+from tests.factories import bulk_items, make_done_trajectory, propose_item
 from trajectories.models import Judgment, Trajectory
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -18,14 +18,11 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 def page_urls(bank, item, trajectory):
     b = bank.public_id
     return {
-        "dashboard": reverse("trajectories:dashboard", kwargs={"bank_id": b}),
         "review": reverse("memories:review", kwargs={"bank_id": b}),
         "focus": reverse("memories:review_focus", kwargs={"bank_id": b, "item_id": item.public_id}),
         "items": reverse("memories:items", kwargs={"bank_id": b}),
         "item": reverse("memories:item_detail", kwargs={"bank_id": b, "item_id": item.public_id}),
         "playground": reverse("memories:playground", kwargs={"bank_id": b}),
-        "trajectories": reverse("trajectories:list", kwargs={"bank_id": b}),
-        "trajectory": reverse("trajectories:detail", kwargs={"bank_id": b, "trajectory_id": trajectory.public_id}),
     }
 
 
@@ -34,7 +31,7 @@ def item_action(bank, item, action: str) -> str:
     return reverse(f"memories:item_{action}", kwargs={"bank_id": bank.public_id, "item_id": item.public_id})
 
 
-PAGES = ["dashboard", "review", "focus", "items", "item", "playground", "trajectories", "trajectory"]
+PAGES = ["review", "focus", "items", "item", "playground"]
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -61,11 +58,11 @@ def test_anonymous_is_sent_to_login(client, bank, item, trajectory, page):
 
 
 def test_item_of_another_bank_is_404_even_for_a_member(client, owner, bank, other_bank):
-    theirs = propose(other_bank, title="Their secret lesson")
+    theirs = propose_item(other_bank, title="Their secret lesson")
     client.force_login(owner)
     url = reverse("memories:item_detail", kwargs={"bank_id": bank.public_id, "item_id": theirs.public_id})
     assert client.get(url).status_code == 404
-    theirs_t = make_trajectory(other_bank)
+    theirs_t = make_done_trajectory(other_bank)
     url = reverse("trajectories:detail", kwargs={"bank_id": bank.public_id, "trajectory_id": theirs_t.public_id})
     assert client.get(url).status_code == 404
 
@@ -76,7 +73,10 @@ def test_writes_are_refused_below_reviewer(client, request, bank, item, trajecto
     urls = page_urls(bank, item, trajectory)
     assert client.post(item_action(bank, item, "approve")).status_code == status
     assert client.post(urls["review"], {"action": "approve", "items": [str(item.public_id)]}).status_code == status
-    assert client.post(urls["trajectory"], {"label": "failure", "reason": "wrong"}).status_code == status
+    trajectory_url = reverse(
+        "trajectories:detail", kwargs={"bank_id": bank.public_id, "trajectory_id": trajectory.public_id}
+    )
+    assert client.post(trajectory_url, {"label": "failure", "reason": "wrong"}).status_code == status
     item.refresh_from_db()
     assert item.status == ItemStatus.PROPOSED
     assert not Judgment.objects.filter(trajectory=trajectory).exists()
@@ -145,8 +145,8 @@ def test_impossible_transition_is_a_message_not_a_500(client, owner, bank, item,
 
 
 def test_merge_into_a_near_duplicate_supersedes_this_one(client, reviewer, bank, trajectory):
-    first = propose(bank, trajectory, title="Prefer the official source")
-    second = propose(bank, trajectory, title="Prefer official sources")
+    first = propose_item(bank, trajectory, title="Prefer the official source")
+    second = propose_item(bank, trajectory, title="Prefer official sources")
     assert any(d["id"] == str(first.public_id) for d in second.near_duplicates), (
         "the real embedder should see these as near-duplicates"
     )
@@ -164,7 +164,7 @@ def test_merge_into_a_near_duplicate_supersedes_this_one(client, reviewer, bank,
 
 
 def test_merge_into_an_item_of_another_bank_is_refused(client, reviewer, bank, other_bank, item, trajectory):
-    theirs = propose(other_bank, title="Theirs")
+    theirs = propose_item(other_bank, title="Theirs")
     client.force_login(reviewer)
     response = client.post(item_action(bank, item, "merge"), {"into": str(theirs.public_id)}, **HTMX)
     assert response.status_code == 200 and "not in this bank" in response.content.decode()
@@ -206,15 +206,15 @@ def test_row_approve_over_htmx_answers_with_the_row(client, reviewer, bank, item
 
 
 def test_review_queue_filters_and_search(client, owner, bank, trajectory):
-    a = propose(bank, trajectory, title="Check the official calendar", origin="success")
-    b = propose(
+    a = propose_item(bank, trajectory, title="Check the official calendar", origin="success")
+    b = propose_item(
         bank,
         title="Retry after a 503",
         origin="failure",
         verdict_label="failure",
         content="Back off and retry when a service answers 503.",
     )
-    make_trajectory(bank, agent="other-agent")
+    make_done_trajectory(bank, agent="other-agent")
     client.force_login(owner)
     url = reverse("memories:review", kwargs={"bank_id": bank.public_id})
     html = client.get(url, {"origin": "failure"}).content.decode()
@@ -228,104 +228,6 @@ def test_review_queue_filters_and_search(client, owner, bank, trajectory):
     # htmx asks for the queue partial only
     html = client.get(url, {"q": "503"}, HTTP_HX_TARGET="queue", **HTMX).content.decode()
     assert html.lstrip().startswith('<section id="queue"') and b.title in html
-
-
-def test_hostile_step_content_renders_inert(client, owner, bank):
-    evil = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
-    t = make_trajectory(
-        bank,
-        task=evil,
-        final_answer=evil,
-        agent=evil,
-        steps=[
-            {"index": 0, "kind": "thought", "content": evil},
-            {
-                "index": 1,
-                "kind": "tool_call",
-                "content": "",
-                "name": evil,
-                "arguments": '{"q": "' + evil.replace('"', "'") + '"}',
-            },
-            {"index": 2, "kind": "<b>odd</b>", "content": evil, "is_error": True},
-        ],
-    )
-    Judgment.objects.create(trajectory=t, source="llm", label="failure", rationale=evil)
-    propose(bank, t, title=evil, description=evil, content=evil)
-    client.force_login(owner)
-    for url in [
-        reverse("trajectories:detail", kwargs={"bank_id": bank.public_id, "trajectory_id": t.public_id}),
-        reverse("trajectories:list", kwargs={"bank_id": bank.public_id}),
-        reverse("memories:review", kwargs={"bank_id": bank.public_id}),
-        reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id}),
-    ]:
-        html = client.get(url).content.decode()
-        assert "<script>window.pwned" not in html and "<img src=x" not in html and "<b>odd</b>" not in html
-        assert "&lt;script&gt;window.pwned=1&lt;/script&gt;" in html
-
-
-def test_trajectory_detail_shows_steps_judgments_and_cited_items(client, owner, bank, trajectory, item):
-    Judgment.objects.create(
-        trajectory=trajectory, source="llm", label="success", rationale="Hours match the tool result.", model="fake"
-    )
-    client.force_login(owner)
-    html = client.get(page_urls(bank, item, trajectory)["trajectory"]).content.decode()
-    assert "web_search" in html and "&quot;q&quot;: &quot;city library hours&quot;" in html  # pretty-printed arguments
-    assert "<details>" in html  # the 900-character observation is collapsed
-    assert 'class="step kind-tool_result is-error' in html
-    assert 'class="step kind-tool_call cited" id="step-2"' in html and item.title in html
-    assert "Hours match the tool result." in html and "LLM judge" in html
-    assert "Sundays 12:00-17:00." in html
-
-
-def test_relabel_records_a_human_judgment_and_supersedes_old_items(client, reviewer, bank, trajectory, item, settings):
-    settings.RB_LLM_BASE_URL = ""
-    client.force_login(reviewer)
-    url = reverse("trajectories:detail", kwargs={"bank_id": bank.public_id, "trajectory_id": trajectory.public_id})
-    bad = client.post(url, {"label": "maybe", "reason": ""}, **HTMX)
-    assert bad.status_code == 200 and "errorlist" in bad.content.decode()
-    response = client.post(url, {"label": "failure", "reason": "the answer ignores the holiday closure"})
-    assert response.status_code == 302
-    judgment = Judgment.objects.get(trajectory=trajectory)
-    assert (judgment.source, judgment.label, judgment.author) == ("human", "failure", reviewer)
-    trajectory.refresh_from_db()
-    item.refresh_from_db()
-    assert trajectory.verdict == "failure" and item.status == ItemStatus.SUPERSEDED
-
-
-def test_derived_panel_polls_only_while_the_pipeline_works(client, owner, bank, trajectory):
-    client.force_login(owner)
-    url = reverse("trajectories:detail", kwargs={"bank_id": bank.public_id, "trajectory_id": trajectory.public_id})
-    Trajectory.objects.filter(pk=trajectory.pk).update(status="distilling")
-    html = client.get(url, {"partial": "derived"}, **HTMX).content.decode()
-    assert html.lstrip().startswith('<section id="derived"') and 'hx-trigger="every 2s"' in html
-    Trajectory.objects.filter(pk=trajectory.pk).update(status="done")
-    html = client.get(url, {"partial": "derived"}, **HTMX).content.decode()
-    assert "every 2s" not in html
-
-
-def test_dashboard_empty_state_and_llm_notice(client, owner, bank, settings):
-    settings.RB_LLM_BASE_URL = ""
-    client.force_login(owner)
-    html = client.get(reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})).content.decode()
-    assert "curl -X POST http://testserver/api/v1/trajectories" in html
-    assert reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id}) in html
-    assert "awaiting_llm" in html
-
-
-def test_dashboard_counts_and_agreement(client, owner, bank):
-    agree, disagree = make_trajectory(bank), make_trajectory(bank, status="awaiting_llm")
-    make_trajectory(bank, status="needs_attention")
-    for t, human in ((agree, "success"), (disagree, "failure")):
-        Judgment.objects.create(trajectory=t, source="llm", label="success", prompt_version="v1")
-        Judgment.objects.create(trajectory=t, source="human", label=human, author=owner)
-    propose(bank, agree)
-    client.force_login(owner)
-    url = reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})
-    html = client.get(url).content.decode()
-    assert "50%" in html and "agree on 1 of 2" in html
-    assert "curl -X POST" not in html
-    live = client.get(url, HTTP_HX_TARGET="live", **HTMX).content.decode()
-    assert live.lstrip().startswith('<div id="live"') and 'hx-trigger="every 5s"' in live
 
 
 def test_playground_shows_approved_items_without_logging_a_retrieval(client, viewer, owner, bank):
@@ -406,8 +308,8 @@ def test_reviewer_writes_a_memory_by_hand_and_can_approve_it_at_once(client, rev
 
 
 def test_keep_both_clears_the_suggestion_records_it_and_approves(client, reviewer, bank, trajectory):
-    first = propose(bank, trajectory, title="Prefer the official source")
-    second = propose(bank, trajectory, title="Prefer official sources")
+    first = propose_item(bank, trajectory, title="Prefer the official source")
+    second = propose_item(bank, trajectory, title="Prefer official sources")
     assert second.near_duplicates, "the real embedder should see these as near-duplicates"
     review = reverse("memories:review", kwargs={"bank_id": bank.public_id})
     client.force_login(reviewer)

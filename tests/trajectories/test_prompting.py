@@ -5,6 +5,8 @@ import pytest
 
 from trajectories import prompting
 
+pytestmark = pytest.mark.usefixtures("eager_celery")
+
 # --- untrusted content ------------------------------------------------------------------
 
 

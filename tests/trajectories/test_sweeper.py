@@ -1,0 +1,98 @@
+"""The sweeper (trajectories.sweeper): trajectories left waiting for an LLM
+resume once one is configured, rows a dead worker left in judging or
+distilling are redone without duplicates, and ``rb_resume`` reports."""
+
+import pytest
+
+from memories.models import MemoryItem
+from tests.factories import process_trajectory
+from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
+from trajectories import stages, sweeper
+from trajectories.models import Judgment, Status, Trajectory
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
+
+
+def test_no_llm_waits_then_resumes(no_llm, settings, make_trajectory, django_capture_on_commit_callbacks):
+    t = process_trajectory(make_trajectory())
+    assert t.status == Status.AWAITING_LLM
+    assert "RB_LLM_BASE_URL" in t.status_detail
+
+    report = sweeper.pipeline_sweep()
+    assert report.resumed_awaiting_llm == []  # still no endpoint: nothing to do
+
+    from tests.fake_llm import FakeLLM
+    from trajectories import llm
+
+    server = FakeLLM().start()
+    try:
+        settings.RB_LLM_BASE_URL = server.base_url
+        llm._client.cache_clear()
+        server.reply(JUDGE_FAILURE).reply(ITEMS_MD)
+        with django_capture_on_commit_callbacks(execute=True):
+            report = sweeper.pipeline_sweep()
+        assert report.resumed_awaiting_llm == [t.pk]
+    finally:
+        server.stop()
+        llm._client.cache_clear()
+    t.refresh_from_db()
+    assert t.status == Status.DONE and t.verdict == "failure"
+
+
+def test_sweeper_redoes_a_trajectory_killed_mid_judging(fake_llm, make_trajectory, django_capture_on_commit_callbacks):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    t = make_trajectory()
+    long_ago = timezone.now() - timedelta(hours=1)
+    # A worker claimed it and died: the row is left in 'judging'.
+    Trajectory.objects.filter(pk=t.pk).update(status=Status.JUDGING, updated_at=long_ago)
+    fresh = make_trajectory(task="Another task", external_id="fresh")
+    Trajectory.objects.filter(pk=fresh.pk).update(status=Status.JUDGING)  # recent: a live worker has it
+
+    fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
+    with django_capture_on_commit_callbacks(execute=True):
+        report = sweeper.pipeline_sweep()
+    assert report.stale_judging == [t.pk]
+    t.refresh_from_db()
+    fresh.refresh_from_db()
+    assert t.status == Status.DONE and t.judgments.count() == 1
+    assert fresh.status == Status.JUDGING
+
+
+def test_sweeper_redoes_stuck_distilling_without_duplicates(
+    fake_llm, make_trajectory, django_capture_on_commit_callbacks
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    fake_llm.reply(JUDGE_SUCCESS)
+    t = make_trajectory()
+    stages.trajectory_judge(trajectory_id=t.pk)
+    Trajectory.objects.filter(pk=t.pk).update(status=Status.DISTILLING, updated_at=timezone.now() - timedelta(hours=1))
+    fake_llm.reply(ITEMS_MD)
+    with django_capture_on_commit_callbacks(execute=True):
+        report = sweeper.pipeline_sweep()
+    assert report.stale_distilling == [t.pk]
+    t.refresh_from_db()
+    assert t.status == Status.DONE
+    assert MemoryItem.objects.filter(bank=t.bank).count() == 2
+    assert Judgment.objects.filter(trajectory=t).count() == 1
+
+
+def test_rb_resume_command_reports(fake_llm, make_trajectory, django_capture_on_commit_callbacks):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    t = make_trajectory()
+    Trajectory.objects.filter(pk=t.pk).update(status=Status.AWAITING_LLM)
+    fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
+    out = StringIO()
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("rb_resume", stdout=out)
+    assert f"resumed 1 trajectory(ies) awaiting an LLM: [{t.pk}]" in out.getvalue()
+    t.refresh_from_db()
+    assert t.status == Status.DONE
