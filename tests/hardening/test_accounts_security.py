@@ -66,8 +66,8 @@ def test_throttle_counts_live_in_the_shared_database_cache(settings):
 
 
 def _invite(client, team, email, **extra):
-    url = reverse("accounts:team", kwargs={"team_id": team.public_id})
-    response = client.post(url, {"action": "invite", "email": email, "role": Role.REVIEWER, **extra})
+    url = reverse("accounts:team_invite", kwargs={"team_id": team.public_id})
+    response = client.post(url, {"email": email, "role": Role.REVIEWER, **extra})
     assert response.status_code == 302, response.content
     body = mail.outbox[-1].body
     return next(line.strip() for line in body.splitlines() if "/invitations/" in line).split("testserver", 1)[1]

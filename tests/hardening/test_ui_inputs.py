@@ -13,7 +13,7 @@ from django.urls import reverse
 from accounts.models import Invitation, Role, Team
 from memories.models import ItemStatus, MemoryItem
 from tests import factories
-from tests.ui.conftest import make_trajectory, propose
+from tests.factories import make_done_trajectory, propose_item
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
@@ -41,7 +41,7 @@ def test_trajectory_with_deeply_nested_tool_arguments_renders(client, owner, ban
             "content": deep_list(500),
         },  # deeper cannot even be saved (JSONField encodes recursively)
     ]
-    trajectory = make_trajectory(bank, steps=steps)
+    trajectory = make_done_trajectory(bank, steps=steps)
     client.force_login(owner)
     kwargs = {"bank_id": bank.public_id, "trajectory_id": trajectory.public_id}
     page = client.get(reverse("trajectories:detail", kwargs=kwargs))
@@ -110,12 +110,12 @@ def test_local_next_is_kept(client, owner):
 
 
 def test_merge_with_nul_in_note_is_a_form_error_not_500(client, owner, bank):
-    trajectory = make_trajectory(bank)
-    item = propose(bank, trajectory, title="One")
-    into = propose(bank, trajectory, title="Two", content="Other content entirely.")
+    trajectory = make_done_trajectory(bank)
+    item = propose_item(bank, trajectory, title="One")
+    into = propose_item(bank, trajectory, title="Two", content="Other content entirely.")
     client.force_login(owner)
-    url = reverse("memories:item_detail", kwargs={"bank_id": bank.public_id, "item_id": item.public_id})
-    response = client.post(url, {"action": "merge", "into": str(into.public_id), "note": "a\x00b"})
+    url = reverse("memories:item_merge", kwargs={"bank_id": bank.public_id, "item_id": item.public_id})
+    response = client.post(url, {"into": str(into.public_id), "note": "a\x00b"})
     assert response.status_code in (200, 302)
     item.refresh_from_db()
     assert item.status == ItemStatus.PROPOSED  # nothing merged
@@ -158,12 +158,15 @@ def test_audit_with_year_9999_is_not_500(client, owner, bank, param, csv):
         assert "Pick a date between" in response.content.decode()
 
 
+MEMBER_ACTIONS = {"role": "accounts:member_change_role", "remove": "accounts:member_remove"}
+
+
 @pytest.mark.parametrize("membership", ["abc", str(2**70), "-1", ""])
-@pytest.mark.parametrize("action", ["role", "remove"])
+@pytest.mark.parametrize("action", list(MEMBER_ACTIONS))
 def test_member_action_with_bad_membership_id_is_404(client, owner, team, membership, action):
     client.force_login(owner)
-    url = reverse("accounts:team", kwargs={"team_id": team.public_id})
-    response = client.post(url, {"action": action, "membership": membership, "role": Role.VIEWER})
+    url = reverse(MEMBER_ACTIONS[action], kwargs={"team_id": team.public_id})
+    response = client.post(url, {"membership": membership, "role": Role.VIEWER})
     assert response.status_code == 404
 
 
@@ -181,8 +184,8 @@ def test_invite_into_team_with_crlf_name_sends_a_one_line_subject(client):
     team = factories.make_team(owner=owner, slug="crlf")
     Team.objects.filter(pk=team.pk).update(name="Evil\r\nBcc: x@example.com")  # e.g. an older row or the admin
     client.force_login(owner)
-    url = reverse("accounts:team", kwargs={"team_id": team.public_id})
-    response = client.post(url, {"action": "invite", "email": "new@example.com", "role": Role.VIEWER})
+    url = reverse("accounts:team_invite", kwargs={"team_id": team.public_id})
+    response = client.post(url, {"email": "new@example.com", "role": Role.VIEWER})
     assert response.status_code == 302
     assert Invitation.objects.filter(team=team).count() == 1
     subject = mail.outbox[-1].subject
@@ -191,7 +194,7 @@ def test_invite_into_team_with_crlf_name_sends_a_one_line_subject(client):
 
 def test_new_token_page_is_not_cacheable(client, owner, bank):
     client.force_login(owner)
-    url = reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id})
-    response = client.post(url, {"action": "create", "name": "agent", "scopes": ["retrieve"]})
+    url = reverse("accounts:token_create", kwargs={"bank_id": bank.public_id})
+    response = client.post(url, {"name": "agent", "scopes": ["retrieve"]})
     assert response.status_code == 200 and "rb_" in response.content.decode()
     assert "no-store" in response["Cache-Control"]
