@@ -9,9 +9,7 @@ server's request thread. A failing test leaves a screenshot in test-artifacts/."
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 
@@ -19,12 +17,7 @@ from accounts.models import Role
 from memories.models import ItemStatus, MemoryItem
 from memories.services import memory_item_create
 from tests import factories
-from tests.conftest import skip_unless
 from tests.factories import bulk_items, make_done_trajectory, propose_item
-
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-PASSWORD = "pw-for-tests-only"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -42,64 +35,12 @@ Compare the cached schedule with the venue's announcement page before answering.
 """
 
 
-@pytest.fixture(scope="module")
-def browser():
-    skip_unless(os.path.exists(CHROMIUM), f"{CHROMIUM} is missing (apt-get install chromium)")
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # the sync API runs an event loop in this thread
-    from playwright.sync_api import sync_playwright
-
-    from memories.embeddings import embed_texts
-
-    embed_texts(["warm up"])  # load the model now, not inside the first approve under a UI timeout
-
-    pw = sync_playwright().start()
-    chromium = pw.chromium.launch(
-        executable_path=CHROMIUM,
-        args=[
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--disable-quic",
-        ],
-    )
-    yield chromium
-    chromium.close()
-    pw.stop()
-
-
-@pytest.fixture
-def page(browser, request):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        ARTIFACTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
-    context.close()
-    assert not errors, f"JavaScript errors on the page: {errors}"
-
-
-def login(page, live_server, user, next_url: str):
-    page.goto(f"{live_server.url}/accounts/login/?next={next_url}")
-    page.fill("input[name=username]", user.username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("form button[type=submit]")
-    page.wait_for_url(re.compile(re.escape(next_url) + r"$"))
-
-
 @pytest.fixture
 def reviewer_user(team):
     return factories.make_member(team, Role.REVIEWER)
 
 
-def test_work_the_queue_with_the_keyboard(page, live_server, bank, reviewer_user):
+def test_work_the_queue_with_the_keyboard(page, live_server, login, bank, reviewer_user):
     items = bulk_items(bank, 3)
     url = f"/banks/{bank.public_id}/review/"
     login(page, live_server, reviewer_user, url)
@@ -139,7 +80,7 @@ def test_work_the_queue_with_the_keyboard(page, live_server, bank, reviewer_user
     assert (rejected.status, rejected.status_reason) == ("rejected", "too vague to act on")
 
 
-def test_edit_inline_then_approve(page, live_server, bank, reviewer_user):
+def test_edit_inline_then_approve(page, live_server, login, bank, reviewer_user):
     trajectory = make_done_trajectory(bank)
     item = propose_item(bank, trajectory)
     login(page, live_server, reviewer_user, f"/banks/{bank.public_id}/review/{item.public_id}/")
@@ -157,7 +98,7 @@ def test_edit_inline_then_approve(page, live_server, bank, reviewer_user):
     assert list(item.versions.values_list("action", flat=True)) == ["created", "edited", "approved"]
 
 
-def test_bulk_approve(page, live_server, bank, reviewer_user):
+def test_bulk_approve(page, live_server, login, bank, reviewer_user):
     bulk_items(bank, 5)
     login(page, live_server, reviewer_user, f"/banks/{bank.public_id}/review/")
     page.check("[data-check-all]")
@@ -166,7 +107,7 @@ def test_bulk_approve(page, live_server, bank, reviewer_user):
     assert MemoryItem.objects.filter(bank=bank, status="approved").count() == 5
 
 
-def test_relabel_and_watch_redistilled_items(page, live_server, bank, reviewer_user, fake_llm, eager_celery):
+def test_relabel_and_watch_redistilled_items(page, live_server, login, bank, reviewer_user, fake_llm, eager_celery):
     trajectory = make_done_trajectory(bank, verdict="success", status="done")
     old = propose_item(bank, trajectory, title="Trust the cached schedule")
     fake_llm.responder = lambda messages: FAILURE_ITEMS
@@ -183,7 +124,7 @@ def test_relabel_and_watch_redistilled_items(page, live_server, bank, reviewer_u
     assert (new.status, new.verdict_label) == ("proposed", "failure")
 
 
-def test_playground_shows_an_approved_item(page, live_server, bank, owner):
+def test_playground_shows_an_approved_item(page, live_server, login, bank, owner):
     viewer = factories.make_member(bank.team, Role.VIEWER)
     memory_item_create(
         bank=bank,
@@ -201,7 +142,7 @@ def test_playground_shows_an_approved_item(page, live_server, bank, owner):
     assert page.locator("#results .score").first.inner_text().startswith("0.")
 
 
-def test_a_failed_htmx_request_shows_a_toast_on_a_page_without_shortcuts(page, live_server, bank, owner):
+def test_a_failed_htmx_request_shows_a_toast_on_a_page_without_shortcuts(page, live_server, login, bank, owner):
     # The error toast comes from app.js (every page), not from keyboard.js (pages with the cheatsheet).
     login(page, live_server, owner, f"/banks/{bank.public_id}/playground/")
     assert page.locator("#cheatsheet").count() == 0

@@ -7,21 +7,20 @@ import re
 
 import pytest
 
-from tests.ui.conftest import make_trajectory, propose
-from tests.ui.test_browser import browser, login, page  # noqa: F401  (fixtures)
+from tests.factories import make_done_trajectory, propose_item
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_pages_and_htmx_swaps_raise_no_csp_violation(page, live_server, owner, bank):
+def test_pages_and_htmx_swaps_raise_no_csp_violation(page, live_server, login, owner, bank):
     violations: list[str] = []
     page.on("console", lambda msg: violations.append(msg.text) if "Content Security Policy" in msg.text else None)
     page.add_init_script(
         "document.addEventListener('securitypolicyviolation',"
         " e => console.error('Content Security Policy violation: ' + e.violatedDirective + ' ' + e.blockedURI))"
     )
-    trajectory = make_trajectory(bank)
-    item = propose(bank, trajectory)
+    trajectory = make_done_trajectory(bank)
+    item = propose_item(bank, trajectory)
     b = bank.public_id
     login(page, live_server, owner, f"/banks/{b}/")
     for path in (
