@@ -17,7 +17,7 @@ from uuid import UUID
 from ninja import Schema
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from reasoningbank_site.text import scrub_text  # the one scrubbing mechanism (also re-exported here)
+from reasoningbank_site.text import json_depth, scrub_text  # the one text-cleaning mechanism
 
 MAX_TASK_CHARS = 20_000
 MAX_FINAL_ANSWER_CHARS = 200_000
@@ -26,18 +26,6 @@ MAX_METADATA_BYTES = 64 * 1024
 MAX_METADATA_DEPTH = 32
 
 Identifier = Annotated[str, StringConstraints(strip_whitespace=True, max_length=MAX_ID_CHARS)]
-
-
-def _depth(value: Any) -> int:
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (list, dict)):
-            deepest = max(deepest, depth)
-            if depth > MAX_METADATA_DEPTH:
-                return depth
-            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
-    return deepest
 
 
 class TrajectoryIn(BaseModel):
@@ -134,7 +122,7 @@ class TrajectoryIn(BaseModel):
     @field_validator("metadata")
     @classmethod
     def _metadata_size(cls, value: dict[str, Any]) -> dict[str, Any]:
-        if _depth(value) > MAX_METADATA_DEPTH:
+        if json_depth(value, MAX_METADATA_DEPTH) > MAX_METADATA_DEPTH:
             raise ValueError(f"is nested deeper than {MAX_METADATA_DEPTH} levels")
         try:
             size = len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8"))

@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+from reasoningbank_site.text import scrub_text
 from tests.trajectories.payloads import ANTHROPIC_MESSAGES, ANTHROPIC_SYSTEM, NATIVE_STEPS, OPENAI_MESSAGES
 from trajectories.normalize import (
     KINDS,
@@ -173,8 +174,6 @@ def test_unknown_anthropic_block_is_kept_not_dropped():
 
 
 def test_scrub_text_replaces_nul_and_surrogates_without_mutating_input():
-    from trajectories.schemas import scrub_text
-
     data = {"task": "a\x00b", "steps": [{"observation": "x\ud800y", "k\x00": ["ok", "\x00"]}], "n": 1}
     clean = scrub_text(data)
     assert clean == {"task": "a\ufffdb", "steps": [{"observation": "x?y", "k\ufffd": ["ok", "\ufffd"]}], "n": 1}
