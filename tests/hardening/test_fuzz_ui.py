@@ -1,17 +1,33 @@
 """Generated fuzz of every UI form (issue 12): each field of each form and
 each GET filter gets hostile values — NUL, lone surrogates (as raw bytes),
-huge numbers and dates, deeply nested JSON, CR/LF, a 1 MB string — posted as
-the logged-in owner. Any 5xx fails. Bounded: one request per (form, value)."""
+huge numbers and dates, deeply nested JSON, CR/LF, a 1 MB string — sent as
+the logged-in owner. Any 5xx fails. Bounded: one request per (target, field,
+value), plus one with neutral values per target.
+
+The targets come from the URLconf, walked as tests/test_isolation.py walks
+it: every POST-only action view (marked ``post_action`` by
+reasoningbank_site.views_helpers) and every page. ``FORMS`` says which fields
+each one reads; a URL name that is in neither ``FORMS`` nor ``SKIPPED`` fails
+the test, and an action view may not be skipped, so a view added later is
+fuzzed or consciously left out. Every target must be reached: its neutral
+request answers neither 404 nor 405, and no hostile request answers 405, nor
+404 unless the hostile value is in a field that names an object by id."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import timedelta
 from urllib.parse import urlencode
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.urls import reverse
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
 
-from tests.ui.conftest import make_trajectory, propose
+from accounts import services
+from accounts.models import Invitation, Membership, Role
+from accounts.services import BANK_SETTINGS
+from tests import factories
 
 HOSTILE = {
     "nul": "a\x00b",
@@ -30,105 +46,226 @@ HOSTILE = {
     "uuid-ish": "00000000-0000-0000-0000-000000000000",
 }
 
+# Namespaces that are not the HTML UI: Django's admin, the agent API (tests/hardening/test_fuzz_api.py).
+OTHER_NAMESPACES = {"admin", "api-v1"}
 
-def forms_under_test(bank, team, item, trajectory):
-    """(method, url, fields) for every form and filter of the UI."""
-    b, t = bank.public_id, team.public_id
-    detail = {"bank_id": b, "trajectory_id": trajectory.public_id}
-    item_url = reverse("memories:item_detail", kwargs={"bank_id": b, "item_id": item.public_id})
-    return [
-        ("post", reverse("accounts:team_create"), {"name": ""}),
-        ("post", reverse("accounts:team", kwargs={"team_id": t}), {"action": "invite", "email": "", "role": "viewer"}),
-        ("post", reverse("accounts:team", kwargs={"team_id": t}), {"action": "role", "membership": "", "role": ""}),
-        ("post", reverse("accounts:team", kwargs={"team_id": t}), {"action": "revoke_invitation", "invitation": ""}),
-        (
-            "post",
-            reverse("accounts:bank_create", kwargs={"team_id": t}),
-            {"name": "", "description": "", "retrieval_mode": "items", "top_k": ""},
-        ),
-        (
-            "post",
-            reverse("accounts:bank_settings", kwargs={"bank_id": b}),
-            {
-                "action": "save",
-                "name": "",
-                "description": "",
-                "top_k": "",
-                "min_similarity": "",
-                "holdout_fraction": "",
-                "rate_limit_per_minute": "",
-                "reward_threshold": "",
-            },
-        ),
-        (
-            "post",
-            reverse("accounts:bank_tokens", kwargs={"bank_id": b}),
-            {"action": "create", "name": "", "scopes": "retrieve", "expires_at": ""},
-        ),
-        ("post", reverse("accounts:bank_tokens", kwargs={"bank_id": b}), {"action": "revoke", "token": ""}),
-        (
-            "get",
-            reverse("accounts:bank_audit", kwargs={"bank_id": b}),
-            {"action": "", "actor": "", "object": "", "since": "", "until": "", "page": ""},
-        ),
-        ("get", reverse("accounts:bank_audit_csv", kwargs={"bank_id": b}), {"since": "", "until": "", "actor": ""}),
-        ("get", reverse("accounts:team_audit", kwargs={"team_id": t}), {"since": "", "until": "", "page": ""}),
-        (
-            "get",
-            reverse("memories:review", kwargs={"bank_id": b}),
-            {"q": "", "origin": "", "verdict": "", "agent": "", "date_from": "", "date_to": "", "page": ""},
-        ),
-        (
-            "post",
-            reverse("memories:review", kwargs={"bank_id": b}),
-            {"action": "approve", "items": "", "reason": "", "next": ""},
-        ),
-        ("get", reverse("memories:items", kwargs={"bank_id": b}), {"status": "", "q": "", "page": ""}),
-        (
-            "post",
-            reverse("memories:item_create", kwargs={"bank_id": b}),
-            {"title": "", "description": "", "content": ""},
-        ),
-        ("post", item_url, {"action": "edit", "title": "", "description": "", "content": "", "note": ""}),
-        ("post", item_url, {"action": "reject", "reason": ""}),
-        ("post", item_url, {"action": "merge", "into": "", "note": ""}),
-        ("get", reverse("memories:items_export", kwargs={"bank_id": b}), {"status": ""}),
-        ("get", reverse("memories:playground", kwargs={"bank_id": b}), {"q": "", "k": ""}),
-        (
-            "get",
-            reverse("trajectories:list", kwargs={"bank_id": b}),
-            {"q": "", "status": "", "verdict": "", "agent": "", "page": ""},
-        ),
-        ("post", reverse("trajectories:detail", kwargs=detail), {"label": "", "reason": ""}),
-        ("get", reverse("trajectories:impact", kwargs={"bank_id": b}), {"days": ""}),
-        ("get", reverse("accounts:signup"), {"next": ""}),
-        ("post", reverse("accounts:password_reset"), {"email": ""}),
-    ]
+# Fields that name an object by id: a hostile value there may rightly answer 404.
+ID_FIELDS = {"membership"}
+
+# URL names not fuzzed here, and why. Action views may not appear here.
+SKIPPED = {
+    "accounts:home": "reads no input",
+    "accounts:login": "Django's LoginView; a logged-in user is redirected (throttling: test_accounts_security.py)",
+    "accounts:logout": "Django's LogoutView: reads no input",
+    "accounts:password_reset_done": "reads no input",
+    "accounts:password_reset_complete": "reads no input",
+    "accounts:password_reset_confirm": "Django's view; its secrets are path segments",
+    "accounts:verify_email": "its secrets are path segments (test_accounts_security.py)",
+    "accounts:invitation_accept": "its secret is a path segment (test_accounts_security.py)",
+    "accounts:team": "reads no input (its forms post to the action views)",
+    "accounts:bank_tokens": "reads no input (its forms post to the action views)",
+    "memories:items_import": "a file upload: test_import_form_survives_hostile_files below",
+    "trajectories:dashboard": "reads no input",
+    "trajectories:steps": "reads no input",
+}
+
+AUDIT_FILTERS = {"action": "", "actor": "", "object": "", "since": "", "until": ""}
+
+
+@dataclass
+class Scene:
+    owner: object
+    team: object
+    bank: object
+    item: object
+    into: object  # a second item, to merge into
+    queued: object  # a third, for the review queue's bulk form
+    trajectory: object
+    token: object
+    invitation: object
+    member: Membership  # changes role
+    leaver: Membership  # is removed
+
+
+def _form_value(value) -> str:
+    if isinstance(value, bool):
+        return "on" if value else ""
+    return "" if value is None else str(value)
+
+
+def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
+    """URL name → (method, neutral fields) of each form or filter it reads.
+    Neutral values are valid where that is cheap, so a hostile value in one
+    field gets past the others to the service."""
+    edit = {"title": "Fuzzed title", "description": "d", "content": "c", "note": ""}
+    return {
+        # accounts: teams
+        "accounts:signup": [("get", {"next": "/"})],
+        "accounts:password_reset": [("post", {"email": "nobody@example.com"})],
+        "accounts:team_create": [("post", {"name": "Fuzz team"})],
+        "accounts:team_invite": [("post", {"email": "fuzz@example.com", "role": Role.VIEWER, "allow_any_email": ""})],
+        "accounts:member_change_role": [("post", {"membership": str(s.member.pk), "role": Role.REVIEWER})],
+        "accounts:member_remove": [("post", {"membership": str(s.leaver.pk)})],
+        "accounts:team_leave": [("post", {"next": ""})],  # reads nothing: the body must still parse
+        "accounts:invitation_revoke": [("post", {"next": ""})],
+        "accounts:bank_create": [
+            ("post", {"name": "Fuzz bank", "description": "d", "retrieval_mode": "items", "top_k": "3"})
+        ],
+        "accounts:team_audit": [("get", {**AUDIT_FILTERS, "page": ""})],
+        "accounts:team_audit_csv": [("get", AUDIT_FILTERS)],
+        # accounts: banks and tokens
+        "accounts:bank_settings": [("post", {name: _form_value(getattr(s.bank, name)) for name in BANK_SETTINGS})],
+        "accounts:bank_archive": [("post", {"next": ""})],
+        "accounts:bank_unarchive": [("post", {"next": ""})],
+        "accounts:token_create": [("post", {"name": "agent", "scopes": "retrieve", "expires_at": ""})],
+        "accounts:token_revoke": [("post", {"next": ""})],
+        "accounts:bank_audit": [("get", {**AUDIT_FILTERS, "page": ""})],
+        "accounts:bank_audit_csv": [("get", AUDIT_FILTERS)],
+        # memories
+        "memories:review": [
+            (
+                "get",
+                {
+                    "q": "",
+                    "origin": "",
+                    "verdict": "",
+                    "agent": "",
+                    "date_from": "",
+                    "date_to": "",
+                    "dup": "",
+                    "page": "",
+                },
+            ),
+            ("post", {"action": "approve", "items": str(s.queued.public_id), "reason": "", "next": ""}),
+        ],
+        "memories:review_focus": [("get", {"edit": "1"})],
+        "memories:items": [("get", {"status": "", "q": "", "page": ""})],
+        "memories:item_create": [("post", {**edit, "approve_now": ""})],
+        "memories:items_export": [("get", {"status": ""})],
+        "memories:item_detail": [("get", {"edit": "1"})],
+        "memories:item_edit": [("post", {**edit, "focus": ""})],
+        "memories:item_approve": [("post", {"focus": ""})],
+        "memories:item_reject": [("post", {"reason": "Too vague.", "focus": ""})],
+        "memories:item_archive": [("post", {"focus": ""})],
+        "memories:item_merge": [("post", {"into": str(s.into.public_id), "note": "", "focus": ""})],
+        "memories:item_keep_both": [("post", {"focus": ""})],
+        "memories:playground": [("get", {"q": "opening hours", "k": "3"})],
+        # trajectories
+        "trajectories:list": [("get", {"q": "", "status": "", "verdict": "", "agent": "", "page": ""})],
+        "trajectories:detail": [
+            ("get", {"partial": "derived"}),
+            ("post", {"label": "failure", "reason": "The hours were wrong."}),
+        ],
+        "trajectories:impact": [("get", {"days": "30"})],
+    }
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    kwargs: tuple[str, ...]
+    post_action: bool
+
+
+def ui_targets() -> list[Target]:
+    """Every named URL pattern of the HTML UI, in URLconf order."""
+    found: list[Target] = []
+
+    def walk(patterns, namespace: str, inherited: tuple[str, ...]):
+        for p in patterns:
+            converters = tuple(getattr(p.pattern, "converters", {}).keys())
+            if isinstance(p, URLResolver):
+                if p.namespace in OTHER_NAMESPACES:
+                    continue
+                ns = f"{namespace}{p.namespace}:" if p.namespace else namespace
+                walk(p.url_patterns, ns, inherited + converters)
+            elif isinstance(p, URLPattern) and p.name:
+                found.append(
+                    Target(f"{namespace}{p.name}", inherited + converters, getattr(p.callback, "post_action", False))
+                )
+
+    walk(get_resolver().url_patterns, "", ())
+    return list(dict.fromkeys(found))
+
+
+def _url(target: Target, s: Scene) -> str:
+    objects = {
+        "team_id": s.team,
+        "bank_id": s.bank,
+        "item_id": s.item,
+        "trajectory_id": s.trajectory,
+        "token_id": s.token,
+        "invitation_id": s.invitation,
+    }
+    return reverse(target.name, kwargs={name: objects[name].public_id for name in target.kwargs})
+
+
+def _send(client, method: str, url: str, data: dict):
+    # As raw bytes, so a lone surrogate arrives as the invalid UTF-8 a browser could send.
+    encoded = urlencode({k: v.encode("utf-8", "surrogateescape") for k, v in data.items()})
+    if method == "get":
+        response = client.get(f"{url}?{encoded}")
+    else:
+        response = client.post(url, encoded, content_type="application/x-www-form-urlencoded")
+    if getattr(response, "streaming", False):
+        b"".join(response.streaming_content)  # an export fails while streaming, not before
+    return response
+
+
+@pytest.fixture
+def scene(owner, team, bank) -> Scene:
+    trajectory = factories.make_done_trajectory(bank)
+    item = factories.propose_item(bank, trajectory)
+    into = factories.propose_item(bank, trajectory, title="Another lesson", content="Something else entirely.")
+    queued = factories.bulk_items(bank, 1)[0]
+    token = services.api_token_create(bank=bank, name="fuzzed", scopes=["retrieve"]).token
+    invitation = Invitation.objects.create(
+        team=team, email="invited@example.com", token_hash="fuzz", expires_at=timezone.now() + timedelta(days=1)
+    )
+    member = Membership.objects.get(team=team, user=factories.make_member(team, Role.VIEWER))
+    leaver = Membership.objects.get(team=team, user=factories.make_member(team, Role.VIEWER))
+    return Scene(owner, team, bank, item, into, queued, trajectory, token, invitation, member, leaver)
+
+
+def test_every_action_view_and_page_is_fuzzed_or_skipped_for_a_reason(scene):
+    targets = ui_targets()
+    actions = {t.name for t in targets if t.post_action}
+    assert {"memories:item_approve", "accounts:team_invite", "accounts:token_revoke"} <= actions  # discovery works
+    table = forms(scene)
+    assert not actions & set(SKIPPED), "an action view is never skipped"
+    unknown = {t.name for t in targets} - set(table) - set(SKIPPED)
+    assert not unknown, f"add these views to FORMS (or, for a page with no input, to SKIPPED): {sorted(unknown)}"
+    stale = (set(table) | set(SKIPPED)) - {t.name for t in targets}
+    assert not stale, f"no such URL names any more: {sorted(stale)}"
+    assert all(method == "post" for name in actions for method, _ in table[name])
 
 
 @pytest.mark.parametrize("value_name", list(HOSTILE))
-def test_every_ui_form_survives_hostile_values(client, owner, bank, team, value_name):
-    trajectory = make_trajectory(bank)
-    item = propose(bank, trajectory)
-    client.force_login(owner)
+def test_every_ui_form_survives_hostile_values(client, scene, value_name):
+    client.force_login(scene.owner)
+    client.raise_request_exception = False  # a 500 is a status to report with the others
     value = HOSTILE[value_name]
-    failures = []
-    for method, url, fields in forms_under_test(bank, team, item, trajectory):
-        for field in fields:
-            data = {**fields, field: value}
-            if method == "get" and len(value) > 4000:
-                continue  # a URL of 1 MB is refused by every server before Django
-            # As raw bytes, so a lone surrogate arrives as the invalid UTF-8 a browser could send.
-            encoded = urlencode({k: v.encode("utf-8", "surrogateescape") for k, v in data.items()})
-            if method == "get":
-                response = client.get(f"{url}?{encoded}")
+    table = forms(scene)
+    failures, reached = [], set()
+    targets = [t for t in ui_targets() if t.name in table]
+    assert targets
+    for target in targets:
+        url = _url(target, scene)
+        for method, fields in table[target.name]:
+            where = f"{method.upper()} {target.name}"
+            neutral = _send(client, method, url, fields)
+            if neutral.status_code in (404, 405) or neutral.status_code >= 500:
+                failures.append(f"{where} with neutral values: {neutral.status_code} (not reached)")
             else:
-                response = client.post(url, encoded, content_type="application/x-www-form-urlencoded")
-            if response.status_code >= 500:
-                failures.append(f"{method.upper()} {url} {field}={value_name}: {response.status_code}")
-            if getattr(response, "streaming", False):
-                b"".join(response.streaming_content)
+                reached.add((target.name, method))
+            for field in fields:
+                if method == "get" and len(value) > 4000:
+                    continue  # a URL of 1 MB is refused by every server before Django
+                status = _send(client, method, url, {**fields, field: value}).status_code
+                if status >= 500 or status == 405 or (status == 404 and field not in ID_FIELDS):
+                    failures.append(f"{where} {field}={value_name}: {status}")
     assert not failures, failures
+    assert reached == {(name, method) for name, entries in table.items() for method, _ in entries}
 
 
 @pytest.mark.parametrize("value_name", ["nul", "surrogate", "deep-json", "megabyte", "crlf"])
