@@ -6,6 +6,8 @@ import datetime
 
 from django import forms
 
+from reasoningbank_site.text import has_control_chars
+
 # Code adds a day to an "until" date and converts dates to aware datetimes;
 # year 9999 overflowed (a 500). No real filter or expiry needs dates outside this range.
 MIN_DATE = datetime.date(1900, 1, 1)
@@ -36,7 +38,5 @@ class BoundedDateTimeField(forms.DateTimeField):
 
 def validate_one_line(value: str) -> None:
     """Names end up in email subjects and headers: no CR, LF or other control characters."""
-    from reasoningbank_site.text import has_control_chars
-
     if value and has_control_chars(value):
         raise forms.ValidationError("Use a single line of text (no line breaks or control characters).")

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 
+import uvicorn
 from django.core.management.base import BaseCommand
+
+from reasoningbank_site import mcp_http
 
 
 class Command(BaseCommand):
@@ -22,10 +25,6 @@ class Command(BaseCommand):
         parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
     def handle(self, *args, host: str, port: int, api_url: str, log_level: str, **options):
-        import uvicorn
-
-        from reasoningbank_site import mcp_http
-
         api = api_url or mcp_http.api_url()
         app = mcp_http.build_app(api=api, host=host)
         self.stdout.write(f"MCP (streamable HTTP) on http://{host}:{port}{mcp_http.MCP_PATH} → REST API {api}")
