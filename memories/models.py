@@ -166,6 +166,9 @@ class RetrievalEvent(models.Model):
     k = models.PositiveSmallIntegerField()
     arm = models.CharField(max_length=16, choices=Arm.choices, default=Arm.TREATMENT)
     results = models.JSONField(default=list)
+    # The bank's holdout fraction when this retrieval was assigned (null: before it was recorded);
+    # the Impact page never compares retrievals assigned under different fractions.
+    holdout_fraction = models.FloatField(null=True, blank=True)
     latency_ms = models.FloatField(default=0)
     # Folded into the items' served counters (memory_items_count_served), off the request path.
     served_counted = models.BooleanField(default=False)

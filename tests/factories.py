@@ -224,14 +224,34 @@ def make_items(bank, n, status=ItemStatus.APPROVED, **fields):
     )
 
 
-def make_arm(bank, arm, *, successes=0, failures=0, unjudged=0, items=(), unreported=0, days_ago=None, results=None):
+def make_arm(
+    bank,
+    arm,
+    *,
+    successes=0,
+    failures=0,
+    unjudged=0,
+    items=(),
+    unreported=0,
+    days_ago=None,
+    results=None,
+    fraction=None,
+    triggered=True,
+):
     """Retrievals of ``arm`` (recording ``items``), each with one trajectory
     linked to it: ``successes`` + ``failures`` judged, ``unjudged`` not yet;
-    plus ``unreported`` retrievals no trajectory came back for."""
+    plus ``unreported`` retrievals no trajectory came back for. Without
+    ``items`` a retrieval still records one (untracked) candidate, so it is
+    triggered, unless ``triggered`` is False; ``fraction`` is the holdout
+    fraction it records (None: not recorded)."""
     recorded = results if results is not None else [{"id": str(i.public_id), "score": 0.8} for i in items]
+    if results is None and not items and triggered:
+        recorded = [{"id": "untracked-candidate", "score": 0.8}]
     verdicts = ["success"] * successes + ["failure"] * failures + [""] * unjudged
     events = RetrievalEvent.objects.bulk_create(
-        RetrievalEvent(bank=bank, query=f"task {n}", mode="items", k=3, arm=arm, results=recorded)
+        RetrievalEvent(
+            bank=bank, query=f"task {n}", mode="items", k=3, arm=arm, results=recorded, holdout_fraction=fraction
+        )
         for n in range(len(verdicts) + unreported)
     )
     Trajectory.objects.bulk_create(

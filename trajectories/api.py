@@ -101,12 +101,16 @@ def _arm(stats: lift.ArmStats) -> dict:
     return {
         "arm": stats.arm,
         "retrievals": stats.retrievals,
+        "triggered": stats.triggered,
+        "units": stats.units,
         "reported": stats.reported,
         "judged": stats.judged,
         "successes": stats.successes,
         "success_rate": stats.rate,
         "ci_low": stats.low,
         "ci_high": stats.high,
+        "report_rate": stats.report_rate,
+        "mean_steps": stats.mean_steps,
         "needed": stats.needed,
     }
 
@@ -117,17 +121,19 @@ def _arm(stats: lift.ArmStats) -> dict:
     response=api_responses({200: ImpactOut}),
     summary="Does this bank help? Treatment vs holdout success rates",
     description=(
-        "Success rates of trajectories linked (by `retrieval_id`) to retrievals that served memories "
-        "(treatment) or withheld them (holdout), with Wilson 95% intervals, the difference with Newcombe's "
-        "hybrid score interval, a verdict, and the top 20 items by judged served trajectories. "
-        "`days` limits the report to retrievals of the last N days; omit it for all time."
+        "Success of retrievals that served memories (treatment) or withheld them (holdout), one outcome per "
+        "retrieval that served or would have served an item, within the latest holdout-fraction period; the "
+        "difference with an always-valid 95% confidence sequence (the verdict follows it; safe to poll) and "
+        "Newcombe's one-look interval; guardrails (sample-ratio mismatch, differential reporting) that withhold "
+        "the verdict; power; and the top 20 items with served-vs-withheld differences, flagged after "
+        "Benjamini–Hochberg. `days` limits the report to retrievals of the last N days; omit it for all time."
     ),
 )
 def impact(request, days: int | None = Query(None, ge=1, le=3650, description="Window in days; omit for all time.")):
     since = timezone.now() - timedelta(days=days) if days else None
     report = lift.bank_lift(bank=request.bank, since=since)
     items = lift.item_outcomes(bank=request.bank, since=since, limit=IMPACT_ITEMS, lift=report)
-    d = report.difference
+    d, found = report.difference, report.assessment
     return {
         "days": days,
         "since": since,
@@ -137,9 +143,31 @@ def impact(request, days: int | None = Query(None, ge=1, le=3650, description="W
         "verdict_text": report.verdict_text,
         "method": report.method,
         "min_per_arm": report.min_per_arm,
+        "period": {
+            "fraction": report.period.fraction,
+            "after": report.period.after,
+            "excluded": report.period.excluded,
+        },
         "treatment": _arm(report.treatment),
         "holdout": _arm(report.holdout),
-        "difference": {"estimate": d.estimate, "ci_low": d.low, "ci_high": d.high} if d else None,
+        "difference": {
+            "estimate": d.estimate,
+            "ci_low": d.low,
+            "ci_high": d.high,
+            "cs_low": d.cs_low,
+            "cs_high": d.cs_high,
+            "always_valid_p": found.always_valid_p,
+        }
+        if d
+        else None,
+        "guardrails": [
+            {"name": g.name, "ok": g.ok, "p_value": g.p_value, "detail": g.detail} for g in report.guardrails
+        ],
+        "power": {
+            "mde": found.mde,
+            "more_needed_5": report.more_needed_5,
+            "more_needed_10": report.more_needed_10,
+        },
         "item_baseline": report.baseline,
         "items": [
             {
@@ -148,12 +176,20 @@ def impact(request, days: int | None = Query(None, ge=1, le=3650, description="W
                 "status": o.status,
                 "served_judged": o.served_judged,
                 "served_successes": o.served_successes,
+                "served_retrievals": o.served_units,
                 "served_success_rate": o.served_rate,
                 "withheld_judged": o.withheld_judged,
                 "withheld_successes": o.withheld_successes,
+                "withheld_retrievals": o.withheld_units,
                 "withheld_success_rate": o.withheld_rate,
+                "difference": o.difference,
+                "ci_low": o.low,
+                "ci_high": o.high,
+                "p_value": o.p_value,
+                "shrunk": o.shrunk,
                 "served_count": o.served_count,
                 "may_hurt": o.may_hurt,
+                "may_help": o.may_help,
             }
             for o in items
         ],

@@ -215,22 +215,55 @@ class TrajectoryOut(Schema):
 
 class ImpactArmOut(Schema):
     arm: str = Field(..., examples=["treatment"])
-    retrievals: int = Field(..., description="Agent retrievals in this arm within the window.")
-    reported: int = Field(..., description="Trajectories sent back with a retrieval_id of this arm.")
+    retrievals: int = Field(..., description="Agent retrievals in this arm within the window and the analysed period.")
+    triggered: int = Field(
+        ..., description="Of those, retrievals that served (or would have served) at least one item."
+    )
+    units: int = Field(..., description="Triggered retrievals with at least one judged trajectory: the unit compared.")
+    reported: int = Field(..., description="Trajectories sent back with the retrieval_id of a triggered retrieval.")
     judged: int = Field(..., description="Of those, trajectories with an effective verdict.")
     successes: int
     success_rate: float | None = Field(
-        ..., description="successes / judged; null when nothing is judged.", examples=[0.7]
+        ...,
+        description="Mean over judged retrievals of the share of their judged trajectories that succeeded "
+        "(successes / judged when each retrieval has one trajectory); null when nothing is judged.",
+        examples=[0.7],
     )
-    ci_low: float | None = Field(..., description="Wilson 95% interval, lower bound.")
+    ci_low: float | None = Field(..., description="Wilson 95% interval (on the effective sample size), lower bound.")
     ci_high: float | None = Field(..., description="Wilson 95% interval, upper bound.")
-    needed: int = Field(..., description="Judged trajectories still needed before a verdict.")
+    report_rate: float | None = Field(..., description="units / triggered: the share that came back judged.")
+    mean_steps: float | None = Field(..., description="Mean step count of the judged trajectories.")
+    needed: int = Field(..., description="Judged retrievals still needed before a verdict.")
 
 
 class ImpactDifferenceOut(Schema):
     estimate: float = Field(..., description="treatment − holdout success rate (0.4 = 40 points).", examples=[0.4])
-    ci_low: float
+    ci_low: float = Field(..., description="Newcombe hybrid score 95% interval: valid for one look only.")
     ci_high: float
+    cs_low: float = Field(..., description="Always-valid 95% confidence sequence (the verdict follows it).")
+    cs_high: float
+    always_valid_p: float = Field(..., description="The mixture SPRT's always-valid p-value for no difference.")
+
+
+class ImpactGuardrailOut(Schema):
+    name: Literal["sample_ratio", "reporting"]
+    ok: bool = Field(..., description="False withholds the verdict.")
+    p_value: float | None
+    detail: str
+
+
+class ImpactPeriodOut(Schema):
+    fraction: float | None = Field(
+        ..., description="Holdout fraction of the compared retrievals; null: recorded before fractions were."
+    )
+    after: datetime | None = Field(..., description="Compared retrievals were made after this (the last change).")
+    excluded: int = Field(..., description="Retrievals of the window from other fraction periods, not compared.")
+
+
+class ImpactPowerOut(Schema):
+    mde: float | None = Field(..., description="Smallest lift the verdict detects with 80% probability now.")
+    more_needed_5: int | None = Field(..., description="About how many more judged trajectories for a 5-point lift.")
+    more_needed_10: int | None = Field(..., description="... for a 10-point lift.")
 
 
 class ImpactItemOut(Schema):
@@ -239,16 +272,24 @@ class ImpactItemOut(Schema):
     status: str = Field(..., description="The item's status; empty when the item no longer exists.")
     served_judged: int = Field(..., description="Judged trajectories whose retrieval served this item.")
     served_successes: int
-    served_success_rate: float | None
+    served_retrievals: int = Field(..., description="Judged retrievals that served this item (the unit).")
+    served_success_rate: float | None = Field(..., description="Per retrieval, as the arms' success_rate.")
     withheld_judged: int = Field(
         ..., description="Judged trajectories whose retrieval would have served it but was held out."
     )
     withheld_successes: int
+    withheld_retrievals: int
     withheld_success_rate: float | None
+    difference: float | None = Field(..., description="served − withheld success rate.")
+    ci_low: float | None = Field(..., description="Newcombe 95% interval of the difference, for this item alone.")
+    ci_high: float | None
+    p_value: float | None = Field(..., description="Score test; null until 10 judged retrievals on each side.")
+    shrunk: float | None = Field(..., description="Empirical-Bayes estimate of the difference, for ranking.")
     served_count: int = Field(..., description="Times the item was served to agents, all time.")
     may_hurt: bool = Field(
-        ..., description="At least 10 judged served trajectories with a success rate below the baseline."
+        ..., description="Significantly below withheld after Benjamini–Hochberg across items (10% FDR)."
     )
+    may_help: bool = Field(..., description="Significantly above withheld after Benjamini–Hochberg.")
 
 
 class ImpactOut(Schema):
@@ -256,14 +297,19 @@ class ImpactOut(Schema):
     since: datetime | None
     holdout_fraction: float
     holdout_configured: bool
-    verdict: Literal["no_holdout", "not_enough_data", "helps", "hurts", "no_difference"]
+    verdict: Literal["no_holdout", "not_enough_data", "withheld", "helps", "hurts", "no_difference"]
     verdict_text: str
     method: str
-    min_per_arm: int
+    min_per_arm: int = Field(..., description="Judged retrievals each arm needs before a verdict.")
+    period: ImpactPeriodOut
     treatment: ImpactArmOut
     holdout: ImpactArmOut
     difference: ImpactDifferenceOut | None = Field(
         ..., description="Null without a holdout or while an arm has nothing judged."
     )
-    item_baseline: float = Field(..., description="Success rate an item is compared with to set may_hurt.")
+    guardrails: list[ImpactGuardrailOut] = Field(..., description="Checks that withhold the verdict when one fails.")
+    power: ImpactPowerOut
+    item_baseline: float = Field(
+        ..., description="The holdout's success rate (0.5 while it is small); items are no longer flagged against it."
+    )
     items: list[ImpactItemOut] = Field(..., description="Top 20 items by judged served trajectories.")

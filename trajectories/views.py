@@ -142,19 +142,20 @@ IMPACT_WINDOWS = [("7", "Last 7 days"), ("30", "Last 30 days"), ("90", "Last 90 
 
 
 def _difference_bar(difference) -> dict | None:
-    """Where to draw the interval on a bar centred on zero: percentages of
-    its width, on a symmetric scale that fits the interval (at least ±10 points)."""
+    """Where to draw the always-valid interval (the verdict's) on a bar
+    centred on zero: percentages of its width, on a symmetric scale that fits
+    the interval (at least ±10 points)."""
     if difference is None:
         return None
-    scale = max(0.1, abs(difference.low), abs(difference.high))
+    scale = max(0.1, abs(difference.cs_low), abs(difference.cs_high))
     scale = min(1.0, math.ceil(scale * 10) / 10)
 
     def at(value: float) -> float:
         return round(50 + 50 * value / scale, 2)
 
     return {
-        "left": at(difference.low),
-        "width": round(at(difference.high) - at(difference.low), 2),
+        "left": at(difference.cs_low),
+        "width": round(at(difference.cs_high) - at(difference.cs_low), 2),
         "point": at(difference.estimate),
         "scale": round(scale * 100),
     }
@@ -179,6 +180,10 @@ def impact(request, bank_id):
         "window": window,
         "windows": IMPACT_WINDOWS,
         "items": lift.item_outcomes(bank=bank, since=since, lift=report),
+        "arm_rows": [
+            (report.treatment, "treatment", ("Treatment", "memories served")),
+            *([(report.holdout, "holdout", ("Holdout", "memories withheld"))] if report.holdout_configured else []),
+        ],
         "bar": _difference_bar(report.difference),
         "min_item_judged": lift.MIN_ITEM_JUDGED,
         "api_base": request.build_absolute_uri("/api/v1/"),

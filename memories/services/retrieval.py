@@ -78,7 +78,8 @@ def retrieval_perform(
     """Answer an agent's retrieval (see retrieval_preview) and log it. With
     probability bank.holdout_fraction the retrieval is in the holdout arm:
     nothing is served, but the event records what would have been, so lift
-    can be measured. Writes one RetrievalEvent and nothing else: the served
+    can be measured; the event records the fraction it was drawn with, so
+    a later change never mixes periods. Writes one RetrievalEvent and nothing else: the served
     items' counters are folded from the events later
     (``memory_items_count_served``), so concurrent retrievals of the same
     items never lock the same rows. Raises as retrieval_preview does."""
@@ -97,6 +98,7 @@ def retrieval_perform(
         k=result.k,
         arm=result.arm,
         results=recorded,
+        holdout_fraction=bank.holdout_fraction,
         latency_ms=round(result.latency_ms, 2),
     )
     return result

@@ -276,9 +276,10 @@ def test_holdout_arm_withholds_items_but_records_them(bank, web_items):
     result = retrieval_perform(bank=bank, query="sign in page", k=2)
     assert result.arm == Arm.HOLDOUT and result.items == [] and result.system_block == ""
     event = RetrievalEvent.objects.get(pk=result.event.pk)
-    assert event.arm == Arm.HOLDOUT
+    assert event.arm == Arm.HOLDOUT and event.holdout_fraction == 1.0  # the fraction it was drawn with
     assert event.results[0]["id"] == str(web_items["login"].public_id)  # what would have been served
     assert memory_items_count_served() == 1
     assert MemoryItem.objects.get(pk=web_items["login"].pk).served_count == 0
     bank.holdout_fraction = 0.0
-    assert retrieval_perform(bank=bank, query="sign in page", k=2).arm == Arm.TREATMENT
+    treated = retrieval_perform(bank=bank, query="sign in page", k=2)
+    assert treated.arm == Arm.TREATMENT and treated.event.holdout_fraction == 0.0

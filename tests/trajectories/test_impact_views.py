@@ -57,27 +57,49 @@ def test_no_holdout_shows_treatment_only(client, owner, bank):
 
 
 def test_comparison_with_a_clear_lift(client, viewer, bank):
-    with_holdout(bank, 0.2)
+    with_holdout(bank, 0.5)
     weak, good = make_items(bank, 2)
-    make_arm(bank, "treatment", successes=42, failures=18, items=[good])
-    make_arm(bank, "treatment", successes=2, failures=8, items=[weak])
-    make_arm(bank, "holdout", successes=18, failures=42, items=[good, weak])
+    make_arm(bank, "treatment", successes=210, failures=90, items=[good], fraction=0.5)
+    make_arm(bank, "treatment", successes=0, failures=30, items=[weak], fraction=0.5)
+    make_arm(bank, "holdout", successes=90, failures=210, items=[good, weak], fraction=0.5)
     client.force_login(viewer)
     response = client.get(impact_url(bank))
     body = response.content.decode()
     report = response.context["report"]
     assert report.verdict == "helps" and 'class="notice verdict verdict-helps"' in body
-    assert "The bank helps" in body
+    assert "The bank helps" in body and "always-valid 95% interval" in body
     assert 'id="arm-holdout"' in body and 'id="difference"' in body and 'class="liftbar verdict-helps"' in body
     assert f"+{report.difference.estimate * 100:.1f} pts" in body
-    assert "Newcombe" in body and "Wilson" in body
-    # Per item: links to each item; the weak one (20% of 10 < holdout 30%) is flagged.
+    assert (
+        f"{report.difference.cs_low_pts:.1f} to +{report.difference.cs_high_pts:.1f} points — the verdict uses" in body
+    )
+    assert (
+        'id="fixed-interval"' in body and "Newcombe" in body and "valid only if this is the one time you look" in body
+    )
+    assert "Compared: retrievals assigned with a holdout of 50.0%" in body
+    assert 'id="guardrails"' in body and body.count("passed —") == 2
+    assert f"a lift of about {report.mde_pts:.0f} points would be detected" in body
+    # Per item: links to each item; the weak one (0% of 30 against 30% withheld) is flagged after BH,
+    # the good one (70% against 30%) marked as helping.
     for item in (weak, good):
         assert reverse("memories:item_detail", kwargs={"bank_id": bank.public_id, "item_id": item.public_id}) in body
     rows = {o.public_id: o for o in response.context["items"]}
-    assert rows[weak.public_id].may_hurt and not rows[good.public_id].may_hurt
+    assert rows[weak.public_id].may_hurt and not rows[good.public_id].may_hurt and rows[good.public_id].may_help
     assert body.count("review: may hurt</span>") == 2  # the legend and the weak item's row
-    assert "does not report back" in body or "do not report back" in body
+    assert "-30 pts" in body and "+40 pts" in body
+    assert "Benjamini–Hochberg" in body
+    assert "What it can conclude" in body and "What it cannot conclude" in body
+    assert "do not report back" in body
+
+
+def test_a_failed_guardrail_withholds_the_verdict_and_says_why(client, owner, bank):
+    with_holdout(bank, 0.5)
+    make_arm(bank, "treatment", successes=50, failures=10, unreported=40, fraction=0.5)
+    make_arm(bank, "holdout", successes=50, failures=50, fraction=0.5)
+    client.force_login(owner)
+    body = client.get(impact_url(bank)).content.decode()
+    assert 'class="notice verdict verdict-withheld"' in body and "No verdict: the two arms report back" in body
+    assert '<span class="badge failure">failed</span> — 60.0% of treatment retrievals' in body
 
 
 def test_not_enough_data_says_how_many_more(client, owner, bank):
@@ -122,7 +144,7 @@ def test_query_count_does_not_grow_with_data(client, owner, bank, django_assert_
         make_arm(bank, "treatment", successes=5, failures=5, items=items[n : n + 3])
         make_arm(bank, "holdout", successes=3, failures=7, items=items[n : n + 3])
     client.force_login(owner)
-    # session + user, membership, bank, 2 lift aggregates, item aggregate, item titles.
-    with django_assert_max_num_queries(8):
+    # session + user, membership, bank, 4 lift queries (period ×2, arms, excluded), item aggregate, item titles.
+    with django_assert_max_num_queries(10):
         response = client.get(impact_url(bank))
     assert len(response.context["items"]) == 30

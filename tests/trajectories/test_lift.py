@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import uuid
 from datetime import timedelta
+from unittest.mock import ANY
 
 import pytest
 from django.utils import timezone
@@ -14,7 +15,7 @@ from django.utils import timezone
 from memories.models import RetrievalEvent
 from tests import factories
 from tests.factories import make_arm, make_items, with_holdout
-from trajectories import lift
+from trajectories import lift, lift_stats
 from trajectories.models import Trajectory
 
 Z95 = 1.959963984540054  # the 97.5% normal quantile, written out
@@ -176,7 +177,8 @@ def test_trajectories_without_retrieval_unjudged_and_unreported_are_left_out(ban
     Trajectory.objects.bulk_create(Trajectory(bank=bank, task="no retrieval", verdict="success") for _ in range(20))
     t = lift.bank_lift(bank=bank).treatment
     assert (t.retrievals, t.reported, t.judged, t.successes) == (12, 7, 3, 2)
-    assert t.report_rate == pytest.approx(7 / 12)
+    # The reporting share is now of retrievals that came back *judged* (3 of 12), the unit compared.
+    assert t.units == 3 and t.report_rate == pytest.approx(3 / 12)
 
 
 def test_window_filters_by_the_retrievals_time(bank):
@@ -190,12 +192,14 @@ def test_window_filters_by_the_retrievals_time(bank):
     assert lift.bank_lift(bank=bank, until=until).treatment.judged == 5
 
 
-def test_bank_lift_is_two_aggregate_queries(bank, django_assert_num_queries):
+def test_bank_lift_is_four_queries(bank, django_assert_num_queries):
+    # The period (latest retrieval with a holdout, the last change before it), the arms' aggregate,
+    # and the window's retrievals outside the period.
     with_holdout(bank)
-    make_arm(bank, "treatment", successes=40, failures=20)
-    make_arm(bank, "holdout", successes=20, failures=40)
-    with django_assert_num_queries(2):
-        lift.bank_lift(bank=bank)
+    make_arm(bank, "treatment", successes=40, failures=20, fraction=0.5)
+    make_arm(bank, "holdout", successes=20, failures=40, fraction=0.5)
+    with django_assert_num_queries(4):
+        assert lift.bank_lift(bank=bank).verdict == "helps"
 
 
 # --- per item ----------------------------------------------------------------------------------------
@@ -223,25 +227,42 @@ def test_item_outcomes_compare_served_and_withheld(bank):
     assert rows[a.public_id].title == "Item 0" and rows[a.public_id].status == "approved"
 
 
-def test_item_flagged_below_the_holdout_baseline(bank):
+def test_item_flag_needs_significance_after_benjamini_hochberg(bank):
+    # The old rule flagged any item with 10 judged trajectories below the holdout rate; now an item is
+    # compared with the retrievals that would have served it, and flagged only when BH says so.
     with_holdout(bank)
-    weak, strong, few = make_items(bank, 3)
-    make_arm(bank, "holdout", successes=21, failures=9)  # baseline 70%
-    make_arm(bank, "treatment", successes=6, failures=4, items=[weak])  # 60% of 10 < 70%
-    make_arm(bank, "treatment", successes=8, failures=2, items=[strong])  # 80%
-    make_arm(bank, "treatment", successes=0, failures=9, items=[few])  # 0% but only 9 judged
-    report = lift.bank_lift(bank=bank)
-    assert report.baseline_is_holdout and report.baseline == pytest.approx(0.7)
-    flags = {o.public_id: o.may_hurt for o in lift.item_outcomes(bank=bank, lift=report)}
-    assert flags == {weak.public_id: True, strong.public_id: False, few.public_id: False}
+    weak, strong, slightly, few = make_items(bank, 4)
+    make_arm(bank, "holdout", successes=18, failures=12, items=[weak, strong, slightly, few])  # 60% withheld
+    make_arm(bank, "treatment", successes=2, failures=28, items=[weak])  # 7% served: far below
+    make_arm(bank, "treatment", successes=29, failures=1, items=[strong])  # 97%: far above
+    make_arm(bank, "treatment", successes=15, failures=15, items=[slightly])  # 50%: below, not significant
+    make_arm(bank, "treatment", successes=0, failures=9, items=[few])  # 0% but 9 judged: not tested
+    rows = {o.public_id: o for o in lift.item_outcomes(bank=bank)}
+    assert rows[weak.public_id].may_hurt and not rows[weak.public_id].may_help
+    assert rows[strong.public_id].may_help and not rows[strong.public_id].may_hurt
+    assert not rows[slightly.public_id].may_hurt and rows[slightly.public_id].p_value > 0.05
+    assert rows[few.public_id].p_value is None and not rows[few.public_id].may_hurt
+    weak_row = rows[weak.public_id]
+    assert weak_row.difference == pytest.approx(2 / 30 - 18 / 30)
+    assert (weak_row.low, weak_row.high) == pytest.approx(lift.newcombe_difference(2, 30, 18, 30)[1:])
+    assert weak_row.high < 0
+    # Shrinkage pulls the estimates towards zero for ranking, never past it.
+    assert weak_row.difference < weak_row.shrunk < 0
 
 
-def test_item_flag_falls_back_to_50_percent_without_a_holdout(bank):
-    below, above = make_items(bank, 2)
-    make_arm(bank, "treatment", successes=4, failures=6, items=[below])  # 40%
-    make_arm(bank, "treatment", successes=6, failures=4, items=[above])  # 60%
-    flags = {o.public_id: o.may_hurt for o in lift.item_outcomes(bank=bank)}
-    assert flags == {below.public_id: True, above.public_id: False}
+def test_items_of_hard_tasks_are_not_flagged_against_the_global_holdout(bank):
+    # An item served on hard tasks (20% either way) next to an easy-task item (80% either way):
+    # the old rule compared 20% with the 50% global holdout and flagged a harmless item.
+    with_holdout(bank)
+    hard, easy = make_items(bank, 2)
+    make_arm(bank, "treatment", successes=6, failures=24, items=[hard])
+    make_arm(bank, "holdout", successes=6, failures=24, items=[hard])
+    make_arm(bank, "treatment", successes=24, failures=6, items=[easy])
+    make_arm(bank, "holdout", successes=24, failures=6, items=[easy])
+    rows = {o.public_id: o for o in lift.item_outcomes(bank=bank)}
+    assert rows[hard.public_id].served_rate == pytest.approx(0.2)
+    assert rows[hard.public_id].difference == pytest.approx(0) and not rows[hard.public_id].may_hurt
+    assert not rows[easy.public_id].may_hurt
 
 
 def test_item_outcomes_ignore_other_banks_and_odd_results(bank, other_bank):
@@ -303,14 +324,32 @@ def test_api_reports_the_same_numbers(client, bank, other_bank):
             "status": "approved",
             "served_judged": 60,
             "served_successes": 42,
+            "served_retrievals": 60,
             "served_success_rate": pytest.approx(0.7),
             "withheld_judged": 60,
             "withheld_successes": 18,
+            "withheld_retrievals": 60,
             "withheld_success_rate": pytest.approx(0.3),
+            "difference": pytest.approx(0.4),
+            "ci_low": pytest.approx(lift.newcombe_difference(42, 60, 18, 60)[1]),
+            "ci_high": pytest.approx(lift.newcombe_difference(42, 60, 18, 60)[2]),
+            "p_value": pytest.approx(lift_stats.two_proportion_p(42, 60, 18, 60)),
+            "shrunk": pytest.approx(0.4, abs=0.1),
             "served_count": 0,
             "may_hurt": False,
+            "may_help": True,
         }
     ]
+    assert body["difference"]["cs_low"] > 0 and body["difference"]["cs_low"] < body["difference"]["ci_low"]
+    assert body["guardrails"] == [
+        {"name": "sample_ratio", "ok": True, "p_value": None, "detail": ANY},
+        {"name": "reporting", "ok": True, "p_value": pytest.approx(1.0), "detail": ANY},
+    ]
+    assert body["period"] == {"fraction": None, "after": None, "excluded": 0}
+    power = body["power"]
+    assert 0.3 < power["mde"] < 0.4  # 60 retrievals per arm detect only a lift of about 36 points
+    assert power["more_needed_5"] > power["more_needed_10"] > 1000
+    assert body["treatment"]["units"] == 60 and body["treatment"]["report_rate"] == 1.0
 
 
 def test_api_days_window_and_validation(client, bank):
@@ -333,3 +372,92 @@ def test_api_needs_the_retrieve_scope(client, bank):
     assert response.status_code == 401 and response.json()["code"] == "missing_token"
     response = client.get("/api/v1/impact", HTTP_AUTHORIZATION="Bearer rb_nonsense")
     assert response.status_code == 401
+
+
+# --- what the comparison counts (issue 11) ------------------------------------------------------------
+
+
+def test_verdict_follows_the_always_valid_interval_not_the_one_look_interval(bank):
+    # 58% vs 42% of 100 each: Newcombe's one-look interval excludes zero; the always-valid one does not.
+    with_holdout(bank)
+    make_arm(bank, "treatment", successes=58, failures=42)
+    make_arm(bank, "holdout", successes=42, failures=58)
+    d = lift.bank_lift(bank=bank).difference
+    assert d.low > 0
+    assert d.cs_low < 0 < d.cs_high and d.cs_low < d.low and d.cs_high > d.high
+    report = lift.bank_lift(bank=bank)
+    assert report.verdict == "no_difference" and "always-valid" in report.verdict_text
+
+
+def test_several_trajectories_of_one_retrieval_are_one_outcome(bank):
+    with_holdout(bank)
+    events = make_arm(bank, "treatment", successes=30, failures=30)
+    # A MaTTS group: four more successes on the first failing retrieval; the retrieval is still one unit.
+    failing = events[30]
+    Trajectory.objects.bulk_create(
+        Trajectory(bank=bank, task="again", retrieval=failing, verdict="success", status="done") for _ in range(4)
+    )
+    t = lift.bank_lift(bank=bank).treatment
+    assert (t.units, t.judged, t.successes) == (60, 64, 34)
+    assert t.rate == pytest.approx((30 + 4 / 5) / 60)  # not 34 / 64
+
+
+def test_only_retrievals_that_served_or_would_have_served_an_item_are_compared(bank):
+    with_holdout(bank)
+    make_arm(bank, "treatment", successes=30, failures=30)
+    make_arm(bank, "treatment", successes=0, failures=40, triggered=False)  # found nothing to serve
+    t = lift.bank_lift(bank=bank).treatment
+    assert (t.retrievals, t.triggered, t.units, t.judged) == (100, 60, 60, 60)
+    assert t.rate == pytest.approx(0.5)
+
+
+def test_only_the_latest_holdout_period_is_compared(bank):
+    with_holdout(bank, 0.2)
+    # Before: holdout 50%, the holdout arm did badly. Then the fraction changed to 20%.
+    make_arm(bank, "treatment", successes=30, failures=30, fraction=0.5, days_ago=20)
+    make_arm(bank, "holdout", successes=5, failures=55, fraction=0.5, days_ago=20)
+    make_arm(bank, "treatment", successes=40, failures=40, fraction=0.2, days_ago=5)
+    make_arm(bank, "holdout", successes=10, failures=10, fraction=0.2, days_ago=5)
+    report = lift.bank_lift(bank=bank)
+    assert report.period.fraction == 0.2 and report.period.after is not None and report.period.excluded == 120
+    assert (report.treatment.units, report.holdout.units) == (80, 20)
+    assert report.verdict == "not_enough_data"  # the old holdout's 60 do not count
+    # Turning the holdout off keeps comparing the last period that had one, never new treatment with old holdout.
+    make_arm(bank, "treatment", successes=50, fraction=0.0)
+    with_holdout(bank, 0.0)
+    report = lift.bank_lift(bank=bank)
+    assert report.period.fraction == 0.2 and (report.treatment.units, report.holdout.units) == (80, 20)
+    assert report.period.excluded == 170
+
+
+def test_sample_ratio_mismatch_withholds_the_verdict(bank):
+    with_holdout(bank, 0.5)
+    make_arm(bank, "treatment", successes=150, failures=50, fraction=0.5)
+    make_arm(bank, "holdout", successes=30, failures=70, fraction=0.5)  # 100 of 300 held out, not ~150
+    report = lift.bank_lift(bank=bank)
+    ratio = next(g for g in report.guardrails if g.name == "sample_ratio")
+    assert not ratio.ok and ratio.p_value < 0.001 and "33.3% of 300 retrievals were held out" in ratio.detail
+    assert report.difference.cs_low > 0  # the data alone would say "helps"
+    assert report.verdict == "withheld" and "do not match the holdout fraction" in report.verdict_text
+
+
+def test_differential_reporting_withholds_the_verdict(bank):
+    with_holdout(bank, 0.5)
+    # Served agents hide their failures: 100 retrievals each, but 40 treatment ones never come back.
+    make_arm(bank, "treatment", successes=50, failures=10, unreported=40, fraction=0.5)
+    make_arm(bank, "holdout", successes=50, failures=50, fraction=0.5)
+    report = lift.bank_lift(bank=bank)
+    reporting = next(g for g in report.guardrails if g.name == "reporting")
+    assert not reporting.ok and "60.0% of treatment retrievals and 100.0% of holdout" in reporting.detail
+    assert report.verdict == "withheld" and "report back at different rates" in report.verdict_text
+
+
+def test_balanced_arms_pass_the_guardrails_and_report_steps(bank):
+    with_holdout(bank, 0.5)
+    make_arm(bank, "treatment", successes=70, failures=30, fraction=0.5)
+    make_arm(bank, "holdout", successes=30, failures=70, fraction=0.5)
+    Trajectory.objects.filter(retrieval__arm="treatment").update(step_count=4)
+    Trajectory.objects.filter(retrieval__arm="holdout").update(step_count=7)
+    report = lift.bank_lift(bank=bank)
+    assert all(g.ok for g in report.guardrails) and report.verdict == "helps"
+    assert report.treatment.mean_steps == 4 and report.holdout.mean_steps == 7 and report.steps_difference == -3

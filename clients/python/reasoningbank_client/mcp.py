@@ -182,7 +182,7 @@ def build_server(client_for: ClientFactory, *, name: str = "reasoningbank") -> M
         description=(
             "Does the bank help? Compares the success rate of runs that were served lessons with runs where "
             "lessons were withheld (holdout), with a verdict (helps, hurts, no_difference, not_enough_data, "
-            "no_holdout) and a plain-language explanation."
+            "withheld when a data-quality check fails, no_holdout) and a plain-language explanation."
         )
     )
     async def bank_impact(
