@@ -3,6 +3,7 @@ worker without importing any task module (tasks import services, never the
 other way round)."""
 
 import logging
+import threading
 import os
 
 from celery import Celery
@@ -17,10 +18,16 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
+_discovery = threading.Lock()
+
+
 def _registered_task(name: str):
     if name not in app.tasks:
         # Autodiscovery is lazy: a web process has not imported the apps' task modules yet.
-        app.loader.import_default_modules()
+        # One thread imports them; the others wait (concurrent imports saw a half-filled registry).
+        with _discovery:
+            if name not in app.tasks:
+                app.loader.import_default_modules()
     return app.tasks[name]
 
 
