@@ -18,7 +18,10 @@ from reasoningbank_site.errors import (
     RateLimited,
     TooLarge,
     Unavailable,
+    Undecodable,
+    UnsupportedMediaType,
 )
+from trajectories import otlp
 
 api = NinjaAPI(
     title="ReasoningBank agent API",
@@ -33,6 +36,9 @@ api = NinjaAPI(
 
 
 def _error(request, status: int, message: str, code: str, **extra):
+    if otlp.is_otlp_request(request):
+        # OTLP/HTTP clients read errors as a google.rpc.Status in the request's encoding.
+        return otlp.status_response(request, status, message)
     response = api.create_response(request, {"detail": message, "code": code, **extra}, status=status)
     return response
 
@@ -44,6 +50,8 @@ ERROR_STATUS: dict[type[DomainError], int] = {
     NotFound: 404,
     Conflict: 409,
     TooLarge: 413,
+    UnsupportedMediaType: 415,
+    Undecodable: 400,
     Invalid: 422,
     RateLimited: 429,
     Unavailable: 503,

@@ -47,6 +47,18 @@ class Invalid(DomainError):
     code = "validation_error"
 
 
+class Undecodable(DomainError):
+    """The request body cannot be read at all (corrupt gzip, not protobuf, not JSON)."""
+
+    code = "undecodable_body"
+
+
+class UnsupportedMediaType(DomainError):
+    """The body is in an encoding or content type this endpoint does not speak."""
+
+    code = "unsupported_media_type"
+
+
 class TooLarge(DomainError):
     """The input exceeds a stated size limit; the message names the limit."""
 

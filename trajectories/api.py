@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.urls import reverse
 from django.utils import timezone
 from ninja import Query, Router, Status
 
 from accounts.auth import TokenAuth, api_responses
-from reasoningbank_site.errors import NotFound
-from trajectories import lift, selectors, services
+from reasoningbank_site.errors import NotFound, TooLarge
+from trajectories import lift, otlp, selectors, services
 from trajectories.models import Trajectory
 from trajectories.schemas import BatchIn, BatchOut, ImpactOut, TrajectoryAcceptedOut, TrajectoryIn, TrajectoryOut
 
@@ -194,3 +196,73 @@ def impact(request, days: int | None = Query(None, ge=1, le=3650, description="W
             for o in items
         ],
     }
+
+
+_BINARY = {"type": "string", "format": "binary"}
+_STATUS = {
+    "type": "object",
+    "description": "google.rpc.Status (in the request's encoding)",
+    "properties": {"code": {"type": "integer"}, "message": {"type": "string"}},
+}
+
+
+def _otlp_content(json_schema: dict) -> dict:
+    return {"content": {otlp.PROTOBUF: {"schema": _BINARY}, otlp.JSON: {"schema": json_schema}}}
+
+
+@router.post(
+    "/otel/v1/traces",
+    auth=TokenAuth(scope="ingest"),
+    url_name=otlp.URL_NAME,
+    summary="OTLP/HTTP trace export (OpenTelemetry)",
+    description=(
+        "Point an OpenTelemetry exporter here (`OTEL_EXPORTER_OTLP_ENDPOINT=<server>/api/v1/otel`, "
+        "`OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer rb_…`). Protobuf or JSON, optionally gzip. "
+        "Spans that are agent work (GenAI semantic conventions, OpenInference) are buffered per trace; "
+        "when the root span arrives (or the trace is idle for RB_OTLP_IDLE_SECONDS) the trace becomes one "
+        "trajectory whose `external_id` is the trace id. Answers and errors are in the request's encoding."
+    ),
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            **_otlp_content({"type": "object", "description": "ExportTraceServiceRequest (OTLP/JSON)"}),
+        },
+        "responses": {
+            200: {
+                "description": "ExportTraceServiceResponse; `partialSuccess` when spans were rejected",
+                **_otlp_content({"type": "object", "properties": {"partialSuccess": {"type": "object"}}}),
+            },
+            **{
+                status: {"description": description, **_otlp_content(_STATUS)}
+                for status, description in (
+                    (400, "Undecodable body"),
+                    (401, "No, unknown, revoked or expired token"),
+                    (403, "Token without the ingest scope, or archived bank"),
+                    (413, "Body over RB_API_MAX_BODY_BYTES (or inflating beyond 4×)"),
+                    (415, "Not protobuf/JSON, or an unknown Content-Encoding"),
+                    (429, "Rate limited; see Retry-After"),
+                )
+            },
+        },
+    },
+)
+def otlp_traces(request):
+    limit = settings.RB_API_MAX_BODY_BYTES
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > limit:
+        raise TooLarge(f"Request body is {length} bytes; the limit is {limit} bytes (RB_API_MAX_BODY_BYTES).")
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        raise TooLarge(f"The request body exceeds {limit} bytes (RB_API_MAX_BODY_BYTES).") from None
+    spans = otlp.decode_export(
+        body=body,
+        content_type=request.META.get("CONTENT_TYPE", ""),
+        content_encoding=request.META.get("HTTP_CONTENT_ENCODING", ""),
+        max_bytes=limit,
+    )
+    result = services.otlp_spans_ingest(bank=request.bank, token=request.api_token, spans=spans)
+    return otlp.export_response(request, rejected=result.rejected, warnings=result.warnings)

@@ -25,7 +25,8 @@ A normalized step is a flat dict::
 
     {"index": 0, "kind": "tool_call", "content": "...",
      # optional:
-     "name": "search", "arguments": "{\\"q\\": \\"x\\"}", "call_id": "call_1", "is_error": True}
+     "name": "search", "arguments": "{\\"q\\": \\"x\\"}", "call_id": "call_1", "is_error": True,
+     "duration_ms": 840}  # how long the step took, when the source knows (OTLP spans)
 
 ``index`` counts from 0. ``kind`` is one of :data:`KINDS`. Every thought,
 action, tool call (name + arguments as JSON text) and observation is kept;
@@ -45,7 +46,8 @@ import json
 from typing import Any
 
 KINDS = ("system", "user", "thought", "action", "tool_call", "observation", "tool_result", "answer", "refinement")
-OPTIONAL_KEYS = {"name": str, "arguments": str, "call_id": str, "is_error": bool}
+# duration_ms: how long the step took (OTLP spans carry it; trajectories.otlp sets it).
+OPTIONAL_KEYS = {"name": str, "arguments": str, "call_id": str, "is_error": bool, "duration_ms": int}
 MAX_STEP_CONTENT_CHARS = 200_000
 
 STEPS = "steps"

@@ -14,6 +14,7 @@ from django.utils import timezone
 from reasoningbank_site.celery import enqueue_on_commit
 from trajectories.llm import llm_configured
 from trajectories.models import Status, Trajectory
+from trajectories.services import otlp_traces_close_idle
 from trajectories.stages import NO_LLM_DETAIL
 from trajectories.transitions import trajectory_move_many
 
@@ -28,6 +29,7 @@ class SweepReport:
     never_picked_up: list[int] = field(default_factory=list)
     resumed_awaiting_llm: list[int] = field(default_factory=list)
     groups_closed: list[tuple[int, str]] = field(default_factory=list)
+    otlp_traces_closed: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -39,6 +41,7 @@ class SweepReport:
                 self.never_picked_up,
                 self.resumed_awaiting_llm,
                 self.groups_closed,
+                self.otlp_traces_closed,
             )
         )
 
@@ -50,15 +53,20 @@ class SweepReport:
             f"resumed {len(self.resumed_awaiting_llm)} trajectory(ies) awaiting an LLM: {self.resumed_awaiting_llm}"
             + ("" if llm_configured() else " (no LLM endpoint configured)"),
             f"closed {len(self.groups_closed)} expired MaTTS group(s): {[g for _b, g in self.groups_closed]}",
+            f"closed {len(self.otlp_traces_closed)} idle OTLP trace(s) into trajectories: "
+            f"{[t for _b, t in self.otlp_traces_closed]}",
         ]
 
 
-def pipeline_sweep(*, stale_seconds: int | None = None, group_wait_seconds: int | None = None) -> SweepReport:
+def pipeline_sweep(
+    *, stale_seconds: int | None = None, group_wait_seconds: int | None = None, otlp_idle_seconds: int | None = None
+) -> SweepReport:
     """Pick up what was left behind, and enqueue it: rows left judging or
     distilling longer than ``stale_seconds`` (a worker died) are moved back a
     stage; received rows never picked up are re-sent; awaiting_llm rows resume
     when an LLM is configured; MaTTS groups waiting longer than
-    ``group_wait_seconds`` are closed with what arrived. Safe to run
+    ``group_wait_seconds`` are closed with what arrived; OTLP traces idle for
+    ``otlp_idle_seconds`` become trajectories (their root span never came). Safe to run
     concurrently with workers: every move is compare-and-set."""
     stale = timedelta(seconds=settings.RB_PIPELINE_STALE_SECONDS if stale_seconds is None else stale_seconds)
     wait = timedelta(seconds=settings.RB_MATTS_GROUP_WAIT_SECONDS if group_wait_seconds is None else group_wait_seconds)
@@ -120,4 +128,5 @@ def pipeline_sweep(*, stale_seconds: int | None = None, group_wait_seconds: int 
         if key not in report.groups_closed:
             report.groups_closed.append(key)
             enqueue_on_commit(DISTILL_GROUP, key[0], key[1], True)
+    report.otlp_traces_closed = otlp_traces_close_idle(idle_seconds=otlp_idle_seconds)
     return report

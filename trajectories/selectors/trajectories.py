@@ -104,7 +104,14 @@ class StepView:
     call_id: str = ""
     is_error: bool = False
     long: bool = False
+    duration: str = ""  # how long the step took ("840 ms", "2.4 s"), when the source recorded it
     cited_by: list = field(default_factory=list)
+
+
+def _duration(value) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        return ""
+    return f"{value:.0f} ms" if value < 1000 else f"{value / 1000:.1f} s"
 
 
 def step_views(*, trajectory: Trajectory, cited: dict[int, list] | None = None) -> list[StepView]:
@@ -134,6 +141,7 @@ def step_views(*, trajectory: Trajectory, cited: dict[int, list] | None = None) 
                 call_id=str(raw.get("call_id") or ""),
                 is_error=bool(raw.get("is_error")),
                 long=kind in ("observation", "tool_result", "system") and len(content) > LONG_TEXT,
+                duration=_duration(raw.get("duration_ms")),
                 cited_by=cited.get(index, []),
             )
         )
