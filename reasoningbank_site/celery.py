@@ -3,8 +3,8 @@ worker without importing any task module (tasks import services, never the
 other way round)."""
 
 import logging
-import threading
 import os
+import threading
 
 from celery import Celery
 from django.db import transaction
