@@ -11,7 +11,7 @@ from accounts.auth import TokenAuth, api_responses
 from memories import selectors
 from memories.embeddings import EmbeddingModelError
 from memories.models import MemoryItem
-from memories.schemas import ApprovedMemoryOut, MemoryListOut, RetrieveIn, RetrieveOut
+from memories.schemas import ApprovedMemoryOut, MemoryListOut, RetrieveFiltersIn, RetrieveIn, RetrieveOut
 from memories.services import retrieval_perform
 from reasoningbank_site.errors import Invalid, NotFound, Unavailable
 
@@ -24,6 +24,18 @@ MAX_OFFSET = 1_000_000_000  # keeps OFFSET far inside PostgreSQL's bigint (a lar
 class PageIn(Schema):
     limit: int = Field(20, ge=1, le=MAX_PAGE, description="Items per page (1–100).")
     offset: int = Field(0, ge=0, le=MAX_OFFSET, description="Items to skip.")
+
+
+def _filters(payload: RetrieveFiltersIn | None) -> selectors.RetrievalFilters:
+    if payload is None:
+        return selectors.NO_FILTERS
+    agent = payload.agent
+    return selectors.RetrievalFilters(
+        tags_any=tuple(payload.tags.any) if payload.tags else (),
+        tags_all=tuple(payload.tags.all) if payload.tags else (),
+        agents=(agent,) if isinstance(agent, str) else tuple(agent.in_) if agent else (),
+        metadata=payload.metadata,
+    )
 
 
 def _memory_out(item: MemoryItem, score: float | None = None) -> dict:
@@ -48,12 +60,18 @@ def _memory_out(item: MemoryItem, score: float | None = None) -> dict:
 )
 def retrieve(request, payload: RetrieveIn):
     """Approved memories of the token's bank most relevant to `query`, and a
-    `system_block` to put in the agent's system prompt."""
+    `system_block` to put in the agent's system prompt. `filters` narrow
+    what may be served (tags, source agent, source metadata)."""
     if not payload.query.strip():
         raise Invalid("query: must contain more than whitespace")
     try:
         result = retrieval_perform(
-            bank=request.bank, query=payload.query, k=payload.k, task_id=payload.task_id, token=request.api_token
+            bank=request.bank,
+            query=payload.query,
+            k=payload.k,
+            task_id=payload.task_id,
+            token=request.api_token,
+            filters=_filters(payload.filters),
         )
     except EmbeddingModelError as exc:
         raise Unavailable(f"The embedding model is not available: {exc}", code="embedding_unavailable") from exc

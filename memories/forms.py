@@ -6,7 +6,8 @@ import uuid
 from django import forms
 
 from accounts.models import MAX_TOP_K
-from memories.models import ItemOrigin, ItemStatus, MemoryItem
+from memories.models import TAG_MAX_LENGTH, TAGS_MAX, ItemOrigin, ItemStatus, MemoryItem, normalize_tags
+from memories.selectors import RetrievalFilters
 from reasoningbank_site.formfields import BoundedDateField
 from reasoningbank_site.text import scrub_text
 
@@ -81,7 +82,27 @@ class BulkActionForm(forms.Form):
         return cleaned
 
 
+def _tags_field(**kwargs) -> forms.CharField:
+    return forms.CharField(
+        required=False,
+        max_length=TAGS_MAX * (TAG_MAX_LENGTH + 2),
+        widget=forms.TextInput(attrs={"placeholder": "e.g. checkout, auth"}),
+        **kwargs,
+    )
+
+
+def _clean_tags(value: str) -> list[str]:
+    try:
+        return normalize_tags(value)
+    except ValueError as exc:
+        raise forms.ValidationError(f"{str(exc)[:1].upper()}{str(exc)[1:]}.") from None
+
+
 class ItemEditForm(forms.ModelForm):
+    tags = _tags_field(
+        help_text=f"Separated by commas or spaces; lower-case letters, digits, “.”, “_”, “-”; at most {TAGS_MAX}. "
+        "Agents can retrieve by tag."
+    )
     note = forms.CharField(
         required=False,
         max_length=500,
@@ -100,6 +121,13 @@ class ItemEditForm(forms.ModelForm):
             "description": "One sentence: when to use it (or when not to).",
             "content": "1–3 sentences of actionable, general insight. No site names or literal strings from the task.",
         }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.initial.setdefault("tags", ", ".join(self.instance.tags or []))
+
+    def clean_tags(self) -> list[str]:
+        return _clean_tags(self.cleaned_data["tags"])
 
 
 class ItemCreateForm(ItemEditForm):
@@ -163,6 +191,10 @@ class MergeForm(forms.Form):
     note = forms.CharField(required=False, max_length=2000)  # a form field, so NUL is refused (was read raw: a 500)
 
 
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not JSON")  # NaN / Infinity: read the value as text
+
+
 class PlaygroundForm(forms.Form):
     q = forms.CharField(
         label="Task",
@@ -170,3 +202,54 @@ class PlaygroundForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3, "placeholder": "Describe a task as an agent would send it"}),
     )
     k = forms.IntegerField(required=False, min_value=1, max_value=MAX_TOP_K, label="k (empty: the bank's top-k)")
+    tags = _tags_field(label="Tags")
+    tags_mode = forms.ChoiceField(
+        required=False, choices=[("any", "any of them"), ("all", "all of them")], label="Items with"
+    )
+    agent = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="Agent",
+        widget=forms.TextInput(attrs={"placeholder": "e.g. shop-bot/1.3 (several: comma-separated)"}),
+    )
+    metadata = forms.CharField(
+        required=False,
+        max_length=4000,
+        label="Metadata (key=value, one a line)",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "env=prod"}),
+        help_text='A value is read as JSON when it parses (42, true, {"a": 1}), else as text.',
+    )
+
+    def clean_tags(self) -> list[str]:
+        return _clean_tags(self.cleaned_data["tags"])
+
+    def clean_metadata(self) -> dict:
+        metadata = {}
+        for number, line in enumerate(self.cleaned_data["metadata"].splitlines(), start=1):
+            if not line.strip():
+                continue
+            key, sep, raw = line.partition("=")
+            if not sep or not key.strip():
+                raise forms.ValidationError(f"Line {number}: write key=value.")
+            try:
+                value = json.loads(raw.strip(), parse_constant=_refuse_constant)
+            except (ValueError, RecursionError):
+                value = raw.strip()
+            metadata[key.strip()] = value
+        try:
+            json.dumps(metadata, allow_nan=False)
+        except (ValueError, RecursionError):
+            raise forms.ValidationError("A value is nested too deeply.") from None
+        return scrub_text(metadata)  # a JSON "\u0000" cannot be stored
+
+    def filters(self) -> RetrievalFilters:
+        """The filter inputs as the retrieval selector's filters (call after is_valid)."""
+        data = self.cleaned_data
+        tags = tuple(data.get("tags") or ())
+        agents = tuple(a.strip() for a in (data.get("agent") or "").split(",") if a.strip())
+        return RetrievalFilters(
+            tags_any=tags if data.get("tags_mode") != "all" else (),
+            tags_all=tags if data.get("tags_mode") == "all" else (),
+            agents=agents,
+            metadata=data.get("metadata") or {},
+        )

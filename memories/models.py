@@ -6,9 +6,12 @@ text and embedding) and the items distilled from it. Trajectories point at the
 experience they fed (trajectories → memories), so this app never imports the
 trajectories app."""
 
+import re
 import uuid
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
@@ -19,6 +22,44 @@ EMBEDDING_DIM = 384
 # Stated once: the model fields, the services' checks and the import's messages use these.
 TITLE_MAX = 200
 REASON_MAX = 200
+# Item tags: short lower-case slugs set by reviewers, filterable at retrieval.
+TAG_MAX_LENGTH = 40
+TAGS_MAX = 12
+TAG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+# Provenance kept on an item for agent/metadata filters: distinct metadata objects of its source trajectories.
+SOURCE_METADATA_MAX = 50
+
+
+def normalize_tags(values) -> list[str]:
+    """The one tag rule: each tag is stripped and lower-cased (inner spaces
+    become "-"), at most TAG_MAX_LENGTH characters of letters, digits, ".",
+    "_" or "-" starting with a letter or digit; duplicates and empty ones are
+    dropped; at most TAGS_MAX tags; returned sorted. ``values`` is a list of
+    strings or one string of tags separated by commas or spaces. Raises
+    ValueError naming the first bad tag (callers turn it into their own error)."""
+    if values is None:
+        return []
+    if isinstance(values, str):
+        values = re.split(r"[,\s]+", values)
+    if not isinstance(values, (list, tuple, set)):
+        raise ValueError("tags must be a list of strings")
+    tags = set()
+    for value in values:
+        if not isinstance(value, str):
+            raise ValueError(f"a tag must be a string, not {type(value).__name__}")
+        tag = "-".join(value.strip().lower().split())
+        if not tag:
+            continue
+        if len(tag) > TAG_MAX_LENGTH:
+            raise ValueError(f"tag {tag[:TAG_MAX_LENGTH]!r}… is longer than {TAG_MAX_LENGTH} characters")
+        if not TAG_PATTERN.match(tag):
+            raise ValueError(
+                f"tag {tag!r} may only hold letters, digits, '.', '_' and '-', starting with a letter or digit"
+            )
+        tags.add(tag)
+    if len(tags) > TAGS_MAX:
+        raise ValueError(f"at most {TAGS_MAX} tags (got {len(tags)})")
+    return sorted(tags)
 
 
 class Experience(models.Model):
@@ -82,6 +123,11 @@ class MemoryItem(models.Model):
     near_duplicates = models.JSONField(default=list, blank=True)
     needs_review_reason = models.CharField(max_length=REASON_MAX, blank=True)
     status_reason = models.TextField(blank=True)
+    # Reviewers' tags (normalize_tags) and the source trajectories' agents and metadata objects
+    # (written at proposal), so retrieval filters on them inside the vector search.
+    tags = ArrayField(models.CharField(max_length=TAG_MAX_LENGTH), default=list, blank=True)
+    source_agents = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    source_metadata = models.JSONField(default=list, blank=True)
 
     # The embedding is of `embedded_text`'s hash; a stale or missing one is
     # never searched (see memories.selectors).
@@ -105,6 +151,9 @@ class MemoryItem(models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["bank", "status", "created_at"]),
+            GinIndex(name="memoryitem_tags_gin", fields=["tags"]),
+            GinIndex(name="memoryitem_source_agents_gin", fields=["source_agents"]),
+            GinIndex(name="memoryitem_source_meta_gin", fields=["source_metadata"], opclasses=["jsonb_path_ops"]),
             HnswIndex(
                 name="memoryitem_embedding_hnsw",
                 fields=["embedding"],
@@ -131,6 +180,7 @@ class MemoryItemVersion(models.Model):
     description = models.TextField()
     content = models.TextField()
     status = models.CharField(max_length=16, choices=ItemStatus.choices)
+    tags = ArrayField(models.CharField(max_length=TAG_MAX_LENGTH), default=list, blank=True)
     action = models.CharField(
         max_length=40, help_text="created, edited, approved, rejected, archived, superseded, merged…"
     )
@@ -169,6 +219,8 @@ class RetrievalEvent(models.Model):
     # The bank's holdout fraction when this retrieval was assigned (null: before it was recorded);
     # the Impact page never compares retrievals assigned under different fractions.
     holdout_fraction = models.FloatField(null=True, blank=True)
+    # The filters the agent sent, normalized ({} when none): {"tags": {"any"|"all": [...]}, "agent": {"in": [...]}, "metadata": {...}}.
+    filters = models.JSONField(default=dict, blank=True)
     latency_ms = models.FloatField(default=0)
     # Folded into the items' served counters (memory_items_count_served), off the request path.
     served_counted = models.BooleanField(default=False)

@@ -2,13 +2,125 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
+from typing import Annotated, Any
 from uuid import UUID
 
 from ninja import Field, Schema
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, field_validator, model_validator
 
+from memories.models import normalize_tags
 from memories.selectors import MAX_K
-from reasoningbank_site.text import CleanStr
+from reasoningbank_site.text import CleanStr, scrub_text
+
+FILTER_VALUES_MAX = 50  # tags or agents listed in one filter
+FILTER_METADATA_KEYS_MAX = 20
+FILTER_METADATA_BYTES_MAX = 4096
+
+
+def _one_tag(value: str) -> str:
+    tags = normalize_tags([value])
+    if not tags:
+        raise ValueError("a tag cannot be empty")
+    return tags[0]
+
+
+FilterTag = Annotated[str, AfterValidator(_one_tag)]
+AgentName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+
+
+def _known_keys(data: Any, allowed: tuple[str, ...], what: str) -> Any:
+    if isinstance(data, dict):
+        unknown = [str(key) for key in data if key not in allowed]
+        if unknown:
+            raise ValueError(f"unknown {what} {', '.join(repr(k) for k in unknown)}; use {' or '.join(allowed)}")
+    return data
+
+
+class TagFilterIn(BaseModel):
+    """Items carrying any of ``any`` and all of ``all`` (both may be given)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    any: list[FilterTag] = Field(default_factory=list, max_length=FILTER_VALUES_MAX, examples=[["checkout", "auth"]])
+    all: list[FilterTag] = Field(default_factory=list, max_length=FILTER_VALUES_MAX, examples=[["web"]])
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keys(cls, data: Any) -> Any:
+        return _known_keys(data, ("any", "all"), "tags filter key")
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> TagFilterIn:
+        if not self.any and not self.all:
+            raise ValueError("give a non-empty 'any' or 'all' list of tags")
+        return self
+
+
+class AgentFilterIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    in_: list[AgentName] = Field(
+        ..., alias="in", min_length=1, max_length=FILTER_VALUES_MAX, examples=[["shop-bot/1.3", "shop-bot/1.4"]]
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keys(cls, data: Any) -> Any:
+        return _known_keys(data, ("in",), "agent filter key")
+
+
+class RetrieveFiltersIn(BaseModel):
+    """Narrow what may be served. ``tags``: reviewers' tags of the item.
+    ``agent`` / ``metadata``: the ``agent`` and ``metadata`` of the
+    trajectories the item was distilled from (items written by hand or
+    imported have none, so these two leave them out). All given parts must
+    match; they are applied inside the vector search, so k items are still
+    served when only a few match."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"tags": {"any": ["checkout"]}},
+                {"agent": "shop-bot/1.3", "metadata": {"env": "prod"}},
+                {"tags": {"all": ["web", "auth"]}, "agent": {"in": ["shop-bot/1.3", "shop-bot/1.4"]}},
+            ]
+        },
+    )
+
+    tags: TagFilterIn | None = Field(None, description='{"any": [...]} and/or {"all": [...]} of lower-case tags.')
+    agent: AgentName | AgentFilterIn | None = Field(
+        None, description='One agent name, or {"in": [...]}: items learnt from a trajectory of that agent.'
+    )
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        max_length=FILTER_METADATA_KEYS_MAX,
+        description=(
+            "JSON containment: items learnt from a trajectory whose metadata has every key with that value "
+            "(nested objects match partially)."
+        ),
+        examples=[{"env": "prod", "site": {"name": "shop"}}],
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keys(cls, data: Any) -> Any:
+        return scrub_text(_known_keys(data, ("tags", "agent", "metadata"), "filter"))
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_size(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            size = len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+        except ValueError:
+            raise ValueError("contains NaN or Infinity, which JSON cannot store") from None
+        except RecursionError:
+            raise ValueError("is nested too deeply") from None
+        if size > FILTER_METADATA_BYTES_MAX:
+            raise ValueError(f"is {size} bytes serialized; the limit is {FILTER_METADATA_BYTES_MAX} bytes")
+        return value
 
 
 class RetrieveIn(Schema):
@@ -33,6 +145,14 @@ class RetrieveIn(Schema):
         max_length=200,
         description="Your id for this task; items learnt from the same task id are not served (leave-one-task-out).",
         examples=["webarena-shopping-0412"],
+    )
+    filters: RetrieveFiltersIn | None = Field(
+        None,
+        description=(
+            "Serve only items matching these filters: tags (any/all), the source trajectories' agent "
+            "(a name or {in: [...]}) and metadata (JSON containment). Unknown keys are a 422."
+        ),
+        examples=[{"tags": {"any": ["checkout"]}, "agent": "shop-bot/1.3", "metadata": {"env": "prod"}}],
     )
 
 

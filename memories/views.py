@@ -263,7 +263,7 @@ def item_edit(request, bank_id, item_id):
     if not form.is_valid():
         return _item_answer(request, t, edit_form=form)
     data = form.cleaned_data
-    fields = {key: data[key] for key in ("title", "description", "content", "note")}
+    fields = {key: data[key] for key in ("title", "description", "content", "tags", "note")}
     edit = partial(services.memory_item_edit, item=t.item, author=request.user, **fields)
     return _act(request, t, edit, done="Saved.", decided=False, edit_form=form)
 
@@ -364,6 +364,7 @@ def item_create(request, bank_id):
                 title=data["title"],
                 description=data["description"],
                 content=data["content"],
+                tags=data["tags"],
                 author=request.user,
                 status=ItemStatus.APPROVED if data["approve_now"] else ItemStatus.PROPOSED,
             )
@@ -422,11 +423,21 @@ def items_import(request, bank_id):
 def playground(request, bank_id):
     bank, membership = bank_for_user(request, bank_id)
     form = PlaygroundForm(request.GET if "q" in request.GET else None)
-    result = error = None
+    result = error = filters = None
     if form.is_bound and form.is_valid():
+        filters = form.filters()
         try:
-            result = services.retrieval_preview(bank=bank, query=form.cleaned_data["q"], k=form.cleaned_data.get("k"))
+            result = services.retrieval_preview(
+                bank=bank, query=form.cleaned_data["q"], k=form.cleaned_data.get("k"), filters=filters
+            )
         except DomainError as exc:
             error = str(exc)
-    context = {"bank": bank, "membership": membership, "form": form, "result": result, "error": error}
+    context = {
+        "bank": bank,
+        "membership": membership,
+        "form": form,
+        "result": result,
+        "error": error,
+        "filters": filters,
+    }
     return render(request, template_for(request, "memories/playground.html", {"results": "results"}), context)

@@ -326,6 +326,8 @@ def trajectory_distill(*, trajectory_id: int) -> bool:
                 model=model,
                 prompt_version=version,
                 verdict_label=locked.verdict,
+                source_agents=[locked.agent],
+                source_metadata=[locked.metadata],
             )
         trajectory_move(
             t.pk,
@@ -432,6 +434,8 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
                 model=model,
                 prompt_version=version,
                 verdict_label="",
+                source_agents=[m.agent for m in locked],
+                source_metadata=[m.metadata for m in locked],
             )
         trajectory_move_many(
             Trajectory.objects.filter(pk__in=ids),

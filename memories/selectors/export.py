@@ -7,7 +7,17 @@ from collections.abc import Iterator
 from accounts.models import Bank
 from memories.models import ItemStatus, MemoryItem
 
-EXPORT_FIELDS = ("title", "description", "content", "status", "origin", "source_task_id", "created_at", "approved_at")
+EXPORT_FIELDS = (
+    "title",
+    "description",
+    "content",
+    "tags",
+    "status",
+    "origin",
+    "source_task_id",
+    "created_at",
+    "approved_at",
+)
 
 
 def memory_items_export(*, bank: Bank, status: str = "") -> Iterator[dict]:

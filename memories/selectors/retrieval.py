@@ -4,7 +4,7 @@ items, and the system block served with a retrieval."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -34,6 +34,54 @@ class EmbeddingCounts:
     pending: int  # approved but without a current embedding: not searchable yet
 
 
+@dataclass(frozen=True)
+class RetrievalFilters:
+    """What a retrieval may serve, beyond the bank and status: items carrying
+    any of ``tags_any`` and all of ``tags_all``, learnt from a trajectory of
+    one of ``agents``, whose source trajectories' metadata includes
+    ``metadata`` (JSON containment: every key with that value, nested objects
+    matched partially). Empty parts do not filter. Items written by hand or
+    imported have no source agent or metadata, so those filters leave them out."""
+
+    tags_any: tuple[str, ...] = ()
+    tags_all: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()
+    metadata: dict = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.tags_any or self.tags_all or self.agents or self.metadata)
+
+    def q(self, prefix: str = "") -> Q:
+        """The filters as a Q on MemoryItem (``prefix`` for a related item, e.g. "items__");
+        every lookup has a GIN index, and all of them run inside the vector search."""
+        q = Q()
+        if self.tags_any:
+            q &= Q(**{f"{prefix}tags__overlap": list(self.tags_any)})
+        if self.tags_all:
+            q &= Q(**{f"{prefix}tags__contains": list(self.tags_all)})
+        if self.agents:
+            q &= Q(**{f"{prefix}source_agents__overlap": list(self.agents)})
+        if self.metadata:
+            # source_metadata is a list of objects: [{...}] is contained when one of them contains {...}.
+            q &= Q(**{f"{prefix}source_metadata__contains": [self.metadata]})
+        return q
+
+    def as_dict(self) -> dict:
+        """The filters in the API's shape (recorded on the RetrievalEvent); {} when none."""
+        out: dict = {}
+        tags = {key: list(values) for key, values in (("any", self.tags_any), ("all", self.tags_all)) if values}
+        if tags:
+            out["tags"] = tags
+        if self.agents:
+            out["agent"] = {"in": list(self.agents)}
+        if self.metadata:
+            out["metadata"] = self.metadata
+        return out
+
+
+NO_FILTERS = RetrievalFilters()
+
+
 def hnsw_iterative_scan(*, ef_search: int) -> None:
     """Inside the current transaction: let the HNSW scan keep going until the
     bank/status filter leaves enough rows (pgvector ≥ 0.8), instead of
@@ -54,14 +102,22 @@ def _current_embedding_q(prefix: str = "") -> Q:
 
 
 def approved_items_search(
-    *, bank: Bank, vector, k: int, min_similarity: float, exclude_task_id: str = ""
+    *,
+    bank: Bank,
+    vector,
+    k: int,
+    min_similarity: float,
+    exclude_task_id: str = "",
+    filters: RetrievalFilters = NO_FILTERS,
 ) -> list[tuple[MemoryItem, float]]:
     """The bank's approved items with a current embedding nearest to
     ``vector`` (cosine), at most ``k``, best first, as (item, similarity)
     with similarity ≥ ``min_similarity``. Items whose ``source_task_id`` is
-    ``exclude_task_id`` are left out (leave-one-task-out)."""
+    ``exclude_task_id`` are left out (leave-one-task-out); ``filters`` are
+    part of the same query, so the iterative index scan keeps going until k
+    matching items are found (a selective filter is not starved)."""
     k = max(1, min(int(k), MAX_K))
-    qs = MemoryItem.objects.filter(_current_embedding_q(), bank=bank, status=ItemStatus.APPROVED)
+    qs = MemoryItem.objects.filter(_current_embedding_q(), filters.q(), bank=bank, status=ItemStatus.APPROVED)
     if exclude_task_id:
         qs = qs.exclude(source_task_id=exclude_task_id)
     qs = qs.annotate(distance=CosineDistance("embedding", vector)).defer("embedding").order_by("distance")[:k]
@@ -83,14 +139,22 @@ def approved_items_search(
 
 
 def experiences_search(
-    *, bank: Bank, vector, n: int, min_similarity: float, exclude_task_id: str = ""
+    *,
+    bank: Bank,
+    vector,
+    n: int,
+    min_similarity: float,
+    exclude_task_id: str = "",
+    filters: RetrievalFilters = NO_FILTERS,
 ) -> list[tuple[MemoryItem, float]]:
     """The paper's retrieval: the ``n`` past tasks (experiences) of the bank
-    most similar to ``vector`` that have at least one approved item, then all
-    approved items of those experiences, each scored with its experience's
-    similarity. Experiences (and items) of ``exclude_task_id`` are left out."""
+    most similar to ``vector`` that have at least one approved item matching
+    ``filters``, then those items of those experiences, each scored with its
+    experience's similarity. Experiences (and items) of ``exclude_task_id``
+    are left out. The filters sit inside the experience search's EXISTS, so
+    the index scan continues past experiences with no matching item."""
     n = max(1, min(int(n), MAX_K))
-    approved_items = MemoryItem.objects.filter(experience=OuterRef("pk"), status=ItemStatus.APPROVED)
+    approved_items = MemoryItem.objects.filter(filters.q(), experience=OuterRef("pk"), status=ItemStatus.APPROVED)
     if exclude_task_id:
         approved_items = approved_items.exclude(source_task_id=exclude_task_id)
     qs = Experience.objects.filter(Exists(approved_items), bank=bank, embedding__isnull=False)
@@ -104,7 +168,9 @@ def experiences_search(
     scores = {pk: s for pk, s in scores.items() if s >= min_similarity}
     if not scores:
         return []
-    items = MemoryItem.objects.filter(experience_id__in=scores, status=ItemStatus.APPROVED).defer("embedding")
+    items = MemoryItem.objects.filter(filters.q(), experience_id__in=scores, status=ItemStatus.APPROVED).defer(
+        "embedding"
+    )
     if exclude_task_id:
         items = items.exclude(source_task_id=exclude_task_id)
     results = [(item, scores[item.experience_id]) for item in items.order_by("created_at", "id")]

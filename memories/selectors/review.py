@@ -32,6 +32,7 @@ LIST_FIELDS = (
     "updated_at",
     "served_count",
     "cited_steps",
+    "tags",
 )
 
 
@@ -161,7 +162,8 @@ def _word_diff(old: str, new: str) -> list[tuple[str, str]]:
 
 def item_history(*, item: MemoryItem) -> list[VersionView]:
     """Every version of ``item``, newest first, each with word diffs of the
-    text fields against the version before it (difflib)."""
+    text fields against the version before it (difflib), and the tags
+    removed and added."""
     versions = list(MemoryItemVersion.objects.filter(item=item).select_related("author").order_by("number"))
     views: list[VersionView] = []
     previous = None
@@ -172,6 +174,9 @@ def item_history(*, item: MemoryItem) -> list[VersionView]:
                 old, new = getattr(previous, field), getattr(version, field)
                 if old != new:
                     changes.append((field, _word_diff(old, new)))
+            if list(previous.tags) != list(version.tags):
+                removed = [("-", t) for t in previous.tags if t not in version.tags]
+                changes.append(("tags", removed + [("+", t) for t in version.tags if t not in previous.tags]))
         views.append(VersionView(version=version, changes=changes))
         previous = version
     views.reverse()

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 
 from accounts.models import Bank
-from memories.models import TITLE_MAX, ItemOrigin, ItemStatus, MemoryItem
+from memories.models import TITLE_MAX, ItemOrigin, ItemStatus, MemoryItem, normalize_tags
 from memories.services.items import memory_item_create
 
 IMPORT_MAX_ITEMS = 1000
@@ -22,10 +22,10 @@ class ImportReport:
 
 
 def memory_items_import(*, bank: Bank, author, records: list) -> ImportReport:
-    """Create ``records`` (dicts with title, description, content — e.g. a
-    bank's export) in ``bank`` as **proposed** items of origin ``import``, so
+    """Create ``records`` (dicts with title, description, content and
+    optional tags — e.g. a bank's export) in ``bank`` as **proposed** items of origin ``import``, so
     reviewers decide what is served. All or nothing: any invalid record
-    (missing or empty field, over-long title, not an object) creates none
+    (missing or empty field, over-long title, bad tags, not an object) creates none
     and is reported by its 1-based number. A record whose title and content
     the bank already has (in any status but superseded) is skipped as a
     duplicate. At most IMPORT_MAX_ITEMS records. Raises nothing for bad
@@ -50,7 +50,12 @@ def memory_items_import(*, bank: Bank, author, records: list) -> ImportReport:
         if len(values["title"].strip()) > TITLE_MAX:
             report.errors.append(f"record {number}: title longer than {TITLE_MAX} characters")
             continue
-        clean.append((number, {name: value.strip() for name, value in values.items()}))
+        try:
+            tags = normalize_tags(record.get("tags") or [])
+        except ValueError as exc:
+            report.errors.append(f"record {number}: {exc}")
+            continue
+        clean.append((number, {**{name: value.strip() for name, value in values.items()}, "tags": tags}))
     if report.errors:
         return report
     existing = set(

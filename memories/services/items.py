@@ -8,7 +8,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Bank
-from memories.models import REASON_MAX, TITLE_MAX, Experience, ItemOrigin, ItemStatus, MemoryItem
+from memories.models import (
+    REASON_MAX,
+    SOURCE_METADATA_MAX,
+    TITLE_MAX,
+    Experience,
+    ItemOrigin,
+    ItemStatus,
+    MemoryItem,
+    normalize_tags,
+)
 from memories.selectors.retrieval import near_duplicates_search
 from memories.services.embedding import item_embed_enqueue, item_embed_inline, item_embedding_is_current
 from memories.services.transitions import EDITABLE_STATUSES, item_status_move
@@ -23,6 +32,22 @@ def _clean_title(title: str) -> str:
     if len(title) > TITLE_MAX:
         raise Invalid(f"A title is at most {TITLE_MAX} characters (got {len(title)}).")
     return title
+
+
+def _clean_tags(tags) -> list[str]:
+    try:
+        return normalize_tags(tags)
+    except ValueError as exc:
+        raise Invalid(f"Tags: {exc}.") from None
+
+
+def _provenance(agents, metadata) -> tuple[list[str], list[dict]]:
+    """Distinct non-empty agents (sorted) and metadata objects (in order, at most SOURCE_METADATA_MAX)."""
+    distinct: list[dict] = []
+    for entry in metadata or ():
+        if isinstance(entry, dict) and entry and entry not in distinct:
+            distinct.append(entry)
+    return sorted({a for a in agents or () if a}), distinct[:SOURCE_METADATA_MAX]
 
 
 def _check_origin(origin: str) -> None:
@@ -44,15 +69,20 @@ def memory_item_propose(
     model: str = "",
     prompt_version: str = "",
     verdict_label: str = "",
+    source_agents=(),
+    source_metadata=(),
 ) -> MemoryItem:
     """A distilled item awaiting review: status proposed, version 1
     ("created"), embedded inline (this runs in the worker), and
     ``near_duplicates`` set to the up-to-3 proposed/approved items of the
     bank with cosine similarity ≥ NEAR_DUPLICATE_SIMILARITY, most similar
-    first. An over-long title (LLM output) is cut to TITLE_MAX characters.
-    Raises Invalid for an empty title or an unknown origin."""
+    first. ``source_agents`` and ``source_metadata`` (the source
+    trajectories' ``agent`` and ``metadata``) are kept, distinct, for the
+    retrieval filters. An over-long title (LLM output) is cut to TITLE_MAX
+    characters. Raises Invalid for an empty title or an unknown origin."""
     title = _clean_title((title or "").strip()[:TITLE_MAX])
     _check_origin(origin)
+    agents, metadata = _provenance(source_agents, source_metadata)
     item = MemoryItem(
         bank=bank,
         experience=experience,
@@ -66,6 +96,8 @@ def memory_item_propose(
         model=model or "",
         prompt_version=prompt_version or "",
         verdict_label=verdict_label or "",
+        source_agents=agents,
+        source_metadata=metadata,
     )
     item_embed_inline(item)
     item.near_duplicates = near_duplicates_search(bank=bank, vector=item.embedding)
@@ -84,12 +116,15 @@ def memory_item_create(
     author=None,
     origin: str = ItemOrigin.MANUAL,
     status: str = ItemStatus.PROPOSED,
+    tags=(),
 ) -> MemoryItem:
     """An item written by hand (or imported). ``status`` is proposed (the
     default; embedded by a worker after commit) or approved (embedded inline,
-    so it is searchable at once). Raises Invalid for an empty or too long
-    title, another status, or an unknown origin."""
+    so it is searchable at once); ``tags`` follow ``normalize_tags``. Raises
+    Invalid for an empty or too long title, bad tags, another status, or an
+    unknown origin."""
     title = _clean_title(title)
+    tags = _clean_tags(tags)
     if status not in (ItemStatus.PROPOSED, ItemStatus.APPROVED):
         raise Invalid(f"A new item is proposed or approved, not {status!r}.")
     _check_origin(origin)
@@ -100,6 +135,7 @@ def memory_item_create(
         content=(content or "").strip(),
         origin=origin,
         status=status,
+        tags=tags,
         created_by=author,
     )
     if status == ItemStatus.APPROVED:
@@ -121,13 +157,16 @@ def memory_item_edit(
     title: str | None = None,
     description: str | None = None,
     content: str | None = None,
+    tags=None,
     note: str = "",
 ) -> MemoryItem:
-    """Change an item's text (None leaves a field as is). A real change
-    writes an "edited" version, clears the embedding and enqueues
-    re-embedding after commit; no change writes nothing. The status is kept.
-    Raises Conflict for a superseded item, Invalid for an empty or too long
-    title."""
+    """Change an item's text or tags (None leaves a field as is). A real
+    change writes an "edited" version (tags included, so history and audit
+    show them); a text change also clears the embedding and enqueues
+    re-embedding after commit, while a tags-only change keeps the item
+    searchable. No change writes nothing. The status is kept. Raises
+    Conflict for a superseded item, Invalid for an empty or too long title
+    or bad tags."""
     item_lock(item)
     if item.status not in EDITABLE_STATUSES:
         raise Conflict(f"A {item.status} item cannot be edited.")
@@ -138,16 +177,23 @@ def memory_item_edit(
         changes["description"] = description.strip()
     if content is not None and content.strip() != item.content:
         changes["content"] = content.strip()
+    text_changed = bool(changes)
+    if tags is not None and _clean_tags(tags) != list(item.tags):
+        changes["tags"] = _clean_tags(tags)
     if not changes:
         return item
     for name, value in changes.items():
         setattr(item, name, value)
-    item.embedding = None
-    item.embedding_hash = ""
-    item.embedding_model = ""
-    item.save(update_fields=[*changes, "embedding", "embedding_hash", "embedding_model", "updated_at"])
+    fields = [*changes, "updated_at"]
+    if text_changed:
+        item.embedding = None
+        item.embedding_hash = ""
+        item.embedding_model = ""
+        fields += ["embedding", "embedding_hash", "embedding_model"]
+    item.save(update_fields=fields)
     item_version_record(item=item, action="edited", author=author, note=note)
-    item_embed_enqueue(item.pk)
+    if text_changed:
+        item_embed_enqueue(item.pk)
     return item
 
 

@@ -16,6 +16,8 @@ from memories.embeddings import embed_text
 from memories.models import Arm, MemoryItem, RetrievalEvent
 from memories.selectors.retrieval import (
     MAX_K,
+    NO_FILTERS,
+    RetrievalFilters,
     approved_items_search,
     embedding_counts,
     experiences_search,
@@ -37,14 +39,17 @@ class RetrievalResult:
     event: RetrievalEvent | None = None  # None for a preview
 
 
-def retrieval_preview(*, bank: Bank, query: str, k: int | None = None, task_id: str = "") -> RetrievalResult:
+def retrieval_preview(
+    *, bank: Bank, query: str, k: int | None = None, task_id: str = "", filters: RetrievalFilters = NO_FILTERS
+) -> RetrievalResult:
     """What an agent of ``bank`` would be served for ``query`` (treatment
     arm), without logging or counting anything — the playground's view and
     the first half of retrieval_perform. Items mode: the top-k approved
     items by similarity to the query; experiences mode: all approved items
     of the top-n most similar past tasks. ``k`` defaults to bank.top_k and
     is capped at MAX_K; bank.min_similarity applies; a ``task_id`` excludes
-    what was learnt from that same task. Raises Invalid for an empty query
+    what was learnt from that same task; ``filters`` (tags, source agent,
+    source metadata) narrow what may be served inside the vector search. Raises Invalid for an empty query
     (and EmbeddingModelError when the model cannot be loaded)."""
     started = time.perf_counter()
     query = (query or "").strip()
@@ -54,11 +59,21 @@ def retrieval_preview(*, bank: Bank, query: str, k: int | None = None, task_id: 
     vector = embed_text(query)
     if bank.retrieval_mode == RetrievalMode.EXPERIENCES:
         pairs = experiences_search(
-            bank=bank, vector=vector, n=k, min_similarity=bank.min_similarity, exclude_task_id=task_id or ""
+            bank=bank,
+            vector=vector,
+            n=k,
+            min_similarity=bank.min_similarity,
+            exclude_task_id=task_id or "",
+            filters=filters,
         )
     else:
         pairs = approved_items_search(
-            bank=bank, vector=vector, k=k, min_similarity=bank.min_similarity, exclude_task_id=task_id or ""
+            bank=bank,
+            vector=vector,
+            k=k,
+            min_similarity=bank.min_similarity,
+            exclude_task_id=task_id or "",
+            filters=filters,
         )
     counts = embedding_counts(bank=bank)
     return RetrievalResult(
@@ -73,18 +88,25 @@ def retrieval_preview(*, bank: Bank, query: str, k: int | None = None, task_id: 
 
 
 def retrieval_perform(
-    *, bank: Bank, query: str, k: int | None = None, task_id: str = "", token: ApiToken | None = None
+    *,
+    bank: Bank,
+    query: str,
+    k: int | None = None,
+    task_id: str = "",
+    token: ApiToken | None = None,
+    filters: RetrievalFilters = NO_FILTERS,
 ) -> RetrievalResult:
     """Answer an agent's retrieval (see retrieval_preview) and log it. With
     probability bank.holdout_fraction the retrieval is in the holdout arm:
     nothing is served, but the event records what would have been, so lift
     can be measured; the event records the fraction it was drawn with, so
-    a later change never mixes periods. Writes one RetrievalEvent and nothing else: the served
-    items' counters are folded from the events later
+    a later change never mixes periods. Writes one RetrievalEvent (with the
+    ``filters``) and nothing else: the served items' counters are folded from
+    the events later
     (``memory_items_count_served``), so concurrent retrievals of the same
     items never lock the same rows. Raises as retrieval_preview does."""
     started = time.perf_counter()
-    result = retrieval_preview(bank=bank, query=query, k=k, task_id=task_id)
+    result = retrieval_preview(bank=bank, query=query, k=k, task_id=task_id, filters=filters)
     recorded = [{"id": str(item.public_id), "score": score} for item, score in result.items]
     if bank.holdout_fraction > 0 and random.random() < bank.holdout_fraction:
         result.arm, result.items, result.system_block = Arm.HOLDOUT, [], ""
@@ -99,6 +121,7 @@ def retrieval_perform(
         arm=result.arm,
         results=recorded,
         holdout_fraction=bank.holdout_fraction,
+        filters=filters.as_dict(),
         latency_ms=round(result.latency_ms, 2),
     )
     return result

@@ -6,7 +6,7 @@ from __future__ import annotations
 from accounts.services.audit import audit_record
 from memories.models import MemoryItem, MemoryItemVersion
 
-_AUDITED_FIELDS = ("title", "description", "content", "status")
+_AUDITED_FIELDS = ("title", "description", "content", "status", "tags")
 
 
 def item_lock(item: MemoryItem) -> None:
@@ -27,6 +27,7 @@ def item_version_record(*, item: MemoryItem, action: str, author=None, note: str
         description=item.description,
         content=item.content,
         status=item.status,
+        tags=list(item.tags),
         action=action,
         note=note,
         author=author,

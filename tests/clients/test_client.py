@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 import reasoningbank_client as rb
+from memories.services import memory_item_edit
 from reasoningbank_client import AsyncClient, Client
 from tests import factories
 from tests.clients.conftest import FAST_RETRY
@@ -50,6 +51,17 @@ def test_retrieve_returns_items_block_and_id(client, cable_lesson):
     assert "Use the coupon when buying the cheapest cable in the shop" in result.system_block
     uuid.UUID(result.retrieval_id)
     assert result.warnings == []
+
+
+def test_retrieve_with_filters_is_scoped_and_a_bad_filter_raises(client, cable_lesson, owner):
+    memory_item_edit(item=cable_lesson, author=owner, tags=["shopping"])
+    assert [i.title for i in client.retrieve(TASK, filters={"tags": {"any": ["shopping"]}}).items] == [
+        cable_lesson.title
+    ]
+    assert client.retrieve(TASK, filters={"tags": {"any": ["travel"]}}).items == []
+    assert client.retrieve(TASK, filters={"agent": {"in": ["shop-bot"]}}).items == []  # written by hand: no agent
+    with pytest.raises(rb.ValidationError, match="unknown filter 'tag'"):
+        client.retrieve(TASK, filters={"tag": "shopping"})
 
 
 def test_retrieve_on_an_empty_bank_warns(client):

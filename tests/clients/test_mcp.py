@@ -21,6 +21,8 @@ from django.conf import settings
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from memories.models import MemoryItem, RetrievalEvent
+from memories.services import memory_item_edit
 from tests import factories
 from tests.helpers import http_session
 from trajectories.models import Trajectory
@@ -111,6 +113,17 @@ async def exercise_every_tool(session: ClientSession) -> dict:
 
     retrieved = _data(await session.call_tool("retrieve_memories", {"query": TASK, "k": 2, "task_id": "shop-17"}))
     seen["retrieved"] = retrieved
+    seen["filtered_in"] = _data(
+        await session.call_tool(
+            "retrieve_memories", {"query": TASK, "filters": {"tags": {"any": ["Shopping"]}, "agent": "shop-bot/1.3"}}
+        )
+    )
+    seen["filtered_out"] = _data(
+        await session.call_tool("retrieve_memories", {"query": TASK, "filters": {"tags": {"all": ["shopping", "web"]}}})
+    )
+    seen["bad_filter"] = _text(
+        await session.call_tool("retrieve_memories", {"query": TASK, "filters": {"colour": "red"}})
+    )
     recorded = _data(
         await session.call_tool(
             "record_trajectory",
@@ -163,6 +176,14 @@ def check(seen: dict, bank) -> None:
         "task_id",
     }
 
+    assert "filters" in tools["retrieve_memories"].input_schema["properties"]
+    assert [i["title"] for i in seen["filtered_in"]["items"]] == [
+        "Use the coupon when buying the cheapest cable in the shop"
+    ]
+    assert seen["filtered_out"]["items"] == [] and seen["filtered_out"]["system_block"] == ""
+    filtered = RetrievalEvent.objects.get(public_id=seen["filtered_in"]["retrieval_id"])
+    assert filtered.filters == {"tags": {"any": ["shopping"]}, "agent": {"in": ["shop-bot/1.3"]}}
+    assert "unknown filter 'colour'" in seen["bad_filter"] and "422" in seen["bad_filter"]
     retrieved = seen["retrieved"]
     assert [i["title"] for i in retrieved["items"]] == ["Use the coupon when buying the cheapest cable in the shop"]
     assert "Use the coupon" in retrieved["system_block"]
@@ -182,6 +203,14 @@ def check(seen: dict, bank) -> None:
     assert "no_such_tool" in errors["no_such_tool"]
     assert seen["wrong_type"].is_error
     assert seen["after"]["count"] == 1
+
+
+@pytest.fixture
+def cable_lesson(cable_lesson, owner):
+    """The shared lesson, tagged by a reviewer and learnt from shop-bot's runs (for the filters)."""
+    memory_item_edit(item=cable_lesson, author=owner, tags=["shopping"])
+    MemoryItem.objects.filter(pk=cable_lesson.pk).update(source_agents=["shop-bot/1.3"])
+    return cable_lesson
 
 
 def test_every_tool_over_stdio(live_server, bank, token, cable_lesson):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from memories import services
 from memories.models import ItemStatus, MemoryItem, RetrievalEvent
 from memories.services import memory_item_create
 from tests.factories import bulk_items, make_done_trajectory, propose_item
@@ -404,3 +405,87 @@ def test_a_bad_import_file_imports_nothing_and_says_why(client, reviewer, bank, 
     assert response.status_code == 200
     assert message in response.content.decode()
     assert not MemoryItem.objects.filter(bank=bank).exists()
+
+
+# --- tags and playground filters (scoped retrieval) --------------------------------------------
+
+
+def test_reviewer_tags_an_item_over_htmx_and_the_queue_shows_them(client, reviewer, viewer, bank, item, trajectory):
+    client.force_login(reviewer)
+    form = client.get(page_urls(bank, item, trajectory)["item"], {"edit": "1"}, **HTMX).content.decode()
+    assert 'name="tags"' in form
+    fields = {"title": item.title, "description": item.description, "content": item.content}
+    response = client.post(item_action(bank, item, "edit"), {**fields, "tags": "Checkout, web  auth"}, **HTMX)
+    assert response.status_code == 200
+    panel = response.content.decode()
+    assert 'id="item-panel"' in panel and "<html" not in panel
+    for tag in ("auth", "checkout", "web"):
+        assert f'<span class="badge tag">{tag}</span>' in panel
+    item.refresh_from_db()
+    assert item.tags == ["auth", "checkout", "web"] and item.status == ItemStatus.PROPOSED
+    assert "tags:" in panel and "<ins>checkout</ins>" in panel  # the history names the tag change
+
+    # The edit form shows the current tags; the queue rows show them to everyone.
+    form = client.get(page_urls(bank, item, trajectory)["item"], {"edit": "1"}).content.decode()
+    assert 'value="auth, checkout, web"' in form
+    client.force_login(viewer)
+    queue = client.get(page_urls(bank, item, trajectory)["review"]).content.decode()
+    assert '<span class="badge tag">checkout</span>' in queue
+
+
+def test_bad_tags_rerender_the_edit_form_with_the_rule(client, reviewer, bank, item, trajectory):
+    client.force_login(reviewer)
+    fields = {"title": item.title, "description": item.description, "content": item.content}
+    response = client.post(item_action(bank, item, "edit"), {**fields, "tags": "ok, no/slash"}, **HTMX)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "errorlist" in html and "Tag &#x27;no/slash&#x27; may only hold letters" in html
+    too_many = client.post(item_action(bank, item, "edit"), {**fields, "tags": " ".join(f"t{i}" for i in range(13))})
+    assert "At most 12 tags" in too_many.content.decode()
+    item.refresh_from_db()
+    assert item.tags == []
+
+
+def test_a_hand_written_memory_takes_tags(client, reviewer, bank):
+    client.force_login(reviewer)
+    url = reverse("memories:item_create", kwargs={"bank_id": bank.public_id})
+    data = {"title": "Read error banners", "description": "After a submit.", "content": "They name the bad field."}
+    response = client.post(url, {**data, "tags": "Forms errors"})
+    assert response.status_code == 302
+    assert MemoryItem.objects.get(bank=bank, title="Read error banners").tags == ["errors", "forms"]
+
+
+def test_playground_filters_by_tags_agent_and_metadata(client, viewer, owner, bank):
+    bank.min_similarity = -1.0
+    bank.save(update_fields=["min_similarity"])
+    hours = propose_item(
+        bank,
+        title="Confirm opening hours on the official site",
+        source_agents=["museum-bot"],
+        source_metadata=[{"env": "prod", "city": "Lyon"}],
+    )
+    services.memory_item_edit(item=hours, author=owner, tags=["hours"])
+    services.memory_item_approve(item=hours, author=owner)
+    tickets = propose_item(bank, title="Buy tickets online before going", source_agents=["ticket-bot"])
+    services.memory_item_approve(item=tickets, author=owner)
+    client.force_login(viewer)
+    url = reverse("memories:playground", kwargs={"bank_id": bank.public_id})
+    query = {"q": "When is the museum open on Sunday?"}
+
+    def shown(**filters):
+        html = client.get(url, {**query, **filters}, **HTMX).content.decode()
+        assert 'id="results"' in html
+        return [title for title in (hours.title, tickets.title) if title in html]
+
+    assert shown() == [hours.title, tickets.title]
+    assert shown(tags="Hours") == [hours.title]
+    assert shown(tags="hours tickets", tags_mode="all") == []
+    assert shown(agent="ticket-bot, nobody") == [tickets.title]
+    assert shown(metadata="city=Lyon\nenv=prod") == [hours.title]
+    assert shown(metadata="env=dev") == []
+    assert "matching the filters" in client.get(url, {**query, "metadata": "env=dev"}).content.decode()
+    bad = client.get(url, {**query, "tags": "no/slash", "metadata": "no equals sign"}).content.decode()
+    assert "may only hold letters" in bad and "Line 1: write key=value." in bad
+    assert RetrievalEvent.objects.count() == 0
+    # Hostile values are read as text, never a 500.
+    assert client.get(url, {**query, "metadata": 'env="\\u0000"\nx=NaN\ny=' + "[" * 3000}).status_code == 200

@@ -65,13 +65,17 @@ def _judge_by_content(messages):
 
 def test_parallel_group_is_contrasted_once_when_complete(fake_llm, make_trajectory):
     fake_llm.responder = _judge_by_content
-    a = make_trajectory(group_id="g1", group_size=3, final_answer="Sun 12-17 (live page)")
-    b = make_trajectory(group_id="g1", final_answer="Sun 11-15 (cached page)")
+    a = make_trajectory(
+        group_id="g1", group_size=3, final_answer="Sun 12-17 (live page)", agent="bot-a", metadata={"env": "prod"}
+    )
+    b = make_trajectory(group_id="g1", final_answer="Sun 11-15 (cached page)", agent="bot-b", metadata={"env": "dev"})
     assert process_trajectory(a).status == Status.WAITING_GROUP
     assert process_trajectory(b).status == Status.WAITING_GROUP
     assert not MemoryItem.objects.exists()
 
-    c = process_trajectory(make_trajectory(group_id="g1", final_answer="Sun 12-17 (live page)"))
+    c = process_trajectory(
+        make_trajectory(group_id="g1", final_answer="Sun 12-17 (live page)", agent="bot-a", metadata={"env": "prod"})
+    )
     assert c.status == Status.DONE
     for t in (a, b):
         t.refresh_from_db()
@@ -83,6 +87,8 @@ def test_parallel_group_is_contrasted_once_when_complete(fake_llm, make_trajecto
         "",
     )
     assert item.experience_id == a.experience_id
+    # Provenance for the retrieval filters: every member's agent and metadata, once each.
+    assert (item.source_agents, item.source_metadata) == (["bot-a", "bot-b"], [{"env": "prod"}, {"env": "dev"}])
     # Citations map to the rollouts' trajectories; an out-of-range one is dropped.
     assert item.cited_steps == [
         {"trajectory": str(a.public_id), "step": 1},

@@ -17,7 +17,9 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 
 def test_judge_success_then_distill_success_items(fake_llm, make_trajectory):
     fake_llm.reply("Looking at step 3, the hours match.\n" + JUDGE_SUCCESS).reply(ITEMS_MD)
-    t = process_trajectory(make_trajectory(task_id="library-1"))
+    t = process_trajectory(
+        make_trajectory(task_id="library-1", agent="library-bot/2", metadata={"env": "prod", "site": {"id": 7}})
+    )
 
     assert t.status == Status.DONE, t.status_detail
     assert t.verdict == "success"
@@ -36,6 +38,8 @@ def test_judge_success_then_distill_success_items(fake_llm, make_trajectory):
     assert first.status == ItemStatus.PROPOSED and first.origin == ItemOrigin.SUCCESS
     assert (first.prompt_version, first.model, first.verdict_label) == ("distill_success/v1", "fake-model", "success")
     assert first.source_task_id == "library-1"
+    # Provenance the retrieval filters search (memories never reads trajectories).
+    assert (first.source_agents, first.source_metadata) == (["library-bot/2"], [{"env": "prod", "site": {"id": 7}}])
     assert first.cited_steps == [
         {"trajectory": str(t.public_id), "step": 2},
         {"trajectory": str(t.public_id), "step": 3},

@@ -71,7 +71,9 @@ def build_server(client_for: ClientFactory, *, name: str = "reasoningbank") -> M
         description=(
             "Retrieve lessons learnt from earlier attempts at similar tasks. Call it BEFORE starting a task. "
             "Returns system_block (put it in your instructions and follow it), the memory items themselves, "
-            "and a retrieval_id to pass to record_trajectory when the task is over."
+            "and a retrieval_id to pass to record_trajectory when the task is over. Optional filters narrow the "
+            'lessons: {"tags": {"any": [...]} or {"all": [...]}, "agent": "name" or {"in": [...]}, '
+            '"metadata": {"key": value}} (metadata of the runs a lesson was learnt from).'
         )
     )
     async def retrieve_memories(
@@ -81,8 +83,19 @@ def build_server(client_for: ClientFactory, *, name: str = "reasoningbank") -> M
         task_id: Annotated[
             str | None, Field(description="Your stable id for this task, if it has one (e.g. a benchmark task id).")
         ] = None,
+        filters: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description=(
+                    'Only lessons matching all of: "tags" ({"any": [...]} and/or {"all": [...]}, lower-case), '
+                    '"agent" (a name or {"in": [...]}: lessons learnt from that agent\'s runs), "metadata" '
+                    '({"key": value}: lessons from runs whose metadata contains these). Omit for no filter.'
+                ),
+                examples=[{"tags": {"any": ["checkout"]}, "agent": "shop-bot/1.3", "metadata": {"env": "prod"}}],
+            ),
+        ] = None,
     ) -> dict[str, Any]:
-        result = await call(ctx, lambda c: c.retrieve(query, k=k, task_id=task_id))
+        result = await call(ctx, lambda c: c.retrieve(query, k=k, task_id=task_id, filters=filters))
         return {
             "retrieval_id": result.retrieval_id,
             "system_block": result.system_block,
