@@ -38,7 +38,7 @@ api = NinjaAPI(
 def _error(request, status: int, message: str, code: str, **extra):
     if otlp.is_otlp_request(request):
         # OTLP/HTTP clients read errors as a google.rpc.Status in the request's encoding.
-        return otlp.status_response(request, status, message)
+        return otlp.status_response(request, status, message, code)
     response = api.create_response(request, {"detail": message, "code": code, **extra}, status=status)
     return response
 

@@ -417,10 +417,16 @@ def _call(client, endpoint: Endpoint, url: str, secret: str | None):
 
 
 def _code(response) -> str:
+    """The machine code of an API error: ``code`` of our JSON errors, or the
+    ErrorInfo reason of the google.rpc.Status that the OTLP endpoint answers."""
     try:
-        return response.json().get("code", "")
+        body = response.json()
     except ValueError:
         return "<not json>"
+    for detail in body.get("details") or []:
+        if isinstance(detail, dict) and detail.get("reason"):
+            return detail["reason"]
+    return body.get("code", "")
 
 
 @pytest.mark.parametrize("caller", ["anonymous", "session_owner", "revoked", "expired"])

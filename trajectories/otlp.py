@@ -31,7 +31,7 @@ from typing import Any
 from django.http import HttpResponse
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
-from google.rpc import status_pb2
+from google.rpc import error_details_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -84,9 +84,14 @@ def response_for(request, message, status: int = 200) -> HttpResponse:
     return HttpResponse(message.SerializeToString(), status=status, content_type=PROTOBUF)
 
 
-def status_response(request, status: int, message: str) -> HttpResponse:
-    """An error as OTLP/HTTP clients read it: a ``google.rpc.Status``."""
-    return response_for(request, status_pb2.Status(code=_GRPC_CODE.get(status, 2), message=message), status)
+def status_response(request, status: int, message: str, code: str = "") -> HttpResponse:
+    """An error as OTLP/HTTP clients read it: a ``google.rpc.Status``; our
+    machine ``code`` (the ``code`` of every other API error) rides along as
+    the reason of a ``google.rpc.ErrorInfo`` detail."""
+    rpc_status = status_pb2.Status(code=_GRPC_CODE.get(status, 2), message=message)
+    if code:
+        rpc_status.details.add().Pack(error_details_pb2.ErrorInfo(reason=code, domain="reasoningbank"))
+    return response_for(request, rpc_status, status)
 
 
 def export_response(request, *, rejected: int, warnings: list[str]) -> HttpResponse:
