@@ -17,7 +17,9 @@ are agent work, and turn the spans of one trace into one trajectory.
   the first step of a span). The task is the agent invocation's input, else the
   first user message; the final answer the agent's output, else the model's
   last text reply. ``reasoningbank.outcome/task_id/retrieval_id/group_id`` on
-  a span or the resource carry our fields.
+  a span, in Pydantic AI's run ``metadata`` or on the resource carry our fields.
+  tests/trajectories/fixtures/record_otlp_instrumentations.py records what the
+  real Pydantic AI and OpenInference (OpenAI Agents SDK) instrumentations emit.
 """
 
 from __future__ import annotations
@@ -300,32 +302,35 @@ def _semconv_messages(value: Any) -> list[dict]:
     return [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
 
 
-def _openinference_messages(attrs: dict, prefix: str) -> list[dict]:
-    """``llm.input_messages.0.message.role`` … flattened attributes back into semconv-shaped messages."""
-    messages: dict[int, dict] = {}
+def _indexed(attrs: dict, prefix: str) -> dict[int, dict]:
+    """``prefix.N.rest`` keys grouped by N: ``{N: {rest: value}}``."""
+    found: dict[int, dict] = {}
     head = f"{prefix}."
     for key, value in attrs.items():
-        if not key.startswith(head):
-            continue
-        index, _, rest = key[len(head) :].partition(".")
-        if not index.isdigit():
-            continue
-        messages.setdefault(int(index), {})[rest] = value
+        if key.startswith(head):
+            index, _, rest = key[len(head) :].partition(".")
+            if index.isdigit():
+                found.setdefault(int(index), {})[rest] = value
+    return found
+
+
+def _openinference_messages(attrs: dict, prefix: str) -> list[dict]:
+    """``llm.input_messages.0.message.role`` … flattened attributes back into semconv-shaped messages."""
+    messages = _indexed(attrs, prefix)
     result = []
     for _index, fields in sorted(messages.items()):
+        # ``message.contents.N.message_content.{type,text}``: typed parts (the Agents SDK's reasoning
+        # summaries come as ``reasoning`` parts, with no ``message.content``).
         parts = []
+        for _i, item in sorted(_indexed(fields, "message.contents").items()):
+            kind = item.get("message_content.type") or "text"
+            if kind in ("text", "reasoning") and item.get("message_content.text"):
+                parts.append({"type": kind, "content": item["message_content.text"]})
         content = fields.get("message.content")
-        if content in (None, ""):
-            content = "\n".join(str(v) for k, v in sorted(fields.items()) if k.endswith("message_content.text") and v)
-        if content:
+        if content not in (None, "") and not any(p["type"] == "text" for p in parts):
             parts.append({"type": "text", "content": content})
-        calls: dict[int, dict] = {}
-        for key, value in fields.items():
-            if key.startswith("message.tool_calls."):
-                index, _, rest = key[len("message.tool_calls.") :].partition(".")
-                if index.isdigit():
-                    calls.setdefault(int(index), {})[rest] = value
-        for _i, call in sorted(calls.items()):
+        content = content or "\n".join(p["content"] for p in parts if p["type"] == "text")
+        for _i, call in sorted(_indexed(fields, "message.tool_calls").items()):
             parts.append(
                 {
                     "type": "tool_call",
@@ -421,11 +426,18 @@ def _error_text(span: dict) -> str:
     return message or "The span ended with an error status."
 
 
+def _run_metadata(span: dict) -> dict:
+    """Pydantic AI's run ``metadata`` (``agent.run(..., metadata={...})``), a JSON attribute of its agent span."""
+    value = _json_value(span["attributes"].get("metadata"))
+    return value if isinstance(value, dict) else {}
+
+
 def _field(spans: list[dict], key: str) -> str:
-    """``reasoningbank.<key>`` from the first span that has it, else from the resource."""
-    for where in ("attributes", "resource"):
+    """``reasoningbank.<key>`` from the first span that has it (as an attribute, else in Pydantic AI's
+    run metadata), else from the resource."""
+    for where in (lambda s: s["attributes"], _run_metadata, lambda s: s["resource"]):
         for span in spans:
-            value = span[where].get(f"reasoningbank.{key}")
+            value = where(span).get(f"reasoningbank.{key}")
             if value not in (None, ""):
                 return str(value).strip()
     return ""
@@ -480,6 +492,11 @@ def _chat_steps(out: _Steps, span: dict) -> None:
                     name = part.get("name") or out.called.get(call_id)
                     out.add("tool_result", _text(result), timed=False, name=name, call_id=call_id)
     outputs = _output_messages(attrs)
+    # Text beside tool calls is a thought, not an answer; OpenInference splits one model response
+    # into several output messages (reasoning, text, tool calls), so this is decided per span.
+    calls_made = any(
+        isinstance(p, dict) and p.get("type") == "tool_call" for m in outputs for p in m.get("parts") or []
+    )
     for message in outputs:
         parts = [p for p in message.get("parts") or [] if isinstance(p, dict)]
         calls = [p for p in parts if p.get("type") == "tool_call"]
@@ -488,7 +505,7 @@ def _chat_steps(out: _Steps, span: dict) -> None:
             out.add("thought", reasoning)
         text = _parts_text(message)
         if text:
-            out.add("thought" if calls else "action", text)
+            out.add("thought" if calls_made else "action", text)
         for call in calls:
             call_id = _text(call.get("id"))
             name = _text(call.get("name")) or "tool"
@@ -536,7 +553,8 @@ def _tool_steps(out: _Steps, span: dict) -> None:
         out.answered.add(call_id)
     if error:
         text = _text(result)
-        out.add("tool_result", f"{text}\nError: {error}" if text else error, name=name, call_id=call_id, is_error=True)
+        content = f"{text}\nError: {error}" if text and text not in error else error
+        out.add("tool_result", content, name=name, call_id=call_id, is_error=True)
     else:
         out.add("tool_result", _text(result), name=name, call_id=call_id)
 
@@ -574,6 +592,7 @@ def trace_to_trajectory(spans: list[dict], *, trace_id: str, closed_by: str) -> 
     out = _Steps()
     task = final = ""
     agents = []
+    unnamed_agents = []
     usage = {"input_tokens": 0, "output_tokens": 0}
     models = []
     for span in spans:
@@ -589,7 +608,10 @@ def trace_to_trajectory(spans: list[dict], *, trace_id: str, closed_by: str) -> 
         out.begin(span)
         if operation == "agent":
             name = attrs.get("gen_ai.agent.name") or attrs.get("agent_name") or attrs.get("agent.name")
-            agents.append(_text(name) or (span["name"] if attrs.get("openinference.span.kind") else ""))
+            agents.append(_text(name))
+            if attrs.get("openinference.span.kind"):
+                # Named by its span only: OpenInference's "Agent workflow" root is no agent's name.
+                unnamed_agents.append(span["name"])
             task = task or _agent_input(attrs)
             final = final or _agent_output(attrs)  # the outermost agent starts first
             error = _error_text(span)
@@ -604,15 +626,13 @@ def trace_to_trajectory(spans: list[dict], *, trace_id: str, closed_by: str) -> 
             if error:
                 out.add("observation", f"{span['name']} failed: {error}", is_error=True)
     if not task:
-        task = next(iter(out.seen_user), "") or next(
-            (step["content"] for step in out.steps if step["kind"] == "user"), ""
-        )
+        task = next((step["content"] for step in out.steps if step["kind"] == "user"), "")
     if not final:
         actions = [s for s in out.steps if s["kind"] == "action"]
         last_kind = out.steps[-1]["kind"] if out.steps else ""
         final = actions[-1]["content"] if actions and last_kind == "action" else ""
     root = spans[0] if spans else None
-    title = next((a for a in agents if a), "") or (root["name"] if root else "")
+    title = next((a for a in agents if a), "") or next(iter(unnamed_agents), "") or (root["name"] if root else "")
     if not out.steps:
         # Content capture was off: the run is still evidence of what happened, span by span.
         for span in spans:

@@ -1,8 +1,9 @@
 """OTLP/HTTP trace ingestion (issue 10) over real HTTP: the real OpenTelemetry
 SDK exports to the live server (protobuf, and gzip), OTLP/JSON bodies made by
-the SDK's own encoder are posted by hand, recorded span sets of two real
-instrumentations (tests/trajectories/fixtures/otlp_*.json) are split across
-several exports, and garbage, oversized, unauthorized bodies are refused with a
+the SDK's own encoder are posted by hand, span sets in the conventions of two
+instrumentations (tests/trajectories/fixtures/otlp_genai.json and
+otlp_openinference.json, attribute names typed by hand; the real recordings are
+in test_otlp_recorded.py) are split across several exports, and garbage, oversized, unauthorized bodies are refused with a
 google.rpc.Status in the request's encoding."""
 
 from __future__ import annotations
