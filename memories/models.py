@@ -232,6 +232,8 @@ class RetrievalTally(models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["bank", "day"], name="tally_bank_day"),
+            # The arm rows alone (a few per day): the period's look-ups and the arms' sums.
+            models.Index(fields=["bank", "day"], condition=models.Q(item__isnull=True), name="tally_bank_day_arms"),
             models.Index(fields=["id"], condition=models.Q(compacted=False), name="tally_to_compact"),
         ]
 

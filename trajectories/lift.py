@@ -24,8 +24,16 @@ The comparison:
   secondary, one-look number;
 - guardrails (sample-ratio mismatch, differential reporting) withhold it.
 
-A time window filters by when the *retrieval* happened, so an outcome
-counts in the window of the retrieval that fed it."""
+A time window filters by when the *retrieval* happened (whole UTC days), so
+an outcome counts in the window of the retrieval that fed it.
+
+Per item: with per-item randomisation (bank.item_holdout_fraction), an
+item served vs the same item left out on its own among treatment
+retrievals; otherwise vs the holdout arm (ItemComparison).
+
+Speed: nothing here reads the trajectories. The sums come from
+memories.RetrievalTally (kept by memories.services.tallies from the one
+verdict write path), a few rows per day and item."""
 
 from __future__ import annotations
 
@@ -443,7 +451,7 @@ def bank_lift(*, bank: Bank, since: datetime | None = None, until: datetime | No
     (the verdict) and Newcombe's one-look interval; guardrails; power. The
     window is whole UTC days from ``since`` (see window_start) to ``until``.
     Reads the maintained tallies (RetrievalTally), not the trajectories:
-    at most six small queries whatever the data size — the period (up to five,
+    at most seven small queries whatever the data size — the period (up to six,
     each within one day of retrievals) and the arms' aggregate."""
     first, last = _days(since, until)
     period = _period(bank, first, last)

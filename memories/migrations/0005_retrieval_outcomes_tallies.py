@@ -64,7 +64,7 @@ class Migration(migrations.Migration):
                 ('bank', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='accounts.bank')),
             ],
             options={
-                'indexes': [models.Index(fields=['bank', 'day'], name='tally_bank_day'), models.Index(condition=models.Q(('compacted', False)), fields=['id'], name='tally_to_compact')],
+                'indexes': [models.Index(fields=['bank', 'day'], name='tally_bank_day'), models.Index(condition=models.Q(('item__isnull', True)), fields=['bank', 'day'], name='tally_bank_day_arms'), models.Index(condition=models.Q(('compacted', False)), fields=['id'], name='tally_to_compact')],
             },
         ),
     ]
