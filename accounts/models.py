@@ -107,6 +107,13 @@ class Bank(models.Model):
         help_text="Share of agent retrievals answered with no memories (the holdout arm), 0–1. "
         "The Impact page compares the outcomes of both arms to show whether this bank helps.",
     )
+    item_holdout_fraction = models.FloatField(
+        default=0.0,
+        validators=_between(0.0, 0.5, "Between 0 and 0.5."),
+        help_text="In retrievals that serve memories, the chance that each item is left out on its own, 0–0.5 "
+        "(e.g. 0.1). The agent then gets fewer items; the Impact page compares each item's served and "
+        "left-out outcomes to measure that item's own effect.",
+    )
     judge_model = models.CharField(max_length=120, blank=True, help_text="Empty: the service default (RB_LLM_MODEL).")
     distill_model = models.CharField(max_length=120, blank=True, help_text="Empty: the service default (RB_LLM_MODEL).")
     trust_agent_outcome = models.BooleanField(

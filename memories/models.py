@@ -221,6 +221,16 @@ class RetrievalEvent(models.Model):
     holdout_fraction = models.FloatField(null=True, blank=True)
     # The filters the agent sent, normalized ({} when none): {"tags": {"any"|"all": [...]}, "agent": {"in": [...]}, "metadata": {...}}.
     filters = models.JSONField(default=dict, blank=True)
+    # Per-item randomisation (treatment arm): the bank's item holdout fraction when this retrieval was
+    # made (null: before it was recorded) and the ids of `results` left out on their own.
+    item_holdout_fraction = models.FloatField(null=True, blank=True)
+    withheld = models.JSONField(default=list, blank=True)
+    # The outcome of this retrieval so far, kept by memories.services.retrieval_outcome_change: linked
+    # trajectories, judged ones, successes, and the judged ones' step count.
+    linked = models.PositiveIntegerField(default=0)
+    judged = models.PositiveIntegerField(default=0)
+    successes = models.PositiveIntegerField(default=0)
+    steps = models.PositiveBigIntegerField(default=0)
     latency_ms = models.FloatField(default=0)
     # Folded into the items' served counters (memory_items_count_served), off the request path.
     served_counted = models.BooleanField(default=False)
@@ -234,3 +244,50 @@ class RetrievalEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.arm} retrieval of {len(self.results)} item(s)"
+
+
+class ItemSide(models.TextChoices):
+    """How a candidate item took part in a retrieval (a RetrievalTally's per-item row)."""
+
+    SERVED = "served", "Served (no per-item randomisation)"
+    SERVED_RANDOMISED = "served_r", "Served, per-item randomisation on"
+    WITHHELD_RANDOMISED = "withheld_r", "Left out on its own (per-item randomisation)"
+    HOLDOUT = "holdout", "Withheld with everything (holdout arm)"
+
+
+class RetrievalTally(models.Model):
+    """Signed contributions to the Impact report's sums, per bank, UTC day of
+    the retrieval, holdout fraction, arm, and (per-item rows) item and side.
+    Appended on the write paths (a retrieval, a linked trajectory, a verdict
+    change: never an update, so writers never wait on each other) and merged
+    per key by ``retrieval_tallies_compact`` (beat). The report sums every row
+    of a key, merged or not, so it is exact at any time and reads
+    O(days × items) rows, not the trajectories."""
+
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+", db_index=False)
+    day = models.DateField()
+    holdout_fraction = models.FloatField(null=True, blank=True)
+    arm = models.CharField(max_length=16, choices=Arm.choices)
+    item = models.UUIDField(null=True, blank=True)  # null: the arm's row
+    side = models.CharField(max_length=16, choices=ItemSide.choices, blank=True)
+    retrievals = models.IntegerField(default=0)
+    triggered = models.IntegerField(default=0)  # retrievals that served, or would have served, an item
+    units = models.IntegerField(default=0)  # triggered retrievals with a judged trajectory
+    y_sum = models.FloatField(default=0)  # Σ per-retrieval success share over the units
+    y_sq_sum = models.FloatField(default=0)
+    trajectories = models.IntegerField(default=0)  # linked to triggered retrievals
+    judged = models.IntegerField(default=0)
+    successes = models.IntegerField(default=0)
+    steps = models.BigIntegerField(default=0)  # step count of the judged ones
+    compacted = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["bank", "day"], name="tally_bank_day"),
+            # The arm rows alone (a few per day): the period's look-ups and the arms' sums.
+            models.Index(fields=["bank", "day"], condition=models.Q(item__isnull=True), name="tally_bank_day_arms"),
+            models.Index(fields=["id"], condition=models.Q(compacted=False), name="tally_to_compact"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.arm} {self.item or ''} {self.side}"

@@ -25,3 +25,9 @@ def memory_items_embed_sweep_task(limit: int = 200) -> int:
 def memory_items_count_served_task() -> int:
     """Periodic (beat): fold logged retrievals into the items' served counters."""
     return services.memory_items_count_served()
+
+
+@shared_task(name="memories.compact_tallies", ignore_result=True, acks_late=True)
+def retrieval_tallies_compact_task() -> int:
+    """Periodic (beat): merge the Impact report's appended sums, one row per key."""
+    return services.retrieval_tallies_compact()

@@ -269,6 +269,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     "memories-embed-pending": {"task": "memories.embed_pending", "schedule": 300.0},
     # Folds logged retrievals into the items' served counters (kept off the retrieve request).
     "memories-count-served": {"task": "memories.count_served", "schedule": 10.0},
+    # Merges the Impact report's appended sums (exact either way; merged rows keep the report fast).
+    "memories-compact-tallies": {"task": "memories.compact_tallies", "schedule": 60.0},
     # Folds per-minute token usage older than 48 h into daily rows (totals stay exact).
     "accounts-compact-token-usage": {"task": "accounts.compact_token_usage", "schedule": 3600.0},
 }

@@ -15,7 +15,7 @@ from accounts.services import api_token_create, bank_create
 from memories.models import ItemStatus, MemoryItem, RetrievalEvent
 from memories.services import experience_create, memory_item_propose
 from trajectories.models import Judgment, JudgmentSource, Trajectory
-from trajectories.services import judgment_record, trajectory_ingest
+from trajectories.services import judgment_record, retrieval_outcomes_rebuild, trajectory_ingest
 from trajectories.tasks import trajectory_process_task
 
 _seq = itertools.count(1)
@@ -262,4 +262,5 @@ def make_arm(
         RetrievalEvent.objects.filter(pk__in=[e.pk for e in events]).update(
             created_at=timezone.now() - timedelta(days=days_ago)
         )
+    retrieval_outcomes_rebuild(bank=bank)  # bulk inserts bypass the services that keep the report's sums
     return events

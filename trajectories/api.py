@@ -8,7 +8,6 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.urls import reverse
-from django.utils import timezone
 from ninja import Query, Router, Status
 
 from accounts.auth import TokenAuth, api_responses
@@ -128,11 +127,12 @@ def _arm(stats: lift.ArmStats) -> dict:
         "difference with an always-valid 95% confidence sequence (the verdict follows it; safe to poll) and "
         "Newcombe's one-look interval; guardrails (sample-ratio mismatch, differential reporting) that withhold "
         "the verdict; power; and the top 20 items with served-vs-withheld differences, flagged after "
-        "Benjamini–Hochberg. `days` limits the report to retrievals of the last N days; omit it for all time."
+        "Benjamini–Hochberg: with per-item randomisation on, each item served vs left out on its own. `days` limits the "
+        "report to retrievals from midnight UTC N days ago; omit it for all time."
     ),
 )
 def impact(request, days: int | None = Query(None, ge=1, le=3650, description="Window in days; omit for all time.")):
-    since = timezone.now() - timedelta(days=days) if days else None
+    since = lift.window_start(days)
     report = lift.bank_lift(bank=request.bank, since=since)
     items = lift.item_outcomes(bank=request.bank, since=since, limit=IMPACT_ITEMS, lift=report)
     d, found = report.difference, report.assessment
@@ -171,6 +171,7 @@ def impact(request, days: int | None = Query(None, ge=1, le=3650, description="W
             "more_needed_10": report.more_needed_10,
         },
         "item_baseline": report.baseline,
+        "item_comparison": report.item_comparison,
         "items": [
             {
                 "id": o.public_id,

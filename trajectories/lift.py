@@ -24,20 +24,29 @@ The comparison:
   secondary, one-look number;
 - guardrails (sample-ratio mismatch, differential reporting) withhold it.
 
-A time window filters by when the *retrieval* happened, so an outcome
-counts in the window of the retrieval that fed it."""
+A time window filters by when the *retrieval* happened (whole UTC days), so
+an outcome counts in the window of the retrieval that fed it.
+
+Per item: with per-item randomisation (bank.item_holdout_fraction), an
+item served vs the same item left out on its own among treatment
+retrievals; otherwise vs the holdout arm (ItemComparison).
+
+Speed: nothing here reads the trajectories. The sums come from
+memories.RetrievalTally (kept by memories.services.tallies from the one
+verdict write path), a few rows per day and item."""
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, date, datetime, time, timedelta
 
 from django.db import connection
 from django.db.models import Q
+from django.utils import timezone
 
 from accounts.models import Bank
-from memories.models import Arm, MemoryItem, RetrievalEvent
+from memories.models import Arm, ItemSide, MemoryItem, RetrievalEvent, RetrievalTally
 from trajectories.lift_stats import (
     MIN_ITEM_UNITS,
     MIN_UNITS,
@@ -51,7 +60,7 @@ from trajectories.lift_stats import (
     newcombe_difference,  # noqa: F401 (re-exported: the maths moved to lift_stats)
     wilson_interval,  # noqa: F401
 )
-from trajectories.models import Label, Trajectory
+from trajectories.models import Label
 
 MIN_PER_ARM = MIN_UNITS
 """Judged retrievals each arm needs before a verdict other than "not enough data"."""
@@ -174,6 +183,7 @@ class Period:
     fraction: float | None = None
     after: datetime | None = None
     excluded: int = 0
+    first_day: date | None = None  # the first UTC day summed (the day of ``after``, or the next)
 
     @property
     def fraction_pct(self) -> float | None:
@@ -194,6 +204,7 @@ class LiftReport:
     assessment: Assessment = field(default_factory=Assessment)
     method: str = METHOD
     min_per_arm: int = MIN_PER_ARM
+    item_comparison: str = "holdout_arm"  # set by item_outcomes (ItemComparison)
 
     @property
     def holdout_configured(self) -> bool:
@@ -232,13 +243,27 @@ class LiftReport:
         return None if t is None or h is None else t - h
 
 
-def _window(prefix: str, since: datetime | None, until: datetime | None) -> Q:
-    q = Q()
-    if since is not None:
-        q &= Q(**{f"{prefix}created_at__gte": since})
-    if until is not None:
-        q &= Q(**{f"{prefix}created_at__lt": until})
-    return q
+def window_start(days: int | None, now: datetime | None = None) -> datetime | None:
+    """The start of a window of ``days`` back from now, at midnight UTC: the
+    report sums whole UTC days (None: all time)."""
+    if not days:
+        return None
+    start = (now or timezone.now()) - timedelta(days=days)
+    return datetime.combine(start.astimezone(UTC).date(), time.min, tzinfo=UTC)
+
+
+def _days(since: datetime | None, until: datetime | None) -> tuple[date | None, date | None]:
+    """The window as whole UTC days: [first, last) (a partial day at ``since``
+    counts whole; one at ``until`` does not)."""
+    return (
+        since.astimezone(UTC).date() if since is not None else None,
+        until.astimezone(UTC).date() if until is not None else None,
+    )
+
+
+def _day_bounds(day: date) -> tuple[datetime, datetime]:
+    start = datetime.combine(day, time.min, tzinfo=UTC)
+    return start, start + timedelta(days=1)
 
 
 def _points(value: float) -> str:
@@ -292,109 +317,130 @@ def _verdict_text(report: LiftReport) -> str:
     )
 
 
-def _events(bank: Bank, since: datetime | None, until: datetime | None):
-    return RetrievalEvent.objects.filter(Q(bank=bank) & _window("", since, until))
+def _tallies(bank: Bank, first: date | None, last: date | None):
+    tallies = RetrievalTally.objects.filter(bank=bank)
+    if first is not None:
+        tallies = tallies.filter(day__gte=first)
+    if last is not None:
+        tallies = tallies.filter(day__lt=last)
+    return tallies
 
 
-def _period(bank: Bank, since: datetime | None, until: datetime | None) -> Period | None:
+def _same_fraction(fraction: float | None) -> Q:
+    return Q(holdout_fraction__isnull=True) if fraction is None else Q(holdout_fraction=fraction)
+
+
+def _period(bank: Bank, first: date | None, last: date | None) -> Period | None:
     """The latest holdout-fraction period of the window with a holdout (or
     with fractions not recorded); None when every retrieval of the window was
-    assigned with fraction 0. Two indexed queries."""
-    events = _events(bank, since, until)
+    assigned with fraction 0. The days come from the tallies and the exact
+    moments from that day's retrievals, so every query reads at most a day of
+    retrievals (the index on bank, created_at). A period starts at ``after``,
+    the last change; when that day also had retrievals of an earlier period
+    with the same fraction (A → B → A in one day), it starts at the next
+    midnight instead, since a day's tallies cannot be split."""
+    arm_rows = _tallies(bank, first, last).filter(item__isnull=True, retrievals__gt=0)
+    holdout_on = Q(holdout_fraction__isnull=True) | Q(holdout_fraction__gt=0)
+    latest_day = arm_rows.filter(holdout_on).order_by("-day").values_list("day", flat=True).first()
+    if latest_day is None:
+        return None
+    start, end = _day_bounds(latest_day)
+    events = RetrievalEvent.objects.filter(bank=bank)
     latest = (
-        events.filter(Q(holdout_fraction__isnull=True) | Q(holdout_fraction__gt=0))
+        events.filter(holdout_on, created_at__gte=start, created_at__lt=end)
         .order_by("-created_at", "-id")
         .values_list("holdout_fraction", "created_at")
         .first()
     )
-    if latest is None:
+    if latest is None:  # tallies without their retrievals (deleted): nothing to compare
         return None
     fraction, at = latest
-    earlier = events.filter(created_at__lt=at)
-    other = (
-        earlier.filter(holdout_fraction__isnull=False)
-        if fraction is None
-        else earlier.exclude(holdout_fraction=fraction)
+    other_days = (
+        arm_rows.filter(day__lte=latest_day)
+        .exclude(_same_fraction(fraction))
+        .order_by("-day")
+        .values_list("day", flat=True)
+        .distinct()[:2]
     )
-    boundary = other.order_by("-created_at").values_list("created_at", flat=True).first()
-    return Period(fraction=fraction, after=boundary)
+    boundary = None
+    for day in other_days:  # the latest day may hold other fractions only after `at`: then the day before
+        day_start, day_end = _day_bounds(day)
+        boundary = (
+            events.filter(created_at__gte=day_start, created_at__lt=min(day_end, at))
+            .exclude(_same_fraction(fraction))
+            .order_by("-created_at")
+            .values_list("created_at", flat=True)
+            .first()
+        )
+        if boundary is not None:
+            break
+    period = Period(fraction=fraction, after=boundary)
+    if boundary is not None:
+        day_start, day_end = _day_bounds(boundary.astimezone(UTC).date())
+        period.first_day = day_start.date()
+        if events.filter(_same_fraction(fraction), created_at__gte=day_start, created_at__lt=boundary).exists():
+            period.first_day, period.after = day_end.date(), day_end
+    return period
 
 
-# Per arm, over the retrievals of the period: all retrievals, triggered ones
-# (a non-empty `results`), and — per triggered retrieval, one unit — the share
-# of its judged trajectories that succeeded (y), its linked and judged
-# trajectories, successes and judged step counts. A trajectory counts only
-# when it and its retrieval are both this bank's.
-_ARMS_SQL = """
-SELECT arm,
-       COUNT(*) AS retrievals,
-       COUNT(*) FILTER (WHERE triggered) AS triggered,
-       COUNT(*) FILTER (WHERE triggered AND judged > 0) AS units,
-       COALESCE(SUM(y) FILTER (WHERE triggered), 0) AS y_sum,
-       COALESCE(SUM(y * y) FILTER (WHERE triggered), 0) AS y_sq_sum,
-       COALESCE(SUM(linked) FILTER (WHERE triggered), 0) AS trajectories,
-       COALESCE(SUM(judged) FILTER (WHERE triggered), 0) AS judged,
-       COALESCE(SUM(successes) FILTER (WHERE triggered), 0) AS successes,
-       COALESCE(SUM(steps) FILTER (WHERE triggered), 0) AS steps_sum
-FROM (
-    SELECT r.id, r.arm,
-           COALESCE(jsonb_typeof(r.results) = 'array' AND jsonb_array_length(
-               CASE WHEN jsonb_typeof(r.results) = 'array' THEN r.results ELSE '[]'::jsonb END) > 0, false)
-               AS triggered,
-           COUNT(t.id) AS linked,
-           COUNT(t.id) FILTER (WHERE t.verdict IN (%(success)s, %(failure)s)) AS judged,
-           COUNT(t.id) FILTER (WHERE t.verdict = %(success)s) AS successes,
-           COALESCE(SUM(t.step_count) FILTER (WHERE t.verdict IN (%(success)s, %(failure)s)), 0) AS steps,
-           AVG(CASE WHEN t.verdict = %(success)s THEN 1.0 WHEN t.verdict = %(failure)s THEN 0.0 END)::float AS y
-    FROM {retrieval} r
-    LEFT JOIN {trajectory} t ON t.retrieval_id = r.id AND t.bank_id = r.bank_id
-    WHERE r.bank_id = %(bank)s {where}
-    GROUP BY r.id, r.arm
-) per_retrieval
-GROUP BY arm
-"""
+def _in_period(period: Period | None, params: dict) -> str:
+    """SQL: whether a tally row belongs to ``period`` (fills ``params``)."""
+    if period is None:
+        return "true"
+    condition = "holdout_fraction IS NULL" if period.fraction is None else "holdout_fraction = %(fraction)s"
+    params["fraction"] = period.fraction
+    if period.first_day is not None:
+        condition += " AND day >= %(first_day)s"
+        params["first_day"] = period.first_day
+    return condition
 
 
-def _where(since: datetime | None, until: datetime | None, period: Period | None, params: dict) -> str:
-    """The SQL condition on retrievals `r` for the window and the period (fills ``params``)."""
-    where = ""
-    if since is not None:
-        where += " AND r.created_at >= %(since)s"
-        params["since"] = since
-    if until is not None:
-        where += " AND r.created_at < %(until)s"
-        params["until"] = until
-    if period is not None:
-        if period.fraction is None:
-            where += " AND r.holdout_fraction IS NULL"
-        else:
-            where += " AND r.holdout_fraction = %(fraction)s"
-            params["fraction"] = period.fraction
-        if period.after is not None:
-            where += " AND r.created_at > %(after)s"
-            params["after"] = period.after
+def _window_sql(first: date | None, last: date | None, params: dict) -> str:
+    where = "bank_id = %(bank)s"
+    if first is not None:
+        where += " AND day >= %(first)s"
+        params["first"] = first
+    if last is not None:
+        where += " AND day < %(last)s"
+        params["last"] = last
     return where
 
 
-def _arm_stats(bank: Bank, since: datetime | None, until: datetime | None, period: Period | None) -> dict:
-    params = {"bank": bank.pk, "success": Label.SUCCESS.value, "failure": Label.FAILURE.value}
+# Per arm: the window's tallies split into the period's and the others
+# (whose retrievals are only counted as excluded).
+_ARMS_SQL = """
+SELECT arm, ({in_period}) AS in_period,
+       SUM(retrievals), SUM(triggered), SUM(units), SUM(y_sum), SUM(y_sq_sum),
+       SUM(trajectories), SUM(judged), SUM(successes), SUM(steps)
+FROM {tally}
+WHERE {window} AND item IS NULL
+GROUP BY 1, 2
+"""
+
+
+def _arm_stats(bank: Bank, first: date | None, last: date | None, period: Period | None) -> tuple[dict, int]:
+    """The period's arms, and how many of the window's retrievals are outside it."""
+    params = {"bank": bank.pk}
     sql = _ARMS_SQL.format(
-        retrieval=RetrievalEvent._meta.db_table,
-        trajectory=Trajectory._meta.db_table,
-        where=_where(since, until, period, params),
+        tally=RetrievalTally._meta.db_table,
+        window=_window_sql(first, last, params),
+        in_period=_in_period(period, params),
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     arms = {Arm.TREATMENT.value: ArmStats(arm=Arm.TREATMENT.value), Arm.HOLDOUT.value: ArmStats(arm=Arm.HOLDOUT.value)}
-    for arm, retrievals, triggered, units, y_sum, y_sq_sum, trajectories, judged, successes, steps in rows:
-        if arm in arms:
+    excluded = 0
+    for arm, in_period, retrievals, triggered, units, y_sum, y_sq_sum, trajectories, judged, successes, steps in rows:
+        if not in_period:
+            excluded += retrievals
+        elif arm in arms:
             stats = arms[arm]
             stats.retrievals, stats.triggered, stats.units = retrievals, triggered, units
-            stats.y_sum, stats.y_sq_sum = float(y_sum), float(y_sq_sum)
+            stats.y_sum, stats.y_sq_sum = float(y_sum), max(0.0, float(y_sq_sum))
             stats.trajectories, stats.judged, stats.successes = trajectories, judged, successes
-            stats.steps_sum, stats.steps_n = steps, judged
-    return arms
+            stats.steps_sum, stats.steps_n = int(steps), judged
+    return arms, excluded
 
 
 def bank_lift(*, bank: Bank, since: datetime | None = None, until: datetime | None = None) -> LiftReport:
@@ -402,14 +448,17 @@ def bank_lift(*, bank: Bank, since: datetime | None = None, until: datetime | No
     retrievals, trajectories reported back, judged, successes, the per-retrieval
     success rate with a Wilson interval and the mean step count; the
     difference treatment − holdout with its always-valid confidence sequence
-    (the verdict) and Newcombe's one-look interval; guardrails; power. Four
-    queries whatever the data size: the period (two), the arms' aggregate, and
-    the window's retrievals outside the period."""
-    period = _period(bank, since, until)
-    arms = _arm_stats(bank, since, until, period)
+    (the verdict) and Newcombe's one-look interval; guardrails; power. The
+    window is whole UTC days from ``since`` (see window_start) to ``until``.
+    Reads the maintained tallies (RetrievalTally), not the trajectories:
+    at most seven small queries whatever the data size — the period (up to six,
+    each within one day of retrievals) and the arms' aggregate."""
+    first, last = _days(since, until)
+    period = _period(bank, first, last)
+    arms, excluded = _arm_stats(bank, first, last, period)
     treatment, holdout = arms[Arm.TREATMENT.value], arms[Arm.HOLDOUT.value]
     if period is not None:
-        period.excluded = _events(bank, since, until).count() - treatment.retrievals - holdout.retrievals
+        period.excluded = excluded
     else:
         period = Period(fraction=0.0)
     configured = (period.fraction or 0) > 0 or holdout.retrievals > 0 or bank.holdout_fraction > 0
@@ -503,40 +552,42 @@ class ItemOutcome:
         return self.item.status if self.item is not None else ""
 
 
-# One row per item id found in the `results` of the period's retrievals that
-# have a judged trajectory: per arm, the retrievals (units), the sum of their
-# outcomes y, judged trajectories and successes. DISTINCT inside the lateral
-# join counts an item once per retrieval even if listed twice; non-object
-# entries and non-array `results` are skipped, never an error.
-_ITEM_OUTCOMES_SQL = """
-WITH per_retrieval AS (
-    SELECT r.id, r.arm, r.results,
-           COUNT(t.id) AS judged,
-           COUNT(t.id) FILTER (WHERE t.verdict = %(success)s) AS successes,
-           AVG(CASE WHEN t.verdict = %(success)s THEN 1.0 ELSE 0.0 END)::float AS y
-    FROM {retrieval} r
-    JOIN {trajectory} t ON t.retrieval_id = r.id AND t.bank_id = r.bank_id
-    WHERE r.bank_id = %(bank)s AND t.verdict IN (%(success)s, %(failure)s) {where}
-    GROUP BY r.id, r.arm, r.results
-)
-SELECT e.item_id,
-       COALESCE(SUM(p.judged) FILTER (WHERE p.arm = %(treatment)s), 0) AS served_judged,
-       COALESCE(SUM(p.successes) FILTER (WHERE p.arm = %(treatment)s), 0) AS served_successes,
-       COALESCE(SUM(p.judged) FILTER (WHERE p.arm = %(holdout)s), 0) AS withheld_judged,
-       COALESCE(SUM(p.successes) FILTER (WHERE p.arm = %(holdout)s), 0) AS withheld_successes,
-       COUNT(*) FILTER (WHERE p.arm = %(treatment)s) AS served_units,
-       COALESCE(SUM(p.y) FILTER (WHERE p.arm = %(treatment)s), 0) AS served_y,
-       COUNT(*) FILTER (WHERE p.arm = %(holdout)s) AS withheld_units,
-       COALESCE(SUM(p.y) FILTER (WHERE p.arm = %(holdout)s), 0) AS withheld_y
-FROM per_retrieval p
-CROSS JOIN LATERAL (
-    SELECT DISTINCT elem ->> 'id' AS item_id
-    FROM jsonb_array_elements(CASE WHEN jsonb_typeof(p.results) = 'array' THEN p.results ELSE '[]'::jsonb END) AS elem
-    WHERE jsonb_typeof(elem) = 'object' AND elem ->> 'id' ~* %(uuid_re)s
-) e
-GROUP BY e.item_id
+class ItemComparison:
+    RANDOMISED = "randomised"  # per-item randomisation: served vs left out on its own, treatment arm
+    HOLDOUT_ARM = "holdout_arm"  # served (treatment) vs the holdout arm: the whole set served with the item
+
+
+# Per item and side (ItemSide) over the period's tallies: judged retrievals
+# (units), Σy, judged trajectories and successes.
+_ITEMS_SQL = """
+SELECT item, side, SUM(units), SUM(y_sum), SUM(judged), SUM(successes)
+FROM {tally}
+WHERE {window} AND item IS NOT NULL AND ({in_period})
+GROUP BY item, side
 """
-_UUID_RE = r"^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$"
+
+
+def _item_sides(bank: Bank, first: date | None, last: date | None, period: Period | None) -> dict:
+    params = {"bank": bank.pk}
+    sql = _ITEMS_SQL.format(
+        tally=RetrievalTally._meta.db_table,
+        window=_window_sql(first, last, params),
+        in_period=_in_period(period, params),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    sides: dict[uuid.UUID, dict[str, tuple[int, float, int, int]]] = {}
+    for item, side, units, y_sum, judged, successes in rows:
+        if units > 0:
+            sides.setdefault(item, {})[side] = (units, float(y_sum), judged, successes)
+    return sides
+
+
+def _add(*parts: tuple[int, float, int, int] | None) -> tuple[int, float, int, int]:
+    """Sum of (units, Σy, judged, successes) tuples; missing sides are zero."""
+    found = [part for part in parts if part]
+    return tuple(sum(values) for values in zip((0, 0.0, 0, 0), *found)) if found else (0, 0.0, 0, 0)  # type: ignore[return-value]
 
 
 def item_outcomes(
@@ -547,51 +598,59 @@ def item_outcomes(
     limit: int = 50,
     lift: LiftReport | None = None,
 ) -> list[ItemOutcome]:
-    """Per memory item, over the report's period: the judged retrievals that
-    served it (treatment) and that would have served it but held it out
-    (holdout), the served − withheld difference with Newcombe's interval, a
-    p-value, and ``may_hurt`` / ``may_help`` only when Benjamini–Hochberg at
-    a 10% false-discovery rate across all tested items says so (an item
-    needs MIN_ITEM_JUDGED judged retrievals on each side to be tested). The
-    comparison is within the retrievals the item was a candidate for, so an
-    item served on hard tasks is compared with hard tasks. Ordered by judged
-    served trajectories, most first, at most ``limit`` rows. One raw SQL
-    aggregate plus one query for the items' titles and status (items of
-    other banks are never fetched); ``lift`` is computed when not given."""
+    """Per memory item, over the report's period: the served − withheld
+    difference of judged retrievals it was a candidate for, with Newcombe's
+    interval, a p-value, a shrunken estimate, and ``may_hurt`` / ``may_help``
+    only when Benjamini–Hochberg at a 10% false-discovery rate across all
+    tested items says so (an item needs MIN_ITEM_JUDGED judged retrievals on
+    each side to be tested).
+
+    Which comparison (``ItemComparison``, one for all items of a report):
+    when the period has retrievals with per-item randomisation
+    (bank.item_holdout_fraction > 0), the item served vs the item left out on
+    its own, among treatment retrievals with randomisation on — the item's
+    own effect, unbiased; otherwise the item served vs the holdout arm's
+    retrievals it would have been served in — the effect of the whole set
+    served with it. Ordered by judged served trajectories, most first, at
+    most ``limit`` rows. One aggregate over the tallies plus one query for
+    the items' titles and status (items of other banks are never fetched);
+    ``lift`` is computed when not given."""
     if lift is None:
         lift = bank_lift(bank=bank, since=since, until=until)
-    params = {
-        "bank": bank.pk,
-        "treatment": Arm.TREATMENT.value,
-        "holdout": Arm.HOLDOUT.value,
-        "success": Label.SUCCESS.value,
-        "failure": Label.FAILURE.value,
-        "uuid_re": _UUID_RE,
-    }
+    first, last = _days(since, until)
     period = lift.period if lift.verdict != Verdict.NO_HOLDOUT else None
-    sql = _ITEM_OUTCOMES_SQL.format(
-        retrieval=RetrievalEvent._meta.db_table,
-        trajectory=Trajectory._meta.db_table,
-        where=_where(since, until, period, params),
+    sides = _item_sides(bank, first, last, period)
+    randomised = any(
+        ItemSide.SERVED_RANDOMISED in found or ItemSide.WITHHELD_RANDOMISED in found for found in sides.values()
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    effects = item_effects([(row[5], float(row[6]), row[7], float(row[8])) for row in rows])
+    lift.item_comparison = ItemComparison.RANDOMISED if randomised else ItemComparison.HOLDOUT_ARM
+    pairs = []
+    for item, found in sides.items():
+        if randomised:
+            served, withheld = (
+                _add(found.get(ItemSide.SERVED_RANDOMISED)),
+                _add(found.get(ItemSide.WITHHELD_RANDOMISED)),
+            )
+        else:
+            served = _add(found.get(ItemSide.SERVED), found.get(ItemSide.SERVED_RANDOMISED))
+            withheld = _add(found.get(ItemSide.HOLDOUT))
+        if served[0] or withheld[0]:
+            pairs.append((item, served, withheld))
+    effects = item_effects([(served[0], served[1], withheld[0], withheld[1]) for _, served, withheld in pairs])
     outcomes = []
-    for row, effect in zip(rows, effects):
+    for (item, served, withheld), effect in zip(pairs, effects):
         outcomes.append(
             ItemOutcome(
-                public_id=uuid.UUID(row[0]),
+                public_id=item,
                 item=None,
-                served_judged=row[1],
-                served_successes=row[2],
-                withheld_judged=row[3],
-                withheld_successes=row[4],
-                served_units=row[5],
-                served_y=float(row[6]),
-                withheld_units=row[7],
-                withheld_y=float(row[8]),
+                served_judged=served[2],
+                served_successes=served[3],
+                withheld_judged=withheld[2],
+                withheld_successes=withheld[3],
+                served_units=served[0],
+                served_y=served[1],
+                withheld_units=withheld[0],
+                withheld_y=withheld[1],
                 difference=effect.difference,
                 low=effect.low,
                 high=effect.high,

@@ -58,9 +58,14 @@ def simulate_bank(
     group_share: float = 0.3,
     item_truth: list[float] | None = None,
     unreported_treatment_failures: float = 0.0,
+    item_fraction: float = 0.0,
 ) -> SimulatedBank:
     """Run one bank until ``judged`` judged trajectories came back, calling
-    assess() after every ``look_every`` of them."""
+    assess() after every ``look_every`` of them. With ``item_fraction`` > 0
+    (per-item randomisation, as retrieval_perform does), each candidate of a
+    treatment retrieval is left out on its own with that probability (its
+    effect then does not apply) and the item rows compare served with left
+    out among treatment retrievals; otherwise served with the holdout arm."""
     item_truth = item_truth or [0.0] * (TOPICS * ITEMS_PER_TOPIC)
     base = rng.uniform(0.35, 0.65)
     spread = min(0.3, base - 0.05, 0.95 - base)
@@ -75,8 +80,10 @@ def simulate_bank(
         topic = rng.randrange(TOPICS)
         candidates = rng.sample(range(topic * ITEMS_PER_TOPIC, (topic + 1) * ITEMS_PER_TOPIC), CANDIDATES)
         p = base + topic_shift[topic]
+        left_out = set()
         if not held_out:
-            p += effect + sum(item_truth[i] for i in candidates)
+            left_out = {i for i in candidates if item_fraction and rng.random() < item_fraction}
+            p += effect + sum(item_truth[i] for i in candidates if i not in left_out)
         p = min(max(p, 0.0), 1.0)
         size = 1 if rng.random() >= group_share else rng.randint(2, 4)
         outcomes = [rng.random() < p for _ in range(size)]
@@ -94,7 +101,9 @@ def simulate_bank(
             arm.successes += sum(outcomes)
             for i in candidates:
                 row = item_rows[i]
-                if held_out:
+                if held_out and item_fraction:
+                    continue  # randomised comparison: treatment retrievals only
+                if held_out or i in left_out:
                     row[2] += 1
                     row[3] += y
                 else:
@@ -155,13 +164,50 @@ def peeking(banks: int, seed: int = 2, judged: int = 2000, look_every: int = 50)
 
 def item_flags(banks: int, seed: int = 3, judged: int = 1000, fraction: float = 0.5) -> dict:
     """30 neutral items (topics of different difficulty): the share of banks
-    where any item is flagged "may hurt"."""
+    where any item is flagged "may hurt" (compared with the holdout arm)."""
     rng = random.Random(seed)
     flagged = 0
     for _ in range(banks):
         bank = simulate_bank(rng, effect=0.0, fraction=fraction, judged=judged, look_every=judged)
         flagged += any(e.significant and e.difference < 0 for e in item_effects(bank.items))
     return {"false_item_flag_rate": flagged / banks}
+
+
+ITEM_FRACTIONS = (0.1, 0.2, 0.5)
+
+
+def item_randomised(
+    banks: int, seed: int = 6, judged: int = 1000, fraction: float = 0.1, item_fractions=ITEM_FRACTIONS
+) -> dict:
+    """Per-item randomisation (holdout ``fraction`` 0.1), per item fraction:
+    the share of banks with 30 neutral items where any item is flagged
+    (either way), and the share that flag a −25-point item "may hurt" among
+    29 neutral ones, at ``judged`` judged trajectories."""
+    rng = random.Random(seed)
+    result = {}
+    truth = [0.0] * (TOPICS * ITEMS_PER_TOPIC)
+    truth[0] = -0.25
+    for item_fraction in item_fractions:
+        flagged = found = 0
+        for _ in range(banks):
+            neutral = simulate_bank(
+                rng, effect=0.0, fraction=fraction, judged=judged, look_every=judged, item_fraction=item_fraction
+            )
+            flagged += any(e.significant for e in item_effects(neutral.items))
+            hurting = simulate_bank(
+                rng,
+                effect=0.0,
+                fraction=fraction,
+                judged=judged,
+                look_every=judged,
+                item_fraction=item_fraction,
+                item_truth=truth,
+            )
+            first = item_effects(hurting.items)[0]
+            found += first.significant and first.difference < 0
+        result[f"randomised_false_item_flag_rate_at_{item_fraction}"] = flagged / banks
+        result[f"randomised_item_power_at_{item_fraction}"] = found / banks
+    return result
 
 
 def power(banks: int, seed: int = 4, judged: int = 1000) -> dict:
@@ -212,7 +258,7 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     results = {}
-    for check in (coverage, peeking, item_flags, power, reporting):
+    for check in (coverage, peeking, item_flags, power, reporting, item_randomised):
         results.update(check(args.banks))
         print(check.__name__, {k: round(v, 4) for k, v in results.items()}, f"{time.perf_counter() - started:.0f}s")
     print("| check | result |\n|---|---|")

@@ -312,4 +312,9 @@ class ImpactOut(Schema):
     item_baseline: float = Field(
         ..., description="The holdout's success rate (0.5 while it is small); items are no longer flagged against it."
     )
+    item_comparison: Literal["randomised", "holdout_arm"] = Field(
+        ...,
+        description="How items are compared: `randomised` — served vs left out on its own (per-item randomisation, "
+        "the item's own effect); `holdout_arm` — served vs the holdout arm (the set served with the item).",
+    )
     items: list[ImpactItemOut] = Field(..., description="Top 20 items by judged served trajectories.")

@@ -18,7 +18,12 @@ from django.utils import timezone
 from accounts.models import ApiToken, Bank
 from accounts.services import audit_record
 from memories.models import ItemOrigin, ItemStatus, MemoryItem, RetrievalEvent
-from memories.services import memory_item_flag, memory_item_supersede
+from memories.services import (
+    memory_item_flag,
+    memory_item_supersede,
+    retrieval_outcome_change,
+    retrieval_tallies_rebuild,
+)
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.errors import DomainError, Invalid, TooLarge
 from trajectories import otlp
@@ -124,6 +129,8 @@ def trajectory_ingest(
             raise
         # A concurrent request with the same external_id committed first.
         return Trajectory.objects.get(bank=bank, external_id=payload.external_id), False
+    if retrieval is not None:
+        retrieval_outcome_change(retrieval_id=retrieval.pk, linked=1)
 
     signal = _agent_label(bank=bank, outcome=payload.outcome, reward=payload.reward)
     if signal is not None:
@@ -248,7 +255,11 @@ def judgment_record(
         raise ValueError(f"source must be one of {JudgmentSource.values}, got {source!r}")
     if label not in Label.values:
         raise ValueError(f"label must be one of {Label.values}, got {label!r}")
-    locked = Trajectory.objects.select_for_update().only("pk", "verdict").get(pk=trajectory.pk)
+    locked = (
+        Trajectory.objects.select_for_update()
+        .only("pk", "verdict", "retrieval_id", "bank_id", "step_count")
+        .get(pk=trajectory.pk)
+    )
     if source == JudgmentSource.LLM:
         existing = Judgment.objects.filter(trajectory=locked, source=source, prompt_version=prompt_version).first()
         if existing is not None:
@@ -265,10 +276,55 @@ def judgment_record(
     )
     verdict = _effective_verdict(list(Judgment.objects.filter(trajectory=locked).order_by("created_at", "id")))
     if verdict != locked.verdict:
+        if locked.retrieval_id is not None:
+            _retrieval_outcome_move(trajectory=locked, old=locked.verdict, new=verdict)
         locked.verdict = verdict
         locked.save(update_fields=["verdict", "updated_at"])
     trajectory.verdict = verdict
     return judgment
+
+
+def _retrieval_outcome_move(*, trajectory: Trajectory, old: str, new: str) -> None:
+    """The one place a verdict reaches the Impact report: the trajectory's
+    retrieval counts it as judged (and a success) or no longer does."""
+    judged = int(new in Label.values) - int(old in Label.values)
+    retrieval_outcome_change(
+        retrieval_id=trajectory.retrieval_id,
+        judged=judged,
+        successes=int(new == Label.SUCCESS) - int(old == Label.SUCCESS),
+        steps=judged * trajectory.step_count,
+    )
+
+
+# Each retrieval's outcome counters from its trajectories (of the same bank), for a rebuild.
+_OUTCOMES_SQL = """
+UPDATE {retrieval} r
+SET linked = s.linked, judged = s.judged, successes = s.successes, steps = s.steps
+FROM (
+    SELECT r2.id,
+           COUNT(t.id) AS linked,
+           COUNT(t.id) FILTER (WHERE t.verdict IN (%(success)s, %(failure)s)) AS judged,
+           COUNT(t.id) FILTER (WHERE t.verdict = %(success)s) AS successes,
+           COALESCE(SUM(t.step_count) FILTER (WHERE t.verdict IN (%(success)s, %(failure)s)), 0) AS steps
+    FROM {retrieval} r2
+    LEFT JOIN {trajectory} t ON t.retrieval_id = r2.id AND t.bank_id = r2.bank_id
+    WHERE r2.bank_id = %(bank)s
+    GROUP BY r2.id
+) s
+WHERE r.id = s.id
+"""
+
+
+@transaction.atomic
+def retrieval_outcomes_rebuild(*, bank: Bank) -> None:
+    """Recompute every retrieval's outcome counters of ``bank`` from its
+    trajectories' effective verdicts, then the Impact report's sums from them
+    (memories.services.retrieval_tallies_rebuild): for data loaded in bulk,
+    the migration that introduced them, or a repair."""
+    sql = _OUTCOMES_SQL.format(retrieval=RetrievalEvent._meta.db_table, trajectory=Trajectory._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"bank": bank.pk, "success": Label.SUCCESS.value, "failure": Label.FAILURE.value})
+    retrieval_tallies_rebuild(bank_id=bank.pk)
 
 
 @transaction.atomic

@@ -5,14 +5,12 @@ fragment for the review focus view; the impact report (does the bank help?)."""
 from __future__ import annotations
 
 import math
-from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from accounts.access import bank_for_user
@@ -171,7 +169,7 @@ def impact(request, bank_id):
     if window not in lift.WINDOWS:
         window = "all"
     days = lift.WINDOWS[window]
-    since = timezone.now() - timedelta(days=days) if days else None
+    since = lift.window_start(days)
     report = lift.bank_lift(bank=bank, since=since)
     context = {
         "bank": bank,

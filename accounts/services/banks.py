@@ -24,6 +24,7 @@ BANK_SETTINGS = [
     "judge_model",
     "distill_model",
     "holdout_fraction",
+    "item_holdout_fraction",
     "rate_limit_per_minute",
 ]
 

@@ -5,7 +5,7 @@ through; ``versions`` owns the row lock and the version + audit record each
 change appends; ``embedding`` keeps items searchable (inline embed, enqueue,
 refresh, sweeper); ``imports`` turns uploaded records into proposed items;
 ``experiences`` owns past tasks; ``retrieval`` answers (and logs) what an agent
-is served, holdout arm included. Refusals are domain errors
+is served, holdout arm included; ``tallies`` keeps the Impact report's sums. Refusals are domain errors
 (``reasoningbank_site.errors``)."""
 
 from memories.services.embedding import memory_item_embed_refresh, memory_items_embed_pending
@@ -28,6 +28,11 @@ from memories.services.retrieval import (
     memory_items_count_served,
     retrieval_perform,
     retrieval_preview,
+)
+from memories.services.tallies import (
+    retrieval_outcome_change,
+    retrieval_tallies_compact,
+    retrieval_tallies_rebuild,
 )
 from memories.services.transitions import ITEM_TRANSITIONS, item_status_move
 
@@ -52,6 +57,9 @@ __all__ = [
     "memory_items_count_served",
     "memory_items_embed_pending",
     "memory_items_import",
+    "retrieval_outcome_change",
     "retrieval_perform",
     "retrieval_preview",
+    "retrieval_tallies_compact",
+    "retrieval_tallies_rebuild",
 ]

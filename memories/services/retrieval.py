@@ -23,6 +23,7 @@ from memories.selectors.retrieval import (
     experiences_search,
     system_block_render,
 )
+from memories.services.tallies import retrieval_tally_created
 from reasoningbank_site.errors import Invalid
 
 
@@ -37,6 +38,7 @@ class RetrievalResult:
     bank_has_approved: bool = field(default=True)
     arm: str = field(default=Arm.TREATMENT)
     event: RetrievalEvent | None = None  # None for a preview
+    withheld: list[MemoryItem] = field(default_factory=list)  # left out by per-item randomisation
 
 
 def retrieval_preview(
@@ -100,9 +102,13 @@ def retrieval_perform(
     probability bank.holdout_fraction the retrieval is in the holdout arm:
     nothing is served, but the event records what would have been, so lift
     can be measured; the event records the fraction it was drawn with, so
-    a later change never mixes periods. Writes one RetrievalEvent (with the
-    ``filters``) and nothing else: the served items' counters are folded from
-    the events later
+    a later change never mixes periods. In the treatment arm, each candidate
+    item is then left out on its own with probability
+    bank.item_holdout_fraction (per-item randomisation): the agent gets the
+    others (fewer than k), and the event records which were left out, so the
+    Impact page can measure each item's own effect. Writes one RetrievalEvent
+    (with the ``filters``) and its RetrievalTally row and nothing else: the
+    served items' counters are folded from the events later
     (``memory_items_count_served``), so concurrent retrievals of the same
     items never lock the same rows. Raises as retrieval_preview does."""
     started = time.perf_counter()
@@ -110,20 +116,30 @@ def retrieval_perform(
     recorded = [{"id": str(item.public_id), "score": score} for item, score in result.items]
     if bank.holdout_fraction > 0 and random.random() < bank.holdout_fraction:
         result.arm, result.items, result.system_block = Arm.HOLDOUT, [], ""
+    elif bank.item_holdout_fraction > 0 and result.items:
+        left_out = [random.random() < bank.item_holdout_fraction for _ in result.items]
+        if any(left_out):
+            result.withheld = [item for (item, _), out in zip(result.items, left_out) if out]
+            result.items = [pair for pair, out in zip(result.items, left_out) if not out]
+            result.system_block = system_block_render([item for item, _ in result.items])
     result.latency_ms = (time.perf_counter() - started) * 1000.0
-    result.event = RetrievalEvent.objects.create(
-        bank=bank,
-        token=token,
-        query=query.strip(),
-        task_id=task_id or "",
-        mode=result.mode,
-        k=result.k,
-        arm=result.arm,
-        results=recorded,
-        holdout_fraction=bank.holdout_fraction,
-        filters=filters.as_dict(),
-        latency_ms=round(result.latency_ms, 2),
-    )
+    with transaction.atomic():
+        result.event = RetrievalEvent.objects.create(
+            bank=bank,
+            token=token,
+            query=query.strip(),
+            task_id=task_id or "",
+            mode=result.mode,
+            k=result.k,
+            arm=result.arm,
+            results=recorded,
+            holdout_fraction=bank.holdout_fraction,
+            item_holdout_fraction=bank.item_holdout_fraction,
+            withheld=[str(item.public_id) for item in result.withheld],
+            filters=filters.as_dict(),
+            latency_ms=round(result.latency_ms, 2),
+        )
+        retrieval_tally_created(event=result.event)
     return result
 
 
@@ -133,7 +149,8 @@ COUNT_SERVED_BATCH = 5000
 def memory_items_count_served(*, batch: int = COUNT_SERVED_BATCH) -> int:
     """Fold every retrieval not yet counted into its items' ``served_count``
     and ``last_served_at`` (treatment arm only: the holdout arm served
-    nothing), and return how many retrievals were folded. Exactly once:
+    nothing, and items left out by per-item randomisation), and return how
+    many retrievals were folded. Exactly once:
     retrievals are claimed with ``FOR UPDATE SKIP LOCKED`` and marked in the
     same transaction, so concurrent folds split the work; items are locked in
     primary-key order, so folds never deadlock each other, and retrievals
@@ -145,16 +162,18 @@ def memory_items_count_served(*, batch: int = COUNT_SERVED_BATCH) -> int:
                 RetrievalEvent.objects.select_for_update(skip_locked=True)
                 .filter(served_counted=False)
                 .order_by("pk")
-                .values_list("pk", "arm", "results", "created_at")[:batch]
+                .values_list("pk", "arm", "results", "withheld", "created_at")[:batch]
             )
             if not events:
                 return folded
             served: dict[str, tuple[int, datetime]] = {}
-            for _pk, arm, results, created_at in events:
+            for _pk, arm, results, withheld, created_at in events:
                 if arm != Arm.TREATMENT:
                     continue
                 for entry in results or []:
                     public_id = str(entry.get("id", "")) if isinstance(entry, dict) else ""
+                    if public_id in (withheld or []):
+                        continue  # left out by per-item randomisation: not served
                     count, last = served.get(public_id, (0, created_at))
                     served[public_id] = (count + 1, max(last, created_at))
             items = list(

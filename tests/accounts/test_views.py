@@ -282,6 +282,7 @@ def _settings_post(**over):
         "judge_model": "judge-x",
         "distill_model": "",
         "holdout_fraction": 0.25,
+        "item_holdout_fraction": 0.1,
         "rate_limit_per_minute": 120,
     }
     data.update(over)
@@ -297,12 +298,14 @@ def test_admin_saves_settings_and_it_is_audited(as_, people, bank):
         bank.top_k,
         bank.trust_agent_outcome,
         bank.holdout_fraction,
+        bank.item_holdout_fraction,
         bank.rate_limit_per_minute,
     ) == (
         "experiences",
         1,
         True,
         0.25,
+        0.1,
         120,
     )
     event = AuditEvent.objects.get(action="bank.update_settings")
@@ -311,8 +314,9 @@ def test_admin_saves_settings_and_it_is_audited(as_, people, bank):
 
 def test_invalid_settings_rerender_with_errors(as_, people, bank):
     url = reverse("accounts:bank_settings", kwargs={"bank_id": bank.public_id})
-    response = as_(people["owner"]).post(url, _settings_post(top_k=0, holdout_fraction=3))
-    assert response.status_code == 200 and "Between 1 and 20" in response.content.decode()
+    response = as_(people["owner"]).post(url, _settings_post(top_k=0, holdout_fraction=3, item_holdout_fraction=0.9))
+    page = response.content.decode()
+    assert response.status_code == 200 and "Between 1 and 20" in page and "Between 0 and 0.5" in page
     bank.refresh_from_db()
     assert bank.top_k == 3
 

@@ -1,3 +1,5 @@
+import random
+
 import numpy as np
 import pytest
 from django.db import connection
@@ -5,7 +7,7 @@ from django.db import connection
 from accounts.models import ApiToken
 from memories import selectors
 from memories.embeddings import embedding_model_name, item_embedding_hash
-from memories.models import Arm, ItemStatus, MemoryItem, RetrievalEvent
+from memories.models import Arm, ItemStatus, MemoryItem, RetrievalEvent, RetrievalTally
 from memories.services import (
     experience_create,
     memory_item_approve,
@@ -283,3 +285,41 @@ def test_holdout_arm_withholds_items_but_records_them(bank, web_items):
     bank.holdout_fraction = 0.0
     treated = retrieval_perform(bank=bank, query="sign in page", k=2)
     assert treated.arm == Arm.TREATMENT and treated.event.holdout_fraction == 0.0
+
+
+def test_per_item_randomisation_leaves_items_out_on_their_own_and_records_them(bank, web_items):
+    random.seed(20)
+    bank.min_similarity, bank.item_holdout_fraction = -1.0, 0.5
+    results = [retrieval_perform(bank=bank, query="sign in and walk the pages", k=3) for _ in range(12)]
+    left_out = 0
+    for result in results:
+        event = RetrievalEvent.objects.get(pk=result.event.pk)
+        served = {str(item.public_id) for item, _ in result.items}
+        withheld = {str(item.public_id) for item in result.withheld}
+        # The event records every candidate, which of them were left out, and the fraction in force.
+        assert {entry["id"] for entry in event.results} == served | withheld and not served & withheld
+        assert set(event.withheld) == withheld and event.item_holdout_fraction == 0.5
+        assert event.arm == Arm.TREATMENT
+        # The agent gets only the served items (fewer than k when some were left out).
+        assert len(result.items) == 3 - len(withheld)
+        for item in result.withheld:
+            assert item.title not in result.system_block
+        assert all(item.title in result.system_block for item, _ in result.items)
+        left_out += len(withheld)
+    assert 0 < left_out < 36  # some left out, not all
+    # Each retrieval appended its row of the Impact report's sums, in the same transaction.
+    tallies = RetrievalTally.objects.filter(bank=bank)
+    assert sum(tallies.values_list("retrievals", flat=True)) == 12 == sum(tallies.values_list("triggered", flat=True))
+    # Served counters count what the agents got, not what was left out.
+    memory_items_count_served()
+    served_total = sum(
+        MemoryItem.objects.filter(pk__in=[i.pk for i in web_items.values()]).values_list("served_count", flat=True)
+    )
+    assert served_total == 36 - left_out
+
+
+def test_no_per_item_randomisation_in_the_holdout_arm(bank, web_items):
+    bank.min_similarity, bank.holdout_fraction, bank.item_holdout_fraction = -1.0, 1.0, 0.5
+    result = retrieval_perform(bank=bank, query="sign in", k=3)
+    event = RetrievalEvent.objects.get(pk=result.event.pk)
+    assert event.arm == Arm.HOLDOUT and event.withheld == [] and len(event.results) == 3

@@ -17,6 +17,7 @@ from tests import factories
 from tests.factories import make_arm, make_items, with_holdout
 from trajectories import lift, lift_stats
 from trajectories.models import Trajectory
+from trajectories.services import retrieval_outcomes_rebuild
 
 Z95 = 1.959963984540054  # the 97.5% normal quantile, written out
 
@@ -165,6 +166,7 @@ def test_other_banks_never_count(bank, other_bank):
     theirs = RetrievalEvent.objects.filter(bank=other_bank).first()
     Trajectory.objects.create(bank=other_bank, task="x", retrieval=ours, verdict="success")
     Trajectory.objects.create(bank=bank, task="y", retrieval=theirs, verdict="success")
+    retrieval_outcomes_rebuild(bank=bank)
     report = lift.bank_lift(bank=bank)
     assert (report.treatment.retrievals, report.treatment.reported, report.treatment.judged) == (4, 4, 4)
     assert report.treatment.successes == 3
@@ -397,6 +399,7 @@ def test_several_trajectories_of_one_retrieval_are_one_outcome(bank):
     Trajectory.objects.bulk_create(
         Trajectory(bank=bank, task="again", retrieval=failing, verdict="success", status="done") for _ in range(4)
     )
+    retrieval_outcomes_rebuild(bank=bank)
     t = lift.bank_lift(bank=bank).treatment
     assert (t.units, t.judged, t.successes) == (60, 64, 34)
     assert t.rate == pytest.approx((30 + 4 / 5) / 60)  # not 34 / 64
@@ -458,6 +461,7 @@ def test_balanced_arms_pass_the_guardrails_and_report_steps(bank):
     make_arm(bank, "holdout", successes=30, failures=70, fraction=0.5)
     Trajectory.objects.filter(retrieval__arm="treatment").update(step_count=4)
     Trajectory.objects.filter(retrieval__arm="holdout").update(step_count=7)
+    retrieval_outcomes_rebuild(bank=bank)
     report = lift.bank_lift(bank=bank)
     assert all(g.ok for g in report.guardrails) and report.verdict == "helps"
     assert report.treatment.mean_steps == 4 and report.holdout.mean_steps == 7 and report.steps_difference == -3

@@ -107,3 +107,11 @@ def test_simulated_power_and_biased_reporting():
     assert found["bank_power_at_0.5"] >= 0.25 and found["item_power"] > 0.05
     reporting = lift_simulation.reporting(60, seed=15)
     assert reporting["biased_helps_rate"] <= 0.10 and reporting["withheld_rate"] >= 0.6
+
+
+def test_simulated_per_item_randomisation_flags_few_neutral_items_and_finds_a_harmful_one():
+    found = lift_simulation.item_randomised(120, seed=16, judged=1000, item_fractions=(0.5,))
+    assert found["randomised_false_item_flag_rate_at_0.5"] <= 0.10
+    # With more data (5,000 judged trajectories) a −25-point item is found in most banks.
+    more = lift_simulation.item_randomised(40, seed=17, judged=5000, item_fractions=(0.5,))
+    assert more["randomised_item_power_at_0.5"] >= 0.5 and more["randomised_false_item_flag_rate_at_0.5"] <= 0.15
