@@ -282,6 +282,7 @@ def _settings_post(**over):
         "judge_model": "judge-x",
         "distill_model": "",
         "holdout_fraction": 0.25,
+        "few_shot_max_chars": 4000,
         "rate_limit_per_minute": 120,
     }
     data.update(over)
