@@ -315,7 +315,10 @@ def prompt_edit(request, bank_id, name):
     role = Role.ADMIN if request.method == "POST" else Role.VIEWER
     bank, membership = bank_for_user(request, bank_id, role=role)
     active = prompt_active(bank=bank, name=name)
-    form = PromptForm(request.POST or None, name=name, initial={"text": active.text, "activate": True})
+    # ?from=<version id> starts the editor from a saved version (e.g. a candidate) instead of the one in use.
+    start = prompt_version_for_bank(bank=bank, name=name, public_id=request.GET.get("from", "")) or active.custom
+    start_text = start.text if start is not None else active.text
+    form = PromptForm(request.POST or None, name=name, initial={"text": start_text, "activate": True})
     if request.method == "POST" and form.is_valid():
         try:
             version = prompt_version_save(bank=bank, name=name, author=request.user, **form.cleaned_data)
@@ -324,8 +327,9 @@ def prompt_edit(request, bank_id, name):
         else:
             state = "now in use" if version.is_active else "saved as a candidate"
             messages.success(request, f"Saved {version.version}: {state}.")
-            return redirect("trajectories:prompt_edit", bank_id=bank.public_id, name=name)
-    shown = form["text"].value() or active.text
+            url = reverse("trajectories:prompt_edit", kwargs={"bank_id": bank.public_id, "name": name})
+            return redirect(f"{url}?from={version.public_id}")
+    shown = form["text"].value() or start_text
     context = {
         "bank": bank,
         "membership": membership,
@@ -337,6 +341,7 @@ def prompt_edit(request, bank_id, name):
         "diff": prompt_diff(name=name, text=shown),
         "versions": prompt_versions(bank=bank, name=name),
         "default_version": prompt_of(name=name, version=None).version,
+        "editing": start,
     }
     return render(request, "trajectories/prompt_edit.html", context)
 
