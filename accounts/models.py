@@ -63,6 +63,7 @@ class RetrievalMode(models.TextChoices):
 # The most items (or experiences) one retrieval may serve: a bank's top_k and a request's k.
 MAX_TOP_K = 20
 MAX_RATE_LIMIT = 1_000_000
+MAX_FEW_SHOT_CHARS = 20_000
 
 
 # A bank's settings are validated here, once: the settings forms are ModelForms
@@ -123,6 +124,15 @@ class Bank(models.Model):
         default=0.5,
         validators=[validate_finite],
         help_text="A reward at or above this counts as success when trusted.",
+    )
+    few_shot_enabled = models.BooleanField(
+        default=False,
+        help_text="Show the judge and the distiller reviewers' past decisions on similar trajectories as examples.",
+    )
+    few_shot_max_chars = models.PositiveIntegerField(
+        default=4000,
+        validators=_between(500, MAX_FEW_SHOT_CHARS, f"Between 500 and {MAX_FEW_SHOT_CHARS:,} characters."),
+        help_text=f"The most characters of examples added to one prompt, 500–{MAX_FEW_SHOT_CHARS:,}.",
     )
     rate_limit_per_minute = models.PositiveIntegerField(
         default=600,

@@ -3,8 +3,6 @@ trajectories.selectors. The bank is the token's."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.urls import reverse

@@ -2,7 +2,8 @@
 
 from django import forms
 
-from trajectories.models import Label, Status
+from trajectories.models import Label, PromptName, PromptVersion, Status
+from trajectories.prompts import MAX_PROMPT_CHARS, prompt_problems
 
 
 class TrajectoryFilterForm(forms.Form):
@@ -38,3 +39,52 @@ class RelabelForm(forms.Form):
     reason = forms.CharField(
         max_length=2000, widget=forms.Textarea(attrs={"rows": 2, "placeholder": "why the verdict is wrong"})
     )
+
+
+class PromptForm(forms.Form):
+    """A new version of one prompt; the rules are trajectories.prompts.prompt_problems
+    (the service applies them again)."""
+
+    text = forms.CharField(
+        max_length=MAX_PROMPT_CHARS, strip=False, widget=forms.Textarea(attrs={"rows": 24, "class": "mono"})
+    )
+    note = forms.CharField(
+        required=False, max_length=200, help_text="What changed and why, e.g. 'stricter about unverified claims'."
+    )
+    activate = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Use it now",
+        help_text="Unticked: saved as a candidate to try in an experiment first.",
+    )
+
+    def __init__(self, *args, name: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.name = name
+
+    def clean_text(self):
+        text = self.cleaned_data["text"].replace("\r\n", "\n")
+        problems = prompt_problems(self.name, text)
+        if problems:
+            raise forms.ValidationError(problems)
+        return text
+
+
+class ExperimentForm(forms.Form):
+    candidate_prompt = forms.ModelChoiceField(
+        queryset=PromptVersion.objects.none(),
+        required=False,
+        label="Judge prompt",
+        empty_label="The default file",
+    )
+    candidate_model = forms.CharField(
+        required=False, max_length=120, label="Model", help_text="Empty: the service default (RB_LLM_MODEL)."
+    )
+    candidate_few_shot = forms.BooleanField(required=False, label="Show reviewers' decisions as examples (few-shot)")
+
+    def __init__(self, *args, bank, **kwargs):
+        super().__init__(*args, **kwargs)
+        field = self.fields["candidate_prompt"]
+        field.queryset = PromptVersion.objects.filter(bank=bank, name=PromptName.JUDGE).order_by("-number")
+        field.label_from_instance = lambda v: f"{v.version}{' (active)' if v.is_active else ''} {v.note}".strip()
+        field.to_field_name = "public_id"

@@ -13,7 +13,9 @@ from trajectories.models import Trajectory
 
 EXCERPT_CHARS = 500
 
-_OUR_TAGS = re.compile(r"<(\s*/?\s*)(trajectory|task|steps|final_answer|rollouts|rollout)\b", re.IGNORECASE)
+_OUR_TAGS = re.compile(
+    r"<(\s*/?\s*)(trajectory|task|steps|final_answer|rollouts|rollout|examples|example)\b", re.IGNORECASE
+)
 
 
 def neutralize(text: str) -> str:

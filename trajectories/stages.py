@@ -29,6 +29,7 @@ from django.db.models import QuerySet
 from memories.models import Experience, ItemOrigin
 from memories.services import experience_create, memory_item_propose
 from reasoningbank_site.celery import enqueue_on_commit
+from trajectories.few_shot import distill_examples, judge_examples
 from trajectories.llm import (
     LLMPermanentError,
     LLMTransientError,
@@ -37,10 +38,11 @@ from trajectories.llm import (
     judge_model_for,
     llm_configured,
 )
-from trajectories.models import Judgment, JudgmentSource, Label, Status, Trajectory
+from trajectories.models import Judgment, JudgmentSource, Label, PromptName, Status, Trajectory
 from trajectories.parsing import parse_judge_answer, parse_memory_items
+from trajectories.prompt_versions import FEW_SHOT_SUFFIX, ActivePrompt, prompt_active
 from trajectories.prompting import excerpt, render_group, render_trajectory
-from trajectories.prompts import prompt_render
+from trajectories.prompts import prompt_fill
 from trajectories.services import judgment_record
 from trajectories.transitions import trajectory_move, trajectory_move_many
 
@@ -138,6 +140,28 @@ def _items_parser(max_items: int):
 
 
 # ---------------------------------------------------------------------------
+# Prompts: the bank's active wording, with reviewers' examples when it wants them
+# ---------------------------------------------------------------------------
+
+
+def judge_prompt_build(*, trajectory: Trajectory, prompt: ActivePrompt, few_shot: bool) -> tuple[str, str]:
+    """(text, version) of the judge prompt for ``trajectory``: ``prompt``'s
+    words, with reviewers' verdicts on similar trajectories before the record
+    when ``few_shot`` (the version then ends in ``+fs``). Experiments build
+    their candidates' prompts with it too."""
+    examples = judge_examples(trajectory=trajectory, budget=trajectory.bank.few_shot_max_chars) if few_shot else ""
+    text = prompt_fill(prompt.text, trajectory=examples + render_trajectory(trajectory))
+    return text, prompt.version + (FEW_SHOT_SUFFIX if examples else "")
+
+
+def _distill_prompt(t: Trajectory, name: str, block: str, **values: str) -> tuple[str, str]:
+    prompt = prompt_active(bank=t.bank, name=name)
+    examples = distill_examples(trajectory=t, budget=t.bank.few_shot_max_chars) if t.bank.few_shot_enabled else ""
+    text = prompt_fill(prompt.text, trajectory=examples + block, **values)
+    return text, prompt.version + (FEW_SHOT_SUFFIX if examples else "")
+
+
+# ---------------------------------------------------------------------------
 # The driver
 # ---------------------------------------------------------------------------
 
@@ -208,7 +232,9 @@ def trajectory_judge(*, trajectory_id: int) -> bool:
     ):
         return False
     t = Trajectory.objects.select_related("bank").get(pk=trajectory_id)
-    prompt, version = prompt_render("judge", trajectory=render_trajectory(t))
+    prompt, version = judge_prompt_build(
+        trajectory=t, prompt=prompt_active(bank=t.bank, name=PromptName.JUDGE), few_shot=t.bank.few_shot_enabled
+    )
     if Judgment.objects.filter(trajectory=t, source=JudgmentSource.LLM, prompt_version=version).exists():
         return trajectory_move(
             t.pk, from_=Status.JUDGING, to=Status.JUDGED, detail="Already judged with this prompt version."
@@ -289,7 +315,7 @@ def trajectory_distill(*, trajectory_id: int) -> bool:
     else:
         name, origin = "distill_failure", ItemOrigin.FAILURE
     block = f"Verdict given to this run by the reviewers (not part of the record): {t.verdict.upper()}\n\n{render_trajectory(t)}"
-    prompt, version = prompt_render(name, trajectory=block, max_items=str(MAX_ITEMS))
+    prompt, version = _distill_prompt(t, name, block, max_items=str(MAX_ITEMS))
     model = distill_model_for(t.bank)
     items = _llm_ask(
         DISTILL_CALL,
@@ -390,7 +416,9 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
         )
     members = list(Trajectory.objects.select_related("bank").filter(pk__in=ids).order_by("created_at", "pk"))
     bank = members[0].bank
-    prompt, version = prompt_render("matts_parallel", rollouts=render_group(members), max_items=str(MAX_ITEMS_PARALLEL))
+    contrast = prompt_active(bank=bank, name=PromptName.MATTS_PARALLEL)
+    prompt = prompt_fill(contrast.text, rollouts=render_group(members), max_items=str(MAX_ITEMS_PARALLEL))
+    version = contrast.version
     model = distill_model_for(bank)
     items = _llm_ask(
         CONTRAST_CALL,

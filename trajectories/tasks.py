@@ -17,6 +17,7 @@ import random
 from celery import shared_task
 from django.conf import settings
 
+from trajectories.experiments import experiment_fail, experiment_run
 from trajectories.llm import LLMTransientError
 from trajectories.models import Status, Trajectory
 from trajectories.stages import trajectory_advance, trajectory_distill, trajectory_group_distill
@@ -86,3 +87,18 @@ def pipeline_sweep_task() -> None:
     report = pipeline_sweep()
     if report.total:
         log.info("sweeper: %s", "; ".join(report.lines()))
+
+
+@shared_task(bind=True, name="trajectories.experiment_run", ignore_result=True, acks_late=True)
+def experiment_run_task(self, experiment_id: int) -> None:
+    """Run a judge experiment's cases (trajectories.experiments); progress is on its row."""
+    try:
+        experiment_run(experiment_id=experiment_id)
+    except LLMTransientError as exc:
+        retries = self.request.retries
+        if retries >= settings.RB_LLM_MAX_RETRIES:
+            experiment_fail(experiment_id=experiment_id, error=f"The LLM gave up after {retries + 1} attempts: {exc}")
+            return None
+        raise self.retry(
+            exc=exc, countdown=retry_countdown(retries, exc.retry_after), max_retries=settings.RB_LLM_MAX_RETRIES
+        ) from exc

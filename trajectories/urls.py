@@ -9,4 +9,17 @@ urlpatterns = [
     path("banks/<uuid:bank_id>/trajectories/<uuid:trajectory_id>/", views.trajectory_detail, name="detail"),
     path("banks/<uuid:bank_id>/trajectories/<uuid:trajectory_id>/steps/", views.trajectory_steps, name="steps"),
     path("banks/<uuid:bank_id>/impact/", views.impact, name="impact"),
+    path("banks/<uuid:bank_id>/judge/", views.judge, name="judge"),
+    path("banks/<uuid:bank_id>/judge/prompts/<str:name>/", views.prompt_edit, name="prompt_edit"),
+    path(
+        "banks/<uuid:bank_id>/judge/prompts/<str:name>/use/<str:version_id>/",
+        views.prompt_activate,
+        name="prompt_activate",
+    ),
+    path("banks/<uuid:bank_id>/judge/experiments/<uuid:experiment_id>/", views.experiment_detail, name="experiment"),
+    path(
+        "banks/<uuid:bank_id>/judge/experiments/<uuid:experiment_id>/promote/",
+        views.experiment_promote_view,
+        name="experiment_promote",
+    ),
 ]

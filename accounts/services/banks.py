@@ -23,6 +23,8 @@ BANK_SETTINGS = [
     "reward_threshold",
     "judge_model",
     "distill_model",
+    "few_shot_enabled",
+    "few_shot_max_chars",
     "holdout_fraction",
     "item_holdout_fraction",
     "rate_limit_per_minute",

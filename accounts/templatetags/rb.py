@@ -16,6 +16,7 @@ BANK_PAGES = [
     ("trajectories:list", "Trajectories"),
     ("memories:playground", "Playground"),
     ("trajectories:impact", "Impact"),
+    ("trajectories:judge", "Judge"),
     ("accounts:bank_tokens", "Tokens"),
     ("accounts:bank_settings", "Settings"),
     ("accounts:bank_audit", "Audit"),

@@ -283,6 +283,7 @@ def _settings_post(**over):
         "distill_model": "",
         "holdout_fraction": 0.25,
         "item_holdout_fraction": 0.1,
+        "few_shot_max_chars": 4000,
         "rate_limit_per_minute": 120,
     }
     data.update(over)

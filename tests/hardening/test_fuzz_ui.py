@@ -28,6 +28,9 @@ from accounts import services
 from accounts.models import Invitation, Membership, Role
 from accounts.services import BANK_SETTINGS
 from tests import factories
+from trajectories.models import Experiment, ExperimentStatus
+from trajectories.prompt_versions import prompt_version_save
+from trajectories.prompts import prompt_load
 
 HOSTILE = {
     "nul": "a\x00b",
@@ -85,6 +88,8 @@ class Scene:
     invitation: object
     member: Membership  # changes role
     leaver: Membership  # is removed
+    prompt: object  # a saved judge prompt version
+    experiment: object  # a finished experiment, to promote
 
 
 def _form_value(value) -> str:
@@ -157,6 +162,16 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
             ("post", {"label": "failure", "reason": "The hours were wrong."}),
         ],
         "trajectories:impact": [("get", {"days": "30"})],
+        "trajectories:judge": [
+            ("post", {"candidate_prompt": str(s.prompt.public_id), "candidate_model": "", "candidate_few_shot": ""})
+        ],
+        "trajectories:prompt_edit": [
+            ("get", {"from": str(s.prompt.public_id)}),
+            ("post", {"text": prompt_load("judge")[0], "note": "", "activate": ""}),
+        ],
+        "trajectories:prompt_activate": [("post", {"next": ""})],
+        "trajectories:experiment": [("get", {"partial": ""})],
+        "trajectories:experiment_promote": [("post", {"next": ""})],
     }
 
 
@@ -196,8 +211,11 @@ def _url(target: Target, s: Scene) -> str:
         "trajectory_id": s.trajectory,
         "token_id": s.token,
         "invitation_id": s.invitation,
+        "version_id": s.prompt,
+        "experiment_id": s.experiment,
     }
-    return reverse(target.name, kwargs={name: objects[name].public_id for name in target.kwargs})
+    kwargs = {name: "judge" if name == "name" else objects[name].public_id for name in target.kwargs}
+    return reverse(target.name, kwargs=kwargs)
 
 
 def _send(client, method: str, url: str, data: dict):
@@ -224,7 +242,11 @@ def scene(owner, team, bank) -> Scene:
     )
     member = Membership.objects.get(team=team, user=factories.make_member(team, Role.VIEWER))
     leaver = Membership.objects.get(team=team, user=factories.make_member(team, Role.VIEWER))
-    return Scene(owner, team, bank, item, into, queued, trajectory, token, invitation, member, leaver)
+    prompt = prompt_version_save(bank=bank, name="judge", text=prompt_load("judge")[0], activate=False)
+    experiment = Experiment.objects.create(bank=bank, candidate_prompt=prompt, status=ExperimentStatus.DONE)
+    return Scene(
+        owner, team, bank, item, into, queued, trajectory, token, invitation, member, leaver, prompt, experiment
+    )
 
 
 def test_every_action_view_and_page_is_fuzzed_or_skipped_for_a_reason(scene):

@@ -10,7 +10,8 @@ from django.db.models import Count, Exists, OuterRef, Q, Subquery
 
 from accounts.models import Bank
 from memories.models import ItemStatus, MemoryItem, MemoryItemVersion
-from trajectories.models import Judgment, JudgmentSource, Status, Trajectory
+from trajectories.lift_stats import wilson_interval
+from trajectories.models import Judgment, JudgmentSource, Label, Status, Trajectory
 
 
 def status_counts(*, bank: Bank) -> list[tuple[str, str, int]]:
@@ -52,6 +53,132 @@ def judge_human_agreement(*, bank: Bank) -> Agreement:
         both += 1
         agree += llm == human
     return Agreement(both=both, agree=agree)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """``x`` of ``n``, with its Wilson 95% interval (None when n is 0)."""
+
+    x: int
+    n: int
+
+    @property
+    def value(self) -> float | None:
+        return self.x / self.n if self.n else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return wilson_interval(self.x, self.n)
+
+    @property
+    def text(self) -> str:
+        """ "62% [48–75%] n=40": the rate, its interval and always its n."""
+        if not self.n:
+            return "— n=0"
+        low, high = self.interval
+        return f"{self.value:.0%} [{round(low * 100)}–{round(high * 100)}%] n={self.n}"
+
+
+@dataclass
+class VersionAgreement:
+    version: str
+    first_at: object
+    last_at: object
+    accuracy: Rate  # the LLM's label equals the reviewer's latest
+    false_success: Rate  # LLM said success, of the reviewer's failures
+    false_failure: Rate  # LLM said failure, of the reviewer's successes
+
+
+def judge_agreement_by_version(*, bank: Bank) -> list[VersionAgreement]:
+    """For every judge prompt version (``Judgment.prompt_version``, e.g.
+    ``judge/v1`` or ``judge@bank-3-v2+fs``): how its LLM judgments compare
+    with the reviewer's latest verdict on the same trajectories, in the order
+    the versions were first used — the judge's agreement over time."""
+    human = (
+        Judgment.objects.filter(trajectory=OuterRef("trajectory"), source=JudgmentSource.HUMAN)
+        .order_by("-created_at", "-id")
+        .values("label")[:1]
+    )
+    rows = (
+        Judgment.objects.filter(trajectory__bank=bank, source=JudgmentSource.LLM)
+        .annotate(human=Subquery(human))
+        .filter(human__isnull=False)
+        .order_by("created_at", "id")
+        .values_list("prompt_version", "label", "human", "created_at")
+    )
+    tallies: dict[str, list] = {}
+    for version, said, truth, at in rows.iterator():
+        t = tallies.setdefault(version or "(unrecorded)", [at, at, 0, 0, 0, 0, 0, 0])
+        t[1] = at
+        t[2] += said == truth
+        t[3] += 1
+        if truth == Label.FAILURE:
+            t[4] += said == Label.SUCCESS
+            t[5] += 1
+        else:
+            t[6] += said == Label.FAILURE
+            t[7] += 1
+    return [
+        VersionAgreement(v, t[0], t[1], Rate(t[2], t[3]), Rate(t[4], t[5]), Rate(t[6], t[7]))
+        for v, t in tallies.items()
+    ]
+
+
+@dataclass
+class DistillOutcome:
+    version: str
+    items: int
+    approved_unchanged: int
+    approved_edited: int
+    rejected: int
+    pending: int
+
+    @property
+    def decided(self) -> int:
+        return self.approved_unchanged + self.approved_edited + self.rejected
+
+    @property
+    def share_unchanged(self) -> Rate:
+        return Rate(self.approved_unchanged, self.decided)
+
+    @property
+    def share_edited(self) -> Rate:
+        return Rate(self.approved_edited, self.decided)
+
+    @property
+    def share_rejected(self) -> Rate:
+        return Rate(self.rejected, self.decided)
+
+
+def distill_outcomes_by_version(*, bank: Bank) -> list[DistillOutcome]:
+    """For every distill prompt version that proposed items: how reviewers
+    decided them — approved unchanged, approved after an edit, rejected, or
+    not decided yet (proposed; superseded items are left out: a relabel, not
+    a reviewer, retired them). Shares are of the decided items."""
+    edited = Exists(MemoryItemVersion.objects.filter(item=OuterRef("pk"), action="edited"))
+    rows = (
+        MemoryItem.objects.filter(bank=bank)
+        .exclude(prompt_version="")
+        .exclude(status=ItemStatus.SUPERSEDED)
+        .annotate(edited=edited)
+        .values("prompt_version", "status", "edited")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    out: dict[str, DistillOutcome] = {}
+    for row in rows:
+        o = out.setdefault(row["prompt_version"], DistillOutcome(row["prompt_version"], 0, 0, 0, 0, 0))
+        o.items += row["n"]
+        if row["status"] in (ItemStatus.APPROVED, ItemStatus.ARCHIVED):
+            if row["edited"]:
+                o.approved_edited += row["n"]
+            else:
+                o.approved_unchanged += row["n"]
+        elif row["status"] == ItemStatus.REJECTED:
+            o.rejected += row["n"]
+        else:
+            o.pending += row["n"]
+    return sorted(out.values(), key=lambda o: o.version)
 
 
 @dataclass
