@@ -17,11 +17,16 @@ from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
 
 from accounts.models import ApiToken, Bank
+from reasoningbank_site.text import is_cut
 
 EMBEDDING_DIM = 384
 # Stated once: the model fields, the services' checks and the import's messages use these.
 TITLE_MAX = 200
 REASON_MAX = 200
+# A memory item is a few sentences served inside agents' prompts: longer model output is cut
+# (visibly, see reasoningbank_site.text.cut_text), longer human input refused.
+DESCRIPTION_MAX = 1000
+CONTENT_MAX = 4000
 # Item tags: short lower-case slugs set by reviewers, filterable at retrieval.
 TAG_MAX_LENGTH = 40
 TAGS_MAX = 12
@@ -107,8 +112,8 @@ class MemoryItem(models.Model):
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="items")
     experience = models.ForeignKey(Experience, null=True, blank=True, on_delete=models.SET_NULL, related_name="items")
     title = models.CharField(max_length=TITLE_MAX)
-    description = models.TextField()
-    content = models.TextField()
+    description = models.TextField(max_length=DESCRIPTION_MAX)
+    content = models.TextField(max_length=CONTENT_MAX)
     status = models.CharField(max_length=16, choices=ItemStatus.choices, default=ItemStatus.PROPOSED)
     origin = models.CharField(max_length=20, choices=ItemOrigin.choices, default=ItemOrigin.MANUAL)
     # Provenance: the task id for the leave-one-task-out guard, and the steps
@@ -168,6 +173,11 @@ class MemoryItem(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+    @property
+    def text_was_cut(self) -> bool:
+        """Whether distilled text was cut to its limit (the item page shows a note to reviewers)."""
+        return is_cut(self.title) or is_cut(self.description) or is_cut(self.content)
 
 
 class MemoryItemVersion(models.Model):

@@ -11,6 +11,7 @@ an email header; ``pretty_json`` pretty-prints agent JSON of any depth."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator
@@ -18,6 +19,8 @@ from pydantic import BeforeValidator
 # Deeper JSON is shown as its raw text: json.dumps/json.loads recurse, and
 # agent input (tool-call arguments) can be nested thousands of levels deep.
 PRETTY_MAX_DEPTH = 64
+# Appended where cut_text cut: "… [cut: 104,321 characters]".
+_CUT_MARKER = re.compile(r" … \[cut: [\d,]+ characters\]$")
 
 
 def scrub_text(value: Any) -> Any:
@@ -180,3 +183,22 @@ def _compact(value: Any) -> str:
             except (ValueError, TypeError):
                 out.append(json.dumps(str(item), ensure_ascii=False))
     return "".join(out)
+
+
+def cut_text(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else its start followed by
+    a visible marker saying how many characters were cut; the result never has
+    more than ``limit`` characters."""
+    if len(text) <= limit:
+        return text
+    keep = limit
+    for _ in range(4):  # the marker's length depends on the count it shows; this settles in two passes
+        marker = f" … [cut: {len(text) - keep:,} characters]"
+        keep = max(limit - len(marker), 0)
+    marker = f" … [cut: {len(text) - keep:,} characters]"
+    return (text[:keep] + marker)[:limit]
+
+
+def is_cut(text: str) -> bool:
+    """Whether ``text`` ends with cut_text's marker."""
+    return bool(_CUT_MARKER.search(text or ""))

@@ -8,6 +8,9 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from memories.models import CONTENT_MAX, DESCRIPTION_MAX, TITLE_MAX
+from reasoningbank_site.text import cut_text
+
 # Deliberately no "yes"/"no": "Result: no results found" must not read as a verdict.
 SUCCESS_WORDS = {"success", "successful", "succeeded", "succeed", "pass", "passed", "correct"}
 FAILURE_WORDS = {"failure", "failed", "fail", "failing", "unsuccessful", "incorrect"}
@@ -133,6 +136,13 @@ def _clean(value) -> str:
     return text.strip("\"'").strip()
 
 
+def _parsed_item(title: str, description: str, content: str, citations) -> ParsedItem:
+    """An item with each text cut, visibly, to the model's limit (a runaway answer must not reach prompts)."""
+    return ParsedItem(
+        cut_text(title, TITLE_MAX), cut_text(description, DESCRIPTION_MAX), cut_text(content, CONTENT_MAX), citations
+    )
+
+
 def _item_from_dict(d: dict) -> ParsedItem | None:
     title = _clean(_pick(d, ("title", "name")))
     description = _clean(_pick(d, ("description", "when_to_use", "summary")))
@@ -140,7 +150,7 @@ def _item_from_dict(d: dict) -> ParsedItem | None:
     if not (title and description and content):
         return None
     citations = parse_citations(_pick(d, ("steps", "cited_steps", "source_steps", "step", "citations")))
-    return ParsedItem(title[:200], description, content, citations)
+    return _parsed_item(title, description, content, citations)
 
 
 def _items_from_json(text: str) -> list[ParsedItem] | None:
@@ -184,7 +194,7 @@ def _items_from_markdown(text: str) -> list[ParsedItem]:
             fields.setdefault(name, value)
         title, description, content = (_clean(fields.get(k)) for k in ("title", "description", "content"))
         if title and description and content:
-            items.append(ParsedItem(title[:200], description, content, parse_citations(fields.get("steps"))))
+            items.append(_parsed_item(title, description, content, parse_citations(fields.get("steps"))))
     return items
 
 

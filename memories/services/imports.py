@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 
 from accounts.models import Bank
-from memories.models import TITLE_MAX, ItemOrigin, ItemStatus, MemoryItem, normalize_tags
+from memories.models import CONTENT_MAX, DESCRIPTION_MAX, TITLE_MAX, ItemOrigin, ItemStatus, MemoryItem, normalize_tags
 from memories.services.items import memory_item_create
 
 IMPORT_MAX_ITEMS = 1000
@@ -47,8 +47,13 @@ def memory_items_import(*, bank: Bank, author, records: list) -> ImportReport:
         if missing:
             report.errors.append(f"record {number}: missing or empty {', '.join(missing)}")
             continue
-        if len(values["title"].strip()) > TITLE_MAX:
-            report.errors.append(f"record {number}: title longer than {TITLE_MAX} characters")
+        too_long = [
+            f"{name} longer than {limit} characters"
+            for name, limit in (("title", TITLE_MAX), ("description", DESCRIPTION_MAX), ("content", CONTENT_MAX))
+            if len(values[name].strip()) > limit
+        ]
+        if too_long:
+            report.errors.append(f"record {number}: {', '.join(too_long)}")
             continue
         try:
             tags = normalize_tags(record.get("tags") or [])

@@ -9,6 +9,8 @@ from django.utils import timezone
 
 from accounts.models import Bank
 from memories.models import (
+    CONTENT_MAX,
+    DESCRIPTION_MAX,
     REASON_MAX,
     SOURCE_METADATA_MAX,
     TITLE_MAX,
@@ -23,6 +25,7 @@ from memories.services.embedding import item_embed_enqueue, item_embed_inline, i
 from memories.services.transitions import EDITABLE_STATUSES, item_status_move
 from memories.services.versions import item_lock, item_version_record
 from reasoningbank_site.errors import Conflict, Invalid
+from reasoningbank_site.text import cut_text
 
 
 def _clean_title(title: str) -> str:
@@ -32,6 +35,13 @@ def _clean_title(title: str) -> str:
     if len(title) > TITLE_MAX:
         raise Invalid(f"A title is at most {TITLE_MAX} characters (got {len(title)}).")
     return title
+
+
+def _clean_text(value: str | None, *, name: str, limit: int) -> str:
+    text = (value or "").strip()
+    if len(text) > limit:
+        raise Invalid(f"A {name} is at most {limit} characters (got {len(text)}).")
+    return text
 
 
 def _clean_tags(tags) -> list[str]:
@@ -78,17 +88,18 @@ def memory_item_propose(
     bank with cosine similarity ≥ NEAR_DUPLICATE_SIMILARITY, most similar
     first. ``source_agents`` and ``source_metadata`` (the source
     trajectories' ``agent`` and ``metadata``) are kept, distinct, for the
-    retrieval filters. An over-long title (LLM output) is cut to TITLE_MAX
-    characters. Raises Invalid for an empty title or an unknown origin."""
-    title = _clean_title((title or "").strip()[:TITLE_MAX])
+    retrieval filters. Over-long text (LLM output) is cut to TITLE_MAX,
+    DESCRIPTION_MAX and CONTENT_MAX characters with a visible marker
+    (``cut_text``). Raises Invalid for an empty title or an unknown origin."""
+    title = _clean_title(cut_text((title or "").strip(), TITLE_MAX))
     _check_origin(origin)
     agents, metadata = _provenance(source_agents, source_metadata)
     item = MemoryItem(
         bank=bank,
         experience=experience,
         title=title,
-        description=(description or "").strip(),
-        content=(content or "").strip(),
+        description=cut_text((description or "").strip(), DESCRIPTION_MAX),
+        content=cut_text((content or "").strip(), CONTENT_MAX),
         status=ItemStatus.PROPOSED,
         origin=origin,
         source_task_id=source_task_id or "",
@@ -121,9 +132,11 @@ def memory_item_create(
     """An item written by hand (or imported). ``status`` is proposed (the
     default; embedded by a worker after commit) or approved (embedded inline,
     so it is searchable at once); ``tags`` follow ``normalize_tags``. Raises
-    Invalid for an empty or too long title, bad tags, another status, or an
-    unknown origin."""
+    Invalid for an empty or too long title, description or content, bad
+    tags, another status, or an unknown origin."""
     title = _clean_title(title)
+    description = _clean_text(description, name="description", limit=DESCRIPTION_MAX)
+    content = _clean_text(content, name="content", limit=CONTENT_MAX)
     tags = _clean_tags(tags)
     if status not in (ItemStatus.PROPOSED, ItemStatus.APPROVED):
         raise Invalid(f"A new item is proposed or approved, not {status!r}.")
@@ -131,8 +144,8 @@ def memory_item_create(
     item = MemoryItem(
         bank=bank,
         title=title,
-        description=(description or "").strip(),
-        content=(content or "").strip(),
+        description=description,
+        content=content,
         origin=origin,
         status=status,
         tags=tags,
@@ -165,8 +178,8 @@ def memory_item_edit(
     show them); a text change also clears the embedding and enqueues
     re-embedding after commit, while a tags-only change keeps the item
     searchable. No change writes nothing. The status is kept. Raises
-    Conflict for a superseded item, Invalid for an empty or too long title
-    or bad tags."""
+    Conflict for a superseded item, Invalid for an empty or too long title,
+    description or content, or bad tags."""
     item_lock(item)
     if item.status not in EDITABLE_STATUSES:
         raise Conflict(f"A {item.status} item cannot be edited.")
@@ -174,9 +187,9 @@ def memory_item_edit(
     if title is not None and _clean_title(title) != item.title:
         changes["title"] = _clean_title(title)
     if description is not None and description.strip() != item.description:
-        changes["description"] = description.strip()
+        changes["description"] = _clean_text(description, name="description", limit=DESCRIPTION_MAX)
     if content is not None and content.strip() != item.content:
-        changes["content"] = content.strip()
+        changes["content"] = _clean_text(content, name="content", limit=CONTENT_MAX)
     text_changed = bool(changes)
     if tags is not None and _clean_tags(tags) != list(item.tags):
         changes["tags"] = _clean_tags(tags)
