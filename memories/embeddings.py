@@ -28,6 +28,9 @@ EMBEDDING_DIM = 384
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 _BATCH_SIZE = 32
 _load_lock = threading.Lock()
+# What the readiness check reads: the locations loaded in this process, and the last load error.
+_loaded: set[str] = set()
+_preload: dict[str, object] = {"thread": None, "error": ""}
 
 
 class EmbeddingModelError(ImproperlyConfigured):
@@ -80,7 +83,40 @@ def get_model():
     """The SentenceTransformer, loaded once per process (thread-safe)."""
     location = _model_location()
     with _load_lock:
-        return _load(location)
+        model = _load(location)
+    _loaded.add(location)
+    return model
+
+
+def _preload_run() -> None:
+    try:
+        get_model()
+        _preload["error"] = ""
+    except Exception as exc:  # reported by /readyz; the first use raises it again
+        _preload["error"] = str(exc)
+
+
+def preload() -> None:
+    """Start loading the model in a background thread (once per process), so
+    the first retrieval does not pay for it. Web processes call it from
+    wsgi.py, workers on ``worker_process_init``; /readyz reports not ready
+    until it is done."""
+    with _load_lock:
+        thread = _preload["thread"]
+        if thread is None or not (thread.is_alive() or model_is_loaded()):
+            thread = threading.Thread(target=_preload_run, name="embedding-preload", daemon=True)
+            _preload["thread"] = thread
+            thread.start()
+
+
+def model_is_loaded() -> bool:
+    """Whether the configured model is loaded in this process."""
+    return _model_location() in _loaded
+
+
+def model_load_error() -> str:
+    """The last background load's error ("" when none)."""
+    return str(_preload["error"])
 
 
 def embed_texts(texts: list[str]) -> np.ndarray:

@@ -4,8 +4,19 @@ names (``memories.embed_item``, ``memories.embed_pending``) are the stable
 contract with the broker and beat."""
 
 from celery import shared_task
+from celery.signals import worker_process_init
+from django.conf import settings
 
 from memories import services
+from memories.embeddings import preload
+
+
+@worker_process_init.connect
+def _load_embedding_model(**kwargs) -> None:
+    """Each worker process starts loading the model at once (in the background:
+    Celery gives a child 4 s to come up), so its first task does not pay for it."""
+    if settings.RB_EMBEDDING_PRELOAD:
+        preload()
 
 
 @shared_task(name="memories.embed_item", ignore_result=True, acks_late=True)

@@ -153,6 +153,8 @@ STATIC_ROOT = Path(envstr("STATIC_ROOT") or BASE_DIR / "staticfiles")
 RB_SECURE = envbool("RB_SECURE", False)
 if RB_SECURE:
     SECURE_SSL_REDIRECT = envbool("RB_SECURE_SSL_REDIRECT", True)
+    # Probes (compose, orchestrators) call these over plain HTTP from inside the network.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
     # The TLS-terminating proxy says the original request was https.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_HSTS_SECONDS = envint("RB_HSTS_SECONDS", 31536000)
@@ -298,6 +300,8 @@ RB_EMBEDDING_DIM = 384
 # Torch threads per process for embedding: one is fastest for single short
 # queries on a small shared CPU (measured ~25 ms vs ~500 ms with the default).
 RB_EMBEDDING_THREADS = envint("RB_EMBEDDING_THREADS", 1)
+# Load the model when a web (wsgi.py) or worker process starts rather than on first use.
+RB_EMBEDDING_PRELOAD = envbool("RB_EMBEDDING_PRELOAD", True)
 
 # --- Agent API limits -------------------------------------------------------------
 RB_API_MAX_BODY_BYTES = envint("RB_API_MAX_BODY_BYTES", 5 * 1024 * 1024)

@@ -1,9 +1,12 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from reasoningbank_site import health
 from reasoningbank_site.api import api
 
 urlpatterns = [
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("", include("accounts.urls")),

@@ -68,6 +68,7 @@ class Broker:
     url: str
     transport_options: dict
     env: dict[str, str]  # what the worker needs to reach the same broker
+    process: subprocess.Popen | None = None  # the private redis-server (tests freeze it with SIGSTOP)
 
 
 @dataclass
@@ -124,7 +125,7 @@ def _redis_broker(tmp: Path) -> Iterator[Broker]:
 
         wait_for(answers, timeout=20, what="redis-server to answer PING")
         url = f"redis://127.0.0.1:{port}/0"
-        yield Broker("redis", url, {"visibility_timeout": 3600}, {"CELERY_BROKER_URL": url})
+        yield Broker("redis", url, {"visibility_timeout": 3600}, {"CELERY_BROKER_URL": url}, proc)
     finally:
         proc.terminate()
         try:
@@ -170,8 +171,18 @@ def celery_worker_env() -> dict[str, str]:
 
 @pytest.fixture(params=["filesystem", "redis"])
 def celery_broker(request, tmp_path_factory) -> Iterator[Broker]:
-    tmp = tmp_path_factory.mktemp(f"broker-{request.param}")
-    source = _redis_broker if request.param == "redis" else _filesystem_broker
+    yield from _broker_for(request.param, tmp_path_factory)
+
+
+@pytest.fixture
+def redis_broker(tmp_path_factory) -> Iterator[Broker]:
+    """A private redis-server this process publishes to (``process`` is its server)."""
+    yield from _broker_for("redis", tmp_path_factory)
+
+
+def _broker_for(kind: str, tmp_path_factory) -> Iterator[Broker]:
+    tmp = tmp_path_factory.mktemp(f"broker-{kind}")
+    source = _redis_broker if kind == "redis" else _filesystem_broker
     gen = source(tmp)
     broker = next(gen)
     old = (celery_app.conf.broker_url, dict(celery_app.conf.broker_transport_options or {}))

@@ -1,0 +1,111 @@
+"""Liveness and readiness for orchestrators and ``make run``.
+
+``/healthz``: the process answers (no database, no broker) — restart it if not.
+``/readyz``: JSON with each check — database, broker (short timeout), the
+embedding model loaded in this process, migrations applied — 200 when all
+pass, 503 otherwise (send it no traffic yet). Each check runs under a hard
+deadline, so a frozen broker or database makes /readyz answer 503, never hang."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+from kombu import Connection
+
+from memories import embeddings
+from reasoningbank_site.celery import app as celery_app
+
+CHECK_TIMEOUT = 2.0
+# Migrations once applied stay applied for the life of the process (a new release restarts it).
+_migrations_done = threading.Event()
+
+
+class NotReady(Exception):
+    pass
+
+
+def _database() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return "ok"
+
+
+def _broker() -> str:
+    conf = celery_app.conf
+    options = {
+        **(conf.broker_transport_options or {}),
+        "socket_timeout": CHECK_TIMEOUT,
+        "socket_connect_timeout": CHECK_TIMEOUT,
+    }
+    with Connection(conf.broker_url, connect_timeout=CHECK_TIMEOUT, transport_options=options) as broker:
+        broker.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=CHECK_TIMEOUT)
+        client = getattr(broker.default_channel, "client", None)
+        if hasattr(client, "ping"):  # Redis: a frozen server accepts the TCP connection but never answers
+            client.ping()
+    return "ok"
+
+
+def _embedding_model() -> str:
+    if embeddings.model_is_loaded():
+        return "ok"
+    embeddings.preload()  # a process that did not preload (runserver) starts now
+    error = embeddings.model_load_error()
+    raise NotReady(f"cannot load: {error}" if error else "loading")
+
+
+def _migrations() -> str:
+    if not _migrations_done.is_set():
+        executor = MigrationExecutor(connection)
+        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+        if pending:
+            raise NotReady(f"{len(pending)} migration(s) not applied")
+        _migrations_done.set()
+    return "ok"
+
+
+CHECKS = {"database": _database, "broker": _broker, "embedding_model": _embedding_model, "migrations": _migrations}
+
+
+def _run_all() -> dict[str, dict]:
+    """Every check in its own thread, all under one hard deadline: {name: {"ok", "detail", "ms"}}."""
+    outcomes: dict[str, dict] = {}
+    threads = []
+    started = time.monotonic()
+
+    def run(name, check) -> None:
+        try:
+            detail, ok = check(), True
+        except Exception as exc:  # every failure is a "not ready" with its reason
+            detail, ok = str(exc)[:300] or type(exc).__name__, False
+        finally:
+            connection.close()  # the thread's own connection
+        outcomes[name] = {"ok": ok, "detail": detail, "ms": round((time.monotonic() - started) * 1000, 1)}
+
+    for name, check in CHECKS.items():
+        thread = threading.Thread(target=run, args=(name, check), name=f"readyz-{name}", daemon=True)
+        thread.start()
+        threads.append(thread)
+    for thread in threads:
+        thread.join(max(CHECK_TIMEOUT + 0.5 - (time.monotonic() - started), 0))
+    late = {"ok": False, "detail": f"no answer within {CHECK_TIMEOUT:g} s", "ms": None}
+    return {name: dict(outcomes.get(name) or late) for name in CHECKS}
+
+
+@never_cache
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    return JsonResponse({"status": "alive"})
+
+
+@never_cache
+@require_GET
+def readyz(request: HttpRequest) -> JsonResponse:
+    results = _run_all()
+    ready = all(result["ok"] for result in results.values())
+    return JsonResponse({"status": "ready" if ready else "not ready", "checks": results}, status=200 if ready else 503)

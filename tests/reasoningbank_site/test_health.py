@@ -1,0 +1,65 @@
+"""/healthz (alive, no database) and /readyz (each dependency, 200 or 503) —
+against the real database, a real private Redis (frozen with SIGSTOP) and
+the real embedding model."""
+
+import os
+import signal
+import time
+
+import pytest
+
+from memories import embeddings
+from tests.worker import redis_broker, wait_for  # noqa: F401
+
+
+def test_healthz_answers_without_touching_the_database(client):
+    # No django_db mark: any query here would fail the test.
+    response = client.get("/healthz")
+    assert (response.status_code, response.json()) == (200, {"status": "alive"})
+    assert "no-cache" in response["Cache-Control"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_readyz_is_ready_once_the_model_is_loaded(client):
+    embeddings.get_model()
+    response = client.get("/readyz")
+    body = response.json()
+    assert response.status_code == 200, body
+    assert body["status"] == "ready"
+    assert {name: check["ok"] for name, check in body["checks"].items()} == {
+        "database": True,
+        "broker": True,
+        "embedding_model": True,
+        "migrations": True,
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_readyz_is_not_ready_while_the_model_cannot_load(client, settings, tmp_path):
+    settings.RB_EMBEDDING_MODEL = str(tmp_path / "no-such-model")
+    # The first /readyz starts loading (this process did not preload); the error lands shortly after.
+    wait_for(lambda: client.get("/readyz") and embeddings.model_load_error(), timeout=30, what="the load error")
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    check = response.json()["checks"]["embedding_model"]
+    assert check["ok"] is False and "no-such-model" in check["detail"]
+    assert response.json()["checks"]["database"]["ok"] is True
+
+
+@pytest.mark.django_db(transaction=True)
+def test_readyz_answers_503_fast_when_the_broker_is_frozen(client, redis_broker):
+    embeddings.get_model()
+    assert client.get("/readyz").json()["checks"]["broker"]["ok"] is True
+    os.kill(redis_broker.process.pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        response = client.get("/readyz")
+        elapsed = time.monotonic() - started
+    finally:
+        os.kill(redis_broker.process.pid, signal.SIGCONT)
+    assert response.status_code == 503 and elapsed < 5, (response.status_code, elapsed)
+    body = response.json()
+    assert body["checks"]["broker"]["ok"] is False
+    assert body["checks"]["database"]["ok"] is True
+    # Thawed, it is ready again without a restart.
+    assert client.get("/readyz").status_code == 200
