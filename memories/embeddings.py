@@ -16,8 +16,10 @@ truncates its input (256 word pieces), and the when-to-use part must survive.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
+import time
 from functools import lru_cache
 
 import numpy as np
@@ -27,6 +29,7 @@ from django.core.exceptions import ImproperlyConfigured
 EMBEDDING_DIM = 384
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 _BATCH_SIZE = 32
+log = logging.getLogger(__name__)
 _load_lock = threading.Lock()
 # What the readiness check reads: the locations loaded in this process, and the last load error.
 _loaded: set[str] = set()
@@ -89,11 +92,14 @@ def get_model():
 
 
 def _preload_run() -> None:
+    started = time.monotonic()
     try:
         get_model()
         _preload["error"] = ""
+        log.info("embedding model loaded in %.1f s", time.monotonic() - started)
     except Exception as exc:  # reported by /readyz; the first use raises it again
         _preload["error"] = str(exc)
+        log.error("embedding model not loaded: %s", exc)
 
 
 def preload() -> None:

@@ -4,6 +4,8 @@ the real embedding model."""
 
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -63,3 +65,24 @@ def test_readyz_answers_503_fast_when_the_broker_is_frozen(client, redis_broker)
     assert body["checks"]["database"]["ok"] is True
     # Thawed, it is ready again without a restart.
     assert client.get("/readyz").status_code == 200
+
+
+def _python(code: str) -> str:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "reasoningbank_site.settings"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip()
+
+
+def test_a_web_process_loads_the_model_at_start_and_commands_do_not():
+    # The WSGI entry point (gunicorn, runserver) starts loading before any request…
+    started = _python(
+        "import time; import reasoningbank_site.wsgi; from memories import embeddings\n"
+        "deadline = time.monotonic() + 90\n"
+        "while not embeddings.model_is_loaded() and time.monotonic() < deadline: time.sleep(0.1)\n"
+        "print(embeddings.model_is_loaded())"
+    )
+    assert started == "True"
+    # …while Django set up for a management command (or the test suite) never imports torch.
+    command = _python("import sys, django; django.setup(); import memories.tasks; print('torch' in sys.modules)")
+    assert command == "False"
