@@ -4,6 +4,7 @@ here as JSON ``{"detail": message, "code": machine_code}`` (422s add
 
 import logging
 
+from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -21,6 +22,7 @@ from reasoningbank_site.errors import (
     Undecodable,
     UnsupportedMediaType,
 )
+from reasoningbank_site.middleware import DATABASE_RETRY_AFTER
 from trajectories import otlp
 
 api = NinjaAPI(
@@ -104,6 +106,16 @@ def on_http_error(request, exc: HttpError):
 @api.exception_handler(Http404)
 def on_not_found(request, exc):
     return _error(request, 404, "Not found.", "not_found")
+
+
+@api.exception_handler(OperationalError)
+@api.exception_handler(InterfaceError)
+def on_database_unavailable(request, exc):
+    # An outage (refused, dropped, restarting) is temporary: agents retry after Retry-After.
+    logging.getLogger("reasoningbank.api").warning("database unavailable on %s: %s", request.path, exc)
+    response = _error(request, 503, "The database is unavailable; retry shortly.", "database_unavailable")
+    response["Retry-After"] = str(DATABASE_RETRY_AFTER)
+    return response
 
 
 @api.exception_handler(Exception)

@@ -5,8 +5,10 @@ other way round)."""
 import logging
 import os
 import threading
+import time
 
 from celery import Celery
+from django.conf import settings
 from django.db import transaction
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank_site.settings")
@@ -19,6 +21,9 @@ app.autodiscover_tasks()
 
 
 _discovery = threading.Lock()
+# After a failed publish, this process leaves new tasks to the sweeper until this monotonic time,
+# so a batch of N trajectories does not wait N publish timeouts on a dead broker.
+_broker_down_until = {"until": 0.0}
 
 
 def _registered_task(name: str):
@@ -31,18 +36,36 @@ def _registered_task(name: str):
     return app.tasks[name]
 
 
+def _publish(task, args: tuple) -> None:
+    """Publish once, on a connection whose every socket operation gives up
+    after RB_BROKER_PUBLISH_TIMEOUT seconds: a frozen or unreachable broker
+    costs the caller (an ingest request) that long at most, never a retry loop."""
+    if app.conf.task_always_eager:
+        task.apply_async(args)  # runs inline
+        return
+    timeout = settings.RB_BROKER_PUBLISH_TIMEOUT
+    options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+    with app.connection_for_write(connect_timeout=timeout, transport_options=options) as connection:
+        task.apply_async(args, connection=connection, retry=False)
+
+
 def enqueue_on_commit(task_name: str, *args) -> None:
     """Publish the task registered as ``task_name`` with ``args`` once the
     current transaction commits (at once outside a transaction). The task is
-    looked up by name and sent with ``.delay()``, so eager mode
-    (``task_always_eager``) runs it inline. A broker error is logged and never
-    fails the caller: its rows are already committed, and the sweeper picks
-    them up."""
+    looked up by name; eager mode (``task_always_eager``) runs it inline. The
+    publish has a short timeout and no retry; a broker error is logged and
+    never fails the caller: its rows are already committed, and the sweeper
+    picks them up. After a failure the process does not try again for
+    RB_BROKER_RETRY_AFTER seconds."""
 
     def send() -> None:
+        if time.monotonic() < _broker_down_until["until"]:
+            log.warning("broker recently unreachable: not enqueuing %s%r; the sweeper will pick it up", task_name, args)
+            return
         try:
-            _registered_task(task_name).delay(*args)
+            _publish(_registered_task(task_name), args)
         except Exception:
+            _broker_down_until["until"] = time.monotonic() + settings.RB_BROKER_RETRY_AFTER
             log.exception("could not enqueue %s%r; the sweeper will pick it up", task_name, args)
 
     transaction.on_commit(send)

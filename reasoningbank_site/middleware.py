@@ -1,5 +1,10 @@
+import sys
+
 from django.conf import settings
-from django.http import JsonResponse
+from django.db import InterfaceError, OperationalError
+from django.http import HttpResponse, JsonResponse
+from django.template.loader import render_to_string
+from django.views.defaults import server_error
 
 OTLP_PREFIX = "/api/v1/otel/"
 
@@ -29,3 +34,45 @@ class ApiBodyLimitMiddleware:
                     status=413,
                 )
         return self.get_response(request)
+
+
+# What a request that cannot reach the database answers: 503 with this Retry-After (seconds), never 500.
+DATABASE_ERRORS = (OperationalError, InterfaceError)
+DATABASE_RETRY_AFTER = 5
+
+
+def database_unavailable_response(request) -> HttpResponse:
+    """The 503 for a database outage: JSON under /api/, a plain page (no database needed) elsewhere."""
+    if request.path.startswith("/api/"):
+        response = JsonResponse(
+            {"detail": "The database is unavailable; retry shortly.", "code": "database_unavailable"}, status=503
+        )
+    else:
+        response = HttpResponse(render_to_string("503.html", {"retry_after": DATABASE_RETRY_AFTER}), status=503)
+    response["Retry-After"] = str(DATABASE_RETRY_AFTER)
+    return response
+
+
+class DatabaseUnavailableMiddleware:
+    """A view that cannot reach the database (refused, dropped, restarting)
+    answers 503 with Retry-After instead of a 500. The API maps the same
+    errors in its own exception handlers (reasoningbank_site.api)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, DATABASE_ERRORS):
+            return database_unavailable_response(request)
+        return None
+
+
+def handler500(request):
+    """The same 503 for a database error raised outside a view (a middleware's session or user lookup)."""
+    exception = sys.exc_info()[1]
+    if isinstance(exception, DATABASE_ERRORS):
+        return database_unavailable_response(request)
+    return server_error(request)

@@ -77,6 +77,7 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "reasoningbank_site.middleware.ApiBodyLimitMiddleware",
+    "reasoningbank_site.middleware.DatabaseUnavailableMiddleware",
     "reasoningbank_site.security.ApiJsonErrorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -112,7 +113,12 @@ DATABASE_URL = envstr("DATABASE_URL")
 if DATABASE_URL:
     import dj_database_url
 
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 60))}
+    # Health checks: a persistent connection broken by a database restart is replaced, not reused into a 503.
+    DATABASES = {
+        "default": dj_database_url.parse(
+            DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 60), conn_health_checks=True
+        )
+    }
     EMBEDDED_POSTGRES = False
 else:
     _host, _port = embedded.postgres_address(DATA_DIR)
@@ -256,6 +262,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     if CELERY_BROKER_URL.startswith("filesystem")
     else {"visibility_timeout": 3600}
 )
+# enqueue_on_commit gives a frozen or unreachable broker this long (one try), then leaves the row to the sweeper.
+RB_BROKER_PUBLISH_TIMEOUT = envfloat("RB_BROKER_PUBLISH_TIMEOUT", 0.5)
+# …and after such a failure, skips publishing (sweeper's job) for this many seconds.
+RB_BROKER_RETRY_AFTER = envfloat("RB_BROKER_RETRY_AFTER", 5.0)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

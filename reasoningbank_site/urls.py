@@ -3,6 +3,7 @@ from django.urls import include, path
 
 from reasoningbank_site import health
 from reasoningbank_site.api import api
+from reasoningbank_site.middleware import handler500 as database_aware_handler500
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
@@ -13,3 +14,5 @@ urlpatterns = [
     path("", include("memories.urls")),
     path("", include("trajectories.urls")),
 ]
+
+handler500 = database_aware_handler500

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
+from reasoningbank_site import celery as celery_module
 from reasoningbank_site.celery import app as celery_app
 from reasoningbank_site.celery import enqueue_on_commit
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
@@ -86,10 +87,11 @@ def test_enqueue_on_commit_runs_the_task_inline_in_eager_mode(
 def test_a_broker_error_is_logged_not_raised(monkeypatch, caplog, django_capture_on_commit_callbacks):
     task = celery_app.tasks["trajectories.process"]
 
-    def broken(*args):
+    def broken(*args, **kwargs):
         raise ConnectionError("broker down")
 
-    monkeypatch.setattr(task, "delay", broken)
+    monkeypatch.setattr(task, "apply_async", broken)
+    monkeypatch.setitem(celery_module._broker_down_until, "until", 0.0)  # restored: later tests publish at once
     with caplog.at_level(logging.ERROR), django_capture_on_commit_callbacks(execute=True):
         enqueue_on_commit("trajectories.process", 12345)
     assert "could not enqueue trajectories.process" in caplog.text

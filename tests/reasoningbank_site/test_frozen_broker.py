@@ -1,0 +1,70 @@
+"""Ingest answers fast whatever the broker does (issue 15 point 1): with the
+private Redis frozen by SIGSTOP, POST /api/v1/trajectories answers well
+under a second and the row is stored; thawed, the sweeper enqueues it."""
+
+import json
+import os
+import signal
+import time
+
+import pytest
+import redis
+
+from reasoningbank_site import celery as celery_module
+from tests import factories
+from tests.worker import redis_broker  # noqa: F401
+from trajectories.models import Status, Trajectory
+from trajectories.sweeper import pipeline_sweep
+
+pytestmark = pytest.mark.django_db(transaction=True)  # on_commit publishes really run
+
+
+def _queued(url: str) -> list[tuple[str, str]]:
+    client = redis.Redis.from_url(url, socket_timeout=5)
+    messages = [json.loads(raw) for raw in client.lrange("celery", 0, -1)]
+    return [(m["headers"]["task"], m["headers"]["argsrepr"]) for m in messages]
+
+
+def test_ingest_answers_fast_while_redis_is_frozen_and_the_sweeper_enqueues_later(
+    client,
+    bank,
+    redis_broker,
+    settings,
+    monkeypatch,
+):
+    settings.RB_BROKER_RETRY_AFTER = 1.0
+    monkeypatch.setitem(celery_module._broker_down_until, "until", 0.0)
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {factories.make_token(bank)}"}
+    body = json.dumps({"task": "Find the opening hours", "steps": [{"thought": "look it up"}]})
+
+    def post():
+        started = time.monotonic()
+        response = client.post("/api/v1/trajectories", data=body, content_type="application/json", **auth)
+        return response, time.monotonic() - started
+
+    # Warm: the broker answers and the task is published.
+    warm, _ = post()
+    assert warm.status_code in (200, 201, 202), warm.content
+    assert [name for name, _ in _queued(redis_broker.url)] == ["trajectories.process"]
+
+    os.kill(redis_broker.process.pid, signal.SIGSTOP)
+    try:
+        frozen = [post() for _ in range(3)]
+    finally:
+        os.kill(redis_broker.process.pid, signal.SIGCONT)
+    for response, elapsed in frozen:
+        assert response.status_code in (200, 201, 202), response.content
+        assert elapsed < 1.0, f"POST took {elapsed:.2f} s with the broker frozen"
+    ids = [response.json()["id"] for response, _ in frozen]
+    rows = Trajectory.objects.filter(public_id__in=ids)
+    assert rows.count() == 3 and set(rows.values_list("status", flat=True)) == {Status.RECEIVED}
+    assert len(_queued(redis_broker.url)) == 1  # nothing reached the frozen broker
+
+    # The first frozen publish timed out; the process then left the next ones to the sweeper at once.
+    assert max(elapsed for _, elapsed in frozen[1:]) < 0.3, frozen
+    time.sleep(settings.RB_BROKER_RETRY_AFTER)  # the process tries the broker again after this
+    report = pipeline_sweep(stale_seconds=0)
+    pks = set(rows.values_list("pk", flat=True))
+    assert pks <= set(report.never_picked_up)
+    queued = {args for name, args in _queued(redis_broker.url) if name == "trajectories.process"}
+    assert {f"({pk},)" for pk in pks} <= queued
