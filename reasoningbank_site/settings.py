@@ -72,6 +72,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "reasoningbank_site.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "reasoningbank_site.security.SecurityHeadersMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -160,7 +161,7 @@ RB_SECURE = envbool("RB_SECURE", False)
 if RB_SECURE:
     SECURE_SSL_REDIRECT = envbool("RB_SECURE_SSL_REDIRECT", True)
     # Probes (compose, orchestrators) call these over plain HTTP from inside the network.
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
     # The TLS-terminating proxy says the original request was https.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_HSTS_SECONDS = envint("RB_HSTS_SECONDS", 31536000)
@@ -249,6 +250,10 @@ EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", False)
 DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "ReasoningBank <noreply@localhost>")
 # How long a team invitation link stays valid.
 RB_INVITATION_TTL_HOURS = envint("RB_INVITATION_TTL_HOURS", 72)
+
+# --- Metrics (Prometheus, /metrics) --------------------------------------------------
+# A bearer token scrapers send; empty means /metrics answers only requests from loopback.
+RB_METRICS_TOKEN = envstr("RB_METRICS_TOKEN")
 
 # --- Celery ------------------------------------------------------------------
 REDIS_URL = envstr("REDIS_URL")

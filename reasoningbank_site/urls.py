@@ -1,13 +1,14 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from reasoningbank_site import health
+from reasoningbank_site import health, metrics
 from reasoningbank_site.api import api
 from reasoningbank_site.middleware import handler500 as database_aware_handler500
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("", include("accounts.urls")),
