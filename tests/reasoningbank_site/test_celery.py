@@ -33,3 +33,13 @@ def test_worker_embeds_a_proposed_item_enqueued_on_commit(celery_worker):
     # It went through the broker under test, not the dev data dir's.
     expected = "filesystem://" if celery_worker.broker.kind == "filesystem" else celery_worker.broker.url.split("//")[1]
     assert expected in log
+
+
+def test_a_worker_loads_the_embedding_model_when_it_starts(celery_worker):
+    # No task sent: the worker_process_init hook loads it, so the first task does not wait for it.
+    line = wait_for(
+        lambda: next((ln for ln in celery_worker.log().splitlines() if "embedding model loaded in" in ln), None),
+        timeout=90,
+        what="the worker to load the embedding model",
+    )
+    assert "] received" not in celery_worker.log(), line  # no task ran: the start-up hook did it
