@@ -145,11 +145,16 @@ def main() -> None:
         ("trajectories, search", f"/banks/{b}/trajectories/?q=number+4242"),
         ("dashboard", f"/banks/{b}/"),
     ]
+    # Search pages must find something (the real work): a proposed item and a trajectory that match.
+    must_show = (
+        {"review queue, search": "Lesson 12345:", "trajectories, search": "Task 4242:"} if args.n > 12345 else {}
+    )
     print(f"{args.n:,} trajectories and {args.n:,} items in one bank; {args.runs} renders per page\n")
     print("| page | p50 ms | p95 ms | queries |\n|---|---:|---:|---:|")
     for label, url in pages:
         response = client.get(url)  # warm
         assert response.status_code == 200, (url, response.status_code)
+        assert must_show.get(label, "") in response.content.decode(), (url, "no match shown")
         times = []
         for _ in range(args.runs):
             with CaptureQueriesContext(connection) as queries:

@@ -12,11 +12,13 @@ import uuid
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector
 from django.db import models
 from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
 
 from accounts.models import ApiToken, Bank
+from reasoningbank_site.search import SEARCH_CONFIG
 from reasoningbank_site.text import is_cut
 
 EMBEDDING_DIM = 384
@@ -107,6 +109,12 @@ class ItemOrigin(models.TextChoices):
     IMPORT = "import", "Imported"
 
 
+def item_search_vector() -> SearchVector:
+    """What the item list's text search matches; its GIN index is built over
+    this same expression (reasoningbank_site/search.py)."""
+    return SearchVector("title", "description", "content", config=SEARCH_CONFIG)
+
+
 class MemoryItem(models.Model):
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="items")
@@ -159,6 +167,7 @@ class MemoryItem(models.Model):
             GinIndex(name="memoryitem_tags_gin", fields=["tags"]),
             GinIndex(name="memoryitem_source_agents_gin", fields=["source_agents"]),
             GinIndex(name="memoryitem_source_meta_gin", fields=["source_metadata"], opclasses=["jsonb_path_ops"]),
+            GinIndex(item_search_vector(), name="memoryitem_search_gin"),
             HnswIndex(
                 name="memoryitem_embedding_hnsw",
                 fields=["embedding"],

@@ -4,11 +4,14 @@ them — many per trajectory, never overwritten."""
 import uuid
 
 from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector
 from django.db import models
 from django.db.models import Q
 
 from accounts.models import ApiToken, Bank
 from memories.models import Experience, RetrievalEvent
+from reasoningbank_site.search import SEARCH_CONFIG
 
 
 class Status(models.TextChoices):
@@ -34,6 +37,12 @@ class InputFormat(models.TextChoices):
     OPENAI_RESPONSES = "openai_responses", "OpenAI Responses items"
     LANGCHAIN = "langchain", "LangChain messages"
     OTLP = "otlp", "OpenTelemetry trace (OTLP)"
+
+
+def trajectory_search_vector() -> SearchVector:
+    """What the trajectory list's text search matches; its GIN index is built
+    over this same expression (reasoningbank_site/search.py)."""
+    return SearchVector("task", "final_answer", "task_id", config=SEARCH_CONFIG)
 
 
 class Trajectory(models.Model):
@@ -78,6 +87,7 @@ class Trajectory(models.Model):
             models.Index(fields=["bank", "created_at"]),
             models.Index(fields=["bank", "status"]),
             models.Index(fields=["status", "updated_at"]),
+            GinIndex(trajectory_search_vector(), name="trajectory_search_gin"),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -12,10 +12,11 @@ import uuid
 from dataclasses import dataclass
 from datetime import date
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, QuerySet
 
 from accounts.models import Bank
-from memories.models import ItemStatus, MemoryItem, MemoryItemVersion
+from memories.models import ItemStatus, MemoryItem, MemoryItemVersion, item_search_vector
+from reasoningbank_site.search import text_search
 
 LIST_FIELDS = (
     "id",
@@ -37,10 +38,9 @@ LIST_FIELDS = (
 
 
 def _search(qs: QuerySet, text: str) -> QuerySet:
-    text = (text or "").strip()
-    if not text:
-        return qs
-    return qs.filter(Q(title__icontains=text) | Q(description__icontains=text) | Q(content__icontains=text))
+    """Items whose title, description or content hold every word of ``text``
+    (as a word prefix), answered from the GIN index."""
+    return text_search(qs, item_search_vector(), text)
 
 
 def review_queue(

@@ -6,12 +6,13 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Prefetch, QuerySet
 
 from accounts.models import Bank
 from memories.models import MemoryItem
+from reasoningbank_site.search import text_search
 from reasoningbank_site.text import pretty_json
-from trajectories.models import Judgment, Status, Trajectory
+from trajectories.models import Judgment, Status, Trajectory, trajectory_search_vector
 
 # While a trajectory is in one of these, its detail page polls for new items.
 IN_FLIGHT = {Status.RECEIVED, Status.JUDGING, Status.JUDGED, Status.DISTILLING}
@@ -62,9 +63,7 @@ def trajectory_list(
         qs = qs.filter(verdict=verdict)
     if agent:
         qs = qs.filter(agent=agent)
-    text = (text or "").strip()
-    if text:
-        qs = qs.filter(Q(task__icontains=text) | Q(final_answer__icontains=text) | Q(task_id=text))
+    qs = text_search(qs, trajectory_search_vector(), text)
     return qs.order_by("-created_at", "-id")
 
 

@@ -1,0 +1,210 @@
+"""This service side by side with the ``reasoning-bank`` PyPI library: same
+items (the same vectors), same MiniLM model for the query, k=10, the three
+measured interleaved per query (rotating which goes first).
+
+- **us**: ``POST /api/v1/retrieve`` through gunicorn (bench/common.py), each
+  answer asserted to serve k items;
+- **floor**: in-process query embedding + the production SQL search
+  (``approved_items_search``), the same run;
+- **reasoning_bank**: ``ReasoningBank.retrieve`` (its sqlite-vec store, its
+  MiniLM embedder on the same local model), driven over a JSON-lines pipe
+  (bench/reasoning_bank_server.py) in a venv whose Python can load SQLite
+  extensions; its time is measured inside the library process.
+
+Item vectors are clustered around real MiniLM embeddings of task texts (the
+loader of bench/retrieval.py), queries are real texts. recall@10 is the
+floor's search against the exact search (index scans off); the library's
+answers are checked against the same exact top-10 (it scans every row).
+
+    /usr/bin/python3 -m venv /tmp/rb-lib && /tmp/rb-lib/bin/pip install reasoning-bank
+    RB_DATA_DIR=/tmp/rb-bench .venv/bin/python bench/compare_reasoning_bank.py \\
+        --library-python /tmp/rb-lib/bin/python --sizes 1000,10000 [--queries 30] [--port N]
+
+Ends with one line per size:
+``size=<N> served=<items per answer> us_p50_ms=<x> floor_p50_ms=<y> reasoning_bank_p50_ms=<z> recall_at_10=<r>``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT, setup_django, start_server, stop_server
+from retrieval import QUERY_TEXTS, _exact_search, _reset_and_load
+
+K = 10
+CENTRE_TEXTS = [
+    f"{verb} {thing}"
+    for verb in ("Find", "Compare", "Update", "Cancel", "Export", "Book", "Open", "Search for")
+    for thing in (
+        "the cheapest flight to Lisbon",
+        "my orders from last month",
+        "the shipping address of an order",
+        "a deploy key in the repository settings",
+        "the quarterly report as CSV",
+        "a table for two on Saturday",
+        "forum posts about database migrations",
+        "the password reset page",
+        "laptop ratings on the shop",
+        "the museum's opening hours",
+    )
+]
+
+
+class Library:
+    """The reasoning-bank library in its own process (JSON lines over a pipe)."""
+
+    def __init__(self, python: str):
+        self.proc = subprocess.Popen(
+            [python, str(ROOT / "bench" / "reasoning_bank_server.py")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+        )
+
+    def call(self, **request) -> dict:
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the reasoning-bank process exited (see its stderr above)")
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def _post(base: str, secret: str, query: str) -> float:
+    request = urllib.request.Request(
+        f"{base}/api/v1/retrieve",
+        data=json.dumps({"query": query, "k": K}).encode(),
+        headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    started = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=60) as response:
+        body = response.read()
+    elapsed = (time.perf_counter() - started) * 1000
+    assert response.status == 200, body
+    assert len(json.loads(body)["items"]) == K, body  # the real work: k items served
+    return elapsed
+
+
+def run(sizes: list[int], queries: int, library_python: str, port: int | None) -> list[dict]:
+    setup_django()
+    from memories import selectors
+    from memories.embeddings import _model_location, embed_text, embed_texts
+    from memories.models import MemoryItem
+
+    rng = np.random.default_rng(7)
+    centres = embed_texts(CENTRE_TEXTS)
+    texts = [QUERY_TEXTS[i % len(QUERY_TEXTS)] + f" (#{i})" for i in range(queries)]
+    library = Library(library_python)
+    proc, base = start_server(port=port)
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for n in sizes:
+                data = _reset_and_load(n, rng, centres)
+                bank, secret = data["bank"], data["secret"]
+                pks, ids, vectors = [], [], []
+                for pk, public_id, vector in MemoryItem.objects.filter(bank=bank).values_list(
+                    "pk", "public_id", "embedding"
+                ):
+                    pks.append(pk)
+                    ids.append(str(public_id))
+                    vectors.append(vector)
+                pk_of = dict(zip(ids, pks))
+                Path(tmp, "ids.json").write_text(json.dumps(ids))
+                np.save(Path(tmp, "vectors.npy"), np.asarray(vectors, dtype=np.float32))
+                started = time.perf_counter()
+                loaded = library.call(
+                    op="load",
+                    db=str(Path(tmp, "bank.db")),
+                    ids=str(Path(tmp, "ids.json")),
+                    vectors=str(Path(tmp, "vectors.npy")),
+                    model=_model_location(),
+                )
+                assert loaded.get("loaded") == n, loaded
+                library_load_s = time.perf_counter() - started
+                for text in texts[:3]:  # warm all three
+                    _post(base, secret, text)
+                    library.call(op="retrieve", query=text, k=K)
+                    embed_text(text)
+
+                us, floor, lib, recalls, lib_recalls = [], [], [], [], []
+                for i, text in enumerate(texts):
+                    for step in range(3):
+                        which = (i + step) % 3
+                        if which == 0:
+                            us.append(_post(base, secret, text))
+                        elif which == 1:
+                            t0 = time.perf_counter()
+                            vector = embed_text(text)
+                            found = selectors.approved_items_search(bank=bank, vector=vector, k=K, min_similarity=-1.0)
+                            floor.append((time.perf_counter() - t0) * 1000)
+                            assert len(found) == K, len(found)
+                        else:
+                            answer = library.call(op="retrieve", query=text, k=K)
+                            assert len(answer["ids"]) == K, answer
+                            lib.append(answer["ms"])
+                    exact = set(_exact_search(bank, vector, K))
+                    recalls.append(len({item.pk for item, _ in found} & exact) / K)
+                    lib_recalls.append(len({pk_of[i] for i in answer["ids"]} & exact) / K)
+                rows.append(
+                    {
+                        "size": n,
+                        "served": K,
+                        "us": statistics.median(us),
+                        "floor": statistics.median(floor),
+                        "lib": statistics.median(lib),
+                        "recall": statistics.mean(recalls),
+                        "lib_recall": statistics.mean(lib_recalls),
+                        "load_s": data["load_s"],
+                        "lib_load_s": library_load_s,
+                    }
+                )
+                r = rows[-1]
+                print(
+                    f"# size={n}: us/floor {r['us'] / r['floor']:.2f}x, reasoning_bank/us {r['lib'] / r['us']:.2f}x, "
+                    f"library recall@10 vs exact {r['lib_recall']:.3f}, load {r['load_s']:.1f}s (us) / "
+                    f"{r['lib_load_s']:.1f}s (library)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    finally:
+        stop_server(proc)
+        library.close()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated item counts")
+    parser.add_argument("--queries", type=int, default=30, help="queries per size, each sent to all three")
+    parser.add_argument("--library-python", default="/tmp/rb-lib/bin/python", help="python of the reasoning-bank venv")
+    parser.add_argument("--port", type=int, default=None, help="the web server's loopback port (default: a free one)")
+    args = parser.parse_args()
+    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    for r in run(sizes, args.queries, args.library_python, args.port):
+        print(
+            f"size={r['size']} served={r['served']} us_p50_ms={r['us']:.1f} floor_p50_ms={r['floor']:.1f} "
+            f"reasoning_bank_p50_ms={r['lib']:.1f} recall_at_10={r['recall']:.3f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

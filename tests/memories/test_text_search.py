@@ -1,0 +1,142 @@
+"""Text search on the review queue, the item list and the trajectory list
+(issue 14, point 5): PostgreSQL full-text search over a GIN expression index,
+every typed word matched as a word prefix, any input safe."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.urls import reverse
+
+from memories import selectors
+from memories.models import MemoryItem, item_search_vector
+from reasoningbank_site.search import prefix_tsquery, text_search
+from tests.factories import bulk_items, propose_item
+from trajectories.models import Trajectory, trajectory_search_vector
+from trajectories.selectors import trajectory_list
+
+HOSTILE = [
+    "'",
+    "''",
+    "\\",
+    "\\'",
+    "a'b",
+    "!!!",
+    "& | ! ( ) <-> :* :A",
+    "foo:*A & !bar",
+    "x\x00y",
+    "\x00",
+    '"quoted words"',
+    "%_%",
+    "日本語 検索",
+    "a" * 5000,
+    " ".join(["w"] * 500),
+    "\u200b",
+]
+
+
+@pytest.fixture
+def items(bank):
+    return {
+        "calendar": propose_item(
+            bank, title="Check the official calendar", description="Booking dates.", content="Open the venue site."
+        ),
+        "retry": propose_item(
+            bank, title="Retry after a 503", description="Flaky shop API.", content="Back off and retry on shop-17."
+        ),
+        "quote": propose_item(bank, title="O'Brien's rule", description="Names with quotes.", content="Escape them."),
+    }
+
+
+def titles(qs) -> set[str]:
+    return {item.title for item in qs}
+
+
+def test_partial_words_match_as_prefixes(bank, items):
+    assert titles(selectors.review_queue(bank=bank, text="calen")) == {"Check the official calendar"}
+    assert titles(selectors.review_queue(bank=bank, text="BOOK")) == {"Check the official calendar"}  # description
+    assert titles(selectors.item_list(bank=bank, text="ven")) == {"Check the official calendar"}  # content
+    assert titles(selectors.item_list(bank=bank, text="shop-1")) == {"Retry after a 503"}
+    assert titles(selectors.item_list(bank=bank, text="o'brien")) == {"O'Brien's rule"}
+
+
+def test_every_word_must_match(bank, items):
+    assert titles(selectors.item_list(bank=bank, text="retry flaky")) == {"Retry after a 503"}
+    assert titles(selectors.item_list(bank=bank, text="retry calendar")) == set()
+    assert titles(selectors.item_list(bank=bank, text="  the  ")) == {  # "the" and "them"
+        "Check the official calendar",
+        "O'Brien's rule",
+    }
+
+
+def test_blank_search_is_no_filter_and_wordless_search_finds_nothing(bank, items):
+    assert len(selectors.item_list(bank=bank, text="   ")) == 3
+    assert list(selectors.item_list(bank=bank, text="!!! ---")) == []
+    assert prefix_tsquery("!!! ---") is None
+    assert prefix_tsquery("a'b c\\d") == "'a''b':* & 'c\\\\d':*"
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_text_never_errors(bank, items, text):
+    list(selectors.item_list(bank=bank, text=text))
+    list(selectors.review_queue(bank=bank, text=text))
+    list(trajectory_list(bank=bank, text=text))
+
+
+def test_hostile_text_through_the_pages(client, owner, bank, items):
+    client.force_login(owner)
+    b = bank.public_id
+    for name in ["memories:review", "memories:items", "trajectories:list"]:
+        url = reverse(name, kwargs={"bank_id": b})
+        for text in HOSTILE:
+            response = client.get(url, {"q": text})
+            assert response.status_code == 200, (name, text)
+
+
+def test_other_banks_never_match(bank, other_bank, items):
+    propose_item(other_bank, title="Check the other calendar")
+    Trajectory.objects.create(bank=other_bank, task="Find the calendar of the library", steps=[])
+    assert titles(selectors.item_list(bank=bank, text="calendar")) == {"Check the official calendar"}
+    assert titles(selectors.review_queue(bank=bank, text="cal")) == {"Check the official calendar"}
+    assert list(trajectory_list(bank=bank, text="library")) == []
+
+
+def test_trajectories_match_task_answer_and_task_id(bank):
+    Trajectory.objects.create(bank=bank, task="Book the cheapest trip", final_answer="Booked flight LH-400", steps=[])
+    Trajectory.objects.create(bank=bank, task="Find a museum", task_id="shop-17", steps=[])
+    assert {t.task for t in trajectory_list(bank=bank, text="chea tri")} == {"Book the cheapest trip"}
+    assert {t.task for t in trajectory_list(bank=bank, text="lh-40")} == {"Book the cheapest trip"}
+    assert {t.task for t in trajectory_list(bank=bank, text="shop-17")} == {"Find a museum"}
+    assert {t.task for t in trajectory_list(bank=bank, text="museum cheapest")} == set()
+
+
+def test_search_page_shows_matches_with_bounded_queries(client, owner, bank, django_assert_max_num_queries):
+    bulk_items(bank, 30)
+    propose_item(bank, title="Prefer the venue's own calendar")
+    Trajectory.objects.bulk_create(Trajectory(bank=bank, task=f"task number {i}", steps=[]) for i in range(30))
+    client.force_login(owner)
+    b = bank.public_id
+    for name, text, expected in [
+        ("memories:review", "venu", "Prefer the venue&#x27;s own calendar"),
+        ("memories:items", "venu calen", "Prefer the venue&#x27;s own calendar"),
+        ("trajectories:list", "numb 17", "task number 17"),
+    ]:
+        with django_assert_max_num_queries(12):
+            response = client.get(reverse(name, kwargs={"bank_id": b}), {"q": text})
+        html = response.content.decode()
+        assert response.status_code == 200 and expected in html, name
+        assert "task number 3<" not in html and "Lesson 3<" not in html, name
+
+
+def plan(qs) -> str:
+    sql, params = qs.query.sql_with_params()
+    with connection.cursor() as cur:
+        cur.execute("SET LOCAL enable_seqscan = off")
+        cur.execute("EXPLAIN " + sql, params)
+        return "\n".join(row[0] for row in cur.fetchall())
+
+
+def test_searches_are_answered_from_the_gin_indexes(bank, items):
+    # The filter's expression is the index's (a bank's own rows come from the same index at scale).
+    assert "memoryitem_search_gin" in plan(text_search(MemoryItem.objects.all(), item_search_vector(), "retry sho"))
+    assert "trajectory_search_gin" in plan(text_search(Trajectory.objects.all(), trajectory_search_vector(), "cheap"))
