@@ -5,6 +5,7 @@ human relabel. Work for the pipeline is enqueued by task name after commit
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -196,6 +197,7 @@ def trajectory_ingest_batch(*, bank: Bank, token: ApiToken | None, items: list[A
         )
     if not items:
         raise Invalid("trajectories: send at least one trajectory.")
+    _lock_linked_retrievals(bank=bank, items=items)
     results = []
     for index, item in enumerate(items):
         try:
@@ -217,6 +219,24 @@ def trajectory_ingest_batch(*, bank: Bank, token: ApiToken | None, items: list[A
         else:
             results.append(BatchItemResult(index=index, trajectory=trajectory, created=created))
     return results
+
+
+def _lock_linked_retrievals(*, bank: Bank, items: list[Any]) -> None:
+    """Lock the retrievals a batch links, in primary-key order, before any item
+    does: linking updates a retrieval's outcome counters under its row lock,
+    and two batches taking the same rows in different orders would deadlock
+    (the pattern of issue 17). Unknown or malformed ids are left to the items."""
+    ids = set()
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        try:
+            ids.add(uuid.UUID(str(item.get("retrieval_id"))))
+        except ValueError:
+            continue
+    if ids:
+        locked = RetrievalEvent.objects.select_for_update().filter(bank=bank, public_id__in=ids).order_by("pk")
+        list(locked.values_list("pk", flat=True))
 
 
 def _effective_verdict(judgments: list[Judgment]) -> str:
