@@ -16,32 +16,9 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank_site.settings")
-BENCH_DB = "rb_bench_pages"
-
-
-def use_bench_database() -> None:
-    """Point Django at BENCH_DB, creating it first if needed."""
-    from django.conf import settings
-
-    db = settings.DATABASES["default"]
-    import psycopg
-
-    params = {
-        "dbname": "postgres",
-        "user": db.get("USER") or None,
-        "host": db.get("HOST") or None,
-        "port": db.get("PORT") or None,
-        "password": db.get("PASSWORD") or None,
-    }
-    with psycopg.connect(**{k: v for k, v in params.items() if v}, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone()
-        if not exists:
-            conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
-    db["NAME"] = BENCH_DB
+os.environ.setdefault("RB_BENCH_DB", "rb_bench_pages")  # kept between runs, apart from the other benches
+from common import pct, setup_django
 
 
 def seed(n: int):
@@ -119,16 +96,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args()
 
-    use_bench_database()
-    import django
-
-    django.setup()
-    from django.core.management import call_command
+    setup_django()
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    call_command("migrate", verbosity=0)
     user, bank = seed(args.n)
     client = Client()
     client.force_login(user)
@@ -162,7 +134,7 @@ def main() -> None:
                 client.get(url)
                 times.append((time.perf_counter() - start) * 1000)
         times.sort()
-        p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
+        p95 = pct(times, 95)
         print(f"| {label} | {statistics.median(times):.1f} | {p95:.1f} | {len(queries)} |")
 
 
