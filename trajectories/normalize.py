@@ -326,10 +326,7 @@ def normalize_steps(steps: list) -> list[dict]:
     if not isinstance(steps, list):
         raise NormalizeError("steps", "must be a list")
     builder = _Builder()
-    for i, raw in enumerate(steps):
-        loc = f"steps[{i}]"
-        if not isinstance(raw, dict):
-            raise NormalizeError(loc, f"must be an object, got {_type_name(raw)}")
+    for _, loc, raw in _objects(steps, "steps"):
         if "kind" in raw:
             _normalized_step(builder, raw, loc)
         else:
@@ -456,15 +453,28 @@ def _openai_text(content: Any, loc: str) -> str:
     return _text_parts(content, loc)
 
 
-def normalize_openai(messages: list, *, system: Any = None) -> list[dict]:
-    """OpenAI chat-completions messages (and the legacy ``function_call``)."""
+def _objects(items: list, name: str):
+    """``(index, location, item)`` for each entry of ``items``; an entry that
+    is not an object is refused by its location (``messages[3]``)."""
+    for i, item in enumerate(items):
+        loc = f"{name}[{i}]"
+        if not isinstance(item, dict):
+            raise NormalizeError(loc, f"must be an object, got {_type_name(item)}")
+        yield i, loc, item
+
+
+def _builder_with(system: Any) -> _Builder:
+    """A step builder that starts with the ``system`` prompt when one was sent."""
     builder = _Builder()
     if system is not None:
         builder.add("system", _anthropic_system(system))
-    for i, message in enumerate(messages):
-        loc = f"messages[{i}]"
-        if not isinstance(message, dict):
-            raise NormalizeError(loc, f"must be an object, got {_type_name(message)}")
+    return builder
+
+
+def normalize_openai(messages: list, *, system: Any = None) -> list[dict]:
+    """OpenAI chat-completions messages (and the legacy ``function_call``)."""
+    builder = _builder_with(system)
+    for _, loc, message in _objects(messages, "messages"):
         role = message.get("role")
         if role not in _OPENAI_ROLES:
             raise NormalizeError(
@@ -536,13 +546,8 @@ def _anthropic_system(system: Any) -> str:
 
 def normalize_anthropic(messages: list, *, system: Any = None) -> list[dict]:
     """Anthropic Messages API conversations (``system`` sent apart)."""
-    builder = _Builder()
-    if system is not None:
-        builder.add("system", _anthropic_system(system))
-    for i, message in enumerate(messages):
-        loc = f"messages[{i}]"
-        if not isinstance(message, dict):
-            raise NormalizeError(loc, f"must be an object, got {_type_name(message)}")
+    builder = _builder_with(system)
+    for _, loc, message in _objects(messages, "messages"):
         role = message.get("role")
         if role not in ("user", "assistant"):
             raise NormalizeError(f"{loc}.role", f"must be 'user' or 'assistant' in Anthropic messages, got {role!r}")
@@ -686,13 +691,8 @@ def _responses_calls_follow(items: list, i: int) -> bool:
 
 def normalize_responses(messages: list, *, system: Any = None) -> list[dict]:
     """OpenAI Responses API input items, e.g. ``RunResult.to_input_list()``."""
-    builder = _Builder()
-    if system is not None:
-        builder.add("system", _anthropic_system(system))
-    for i, item in enumerate(messages):
-        loc = f"messages[{i}]"
-        if not isinstance(item, dict):
-            raise NormalizeError(loc, f"must be an object, got {_type_name(item)}")
+    builder = _builder_with(system)
+    for i, loc, item in _objects(messages, "messages"):
         kind = item.get("type")
         if kind is None or kind == "message":
             _responses_message(builder, messages, i, loc)
@@ -815,13 +815,8 @@ def _langchain_fields(message: dict) -> tuple[str | None, dict]:
 
 def normalize_langchain(messages: list, *, system: Any = None) -> list[dict]:
     """Serialized LangChain messages (``messages_to_dict``, ``model_dump`` or ``dumpd``)."""
-    builder = _Builder()
-    if system is not None:
-        builder.add("system", _anthropic_system(system))
-    for i, message in enumerate(messages):
-        loc = f"messages[{i}]"
-        if not isinstance(message, dict):
-            raise NormalizeError(loc, f"must be an object, got {_type_name(message)}")
+    builder = _builder_with(system)
+    for _, loc, message in _objects(messages, "messages"):
         kind, fields = _langchain_fields(message)
         if kind is None:
             raise NormalizeError(
