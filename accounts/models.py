@@ -64,6 +64,7 @@ class RetrievalMode(models.TextChoices):
 MAX_TOP_K = 20
 MAX_RATE_LIMIT = 1_000_000
 MAX_FEW_SHOT_CHARS = 20_000
+MAX_RETENTION_DAYS = 3650
 
 
 # A bank's settings are validated here, once: the settings forms are ModelForms
@@ -138,6 +139,15 @@ class Bank(models.Model):
         default=600,
         validators=_between(0, MAX_RATE_LIMIT, f"Between 0 (no limit) and {MAX_RATE_LIMIT:,} per minute."),
         help_text="Requests per minute per token on the agent API; 0 means no limit.",
+    )
+    step_retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=_between(
+            1, MAX_RETENTION_DAYS, f"Between 1 and {MAX_RETENTION_DAYS:,} days, or empty to keep them."
+        ),
+        help_text="Delete the steps and final answer of finished trajectories older than this many days "
+        "(their task, verdicts, rationales and memory items stay). Empty: keep them forever.",
     )
 
     created_at = models.DateTimeField(auto_now_add=True)

@@ -170,7 +170,7 @@ def _item_context(request, bank, membership, item, *, focus: bool, edit_form=Non
         "merge_error": merge_error,
         "duplicates": selectors.item_near_duplicates(item=item),
         "history": selectors.item_history(item=item),
-        "sources": selectors.item_source_trajectory_ids(item=item),
+        "sources": selectors.item_sources(item=item),
     }
     if focus:
         context["previous"], context["following"] = _queue_neighbours(bank, item)

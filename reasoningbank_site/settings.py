@@ -290,6 +290,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     "memories-compact-tallies": {"task": "memories.compact_tallies", "schedule": 60.0},
     # Folds per-minute token usage older than 48 h into daily rows (totals stay exact).
     "accounts-compact-token-usage": {"task": "accounts.compact_token_usage", "schedule": 3600.0},
+    # Purges the steps of finished trajectories past their bank's step_retention_days (personal data).
+    "trajectories-purge-steps": {"task": "trajectories.purge_steps", "schedule": 3600.0},
 }
 
 # --- LLM (OpenAI-compatible endpoint) -----------------------------------------

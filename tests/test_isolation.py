@@ -276,9 +276,12 @@ def test_discovery_finds_the_known_pages_and_endpoints():
         "accounts:token_revoke",
         "accounts:team_invite",
         "accounts:bank_archive",
+        "trajectories:delete",
     } <= actions
     assert "memories:item_detail" not in actions
     assert all(e.path.startswith("/api/v1/") for e in api_endpoints())
+    delete = [e for e in api_endpoints() if e.method == "DELETE"]
+    assert [(e.path, e.scope) for e in delete] == [("/api/v1/trajectories/{trajectory_id}", "ingest")]
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -384,6 +387,13 @@ def test_ui_viewer_and_reviewer_cannot_use_admin_actions(client, world):
             reverse("accounts:team_invite", kwargs={"team_id": team.public_id}),
             {"email": "a@example.com", "role": "viewer"},
         ),
+        (
+            reverse(
+                "trajectories:delete",
+                kwargs={"bank_id": bank.public_id, "trajectory_id": world.ours.trajectory.public_id},
+            ),
+            {"confirm": "1"},
+        ),
     ]
     problems = []
     for role in (Role.REVIEWER, Role.VIEWER):
@@ -396,6 +406,7 @@ def test_ui_viewer_and_reviewer_cannot_use_admin_actions(client, world):
     bank.refresh_from_db()
     world.ours.token.refresh_from_db()
     assert not bank.is_archived and world.ours.token.revoked_at is None
+    assert Trajectory.objects.filter(pk=world.ours.trajectory.pk).exists()
 
 
 # --- API matrix ----------------------------------------------------------------------------------

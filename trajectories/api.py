@@ -10,9 +10,17 @@ from ninja import Query, Router, Status
 
 from accounts.auth import TokenAuth, api_responses
 from reasoningbank_site.errors import NotFound, TooLarge
-from trajectories import lift, otlp, selectors, services
+from trajectories import lift, otlp, retention, selectors, services
 from trajectories.models import Trajectory
-from trajectories.schemas import BatchIn, BatchOut, ImpactOut, TrajectoryAcceptedOut, TrajectoryIn, TrajectoryOut
+from trajectories.schemas import (
+    BatchIn,
+    BatchOut,
+    ImpactOut,
+    TrajectoryAcceptedOut,
+    TrajectoryDeletedOut,
+    TrajectoryIn,
+    TrajectoryOut,
+)
 
 router = Router(tags=["trajectories"])
 
@@ -90,7 +98,28 @@ def trajectory_detail(request, trajectory_id: str):
         "step_count": trajectory.step_count,
         "external_id": trajectory.external_id,
         "group_id": trajectory.group_id,
+        "steps_purged_at": trajectory.steps_purged_at,
     }
+
+
+@router.delete(
+    "/trajectories/{trajectory_id}",
+    auth=TokenAuth(scope="ingest"),
+    response=api_responses({200: TrajectoryDeletedOut}, 404, 409),
+    summary="Delete a trajectory (personal data)",
+    description=(
+        "Deletes the trajectory, its judgments and any buffered OTLP spans of its trace, audited (who, when, its id "
+        "and external id; not its content). Memory items distilled from it stay, marked as coming from a deleted "
+        "trajectory. 409 `trajectory_in_flight` while a worker judges or distills it; retry after a few seconds."
+    ),
+)
+def trajectory_delete(request, trajectory_id: str):
+    try:
+        trajectory = selectors.trajectory_get_for_bank(bank=request.bank, public_id=trajectory_id)
+    except Trajectory.DoesNotExist:
+        raise NotFound("No such trajectory in this bank.") from None
+    deleted = retention.trajectory_delete(trajectory=trajectory, token=request.api_token)
+    return {"id": deleted.public_id, "external_id": deleted.external_id, "items_kept": deleted.items_kept}
 
 
 IMPACT_ITEMS = 20

@@ -59,7 +59,8 @@ def human_labelled(*, bank: Bank, limit: int | None = None) -> list[tuple[Trajec
     for the bank's human-judged trajectories, newest judgment first."""
     latest: dict[int, Judgment] = {}
     rows = (
-        Judgment.objects.filter(trajectory__bank=bank, source=JudgmentSource.HUMAN)
+        # A trajectory whose steps retention purged is no example and no test case.
+        Judgment.objects.filter(trajectory__bank=bank, source=JudgmentSource.HUMAN, trajectory__steps_purged_at=None)
         .select_related("trajectory")
         .order_by("-created_at", "-id")
     )

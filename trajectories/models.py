@@ -78,6 +78,9 @@ class Trajectory(models.Model):
     status_detail = models.TextField(blank=True, help_text="Why it needs attention, or what it waits for.")
     # The effective verdict (latest human, else trusted agent signal, else LLM), kept in step by services.
     verdict = models.CharField(max_length=16, choices=Label.choices, blank=True)
+    # Set when the bank's retention purged the raw record (steps, final answer); the rest stays.
+    steps_purged_at = models.DateTimeField(null=True, blank=True)
+    steps_purged_days = models.PositiveIntegerField(null=True, blank=True)  # the retention then in force
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

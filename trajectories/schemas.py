@@ -208,6 +208,18 @@ class TrajectoryOut(Schema):
     step_count: int
     external_id: str | None
     group_id: str
+    steps_purged_at: datetime | None = Field(
+        None, description="When the bank's retention deleted the steps and final answer (null: kept)."
+    )
+
+
+class TrajectoryDeletedOut(Schema):
+    id: UUID
+    external_id: str | None
+    deleted: bool = True
+    items_kept: int = Field(
+        ..., description="Memory items distilled from it; they stay, marked as from a deleted trajectory."
+    )
 
 
 # --- GET /api/v1/impact ---------------------------------------------------------------------------

@@ -354,7 +354,9 @@ def trajectory_relabel(*, trajectory: Trajectory, label: str, reason: str, autho
     items distilled under the old verdict become superseded, approved ones are
     flagged for review (never deleted), and distillation reruns with the right
     prompt (enqueued after commit; for a MaTTS group member the group's
-    contrast reruns). Raises Invalid for a label other than success/failure."""
+    contrast reruns) — unless retention purged its steps: then only the
+    verdict and the items change. Raises Invalid for a label other than
+    success/failure."""
     if label not in Label.values:
         raise Invalid(f"label must be one of {Label.values}, got {label!r}")
     t = Trajectory.objects.select_for_update().get(pk=trajectory.pk)
@@ -383,6 +385,8 @@ def trajectory_relabel(*, trajectory: Trajectory, label: str, reason: str, autho
             memory_item_supersede(item=item, reason=note[:200])
         for item in affected.filter(status=ItemStatus.APPROVED):
             memory_item_flag(item=item, reason=note[:200])
+    if _steps_purged(t):
+        return judgment  # retention removed the steps: nothing left to distill again from
     if t.group_id and trajectory_move_many(
         Trajectory.objects.filter(bank_id=t.bank_id, group_id=t.group_id),
         from_=Status.DONE,
@@ -395,6 +399,15 @@ def trajectory_relabel(*, trajectory: Trajectory, label: str, reason: str, autho
         trajectory_move(t.pk, from_=t.status, to=Status.JUDGED, detail=f"Re-distilling: {note}")
         enqueue_on_commit("trajectories.process", t.pk)
     return judgment
+
+
+def _steps_purged(t: Trajectory) -> bool:
+    """Whether the bank's retention purged the steps of ``t`` (or of a member of its MaTTS group)."""
+    if t.steps_purged_at is not None:
+        return True
+    return bool(t.group_id) and (
+        Trajectory.objects.filter(bank_id=t.bank_id, group_id=t.group_id, steps_purged_at__isnull=False).exists()
+    )
 
 
 # --- OpenTelemetry traces (OTLP) ------------------------------------------------------------

@@ -20,6 +20,7 @@ from django.conf import settings
 from trajectories.experiments import experiment_fail, experiment_run
 from trajectories.llm import LLMTransientError
 from trajectories.models import Status, Trajectory
+from trajectories.retention import trajectory_steps_purge_expired
 from trajectories.stages import trajectory_advance, trajectory_distill, trajectory_group_distill
 from trajectories.sweeper import pipeline_sweep
 from trajectories.transitions import trajectory_mark_needs_attention
@@ -87,6 +88,12 @@ def pipeline_sweep_task() -> None:
     report = pipeline_sweep()
     if report.total:
         log.info("sweeper: %s", "; ".join(report.lines()))
+
+
+@shared_task(name="trajectories.purge_steps", ignore_result=True, acks_late=True)
+def trajectory_steps_purge_task() -> None:
+    """Beat, hourly: apply each bank's step retention (see trajectories.retention)."""
+    trajectory_steps_purge_expired()
 
 
 @shared_task(bind=True, name="trajectories.experiment_run", ignore_result=True, acks_late=True)

@@ -18,7 +18,7 @@ from accounts.access import bank_for_user
 from accounts.models import Role
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.views_helpers import htmx_template, post_action, redirect_after_post, template_for
-from trajectories import lift, selectors
+from trajectories import lift, retention, selectors
 from trajectories.experiments import (
     arm_result,
     describe_judge,
@@ -106,6 +106,7 @@ def _detail_context(bank, membership, trajectory, relabel_form=None):
         "polling": trajectory.status in selectors.IN_FLIGHT,
         "relabel_form": relabel_form or RelabelForm(),
         "llm_configured": llm_configured(),
+        "can_delete": membership.has_role(Role.ADMIN),
     }
 
 
@@ -137,7 +138,13 @@ def trajectory_detail(request, bank_id, trajectory_id):
         except DomainError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Relabelled as {form.cleaned_data['label']}; new items are being distilled.")
+            trajectory.refresh_from_db()
+            then = (
+                "its steps were purged, so nothing is distilled again"
+                if trajectory.steps_purged_at
+                else "new items are being distilled"
+            )
+            messages.success(request, f"Relabelled as {form.cleaned_data['label']}; {then}.")
             if not request.htmx:
                 return redirect("trajectories:detail", bank_id=bank.public_id, trajectory_id=trajectory.public_id)
             form = None
@@ -145,6 +152,36 @@ def trajectory_detail(request, bank_id, trajectory_id):
     context = _detail_context(bank, membership, trajectory, relabel_form=form)
     # An invalid form answers 200 so htmx swaps it in with its errors.
     return render(request, htmx_template(request, DETAIL_TEMPLATE, "derived"), context)
+
+
+@login_required
+@post_action
+def trajectory_delete(request, bank_id, trajectory_id):
+    """Delete a trajectory (admins and owners: it cannot be undone). A POST
+    without ``confirm=1`` answers the confirmation page; with it, deletes
+    through the one service (audited) and goes back to the list."""
+    bank, membership = bank_for_user(request, bank_id, role=Role.ADMIN)
+    trajectory = _trajectory_or_404(bank, trajectory_id)
+    error = ""
+    if request.POST.get("confirm") == "1":
+        try:
+            deleted = retention.trajectory_delete(trajectory=trajectory, user=request.user)
+        except DomainError as exc:
+            error = exc.message
+        else:
+            kept = f" {deleted.items_kept} memory item(s) distilled from it stay." if deleted.items_kept else ""
+            messages.success(request, f"Trajectory {deleted.public_id} deleted.{kept}")
+            return redirect_after_post(request, reverse("trajectories:list", kwargs={"bank_id": bank.public_id}))
+    context = {
+        "bank": bank,
+        "membership": membership,
+        "trajectory": trajectory,
+        "items": selectors.trajectory_derived_items(trajectory=trajectory),
+        "judgments": trajectory.judgments.count(),
+        "busy": trajectory.status in retention.BUSY,
+        "error": error,
+    }
+    return render(request, "trajectories/delete_confirm.html", context, status=409 if error else 200)
 
 
 @login_required

@@ -26,12 +26,15 @@ def audit_record(
     obj=None,
     before: dict | None = None,
     after: dict | None = None,
+    object_repr: str | None = None,
 ) -> AuditEvent:
     """Append one audit event. ``action`` is a dotted verb such as
     ``memory_item.approve``; ``team`` may be left out when ``bank`` is given.
     ``obj`` is any model instance (its ``public_id``, else pk, is recorded).
     ``before``/``after`` are JSON-serializable snapshots (datetimes, UUIDs and
-    decimals are fine). Anonymous users are recorded as no actor. Raises
+    decimals are fine). ``object_repr`` replaces ``str(obj)`` where that
+    would copy content the log must not keep (a deleted trajectory's task).
+    Anonymous users are recorded as no actor. Raises
     ValueError (a programming error, not a refusal) if neither team nor bank
     is given. Joins the caller's transaction, so an event exists only if the
     change it describes does."""
@@ -41,7 +44,8 @@ def audit_record(
         team = bank.team
     if user is not None and not getattr(user, "is_authenticated", False):
         user = None
-    object_type, object_id, object_repr = _object_identity(obj)
+    object_type, object_id, default_repr = _object_identity(obj)
+    object_repr = default_repr if object_repr is None else object_repr[:200]
     return AuditEvent.objects.create(
         team=team,
         bank=bank,

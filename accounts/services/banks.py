@@ -28,6 +28,7 @@ BANK_SETTINGS = [
     "holdout_fraction",
     "item_holdout_fraction",
     "rate_limit_per_minute",
+    "step_retention_days",
 ]
 
 

@@ -11,11 +11,12 @@ import difflib
 import uuid
 from dataclasses import dataclass
 from datetime import date
+from typing import NamedTuple
 
 from django.db.models import Count, QuerySet
 
 from accounts.models import Bank
-from memories.models import ItemStatus, MemoryItem, MemoryItemVersion, item_search_vector
+from memories.models import ItemOrigin, ItemStatus, MemoryItem, MemoryItemVersion, item_search_vector
 from reasoningbank_site.search import text_search
 
 LIST_FIELDS = (
@@ -183,18 +184,44 @@ def item_history(*, item: MemoryItem) -> list[VersionView]:
     return views
 
 
-def item_source_trajectory_ids(*, item: MemoryItem) -> list[str]:
-    """Public ids (strings) of the trajectories ``item`` cites, in citation
-    order; else those of its experience."""
-    seen: list[str] = []
+DISTILLED_ORIGINS = (ItemOrigin.SUCCESS, ItemOrigin.FAILURE, ItemOrigin.MATTS_PARALLEL, ItemOrigin.MATTS_SEQUENTIAL)
+
+
+class ItemSources(NamedTuple):
+    trajectory_ids: list[str]  # public ids (strings) of source trajectories that still exist
+    deleted: int  # source trajectories deleted since (their links are not shown)
+
+
+def item_sources(*, item: MemoryItem) -> ItemSources:
+    """The trajectories ``item`` was distilled from: those it cites, in
+    citation order, else those of its experience; and how many of them were
+    deleted since (a distilled item whose sources are all gone counts at
+    least one). Two queries at most."""
+    cited: list[str] = []
     for cite in item.cited_steps or []:
         if isinstance(cite, dict) and cite.get("trajectory"):
             tid = str(cite["trajectory"])
-            if tid not in seen:
-                seen.append(tid)
-    if not seen and item.experience_id:
+            if tid not in cited:
+                cited.append(tid)
+    keys = []
+    for tid in cited:
+        try:
+            keys.append(uuid.UUID(tid))
+        except ValueError:
+            continue
+    existing = set()
+    if keys:
+        # The trajectory model by Bank's relation name: this app never imports the trajectories app.
+        trajectories = Bank._meta.get_field("trajectories").related_model.objects
+        rows = trajectories.filter(bank_id=item.bank_id, public_id__in=keys).values_list("public_id", flat=True)
+        existing = {str(p) for p in rows}
+    ids = [tid for tid in cited if tid in existing]
+    deleted = len(keys) - len(existing)
+    if not cited and item.experience_id:
         # No valid citation: fall back to the trajectories of its experience (by relation name).
-        seen = [
+        ids = [
             str(p) for p in item.experience.trajectories.order_by("created_at").values_list("public_id", flat=True)[:5]
         ]
-    return seen
+    if not ids and not deleted and item.origin in DISTILLED_ORIGINS:
+        deleted = 1  # distilled from trajectories that no longer exist
+    return ItemSources(ids, deleted)

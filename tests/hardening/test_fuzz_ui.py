@@ -164,6 +164,8 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
             ("get", {"partial": "derived"}),
             ("post", {"label": "failure", "reason": "The hours were wrong."}),
         ],
+        # Without confirm=1 it answers the confirmation page: the scene's trajectory must survive the fuzz.
+        "trajectories:delete": [("post", {"confirm": ""})],
         "trajectories:impact": [("get", {"days": "30"})],
         "trajectories:judge": [
             ("post", {"candidate_prompt": str(s.prompt.public_id), "candidate_model": "", "candidate_few_shot": ""})
