@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from accounts.models import ApiToken, AuditEvent, Bank
 from accounts.services import audit_record
-from memories.models import Experience, MemoryItem
+from memories.models import Experience, MemoryItem, RetrievalEvent
 from memories.services import retrieval_outcome_change
 from reasoningbank_site.errors import Conflict, NotFound
 from trajectories.models import InputFormat, Label, Status, TraceSpan, Trajectory
@@ -113,8 +113,9 @@ def trajectory_delete(*, trajectory: Trajectory, user=None, token: ApiToken | No
 
     - its judgments are deleted with it (their rationales quote the run);
     - buffered OTLP spans of its trace are deleted;
-    - its retrieval keeps the record of what was served, and stops counting
-      the trajectory's outcome (the Impact report moves with it);
+    - its retrieval keeps the record of what was served, loses its query
+      (the task text), and stops counting the trajectory's outcome (the
+      Impact report moves with it);
     - a MaTTS group keeps its other members; the declared group size moves to
       the earliest remaining one, so the group still waits for its rollouts;
     - memory items distilled from it stay (reviewed knowledge) with their
@@ -141,6 +142,8 @@ def trajectory_delete(*, trajectory: Trajectory, user=None, token: ApiToken | No
             successes=-int(t.verdict == Label.SUCCESS),
             steps=-judged * t.step_count,
         )
+        # The retrieval's query is the agent's task text: it goes too (nothing reads it back).
+        RetrievalEvent.objects.filter(pk=t.retrieval_id).update(query="")
     if t.group_id and t.group_size:
         heir = (
             Trajectory.objects.filter(bank_id=t.bank_id, group_id=t.group_id, group_size__isnull=True)

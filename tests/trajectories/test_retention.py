@@ -223,7 +223,7 @@ def test_api_delete_takes_its_outcome_out_of_the_impact_report(client, bank, tok
     assert _delete(client, gone.public_id, token).status_code == 200
     after = lift.bank_lift(bank=bank).treatment
     assert (after.judged, after.successes) == (2, 1)
-    assert RetrievalEvent.objects.filter(pk=events[0].pk, linked=0, judged=0, successes=0).exists()
+    assert RetrievalEvent.objects.filter(pk=events[0].pk, linked=0, judged=0, successes=0, query="").exists()
     retrieval_outcomes_rebuild(bank=bank)  # the counters agree with a rebuild from the rows
     rebuilt = lift.bank_lift(bank=bank).treatment
     assert (rebuilt.judged, rebuilt.successes) == (2, 1)
