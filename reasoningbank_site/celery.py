@@ -11,6 +11,8 @@ from celery import Celery
 from django.conf import settings
 from django.db import transaction
 
+from reasoningbank_site import logs  # noqa: F401  (connects the signals that carry the request id into tasks)
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank_site.settings")
 
 log = logging.getLogger(__name__)

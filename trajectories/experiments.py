@@ -167,11 +167,11 @@ def _ask(model: str, prompt: str) -> str | None:
     """The judge's label for ``prompt`` (one reminder when the answer has
     none), or None. LLM errors propagate."""
     messages = [{"role": "user", "content": prompt}]
-    answer = chat(model=model, messages=messages)
+    answer = chat(model=model, messages=messages, purpose="experiment")
     parsed = parse_judge_answer(answer)
     if parsed is None:
         messages += [{"role": "assistant", "content": answer or "(empty)"}, {"role": "user", "content": JUDGE_REMINDER}]
-        parsed = parse_judge_answer(chat(model=model, messages=messages))
+        parsed = parse_judge_answer(chat(model=model, messages=messages, purpose="experiment"))
     return parsed.label if parsed else None
 
 

@@ -13,6 +13,8 @@ import logging
 import openai
 from django.conf import settings
 
+from trajectories.llm_metrics import llm_measured, llm_tokens_count
+
 log = logging.getLogger(__name__)
 
 
@@ -87,9 +89,11 @@ def _status_message(exc: openai.APIStatusError) -> str:
     return f"HTTP {exc.status_code} from the LLM endpoint: {str(body)[:300] or exc.message}"
 
 
-def chat(*, model: str, messages: list[dict], temperature: float = 0.0) -> str:
+@llm_measured(transient=LLMTransientError)
+def chat(*, model: str, messages: list[dict], temperature: float = 0.0, purpose: str = "other") -> str:
     """Send one chat completion and return the answer text (may be empty).
-    Raises LLMTransientError (retry later) or LLMPermanentError."""
+    Raises LLMTransientError (retry later) or LLMPermanentError. ``purpose``
+    (judge, distill, experiment) labels the call's metrics (trajectories.llm_metrics)."""
     client = get_client()
     try:
         response = client.chat.completions.create(model=model, messages=messages, temperature=temperature)
@@ -106,6 +110,7 @@ def chat(*, model: str, messages: list[dict], temperature: float = 0.0) -> str:
         raise LLMPermanentError(f"The LLM endpoint answered something that is not a chat completion: {exc}") from exc
     except openai.OpenAIError as exc:
         raise LLMPermanentError(f"LLM client error: {exc}") from exc
+    llm_tokens_count(model=model, purpose=purpose, usage=getattr(response, "usage", None))
     choices = getattr(response, "choices", None) or []
     if not choices:
         raise LLMPermanentError("The LLM endpoint answered with no choices.")

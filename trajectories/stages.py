@@ -77,9 +77,12 @@ class LLMCall:
     who: str  # "judge": "The <who> (model, version) gave no <expected> after a retry. …"
     expected: str  # "parseable verdict"
     reminder: str  # sent once when the first answer has nothing parseable
+    purpose: str = "distill"  # the LLM metrics' purpose label: "judge" or "distill"
 
 
-JUDGE_CALL = LLMCall(doing="LLM judge", who="judge", expected="parseable verdict", reminder=JUDGE_REMINDER)
+JUDGE_CALL = LLMCall(
+    doing="LLM judge", who="judge", expected="parseable verdict", reminder=JUDGE_REMINDER, purpose="judge"
+)
 DISTILL_CALL = LLMCall(
     doing="Distillation", who="distiller", expected="complete memory item", reminder=DISTILL_REMINDER
 )
@@ -106,7 +109,7 @@ def _llm_ask(
     ``back_to`` and LLMTransientError is re-raised for the task to retry."""
     messages = [{"role": "user", "content": prompt}]
     try:
-        answer = chat(model=model, messages=messages)
+        answer = chat(model=model, messages=messages, purpose=call.purpose)
         parsed = parse(answer)
         if parsed is None:
             log.info("%s answer had nothing parseable; asking once more (%s)", call.who, version)
@@ -114,7 +117,7 @@ def _llm_ask(
                 {"role": "assistant", "content": answer or "(empty)"},
                 {"role": "user", "content": call.reminder},
             ]
-            answer = chat(model=model, messages=messages)
+            answer = chat(model=model, messages=messages, purpose=call.purpose)
             parsed = parse(answer)
     except LLMTransientError as exc:
         trajectory_move_many(

@@ -29,6 +29,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memories.models import ItemStatus, MemoryItem
 from reasoningbank_site.demo import ADMIN_PASSWORD, ADMIN_USERNAME, DEMO, DEMO_QUERY, demo_token_path
+from reasoningbank_site.metrics import multiprocess_dir_prepare
 from trajectories.llm import llm_configured
 
 READY_TIMEOUT = 120.0
@@ -203,6 +204,7 @@ class Command(BaseCommand):
     def _start_children(self, host: str, port: int, mcp_port: int, data_dir: Path) -> None:
         env = {**os.environ, "RB_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
         env.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank_site.settings")
+        env.update(multiprocess_dir_prepare(data_dir))  # /metrics sums the web's and the worker's metrics
         base = Path(settings.BASE_DIR)
         worker = Child(
             name="worker",

@@ -1,0 +1,74 @@
+"""Prometheus metrics of the LLM calls (``trajectories.llm.chat``), by model
+and purpose (judge, distill, experiment): calls by outcome (ok, transient,
+permanent), their latency, and the tokens the endpoint reported.
+
+The calls happen in Celery worker processes; with ``PROMETHEUS_MULTIPROC_DIR``
+set (``make run`` sets one; see reasoningbank_site.metrics) the web's
+/metrics scrape sums every process's files. Those files are named by host
+name and process id, not the process id alone: containers sharing the
+directory on a volume each have a process 1, 7, ….
+reasoningbank_site.metrics imports this module first, so every process
+(web or worker) names its files so before it creates a metric value."""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import time
+
+from prometheus_client import Counter, Histogram, values
+
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    _host = socket.gethostname().replace("_", "-")  # prometheus-client splits its file names on "_"
+    values.ValueClass = values.MultiProcessValue(lambda: f"{_host}-{os.getpid()}")
+
+LLM_CALLS = Counter(
+    "rb_llm_calls",
+    "LLM chat completions by model, purpose and outcome (ok, transient, permanent).",
+    ["model", "purpose", "outcome"],
+)
+LLM_LATENCY = Histogram(
+    "rb_llm_call_duration_seconds",
+    "Time an LLM chat completion took, answered or failed, by model and purpose.",
+    ["model", "purpose"],
+    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300),
+)
+LLM_TOKENS = Counter(
+    "rb_llm_tokens",
+    "Tokens the LLM endpoint reported using (its usage field), by model, purpose and kind (prompt, completion).",
+    ["model", "purpose", "kind"],
+)
+
+
+def llm_measured(*, transient: type[Exception]):
+    """Decorates ``chat(*, model, purpose, ...)``: counts and times every call by its outcome —
+    ``transient`` when it raised ``transient`` (LLMTransientError), ``permanent`` for any other error."""
+
+    def decorate(chat):
+        @functools.wraps(chat)
+        def measured(*, model: str, purpose: str = "other", **kwargs):
+            started = time.perf_counter()
+            outcome = "permanent"
+            try:
+                answer = chat(model=model, purpose=purpose, **kwargs)
+                outcome = "ok"
+                return answer
+            except transient:
+                outcome = "transient"
+                raise
+            finally:
+                LLM_LATENCY.labels(model, purpose).observe(time.perf_counter() - started)
+                LLM_CALLS.labels(model, purpose, outcome).inc()
+
+        return measured
+
+    return decorate
+
+
+def llm_tokens_count(*, model: str, purpose: str, usage) -> None:
+    """Adds the usage of one answer (an openai ``CompletionUsage``, or None when the endpoint sent none)."""
+    for kind in ("prompt", "completion"):
+        tokens = getattr(usage, f"{kind}_tokens", None)
+        if isinstance(tokens, int) and tokens > 0:
+            LLM_TOKENS.labels(model, purpose, kind).inc(tokens)
