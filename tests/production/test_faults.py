@@ -146,19 +146,17 @@ def test_c_postgres_restart_answers_503_during_and_recovers_without_restarting_a
 def test_d_llm_down_longer_than_the_retry_budget_then_back_every_trajectory_finishes(prod: Topology):
     markers = [_marker(f"llm-outage-{n}") for n in range(3)]
     attempts = int(prod.app_env()["RB_LLM_MAX_RETRIES"]) + 1
-    prod.llm.down = True  # every call answers 503
+    prod.llm.down = True  # every call (and GET /v1/models) answers 503
     with prod.client() as api:
         ids = []
         for marker in markers:
             response, _ = _post(api, prod, f"Find the opening hours ({marker})")
             assert response.status_code == 202, response.text
             ids.append(response.json()["id"])
-        # Down until every trajectory has used its whole retry budget, and a little longer.
-        wait_until(
-            lambda: all(prod.llm.calls_with(marker) >= attempts for marker in markers),
-            timeout=60,
-            what="the retry budgets to be used up",
-        )
+        # Down until every trajectory has used its whole retry budget and is parked (needs_attention today,
+        # awaiting_llm once transient exhaustion is resumable), and a little longer.
+        prod.wait_finished(api, ids, timeout=60, states=("needs_attention", "awaiting_llm"))
+        assert all(prod.llm.calls_with(marker) >= attempts for marker in markers), prod.llm.prompts
         time.sleep(2)
         prod.llm.down = False  # back; nobody does anything
         try:

@@ -60,6 +60,12 @@ FAST_ENV = {
     "RB_SWEEP_INTERVAL_SECONDS": "2",
     "RB_BROKER_PUBLISH_TIMEOUT": "0.5",
     "RB_BROKER_RETRY_AFTER": "2",
+    # Read by helper A's pipeline work (issue 15 points 1, 2, 6) once merged; ignored before.
+    "RB_DISPATCH_INTERVAL": "1",
+    "RB_LLM_RESUME_AFTER": "2",
+    "RB_LLM_PROBE_TIMEOUT": "2",
+    "RB_DB_RETRY_BACKOFF": "0.5",
+    "RB_DB_RETRY_BACKOFF_MAX": "2",
 }
 # Variables of the calling process that would point an app process elsewhere (the test database, a file broker).
 DROPPED_ENV = (
@@ -363,6 +369,13 @@ class LLM(FakeLLM):
             def do_POST(self):
                 fake._peer.port = self.client_address[1]
                 super().do_POST()
+
+            def do_GET(self):  # GET /v1/models: what a client probes to see whether the endpoint is back
+                if not self.path.rstrip("/").endswith("/models"):
+                    return self._send(404, b'{"error": {"message": "fake LLM: no such path"}}')
+                if fake.down:
+                    return self._send(503, b'{"error": {"message": "fake LLM: down (503)"}}')
+                self._send(200, b'{"object": "list", "data": [{"id": "fake-model", "object": "model"}]}')
 
         return Handler
 
