@@ -360,6 +360,13 @@ class LLM(FakeLLM):
         self.held_peer_port: int | None = None
         self._release = threading.Event()
         self.responder = self._answer
+        default_handle_error = self._server.handle_error
+
+        def handle_error(request, client_address):  # a killed worker's connection reset is expected here
+            if not isinstance(sys.exc_info()[1], ConnectionError):
+                default_handle_error(request, client_address)
+
+        self._server.handle_error = handle_error
 
     def _handler_class(self):
         base = super()._handler_class()
