@@ -513,8 +513,6 @@ class Topology:
             # (the compose file's one-shot `migrate` service).
             with self._timed("migrate"):
                 self._manage("migrate", "--noinput")
-            with self._timed("bank + token"):
-                self.token = self._manage("shell", "-c", SETUP_SCRIPT).strip().splitlines()[-1]
             env = self.app_env()
             self.web = Service(
                 "web",
@@ -577,6 +575,8 @@ class Topology:
                 env,
                 self.root / "beat.log",
             ).start()
+            with self._timed("bank + token (while the app starts)"):
+                self.token = self._manage("shell", "-c", SETUP_SCRIPT).strip().splitlines()[-1]
             with self._timed("web ready"):
                 self.wait_web_ready()
             with self._timed("workers ready"):
@@ -602,7 +602,7 @@ class Topology:
             for service, sig in app:
                 if service is not None:
                     with contextlib.suppress(Exception):
-                        service.stop(sig)
+                        service.stop(sig, timeout=5)
         with contextlib.suppress(Exception):
             self.llm.reset()
             self.llm.stop()
