@@ -1,6 +1,7 @@
 #!/bin/sh
 # One image, several roles:
-#   web     migrate, then gunicorn on :8000 (the only role that migrates)
+#   migrate apply the migrations, then exit (compose runs it once, before web and workers start)
+#   web     gunicorn on :8000; with RB_MIGRATE_ON_START=1 it migrates first (a single-container run)
 #   worker  a Celery worker (scale it: `docker compose up --scale worker=3`)
 #   beat    the Celery beat scheduler (run exactly one)
 #   mcp     the MCP server (streamable HTTP on :8001), forwarding tool calls to RB_MCP_API_URL
@@ -12,8 +13,14 @@ role="${1:-web}"
 [ "$#" -gt 0 ] && shift
 
 case "$role" in
+  migrate)
+    exec python manage.py migrate --noinput "$@"
+    ;;
   web)
-    python manage.py migrate --noinput
+    # Several replicas must not race to migrate: the compose file's one-shot `migrate` service does it.
+    if [ "${RB_MIGRATE_ON_START:-0}" = "1" ]; then
+      python manage.py migrate --noinput
+    fi
     exec gunicorn reasoningbank_site.wsgi:application \
       --bind "0.0.0.0:${PORT:-8000}" \
       --workers "${WEB_CONCURRENCY:-2}" \

@@ -281,9 +281,11 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+# How often beat runs the pipeline sweeper (the production-topology tests run it every few seconds).
+RB_SWEEP_INTERVAL_SECONDS = envfloat("RB_SWEEP_INTERVAL_SECONDS", 60.0)
 CELERY_BEAT_SCHEDULE: dict = {
     # Re-enqueues work a crash left behind, resumes awaiting_llm, closes expired MaTTS groups.
-    "trajectories-sweep": {"task": "trajectories.sweep", "schedule": 60.0},
+    "trajectories-sweep": {"task": "trajectories.sweep", "schedule": RB_SWEEP_INTERVAL_SECONDS},
     # Embeds items whose embed job was lost (e.g. the broker was down when they changed).
     "memories-embed-pending": {"task": "memories.embed_pending", "schedule": 300.0},
     # Folds logged retrievals into the items' served counters (kept off the retrieve request).

@@ -1,0 +1,79 @@
+"""Migrations are their own step (issue 15): the compose file runs a one-shot
+`migrate` service every app service waits for, and the web role no longer
+migrates by itself (unless RB_MIGRATE_ON_START=1, for a single-container run).
+No Docker engine here: the compose file is parsed, and docker/entrypoint.sh is
+run for real with stand-ins for `python` and `gunicorn` that record their
+command lines."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+DOCKER = Path(__file__).resolve().parents[2] / "docker"
+APP_SERVICES = ["web", "worker", "beat"]
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load((DOCKER / "compose.yaml").read_text())
+
+
+def test_a_one_shot_migrate_service_runs_once_after_the_database_is_healthy(compose):
+    migrate = compose["services"]["migrate"]
+    assert migrate["command"] == ["migrate"]
+    assert migrate["restart"] == "no"  # one shot: never restarted once it exited 0
+    assert migrate["depends_on"] == {"db": {"condition": "service_healthy"}}
+    assert migrate["environment"]["DATABASE_URL"] == compose["services"]["web"]["environment"]["DATABASE_URL"]
+
+
+@pytest.mark.parametrize("service", APP_SERVICES)
+def test_web_workers_and_beat_start_only_after_migrate_completed(compose, service):
+    depends = compose["services"][service]["depends_on"]
+    assert depends["migrate"] == {"condition": "service_completed_successfully"}
+
+
+def _entrypoint(tmp_path: Path, *args: str, **env: str) -> list[str]:
+    """Run docker/entrypoint.sh with `python` and `gunicorn` replaced by recorders; return their command lines."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    calls = tmp_path / "calls.txt"
+    calls.write_text("")
+    for name in ("python", "gunicorn"):
+        stand_in = bin_dir / name
+        stand_in.write_text(f'#!/bin/sh\necho "{name} $*" >> "{calls}"\n')
+        stand_in.chmod(0o755)
+    done = subprocess.run(
+        ["sh", str(DOCKER / "entrypoint.sh"), *args],
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    return calls.read_text().splitlines()
+
+
+def test_the_web_role_does_not_migrate_by_itself(tmp_path):
+    calls = _entrypoint(tmp_path, "web")
+    assert len(calls) == 1 and calls[0].startswith("gunicorn reasoningbank_site.wsgi:application "), calls
+    assert "--workers 2" in calls[0]
+
+
+def test_the_migrate_role_migrates_and_nothing_else(tmp_path):
+    assert _entrypoint(tmp_path, "migrate") == ["python manage.py migrate --noinput"]
+
+
+def test_a_single_container_run_migrates_first_with_rb_migrate_on_start(tmp_path):
+    calls = _entrypoint(tmp_path, "web", RB_MIGRATE_ON_START="1")
+    assert calls[0] == "python manage.py migrate --noinput"
+    assert calls[1].startswith("gunicorn reasoningbank_site.wsgi:application "), calls
+    assert len(calls) == 2
+
+
+def test_the_entrypoint_is_executable():
+    assert os.access(DOCKER / "entrypoint.sh", os.X_OK)
