@@ -276,6 +276,7 @@ def test_discovery_finds_the_known_pages_and_endpoints():
         "accounts:token_revoke",
         "accounts:team_invite",
         "accounts:bank_archive",
+        "trajectories:retry",
     } <= actions
     assert "memories:item_detail" not in actions
     assert all(e.path.startswith("/api/v1/") for e in api_endpoints())

@@ -1,5 +1,5 @@
 """HTML views of a bank's trajectories (session auth): the dashboard, the
-trajectory list, one trajectory (with relabeling), and its steps as a
+trajectory list, one trajectory (with relabeling and retrying), and its steps as a
 fragment for the review focus view; the impact report (does the bank help?)."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from accounts.models import Role
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.views_helpers import htmx_template, post_action, redirect_after_post, template_for
 from trajectories import lift, selectors
+from trajectories.dispatch import is_parked, trajectory_retry
 from trajectories.experiments import (
     arm_result,
     describe_judge,
@@ -106,6 +107,7 @@ def _detail_context(bank, membership, trajectory, relabel_form=None):
         "polling": trajectory.status in selectors.IN_FLIGHT,
         "relabel_form": relabel_form or RelabelForm(),
         "llm_configured": llm_configured(),
+        "parked": is_parked(trajectory),
     }
 
 
@@ -145,6 +147,24 @@ def trajectory_detail(request, bank_id, trajectory_id):
     context = _detail_context(bank, membership, trajectory, relabel_form=form)
     # An invalid form answers 200 so htmx swaps it in with its errors.
     return render(request, htmx_template(request, DETAIL_TEMPLATE, "derived"), context)
+
+
+@login_required
+@post_action
+def trajectory_retry_view(request, bank_id, trajectory_id):
+    """Resume a trajectory parked after temporary LLM errors now (reviewers)."""
+    bank, _membership = bank_for_user(request, bank_id, role=Role.REVIEWER)
+    trajectory = _trajectory_or_404(bank, trajectory_id)
+    try:
+        trajectory_retry(trajectory=trajectory, author=request.user)
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Retrying now: the LLM pipeline has it again.")
+    return redirect_after_post(
+        request,
+        reverse("trajectories:detail", kwargs={"bank_id": bank.public_id, "trajectory_id": trajectory.public_id}),
+    )
 
 
 @login_required
