@@ -9,6 +9,7 @@ from django.conf import settings
 
 from memories import services
 from memories.embeddings import preload
+from reasoningbank_site.celery import db_outage_retry
 
 
 @worker_process_init.connect
@@ -19,7 +20,7 @@ def _load_embedding_model(**kwargs) -> None:
         preload()
 
 
-@shared_task(name="memories.embed_item", ignore_result=True, acks_late=True)
+@shared_task(name="memories.embed_item", ignore_result=True, acks_late=True, **db_outage_retry())
 def memory_item_embed_task(item_id: int) -> bool:
     """(Re-)embed one memory item. Idempotent: the service skips an item whose
     embedding already matches its text and model."""

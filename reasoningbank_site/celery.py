@@ -6,10 +6,11 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 
 from celery import Celery
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 
 from reasoningbank_site import logs  # noqa: F401  (connects the signals that carry the request id into tasks)
 
@@ -26,6 +27,19 @@ _discovery = threading.Lock()
 # After a failed publish, this process leaves new tasks to the sweeper until this monotonic time,
 # so a batch of N trajectories does not wait N publish timeouts on a dead broker.
 _broker_down_until = {"until": 0.0}
+
+
+def db_outage_retry() -> dict:
+    """Task options for work that must survive a database outage: a task that cannot reach
+    the database is retried with backoff (RB_DB_RETRY_BACKOFF, capped at
+    RB_DB_RETRY_BACKOFF_MAX), never acked and discarded."""
+    return {
+        "autoretry_for": (OperationalError, InterfaceError),
+        "retry_backoff": settings.RB_DB_RETRY_BACKOFF,
+        "retry_backoff_max": settings.RB_DB_RETRY_BACKOFF_MAX,
+        "retry_jitter": False,
+        "max_retries": None,
+    }
 
 
 def _registered_task(name: str):
@@ -51,23 +65,35 @@ def _publish(task, args: tuple) -> None:
         task.apply_async(args, connection=connection, retry=False)
 
 
-def enqueue_on_commit(task_name: str, *args) -> None:
+def _not_sent(on_failure: Callable[[], object] | None) -> None:
+    if on_failure is not None:
+        try:
+            on_failure()
+        except Exception:
+            log.exception("the failure hook of an unsent task failed")
+
+
+def enqueue_on_commit(task_name: str, *args, on_failure: Callable[[], object] | None = None) -> None:
     """Publish the task registered as ``task_name`` with ``args`` once the
     current transaction commits (at once outside a transaction). The task is
     looked up by name; eager mode (``task_always_eager``) runs it inline. The
     publish has a short timeout and no retry; a broker error is logged and
     never fails the caller: its rows are already committed, and the sweeper
     picks them up. After a failure the process does not try again for
-    RB_BROKER_RETRY_AFTER seconds."""
+    RB_BROKER_RETRY_AFTER seconds. ``on_failure`` is called when the task was
+    not published (e.g. to mark its row for the dispatcher); its own errors
+    are logged."""
 
     def send() -> None:
         if time.monotonic() < _broker_down_until["until"]:
             log.warning("broker recently unreachable: not enqueuing %s%r; the sweeper will pick it up", task_name, args)
+            _not_sent(on_failure)
             return
         try:
             _publish(_registered_task(task_name), args)
         except Exception:
             _broker_down_until["until"] = time.monotonic() + settings.RB_BROKER_RETRY_AFTER
             log.exception("could not enqueue %s%r; the sweeper will pick it up", task_name, args)
+            _not_sent(on_failure)
 
     transaction.on_commit(send)

@@ -5,6 +5,8 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
+from kombu import Exchange, Queue
+
 from reasoningbank_site import embedded
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -296,7 +298,21 @@ CELERY_BEAT_SCHEDULE: dict = {
     "accounts-compact-token-usage": {"task": "accounts.compact_token_usage", "schedule": 3600.0},
     # Purges the steps of finished trajectories past their bank's step_retention_days (personal data).
     "trajectories-purge-steps": {"task": "trajectories.purge_steps", "schedule": 3600.0},
+    # Publishes trajectories whose publish at ingest failed (the row is the queue entry).
+    "trajectories-dispatch": {"task": "trajectories.dispatch", "schedule": envfloat("RB_DISPATCH_INTERVAL", 5.0)},
 }
+# --- Queues: beat's housekeeping has its own queue, so it never waits behind a pipeline backlog.
+# A worker started without -Q consumes both; a dedicated one can take `-Q maintenance`.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = (
+    Queue("celery", Exchange("celery"), routing_key="celery"),
+    Queue("maintenance", Exchange("maintenance"), routing_key="maintenance"),
+)
+CELERY_TASK_ROUTES = {entry["task"]: {"queue": "maintenance"} for entry in CELERY_BEAT_SCHEDULE.values()}
+# A task that finds the database down is retried with this backoff (base, cap; seconds), never
+# discarded, and the retry does not count against the LLM budget.
+RB_DB_RETRY_BACKOFF = envfloat("RB_DB_RETRY_BACKOFF", 2.0)
+RB_DB_RETRY_BACKOFF_MAX = envfloat("RB_DB_RETRY_BACKOFF_MAX", 60.0)
 
 # --- LLM (OpenAI-compatible endpoint) -----------------------------------------
 RB_LLM_BASE_URL = envstr("RB_LLM_BASE_URL")
@@ -309,6 +325,11 @@ RB_LLM_MAX_RETRIES = envint("RB_LLM_MAX_RETRIES", 6)
 RB_LLM_RETRY_BACKOFF = envfloat("RB_LLM_RETRY_BACKOFF", 10.0)
 RB_LLM_RETRY_BACKOFF_MAX = envfloat("RB_LLM_RETRY_BACKOFF_MAX", 600.0)
 RB_PIPELINE_STALE_SECONDS = envint("RB_PIPELINE_STALE_SECONDS", 900)
+# A stage whose LLM retries run out on transient errors parks its rows (awaiting_llm) for at
+# least this long; then the sweeper resumes them, with a fresh budget, once a cheap probe
+# (GET /models, this timeout) shows the endpoint answers again.
+RB_LLM_RESUME_AFTER = envfloat("RB_LLM_RESUME_AFTER", 300.0)
+RB_LLM_PROBE_TIMEOUT = envfloat("RB_LLM_PROBE_TIMEOUT", 5.0)
 RB_MATTS_GROUP_WAIT_SECONDS = envint("RB_MATTS_GROUP_WAIT_SECONDS", 600)
 RB_PROMPT_CHAR_BUDGET = envint("RB_PROMPT_CHAR_BUDGET", 24000)
 # OTLP traces: a trace whose root span never arrives becomes a trajectory after this many idle seconds.

@@ -5,6 +5,9 @@ per test, so the real ``openai`` client code path runs against it.
     fake_llm.error(429, retry_after=1)                             # then a rate limit
     fake_llm.reply("...", delay=2.0)                               # an answer slower than the client timeout
     fake_llm.responder = lambda messages: "..."                    # or answer by content (when the queue is empty)
+    fake_llm.down = True                                           # every request answers 503 (an outage)
+
+GET /v1/models answers a model list (the app's endpoint probe), or 503 while ``down``.
 
 Every request is recorded in ``fake_llm.requests`` (the parsed JSON body).
 When nothing is scripted the server answers 500 with a message naming the
@@ -35,6 +38,8 @@ class FakeLLM:
         self.script: deque[Scripted] = deque()
         self.requests: list[dict] = []
         self.responder: Callable[[list[dict]], str | Scripted] | None = None
+        self.down = False
+        self.probes = 0  # GET requests served (the app's endpoint probe)
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
@@ -80,6 +85,8 @@ class FakeLLM:
     def _next(self, body: dict) -> Scripted:
         with self._lock:
             self.requests.append(body)
+            if self.down:
+                return Scripted(status=503, raw_body=b'{"error": {"message": "fake LLM: down"}}')
             if self.script:
                 return self.script.popleft()
         if self.responder is not None:
@@ -95,6 +102,17 @@ class FakeLLM:
 
             def log_message(self, *args):  # keep test output clean
                 pass
+
+            def do_GET(self):
+                with fake._lock:
+                    fake.probes += 1
+                if fake.down:
+                    return self._send(503, b'{"error": {"message": "fake LLM: down"}}')
+                if not self.path.rstrip("/").endswith("/models"):
+                    return self._send(404, b'{"error": {"message": "fake LLM serves /models only"}}')
+                self._send(
+                    200, b'{"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "fake"}]}'
+                )
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)

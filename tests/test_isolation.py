@@ -277,6 +277,7 @@ def test_discovery_finds_the_known_pages_and_endpoints():
         "accounts:team_invite",
         "accounts:bank_archive",
         "trajectories:delete",
+        "trajectories:retry",
     } <= actions
     assert "memories:item_detail" not in actions
     assert all(e.path.startswith("/api/v1/") for e in api_endpoints())

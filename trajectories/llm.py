@@ -8,6 +8,7 @@ worker slot while sleeping, so transient failures surface as
 from __future__ import annotations
 
 import functools
+import json
 import logging
 
 import openai
@@ -106,13 +107,30 @@ def chat(*, model: str, messages: list[dict], temperature: float = 0.0, purpose:
         if status == 429 or status >= 500 or status in (408, 409):
             raise LLMTransientError(_status_message(exc), retry_after=_retry_after(exc)) from exc
         raise LLMPermanentError(_status_message(exc)) from exc
-    except openai.APIResponseValidationError as exc:
-        raise LLMPermanentError(f"The LLM endpoint answered something that is not a chat completion: {exc}") from exc
+    except (openai.APIResponseValidationError, json.JSONDecodeError) as exc:
+        # A 200 whose body is not a chat completion is a proxy or a server in trouble: transient.
+        raise LLMTransientError(f"The LLM endpoint answered something that is not a chat completion: {exc}") from exc
     except openai.OpenAIError as exc:
         raise LLMPermanentError(f"LLM client error: {exc}") from exc
     llm_tokens_count(model=model, purpose=purpose, usage=getattr(response, "usage", None))
     choices = getattr(response, "choices", None) or []
     if not choices:
-        raise LLMPermanentError("The LLM endpoint answered with no choices.")
+        raise LLMTransientError(f"The LLM endpoint answered with no chat completion: {str(response)[:200]!r}")
     message = choices[0].message
     return (getattr(message, "content", None) or "").strip()
+
+
+def llm_probe() -> bool:
+    """True when the endpoint answers at all (GET /models, RB_LLM_PROBE_TIMEOUT): one cheap request
+    that tells the sweeper whether rows parked after transient errors may resume. Any answer but
+    429/5xx counts (a 404 from a server without /models too)."""
+    if not llm_configured():
+        return False
+    try:
+        get_client().with_options(timeout=settings.RB_LLM_PROBE_TIMEOUT).models.list()
+    except openai.APIStatusError as exc:
+        return exc.status_code != 429 and exc.status_code < 500
+    except openai.OpenAIError as exc:
+        log.info("LLM probe: the endpoint does not answer (%s)", exc)
+        return False
+    return True

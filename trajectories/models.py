@@ -8,6 +8,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from accounts.models import ApiToken, Bank
 from memories.models import Experience, RetrievalEvent
@@ -82,6 +83,17 @@ class Trajectory(models.Model):
     steps_purged_at = models.DateTimeField(null=True, blank=True)
     steps_purged_days = models.PositiveIntegerField(null=True, blank=True)  # the retention then in force
 
+    # The row is the queue entry (trajectories.dispatch): when a task for it was last handed to the
+    # broker. Set in the INSERT (ingest enqueues every new row); NULL when that publish failed, or
+    # nothing is queued for it (awaiting_llm), so the dispatcher and the sweeper know what to send.
+    enqueued_at = models.DateTimeField(null=True, blank=True, default=timezone.now)
+    # When its next transient-error retry is due (Retry-After honoured); the sweeper waits for it.
+    retry_at = models.DateTimeField(null=True, blank=True)
+    # Transient LLM failures per stage since the stage last (re)started: each stage has its own budget.
+    judge_attempts = models.PositiveSmallIntegerField(default=0)
+    distill_attempts = models.PositiveSmallIntegerField(default=0)
+    contrast_attempts = models.PositiveSmallIntegerField(default=0)
+
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -90,6 +102,12 @@ class Trajectory(models.Model):
             models.Index(fields=["bank", "created_at"]),
             models.Index(fields=["bank", "status"]),
             models.Index(fields=["status", "updated_at"]),
+            # The dispatcher's every-few-seconds query: rows whose publish failed (empty when all is well).
+            models.Index(
+                fields=["created_at"],
+                condition=Q(enqueued_at__isnull=True, status__in=["received", "judged"]),
+                name="trajectory_unqueued",
+            ),
             GinIndex(trajectory_search_vector(), name="trajectory_search_gin"),
         ]
         constraints = [

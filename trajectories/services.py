@@ -28,6 +28,7 @@ from memories.services import (
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.errors import DomainError, Invalid, TooLarge
 from trajectories import otlp
+from trajectories.dispatch import trajectory_enqueue
 from trajectories.models import InputFormat, Judgment, JudgmentSource, Label, Status, TraceSpan, Trajectory
 from trajectories.normalize import NormalizeError, inferred_final_answer, normalize_trajectory
 from trajectories.schemas import TrajectoryIn
@@ -138,7 +139,7 @@ def trajectory_ingest(
         label, rationale = signal
         judgment_record(trajectory=trajectory, source=JudgmentSource.AGENT, label=label, rationale=rationale)
 
-    enqueue_on_commit("trajectories.process", trajectory.pk)
+    trajectory_enqueue(trajectory.pk)  # a failed publish leaves the row to the dispatcher
     return trajectory, True
 
 
@@ -397,7 +398,7 @@ def trajectory_relabel(*, trajectory: Trajectory, label: str, reason: str, autho
         return judgment
     if t.status != Status.WAITING_GROUP:
         trajectory_move(t.pk, from_=t.status, to=Status.JUDGED, detail=f"Re-distilling: {note}")
-        enqueue_on_commit("trajectories.process", t.pk)
+        trajectory_enqueue(t.pk)
     return judgment
 
 

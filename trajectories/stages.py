@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 
 from memories.models import Experience, ItemOrigin
 from memories.services import experience_create, memory_item_propose
@@ -77,17 +77,31 @@ class LLMCall:
     who: str  # "judge": "The <who> (model, version) gave no <expected> after a retry. …"
     expected: str  # "parseable verdict"
     reminder: str  # sent once when the first answer has nothing parseable
+    attempts: str  # the row's counter of this stage's transient failures (its own retry budget)
     purpose: str = "distill"  # the LLM metrics' purpose label: "judge" or "distill"
 
 
 JUDGE_CALL = LLMCall(
-    doing="LLM judge", who="judge", expected="parseable verdict", reminder=JUDGE_REMINDER, purpose="judge"
+    doing="LLM judge",
+    who="judge",
+    expected="parseable verdict",
+    reminder=JUDGE_REMINDER,
+    attempts="judge_attempts",
+    purpose="judge",
 )
 DISTILL_CALL = LLMCall(
-    doing="Distillation", who="distiller", expected="complete memory item", reminder=DISTILL_REMINDER
+    doing="Distillation",
+    who="distiller",
+    expected="complete memory item",
+    reminder=DISTILL_REMINDER,
+    attempts="distill_attempts",
 )
 CONTRAST_CALL = LLMCall(
-    doing="Contrast distillation", who="distiller", expected="complete memory item", reminder=DISTILL_REMINDER
+    doing="Contrast distillation",
+    who="distiller",
+    expected="complete memory item",
+    reminder=DISTILL_REMINDER,
+    attempts="contrast_attempts",
 )
 
 
@@ -106,7 +120,8 @@ def _llm_ask(
     Returns the parsed answer, or None after moving ``rows`` (those still
     ``running``) to ``needs_attention``: on a permanent LLM error, or when the
     second answer is unparseable too. On a transient error the rows go back to
-    ``back_to`` and LLMTransientError is re-raised for the task to retry."""
+    ``back_to`` with the stage's failure counted, and LLMTransientError is
+    re-raised (``exc.call`` names the stage) for the task to retry."""
     messages = [{"role": "user", "content": prompt}]
     try:
         answer = chat(model=model, messages=messages, purpose=call.purpose)
@@ -121,8 +136,13 @@ def _llm_ask(
             parsed = parse(answer)
     except LLMTransientError as exc:
         trajectory_move_many(
-            rows, from_=running, to=back_to, detail=f"{call.doing} failed transiently, will retry: {exc}"
+            rows,
+            from_=running,
+            to=back_to,
+            detail=f"{call.doing} failed transiently, will retry: {exc}",
+            also={call.attempts: F(call.attempts) + 1},
         )
+        exc.call = call
         raise
     except LLMPermanentError as exc:
         trajectory_move_many(rows, from_=running, to=Status.NEEDS_ATTENTION, detail=f"{call.doing} error: {exc}")
@@ -399,6 +419,7 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
                 from_=Status.WAITING_GROUP,
                 to=Status.WAITING_GROUP,
                 detail=NO_LLM_DETAIL,
+                also={"enqueued_at": None},  # nothing queued: the sweeper resumes it once an LLM is set
             )
             return False
         if len(ready) == 1:

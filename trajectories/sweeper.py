@@ -1,6 +1,8 @@
 """The sweeper: picks up what a crash, a lost broker message or a missing
 LLM endpoint left behind, and enqueues it again. Run every minute by Celery
-beat (``trajectories.sweep``) and on demand by ``manage.py rb_resume``."""
+beat (``trajectories.sweep``, on the maintenance queue) and on demand by
+``manage.py rb_resume``. What is queued is marked on the rows
+(trajectories.dispatch), so nothing queued and not yet stale is sent twice."""
 
 from __future__ import annotations
 
@@ -8,18 +10,23 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Min
+from django.db.models import Max, Min, Q
 from django.utils import timezone
 
 from reasoningbank_site.celery import enqueue_on_commit
-from trajectories.llm import llm_configured
+from trajectories.dispatch import (
+    DISTILL_GROUP,
+    not_scheduled_after,
+    parked,
+    trajectories_claim,
+    trajectories_resume,
+    trajectory_enqueue,
+)
+from trajectories.llm import llm_configured, llm_probe
 from trajectories.models import Status, Trajectory
 from trajectories.services import otlp_traces_close_idle
 from trajectories.stages import NO_LLM_DETAIL
 from trajectories.transitions import trajectory_move_many
-
-PROCESS = "trajectories.process"
-DISTILL_GROUP = "trajectories.distill_group"
 
 
 @dataclass
@@ -28,6 +35,7 @@ class SweepReport:
     stale_distilling: list[int] = field(default_factory=list)
     never_picked_up: list[int] = field(default_factory=list)
     resumed_awaiting_llm: list[int] = field(default_factory=list)
+    resumed_groups: list[tuple[int, str]] = field(default_factory=list)
     groups_closed: list[tuple[int, str]] = field(default_factory=list)
     otlp_traces_closed: list[tuple[int, str]] = field(default_factory=list)
 
@@ -40,6 +48,7 @@ class SweepReport:
                 self.stale_distilling,
                 self.never_picked_up,
                 self.resumed_awaiting_llm,
+                self.resumed_groups,
                 self.groups_closed,
                 self.otlp_traces_closed,
             )
@@ -52,6 +61,8 @@ class SweepReport:
             f"re-enqueued {len(self.never_picked_up)} received trajectory(ies) never picked up: {self.never_picked_up}",
             f"resumed {len(self.resumed_awaiting_llm)} trajectory(ies) awaiting an LLM: {self.resumed_awaiting_llm}"
             + ("" if llm_configured() else " (no LLM endpoint configured)"),
+            f"resumed {len(self.resumed_groups)} MaTTS group(s) parked after temporary LLM errors: "
+            f"{[g for _b, g in self.resumed_groups]}",
             f"closed {len(self.groups_closed)} expired MaTTS group(s): {[g for _b, g in self.groups_closed]}",
             f"closed {len(self.otlp_traces_closed)} idle OTLP trace(s) into trajectories: "
             f"{[t for _b, t in self.otlp_traces_closed]}",
@@ -63,33 +74,43 @@ def pipeline_sweep(
 ) -> SweepReport:
     """Pick up what was left behind, and enqueue it: rows left judging or
     distilling longer than ``stale_seconds`` (a worker died) are moved back a
-    stage; received rows never picked up are re-sent; awaiting_llm rows resume
-    when an LLM is configured; MaTTS groups waiting longer than
-    ``group_wait_seconds`` are closed with what arrived; OTLP traces idle for
-    ``otlp_idle_seconds`` become trajectories (their root span never came). Safe to run
-    concurrently with workers: every move is compare-and-set."""
+    stage; rows waiting to be processed that nothing was queued for within
+    ``stale_seconds`` (a lost message) are re-sent; awaiting_llm rows resume
+    once the endpoint answers a probe (rows parked after transient errors
+    only when their ``retry_at`` has come, with a fresh budget); MaTTS groups
+    waiting longer than ``group_wait_seconds`` are closed with what arrived;
+    OTLP traces idle for ``otlp_idle_seconds`` become trajectories (their
+    root span never came). A row queued since, or whose scheduled retry is
+    not due, is left alone. Safe to run concurrently with workers: every move
+    is compare-and-set, every re-send claims its rows first."""
     stale = timedelta(seconds=settings.RB_PIPELINE_STALE_SECONDS if stale_seconds is None else stale_seconds)
     wait = timedelta(seconds=settings.RB_MATTS_GROUP_WAIT_SECONDS if group_wait_seconds is None else group_wait_seconds)
     now = timezone.now()
+    stale_before = now - stale
     report = SweepReport()
-    old = Trajectory.objects.filter(updated_at__lte=now - stale)
+    old = Trajectory.objects.filter(updated_at__lte=stale_before)
+    # Nothing handed to the broker for it since stale_before, and no retry scheduled after that.
+    unqueued = (Q(enqueued_at__isnull=True) | Q(enqueued_at__lte=stale_before)) & not_scheduled_after(stale_before)
+    requeued = {"enqueued_at": now}
 
     for pk in old.filter(status=Status.JUDGING).values_list("pk", flat=True):
         if trajectory_move_many(
-            Trajectory.objects.filter(pk=pk, updated_at__lte=now - stale),
+            Trajectory.objects.filter(pk=pk, updated_at__lte=stale_before),
             from_=Status.JUDGING,
             to=Status.RECEIVED,
             detail="Re-queued by the sweeper: judging stalled (worker lost?).",
+            also=requeued,
         ):
             report.stale_judging.append(pk)
-            enqueue_on_commit(PROCESS, pk)
+            trajectory_enqueue(pk)
     for pk, group_id, bank_id in old.filter(status=Status.DISTILLING).values_list("pk", "group_id", "bank_id"):
         back = Status.WAITING_GROUP if group_id else Status.JUDGED
         if trajectory_move_many(
-            Trajectory.objects.filter(pk=pk, updated_at__lte=now - stale),
+            Trajectory.objects.filter(pk=pk, updated_at__lte=stale_before),
             from_=Status.DISTILLING,
             to=back,
             detail="Re-queued by the sweeper: distillation stalled (worker lost?).",
+            also=requeued,
         ):
             report.stale_distilling.append(pk)
             if group_id:
@@ -97,35 +118,37 @@ def pipeline_sweep(
                     report.groups_closed.append((bank_id, group_id))
                     enqueue_on_commit(DISTILL_GROUP, bank_id, group_id, True)
             else:
-                enqueue_on_commit(PROCESS, pk)
-    for pk in (
-        old.filter(status__in=[Status.RECEIVED, Status.JUDGED])
-        .exclude(pk__in=report.stale_judging + report.stale_distilling)
-        .values_list("pk", flat=True)
-    ):
-        report.never_picked_up.append(pk)
-        enqueue_on_commit(PROCESS, pk)
+                trajectory_enqueue(pk)
+    forgotten = old.filter(unqueued, status__in=[Status.RECEIVED, Status.JUDGED]).exclude(
+        pk__in=report.stale_judging + report.stale_distilling
+    )
+    report.never_picked_up = trajectories_claim(forgotten)
+    for pk in report.never_picked_up:
+        trajectory_enqueue(pk)
     if llm_configured():
-        for pk in Trajectory.objects.filter(status=Status.AWAITING_LLM).values_list("pk", flat=True):
-            report.resumed_awaiting_llm.append(pk)
-            enqueue_on_commit(PROCESS, pk)
+        waiting = Trajectory.objects.filter(unqueued, status=Status.AWAITING_LLM, retry_at__isnull=True)
         # Complete MaTTS groups that found no LLM when their last member was judged.
-        stalled_groups = (
-            Trajectory.objects.filter(status=Status.WAITING_GROUP, status_detail=NO_LLM_DETAIL)
-            .values_list("bank_id", "group_id")
-            .distinct()
-        )
-        for bank_id, group_id in stalled_groups:
-            enqueue_on_commit(DISTILL_GROUP, bank_id, group_id, False)
+        stalled = Trajectory.objects.filter(unqueued, status=Status.WAITING_GROUP, status_detail=NO_LLM_DETAIL)
+        if (waiting.exists() or stalled.exists() or parked(now).exists()) and llm_probe():
+            report.resumed_awaiting_llm = trajectories_claim(waiting)
+            for pk in report.resumed_awaiting_llm:
+                trajectory_enqueue(pk)
+            members = Trajectory.objects.filter(pk__in=trajectories_claim(stalled))
+            for bank_id, group_id in members.values_list("bank_id", "group_id").distinct():
+                enqueue_on_commit(DISTILL_GROUP, bank_id, group_id, False)
+            singles, groups = trajectories_resume(parked(now))
+            report.resumed_awaiting_llm += singles
+            report.resumed_groups = groups
     expired = (
         Trajectory.objects.filter(status=Status.WAITING_GROUP)
         .values("bank_id", "group_id")
-        .annotate(first=Min("created_at"))
+        .annotate(first=Min("created_at"), due=Max("retry_at"))
         .filter(first__lte=now - wait)
+        .filter(Q(due__isnull=True) | Q(due__lte=now))
     )
     for row in expired:
         key = (row["bank_id"], row["group_id"])
-        if key not in report.groups_closed:
+        if key not in report.groups_closed and key not in report.resumed_groups:
             report.groups_closed.append(key)
             enqueue_on_commit(DISTILL_GROUP, key[0], key[1], True)
     report.otlp_traces_closed = otlp_traces_close_idle(idle_seconds=otlp_idle_seconds)

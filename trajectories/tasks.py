@@ -4,10 +4,14 @@ Tasks import stages and services at the top; those never import this module
 (they enqueue by the registered names below through ``enqueue_on_commit``).
 Function names end in ``_task`` so they cannot collide with a service's.
 
-Transient LLM errors (timeouts, 429, 5xx, connection) retry with
-exponential backoff, honouring the server's Retry-After, up to
-RB_LLM_MAX_RETRIES; then the trajectory is ``needs_attention`` with the
-error. Late acks are safe because every stage step is compare-and-set."""
+Transient LLM errors (timeouts, 429, 5xx, connection, a 200 that is not a
+chat completion) retry with exponential backoff, honouring the server's
+Retry-After, up to RB_LLM_MAX_RETRIES per stage (counted on the row: judge,
+distill and contrast each have their own budget); then the rows are parked
+until the endpoint answers again (trajectories.dispatch), never
+``needs_attention``: that is for permanent errors. A task that finds the
+database down is retried with backoff (db_outage_retry), never discarded.
+Late acks are safe because every stage step is compare-and-set."""
 
 from __future__ import annotations
 
@@ -16,14 +20,16 @@ import random
 
 from celery import shared_task
 from django.conf import settings
+from django.db.models import QuerySet
 
+from reasoningbank_site.celery import db_outage_retry
+from trajectories.dispatch import pipeline_dispatch, trajectories_park, trajectories_schedule_retry
 from trajectories.experiments import experiment_fail, experiment_run
 from trajectories.llm import LLMTransientError
 from trajectories.models import Status, Trajectory
 from trajectories.retention import trajectory_steps_purge_expired
-from trajectories.stages import trajectory_advance, trajectory_distill, trajectory_group_distill
+from trajectories.stages import CONTRAST_CALL, trajectory_advance, trajectory_distill, trajectory_group_distill
 from trajectories.sweeper import pipeline_sweep
-from trajectories.transitions import trajectory_mark_needs_attention
 
 log = logging.getLogger(__name__)
 
@@ -37,49 +43,57 @@ def retry_countdown(retries: int, retry_after: float | None = None) -> float:
     return max(backoff, retry_after or 0.0)
 
 
-def _retry_or_give_up(task, exc: LLMTransientError, trajectory_id: int | None, what: str):
-    retries = task.request.retries
-    if retries >= settings.RB_LLM_MAX_RETRIES:
-        detail = f"{what} gave up after {retries + 1} attempts; last error: {exc}"
-        log.warning("%s (trajectory %s)", detail, trajectory_id)
-        if trajectory_id is not None:
-            trajectory_mark_needs_attention(trajectory_id=trajectory_id, detail=detail)
+def _retry_or_park(task, exc: LLMTransientError, rows: QuerySet[Trajectory], what: str):
+    """Retry the task later, or park ``rows`` once the failed stage's budget is spent. The
+    stage (``exc.call``, set by stages._llm_ask) counted the failure on the rows."""
+    call = getattr(exc, "call", None)
+    counts = list(rows.values_list(call.attempts, flat=True)) if call is not None else []
+    failures = max(counts) if counts else task.request.retries + 1
+    what = call.doing if call is not None else what
+    if failures > settings.RB_LLM_MAX_RETRIES:
+        detail = f"{what} gave up after {failures} attempts on temporary errors (last: {str(exc).rstrip('.')})."
+        log.warning("%s (trajectories %s)", detail, list(rows.values_list("pk", flat=True)))
+        trajectories_park(rows, detail=detail)
         return None
-    raise task.retry(
-        exc=exc, countdown=retry_countdown(retries, exc.retry_after), max_retries=settings.RB_LLM_MAX_RETRIES
-    )
+    countdown = retry_countdown(failures - 1, exc.retry_after)
+    trajectories_schedule_retry(rows, countdown=countdown)
+    raise task.retry(exc=exc, countdown=countdown, max_retries=None)
 
 
-@shared_task(bind=True, name="trajectories.process", ignore_result=True, acks_late=True)
+def _rows_of(exc: LLMTransientError, trajectory_id: int) -> QuerySet[Trajectory]:
+    """The rows a failed stage handed back: the trajectory, or its MaTTS group's waiting members."""
+    row = Trajectory.objects.filter(pk=trajectory_id).values("bank_id", "group_id").first()
+    if getattr(exc, "call", None) is CONTRAST_CALL and row and row["group_id"]:
+        return Trajectory.objects.filter(bank_id=row["bank_id"], group_id=row["group_id"], status=Status.WAITING_GROUP)
+    return Trajectory.objects.filter(pk=trajectory_id)
+
+
+@shared_task(bind=True, name="trajectories.process", ignore_result=True, acks_late=True, **db_outage_retry())
 def trajectory_process_task(self, trajectory_id: int) -> None:
     """Judge → distill (or wait for its MaTTS group) one trajectory."""
     try:
         trajectory_advance(trajectory_id=trajectory_id)
     except LLMTransientError as exc:
-        return _retry_or_give_up(self, exc, trajectory_id, "The LLM")
+        return _retry_or_park(self, exc, _rows_of(exc, trajectory_id), "The LLM")
 
 
-@shared_task(bind=True, name="trajectories.distill", ignore_result=True, acks_late=True)
+@shared_task(bind=True, name="trajectories.distill", ignore_result=True, acks_late=True, **db_outage_retry())
 def trajectory_distill_alone_task(self, trajectory_id: int) -> None:
     """Distill one judged trajectory on its own (a MaTTS group that closed with one member)."""
     try:
         trajectory_distill(trajectory_id=trajectory_id)
     except LLMTransientError as exc:
-        return _retry_or_give_up(self, exc, trajectory_id, "The LLM")
+        return _retry_or_park(self, exc, Trajectory.objects.filter(pk=trajectory_id), "The LLM")
 
 
-@shared_task(bind=True, name="trajectories.distill_group", ignore_result=True, acks_late=True)
+@shared_task(bind=True, name="trajectories.distill_group", ignore_result=True, acks_late=True, **db_outage_retry())
 def trajectory_group_distill_task(self, bank_id: int, group_id: str, force: bool = False) -> None:
     """Contrast-distill a MaTTS parallel group if it is complete (or ``force``)."""
     try:
         trajectory_group_distill(bank_id=bank_id, group_id=group_id, force=force)
     except LLMTransientError as exc:
-        member = (
-            Trajectory.objects.filter(bank_id=bank_id, group_id=group_id, status=Status.WAITING_GROUP)
-            .values_list("pk", flat=True)
-            .first()
-        )
-        return _retry_or_give_up(self, exc, member, "MaTTS contrast distillation")
+        members = Trajectory.objects.filter(bank_id=bank_id, group_id=group_id, status=Status.WAITING_GROUP)
+        return _retry_or_park(self, exc, members, "MaTTS contrast distillation")
 
 
 @shared_task(name="trajectories.sweep", ignore_result=True, acks_late=True)
@@ -96,7 +110,15 @@ def trajectory_steps_purge_task() -> None:
     trajectory_steps_purge_expired()
 
 
-@shared_task(bind=True, name="trajectories.experiment_run", ignore_result=True, acks_late=True)
+@shared_task(name="trajectories.dispatch", ignore_result=True, acks_late=True)
+def pipeline_dispatch_task() -> None:
+    """Beat, every few seconds: publish rows whose publish failed (see trajectories.dispatch)."""
+    sent = pipeline_dispatch()
+    if sent:
+        log.info("dispatcher: published %d trajectory(ies) whose publish had failed: %s", len(sent), sent)
+
+
+@shared_task(bind=True, name="trajectories.experiment_run", ignore_result=True, acks_late=True, **db_outage_retry())
 def experiment_run_task(self, experiment_id: int) -> None:
     """Run a judge experiment's cases (trajectories.experiments); progress is on its row."""
     try:

@@ -44,16 +44,21 @@ class IllegalTransition(RuntimeError):
     """The code asked for a status move that ``TRANSITIONS`` does not declare (a bug)."""
 
 
-def trajectory_move_many(rows: QuerySet[Trajectory], *, from_: str | Iterable[str], to: str, detail: str = "") -> int:
+def trajectory_move_many(
+    rows: QuerySet[Trajectory], *, from_: str | Iterable[str], to: str, detail: str = "", also: dict | None = None
+) -> int:
     """Move every row of ``rows`` that is still in one of ``from_`` to ``to``
-    with ``detail``, in one UPDATE; return how many moved. Raises
-    IllegalTransition when a move from one of ``from_`` to ``to`` is not in
-    TRANSITIONS."""
+    with ``detail`` (and the fields in ``also``), in one UPDATE; return how
+    many moved. A move to awaiting_llm clears ``enqueued_at``: nothing is
+    queued for a parked row. Raises IllegalTransition when a move from one
+    of ``from_`` to ``to`` is not in TRANSITIONS."""
     sources = [from_] if isinstance(from_, str) else list(from_)
     illegal = [s for s in sources if to not in TRANSITIONS[s]]
     if illegal:
         raise IllegalTransition(f"a trajectory may not move from {', '.join(map(str, illegal))} to {to}")
-    return rows.filter(status__in=sources).update(status=to, status_detail=detail, updated_at=timezone.now())
+    fields = {"enqueued_at": None} if to == Status.AWAITING_LLM else {}
+    fields.update(also or {})
+    return rows.filter(status__in=sources).update(status=to, status_detail=detail, updated_at=timezone.now(), **fields)
 
 
 def trajectory_move(trajectory_id: int, *, from_: str | Iterable[str], to: str, detail: str = "") -> bool:

@@ -1,5 +1,5 @@
 """HTML views of a bank's trajectories (session auth): the dashboard, the
-trajectory list, one trajectory (with relabeling), and its steps as a
+trajectory list, one trajectory (with relabeling and retrying), and its steps as a
 fragment for the review focus view; the impact report (does the bank help?)."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from accounts.models import Role
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.views_helpers import htmx_template, post_action, redirect_after_post, template_for
 from trajectories import lift, retention, selectors
+from trajectories.dispatch import is_parked, trajectory_retry
 from trajectories.experiments import (
     arm_result,
     describe_judge,
@@ -107,6 +108,7 @@ def _detail_context(bank, membership, trajectory, relabel_form=None):
         "relabel_form": relabel_form or RelabelForm(),
         "llm_configured": llm_configured(),
         "can_delete": membership.has_role(Role.ADMIN),
+        "parked": is_parked(trajectory),
     }
 
 
@@ -182,6 +184,22 @@ def trajectory_delete(request, bank_id, trajectory_id):
         "error": error,
     }
     return render(request, "trajectories/delete_confirm.html", context, status=409 if error else 200)
+
+
+def trajectory_retry_view(request, bank_id, trajectory_id):
+    """Resume a trajectory parked after temporary LLM errors now (reviewers)."""
+    bank, _membership = bank_for_user(request, bank_id, role=Role.REVIEWER)
+    trajectory = _trajectory_or_404(bank, trajectory_id)
+    try:
+        trajectory_retry(trajectory=trajectory, author=request.user)
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Retrying now: the LLM pipeline has it again.")
+    return redirect_after_post(
+        request,
+        reverse("trajectories:detail", kwargs={"bank_id": bank.public_id, "trajectory_id": trajectory.public_id}),
+    )
 
 
 @login_required

@@ -177,6 +177,7 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
         "trajectories:prompt_activate": [("post", {"next": ""})],
         "trajectories:experiment": [("get", {"partial": ""})],
         "trajectories:experiment_promote": [("post", {"next": ""})],
+        "trajectories:retry": [("post", {"next": ""})],  # reads nothing: the body must still parse
     }
 
 

@@ -56,13 +56,13 @@ FAST_ENV = {
     "RB_LLM_MAX_RETRIES": "2",
     "RB_LLM_RETRY_BACKOFF": "0.5",
     "RB_LLM_RETRY_BACKOFF_MAX": "2",
-    # Until the outbox dispatcher (issue 15 point 1, helper A) lands, rows a dead broker never got
-    # wait this long for the sweeper; so do rows a killed worker left judging.
-    "RB_PIPELINE_STALE_SECONDS": "10",
+    # Rows a killed worker left judging wait this long for the sweeper's re-send. Rows whose publish
+    # failed do not: the dispatcher (every RB_DISPATCH_INTERVAL) sends them, well before this.
+    "RB_PIPELINE_STALE_SECONDS": "20",
     "RB_SWEEP_INTERVAL_SECONDS": "2",
     "RB_BROKER_PUBLISH_TIMEOUT": "0.5",
     "RB_BROKER_RETRY_AFTER": "2",
-    # Read by helper A's pipeline work (issue 15 points 1, 2, 6) once merged; ignored before.
+    # The dispatcher, the parked rows' resume and the worker's database-outage back-off.
     "RB_DISPATCH_INTERVAL": "1",
     "RB_LLM_RESUME_AFTER": "2",
     "RB_LLM_PROBE_TIMEOUT": "2",

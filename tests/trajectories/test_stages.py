@@ -124,13 +124,15 @@ def test_backoff_grows_and_is_capped(settings):
     assert retry_countdown(0, retry_after=50) == 50
 
 
-def test_server_errors_until_retries_run_out_end_in_needs_attention(fake_llm, settings, make_trajectory):
+def test_server_errors_until_retries_run_out_park_it_awaiting_the_llm(fake_llm, settings, make_trajectory):
     settings.RB_LLM_MAX_RETRIES = 2
     for _ in range(3):
         fake_llm.error(503, "overloaded")
     t = process_trajectory(make_trajectory())
-    assert t.status == Status.NEEDS_ATTENTION
+    # Temporary causes are not a human's problem: it waits for the endpoint, not in needs_attention.
+    assert t.status == Status.AWAITING_LLM and t.retry_at is not None and t.enqueued_at is None
     assert "gave up after 3 attempts" in t.status_detail and "503" in t.status_detail
+    assert t.judge_attempts == 3
     assert t.verdict == "" and not t.judgments.exists()
 
 
@@ -147,7 +149,7 @@ def test_timeout_detail_when_retries_run_out(fake_llm, settings, make_trajectory
     settings.RB_LLM_MAX_RETRIES = 0
     fake_llm.reply(JUDGE_SUCCESS, delay=1.0)
     t = process_trajectory(make_trajectory())
-    assert t.status == Status.NEEDS_ATTENTION
+    assert t.status == Status.AWAITING_LLM
     assert "did not answer within 0.3s" in t.status_detail
 
 

@@ -88,7 +88,8 @@ def test_rb_resume_command_reports(fake_llm, make_trajectory, django_capture_on_
     from django.core.management import call_command
 
     t = make_trajectory()
-    Trajectory.objects.filter(pk=t.pk).update(status=Status.AWAITING_LLM)
+    # As a move to awaiting_llm leaves it: nothing queued for it.
+    Trajectory.objects.filter(pk=t.pk).update(status=Status.AWAITING_LLM, enqueued_at=None)
     fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
     out = StringIO()
     with django_capture_on_commit_callbacks(execute=True):

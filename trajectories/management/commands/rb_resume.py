@@ -1,9 +1,11 @@
 """Resume the learning pipeline on demand: what the every-minute sweeper does,
-plus (with --all-stale) treating every running row as stalled, e.g. right after
-a crash or once an LLM endpoint has been configured."""
+plus (with --stale-seconds 0) treating every running row as stalled, e.g. right after
+a crash or once an LLM endpoint has been configured; with --retry-transient, also
+every trajectory parked after temporary LLM errors, at once and with a fresh budget."""
 
 from django.core.management.base import BaseCommand
 
+from trajectories.dispatch import parked, trajectories_resume
 from trajectories.llm import llm_configured
 from trajectories.sweeper import pipeline_sweep
 
@@ -25,12 +27,28 @@ class Command(BaseCommand):
             help="Close MaTTS groups waiting longer than this (default RB_MATTS_GROUP_WAIT_SECONDS; 0 = all).",
         )
 
-    def handle(self, *args, stale_seconds=None, group_wait_seconds=None, **options):
+        parser.add_argument(
+            "--retry-transient",
+            action="store_true",
+            help="Also resume now every trajectory parked after temporary LLM errors (without waiting for "
+            "RB_LLM_RESUME_AFTER or the endpoint probe), each stage with a fresh retry budget.",
+        )
+
+    def handle(self, *args, stale_seconds=None, group_wait_seconds=None, retry_transient=False, **options):
         if not llm_configured():
             self.stdout.write(
                 "No LLM endpoint is configured (RB_LLM_BASE_URL): trajectories awaiting an LLM keep waiting."
             )
+        total = 0
+        if retry_transient and llm_configured():
+            singles, groups = trajectories_resume(parked())
+            self.stdout.write(
+                f"retried {len(singles)} trajectory(ies) and {len(groups)} MaTTS group(s) parked after temporary "
+                f"LLM errors: {singles} {[g for _b, g in groups]}"
+            )
+            total += len(singles) + len(groups)
         report = pipeline_sweep(stale_seconds=stale_seconds, group_wait_seconds=group_wait_seconds)
         for line in report.lines():
             self.stdout.write(line)
-        self.stdout.write(self.style.SUCCESS(f"{report.total} action(s) enqueued."))
+        total += report.total
+        self.stdout.write(self.style.SUCCESS(f"{total} action(s) enqueued."))
