@@ -14,6 +14,10 @@ role="${1:-web}"
 
 case "$role" in
   migrate)
+    # A fresh deploy starts the shared Prometheus sums from zero (dead processes' files would linger).
+    if [ -n "${PROMETHEUS_MULTIPROC_DIR:-}" ] && [ -d "$PROMETHEUS_MULTIPROC_DIR" ]; then
+      find "$PROMETHEUS_MULTIPROC_DIR" -maxdepth 1 -name '*.db' -delete
+    fi
     exec python manage.py migrate --noinput "$@"
     ;;
   web)

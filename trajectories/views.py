@@ -186,6 +186,8 @@ def trajectory_delete(request, bank_id, trajectory_id):
     return render(request, "trajectories/delete_confirm.html", context, status=409 if error else 200)
 
 
+@login_required
+@post_action
 def trajectory_retry_view(request, bank_id, trajectory_id):
     """Resume a trajectory parked after temporary LLM errors now (reviewers)."""
     bank, _membership = bank_for_user(request, bank_id, role=Role.REVIEWER)

@@ -167,3 +167,31 @@ def test_d_llm_down_longer_than_the_retry_budget_then_back_every_trajectory_fini
 
     for answer in final.values():
         _assert_learnt_once(answer)
+
+
+def test_e_one_scrape_sums_gunicorn_workers_and_celery_workers(prod: Topology):
+    """/metrics on the production topology: the LLM calls are made in the Celery
+    workers, the requests in two gunicorn workers; one scrape shows both."""
+    marker = _marker("metrics")
+    with prod.client() as api:
+        response, _ = _post(api, prod, f"Find the museum's opening hours ({marker})")
+        assert response.status_code == 202, response.text
+        _assert_learnt_once(prod.wait_finished(api, [response.json()["id"]], timeout=90)[response.json()["id"]])
+    scrape = httpx.get(f"{prod.base_url}/metrics", timeout=10)  # loopback: allowed without a token
+    assert scrape.status_code == 200, scrape.text[:300]
+
+    def value(name: str, **labels: str) -> float:
+        """The sum of the samples of ``name`` whose labels include ``labels`` (any label order)."""
+        total = 0.0
+        for line in scrape.text.splitlines():
+            sample, _, number = line.rpartition(" ")
+            metric, _, rest = sample.partition("{")
+            if metric == name and all(f'{key}="{want}"' in rest for key, want in labels.items()):
+                total += float(number)
+        return total
+
+    assert value("rb_llm_calls_total", model="fake-model", purpose="judge", outcome="ok") >= 1
+    assert value("rb_llm_calls_total", model="fake-model", purpose="distill", outcome="ok") >= 1
+    assert value("rb_llm_tokens_total", model="fake-model") > 0
+    assert value("rb_http_request_duration_seconds_count", method="POST", route="api/v1/trajectories") >= 1
+    assert value("rb_broker_up") == 1

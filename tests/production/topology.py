@@ -450,6 +450,11 @@ class Topology:
         self.timings: dict[str, float] = {}  # seconds each start/stop phase took
 
     # --- the environment every app process shares (as the compose file's x-app block) ---------------
+    def _metrics_dir(self) -> Path:
+        path = self.root / "metrics"
+        path.mkdir(exist_ok=True)
+        return path
+
     def app_env(self) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items() if key not in DROPPED_ENV}
         data = self.root / "data"
@@ -459,6 +464,8 @@ class Topology:
                 "DATABASE_URL": self.postgres.url,
                 "REDIS_URL": self.redis.url,
                 "RB_DATA_DIR": str(data),
+                # One metrics directory for gunicorn's and the workers' processes, as the compose file shares it.
+                "PROMETHEUS_MULTIPROC_DIR": str(self._metrics_dir()),
                 "SECRET_KEY": "production-topology-tests-" + "x" * 40,
                 "DEBUG": "0",
                 "ALLOWED_HOSTS": "127.0.0.1,localhost",
