@@ -52,10 +52,11 @@ def _ensure_database(server) -> None:
                 conn.execute(f'CREATE DATABASE "{DB_NAME}"')
 
 
-def filesystem_broker_options(data_dir: Path, polling_interval: float = 1.0) -> dict:
-    """kombu's filesystem transport: one folder that every process reads and
-    writes, so tasks cross from the web process to the worker. A consumer
-    looks for new messages every ``polling_interval`` seconds (kombu's default, 1 s)."""
+def filesystem_broker_options(data_dir: Path, polling_interval: float = 0.5) -> dict:
+    """kombu's filesystem transport (reasoningbank_site.broker): one folder that
+    every process reads and writes, so tasks cross from the web process to the
+    worker. An idle consumer looks for new messages every ``polling_interval``
+    seconds at most; a busy one much more often."""
     folder = data_dir / "broker" / "queue"
     processed = data_dir / "broker" / "processed"
     control = data_dir / "broker" / "control"  # exchange tables; kombu's default is ./control
@@ -69,6 +70,12 @@ def filesystem_broker_options(data_dir: Path, polling_interval: float = 1.0) -> 
         "store_processed": False,
         "polling_interval": polling_interval,
     }
+
+
+def broker_transport(broker_url: str) -> str | None:
+    """The kombu transport for ``broker_url``: the embedded broker's own
+    (reasoningbank_site.broker) for ``filesystem://``, else the URL's."""
+    return "reasoningbank_site.broker:Transport" if broker_url.startswith("filesystem") else None
 
 
 def default_data_dir(base_dir: Path) -> Path:
