@@ -264,13 +264,15 @@ REDIS_URL = envstr("REDIS_URL")
 # The hostname means nothing to the filesystem transport; naming one stops kombu warning about it.
 CELERY_BROKER_URL = envstr("CELERY_BROKER_URL") or REDIS_URL or "filesystem://localhost/"
 CELERY_BROKER_TRANSPORT_OPTIONS = (
-    # RB_BROKER_POLLING_INTERVAL: how often a worker looks for new messages (the test workers poll faster).
+    # RB_BROKER_POLLING_INTERVAL: the longest an idle worker waits between looks for new messages.
     embedded.filesystem_broker_options(
-        Path(envstr("RB_BROKER_DIR") or DATA_DIR), polling_interval=envfloat("RB_BROKER_POLLING_INTERVAL", 1.0)
+        Path(envstr("RB_BROKER_DIR") or DATA_DIR), polling_interval=envfloat("RB_BROKER_POLLING_INTERVAL", 0.5)
     )
     if CELERY_BROKER_URL.startswith("filesystem")
     else {"visibility_timeout": 3600}
 )
+# The embedded broker: kombu's filesystem transport with a consumer that keeps up (reasoningbank_site/broker.py).
+CELERY_BROKER_TRANSPORT = embedded.broker_transport(CELERY_BROKER_URL)
 # enqueue_on_commit gives a frozen or unreachable broker this long (one try), then leaves the row to the sweeper.
 RB_BROKER_PUBLISH_TIMEOUT = envfloat("RB_BROKER_PUBLISH_TIMEOUT", 0.5)
 # …and after such a failure, skips publishing (sweeper's job) for this many seconds.

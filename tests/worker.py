@@ -158,6 +158,7 @@ def _point_app_at(url: str, transport_options: dict) -> None:
 
     pools.reset()
     celery_app.conf.broker_url = url
+    celery_app.conf.broker_transport = embedded.broker_transport(url)
     celery_app.conf.broker_transport_options = transport_options
     celery_app._pool = None
     celery_app.amqp._producer_pool = None

