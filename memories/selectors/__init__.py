@@ -8,6 +8,7 @@ JSON Lines export. Writes live in ``memories.services``."""
 from memories.selectors.export import EXPORT_FIELDS, memory_items_export
 from memories.selectors.retrieval import (
     HNSW_EF_SEARCH,
+    HNSW_EF_SEARCH_FILTERED,
     MAX_K,
     NEAR_DUPLICATE_LIMIT,
     NEAR_DUPLICATE_SIMILARITY,
@@ -18,8 +19,10 @@ from memories.selectors.retrieval import (
     approved_item_get,
     approved_items_list,
     approved_items_search,
+    approved_items_search_counted,
     embedding_counts,
     experiences_search,
+    hnsw_ef_search,
     hnsw_iterative_scan,
     near_duplicates_search,
     system_block_preamble,
@@ -43,6 +46,7 @@ from memories.selectors.review import (
 __all__ = [
     "EXPORT_FIELDS",
     "HNSW_EF_SEARCH",
+    "HNSW_EF_SEARCH_FILTERED",
     "LIST_FIELDS",
     "MAX_K",
     "NEAR_DUPLICATE_LIMIT",
@@ -56,8 +60,10 @@ __all__ = [
     "approved_item_get",
     "approved_items_list",
     "approved_items_search",
+    "approved_items_search_counted",
     "embedding_counts",
     "experiences_search",
+    "hnsw_ef_search",
     "hnsw_iterative_scan",
     "item_for_bank",
     "item_history",
