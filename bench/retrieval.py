@@ -217,7 +217,7 @@ def _reset_and_load(n: int, rng, centres, *, kind: str = "random", reuse: bool =
         cur.execute("SET max_parallel_maintenance_workers = 1")
         cur.execute(
             "CREATE INDEX memoryitem_embedding_hnsw ON memories_memoryitem "
-            "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+            "USING hnsw (embedding vector_cosine_ops) WITH (m = 32, ef_construction = 128)"
         )
         cur.execute("ANALYZE memories_memoryitem")
     index_s = time.perf_counter() - started

@@ -6,10 +6,12 @@ around real MiniLM embeddings of 80 task texts, real-text queries) — the
 hard case: 100k items in 80 tight clusters.
 
     RB_DATA_DIR=/tmp/rb-bench .venv/bin/python bench/retrieval_recall.py [--size 100000] [--queries 50]
-        [--ef 40,64,100,200,400] [--fresh]
+        [--ef 40,64,100,200,400] [--fresh] [--m 16 --ef-construction 64]
 
 Reuses the bench database a previous run (or compare_reasoning_bank.py) left
-at the same size unless ``--fresh``. Prints one line per setting:
+at the same size unless ``--fresh``. ``--m`` / ``--ef-construction`` rebuild
+the HNSW index with those parameters first (the migration's: m=32,
+ef_construction=128), printing the build time. Prints one line per setting:
 ``filter=<none|1%> ef_search=<n> recall_at_10=<r> search_p50_ms=<x> search_p95_ms=<y>`` and marks
 the production values (memories.selectors.HNSW_EF_SEARCH / HNSW_EF_SEARCH_FILTERED).
 """
@@ -32,7 +34,30 @@ from retrieval import QUERY_TEXTS, _exact_search, _reset_and_load
 K = 10
 
 
-def run(size: int, queries: int, efs: list[int], fresh: bool) -> list[dict]:
+def _rebuild_index(m: int, ef_construction: int) -> float:
+    from django.db import connection
+
+    started = time.perf_counter()
+    with connection.cursor() as cur:
+        cur.execute("DROP INDEX IF EXISTS memoryitem_embedding_hnsw")
+        cur.execute("SET maintenance_work_mem = '1GB'")
+        cur.execute("SET max_parallel_maintenance_workers = 1")
+        cur.execute(
+            "CREATE INDEX memoryitem_embedding_hnsw ON memories_memoryitem "
+            f"USING hnsw (embedding vector_cosine_ops) WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
+        )
+    return time.perf_counter() - started
+
+
+def _index_definition() -> str:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'memoryitem_embedding_hnsw'")
+        return cur.fetchone()[0]
+
+
+def run(size: int, queries: int, efs: list[int], fresh: bool, index: tuple[int, int] | None = None) -> list[dict]:
     setup_django()
     from memories import selectors
     from memories.embeddings import embed_texts
@@ -40,6 +65,9 @@ def run(size: int, queries: int, efs: list[int], fresh: bool) -> list[dict]:
     rng = np.random.default_rng(7)
     data = _reset_and_load(size, rng, embed_texts(CENTRE_TEXTS), kind="text", reuse=not fresh)
     bank = data["bank"]
+    if index:
+        print(f"# HNSW index rebuilt with m={index[0]}, ef_construction={index[1]} in {_rebuild_index(*index):.0f} s")
+    print(f"# {_index_definition()}", flush=True)
     texts = [QUERY_TEXTS[i % len(QUERY_TEXTS)] + f" (#{i})" for i in range(queries)]
     vectors = embed_texts(texts)
     rare = selectors.RetrievalFilters(tags_any=("rare",))
@@ -86,10 +114,13 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50, help="real-text queries")
     parser.add_argument("--ef", default="40,64,100,200,400", help="comma-separated hnsw.ef_search values")
     parser.add_argument("--fresh", action="store_true", help="reload the items even if a previous run left them")
+    parser.add_argument("--m", type=int, default=None, help="rebuild the HNSW index with this m")
+    parser.add_argument("--ef-construction", type=int, default=64, help="… and this ef_construction")
     args = parser.parse_args()
     efs = [int(x) for x in args.ef.split(",") if x.strip()]
     started = time.perf_counter()
-    rows = run(args.size, args.queries, efs, args.fresh)
+    index = (args.m, args.ef_construction) if args.m else None
+    rows = run(args.size, args.queries, efs, args.fresh, index)
     print(
         f"\n## HNSW recall@10 vs cost, {args.size:,} items, {args.queries} queries ({time.perf_counter() - started:.0f} s)"
     )

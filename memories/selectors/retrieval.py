@@ -21,8 +21,8 @@ MAX_K = MAX_TOP_K
 # Candidate list of the HNSW scan; at least a few times k so relaxed-order
 # iterative scans return the true neighbours (bench/retrieval.py measures recall
 # and cost per value), and larger under a filter, which the scan has to skip through.
-HNSW_EF_SEARCH = 100
-HNSW_EF_SEARCH_FILTERED = 100
+HNSW_EF_SEARCH = 200
+HNSW_EF_SEARCH_FILTERED = 200
 SYSTEM_BLOCK_VERSION = "system_block_v1"
 _PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
 # Near-duplicate suggestions: cosine similarity at or above which an item is suggested, and how many.
