@@ -213,7 +213,7 @@ def test_retrieval_query_count_does_not_grow_with_items(bank, approved, django_a
     bank.min_similarity = -1.0
     approved(bank, *LOGIN)
     retrieval_perform(bank=bank, query="warm up the model")
-    # 5 statements (scan settings, search, counts, event, counters) + 2 savepoint pairs.
+    # 5 statements (scan settings, search with its counts, async commit, event, tally) + 2 savepoint pairs.
     with django_assert_max_num_queries(9):
         few = retrieval_perform(bank=bank, query="sign in page", k=20)
     for texts in (PAGINATION, DATE_PICKER):
