@@ -186,6 +186,21 @@ def approved_items_search_counted(
     return _scored(rows, min_similarity), counts
 
 
+def any_items_search(*, vector) -> list[int]:
+    """The pks of the approved items of any bank nearest to ``vector``, by the
+    production index scan: what the web processes' warm-up runs, so the first
+    real search finds the connection, catalog and index pages warm."""
+    rows = (
+        MemoryItem.objects.filter(status=ItemStatus.APPROVED, embedding__isnull=False)
+        .annotate(distance=CosineDistance("embedding", vector))
+        .order_by("distance")
+        .values_list("pk", flat=True)[:MAX_K]
+    )
+    with transaction.atomic():
+        hnsw_iterative_scan(ef_search=hnsw_ef_search(k=MAX_K))
+        return list(rows)
+
+
 def experiences_search(
     *,
     bank: Bank,

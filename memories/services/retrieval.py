@@ -11,20 +11,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import DatabaseError, transaction
-from pgvector.django import CosineDistance
 
 from accounts.models import ApiToken, Bank, RetrievalMode
 from memories.embeddings import embed_text, load_now
-from memories.models import Arm, ItemStatus, MemoryItem, RetrievalEvent
+from memories.models import Arm, MemoryItem, RetrievalEvent
 from memories.selectors.retrieval import (
     MAX_K,
     NO_FILTERS,
     RetrievalFilters,
+    any_items_search,
     approved_items_search_counted,
     embedding_counts,
     experiences_search,
-    hnsw_ef_search,
-    hnsw_iterative_scan,
     system_block_render,
 )
 from memories.services.tallies import retrieval_tally_created
@@ -170,15 +168,7 @@ def retrieval_warm_up() -> None:
         return
     vector = embed_text(WARM_UP_QUERY)
     try:
-        rows = (
-            MemoryItem.objects.filter(status=ItemStatus.APPROVED, embedding__isnull=False)
-            .annotate(distance=CosineDistance("embedding", vector))
-            .only("pk")
-            .order_by("distance")[:MAX_K]
-        )
-        with transaction.atomic():
-            hnsw_iterative_scan(ef_search=hnsw_ef_search(k=MAX_K))
-            list(rows)
+        any_items_search(vector=vector)
     except DatabaseError as exc:
         log.warning("retrieval warm-up: the vector search failed (%s); the first retrieval pays for it", exc)
 
