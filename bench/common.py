@@ -101,3 +101,26 @@ def stop_server(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+def worker_memory_mb(proc: subprocess.Popen) -> list[tuple[float, float]]:
+    """(RSS, PSS) in MB of each gunicorn worker (the children of ``proc``):
+    PSS splits pages shared between processes, so its sum is what they cost together."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) != proc.pid:  # the parent pid
+                continue
+            rollup = (stat.parent / "smaps_rollup").read_text().splitlines()
+        except (OSError, IndexError, ValueError):
+            continue
+        kb = {line.split(":")[0]: int(line.split()[1]) for line in rollup if line.endswith(" kB")}
+        out.append((kb.get("Rss", 0) / 1024, kb.get("Pss", 0) / 1024))
+    return sorted(out)
+
+
+def load_note() -> str:
+    """The machine's load beside an absolute figure (the numbers are only comparable on a quiet machine)."""
+    one, five, _ = os.getloadavg()
+    return f"cpus={os.cpu_count()} load1={one:.2f} load5={five:.2f}"

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, setup_django, start_server, stop_server
+from common import ROOT, load_note, setup_django, start_server, stop_server, worker_memory_mb
 from retrieval import QUERY_TEXTS, _exact_search, _reset_and_load
 
 K = 10
@@ -103,7 +103,7 @@ def _post(base: str, secret: str, query: str) -> float:
     return elapsed
 
 
-def run(sizes: list[int], queries: int, library_python: str, port: int | None) -> list[dict]:
+def run(sizes: list[int], queries: int, library_python: str, port: int | None, fresh: bool = False) -> list[dict]:
     setup_django()
     from memories import selectors
     from memories.embeddings import _model_location, embed_text, embed_texts
@@ -118,7 +118,7 @@ def run(sizes: list[int], queries: int, library_python: str, port: int | None) -
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for n in sizes:
-                data = _reset_and_load(n, rng, centres)
+                data = _reset_and_load(n, rng, centres, kind="text", reuse=not fresh)
                 bank, secret = data["bank"], data["secret"]
                 pks, ids, vectors = [], [], []
                 for pk, public_id, vector in MemoryItem.objects.filter(bank=bank).values_list(
@@ -181,7 +181,8 @@ def run(sizes: list[int], queries: int, library_python: str, port: int | None) -
                 print(
                     f"# size={n}: us/floor {r['us'] / r['floor']:.2f}x, reasoning_bank/us {r['lib'] / r['us']:.2f}x, "
                     f"library recall@10 vs exact {r['lib_recall']:.3f}, load {r['load_s']:.1f}s (us) / "
-                    f"{r['lib_load_s']:.1f}s (library)",
+                    f"{r['lib_load_s']:.1f}s (library), web worker RSS/PSS MB "
+                    f"{', '.join(f'{rss:.0f}/{pss:.0f}' for rss, pss in worker_memory_mb(proc))}, {load_note()}",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -197,9 +198,10 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=30, help="queries per size, each sent to all three")
     parser.add_argument("--library-python", default="/tmp/rb-lib/bin/python", help="python of the reasoning-bank venv")
     parser.add_argument("--port", type=int, default=None, help="the web server's loopback port (default: a free one)")
+    parser.add_argument("--fresh", action="store_true", help="reload the items even if a previous run left them")
     args = parser.parse_args()
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
-    for r in run(sizes, args.queries, args.library_python, args.port):
+    for r in run(sizes, args.queries, args.library_python, args.port, args.fresh):
         print(
             f"size={r['size']} served={r['served']} us_p50_ms={r['us']:.1f} floor_p50_ms={r['floor']:.1f} "
             f"reasoning_bank_p50_ms={r['lib']:.1f} recall_at_10={r['recall']:.3f}"

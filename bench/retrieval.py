@@ -56,9 +56,37 @@ def _clustered(rng, centres: np.ndarray, n: int) -> np.ndarray:
     return _unit(centres[picks] + noise)
 
 
-def _reset_and_load(n: int, rng, centres) -> dict:
+def _reused(n: int, kind: str) -> dict | None:
+    """The bench data a previous run left (same ``kind`` of vectors, same
+    size, the HNSW index in place) with a fresh token, or None."""
+    from django.db import connection
+
+    from accounts.models import Bank
+    from accounts.services import api_token_create
+    from memories.models import MemoryItem
+
+    bank = Bank.objects.filter(slug="target", team__slug__startswith=f"bench-{kind}-{n}-").first()
+    with connection.cursor() as cur:
+        cur.execute("SELECT 1 FROM pg_indexes WHERE indexname = 'memoryitem_embedding_hnsw'")
+        indexed = cur.fetchone() is not None
+    if bank is None or not indexed or bank.items.filter(status="approved").count() != n:
+        return None
+    secret = api_token_create(bank=bank, name="bench", scopes=["retrieve"]).secret
+    return {
+        "bank": bank,
+        "secret": secret,
+        "rows": MemoryItem.objects.filter(bank__team=bank.team).count(),
+        "load_s": 0.0,
+        "index_s": 0.0,
+        "reused": True,
+    }
+
+
+def _reset_and_load(n: int, rng, centres, *, kind: str = "random", reuse: bool = False) -> dict:
     """Empty the bench tables, create the banks and token, COPY the items,
-    build the HNSW index. Returns the target bank, token secret and timings."""
+    build the HNSW index. Returns the target bank, token secret and timings.
+    With ``reuse``, keeps what a previous run of the same ``kind`` and size
+    loaded (building 100k items takes a minute)."""
     from django.db import connection
     from pgvector.psycopg import register_vector
 
@@ -67,10 +95,12 @@ def _reset_and_load(n: int, rng, centres) -> dict:
     from memories.embeddings import embedding_hash, embedding_model_name, item_embedding_text
     from tests import factories
 
+    if reuse and (data := _reused(n, kind)):
+        return data
     with connection.cursor() as cur:
         cur.execute("TRUNCATE accounts_team, memories_memoryitem, memories_experience CASCADE")
         cur.execute("DROP INDEX IF EXISTS memoryitem_embedding_hnsw")
-    team = factories.make_team(slug=f"bench-{uuid.uuid4().hex[:6]}")
+    team = factories.make_team(slug=f"bench-{kind}-{n}-{uuid.uuid4().hex[:6]}")
     target = factories.make_bank(team=team, slug="target", rate_limit_per_minute=0, min_similarity=-1.0)
     others = [factories.make_bank(team=team, slug=f"other-{i}") for i in range(OTHER_BANKS)]
     secret = api_token_create(bank=target, name="bench", scopes=["retrieve"]).secret
@@ -187,7 +217,7 @@ def _reset_and_load(n: int, rng, centres) -> dict:
         cur.execute("SET max_parallel_maintenance_workers = 1")
         cur.execute(
             "CREATE INDEX memoryitem_embedding_hnsw ON memories_memoryitem "
-            "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+            "USING hnsw (embedding vector_cosine_ops) WITH (m = 32, ef_construction = 128)"
         )
         cur.execute("ANALYZE memories_memoryitem")
     index_s = time.perf_counter() - started

@@ -91,6 +91,13 @@ def get_model():
     return model
 
 
+def load_now() -> bool:
+    """Load the model in this thread (what preload does in the background)
+    and say whether it loaded; a failure is logged and kept for /readyz."""
+    _preload_run()
+    return model_is_loaded()
+
+
 def _preload_run() -> None:
     started = time.monotonic()
     try:

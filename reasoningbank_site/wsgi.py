@@ -6,9 +6,11 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank_site.settings")
 application = get_wsgi_application()
 
-# Load the embedding model now (in the background), not on the first retrieval; /readyz waits for it.
+# Warm up before this process accepts a request (gunicorn loads the app in each worker before
+# it listens): the embedding model loaded, one query embedded, one vector search run, so the first
+# retrieval after a restart costs what any other does (bench/retrieval_restart.py measures it).
 # Here rather than in AppConfig.ready, so management commands and the test suite never pay for it.
 if settings.RB_EMBEDDING_PRELOAD:
-    from memories.embeddings import preload  # needs the app registry set up above
+    from memories.services import retrieval_warm_up  # needs the app registry set up above
 
-    preload()
+    retrieval_warm_up()

@@ -19,8 +19,10 @@ from memories.models import Experience, ItemStatus, MemoryItem
 
 MAX_K = MAX_TOP_K
 # Candidate list of the HNSW scan; at least a few times k so relaxed-order
-# iterative scans return the true neighbours (bench/retrieval.py measures recall).
-HNSW_EF_SEARCH = 100
+# iterative scans return the true neighbours (bench/retrieval.py measures recall
+# and cost per value), and larger under a filter, which the scan has to skip through.
+HNSW_EF_SEARCH = 200
+HNSW_EF_SEARCH_FILTERED = 200
 SYSTEM_BLOCK_VERSION = "system_block_v1"
 _PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
 # Near-duplicate suggestions: cosine similarity at or above which an item is suggested, and how many.
@@ -85,10 +87,14 @@ NO_FILTERS = RetrievalFilters()
 def hnsw_iterative_scan(*, ef_search: int) -> None:
     """Inside the current transaction: let the HNSW scan keep going until the
     bank/status filter leaves enough rows (pgvector ≥ 0.8), instead of
-    returning fewer rows when other banks crowd the first candidate list."""
+    returning fewer rows when other banks crowd the first candidate list;
+    and no JIT compilation for these short index scans (its cost estimate
+    can cross ``jit_above_cost`` on a large table, and compiling takes longer
+    than the scan). One round trip."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)",
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true),"
+            " set_config('jit', 'off', true)",
             [str(int(ef_search))],
         )
 
@@ -101,29 +107,14 @@ def _current_embedding_q(prefix: str = "") -> Q:
     )
 
 
-def approved_items_search(
-    *,
-    bank: Bank,
-    vector,
-    k: int,
-    min_similarity: float,
-    exclude_task_id: str = "",
-    filters: RetrievalFilters = NO_FILTERS,
-) -> list[tuple[MemoryItem, float]]:
-    """The bank's approved items with a current embedding nearest to
-    ``vector`` (cosine), at most ``k``, best first, as (item, similarity)
-    with similarity ≥ ``min_similarity``. Items whose ``source_task_id`` is
-    ``exclude_task_id`` are left out (leave-one-task-out); ``filters`` are
-    part of the same query, so the iterative index scan keeps going until k
-    matching items are found (a selective filter is not starved)."""
-    k = max(1, min(int(k), MAX_K))
+def _approved_items_qs(*, bank: Bank, vector, k: int, exclude_task_id: str, filters: RetrievalFilters) -> QuerySet:
     qs = MemoryItem.objects.filter(_current_embedding_q(), filters.q(), bank=bank, status=ItemStatus.APPROVED)
     if exclude_task_id:
         qs = qs.exclude(source_task_id=exclude_task_id)
-    qs = qs.annotate(distance=CosineDistance("embedding", vector)).defer("embedding").order_by("distance")[:k]
-    with transaction.atomic():
-        hnsw_iterative_scan(ef_search=max(HNSW_EF_SEARCH, 4 * k))
-        rows = list(qs)
+    return qs.annotate(distance=CosineDistance("embedding", vector)).defer("embedding").order_by("distance")[:k]
+
+
+def _scored(rows: list[MemoryItem], min_similarity: float) -> list[tuple[MemoryItem, float]]:
     # Relaxed order may be slightly off: re-sort. The distance filter stays
     # outside the index scan (pgvector's advice), applied here on ≤ k rows.
     rows.sort(key=lambda item: item.distance)
@@ -136,6 +127,78 @@ def approved_items_search(
             continue
         results.append((item, round(score, 4)))
     return results
+
+
+def hnsw_ef_search(*, k: int, filters: RetrievalFilters = NO_FILTERS) -> int:
+    """The HNSW candidate list for a search of ``k`` items: HNSW_EF_SEARCH, or
+    HNSW_EF_SEARCH_FILTERED when ``filters`` narrow it, and at least 4·k."""
+    return max(HNSW_EF_SEARCH_FILTERED if filters else HNSW_EF_SEARCH, 4 * k)
+
+
+def approved_items_search(
+    *,
+    bank: Bank,
+    vector,
+    k: int,
+    min_similarity: float,
+    exclude_task_id: str = "",
+    filters: RetrievalFilters = NO_FILTERS,
+    ef_search: int | None = None,
+) -> list[tuple[MemoryItem, float]]:
+    """The bank's approved items with a current embedding nearest to
+    ``vector`` (cosine), at most ``k``, best first, as (item, similarity)
+    with similarity ≥ ``min_similarity``. Items whose ``source_task_id`` is
+    ``exclude_task_id`` are left out (leave-one-task-out); ``filters`` are
+    part of the same query, so the iterative index scan keeps going until k
+    matching items are found (a selective filter is not starved).
+    ``ef_search`` overrides hnsw_ef_search (the benchmarks sweep it)."""
+    k = max(1, min(int(k), MAX_K))
+    qs = _approved_items_qs(bank=bank, vector=vector, k=k, exclude_task_id=exclude_task_id, filters=filters)
+    with transaction.atomic():
+        hnsw_iterative_scan(ef_search=ef_search or hnsw_ef_search(k=k, filters=filters))
+        rows = list(qs)
+    return _scored(rows, min_similarity)
+
+
+def approved_items_search_counted(
+    *,
+    bank: Bank,
+    vector,
+    k: int,
+    min_similarity: float,
+    exclude_task_id: str = "",
+    filters: RetrievalFilters = NO_FILTERS,
+) -> tuple[list[tuple[MemoryItem, float]], EmbeddingCounts]:
+    """approved_items_search and embedding_counts in one query (what a
+    retrieval needs): the two counts ride along as uncorrelated subqueries,
+    which PostgreSQL runs once (InitPlans) beside the index scan. Falls back
+    to embedding_counts when the search found no row to carry them."""
+    k = max(1, min(int(k), MAX_K))
+    has_approved, pending = _counts_expressions(bank=bank)
+    qs = _approved_items_qs(bank=bank, vector=vector, k=k, exclude_task_id=exclude_task_id, filters=filters)
+    qs = qs.annotate(bank_has_approved=has_approved, bank_pending=pending)
+    with transaction.atomic():
+        hnsw_iterative_scan(ef_search=hnsw_ef_search(k=k, filters=filters))
+        rows = list(qs)
+    if not rows:
+        return [], embedding_counts(bank=bank)
+    counts = EmbeddingCounts(has_approved=rows[0].bank_has_approved, pending=rows[0].bank_pending)
+    return _scored(rows, min_similarity), counts
+
+
+def any_items_search(*, vector) -> list[int]:
+    """The pks of the approved items of any bank nearest to ``vector``, by the
+    production index scan: what the web processes' warm-up runs, so the first
+    real search finds the connection, catalog and index pages warm."""
+    rows = (
+        MemoryItem.objects.filter(status=ItemStatus.APPROVED, embedding__isnull=False)
+        .annotate(distance=CosineDistance("embedding", vector))
+        .order_by("distance")
+        .values_list("pk", flat=True)[:MAX_K]
+    )
+    with transaction.atomic():
+        hnsw_iterative_scan(ef_search=hnsw_ef_search(k=MAX_K))
+        return list(rows)
 
 
 def experiences_search(
@@ -203,21 +266,29 @@ def near_duplicates_search(*, bank: Bank, vector, exclude_pk: int | None = None)
     ]
 
 
-def embedding_counts(*, bank: Bank) -> EmbeddingCounts:
-    """Whether the bank has approved items, and how many of them are not
-    searchable yet (never embedded, edited since, or embedded by another
-    model). One query on the (bank, status, embedding_model) index: the
-    services keep embedding, hash and model empty together, so a model
-    other than the configured one is exactly "no current embedding"."""
+def _counts_expressions(*, bank: Bank):
+    """(has approved items, approved items without a current embedding) of
+    ``bank`` as uncorrelated SQL expressions. One index range each on the
+    (bank, status, embedding_model) index: the services keep embedding, hash
+    and model empty together, so a model other than the configured one is
+    exactly "no current embedding"."""
     model = embedding_model_name()
     approved = MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED)
     pending = approved.filter(Q(embedding_model__lt=model) | Q(embedding_model__gt=model) | Q(embedding_hash=""))
+    return (
+        Exists(approved),
+        Coalesce(Subquery(pending.order_by().values("bank").annotate(n=Count("id")).values("n")[:1]), 0),
+    )
+
+
+def embedding_counts(*, bank: Bank) -> EmbeddingCounts:
+    """Whether the bank has approved items, and how many of them are not
+    searchable yet (never embedded, edited since, or embedded by another
+    model). One query."""
+    has_approved, pending = _counts_expressions(bank=bank)
     row = (
         Bank.objects.filter(pk=bank.pk)
-        .annotate(
-            has_approved=Exists(approved),
-            pending=Coalesce(Subquery(pending.order_by().values("bank").annotate(n=Count("id")).values("n")[:1]), 0),
-        )
+        .annotate(has_approved=has_approved, pending=pending)
         .values("has_approved", "pending")
         .first()
     ) or {"has_approved": False, "pending": 0}

@@ -28,6 +28,7 @@ from memories.services.retrieval import (
     memory_items_count_served,
     retrieval_perform,
     retrieval_preview,
+    retrieval_warm_up,
 )
 from memories.services.tallies import (
     retrieval_outcome_change,
@@ -62,4 +63,5 @@ __all__ = [
     "retrieval_preview",
     "retrieval_tallies_compact",
     "retrieval_tallies_rebuild",
+    "retrieval_warm_up",
 ]

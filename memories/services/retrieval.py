@@ -3,28 +3,33 @@ preview), and the logged retrieval with its holdout arm."""
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from accounts.models import ApiToken, Bank, RetrievalMode
-from memories.embeddings import embed_text
+from memories.embeddings import embed_text, load_now
 from memories.models import Arm, MemoryItem, RetrievalEvent
 from memories.selectors.retrieval import (
     MAX_K,
     NO_FILTERS,
     RetrievalFilters,
-    approved_items_search,
+    any_items_search,
+    approved_items_search_counted,
     embedding_counts,
     experiences_search,
     system_block_render,
 )
 from memories.services.tallies import retrieval_tally_created
+from reasoningbank_site.db import commit_without_waiting_for_disk
 from reasoningbank_site.errors import Invalid
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -68,8 +73,9 @@ def retrieval_preview(
             exclude_task_id=task_id or "",
             filters=filters,
         )
+        counts = embedding_counts(bank=bank)
     else:
-        pairs = approved_items_search(
+        pairs, counts = approved_items_search_counted(
             bank=bank,
             vector=vector,
             k=k,
@@ -77,7 +83,6 @@ def retrieval_preview(
             exclude_task_id=task_id or "",
             filters=filters,
         )
-    counts = embedding_counts(bank=bank)
     return RetrievalResult(
         items=pairs,
         system_block=system_block_render([item for item, _ in pairs]),
@@ -124,6 +129,11 @@ def retrieval_perform(
             result.system_block = system_block_render([item for item, _ in result.items])
     result.latency_ms = (time.perf_counter() - started) * 1000.0
     with transaction.atomic():
+        # The log is not worth a WAL flush on the answer's path: this commit
+        # returns before its WAL reaches disk (it is still atomic, and durable
+        # within wal_writer_delay; only a crash of the database server itself in
+        # that window loses it — never half of it).
+        commit_without_waiting_for_disk()
         result.event = RetrievalEvent.objects.create(
             bank=bank,
             token=token,
@@ -141,6 +151,26 @@ def retrieval_perform(
         )
         retrieval_tally_created(event=result.event)
     return result
+
+
+WARM_UP_QUERY = "warm up the query embedding and the vector search"
+
+
+def retrieval_warm_up() -> None:
+    """Make this process's first retrieval cost what any other costs: load
+    the embedding model, embed one query (torch's first call allocates and
+    picks kernels), and run one vector search (opens the persistent database
+    connection, loads the catalog and the HNSW index's upper pages). Web
+    processes run it before they accept requests (wsgi.py). Never raises: a
+    model that cannot load is reported by /readyz (and retrievals answer 503),
+    a database that is down only leaves the search cold."""
+    if not load_now():
+        return
+    vector = embed_text(WARM_UP_QUERY)
+    try:
+        any_items_search(vector=vector)
+    except DatabaseError as exc:
+        log.warning("retrieval warm-up: the vector search failed (%s); the first retrieval pays for it", exc)
 
 
 COUNT_SERVED_BATCH = 5000

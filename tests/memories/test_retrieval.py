@@ -5,6 +5,7 @@ import pytest
 from django.db import connection
 
 from accounts.models import ApiToken
+from accounts.services import api_token_hit
 from memories import selectors
 from memories.embeddings import embedding_model_name, item_embedding_hash
 from memories.models import Arm, ItemStatus, MemoryItem, RetrievalEvent, RetrievalTally
@@ -212,7 +213,7 @@ def test_retrieval_query_count_does_not_grow_with_items(bank, approved, django_a
     bank.min_similarity = -1.0
     approved(bank, *LOGIN)
     retrieval_perform(bank=bank, query="warm up the model")
-    # 5 statements (scan settings, search, counts, event, counters) + 2 savepoint pairs.
+    # 5 statements (scan settings, search with its counts, async commit, event, tally) + 2 savepoint pairs.
     with django_assert_max_num_queries(9):
         few = retrieval_perform(bank=bank, query="sign in page", k=20)
     for texts in (PAGINATION, DATE_PICKER):
@@ -323,3 +324,28 @@ def test_no_per_item_randomisation_in_the_holdout_arm(bank, web_items):
     result = retrieval_perform(bank=bank, query="sign in", k=3)
     event = RetrievalEvent.objects.get(pk=result.event.pk)
     assert event.arm == Arm.HOLDOUT and event.withheld == [] and len(event.results) == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_log_commits_without_waiting_for_disk_and_nothing_else_does(bank, web_items):
+    """The retrieval log and the rate-limit counter commit with synchronous_commit
+    off (the answer does not wait for a WAL flush), and only their own
+    transactions: the connection's next write waits for disk again."""
+    factories.make_token(bank, scopes=["retrieve"])
+    token = ApiToken.objects.get(bank=bank)
+
+    def synchronous_commit() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            return cursor.fetchone()[0]
+
+    assert synchronous_commit() == "on"
+    api_token_hit(token=token, limit=0)
+    assert synchronous_commit() == "on"
+    result = retrieval_perform(bank=bank, query="sign in to the shop", k=2, token=token)
+    assert synchronous_commit() == "on"
+    # …and what it wrote is committed: the tally and the fold see it.
+    assert RetrievalEvent.objects.filter(pk=result.event.pk).exists()
+    assert RetrievalTally.objects.filter(bank=bank).count() == 1
+    assert memory_items_count_served() == 1
+    assert MemoryItem.objects.get(pk=result.items[0][0].pk).served_count == 1

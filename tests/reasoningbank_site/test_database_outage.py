@@ -22,9 +22,15 @@ def _closed_port() -> int:
 
 @contextlib.contextmanager
 def database_refusing():
-    """New connections (the live server's, opened per request: CONN_MAX_AGE=0) go to a closed port."""
+    """New connections go to a closed port, and the live server's open ones
+    (kept between requests: CONN_MAX_AGE) are dropped, as an outage drops them."""
     settings_dict = connections["default"].settings_dict  # shared by every thread's connection
     saved = {key: settings_dict[key] for key in ("HOST", "PORT")}
+    with connections["default"].cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+        )
     settings_dict.update(HOST="127.0.0.1", PORT=str(_closed_port()))
     try:
         yield

@@ -1,0 +1,89 @@
+"""A web worker keeps its database connection between requests (CONN_MAX_AGE,
+on the embedded server too: a new connection cost ~6 ms of every retrieval),
+and a connection broken behind its back — the database restarted, the backend
+killed — is replaced by the health check on the next request, never reused
+into an error. Real gunicorn (one sync worker, as in production) serving the
+test database."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from django.db import connection
+
+from tests import factories
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def gunicorn():
+    port = _free_port()
+    env = {
+        **os.environ,
+        "RB_DATABASE_NAME": connection.settings_dict["NAME"],
+        "RB_EMBEDDING_PRELOAD": "0",  # this test is about connections, not the model
+        "DEBUG": "0",
+        "LOG_LEVEL": "WARNING",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "reasoningbank_site.wsgi", "-w", "1", "-b", f"127.0.0.1:{port}"],
+        cwd=ROOT,
+        env=env,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    try:
+        while True:
+            try:
+                requests.get(f"{base}/healthz", timeout=2)
+                break
+            except requests.RequestException:  # not listening yet, or busy starting
+                assert proc.poll() is None and time.monotonic() < deadline, "gunicorn did not start"
+                time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+def _server_backends() -> list[int]:
+    """The backend pids connected to the test database other than this test's own."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND backend_type = 'client backend' ORDER BY pid"
+        )
+        return [pid for (pid,) in cursor.fetchall()]
+
+
+def test_a_worker_keeps_its_connection_and_replaces_a_broken_one(gunicorn, bank):
+    token = factories.make_token(bank, scopes=["retrieve"])
+    url, headers = f"{gunicorn}/api/v1/memories?limit=1", {"Authorization": f"Bearer {token}"}
+
+    assert requests.get(url, headers=headers, timeout=30).status_code == 200
+    first = _server_backends()
+    assert len(first) == 1  # kept open after the request
+    assert requests.get(url, headers=headers, timeout=30).status_code == 200
+    assert _server_backends() == first  # and reused by the next one
+
+    # The database drops the connection (what a restart does to it): the next request still succeeds.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", first)
+    response = requests.get(url, headers=headers, timeout=30)
+    assert response.status_code == 200, response.text
+    assert response.json()["count"] == 0
+    replaced = _server_backends()
+    assert len(replaced) == 1 and replaced != first
