@@ -75,7 +75,7 @@ def _outcomes(bank):
 
 
 def test_single_ingest_query_count(db, broker_queue, django_capture_on_commit_callbacks):
-    bank, secret, retrievals = _scene()
+    _bank, secret, retrievals = _scene()
     _post({"task": "warm", "steps": NATIVE_STEPS}, secret)  # the once-a-minute last_used write
     body = {
         "task": "t",
