@@ -181,10 +181,7 @@ def main() -> None:
         for c in range(args.batch_clients):
             bodies = [trajectory(c * per_client + n, retrieval_ids, f"{tag}-b") for n in range(per_client)]
             jobs.append(
-                [
-                    {"trajectories": bodies[i : i + args.batch_size]}
-                    for i in range(0, len(bodies), args.batch_size)
-                ]
+                [{"trajectories": bodies[i : i + args.batch_size]} for i in range(0, len(bodies), args.batch_size)]
             )
         load_before = os.getloadavg()[0]
         batch_wall, batch_answers = _run([Client(base, token) for _ in jobs], jobs, "/api/v1/trajectories/batch")
