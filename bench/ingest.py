@@ -1,7 +1,7 @@
 """Ingest benchmark: many agents sending trajectories at once.
 
     python bench/ingest.py [--batch-clients 8] [--batches 10] [--batch-size 100]
-                           [--single-clients 12] [--singles 50] [--port N] [--server-root DIR]
+                           [--single-clients 12] [--singles 50] [--rounds R] [--port N] [--compare DIR]
 
 Starts gunicorn (2 workers × 4 threads: one process per core, the threads
 overlap the database round trips), then
@@ -22,8 +22,10 @@ Asserts every answer accepted every trajectory, then counts the bank's
 trajectories in the database and the retrievals' ``linked`` counters: nothing
 lost. Prints trajectories/s, request p50/p99 and the load average.
 
-``--server-root`` serves another checkout of the code (e.g. the commit before
-a change) against the same database, for a before/after in one run."""
+``--compare DIR`` also serves another checkout of the code (e.g. the commit
+before a change) against the same database (its own bank), and runs the
+phases of the two interleaved (order alternating per ``--rounds``), for a
+before/after measured under the same machine load."""
 
 from __future__ import annotations
 
@@ -145,92 +147,122 @@ def _run(clients: list[Client], jobs_per_client: list[list[dict]], path: str) ->
     return time.perf_counter() - started, answers
 
 
+def _phase(base: str, token: str, retrieval_ids: list[str], tag: str, args, kind: str) -> dict:
+    """One timed phase against one server: ``kind`` batch or single. Returns what was
+    sent (for the database check) and the timings; asserts every answer."""
+    if kind == "batch":
+        per_client = args.batches * args.batch_size
+        jobs = []
+        for c in range(args.batch_clients):
+            bodies = [trajectory(c * per_client + n, retrieval_ids, tag) for n in range(per_client)]
+            jobs.append(
+                [{"trajectories": bodies[i : i + args.batch_size]} for i in range(0, len(bodies), args.batch_size)]
+            )
+        wall, answers = _run([Client(base, token) for _ in jobs], jobs, "/api/v1/trajectories/batch")
+        for status, answer, _ms in answers:
+            assert status == 200, (status, answer)
+            assert answer["failed"] == 0 and answer["accepted"] == len(answer["results"]), answer
+            assert all(r["ok"] and not r["duplicate"] for r in answer["results"]), answer
+        n = args.batch_clients * per_client
+    else:
+        jobs = [
+            [trajectory(c * args.singles + n, retrieval_ids, tag) for n in range(args.singles)]
+            for c in range(args.single_clients)
+        ]
+        wall, answers = _run([Client(base, token) for _ in jobs], jobs, "/api/v1/trajectories")
+        for status, answer, _ms in answers:
+            assert status == 202 and not answer["duplicate"], (status, answer)
+        n = args.single_clients * args.singles
+    return {
+        "n": n,
+        "wall": wall,
+        "ms": [ms for _s, _a, ms in answers],
+        "load1": os.getloadavg()[0],
+        "with_retrieval": sum(1 for i in range(n) if i % 3 == 0),
+        "outcomes": sum(1 for i in range(n) if i % 5 == 0),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batch-clients", type=int, default=8)
-    parser.add_argument("--batches", type=int, default=10, help="batch requests per client")
+    parser.add_argument("--batches", type=int, default=10, help="batch requests per client and round")
     parser.add_argument("--batch-size", type=int, default=100)
     parser.add_argument("--single-clients", type=int, default=12)
-    parser.add_argument("--singles", type=int, default=50, help="single POSTs per client")
+    parser.add_argument("--singles", type=int, default=50, help="single POSTs per client and round")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds (each: batch, then single)")
     parser.add_argument("--port", type=int, default=None)
-    parser.add_argument("--server-root", type=Path, default=None, help="serve this checkout instead")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also serve the checkout in DIR (e.g. the code before a change) against the same database, "
+        "rounds interleaved with this one's, and print both",
+    )
     args = parser.parse_args()
 
     setup_django()
     from memories.models import RetrievalEvent
     from trajectories.models import Judgment, Trajectory
 
-    bank, token, retrieval_ids = _seed()
     broker = tempfile.mkdtemp(prefix="rb-bench-ingest-broker-")
-    os.environ["RB_BROKER_DIR"] = broker  # the server's tasks go to a folder of its own
+    os.environ["RB_BROKER_DIR"] = broker  # the servers' tasks go to a folder of their own
     tag = uuid.uuid4().hex[:6]
-    proc, base = start_server(port=args.port, workers=WORKERS, threads=THREADS, root=args.server_root)
+    servers = {"this": None, **({"compare": args.compare} if args.compare else {})}
+    started, scenes, phases = {}, {}, {name: {"batch": [], "single": []} for name in servers}
     try:
-        _wait_ready(base)
-        warm = Client(base, token)
-        for n in range(2 * WORKERS):  # one request per worker before timing (imports, first connection)
-            status, _answer, _ms = warm.post("/api/v1/trajectories", trajectory(n, retrieval_ids, f"{tag}-warm"))
-            assert status == 202, status
-        sent = 2 * WORKERS
-        with_retrieval = sum(1 for n in range(2 * WORKERS) if n % 3 == 0)
-        outcomes = sum(1 for n in range(2 * WORKERS) if n % 5 == 0)
-
-        # --- batch ---
-        per_client = args.batches * args.batch_size
-        jobs = []
-        for c in range(args.batch_clients):
-            bodies = [trajectory(c * per_client + n, retrieval_ids, f"{tag}-b") for n in range(per_client)]
-            jobs.append(
-                [{"trajectories": bodies[i : i + args.batch_size]} for i in range(0, len(bodies), args.batch_size)]
+        for name, root in servers.items():
+            started[name] = start_server(
+                port=args.port if name == "this" else None, workers=WORKERS, threads=THREADS, root=root
             )
-        load_before = os.getloadavg()[0]
-        batch_wall, batch_answers = _run([Client(base, token) for _ in jobs], jobs, "/api/v1/trajectories/batch")
-        batch_load = os.getloadavg()[0]
-        for status, answer, _ms in batch_answers:
-            assert status == 200, (status, answer)
-            assert answer["failed"] == 0 and answer["accepted"] == len(answer["results"]), answer
-            assert all(r["ok"] and not r["duplicate"] for r in answer["results"]), answer
-        batch_n = args.batch_clients * per_client
-        sent += batch_n
-        with_retrieval += sum(1 for n in range(batch_n) if n % 3 == 0)
-        outcomes += sum(1 for n in range(batch_n) if n % 5 == 0)
-
-        # --- single ---
-        jobs = [
-            [trajectory(c * args.singles + n, retrieval_ids, f"{tag}-s") for n in range(args.singles)]
-            for c in range(args.single_clients)
-        ]
-        single_wall, single_answers = _run([Client(base, token) for _ in jobs], jobs, "/api/v1/trajectories")
-        single_load = os.getloadavg()[0]
-        for status, answer, _ms in single_answers:
-            assert status == 202 and not answer["duplicate"], (status, answer)
-        single_n = args.single_clients * args.singles
-        sent += single_n
-        with_retrieval += sum(1 for n in range(single_n) if n % 3 == 0)
-        outcomes += sum(1 for n in range(single_n) if n % 5 == 0)
+            scenes[name] = _seed()
+        for name, (_proc, base) in started.items():
+            _wait_ready(base)
+            _bank, token, retrieval_ids = scenes[name]
+            warm = Client(base, token)
+            for n in range(2 * WORKERS):  # one request per worker before timing (imports, first connection)
+                status, _answer, _ms = warm.post("/api/v1/trajectories", trajectory(n, retrieval_ids, f"{tag}-warm"))
+                assert status == 202, status
+        for r in range(args.rounds):
+            for kind in ("batch", "single"):
+                order = list(servers) if r % 2 == 0 else list(servers)[::-1]
+                for name in order:
+                    _bank, token, retrieval_ids = scenes[name]
+                    base = started[name][1]
+                    phases[name][kind].append(_phase(base, token, retrieval_ids, f"{tag}-{kind}-{r}", args, kind))
     finally:
-        stop_server(proc)
+        for proc, _base in started.values():
+            stop_server(proc)
         shutil.rmtree(broker, ignore_errors=True)
 
-    stored = Trajectory.objects.filter(bank=bank).count()
-    linked = sum(RetrievalEvent.objects.filter(bank=bank).values_list("linked", flat=True))
-    judged = Judgment.objects.filter(trajectory__bank=bank, source="agent").count()
-    batch_ms = [ms for _s, _a, ms in batch_answers]
-    single_ms = [ms for _s, _a, ms in single_answers]
-    print(
-        f"batch: clients={args.batch_clients} batch_size={args.batch_size} trajectories={batch_n} "
-        f"trajectories_per_s={batch_n / batch_wall:.0f} request_p50_ms={pct(batch_ms, 50):.1f} "
-        f"request_p99_ms={pct(batch_ms, 99):.1f} load1={batch_load:.2f} (before {load_before:.2f})"
-    )
-    print(
-        f"single: clients={args.single_clients} trajectories={single_n} "
-        f"trajectories_per_s={single_n / single_wall:.0f} p50_ms={pct(single_ms, 50):.1f} "
-        f"p99_ms={pct(single_ms, 99):.1f} load1={single_load:.2f}"
-    )
-    print(f"stored={stored} sent={sent} linked={linked} agent_judgments={judged} cpus={os.cpu_count()}")
-    assert stored == sent, f"{sent - stored} trajectories lost"
-    assert linked == with_retrieval, f"retrievals count {linked} linked trajectories, expected {with_retrieval}"
-    assert judged == outcomes, f"{judged} agent judgments, expected {outcomes}"
+    warm_n = 2 * WORKERS
+    for name, root in servers.items():
+        bank, _token, _ids = scenes[name]
+        label = "this checkout" if root is None else str(root)
+        for kind in ("batch", "single"):
+            runs = phases[name][kind]
+            n, wall = sum(p["n"] for p in runs), sum(p["wall"] for p in runs)
+            ms = [m for p in runs for m in p["ms"]]
+            clients = args.batch_clients if kind == "batch" else args.single_clients
+            size = f" batch_size={args.batch_size}" if kind == "batch" else ""
+            loads = ",".join(f"{p['load1']:.1f}" for p in runs)
+            print(
+                f"{kind}: server={label} clients={clients}{size} trajectories={n} trajectories_per_s={n / wall:.0f} "
+                f"request_p50_ms={pct(ms, 50):.1f} request_p99_ms={pct(ms, 99):.1f} "
+                f"load1={loads} cpus={os.cpu_count()}"
+            )
+        runs = phases[name]["batch"] + phases[name]["single"]
+        sent = warm_n + sum(p["n"] for p in runs)
+        with_retrieval = sum(1 for n in range(warm_n) if n % 3 == 0) + sum(p["with_retrieval"] for p in runs)
+        outcomes = sum(1 for n in range(warm_n) if n % 5 == 0) + sum(p["outcomes"] for p in runs)
+        stored = Trajectory.objects.filter(bank=bank).count()
+        linked = sum(RetrievalEvent.objects.filter(bank=bank).values_list("linked", flat=True))
+        judged = Judgment.objects.filter(trajectory__bank=bank, source="agent").count()
+        print(f"stored: server={label} stored={stored} sent={sent} linked={linked} agent_judgments={judged}")
+        assert stored == sent, f"{sent - stored} trajectories lost"
+        assert linked == with_retrieval, f"retrievals count {linked} linked trajectories, expected {with_retrieval}"
+        assert judged == outcomes, f"{judged} agent judgments, expected {outcomes}"
 
 
 if __name__ == "__main__":
