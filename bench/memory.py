@@ -83,7 +83,7 @@ def main() -> None:
             except urllib.error.URLError:
                 ready = 0
                 time.sleep(0.5)
-        bank = factories.make_bank()
+        bank = factories.make_bank(team=factories.make_team(slug=f"memory-{uuid.uuid4().hex[:6]}"))
         items = MemoryItem.objects.bulk_create(
             MemoryItem(bank=bank, title=f"Lesson {n}", description="Use when testing.", content="Check twice.")
             for n in range(8 * args.worker_concurrency)
