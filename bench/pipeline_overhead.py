@@ -127,7 +127,8 @@ def main() -> None:
     from trajectories.services import trajectory_ingest
 
     settings.RB_LLM_BASE_URL, settings.OPENAI_API_KEY = fake.base_url, "bench"
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    for name in ("httpx", "httpx2"):  # the SDK logs every request at INFO
+        logging.getLogger(name).setLevel(logging.WARNING)
     user = get_user_model().objects.create_user(f"bench-{uuid.uuid4().hex[:8]}")
     bank = factories.make_bank(team=factories.make_team(owner=user, slug=f"pipe-{uuid.uuid4().hex[:6]}"))
     seeds = [
