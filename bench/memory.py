@@ -8,8 +8,10 @@ docker/entrypoint.sh) on the bench database with a broker folder of their own,
 waits until every web worker answers /readyz (model loaded) and every pool
 process has embedded an item (a real ``memories.embed_item`` task each, asserted
 in the database), then reads each process's RSS and PSS (/proc/<pid>/smaps_rollup:
-PSS divides shared pages between the processes sharing them, so PSS adds up to
-what the processes really take; RSS counts shared library pages once per process).
+PSS divides shared pages between the processes sharing them — machine-wide, so
+other programs mapping the same libraries lower it —; USS is a process's private
+pages; RSS counts shared library pages once per process). The real total lies
+between the USS sum and the RSS sum; the PSS sum is its estimate.
 Prints one line per process and the totals against the 2 GB goal of issue 14."""
 
 from __future__ import annotations
@@ -38,15 +40,15 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def _memory(pid: int) -> tuple[float, float]:
-    """(RSS MB, PSS MB) of one process."""
+def _memory(pid: int) -> tuple[float, float, float]:
+    """(RSS, PSS, USS) of one process in MB; USS = its private pages only."""
     values = {}
     with open(f"/proc/{pid}/smaps_rollup") as f:
         for line in f:
             parts = line.split()
-            if parts and parts[0] in ("Rss:", "Pss:"):
+            if parts and parts[0] in ("Rss:", "Pss:", "Private_Clean:", "Private_Dirty:"):
                 values[parts[0]] = int(parts[1]) / 1024
-    return values["Rss:"], values["Pss:"]
+    return values["Rss:"], values["Pss:"], values["Private_Clean:"] + values["Private_Dirty:"]
 
 
 def main() -> None:
@@ -98,15 +100,17 @@ def main() -> None:
         assert len(pools) == args.worker_concurrency, pools
         rows = [("web master", web.pid)] + [("web worker", p) for p in _children(web.pid)]
         rows += [("celery main", worker.pid)] + [("celery pool", p) for p in pools]
-        total_rss = total_pss = 0.0
+        total_rss = total_pss = total_uss = 0.0
         for name, pid in rows:
-            rss, pss = _memory(pid)
+            rss, pss, uss = _memory(pid)
             total_rss += rss
             total_pss += pss
-            print(f"process={name.replace(' ', '_')} pid={pid} rss_mb={rss:.0f} pss_mb={pss:.0f}")
+            total_uss += uss
+            print(f"process={name.replace(' ', '_')} pid={pid} rss_mb={rss:.0f} pss_mb={pss:.0f} uss_mb={uss:.0f}")
         print(
             f"total: web_workers={args.web_workers} worker_concurrency={args.worker_concurrency} "
-            f"rss_mb={total_rss:.0f} pss_mb={total_pss:.0f} goal_mb={GOAL_MB} load1={os.getloadavg()[0]:.2f}"
+            f"rss_mb={total_rss:.0f} pss_mb={total_pss:.0f} uss_mb={total_uss:.0f} goal_mb={GOAL_MB} "
+            f"load1={os.getloadavg()[0]:.2f}"
         )
         assert total_pss < GOAL_MB, f"{total_pss:.0f} MB ≥ {GOAL_MB} MB"
     finally:
