@@ -59,9 +59,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(*, port: int | None = None, workers: int = 1, threads: int = 1) -> tuple[subprocess.Popen, str]:
+def start_server(
+    *, port: int | None = None, workers: int = 1, threads: int = 1, root: Path | None = None
+) -> tuple[subprocess.Popen, str]:
     """gunicorn serving the bench database on 127.0.0.1:``port`` (a free one
-    when None); returns once the OpenAPI document answers."""
+    when None) from this checkout, or from ``root`` (another checkout, for a
+    before/after); returns once the OpenAPI document answers."""
     port = port or free_port()
     env = {**os.environ, "RB_DATABASE_NAME": BENCH_DB, "DEBUG": "0", "LOG_LEVEL": "WARNING"}
     cmd = [
@@ -80,7 +83,7 @@ def start_server(*, port: int | None = None, workers: int = 1, threads: int = 1)
         "--timeout",
         "120",
     ]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
+    proc = subprocess.Popen(cmd, cwd=root or ROOT, env=env)
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 120
     while time.time() < deadline:

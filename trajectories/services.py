@@ -12,7 +12,7 @@ from typing import Any
 
 import pydantic
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -55,13 +55,96 @@ def _agent_label(*, bank: Bank, outcome: str | None, reward: float | None) -> tu
 def _retrieval_for(*, bank: Bank, retrieval_id) -> RetrievalEvent | None:
     if retrieval_id is None:
         return None
-    retrieval = RetrievalEvent.objects.filter(bank=bank, public_id=retrieval_id).first()
+    retrieval = RetrievalEvent.objects.filter(bank=bank, public_id=retrieval_id).only("pk").first()
     if retrieval is None:
-        # Same answer for unknown and other banks' ids: never leak existence.
-        raise Invalid(
-            f"retrieval_id: {retrieval_id} is not a retrieval of this bank (use the retrieval_id that /retrieve returned)."
-        )
+        raise _unknown_retrieval(retrieval_id)
     return retrieval
+
+
+def _unknown_retrieval(retrieval_id) -> Invalid:
+    # Same answer for unknown and other banks' ids: never leak existence.
+    return Invalid(
+        f"retrieval_id: {retrieval_id} is not a retrieval of this bank (use the retrieval_id that /retrieve returned)."
+    )
+
+
+@dataclass
+class _Built:
+    """A validated, normalized trajectory not yet saved, and what saving it implies."""
+
+    payload: TrajectoryIn
+    trajectory: Trajectory
+    signal: tuple[str, str] | None  # the trusted agent's (label, rationale), recorded with it
+
+
+def _trajectory_build(*, bank: Bank, token: ApiToken | None, payload: TrajectoryIn, input_format: str | None) -> _Built:
+    """Normalize ``payload`` into an unsaved Trajectory (verdict set from a
+    trusted agent signal; the caller links the retrieval). Raises TooLarge /
+    Invalid as trajectory_ingest says."""
+    raw_steps = payload.steps if payload.steps is not None else payload.messages
+    _check_step_count(len(raw_steps), "steps" if payload.steps is not None else "messages")
+    try:
+        steps, detected_format = normalize_trajectory(
+            steps=payload.steps, messages=payload.messages, system=payload.system
+        )
+    except NormalizeError as exc:
+        raise Invalid(str(exc)) from None
+    input_format = input_format or detected_format
+    _check_step_count(len(steps), "steps after normalization")
+    signal = _agent_label(bank=bank, outcome=payload.outcome, reward=payload.reward)
+    trajectory = Trajectory(
+        bank=bank,
+        token=token,
+        task=payload.task,
+        task_id=payload.task_id,
+        steps=steps,
+        step_count=len(steps),
+        input_format=input_format,
+        final_answer=payload.final_answer or inferred_final_answer(steps, input_format),
+        agent=payload.agent,
+        metadata=payload.metadata,
+        outcome=payload.outcome or "",
+        reward=payload.reward,
+        external_id=payload.external_id,
+        group_id=payload.group_id,
+        group_size=payload.group_size,
+        verdict=signal[0] if signal else "",
+    )
+    return _Built(payload=payload, trajectory=trajectory, signal=signal)
+
+
+def _outcome_changes(built: list[_Built]) -> dict[int, dict[str, int]]:
+    """What storing ``built`` adds to each linked retrieval's outcome counters:
+    one linked trajectory each, and a judged one (a success or not, its steps)
+    when the agent's verdict came with it — what judgment_record would add."""
+    changes: dict[int, dict[str, int]] = {}
+    for b in built:
+        t = b.trajectory
+        if t.retrieval_id is None:
+            continue
+        change = changes.setdefault(t.retrieval_id, {"linked": 0, "judged": 0, "successes": 0, "steps": 0})
+        change["linked"] += 1
+        if t.verdict in Label.values:
+            change["judged"] += 1
+            change["successes"] += int(t.verdict == Label.SUCCESS)
+            change["steps"] += t.step_count
+    return changes
+
+
+def _stored(built: list[_Built]) -> None:
+    """After the rows of ``built`` are inserted: their agent judgments (one
+    insert), the linked retrievals' counters (in primary-key order: see
+    _lock_linked_retrievals) and one ``trajectories.process`` per trajectory
+    after commit (trajectories.dispatch: a failed publish is left to the dispatcher)."""
+    Judgment.objects.bulk_create(
+        Judgment(trajectory=b.trajectory, source=JudgmentSource.AGENT, label=b.signal[0], rationale=b.signal[1])
+        for b in built
+        if b.signal is not None
+    )
+    for retrieval_pk, change in sorted(_outcome_changes(built).items()):
+        retrieval_outcome_change(retrieval_id=retrieval_pk, **change)
+    for b in built:
+        trajectory_enqueue(b.trajectory.pk)  # a failed publish leaves the row to the dispatcher
 
 
 @transaction.atomic
@@ -77,7 +160,8 @@ def trajectory_ingest(
     is enqueued for ``trajectories.process`` once the transaction commits; a
     trusted agent signal (bank.trust_agent_outcome: ``outcome``, else
     ``reward`` against bank.reward_threshold) is recorded as an agent
-    Judgment at once. Untrusted signals are stored but judge nothing.
+    Judgment at once (the trajectory is stored with that verdict).
+    Untrusted signals are stored but judge nothing.
     ``input_format`` labels native steps that a caller built from another
     source (``otlp``: trajectories.otlp); by default the detected format.
 
@@ -93,54 +177,23 @@ def trajectory_ingest(
         if existing is not None:
             return existing, False
 
-    raw_steps = payload.steps if payload.steps is not None else payload.messages
-    _check_step_count(len(raw_steps), "steps" if payload.steps is not None else "messages")
-    try:
-        steps, detected_format = normalize_trajectory(
-            steps=payload.steps, messages=payload.messages, system=payload.system
-        )
-    except NormalizeError as exc:
-        raise Invalid(str(exc)) from None
-    input_format = input_format or detected_format
-    _check_step_count(len(steps), "steps after normalization")
+    built = _trajectory_build(bank=bank, token=token, payload=payload, input_format=input_format)
     retrieval = _retrieval_for(bank=bank, retrieval_id=payload.retrieval_id)
-
-    try:
-        with transaction.atomic():
-            trajectory = Trajectory.objects.create(
-                bank=bank,
-                token=token,
-                task=payload.task,
-                task_id=payload.task_id,
-                steps=steps,
-                step_count=len(steps),
-                input_format=input_format,
-                final_answer=payload.final_answer or inferred_final_answer(steps, input_format),
-                agent=payload.agent,
-                metadata=payload.metadata,
-                outcome=payload.outcome or "",
-                reward=payload.reward,
-                external_id=payload.external_id,
-                retrieval=retrieval,
-                group_id=payload.group_id,
-                group_size=payload.group_size,
-            )
-    except IntegrityError as exc:
-        constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
-        if not payload.external_id or constraint not in (None, EXTERNAL_ID_CONSTRAINT):
-            raise
-        # A concurrent request with the same external_id committed first.
-        return Trajectory.objects.get(bank=bank, external_id=payload.external_id), False
-    if retrieval is not None:
-        retrieval_outcome_change(retrieval_id=retrieval.pk, linked=1)
-
-    signal = _agent_label(bank=bank, outcome=payload.outcome, reward=payload.reward)
-    if signal is not None:
-        label, rationale = signal
-        judgment_record(trajectory=trajectory, source=JudgmentSource.AGENT, label=label, rationale=rationale)
-
-    trajectory_enqueue(trajectory.pk)  # a failed publish leaves the row to the dispatcher
-    return trajectory, True
+    built.trajectory.retrieval_id = retrieval.pk if retrieval else None
+    if payload.external_id:
+        try:
+            with transaction.atomic():
+                built.trajectory.save(force_insert=True)
+        except IntegrityError as exc:
+            constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
+            if constraint not in (None, EXTERNAL_ID_CONSTRAINT):
+                raise
+            # A concurrent request with the same external_id committed first.
+            return Trajectory.objects.get(bank=bank, external_id=payload.external_id), False
+    else:  # nothing unique to race on: no savepoint
+        built.trajectory.save(force_insert=True)
+    _stored([built])
+    return built.trajectory, True
 
 
 def _check_step_count(count: int, what: str) -> None:
@@ -182,11 +235,30 @@ def _validation_error_dict(exc: pydantic.ValidationError) -> dict:
     }
 
 
+def _item_error(index: int, exc: Exception) -> BatchItemResult:
+    if isinstance(exc, pydantic.ValidationError):
+        return BatchItemResult(index=index, error=_validation_error_dict(exc))
+    if isinstance(exc, DomainError):
+        return BatchItemResult(index=index, error={"detail": exc.message, "code": exc.code})
+    # A bug, not an input problem: keep it visible, keep the others.
+    log.error("unexpected error ingesting batch item %s", index, exc_info=exc)
+    return BatchItemResult(
+        index=index, error={"detail": "Internal error; it has been logged.", "code": "internal_error"}
+    )
+
+
 @transaction.atomic
 def trajectory_ingest_batch(*, bank: Bank, token: ApiToken | None, items: list[Any]) -> list[BatchItemResult]:
-    """Ingest each of ``items`` independently, each in its own savepoint, and
-    return one result per item in order. A bad item (wrong shape, too many
+    """Ingest each of ``items`` independently and return one result per item
+    in order, each as trajectory_ingest would answer it (a repeated
+    ``external_id``, in the bank or earlier in the batch, is the existing
+    trajectory with ``created=False``). A bad item (wrong shape, too many
     steps, unknown retrieval…) is reported and never loses the others.
+
+    The new trajectories are inserted together (a bounded number of queries
+    whatever the batch size: one per linked retrieval beyond); when that
+    insert fails (a concurrent request stored one of the external_ids first)
+    the items are stored one by one, each in its own savepoint.
 
     Raises TooLarge ``batch_too_large`` beyond settings.RB_MAX_BATCH items
     (nothing stored) and Invalid for an empty batch."""
@@ -198,35 +270,70 @@ def trajectory_ingest_batch(*, bank: Bank, token: ApiToken | None, items: list[A
         )
     if not items:
         raise Invalid("trajectories: send at least one trajectory.")
-    _lock_linked_retrievals(bank=bank, items=items)
-    results = []
+    retrievals = _lock_linked_retrievals(bank=bank, items=items)
+    results: dict[int, BatchItemResult] = {}
+    built: list[tuple[int, _Built]] = []
     for index, item in enumerate(items):
         try:
             if not isinstance(item, dict):
                 raise Invalid(f"must be an object, got {type(item).__name__}")
-            trajectory, created = trajectory_ingest(bank=bank, token=token, data=item)
-        except pydantic.ValidationError as exc:
-            results.append(BatchItemResult(index=index, error=_validation_error_dict(exc)))
-        except DomainError as exc:
-            results.append(BatchItemResult(index=index, error={"detail": exc.message, "code": exc.code}))
-        except Exception:
-            # A bug, not an input problem: keep it visible, keep the others.
-            log.exception("unexpected error ingesting batch item %s", index)
-            results.append(
-                BatchItemResult(
-                    index=index, error={"detail": "Internal error; it has been logged.", "code": "internal_error"}
-                )
-            )
+            payload = TrajectoryIn.model_validate(item)
+            b = _trajectory_build(bank=bank, token=token, payload=payload, input_format=None)
+            if payload.retrieval_id is not None:
+                b.trajectory.retrieval_id = retrievals.get(payload.retrieval_id)
+                if b.trajectory.retrieval_id is None:
+                    raise _unknown_retrieval(payload.retrieval_id)
+            built.append((index, b))
+        except Exception as exc:
+            results[index] = _item_error(index, exc)
+
+    external_ids = {b.payload.external_id for _i, b in built if b.payload.external_id}
+    known = {t.external_id: t for t in Trajectory.objects.filter(bank=bank, external_id__in=external_ids)}
+    new: list[tuple[int, _Built]] = []
+    repeats: list[tuple[int, str]] = []  # an external_id sent earlier in this batch
+    seen: set[str] = set()
+    for index, b in built:
+        external_id = b.payload.external_id
+        if external_id in known:
+            results[index] = BatchItemResult(index=index, trajectory=known[external_id], created=False)
+        elif external_id in seen:
+            repeats.append((index, external_id))
         else:
-            results.append(BatchItemResult(index=index, trajectory=trajectory, created=created))
-    return results
+            new.append((index, b))
+            if external_id:
+                seen.add(external_id)
+    try:
+        with transaction.atomic():
+            Trajectory.objects.bulk_create([b.trajectory for _i, b in new])
+    except DatabaseError:
+        # A concurrent request stored one of these external_ids first (or one row is refused):
+        # store them one by one, as single POSTs would be, so each gets its own answer.
+        log.info("batch insert of %s trajectories fell back to one by one", len(new))
+        for index, b in [*new, *((i, None) for i, _e in repeats)]:
+            try:
+                with transaction.atomic():
+                    payload = b.payload if b is not None else TrajectoryIn.model_validate(items[index])
+                    trajectory, created = trajectory_ingest(bank=bank, token=token, data=payload)
+            except Exception as exc:
+                results[index] = _item_error(index, exc)
+            else:
+                results[index] = BatchItemResult(index=index, trajectory=trajectory, created=created)
+        return [results[i] for i in range(len(items))]
+    _stored([b for _i, b in new])
+    by_external_id = {b.payload.external_id: b.trajectory for _i, b in new if b.payload.external_id}
+    for index, b in new:
+        results[index] = BatchItemResult(index=index, trajectory=b.trajectory, created=True)
+    for index, external_id in repeats:
+        results[index] = BatchItemResult(index=index, trajectory=by_external_id[external_id], created=False)
+    return [results[i] for i in range(len(items))]
 
 
-def _lock_linked_retrievals(*, bank: Bank, items: list[Any]) -> None:
+def _lock_linked_retrievals(*, bank: Bank, items: list[Any]) -> dict[uuid.UUID, int]:
     """Lock the retrievals a batch links, in primary-key order, before any item
     does: linking updates a retrieval's outcome counters under its row lock,
     and two batches taking the same rows in different orders would deadlock
-    (the pattern of issue 17). Unknown or malformed ids are left to the items."""
+    (the pattern of issue 17). Returns the bank's retrievals found, public id →
+    primary key. Unknown or malformed ids are left to the items."""
     ids = set()
     for item in items:
         if not isinstance(item, dict):
@@ -235,9 +342,10 @@ def _lock_linked_retrievals(*, bank: Bank, items: list[Any]) -> None:
             ids.add(uuid.UUID(str(item.get("retrieval_id"))))
         except ValueError:
             continue
-    if ids:
-        locked = RetrievalEvent.objects.select_for_update().filter(bank=bank, public_id__in=ids).order_by("pk")
-        list(locked.values_list("pk", flat=True))
+    if not ids:
+        return {}
+    locked = RetrievalEvent.objects.select_for_update().filter(bank=bank, public_id__in=ids).order_by("pk")
+    return {public_id: pk for pk, public_id in locked.values_list("pk", "public_id")}
 
 
 def _effective_verdict(judgments: list[Judgment]) -> str:

@@ -27,7 +27,7 @@ from django.db import transaction
 from django.db.models import F, QuerySet
 
 from memories.models import Experience, ItemOrigin
-from memories.services import experience_create, memory_item_propose
+from memories.services import ProposedItem, experience_create, memory_items_propose
 from reasoningbank_site.celery import enqueue_on_commit
 from trajectories.few_shot import distill_examples, judge_examples
 from trajectories.llm import (
@@ -358,26 +358,30 @@ def trajectory_distill(*, trajectory_id: int) -> bool:
         if locked.status != Status.DISTILLING or locked.verdict != t.verdict:
             return False  # relabelled or swept meanwhile: this result is stale
         experience = _ensure_experience(locked)
-        for item in items:
-            memory_item_propose(
-                bank=locked.bank,
-                title=item.title,
-                description=item.description,
-                content=item.content,
-                origin=origin,
-                experience=experience,
-                source_task_id=locked.task_id,
-                cited_steps=[
-                    {"trajectory": str(locked.public_id), "step": step}
-                    for _rollout, step in item.citations
-                    if step in valid_steps
-                ],
-                model=model,
-                prompt_version=version,
-                verdict_label=locked.verdict,
-                source_agents=[locked.agent],
-                source_metadata=[locked.metadata],
-            )
+        memory_items_propose(
+            bank=locked.bank,
+            proposals=[
+                ProposedItem(
+                    title=item.title,
+                    description=item.description,
+                    content=item.content,
+                    cited_steps=[
+                        {"trajectory": str(locked.public_id), "step": step}
+                        for _rollout, step in item.citations
+                        if step in valid_steps
+                    ],
+                )
+                for item in items
+            ],
+            origin=origin,
+            experience=experience,
+            source_task_id=locked.task_id,
+            model=model,
+            prompt_version=version,
+            verdict_label=locked.verdict,
+            source_agents=[locked.agent],
+            source_metadata=[locked.metadata],
+        )
         trajectory_move(
             t.pk,
             from_=Status.DISTILLING,
@@ -468,27 +472,30 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
         experience = next((m.experience for m in locked if m.experience_id), None) or _ensure_experience(locked[0])
         Trajectory.objects.filter(pk__in=ids).update(experience=experience)
         steps_by_rollout = {n: _step_indexes(m) for n, m in enumerate(locked, start=1)}
-        for item in items:
-            cited = [
-                {"trajectory": str(locked[r - 1].public_id), "step": s}
-                for r, s in item.citations
-                if r is not None and r in steps_by_rollout and s in steps_by_rollout[r]
-            ]
-            memory_item_propose(
-                bank=bank,
-                title=item.title,
-                description=item.description,
-                content=item.content,
-                origin=ItemOrigin.MATTS_PARALLEL,
-                experience=experience,
-                source_task_id=locked[0].task_id,
-                cited_steps=cited,
-                model=model,
-                prompt_version=version,
-                verdict_label="",
-                source_agents=[m.agent for m in locked],
-                source_metadata=[m.metadata for m in locked],
-            )
+        memory_items_propose(
+            bank=bank,
+            proposals=[
+                ProposedItem(
+                    title=item.title,
+                    description=item.description,
+                    content=item.content,
+                    cited_steps=[
+                        {"trajectory": str(locked[r - 1].public_id), "step": s}
+                        for r, s in item.citations
+                        if r is not None and r in steps_by_rollout and s in steps_by_rollout[r]
+                    ],
+                )
+                for item in items
+            ],
+            origin=ItemOrigin.MATTS_PARALLEL,
+            experience=experience,
+            source_task_id=locked[0].task_id,
+            model=model,
+            prompt_version=version,
+            verdict_label="",
+            source_agents=[m.agent for m in locked],
+            source_metadata=[m.metadata for m in locked],
+        )
         trajectory_move_many(
             Trajectory.objects.filter(pk__in=ids),
             from_=Status.DISTILLING,

@@ -26,6 +26,7 @@ from memories.selectors.retrieval import (
     hnsw_ef_search,
     hnsw_iterative_scan,
     near_duplicates_search,
+    near_duplicates_search_many,
     system_block_preamble,
     system_block_render,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "items_by_public_ids",
     "memory_items_export",
     "near_duplicates_search",
+    "near_duplicates_search_many",
     "review_agents",
     "review_queue",
     "system_block_preamble",

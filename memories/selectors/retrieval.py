@@ -266,6 +266,48 @@ def near_duplicates_search(*, bank: Bank, vector, exclude_pk: int | None = None)
     ]
 
 
+_NEAR_DUPLICATES_MANY_SQL = """
+SELECT q.n, m.public_id, m.title, m.distance
+FROM unnest(%(vectors)s::vector[]) WITH ORDINALITY AS q(v, n)
+CROSS JOIN LATERAL (
+    SELECT i.public_id, i.title, i.embedding <=> q.v AS distance
+    FROM {table} i
+    WHERE i.bank_id = %(bank)s AND i.status = ANY(%(statuses)s) AND i.embedding IS NOT NULL
+    ORDER BY i.embedding <=> q.v
+    LIMIT %(limit)s
+) m
+ORDER BY q.n, m.distance
+"""
+
+
+def near_duplicates_search_many(*, bank: Bank, vectors) -> list[list[dict]]:
+    """``near_duplicates_search`` for several vectors in one query (one
+    nearest-neighbour scan per vector, joined laterally): one list per vector,
+    in order."""
+    if not len(vectors):
+        return []
+    literals = ["[" + ",".join(repr(float(x)) for x in vector) + "]" for vector in vectors]
+    found: list[list[dict]] = [[] for _ in literals]
+    with transaction.atomic():
+        hnsw_iterative_scan(ef_search=HNSW_EF_SEARCH)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _NEAR_DUPLICATES_MANY_SQL.format(table=MemoryItem._meta.db_table),
+                {
+                    "vectors": literals,
+                    "bank": bank.pk,
+                    "statuses": [ItemStatus.PROPOSED.value, ItemStatus.APPROVED.value],
+                    "limit": NEAR_DUPLICATE_LIMIT,
+                },
+            )
+            rows = cursor.fetchall()
+    for n, public_id, title, distance in rows:
+        similarity = 1.0 - float(distance)
+        if similarity >= NEAR_DUPLICATE_SIMILARITY:
+            found[n - 1].append({"id": str(public_id), "title": title, "similarity": round(similarity, 4)})
+    return found
+
+
 def _counts_expressions(*, bank: Bank):
     """(has approved items, approved items without a current embedding) of
     ``bank`` as uncorrelated SQL expressions. One index range each on the

@@ -12,6 +12,7 @@ from memories.services.embedding import memory_item_embed_refresh, memory_items_
 from memories.services.experiences import experience_create
 from memories.services.imports import IMPORT_MAX_ITEMS, ImportReport, memory_items_import
 from memories.services.items import (
+    ProposedItem,
     memory_item_approve,
     memory_item_archive,
     memory_item_create,
@@ -22,6 +23,7 @@ from memories.services.items import (
     memory_item_propose,
     memory_item_reject,
     memory_item_supersede,
+    memory_items_propose,
 )
 from memories.services.retrieval import (
     RetrievalResult,
@@ -41,6 +43,7 @@ __all__ = [
     "IMPORT_MAX_ITEMS",
     "ITEM_TRANSITIONS",
     "ImportReport",
+    "ProposedItem",
     "RetrievalResult",
     "experience_create",
     "item_status_move",
@@ -58,6 +61,7 @@ __all__ = [
     "memory_items_count_served",
     "memory_items_embed_pending",
     "memory_items_import",
+    "memory_items_propose",
     "retrieval_outcome_change",
     "retrieval_perform",
     "retrieval_preview",

@@ -9,6 +9,7 @@ from django.db.models import Q
 
 from memories.embeddings import (
     embed_text,
+    embed_texts,
     embedding_hash,
     embedding_model_name,
     item_embedding_hash,
@@ -31,10 +32,18 @@ def item_embedding_is_current(item: MemoryItem) -> bool:
 
 def item_embed_inline(item: MemoryItem) -> list[str]:
     """Compute the item's embedding in place (not saved); returns the fields to save."""
-    text = item_embedding_text(title=item.title, description=item.description, content=item.content)
-    item.embedding = embed_text(text)
-    item.embedding_hash = embedding_hash(text)
-    item.embedding_model = embedding_model_name()
+    return items_embed_inline([item])
+
+
+def items_embed_inline(items: list[MemoryItem]) -> list[str]:
+    """item_embed_inline for several items with one model call (the model
+    embeds a batch for little more than one text); returns the fields to save."""
+    texts = [item_embedding_text(title=i.title, description=i.description, content=i.content) for i in items]
+    model = embedding_model_name()
+    for item, text, vector in zip(items, texts, embed_texts(texts), strict=True):
+        item.embedding = vector
+        item.embedding_hash = embedding_hash(text)
+        item.embedding_model = model
     return ["embedding", "embedding_hash", "embedding_model"]
 
 

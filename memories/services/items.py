@@ -4,6 +4,10 @@ table), flag for review, and the near-duplicate answers (merge, keep both)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
@@ -20,8 +24,13 @@ from memories.models import (
     MemoryItem,
     normalize_tags,
 )
-from memories.selectors.retrieval import near_duplicates_search
-from memories.services.embedding import item_embed_enqueue, item_embed_inline, item_embedding_is_current
+from memories.selectors.retrieval import NEAR_DUPLICATE_LIMIT, NEAR_DUPLICATE_SIMILARITY, near_duplicates_search_many
+from memories.services.embedding import (
+    item_embed_enqueue,
+    item_embed_inline,
+    item_embedding_is_current,
+    items_embed_inline,
+)
 from memories.services.transitions import EDITABLE_STATUSES, item_status_move
 from memories.services.versions import item_lock, item_version_record
 from reasoningbank_site.errors import Conflict, Invalid
@@ -91,30 +100,91 @@ def memory_item_propose(
     retrieval filters. Over-long text (LLM output) is cut to TITLE_MAX,
     DESCRIPTION_MAX and CONTENT_MAX characters with a visible marker
     (``cut_text``). Raises Invalid for an empty title or an unknown origin."""
-    title = _clean_title(cut_text((title or "").strip(), TITLE_MAX))
+    (item,) = memory_items_propose(
+        bank=bank,
+        proposals=[ProposedItem(title=title, description=description, content=content, cited_steps=cited_steps)],
+        origin=origin,
+        experience=experience,
+        source_task_id=source_task_id,
+        model=model,
+        prompt_version=prompt_version,
+        verdict_label=verdict_label,
+        source_agents=source_agents,
+        source_metadata=source_metadata,
+    )
+    return item
+
+
+@dataclass(frozen=True)
+class ProposedItem:
+    """What differs between the items one distillation proposes."""
+
+    title: str
+    description: str
+    content: str
+    cited_steps: Sequence[dict] = ()
+
+
+@transaction.atomic
+def memory_items_propose(
+    *,
+    bank: Bank,
+    proposals: Sequence[ProposedItem],
+    origin: str,
+    experience: Experience | None = None,
+    source_task_id: str = "",
+    model: str = "",
+    prompt_version: str = "",
+    verdict_label: str = "",
+    source_agents=(),
+    source_metadata=(),
+) -> list[MemoryItem]:
+    """The items of one distillation, each as memory_item_propose makes it,
+    for the cost of about one: one model call embeds them all, one query finds
+    the near-duplicates of all in the bank, one insert stores them. An item's
+    near-duplicates also count the items before it in ``proposals`` (as if
+    they had been proposed one after the other). Raises Invalid (nothing
+    stored) for an empty title or an unknown origin."""
     _check_origin(origin)
     agents, metadata = _provenance(source_agents, source_metadata)
-    item = MemoryItem(
-        bank=bank,
-        experience=experience,
-        title=title,
-        description=cut_text((description or "").strip(), DESCRIPTION_MAX),
-        content=cut_text((content or "").strip(), CONTENT_MAX),
-        status=ItemStatus.PROPOSED,
-        origin=origin,
-        source_task_id=source_task_id or "",
-        cited_steps=list(cited_steps or []),
-        model=model or "",
-        prompt_version=prompt_version or "",
-        verdict_label=verdict_label or "",
-        source_agents=agents,
-        source_metadata=metadata,
-    )
-    item_embed_inline(item)
-    item.near_duplicates = near_duplicates_search(bank=bank, vector=item.embedding)
-    item.save()
-    item_version_record(item=item, action="created", note=f"distilled ({origin})")
-    return item
+    items = [
+        MemoryItem(
+            bank=bank,
+            experience=experience,
+            title=_clean_title(cut_text((p.title or "").strip(), TITLE_MAX)),
+            description=cut_text((p.description or "").strip(), DESCRIPTION_MAX),
+            content=cut_text((p.content or "").strip(), CONTENT_MAX),
+            status=ItemStatus.PROPOSED,
+            origin=origin,
+            source_task_id=source_task_id or "",
+            cited_steps=list(p.cited_steps or []),
+            model=model or "",
+            prompt_version=prompt_version or "",
+            verdict_label=verdict_label or "",
+            source_agents=agents,
+            source_metadata=metadata,
+        )
+        for p in proposals
+    ]
+    if not items:
+        return []
+    items_embed_inline(items)
+    found = near_duplicates_search_many(bank=bank, vectors=[item.embedding for item in items])
+    for n, item in enumerate(items):
+        earlier = [
+            {
+                "id": str(e.public_id),
+                "title": e.title,
+                "similarity": round(float(np.dot(item.embedding, e.embedding)), 4),
+            }
+            for e in items[:n]
+        ]
+        candidates = found[n] + [d for d in earlier if d["similarity"] >= NEAR_DUPLICATE_SIMILARITY]
+        item.near_duplicates = sorted(candidates, key=lambda d: -d["similarity"])[:NEAR_DUPLICATE_LIMIT]
+    MemoryItem.objects.bulk_create(items)
+    for item in items:
+        item_version_record(item=item, action="created", note=f"distilled ({origin})")
+    return items
 
 
 @transaction.atomic

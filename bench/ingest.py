@@ -1,0 +1,269 @@
+"""Ingest benchmark: many agents sending trajectories at once.
+
+    python bench/ingest.py [--batch-clients 8] [--batches 10] [--batch-size 100]
+                           [--single-clients 12] [--singles 50] [--rounds R] [--port N] [--compare DIR]
+
+Starts gunicorn (2 workers × 4 threads: one process per core, the threads
+overlap the database round trips), then
+
+- **batch**: ``--batch-clients`` threads each send ``--batches`` requests of
+  ``--batch-size`` trajectories to ``POST /api/v1/trajectories/batch``;
+- **single**: ``--single-clients`` threads each send ``--singles`` requests to
+  ``POST /api/v1/trajectories``.
+
+Every client keeps its HTTP connection open, as an agent's HTTP client does.
+The trajectories are realistic: 3–6 native steps or an OpenAI conversation,
+half with an ``external_id``, a third linking a retrieval of the bank, some with
+the agent's own outcome (the bank trusts it, so it records a judgment). The
+web server publishes one ``trajectories.process`` task per trajectory to a
+filesystem broker of its own (nobody consumes it).
+
+Asserts every answer accepted every trajectory, then counts the bank's
+trajectories in the database and the retrievals' ``linked`` counters: nothing
+lost. Prints trajectories/s, request p50/p99 and the load average.
+
+``--compare DIR`` also serves another checkout of the code (e.g. the commit
+before a change) against the same database (its own bank), and runs the
+phases of the two interleaved (order alternating per ``--rounds``), for a
+before/after measured under the same machine load."""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import shutil
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from common import pct, setup_django, start_server, stop_server
+
+WORKERS, THREADS = 2, 4
+RETRIEVALS = 50
+
+
+def _seed():
+    from django.contrib.auth import get_user_model
+
+    from memories.models import RetrievalEvent
+    from tests import factories
+
+    user = get_user_model().objects.create_user(f"bench-{uuid.uuid4().hex[:8]}")
+    team = factories.make_team(owner=user, slug=f"ingest-{uuid.uuid4().hex[:6]}")
+    bank = factories.make_bank(team=team, slug="ingest", rate_limit_per_minute=0, trust_agent_outcome=True)
+    retrievals = RetrievalEvent.objects.bulk_create(
+        RetrievalEvent(bank=bank, query=f"task {n}", mode="items", k=3) for n in range(RETRIEVALS)
+    )
+    return bank, factories.make_token(bank), [str(r.public_id) for r in retrievals]
+
+
+def trajectory(n: int, retrieval_ids: list[str], tag: str) -> dict:
+    """The n-th realistic trajectory of a run (deterministic in n)."""
+    city = ["Lyon", "Porto", "Oslo", "Quito", "Hanoi"][n % 5]
+    body: dict = {"task": f"Find the cheapest direct flight to {city} in May (run {tag}-{n}).", "agent": "bench-agent"}
+    if n % 4 == 3:
+        body["messages"] = [
+            {"role": "user", "content": body["task"]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{n}",
+                        "type": "function",
+                        "function": {"name": "search_flights", "arguments": json.dumps({"to": city, "month": 5})},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": f"call_{n}", "content": f"3 results; cheapest 48 EUR to {city}"},
+            {"role": "assistant", "content": f"May 12, 48 EUR to {city}."},
+        ]
+    else:
+        body["steps"] = [
+            {
+                "thought": f"Search step {s} for {city}.",
+                "tool": "search_flights",
+                "arguments": {"to": city, "page": s},
+                "observation": f"page {s}: {3 + s} results, cheapest {40 + s} EUR",
+            }
+            for s in range(3 + n % 4)
+        ]
+        body["final_answer"] = f"May 12, 48 EUR to {city}."
+    if n % 2 == 0:
+        body["external_id"] = f"{tag}-{n}"
+    if n % 3 == 0:
+        body["retrieval_id"] = retrieval_ids[n % len(retrieval_ids)]
+    if n % 5 == 0:
+        body["outcome"] = "success"
+    if n % 7 == 0:
+        body["metadata"] = {"env": "bench", "attempt": n % 3}
+    return body
+
+
+def _wait_ready(base: str) -> None:
+    """Until /readyz answers 200 several times in a row: every worker has
+    loaded the embedding model (its background load would compete with the timing)."""
+    streak, deadline = 0, time.time() + 180
+    while streak < 4 * WORKERS:
+        assert time.time() < deadline, "the web workers did not become ready within 180 s"
+        try:
+            with urllib.request.urlopen(f"{base}/readyz", timeout=10) as response:
+                streak = streak + 1 if response.status == 200 else 0
+        except urllib.error.URLError:
+            streak = 0
+            time.sleep(0.5)
+
+
+class Client:
+    """One agent: a kept-alive HTTP connection."""
+
+    def __init__(self, base: str, token: str):
+        host, port = base.removeprefix("http://").split(":")
+        self.conn = http.client.HTTPConnection(host, int(port), timeout=120)
+        self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+    def post(self, path: str, body: dict) -> tuple[int, dict, float]:
+        data = json.dumps(body).encode()
+        started = time.perf_counter()
+        self.conn.request("POST", path, body=data, headers=self.headers)
+        response = self.conn.getresponse()
+        answer = json.loads(response.read())
+        return response.status, answer, (time.perf_counter() - started) * 1000
+
+
+def _run(clients: list[Client], jobs_per_client: list[list[dict]], path: str) -> tuple[float, list]:
+    def work(i: int) -> list:
+        return [clients[i].post(path, body) for body in jobs_per_client[i]]
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=len(clients)) as pool:
+        answers = [a for per_client in pool.map(work, range(len(clients))) for a in per_client]
+    return time.perf_counter() - started, answers
+
+
+def _phase(base: str, token: str, retrieval_ids: list[str], tag: str, args, kind: str) -> dict:
+    """One timed phase against one server: ``kind`` batch or single. Returns what was
+    sent (for the database check) and the timings; asserts every answer."""
+    if kind == "batch":
+        per_client = args.batches * args.batch_size
+        jobs = []
+        for c in range(args.batch_clients):
+            bodies = [trajectory(c * per_client + n, retrieval_ids, tag) for n in range(per_client)]
+            jobs.append(
+                [{"trajectories": bodies[i : i + args.batch_size]} for i in range(0, len(bodies), args.batch_size)]
+            )
+        wall, answers = _run([Client(base, token) for _ in jobs], jobs, "/api/v1/trajectories/batch")
+        for status, answer, _ms in answers:
+            assert status == 200, (status, answer)
+            assert answer["failed"] == 0 and answer["accepted"] == len(answer["results"]), answer
+            assert all(r["ok"] and not r["duplicate"] for r in answer["results"]), answer
+        n = args.batch_clients * per_client
+    else:
+        jobs = [
+            [trajectory(c * args.singles + n, retrieval_ids, tag) for n in range(args.singles)]
+            for c in range(args.single_clients)
+        ]
+        wall, answers = _run([Client(base, token) for _ in jobs], jobs, "/api/v1/trajectories")
+        for status, answer, _ms in answers:
+            assert status == 202 and not answer["duplicate"], (status, answer)
+        n = args.single_clients * args.singles
+    return {
+        "n": n,
+        "wall": wall,
+        "ms": [ms for _s, _a, ms in answers],
+        "load1": os.getloadavg()[0],
+        "with_retrieval": sum(1 for i in range(n) if i % 3 == 0),
+        "outcomes": sum(1 for i in range(n) if i % 5 == 0),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batch-clients", type=int, default=8)
+    parser.add_argument("--batches", type=int, default=10, help="batch requests per client and round")
+    parser.add_argument("--batch-size", type=int, default=100)
+    parser.add_argument("--single-clients", type=int, default=12)
+    parser.add_argument("--singles", type=int, default=50, help="single POSTs per client and round")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds (each: batch, then single)")
+    parser.add_argument("--port", type=int, default=None)
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also serve the checkout in DIR (e.g. the code before a change) against the same database, "
+        "rounds interleaved with this one's, and print both",
+    )
+    args = parser.parse_args()
+
+    setup_django()
+    from memories.models import RetrievalEvent
+    from trajectories.models import Judgment, Trajectory
+
+    broker = tempfile.mkdtemp(prefix="rb-bench-ingest-broker-")
+    os.environ["RB_BROKER_DIR"] = broker  # the servers' tasks go to a folder of their own
+    tag = uuid.uuid4().hex[:6]
+    servers = {"this": None, **({"compare": args.compare} if args.compare else {})}
+    started, scenes, phases = {}, {}, {name: {"batch": [], "single": []} for name in servers}
+    try:
+        for name, root in servers.items():
+            started[name] = start_server(
+                port=args.port if name == "this" else None, workers=WORKERS, threads=THREADS, root=root
+            )
+            scenes[name] = _seed()
+        for name, (_proc, base) in started.items():
+            _wait_ready(base)
+            _bank, token, retrieval_ids = scenes[name]
+            warm = Client(base, token)
+            for n in range(2 * WORKERS):  # one request per worker before timing (imports, first connection)
+                status, _answer, _ms = warm.post("/api/v1/trajectories", trajectory(n, retrieval_ids, f"{tag}-warm"))
+                assert status == 202, status
+        for r in range(args.rounds):
+            for kind in ("batch", "single"):
+                order = list(servers) if r % 2 == 0 else list(servers)[::-1]
+                for name in order:
+                    _bank, token, retrieval_ids = scenes[name]
+                    base = started[name][1]
+                    phases[name][kind].append(_phase(base, token, retrieval_ids, f"{tag}-{kind}-{r}", args, kind))
+    finally:
+        for proc, _base in started.values():
+            stop_server(proc)
+        shutil.rmtree(broker, ignore_errors=True)
+
+    warm_n = 2 * WORKERS
+    for name, root in servers.items():
+        bank, _token, _ids = scenes[name]
+        label = "this checkout" if root is None else str(root)
+        for kind in ("batch", "single"):
+            runs = phases[name][kind]
+            n, wall = sum(p["n"] for p in runs), sum(p["wall"] for p in runs)
+            ms = [m for p in runs for m in p["ms"]]
+            clients = args.batch_clients if kind == "batch" else args.single_clients
+            size = f" batch_size={args.batch_size}" if kind == "batch" else ""
+            loads = ",".join(f"{p['load1']:.1f}" for p in runs)
+            print(
+                f"{kind}: server={label} clients={clients}{size} trajectories={n} trajectories_per_s={n / wall:.0f} "
+                f"request_p50_ms={pct(ms, 50):.1f} request_p99_ms={pct(ms, 99):.1f} "
+                f"load1={loads} cpus={os.cpu_count()}"
+            )
+        runs = phases[name]["batch"] + phases[name]["single"]
+        sent = warm_n + sum(p["n"] for p in runs)
+        with_retrieval = sum(1 for n in range(warm_n) if n % 3 == 0) + sum(p["with_retrieval"] for p in runs)
+        outcomes = sum(1 for n in range(warm_n) if n % 5 == 0) + sum(p["outcomes"] for p in runs)
+        stored = Trajectory.objects.filter(bank=bank).count()
+        linked = sum(RetrievalEvent.objects.filter(bank=bank).values_list("linked", flat=True))
+        judged = Judgment.objects.filter(trajectory__bank=bank, source="agent").count()
+        print(f"stored: server={label} stored={stored} sent={sent} linked={linked} agent_judgments={judged}")
+        assert stored == sent, f"{sent - stored} trajectories lost"
+        assert linked == with_retrieval, f"retrievals count {linked} linked trajectories, expected {with_retrieval}"
+        assert judged == outcomes, f"{judged} agent judgments, expected {outcomes}"
+
+
+if __name__ == "__main__":
+    main()
