@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from django.db import connection
+from django.db.models import Model
+from django.db.models.sql import InsertQuery
 
 
 def commit_without_waiting_for_disk() -> None:
@@ -14,3 +16,43 @@ def commit_without_waiting_for_disk() -> None:
     never for what a client was promised is stored."""
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
+def insert_without_waiting_for_disk(*objs: Model) -> None:
+    """Insert the unsaved model instances ``objs`` (none referring to another
+    of them) in ONE statement whose commit does not wait for the WAL flush
+    (as commit_without_waiting_for_disk; inside a caller's transaction, for
+    the rest of it): atomic on its own, one round trip instead of BEGIN, SET,
+    one INSERT each, COMMIT. Each instance gets its primary key and is saved
+    as ``create`` leaves it; an ``auto_now``/``auto_now_add`` field the caller
+    set keeps its value (so another of ``objs`` can be derived from it), an
+    empty one is filled in as ``create`` would. No model signals are sent,
+    and ``save()`` overrides are not called: only for models that have
+    neither."""
+    parts, params = [], []
+    for obj in objs:
+        meta = obj._meta
+        fields = [f for f in meta.concrete_fields if f is not meta.auto_field]
+        for f in fields:
+            if (getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)) and getattr(obj, f.attname) is None:
+                f.pre_save(obj, add=True)
+        query = InsertQuery(type(obj))
+        query.insert_values(fields, [obj], raw=True)  # raw: values as they are, pre_save done above
+        compiler = query.get_compiler(connection=connection)
+        compiler.returning_fields = [meta.pk]
+        [(sql, sql_params)] = compiler.as_sql()
+        parts.append(f"i{len(parts)} AS ({sql})")
+        params.extend(sql_params)
+    returned = ", ".join(
+        f"(SELECT {connection.ops.quote_name(o._meta.pk.column)} FROM i{n})" for n, o in enumerate(objs)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)), {', '.join(parts)} "
+            f"SELECT {returned} FROM async_commit",
+            params,
+        )
+        row = cursor.fetchone()
+    for obj, pk in zip(objs, row, strict=True):
+        obj.pk = pk
+        obj._state.adding, obj._state.db = False, connection.alias

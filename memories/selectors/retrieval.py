@@ -4,6 +4,8 @@ items, and the system block served with a retrieval."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -99,6 +101,44 @@ def hnsw_iterative_scan(*, ef_search: int) -> None:
         )
 
 
+def hnsw_session_settings(sender, connection, **kwargs) -> None:
+    """``connection_created`` receiver (memories.apps): give every new
+    database connection the scan settings of hnsw_iterative_scan with
+    ef_search HNSW_EF_SEARCH as its session defaults, once, so a search with
+    those settings needs neither a transaction nor a set_config round trip
+    (hnsw_scan). Records which raw connection got them: a connection replaced
+    later (health check, database restart) runs this again, and one that did
+    not is never trusted."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false),"
+            " set_config('hnsw.ef_search', %s, false), set_config('jit', 'off', false)",
+            [str(HNSW_EF_SEARCH)],
+        )
+    connection.hnsw_session = connection.connection
+
+
+@contextmanager
+def hnsw_scan(*, ef_search: int) -> Iterator[None]:
+    """Run the vector searches inside with hnsw_iterative_scan's settings.
+    Outside a transaction, on a connection that got them as session defaults
+    (hnsw_session_settings) and with that ef_search, as is: one statement, no
+    BEGIN/set_config/COMMIT round trips. Otherwise (another ef_search, or
+    inside a transaction, whose SET LOCALs may differ) in a transaction that
+    sets them locally."""
+    connection.ensure_connection()
+    if (
+        ef_search == HNSW_EF_SEARCH
+        and not connection.in_atomic_block
+        and getattr(connection, "hnsw_session", None) is connection.connection
+    ):
+        yield
+        return
+    with transaction.atomic():
+        hnsw_iterative_scan(ef_search=ef_search)
+        yield
+
+
 def _current_embedding_q(prefix: str = "") -> Q:
     return (
         Q(**{f"{prefix}embedding__isnull": False})
@@ -154,8 +194,7 @@ def approved_items_search(
     ``ef_search`` overrides hnsw_ef_search (the benchmarks sweep it)."""
     k = max(1, min(int(k), MAX_K))
     qs = _approved_items_qs(bank=bank, vector=vector, k=k, exclude_task_id=exclude_task_id, filters=filters)
-    with transaction.atomic():
-        hnsw_iterative_scan(ef_search=ef_search or hnsw_ef_search(k=k, filters=filters))
+    with hnsw_scan(ef_search=ef_search or hnsw_ef_search(k=k, filters=filters)):
         rows = list(qs)
     return _scored(rows, min_similarity)
 
@@ -177,8 +216,7 @@ def approved_items_search_counted(
     has_approved, pending = _counts_expressions(bank=bank)
     qs = _approved_items_qs(bank=bank, vector=vector, k=k, exclude_task_id=exclude_task_id, filters=filters)
     qs = qs.annotate(bank_has_approved=has_approved, bank_pending=pending)
-    with transaction.atomic():
-        hnsw_iterative_scan(ef_search=hnsw_ef_search(k=k, filters=filters))
+    with hnsw_scan(ef_search=hnsw_ef_search(k=k, filters=filters)):
         rows = list(qs)
     if not rows:
         return [], embedding_counts(bank=bank)
@@ -196,8 +234,7 @@ def any_items_search(*, vector) -> list[int]:
         .order_by("distance")
         .values_list("pk", flat=True)[:MAX_K]
     )
-    with transaction.atomic():
-        hnsw_iterative_scan(ef_search=hnsw_ef_search(k=MAX_K))
+    with hnsw_scan(ef_search=hnsw_ef_search(k=MAX_K)):
         return list(rows)
 
 
@@ -224,8 +261,7 @@ def experiences_search(
     if exclude_task_id:
         qs = qs.exclude(task_id=exclude_task_id)
     qs = qs.annotate(distance=CosineDistance("embedding", vector)).only("id").order_by("distance")[:n]
-    with transaction.atomic():
-        hnsw_iterative_scan(ef_search=max(HNSW_EF_SEARCH, 4 * n))
+    with hnsw_scan(ef_search=max(HNSW_EF_SEARCH, 4 * n)):
         experiences = list(qs)
     scores = {e.pk: round(1.0 - float(e.distance), 4) for e in experiences}
     scores = {pk: s for pk, s in scores.items() if s >= min_similarity}
@@ -256,8 +292,7 @@ def near_duplicates_search(*, bank: Bank, vector, exclude_pk: int | None = None)
         .only("public_id", "title")
         .order_by("distance")[:NEAR_DUPLICATE_LIMIT]
     )
-    with transaction.atomic():
-        hnsw_iterative_scan(ef_search=HNSW_EF_SEARCH)
+    with hnsw_scan(ef_search=HNSW_EF_SEARCH):
         rows = sorted(rows, key=lambda r: r.distance)
     return [
         {"id": str(r.public_id), "title": r.title, "similarity": round(1.0 - float(r.distance), 4)}

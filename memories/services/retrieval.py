@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import DatabaseError, transaction
+from django.utils import timezone
 
 from accounts.models import ApiToken, Bank, RetrievalMode
 from memories.embeddings import embed_text, load_now
@@ -25,8 +26,8 @@ from memories.selectors.retrieval import (
     experiences_search,
     system_block_render,
 )
-from memories.services.tallies import retrieval_tally_created
-from reasoningbank_site.db import commit_without_waiting_for_disk
+from memories.services.tallies import retrieval_tally_for
+from reasoningbank_site.db import insert_without_waiting_for_disk
 from reasoningbank_site.errors import Invalid
 
 log = logging.getLogger(__name__)
@@ -128,28 +129,28 @@ def retrieval_perform(
             result.items = [pair for pair, out in zip(result.items, left_out) if not out]
             result.system_block = system_block_render([item for item, _ in result.items])
     result.latency_ms = (time.perf_counter() - started) * 1000.0
-    with transaction.atomic():
-        # The log is not worth a WAL flush on the answer's path: this commit
-        # returns before its WAL reaches disk (it is still atomic, and durable
-        # within wal_writer_delay; only a crash of the database server itself in
-        # that window loses it — never half of it).
-        commit_without_waiting_for_disk()
-        result.event = RetrievalEvent.objects.create(
-            bank=bank,
-            token=token,
-            query=query.strip(),
-            task_id=task_id or "",
-            mode=result.mode,
-            k=result.k,
-            arm=result.arm,
-            results=recorded,
-            holdout_fraction=bank.holdout_fraction,
-            item_holdout_fraction=bank.item_holdout_fraction,
-            withheld=[str(item.public_id) for item in result.withheld],
-            filters=filters.as_dict(),
-            latency_ms=round(result.latency_ms, 2),
-        )
-        retrieval_tally_created(event=result.event)
+    # The log is not worth a WAL flush on the answer's path, nor a transaction of
+    # its own: the event and its tally row are one statement, whose commit returns
+    # before its WAL reaches disk (it is still atomic, and durable within
+    # wal_writer_delay; only a crash of the database server itself in that window
+    # loses it — never half of it).
+    result.event = RetrievalEvent(
+        bank=bank,
+        token=token,
+        query=query.strip(),
+        task_id=task_id or "",
+        mode=result.mode,
+        k=result.k,
+        arm=result.arm,
+        results=recorded,
+        holdout_fraction=bank.holdout_fraction,
+        item_holdout_fraction=bank.item_holdout_fraction,
+        withheld=[str(item.public_id) for item in result.withheld],
+        filters=filters.as_dict(),
+        latency_ms=round(result.latency_ms, 2),
+    )
+    result.event.created_at = timezone.now()  # what auto_now_add would set; the tally's day comes from it
+    insert_without_waiting_for_disk(result.event, retrieval_tally_for(event=result.event))
     return result
 
 

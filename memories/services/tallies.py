@@ -60,8 +60,16 @@ def _day(event: RetrievalEvent):
 
 def retrieval_tally_created(*, event: RetrievalEvent) -> RetrievalTally:
     """Append the new retrieval's arm row (one retrieval; triggered when it
-    had candidates). Called by retrieval_perform in its transaction."""
-    return RetrievalTally.objects.create(
+    had candidates)."""
+    tally = retrieval_tally_for(event=event)
+    tally.save(force_insert=True)
+    return tally
+
+
+def retrieval_tally_for(*, event: RetrievalEvent) -> RetrievalTally:
+    """The arm row retrieval_tally_created appends for ``event``, unsaved
+    (retrieval_perform inserts it in the event's statement)."""
+    return RetrievalTally(
         bank_id=event.bank_id,
         day=_day(event),
         holdout_fraction=event.holdout_fraction,

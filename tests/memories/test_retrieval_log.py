@@ -1,0 +1,53 @@
+"""A retrieval's log (its RetrievalEvent and the tally row) is one statement
+of its own, committed when the answer leaves (issue 14: it was BEGIN, SET
+LOCAL, two INSERTs, COMMIT): written exactly once, whole, and visible to
+every other connection, with the instance the service returns matching the
+stored row."""
+
+import json
+
+import psycopg
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from memories.models import Arm, RetrievalEvent, RetrievalTally
+from memories.services import retrieval_perform
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _from_another_connection(sql, params=()):
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as other:
+        return other.execute(sql, params).fetchall()
+
+
+def test_each_retrieval_logs_one_event_and_one_tally_row_in_one_statement(bank, approved):
+    bank.min_similarity = -1.0
+    item = approved(bank, "Sign in through the login form first", "Use when the task needs an account.", "Log in.")
+    retrieval_perform(bank=bank, query="warm up", k=1)  # the connection and the model, not measured
+    with CaptureQueriesContext(connection) as captured:
+        result = retrieval_perform(bank=bank, query="open the sign in page", k=2, task_id="t-1")
+    statements = [q["sql"] for q in captured.captured_queries]
+    assert len(statements) == 2  # the search (with its counts) and the log
+    assert "INSERT INTO" in statements[1] and "synchronous_commit" in statements[1]
+
+    event = result.event
+    rows = _from_another_connection(
+        "SELECT id, public_id, created_at, query, task_id, k, arm, results::text FROM memories_retrievalevent "
+        "WHERE bank_id = %s ORDER BY id",
+        [bank.pk],
+    )
+    assert len(rows) == 2  # one per retrieval, committed
+    pk, public_id, created_at, query, task_id, k, arm, results = rows[1]
+    assert (pk, public_id, created_at) == (event.pk, event.public_id, event.created_at)
+    assert (query, task_id, k, arm) == ("open the sign in page", "t-1", 2, Arm.TREATMENT)
+    assert json.loads(results) == [{"id": str(item.public_id), "score": result.items[0][1]}]
+    assert RetrievalEvent.objects.get(pk=event.pk).results == event.results
+
+    tallies = _from_another_connection(
+        "SELECT day, arm, retrievals, triggered FROM memories_retrievaltally WHERE bank_id = %s AND item IS NULL",
+        [bank.pk],
+    )
+    assert sorted(tallies) == [(event.created_at.date(), Arm.TREATMENT, 1, 1)] * 2
+    assert RetrievalTally.objects.filter(bank=bank).count() == 2
