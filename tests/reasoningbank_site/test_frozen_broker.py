@@ -58,7 +58,10 @@ def test_ingest_answers_fast_while_redis_is_frozen_and_the_sweeper_enqueues_late
     ids = [response.json()["id"] for response, _ in frozen]
     rows = Trajectory.objects.filter(public_id__in=ids)
     assert rows.count() == 3 and set(rows.values_list("status", flat=True)) == {Status.RECEIVED}
-    assert len(_queued(redis_broker.url)) == 1  # nothing reached the frozen broker
+    assert set(rows.values_list("enqueued_at", flat=True)) == {None}  # each left to the dispatcher
+    # The publish that timed out was written to the kept connection's socket: it may land once Redis
+    # thaws (its row is unqueued all the same; the second task finds the stage done). No other did.
+    assert len(_queued(redis_broker.url)) <= 2
 
     # The first frozen publish timed out; the process then left the next ones to the sweeper at once.
     assert max(elapsed for _, elapsed in frozen[1:]) < 0.3, frozen

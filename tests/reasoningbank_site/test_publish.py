@@ -1,0 +1,83 @@
+"""enqueue_on_commit publishes on a kept broker connection (issue 14 goal 6):
+a transaction's tasks go out together on one connection, those of a rolled-back
+savepoint never, and a kept connection the broker dropped is replaced without
+losing the task. Counted on a real Redis (its own connection counter)."""
+
+import json
+
+import pytest
+import redis
+from django.db import transaction
+
+from reasoningbank_site import celery as celery_module
+from reasoningbank_site.celery import enqueue_on_commit
+from tests.worker import redis_broker  # noqa: F401
+
+pytestmark = pytest.mark.django_db(transaction=True)  # on_commit publishes really run
+
+TASK = "trajectories.process"  # nobody consumes the queue here: the messages stay in Redis
+
+
+class Inspector:
+    def __init__(self, url: str):
+        self.client = redis.Redis.from_url(url, socket_timeout=5)
+        self.client.ping()  # its own connection is counted before the test's
+
+    def connections_opened(self) -> int:
+        return self.client.info("stats")["total_connections_received"]
+
+    def queued_args(self) -> list[str]:
+        return [json.loads(raw)["headers"]["argsrepr"] for raw in reversed(self.client.lrange("celery", 0, -1))]
+
+
+@pytest.fixture
+def inspector(redis_broker, monkeypatch):
+    monkeypatch.setitem(celery_module._broker_down_until, "until", 0.0)
+    celery_module._kept_drop()  # start without a kept connection
+    inspector = Inspector(redis_broker.url)
+    inspector.client.delete("celery")
+    return inspector
+
+
+def test_a_transactions_tasks_share_one_connection_and_a_rolled_back_savepoints_are_not_published(inspector):
+    before = inspector.connections_opened()
+    with transaction.atomic():
+        for n in range(30):
+            enqueue_on_commit(TASK, 1000 + n)
+        try:
+            with transaction.atomic():
+                enqueue_on_commit(TASK, 9999)  # its savepoint rolls back: never published
+                raise RuntimeError("this item fails")
+        except RuntimeError:
+            pass
+        with transaction.atomic():
+            enqueue_on_commit(TASK, 2000)  # a savepoint that is released: published
+        enqueue_on_commit(TASK, 1030)  # after the rollback, at the outer level again
+        assert inspector.queued_args() == []  # nothing before the commit
+    first = inspector.connections_opened()
+    # kombu opens a connection to Redis with two sockets (its transport's channel and the producer's),
+    # whatever the number of tasks; a fresh connection per task was 2 per task.
+    assert first - before == 2, f"32 tasks of one transaction opened {first - before} sockets"
+    expected = [f"({1000 + n},)" for n in range(31)]
+    assert sorted(inspector.queued_args()) == sorted([*expected, "(2000,)"])
+
+    with transaction.atomic():  # the next transaction reuses the kept connection
+        for n in range(20):
+            enqueue_on_commit(TASK, 3000 + n)
+    enqueue_on_commit(TASK, 4000)  # outside a transaction: at once, same connection
+    assert inspector.connections_opened() == first
+    assert len(inspector.queued_args()) == 32 + 21
+    assert "(9999,)" not in inspector.queued_args()
+
+
+def test_a_kept_connection_the_broker_dropped_is_replaced_and_the_task_published(inspector):
+    unsent: list[int] = []
+    enqueue_on_commit(TASK, 1, on_failure=lambda: unsent.append(1))
+    opened = inspector.connections_opened()
+    # As after a Redis restart: the server closes every client connection (the inspector's is skipped).
+    assert inspector.client.client_kill_filter(_type="normal") >= 1
+    enqueue_on_commit(TASK, 2, on_failure=lambda: unsent.append(2))
+    assert inspector.queued_args() == ["(1,)", "(2,)"]
+    assert unsent == []  # published on a new connection, not left to the dispatcher
+    assert inspector.connections_opened() == opened + 1
+    assert celery_module._broker_down_until["until"] == 0.0  # not taken for an outage
