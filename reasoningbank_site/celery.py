@@ -76,7 +76,9 @@ def _kept_producer():
         _kept_drop()
     if _kept.producer is None or _kept.pid != os.getpid():
         timeout = settings.RB_BROKER_PUBLISH_TIMEOUT
-        options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+        # max_retries=0: kombu's connect retries (first pause 2 s) would hold the request when the
+        # broker refuses connections (stopped); one attempt, then the dispatcher has the row.
+        options = {"socket_timeout": timeout, "socket_connect_timeout": timeout, "max_retries": 0}
         connection = app.connection_for_write(connect_timeout=timeout, transport_options=options)
         producer = app.amqp.Producer(connection, auto_declare=False)
         _kept.connection, _kept.producer, _kept.pid, _kept.broker = connection, producer, os.getpid(), broker

@@ -4,6 +4,7 @@ savepoint never, and a kept connection the broker dropped is replaced without
 losing the task. Counted on a real Redis (its own connection counter)."""
 
 import json
+import time
 
 import pytest
 import redis
@@ -81,3 +82,23 @@ def test_a_kept_connection_the_broker_dropped_is_replaced_and_the_task_published
     assert unsent == []  # published on a new connection, not left to the dispatcher
     assert inspector.connections_opened() == opened + 1
     assert celery_module._broker_down_until["until"] == 0.0  # not taken for an outage
+
+
+def test_a_stopped_broker_is_tried_once_and_the_row_left_to_the_dispatcher(inspector, redis_broker):
+    """Redis stopped (connections refused): one connection attempt, no retry
+    loop — kombu's own connect retries pause 2 s first, which held ingest
+    requests that long (issue 15: every POST answers in < 1 s)."""
+    enqueue_on_commit(TASK, 1)  # a kept connection exists, as in a running web process
+    redis_broker.process.kill()
+    redis_broker.process.wait(10)
+    unsent: list[int] = []
+    started = time.monotonic()
+    enqueue_on_commit(TASK, 2, on_failure=lambda: unsent.append(2))
+    first = time.monotonic() - started
+    celery_module._broker_down_until["until"] = 0.0  # past the back-off: a fresh connection is tried
+    started = time.monotonic()
+    enqueue_on_commit(TASK, 3, on_failure=lambda: unsent.append(3))
+    fresh = time.monotonic() - started
+    assert unsent == [2, 3]  # both rows left to the dispatcher
+    # The bound is the publish timeout (0.5 s), not a speed claim: before the fix each took ~2 s.
+    assert first < 1.0 and fresh < 1.0, (first, fresh)
