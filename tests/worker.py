@@ -170,6 +170,18 @@ def celery_worker_env() -> dict[str, str]:
     return {}
 
 
+def fake_llm_worker_env(fake_llm, **extra: str) -> dict[str, str]:
+    """The worker's environment for talking to the fake LLM server (tests/fake_llm.py), plus ``extra``:
+    what a module's ``celery_worker_env`` override returns."""
+    return {
+        "RB_LLM_BASE_URL": fake_llm.base_url,
+        "RB_LLM_MODEL": "fake-model",
+        "OPENAI_API_KEY": "",
+        "RB_LLM_TIMEOUT": "10",
+        **extra,
+    }
+
+
 @pytest.fixture(params=["filesystem", "redis"])
 def celery_broker(request, tmp_path_factory) -> Iterator[Broker]:
     yield from _broker_for(request.param, tmp_path_factory)

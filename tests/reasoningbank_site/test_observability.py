@@ -33,7 +33,7 @@ from reasoningbank_site.metrics import multiprocess_dir_prepare
 from tests import factories
 from tests.reasoningbank_site.test_metrics import _value
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE
-from tests.worker import celery_broker, celery_worker, wait_for  # noqa: F401
+from tests.worker import celery_broker, celery_worker, fake_llm_worker_env, wait_for  # noqa: F401
 from trajectories.models import Status, Trajectory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -54,15 +54,12 @@ def metrics_dir(tmp_path) -> Path:
 
 @pytest.fixture
 def celery_worker_env(fake_llm, metrics_dir):
-    return {
-        "RB_LLM_BASE_URL": fake_llm.base_url,
-        "RB_LLM_MODEL": "fake-model",
-        "OPENAI_API_KEY": "",
-        "RB_LLM_TIMEOUT": "10",
-        "RB_LLM_RETRY_BACKOFF": "0.2",
-        "LOG_FORMAT": "json",
-        "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir),
-    }
+    return fake_llm_worker_env(
+        fake_llm,
+        RB_LLM_RETRY_BACKOFF="0.2",
+        LOG_FORMAT="json",
+        PROMETHEUS_MULTIPROC_DIR=str(metrics_dir),
+    )
 
 
 class WebProcess:

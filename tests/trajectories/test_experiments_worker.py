@@ -5,7 +5,7 @@ answers per prompt version, progress and numbers read back from the row."""
 import pytest
 
 from tests.trajectories.test_experiments import candidate, cases, judge_by_version  # noqa: F401
-from tests.worker import celery_broker, celery_worker, wait_for  # noqa: F401
+from tests.worker import celery_broker, celery_worker, fake_llm_worker_env, wait_for  # noqa: F401
 from trajectories.experiments import arm_result, experiment_start
 from trajectories.models import Experiment, ExperimentStatus
 
@@ -20,12 +20,7 @@ def eager_celery():
 
 @pytest.fixture
 def celery_worker_env(fake_llm):
-    return {
-        "RB_LLM_BASE_URL": fake_llm.base_url,
-        "RB_LLM_MODEL": "fake-model",
-        "OPENAI_API_KEY": "",
-        "RB_LLM_TIMEOUT": "10",
-    }
+    return fake_llm_worker_env(fake_llm)
 
 
 def test_the_worker_runs_an_experiment_to_the_scripted_numbers(bank, owner, cases, candidate, fake_llm, celery_worker):

@@ -21,7 +21,7 @@ from reasoningbank_site import celery as celery_module
 from reasoningbank_site.celery import enqueue_on_commit
 from tests import factories
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
-from tests.worker import celery_broker, celery_worker, wait_for  # noqa: F401
+from tests.worker import celery_broker, celery_worker, fake_llm_worker_env, wait_for  # noqa: F401
 from trajectories.models import Judgment, Status, Trajectory
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -36,18 +36,15 @@ def eager_celery():
 @pytest.fixture
 def celery_worker_env(fake_llm):
     # Small budgets and back-offs (the same variables an operator sets), so the test takes seconds.
-    return {
-        "RB_LLM_BASE_URL": fake_llm.base_url,
-        "RB_LLM_MODEL": "fake-model",
-        "OPENAI_API_KEY": "",
-        "RB_LLM_TIMEOUT": "10",
-        "RB_LLM_MAX_RETRIES": "1",
-        "RB_LLM_RETRY_BACKOFF": "0.2",
-        "RB_LLM_RETRY_BACKOFF_MAX": "0.5",
-        "RB_LLM_RESUME_AFTER": "1",
-        "RB_DB_RETRY_BACKOFF": "1",
-        "RB_DB_RETRY_BACKOFF_MAX": "2",
-    }
+    return fake_llm_worker_env(
+        fake_llm,
+        RB_LLM_MAX_RETRIES="1",
+        RB_LLM_RETRY_BACKOFF="0.2",
+        RB_LLM_RETRY_BACKOFF_MAX="0.5",
+        RB_LLM_RESUME_AFTER="1",
+        RB_DB_RETRY_BACKOFF="1",
+        RB_DB_RETRY_BACKOFF_MAX="2",
+    )
 
 
 def _answer_everything(fake_llm) -> None:

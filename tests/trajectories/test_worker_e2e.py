@@ -6,7 +6,7 @@ import pytest
 from memories.models import ItemOrigin, ItemStatus, MemoryItem
 from tests import factories
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE
-from tests.worker import celery_broker, celery_worker, wait_for  # noqa: F401
+from tests.worker import celery_broker, celery_worker, fake_llm_worker_env, wait_for  # noqa: F401
 from trajectories.models import Status, Trajectory
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -20,12 +20,7 @@ def eager_celery():
 
 @pytest.fixture
 def celery_worker_env(fake_llm):
-    return {
-        "RB_LLM_BASE_URL": fake_llm.base_url,
-        "RB_LLM_MODEL": "fake-model",
-        "OPENAI_API_KEY": "",
-        "RB_LLM_TIMEOUT": "10",
-    }
+    return fake_llm_worker_env(fake_llm)
 
 
 def test_ingested_trajectory_is_judged_and_distilled_by_the_worker(fake_llm, celery_worker, client):
