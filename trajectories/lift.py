@@ -80,6 +80,11 @@ JUDGED = (Label.SUCCESS, Label.FAILURE)
 # --- the bank report ----------------------------------------------------------------------------
 
 
+def _percent(fraction: float | None) -> float | None:
+    """A fraction as percent (or percentage points), None staying None: what the templates show."""
+    return None if fraction is None else fraction * 100
+
+
 @dataclass
 class ArmStats(ArmSums):
     """One arm of the analysed period, with template-friendly views.
@@ -106,15 +111,15 @@ class ArmStats(ArmSums):
 
     @property
     def rate_pct(self) -> float | None:
-        return None if self.rate is None else self.rate * 100
+        return _percent(self.rate)
 
     @property
     def low_pct(self) -> float | None:
-        return None if self.low is None else self.low * 100
+        return _percent(self.low)
 
     @property
     def high_pct(self) -> float | None:
-        return None if self.high is None else self.high * 100
+        return _percent(self.high)
 
     @property
     def needed(self) -> int:
@@ -128,7 +133,7 @@ class ArmStats(ArmSums):
 
     @property
     def report_pct(self) -> float | None:
-        return None if self.report_rate is None else self.report_rate * 100
+        return _percent(self.report_rate)
 
 
 @dataclass
@@ -187,7 +192,7 @@ class Period:
 
     @property
     def fraction_pct(self) -> float | None:
-        return None if self.fraction is None else self.fraction * 100
+        return _percent(self.fraction)
 
 
 @dataclass
@@ -227,7 +232,7 @@ class LiftReport:
 
     @property
     def mde_pts(self) -> float | None:
-        return None if self.assessment.mde is None else self.assessment.mde * 100
+        return _percent(self.assessment.mde)
 
     @property
     def more_needed_5(self) -> int | None:
@@ -525,23 +530,23 @@ class ItemOutcome:
 
     @property
     def served_pct(self) -> float | None:
-        return None if self.served_rate is None else self.served_rate * 100
+        return _percent(self.served_rate)
 
     @property
     def withheld_pct(self) -> float | None:
-        return None if self.withheld_rate is None else self.withheld_rate * 100
+        return _percent(self.withheld_rate)
 
     @property
     def difference_pts(self) -> float | None:
-        return None if self.difference is None else self.difference * 100
+        return _percent(self.difference)
 
     @property
     def low_pts(self) -> float | None:
-        return None if self.low is None else self.low * 100
+        return _percent(self.low)
 
     @property
     def high_pts(self) -> float | None:
-        return None if self.high is None else self.high * 100
+        return _percent(self.high)
 
     @property
     def served_count(self) -> int:
