@@ -64,6 +64,10 @@ class RetrievalMode(models.TextChoices):
 MAX_TOP_K = 20
 MAX_RATE_LIMIT = 1_000_000
 MAX_FEW_SHOT_CHARS = 20_000
+# Duplicates (memories consolidation, approval check, retrieval): at or above this cosine similarity.
+# Not below the near-duplicate suggestions' 0.85 (memories.selectors), which the consolidation search starts from.
+DEFAULT_DUPLICATE_THRESHOLD = 0.92
+MIN_DUPLICATE_THRESHOLD = 0.85
 MAX_RETENTION_DAYS = 3650
 
 
@@ -102,6 +106,15 @@ class Bank(models.Model):
         default=0.3,
         validators=_between(-1.0, 1.0, "Between -1 and 1."),
         help_text="Cosine similarity below which nothing is served (-1 to 1).",
+    )
+    duplicate_threshold = models.FloatField(
+        default=DEFAULT_DUPLICATE_THRESHOLD,
+        validators=_between(
+            MIN_DUPLICATE_THRESHOLD, 1.0, f"Between {MIN_DUPLICATE_THRESHOLD} and 1 (1: only identical text)."
+        ),
+        help_text=f"Cosine similarity at or above which two items are duplicates, {MIN_DUPLICATE_THRESHOLD}–1: "
+        "a newly distilled item this close to a proposed or approved one becomes supporting evidence on it, "
+        "approving next to such an approved item asks for confirmation, and retrieval serves only the better one.",
     )
     holdout_fraction = models.FloatField(
         default=0.0,

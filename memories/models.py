@@ -135,6 +135,8 @@ class MemoryItem(models.Model):
     # Near-duplicate suggestions recorded at proposal: [{"id": "<uuid>", "similarity": 0.93}].
     near_duplicates = models.JSONField(default=list, blank=True)
     needs_review_reason = models.CharField(max_length=REASON_MAX, blank=True)
+    # How many MemoryItemSupport rows it has (later distillations of the same lesson, merged items).
+    support_count = models.PositiveIntegerField(default=0)
     status_reason = models.TextField(blank=True)
     # Reviewers' tags (normalize_tags) and the source trajectories' agents and metadata objects
     # (written at proposal), so retrieval filters on them inside the vector search.
@@ -313,3 +315,41 @@ class RetrievalTally(models.Model):
 
     def __str__(self) -> str:
         return f"{self.day} {self.arm} {self.item or ''} {self.side}"
+
+
+class SupportKind(models.TextChoices):
+    DISTILLED = "distilled", "Distilled again"
+    MERGED = "merged", "Merged in by a reviewer"
+
+
+class MemoryItemSupport(models.Model):
+    """Supporting evidence for an item: a later distillation that found the same
+    lesson (similarity ≥ the bank's duplicate threshold) and so was recorded here
+    instead of becoming a new proposal, or an item a reviewer merged into it. The
+    evidence's own text is kept, so reviewers can see what was distilled again."""
+
+    item = models.ForeignKey(MemoryItem, on_delete=models.CASCADE, related_name="supports")
+    kind = models.CharField(max_length=16, choices=SupportKind.choices, default=SupportKind.DISTILLED)
+    experience = models.ForeignKey(Experience, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # Public ids (strings) of the trajectories it came from: the cited ones, else the experience's.
+    trajectory_ids = models.JSONField(default=list, blank=True)
+    merged_item = models.ForeignKey(MemoryItem, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    similarity = models.FloatField(null=True, blank=True)
+    title = models.CharField(max_length=TITLE_MAX)
+    description = models.TextField(blank=True)
+    content = models.TextField(blank=True)
+    origin = models.CharField(max_length=20, choices=ItemOrigin.choices, blank=True)
+    verdict_label = models.CharField(max_length=16, blank=True)
+    cited_steps = models.JSONField(default=list, blank=True)
+    model = models.CharField(max_length=120, blank=True)
+    prompt_version = models.CharField(max_length=60, blank=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"support of {self.item_id} ({self.kind})"

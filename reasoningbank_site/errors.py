@@ -81,3 +81,16 @@ class Unavailable(DomainError):
     """A part the action needs (embedding model, database, broker) is not available now."""
 
     code = "unavailable"
+
+
+class DuplicateApproval(Conflict):
+    """Approving would serve a lesson the bank already serves: an approved item is
+    at or above the bank's duplicate threshold. ``duplicates`` lists them (as
+    ``memories.selectors.NearDuplicate``); the caller may approve anyway with
+    ``confirm_duplicate=True``. A Conflict, so the API answers 409."""
+
+    code = "duplicate_needs_confirmation"
+
+    def __init__(self, message: str, *, duplicates=()):
+        super().__init__(message)
+        self.duplicates = list(duplicates)

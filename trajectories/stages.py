@@ -358,7 +358,7 @@ def trajectory_distill(*, trajectory_id: int) -> bool:
         if locked.status != Status.DISTILLING or locked.verdict != t.verdict:
             return False  # relabelled or swept meanwhile: this result is stale
         experience = _ensure_experience(locked)
-        memory_items_propose(
+        proposed = memory_items_propose(
             bank=locked.bank,
             proposals=[
                 ProposedItem(
@@ -386,9 +386,17 @@ def trajectory_distill(*, trajectory_id: int) -> bool:
             t.pk,
             from_=Status.DISTILLING,
             to=Status.DONE,
-            detail=f"{len(items)} memory item(s) proposed for review.",
+            detail=_proposed_detail(proposed),
         )
     return True
+
+
+def _proposed_detail(proposed) -> str:
+    again = sum(1 for item in proposed if getattr(item, "supported_by", None) is not None)
+    detail = f"{len(proposed) - again} memory item(s) proposed for review."
+    if again:
+        detail += f" {again} the bank already holds, recorded as supporting evidence on it."
+    return detail
 
 
 # ---------------------------------------------------------------------------

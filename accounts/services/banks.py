@@ -19,6 +19,7 @@ BANK_SETTINGS = [
     "retrieval_mode",
     "top_k",
     "min_similarity",
+    "duplicate_threshold",
     "trust_agent_outcome",
     "reward_threshold",
     "judge_model",

@@ -3,8 +3,16 @@ agents are served (vector search over approved items and experiences, the
 near-duplicate search, the approved lists of the agent API, the system block);
 ``review`` owns the review pages' reads (queue, item list and counts, one item
 with its near-duplicates, history and source trajectories); ``export`` owns the
-JSON Lines export. Writes live in ``memories.services``."""
+JSON Lines export; ``duplicates`` owns an item's supporting evidence, the
+approval's duplicate check and the side-by-side comparison. Writes live in ``memories.services``."""
 
+from memories.selectors.duplicates import (
+    Comparison,
+    approved_duplicates,
+    item_supports,
+    items_compare,
+    supports_trajectory_ids,
+)
 from memories.selectors.export import EXPORT_FIELDS, memory_items_export
 from memories.selectors.retrieval import (
     HNSW_EF_SEARCH,
@@ -56,12 +64,14 @@ __all__ = [
     "NEAR_DUPLICATE_SIMILARITY",
     "NO_FILTERS",
     "SYSTEM_BLOCK_VERSION",
+    "Comparison",
     "EmbeddingCounts",
     "ItemSources",
     "NearDuplicate",
     "RetrievalFilters",
     "VersionView",
     "any_items_search",
+    "approved_duplicates",
     "approved_item_get",
     "approved_items_list",
     "approved_items_search",
@@ -76,12 +86,15 @@ __all__ = [
     "item_near_duplicates",
     "item_sources",
     "item_status_counts",
+    "item_supports",
     "items_by_public_ids",
+    "items_compare",
     "memory_items_export",
     "near_duplicates_search",
     "near_duplicates_search_many",
     "review_agents",
     "review_queue",
+    "supports_trajectory_ids",
     "system_block_preamble",
     "system_block_render",
 ]

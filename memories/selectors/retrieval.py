@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
 from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
@@ -147,11 +148,40 @@ def _current_embedding_q(prefix: str = "") -> Q:
     )
 
 
-def _approved_items_qs(*, bank: Bank, vector, k: int, exclude_task_id: str, filters: RetrievalFilters) -> QuerySet:
+def _approved_items_qs(
+    *, bank: Bank, vector, k: int, exclude_task_id: str, filters: RetrievalFilters, with_embedding: bool = False
+) -> QuerySet:
     qs = MemoryItem.objects.filter(_current_embedding_q(), filters.q(), bank=bank, status=ItemStatus.APPROVED)
     if exclude_task_id:
         qs = qs.exclude(source_task_id=exclude_task_id)
-    return qs.annotate(distance=CosineDistance("embedding", vector)).defer("embedding").order_by("distance")[:k]
+    qs = qs.annotate(distance=CosineDistance("embedding", vector))
+    return (qs if with_embedding else qs.defer("embedding")).order_by("distance")[:k]
+
+
+def _distinct(
+    pairs: list[tuple[MemoryItem, float]], *, threshold: float | None, k: int | None = None
+) -> list[tuple[MemoryItem, float]]:
+    """``pairs`` (best first) without any item whose cosine similarity to a
+    better one kept is ≥ ``threshold`` (the bank's duplicate threshold), then
+    at most ``k``: the same lesson is served once, and the next candidates
+    fill its place. Compares the candidates' own embeddings (fetched with
+    them), no query; an item without an embedding is kept."""
+    if threshold is None:
+        return pairs[:k] if k is not None else pairs
+    kept: list[tuple[MemoryItem, float]] = []
+    vectors: list[np.ndarray] = []
+    for item, score in pairs:
+        if item.embedding is None:  # not embedded yet (experiences mode): nothing to compare
+            kept.append((item, score))
+        else:
+            vector = np.asarray(item.embedding, dtype=np.float32)
+            if vectors and float(np.max(np.stack(vectors) @ vector)) >= threshold:
+                continue
+            kept.append((item, score))
+            vectors.append(vector)
+        if k is not None and len(kept) == k:
+            break
+    return kept
 
 
 def _scored(rows: list[MemoryItem], min_similarity: float) -> list[tuple[MemoryItem, float]]:
@@ -207,21 +237,33 @@ def approved_items_search_counted(
     min_similarity: float,
     exclude_task_id: str = "",
     filters: RetrievalFilters = NO_FILTERS,
+    duplicate_threshold: float | None = None,
 ) -> tuple[list[tuple[MemoryItem, float]], EmbeddingCounts]:
     """approved_items_search and embedding_counts in one query (what a
     retrieval needs): the two counts ride along as uncorrelated subqueries,
     which PostgreSQL runs once (InitPlans) beside the index scan. Falls back
-    to embedding_counts when the search found no row to carry them."""
+    to embedding_counts when the search found no row to carry them. With a
+    ``duplicate_threshold``, 2·k candidates are fetched with their
+    embeddings and no two items at or above it are returned (``_distinct``:
+    the better one stays, the next candidates fill up to k)."""
     k = max(1, min(int(k), MAX_K))
+    fetch = 2 * k if duplicate_threshold is not None else k
     has_approved, pending = _counts_expressions(bank=bank)
-    qs = _approved_items_qs(bank=bank, vector=vector, k=k, exclude_task_id=exclude_task_id, filters=filters)
+    qs = _approved_items_qs(
+        bank=bank,
+        vector=vector,
+        k=fetch,
+        exclude_task_id=exclude_task_id,
+        filters=filters,
+        with_embedding=duplicate_threshold is not None,
+    )
     qs = qs.annotate(bank_has_approved=has_approved, bank_pending=pending)
-    with hnsw_scan(ef_search=hnsw_ef_search(k=k, filters=filters)):
+    with hnsw_scan(ef_search=hnsw_ef_search(k=fetch, filters=filters)):
         rows = list(qs)
     if not rows:
         return [], embedding_counts(bank=bank)
     counts = EmbeddingCounts(has_approved=rows[0].bank_has_approved, pending=rows[0].bank_pending)
-    return _scored(rows, min_similarity), counts
+    return _distinct(_scored(rows, min_similarity), threshold=duplicate_threshold, k=k), counts
 
 
 def any_items_search(*, vector) -> list[int]:
@@ -246,13 +288,16 @@ def experiences_search(
     min_similarity: float,
     exclude_task_id: str = "",
     filters: RetrievalFilters = NO_FILTERS,
+    duplicate_threshold: float | None = None,
 ) -> list[tuple[MemoryItem, float]]:
     """The paper's retrieval: the ``n`` past tasks (experiences) of the bank
     most similar to ``vector`` that have at least one approved item matching
     ``filters``, then those items of those experiences, each scored with its
     experience's similarity. Experiences (and items) of ``exclude_task_id``
     are left out. The filters sit inside the experience search's EXISTS, so
-    the index scan continues past experiences with no matching item."""
+    the index scan continues past experiences with no matching item. With a
+    ``duplicate_threshold``, an item at or above it to one served before it
+    is left out (``_distinct``)."""
     n = max(1, min(int(n), MAX_K))
     approved_items = MemoryItem.objects.filter(filters.q(), experience=OuterRef("pk"), status=ItemStatus.APPROVED)
     if exclude_task_id:
@@ -267,24 +312,24 @@ def experiences_search(
     scores = {pk: s for pk, s in scores.items() if s >= min_similarity}
     if not scores:
         return []
-    items = MemoryItem.objects.filter(filters.q(), experience_id__in=scores, status=ItemStatus.APPROVED).defer(
-        "embedding"
-    )
+    items = MemoryItem.objects.filter(filters.q(), experience_id__in=scores, status=ItemStatus.APPROVED)
+    if duplicate_threshold is None:
+        items = items.defer("embedding")
     if exclude_task_id:
         items = items.exclude(source_task_id=exclude_task_id)
     results = [(item, scores[item.experience_id]) for item in items.order_by("created_at", "id")]
     results.sort(key=lambda pair: -pair[1])  # stable: an experience's items keep their order
-    return results
+    return _distinct(results, threshold=duplicate_threshold)
 
 
-def near_duplicates_search(*, bank: Bank, vector, exclude_pk: int | None = None) -> list[dict]:
-    """The up-to-NEAR_DUPLICATE_LIMIT proposed or approved items of ``bank``
-    nearest to ``vector`` with cosine similarity ≥ NEAR_DUPLICATE_SIMILARITY,
-    most similar first, as ``{"id", "title", "similarity"}`` dicts (the shape
-    stored in ``MemoryItem.near_duplicates``)."""
-    qs = MemoryItem.objects.filter(
-        bank=bank, status__in=[ItemStatus.PROPOSED, ItemStatus.APPROVED], embedding__isnull=False
-    )
+def near_duplicates_search(
+    *, bank: Bank, vector, exclude_pk: int | None = None, statuses=(ItemStatus.PROPOSED, ItemStatus.APPROVED)
+) -> list[dict]:
+    """The up-to-NEAR_DUPLICATE_LIMIT proposed or approved items (or those in
+    ``statuses``) of ``bank`` nearest to ``vector`` with cosine similarity ≥
+    NEAR_DUPLICATE_SIMILARITY, most similar first, as ``{"id", "title",
+    "similarity"}`` dicts (the shape stored in ``MemoryItem.near_duplicates``)."""
+    qs = MemoryItem.objects.filter(bank=bank, status__in=list(statuses), embedding__isnull=False)
     if exclude_pk is not None:
         qs = qs.exclude(pk=exclude_pk)
     rows = (

@@ -35,6 +35,7 @@ LIST_FIELDS = (
     "served_count",
     "cited_steps",
     "tags",
+    "support_count",
 )
 
 
@@ -70,7 +71,7 @@ def review_queue(
     if has_duplicate:
         qs = qs.exclude(near_duplicates=[])
     qs = _search(qs, text)
-    return qs.only(*LIST_FIELDS).order_by("created_at", "id")
+    return qs.only(*LIST_FIELDS, "content").order_by("created_at", "id")  # rows preview the content
 
 
 def item_list(*, bank: Bank, status: str = "", text: str = "") -> QuerySet[MemoryItem]:

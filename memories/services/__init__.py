@@ -3,11 +3,13 @@ item's life (propose, create, edit, approve, reject, archive, supersede, flag,
 merge, keep both); ``transitions`` owns the status table every status move goes
 through; ``versions`` owns the row lock and the version + audit record each
 change appends; ``embedding`` keeps items searchable (inline embed, enqueue,
-refresh, sweeper); ``imports`` turns uploaded records into proposed items;
-``experiences`` owns past tasks; ``retrieval`` answers (and logs) what an agent
-is served, holdout arm included; ``tallies`` keeps the Impact report's sums. Refusals are domain errors
+refresh, sweeper); ``duplicates`` records supporting evidence (a lesson
+distilled again, an item merged in) on the item that holds it; ``imports``
+turns uploaded records into proposed items; ``experiences`` owns past tasks;
+``retrieval`` answers (and logs) what an agent is served, holdout arm included; ``tallies`` keeps the Impact report's sums. Refusals are domain errors
 (``reasoningbank_site.errors``)."""
 
+from memories.services.duplicates import memory_item_support_merged, memory_item_support_record
 from memories.services.embedding import memory_item_embed_refresh, memory_items_embed_pending
 from memories.services.experiences import experience_create
 from memories.services.imports import IMPORT_MAX_ITEMS, ImportReport, memory_items_import
@@ -58,6 +60,8 @@ __all__ = [
     "memory_item_propose",
     "memory_item_reject",
     "memory_item_supersede",
+    "memory_item_support_merged",
+    "memory_item_support_record",
     "memory_items_count_served",
     "memory_items_embed_pending",
     "memory_items_import",

@@ -24,7 +24,9 @@ from memories.models import (
     MemoryItem,
     normalize_tags,
 )
+from memories.selectors.duplicates import approved_duplicates
 from memories.selectors.retrieval import NEAR_DUPLICATE_LIMIT, NEAR_DUPLICATE_SIMILARITY, near_duplicates_search_many
+from memories.services.duplicates import memory_item_support_merged, memory_item_support_record
 from memories.services.embedding import (
     item_embed_enqueue,
     item_embed_inline,
@@ -33,7 +35,7 @@ from memories.services.embedding import (
 )
 from memories.services.transitions import EDITABLE_STATUSES, item_status_move
 from memories.services.versions import item_lock, item_version_record
-from reasoningbank_site.errors import Conflict, Invalid
+from reasoningbank_site.errors import Conflict, DuplicateApproval, Invalid
 from reasoningbank_site.text import cut_text
 
 
@@ -95,7 +97,9 @@ def memory_item_propose(
     ("created"), embedded inline (this runs in the worker), and
     ``near_duplicates`` set to the up-to-3 proposed/approved items of the
     bank with cosine similarity ≥ NEAR_DUPLICATE_SIMILARITY, most similar
-    first. ``source_agents`` and ``source_metadata`` (the source
+    first — or, when the bank already holds the lesson (similarity ≥
+    ``bank.duplicate_threshold``), the existing item it was recorded on as
+    supporting evidence. ``source_agents`` and ``source_metadata`` (the source
     trajectories' ``agent`` and ``metadata``) are kept, distinct, for the
     retrieval filters. Over-long text (LLM output) is cut to TITLE_MAX,
     DESCRIPTION_MAX and CONTENT_MAX characters with a visible marker
@@ -143,7 +147,12 @@ def memory_items_propose(
     for the cost of about one: one model call embeds them all, one query finds
     the near-duplicates of all in the bank, one insert stores them. An item's
     near-duplicates also count the items before it in ``proposals`` (as if
-    they had been proposed one after the other). Raises Invalid (nothing
+    they had been proposed one after the other). A proposal whose nearest
+    proposed or approved item is at or above ``bank.duplicate_threshold`` is
+    not stored as an item: it becomes supporting evidence on that item
+    (``memory_item_support_record``), and the list holds that existing item
+    in its place, its ``supported_by`` attribute set to the new
+    MemoryItemSupport (one entry per proposal, in order). Raises Invalid (nothing
     stored) for an empty title or an unknown origin."""
     _check_origin(origin)
     agents, metadata = _provenance(source_agents, source_metadata)
@@ -170,6 +179,25 @@ def memory_items_propose(
         return []
     items_embed_inline(items)
     found = near_duplicates_search_many(bank=bank, vectors=[item.embedding for item in items])
+    # Consolidation: a lesson the bank already holds (at or above its duplicate threshold) is
+    # recorded as supporting evidence on that item instead of becoming a second proposal.
+    supported: dict[int, MemoryItem] = {}
+    for n, item in enumerate(items):
+        nearest = found[n][0] if found[n] else None
+        if nearest and nearest["similarity"] >= bank.duplicate_threshold:
+            support = memory_item_support_record(
+                item_public_id=nearest["id"], proposal=item, similarity=nearest["similarity"]
+            )
+            if support is not None:
+                support.item.supported_by = support  # tells the caller this proposal was consolidated
+                supported[n] = support.item
+    if supported:
+        kept = [(n, item) for n, item in enumerate(items) if n not in supported]
+        found = [found[n] for n, _ in kept]
+        result = [supported.get(n, item) for n, item in enumerate(items)]
+        items = [item for _, item in kept]
+    else:
+        result = items
     for n, item in enumerate(items):
         earlier = [
             {
@@ -184,7 +212,7 @@ def memory_items_propose(
     MemoryItem.objects.bulk_create(items)
     for item in items:
         item_version_record(item=item, action="created", note=f"distilled ({origin})")
-    return items
+    return result
 
 
 @transaction.atomic
@@ -281,11 +309,22 @@ def memory_item_edit(
 
 
 @transaction.atomic
-def memory_item_approve(*, item: MemoryItem, author) -> MemoryItem:
+def memory_item_approve(*, item: MemoryItem, author, confirm_duplicate: bool = False) -> MemoryItem:
     """Make the item servable. Embeds it inline when its embedding is
     missing or stale, so an approved item is never silently unsearchable.
     Approving an approved item clears a review flag if it has one (and is
-    otherwise a no-op). Raises Conflict for a superseded item."""
+    otherwise a no-op). Raises DuplicateApproval (nothing changed) when an
+    approved item of the bank is at or above its duplicate threshold, unless
+    ``confirm_duplicate``; Conflict for a superseded item."""
+    if not confirm_duplicate and item.status != ItemStatus.APPROVED:
+        duplicates = approved_duplicates(item=item, threshold=item.bank.duplicate_threshold)
+        if duplicates:
+            best = duplicates[0]
+            raise DuplicateApproval(
+                f"“{item.title}” is a near-duplicate of the approved “{best.item.title}” "
+                f"(similarity {best.similarity:.2f}): confirm to serve both, or merge them.",
+                duplicates=duplicates,
+            )
 
     def approval(item: MemoryItem) -> list[str]:
         fields = [] if item_embedding_is_current(item) else item_embed_inline(item)
@@ -351,7 +390,10 @@ def memory_item_flag(*, item: MemoryItem, reason: str) -> MemoryItem:
 def memory_item_merge(*, item: MemoryItem, into: MemoryItem, author, note: str = "") -> MemoryItem:
     """Merge ``item`` into its near-duplicate ``into``: ``into`` stays (and is
     approved if it was only proposed), ``item`` is superseded with a reason
-    naming ``into`` and ``author``. Returns ``into``. Raises Invalid for the
+    naming ``into`` and ``author`` (a "merged" version by ``author``).
+    ``item``'s text as it is now (reviewers' edits included) is kept on
+    ``into`` as supporting evidence, with a "merged-in" version in its
+    history; ``into``'s own text is not changed. Returns ``into``. Raises Invalid for the
     same item or items of different banks; Conflict for a target that is
     rejected, archived or superseded, or an item that is already retired."""
     if item.pk == into.pk:
@@ -363,12 +405,23 @@ def memory_item_merge(*, item: MemoryItem, into: MemoryItem, author, note: str =
     if item.status in (ItemStatus.SUPERSEDED, ItemStatus.ARCHIVED):
         raise Conflict(f"This item is already {item.status}.")
     if into.status == ItemStatus.PROPOSED:
-        into = memory_item_approve(item=into, author=author)
+        into = memory_item_approve(item=into, author=author, confirm_duplicate=True)
     who = author.get_username() if author is not None else "someone"
     reason = f"Merged into “{into.title}” ({into.public_id}) by {who}."
     if note.strip():
         reason += f" {note.strip()}"
-    memory_item_supersede(item=item, reason=reason)
+    # The reviewer's act, in the item's history as "merged by <reviewer>" (not a pipeline supersede).
+    item_status_move(item=item, to=ItemStatus.SUPERSEDED, author=author, reason=reason, action="merged")
+    item_lock(into)
+    similarity = next(
+        (
+            d.get("similarity")
+            for d in item.near_duplicates or []
+            if isinstance(d, dict) and d.get("id") == str(into.public_id)
+        ),
+        None,
+    )
+    memory_item_support_merged(into=into, item=item, author=author, similarity=similarity)
     return into
 
 
@@ -389,5 +442,5 @@ def memory_item_keep_both(*, item: MemoryItem, author) -> MemoryItem:
     item.save(update_fields=["near_duplicates", "updated_at"])
     item_version_record(item=item, action="kept-both", author=author, note=f"Not a duplicate of {titles}.")
     if item.status == ItemStatus.PROPOSED:
-        item = memory_item_approve(item=item, author=author)
+        item = memory_item_approve(item=item, author=author, confirm_duplicate=True)
     return item

@@ -57,7 +57,9 @@ def retrieval_preview(
     of the top-n most similar past tasks. ``k`` defaults to bank.top_k and
     is capped at MAX_K; bank.min_similarity applies; a ``task_id`` excludes
     what was learnt from that same task; ``filters`` (tags, source agent,
-    source metadata) narrow what may be served inside the vector search. Raises Invalid for an empty query
+    source metadata) narrow what may be served inside the vector search; no two
+    items at or above bank.duplicate_threshold are served together (the better
+    one stays, the next candidates fill up to k). Raises Invalid for an empty query
     (and EmbeddingModelError when the model cannot be loaded)."""
     started = time.perf_counter()
     query = (query or "").strip()
@@ -73,6 +75,7 @@ def retrieval_preview(
             min_similarity=bank.min_similarity,
             exclude_task_id=task_id or "",
             filters=filters,
+            duplicate_threshold=bank.duplicate_threshold,
         )
         counts = embedding_counts(bank=bank)
     else:
@@ -83,6 +86,7 @@ def retrieval_preview(
             min_similarity=bank.min_similarity,
             exclude_task_id=task_id or "",
             filters=filters,
+            duplicate_threshold=bank.duplicate_threshold,
         )
     return RetrievalResult(
         items=pairs,

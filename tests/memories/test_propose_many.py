@@ -30,7 +30,9 @@ PROPOSED = [
 
 
 def _bank_with_seeds(owner):
-    bank = factories.make_bank()
+    # Suggestions only: at the default duplicate threshold these near-duplicates would be consolidated
+    # (tests/memories/test_duplicates.py covers that).
+    bank = factories.make_bank(duplicate_threshold=1.0)
     for title, description, content in SEEDS:
         item = memory_item_create(bank=bank, title=title, description=description, content=content, author=owner)
         memory_item_approve(item=item, author=owner)

@@ -49,6 +49,8 @@ def test_propose_embeds_and_records_version(bank):
 
 
 def test_propose_records_near_duplicates_of_the_same_bank_only(bank, other_bank):
+    bank.duplicate_threshold = 1.0  # suggestions only: at the default these would be consolidated
+    bank.save(update_fields=["duplicate_threshold"])
     first = memory_item_propose(bank=bank, origin="success", **LOGIN)
     memory_item_propose(bank=other_bank, origin="success", **LOGIN)
     unrelated = memory_item_propose(bank=bank, origin="failure", **DATES)
@@ -261,6 +263,8 @@ def test_sweeper_embeds_items_left_without_embedding(bank, owner):
 
 
 def test_keep_both_on_an_approved_item_only_clears_and_records_the_suggestions(bank, owner):
+    bank.duplicate_threshold = 1.0  # suggestions only: at the default these would be consolidated
+    bank.save(update_fields=["duplicate_threshold"])
     first = memory_item_propose(bank=bank, origin="success", **LOGIN)
     second = memory_item_propose(
         bank=bank, origin="failure", **{**LOGIN, "title": "Log in before reading account data"}
@@ -276,6 +280,8 @@ def test_keep_both_on_an_approved_item_only_clears_and_records_the_suggestions(b
 
 
 def test_merge_keeps_the_target_and_supersedes_the_item(bank, other_bank, owner):
+    bank.duplicate_threshold = 1.0  # suggestions only: at the default these would be consolidated
+    bank.save(update_fields=["duplicate_threshold"])
     target = memory_item_propose(bank=bank, origin="success", **LOGIN)
     dup = memory_item_propose(bank=bank, origin="failure", **{**LOGIN, "title": "Log in before reading account data"})
     theirs = memory_item_propose(bank=other_bank, origin="success", **LOGIN)

@@ -146,6 +146,8 @@ def test_impossible_transition_is_a_message_not_a_500(client, owner, bank, item,
 
 
 def test_merge_into_a_near_duplicate_supersedes_this_one(client, reviewer, bank, trajectory):
+    bank.duplicate_threshold = 1.0  # suggestions only: at the default these would be consolidated
+    bank.save(update_fields=["duplicate_threshold"])
     first = propose_item(bank, trajectory, title="Prefer the official source")
     second = propose_item(bank, trajectory, title="Prefer official sources")
     assert any(d["id"] == str(first.public_id) for d in second.near_duplicates), (
@@ -309,6 +311,8 @@ def test_reviewer_writes_a_memory_by_hand_and_can_approve_it_at_once(client, rev
 
 
 def test_keep_both_clears_the_suggestion_records_it_and_approves(client, reviewer, bank, trajectory):
+    bank.duplicate_threshold = 1.0  # suggestions only: at the default these would be consolidated
+    bank.save(update_fields=["duplicate_threshold"])
     first = propose_item(bank, trajectory, title="Prefer the official source")
     second = propose_item(bank, trajectory, title="Prefer official sources")
     assert second.near_duplicates, "the real embedder should see these as near-duplicates"
