@@ -36,7 +36,7 @@ from memories.forms import (
     ReviewFilterForm,
 )
 from memories.models import ItemStatus, MemoryItem
-from reasoningbank_site.errors import DomainError
+from reasoningbank_site.errors import DomainError, DuplicateApproval
 from reasoningbank_site.security import safe_next_url
 from reasoningbank_site.views_helpers import (
     htmx_template,
@@ -98,14 +98,17 @@ def _review_post(request, bank_id):
         messages.error(request, "A rejection needs a reason.")
         return redirect(back)
     items = list(selectors.items_by_public_ids(bank=bank, public_ids=form.cleaned_data["items"]).order_by("created_at"))
-    done, failed = [], []
+    confirm = request.POST.get("confirm_duplicate") == "1"
+    done, failed, unconfirmed = [], [], []
     for item in items:
         try:
             if action == "approve":
-                services.memory_item_approve(item=item, author=request.user)
+                services.memory_item_approve(item=item, author=request.user, confirm_duplicate=confirm)
             else:
                 services.memory_item_reject(item=item, author=request.user, reason=reason)
             done.append(item)
+        except DuplicateApproval as exc:
+            unconfirmed.append((item, exc))
         except DomainError as exc:
             failed.append((item, str(exc)))
     if request.htmx and request.POST.get("row"):
@@ -114,10 +117,18 @@ def _review_post(request, bank_id):
             return toast(request, "That item no longer exists.")
         item.refresh_from_db()
         context = {"bank": bank, "item": item, "can_write": True, "row_error": failed[0][1] if failed else ""}
+        context["duplicate"] = unconfirmed[0][1] if unconfirmed else None
         return render(request, "memories/review.html#row", context)
     verb = "approved" if action == "approve" else "rejected"
     if done:
         messages.success(request, f"{len(done)} item{'s' if len(done) != 1 else ''} {verb}.")
+    if unconfirmed:
+        titles = ", ".join(f"“{item.title}”" for item, _ in unconfirmed)
+        messages.warning(
+            request,
+            f"Not approved, as near-duplicates of approved items: {titles}. "
+            "Open each to compare, then confirm or merge.",
+        )
     for item, error in failed:
         messages.error(request, f"“{item.title}”: {error}")
     missing = len(form.cleaned_data["items"]) - len(items)
@@ -153,10 +164,13 @@ def _queue_neighbours(bank, item) -> tuple[MemoryItem | None, MemoryItem | None]
     return previous, following
 
 
-def _item_context(request, bank, membership, item, *, focus: bool, edit_form=None, reject_form=None, merge_error=""):
+def _item_context(
+    request, bank, membership, item, *, focus: bool, edit_form=None, reject_form=None, merge_error="", duplicate=None
+):
     editing = edit_form is not None or (request.GET.get("edit") == "1" and _can_write(membership))
     if editing and edit_form is None:
         edit_form = ItemEditForm(instance=item)
+    supports = selectors.item_supports(item=item)
     context = {
         "bank": bank,
         "membership": membership,
@@ -168,6 +182,9 @@ def _item_context(request, bank, membership, item, *, focus: bool, edit_form=Non
         "edit_form": edit_form,
         "reject_form": reject_form or RejectForm(),
         "merge_error": merge_error,
+        "duplicate": duplicate,  # a DuplicateApproval to confirm
+        "supports": supports,
+        "support_trajectories": selectors.supports_trajectory_ids(supports),
         "duplicates": selectors.item_near_duplicates(item=item),
         "history": selectors.item_history(item=item),
         "sources": selectors.item_sources(item=item),
@@ -213,7 +230,9 @@ def _target(request, bank_id, item_id) -> _Target:
     return _Target(bank, membership, _item_or_404(bank, item_id), request.POST.get("focus") == "1")
 
 
-def _item_answer(request, t: _Target, *, decided=False, edit_form=None, reject_form=None, merge_error=""):
+def _item_answer(
+    request, t: _Target, *, decided=False, edit_form=None, reject_form=None, merge_error="", duplicate=None
+):
     """How an item action answers. In the focus view a decision moves on to
     the next item of the queue (or the queue when none is left). Otherwise
     back to the item: its panel for htmx, the page with the form and its
@@ -226,7 +245,7 @@ def _item_answer(request, t: _Target, *, decided=False, edit_form=None, reject_f
             else reverse("memories:review", kwargs={"bank_id": t.bank.public_id})
         )
         return redirect_after_post(request, target)
-    if edit_form is None and reject_form is None and not merge_error and not request.htmx:
+    if edit_form is None and reject_form is None and not merge_error and duplicate is None and not request.htmx:
         return redirect(_item_url(t.bank, t.item, focus=t.focus))
     t.item.refresh_from_db()
     context = _item_context(
@@ -238,6 +257,7 @@ def _item_answer(request, t: _Target, *, decided=False, edit_form=None, reject_f
         edit_form=edit_form,
         reject_form=reject_form,
         merge_error=merge_error,
+        duplicate=duplicate,
     )
     return render(request, htmx_template(request, ITEM_TEMPLATE, "panel"), context)
 
@@ -248,6 +268,8 @@ def _act(request, t: _Target, call, *, done: str, decided: bool = True, **forms)
     ``done`` message; then answer as ``_item_answer`` says."""
     try:
         call()
+    except DuplicateApproval as exc:
+        return _item_answer(request, t, duplicate=exc)  # asks for confirmation
     except DomainError as exc:
         messages.error(request, str(exc))
         return _item_answer(request, t, **forms)
@@ -272,7 +294,8 @@ def item_edit(request, bank_id, item_id):
 @post_action
 def item_approve(request, bank_id, item_id):
     t = _target(request, bank_id, item_id)
-    approve = partial(services.memory_item_approve, item=t.item, author=request.user)
+    confirm = request.POST.get("confirm_duplicate") == "1"
+    approve = partial(services.memory_item_approve, item=t.item, author=request.user, confirm_duplicate=confirm)
     return _act(request, t, approve, done=f"Approved “{t.item.title}”.")
 
 
@@ -323,6 +346,21 @@ def item_keep_both(request, bank_id, item_id):
     t = _target(request, bank_id, item_id)
     keep = partial(services.memory_item_keep_both, item=t.item, author=request.user)
     return _act(request, t, keep, done=f"Kept both; approved “{t.item.title}”.")
+
+
+@login_required
+@require_GET
+def item_compare(request, bank_id, item_id, other_id):
+    """An item and one of its near-duplicates side by side, with a word diff of their text."""
+    bank, membership = bank_for_user(request, bank_id)
+    item, other = _item_or_404(bank, item_id), _item_or_404(bank, other_id)
+    context = {
+        "bank": bank,
+        "membership": membership,
+        "can_write": _can_write(membership),
+        "comparison": selectors.items_compare(item=item, other=other),
+    }
+    return render(request, "memories/item_compare.html", context)
 
 
 # --- all items -----------------------------------------------------------------

@@ -1,0 +1,64 @@
+// The approval's duplicate check (issue 13): the server answers an approve of a
+// near-duplicate of an approved item with a <dialog data-dup-confirm open> holding
+// a real form (confirm_duplicate=1). Here it becomes a modal: the confirm button has
+// focus, so Enter approves anyway; Esc (or Cancel) closes it and the item stays
+// proposed. Self-contained: keyboard.js needs no change.
+(() => {
+  "use strict";
+  const SELECTOR = "dialog[data-dup-confirm]";
+
+  function show(root) {
+    const scope = root && root.querySelectorAll ? root : document;
+    const found = scope.matches && scope.matches(SELECTOR) ? [scope] : [];
+    found.push(...scope.querySelectorAll(SELECTOR));
+    found.forEach((dialog) => {
+      if (dialog.dataset.shown) return;
+      dialog.dataset.shown = "1";
+      if (dialog.open) dialog.close(); // rendered open for pages without JavaScript
+      dialog.showModal();
+      const ok = dialog.querySelector("[data-dup-confirm-ok]");
+      if (ok) ok.focus();
+    });
+  }
+
+  // Closed without confirming: drop the dialog and give the row (or item) its focus back.
+  function closed(dialog) {
+    const row = dialog.closest("[data-row]");
+    dialog.remove();
+    if (row && row.isConnected) {
+      document.querySelectorAll("[data-rows] [data-row].focused").forEach((r) => r.classList.remove("focused"));
+      row.classList.add("focused");
+      row.setAttribute("tabindex", "-1");
+      row.focus({ preventScroll: true });
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", () => show(document));
+  document.addEventListener("htmx:load", (event) => show(event.target));
+  // "close" does not bubble: listen in the capture phase.
+  document.addEventListener(
+    "close",
+    (event) => {
+      const dialog = event.target;
+      if (dialog.matches && dialog.matches(SELECTOR) && !dialog.dataset.confirming) closed(dialog);
+    },
+    true,
+  );
+  document.addEventListener("submit", (event) => {
+    const dialog = event.target.closest && event.target.closest(SELECTOR);
+    if (dialog) dialog.dataset.confirming = "1";
+  }, true);
+  document.addEventListener("click", (event) => {
+    const cancel = event.target.closest && event.target.closest("[data-dup-cancel]");
+    if (cancel) cancel.closest("dialog").close();
+  });
+  // While it is open, the queue's single-key shortcuts must not act on the rows behind it.
+  document.addEventListener(
+    "keydown",
+    (event) => {
+      const open = document.querySelector(SELECTOR + "[open]");
+      if (open && !["Enter", "Escape", "Tab", " "].includes(event.key)) event.stopPropagation();
+    },
+    true,
+  );
+})();
