@@ -14,7 +14,7 @@
     found.forEach((dialog) => {
       if (dialog.dataset.shown) return;
       dialog.dataset.shown = "1";
-      if (dialog.open) dialog.close(); // rendered open for pages without JavaScript
+      dialog.removeAttribute("open"); // rendered open for pages without JavaScript
       dialog.showModal();
       const ok = dialog.querySelector("[data-dup-confirm-ok]");
       if (ok) ok.focus();
@@ -40,7 +40,8 @@
     "close",
     (event) => {
       const dialog = event.target;
-      if (dialog.matches && dialog.matches(SELECTOR) && !dialog.dataset.confirming) closed(dialog);
+      // (a close event queued before the dialog was shown again finds it open: not a cancel)
+      if (dialog.matches && dialog.matches(SELECTOR) && !dialog.open && !dialog.dataset.confirming) closed(dialog);
     },
     true,
   );

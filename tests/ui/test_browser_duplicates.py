@@ -1,0 +1,64 @@
+"""Duplicates in real Chromium (issue 13): the queue previews content and
+counts support; `a` on an item with an approved near-duplicate asks first —
+Esc cancels (the item stays proposed), Enter approves anyway."""
+
+from __future__ import annotations
+
+import pytest
+
+from accounts.models import Role
+from accounts.services import bank_update_settings
+from memories.models import ItemStatus, MemoryItem
+from memories.services import memory_item_approve
+from tests import factories
+from tests.factories import make_done_trajectory, propose_item
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+DATES = dict(
+    title="Type dates into date picker inputs",
+    description="Use when a form asks for a date with a calendar widget.",
+    content="Typing the date as YYYY-MM-DD is more reliable than clicking through calendar months.",
+)
+
+
+def test_queue_preview_support_and_the_duplicate_confirmation(page, live_server, login, bank, owner):
+    from playwright.sync_api import expect
+
+    reviewer = factories.make_member(bank.team, Role.REVIEWER)
+    trajectory = make_done_trajectory(bank)
+    bank_update_settings(bank=bank, actor=None, duplicate_threshold=0.99)
+    bank.refresh_from_db()
+    served = propose_item(bank, trajectory, title="Prefer the official source")
+    memory_item_approve(item=served, author=owner)
+    twin = propose_item(bank, trajectory, title="Prefer official sources")  # a suggestion at 0.99
+    bank_update_settings(bank=bank, actor=None, duplicate_threshold=0.9)
+    bank.refresh_from_db()
+    dates = propose_item(bank, trajectory, **DATES)
+    assert propose_item(bank, make_done_trajectory(bank), **{**DATES, "title": DATES["title"] + "."}).pk == dates.pk
+
+    login(page, live_server, reviewer, f"/banks/{bank.public_id}/review/")
+    dates_row = page.locator(f"#item-{dates.public_id}")
+    expect(dates_row.locator("[data-support]")).to_have_text("seen again ×1")
+    expect(dates_row.locator("[data-preview]")).to_have_text(DATES["content"])
+
+    page.keyboard.press("j")
+    twin_row = page.locator(f"#item-{twin.public_id}")
+    expect(twin_row).to_have_class("status-proposed focused")
+    page.keyboard.press("a")
+    dialog = page.locator("dialog[data-dup-confirm]")
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text("Prefer the official source")
+    expect(dialog.locator("[data-dup-confirm-ok]")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(dialog).to_have_count(0)
+    expect(twin_row.locator("button", has_text="Approve")).to_be_visible()
+    assert MemoryItem.objects.get(pk=twin.pk).status == ItemStatus.PROPOSED
+
+    expect(twin_row).to_have_class("status-proposed focused")  # the row keeps the focus: `a` again
+    page.keyboard.press("a")
+    expect(dialog).to_be_visible()
+    page.keyboard.press("Enter")
+    expect(twin_row.locator(".badge.approved")).to_be_visible()
+    assert MemoryItem.objects.get(pk=twin.pk).status == ItemStatus.APPROVED
+    assert MemoryItem.objects.get(pk=dates.pk).status == ItemStatus.PROPOSED
