@@ -136,7 +136,7 @@ class MemoryItem(models.Model):
     near_duplicates = models.JSONField(default=list, blank=True)
     needs_review_reason = models.CharField(max_length=REASON_MAX, blank=True)
     # How many MemoryItemSupport rows it has (later distillations of the same lesson, merged items).
-    support_count = models.PositiveIntegerField(default=0)
+    support_count = models.PositiveIntegerField(default=0, db_default=0)  # db_default: raw COPYs (bench) too
     status_reason = models.TextField(blank=True)
     # Reviewers' tags (normalize_tags) and the source trajectories' agents and metadata objects
     # (written at proposal), so retrieval filters on them inside the vector search.
