@@ -81,3 +81,15 @@ class Unavailable(DomainError):
     """A part the action needs (embedding model, database, broker) is not available now."""
 
     code = "unavailable"
+
+
+class StaleVersion(Conflict):
+    """A decision made on a version of an object that has changed since (another
+    reviewer decided first). ``changes`` describes what happened since, newest first."""
+
+    code = "stale_version"
+
+    def __init__(self, message: str, *, changes: list | None = None, current_version: int | None = None):
+        super().__init__(message)
+        self.changes = changes or []
+        self.current_version = current_version

@@ -5,9 +5,18 @@ through; ``versions`` owns the row lock and the version + audit record each
 change appends; ``embedding`` keeps items searchable (inline embed, enqueue,
 refresh, sweeper); ``imports`` turns uploaded records into proposed items;
 ``experiences`` owns past tasks; ``retrieval`` answers (and logs) what an agent
-is served, holdout arm included; ``tallies`` keeps the Impact report's sums. Refusals are domain errors
+is served, holdout arm included; ``tallies`` keeps the Impact report's sums; ``collaboration``
+holds several reviewers together (the version check of a decision, presence, queue slices). Refusals are domain errors
 (``reasoningbank_site.errors``)."""
 
+from memories.services.collaboration import (
+    item_current_version,
+    item_version_check,
+    review_assignment_create,
+    review_assignment_delete,
+    review_presence_leave,
+    review_presence_touch,
+)
 from memories.services.embedding import memory_item_embed_refresh, memory_items_embed_pending
 from memories.services.experiences import experience_create
 from memories.services.imports import IMPORT_MAX_ITEMS, ImportReport, memory_items_import
@@ -46,7 +55,9 @@ __all__ = [
     "ProposedItem",
     "RetrievalResult",
     "experience_create",
+    "item_current_version",
     "item_status_move",
+    "item_version_check",
     "memory_item_approve",
     "memory_item_archive",
     "memory_item_create",
@@ -68,4 +79,8 @@ __all__ = [
     "retrieval_tallies_compact",
     "retrieval_tallies_rebuild",
     "retrieval_warm_up",
+    "review_assignment_create",
+    "review_assignment_delete",
+    "review_presence_leave",
+    "review_presence_touch",
 ]
