@@ -360,8 +360,13 @@ class ReviewAssignment(models.Model):
     def __str__(self) -> str:
         return f"{self.reviewer_id}: {self.describe()}"
 
+    @property
+    def has_criteria(self) -> bool:
+        return bool(self.origin or self.verdict or self.agent or self.tag)
+
     def describe(self) -> str:
-        """The slice in words: "origin failure, tag auth" (or "the whole queue")."""
+        """The criteria in words: "origin failure, tag auth" ("the whole queue" when none is
+        set; with listed items and no criterion the slice is those items alone)."""
         parts = []
         if self.origin:
             parts.append(f"origin {self.origin}")

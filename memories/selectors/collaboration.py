@@ -48,14 +48,10 @@ def bank_assignments(*, bank: Bank) -> list[ReviewAssignment]:
     )
 
 
-def _has_criteria(a: ReviewAssignment) -> bool:
-    return bool(a.origin or a.verdict or a.agent or a.tag)
-
-
 def assignment_q(assignment: ReviewAssignment) -> Q:
     """The items of the slice as a filter over MemoryItem (the queue adds "proposed")."""
     listed = Q(pk__in=[i.pk for i in assignment.items.all()])
-    if not _has_criteria(assignment):
+    if not assignment.has_criteria:
         return listed if assignment.items.all() else Q()
     q = Q()
     if assignment.origin:

@@ -14,7 +14,6 @@ from memories.services.collaboration import (
     item_version_check,
     review_assignment_create,
     review_assignment_delete,
-    review_presence_leave,
     review_presence_touch,
 )
 from memories.services.embedding import memory_item_embed_refresh, memory_items_embed_pending
@@ -81,6 +80,5 @@ __all__ = [
     "retrieval_warm_up",
     "review_assignment_create",
     "review_assignment_delete",
-    "review_presence_leave",
     "review_presence_touch",
 ]

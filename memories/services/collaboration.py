@@ -44,15 +44,17 @@ def item_current_version(item: MemoryItem) -> int:
 
 
 def ago(moment, *, now=None) -> str:
-    """ "12 s ago" under a minute (timesince would say "0 minutes"), else "3 minutes ago"."""
+    """ "just now", "12 s ago" under a minute (timesince would say "0 minutes"), else "3 minutes ago"."""
     seconds = int(((now or timezone.now()) - moment).total_seconds())
+    if seconds < 5:
+        return "just now"
     if seconds < 60:
         return f"{max(seconds, 0)} s ago"
     return f"{timesince(moment, now or timezone.now()).split(',')[0]} ago"
 
 
 def version_describe(version: MemoryItemVersion, *, now=None) -> str:
-    """One change in words: "Rejected by alice 12 seconds ago: too vague"."""
+    """One change in words: "Rejected by alice 12 s ago: too vague"."""
     who = version.author.get_username() if version.author_id else "the pipeline"
     text = f"{_DONE.get(version.action, version.action.capitalize())} by {who} {ago(version.created_at, now=now)}"
     return f"{text}: {version.note}" if version.note else text
@@ -77,8 +79,9 @@ def item_version_check(*, item: MemoryItem, seen_version: int | None) -> None:
         else item.versions.select_related("author").order_by("-number")[:1]
     )
     changes = [version_describe(v) for v in newer]
-    latest = changes[0] if changes else "It was changed"
-    more = f" (and {current - seen_version - 1} earlier change(s))" if current - seen_version > 1 else ""
+    latest = changes[0].rstrip(".") if changes else "It was changed"
+    earlier = current - seen_version - 1
+    more = f" (and {earlier} earlier change{'s' if earlier > 1 else ''})" if earlier > 0 else ""
     raise StaleVersion(
         f"This item changed while you were looking at it. {latest}{more}. It is now {item.status}; "
         "your decision was not applied — decide again on what it is now.",
@@ -99,11 +102,6 @@ def review_presence_touch(*, item: MemoryItem, user) -> None:
         unique_fields=["item", "user"],
         update_fields=["last_seen"],
     )
-
-
-def review_presence_leave(*, item: MemoryItem, user) -> None:
-    """``user`` closed ``item`` (decided on it and moved on)."""
-    ReviewPresence.objects.filter(item=item, user=user).delete()
 
 
 # --- assignments -------------------------------------------------------------------------

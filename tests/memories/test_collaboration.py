@@ -18,6 +18,7 @@ from django.utils import timezone
 from accounts.models import AuditEvent, Role
 from memories import services
 from memories.models import ItemStatus, MemoryItem, MemoryItemVersion, ReviewAssignment, ReviewPresence
+from memories.services.collaboration import ago as services_ago
 from reasoningbank_site.api import status_for
 from reasoningbank_site.errors import StaleVersion
 from tests import factories
@@ -65,6 +66,15 @@ def test_a_decision_on_a_changed_item_is_refused_naming_the_other_decision(bank,
     item.refresh_from_db()
     assert item.status == ItemStatus.REJECTED
     assert list(item.versions.values_list("action", flat=True)) == ["created", "rejected"]
+
+
+def test_the_conflict_says_when_in_seconds_under_a_minute():
+    now = timezone.now()
+    assert services_ago(now - timedelta(seconds=2), now=now) == "just now"
+    assert services_ago(now - timedelta(seconds=12), now=now) == "12 s ago"
+    assert (
+        services_ago(now - timedelta(minutes=3, seconds=5), now=now) == "3\xa0minutes ago"
+    )  # timesince keeps its no-break space
 
 
 def test_without_a_version_nothing_is_checked(bank, item, alice, bob):
@@ -297,7 +307,9 @@ def test_an_assignment_goes_to_a_reviewer_of_the_team_and_only_reviewers_assign(
     assert "1 listed item(s) are not in this bank." in response.content.decode()
     assert not ReviewAssignment.objects.exists()
     assert client.post(url, {"reviewer": alice.pk}).status_code == 302  # no criterion: the whole queue
-    assert "the whole queue" in client.get(url).content.decode()
+    services.review_assignment_create(bank=bank, reviewer=alice, author=alice, items=[item])  # those items alone
+    slices = re.findall(r"<td data-slice>(.*?)</td>", client.get(url).content.decode())
+    assert slices == ["the whole queue", "1 listed item"]
     assert item.title in client.get(_url("review", bank), {"assigned": "me"}).content.decode()
 
 
