@@ -322,3 +322,21 @@ def test_another_teams_member_cannot_see_or_remove_assignments(client, bank, ali
     )
     assert client.post(remove).status_code == 404
     assert ReviewAssignment.objects.filter(pk=assignment.pk).exists()
+
+
+def test_the_queue_with_slices_and_presence_stays_within_a_few_queries(
+    client, bank, owner, alice, bob, django_assert_max_num_queries
+):
+    items = factories.bulk_items(bank, 50)
+    for tag in ("checkout", "auth", "search"):
+        services.review_assignment_create(bank=bank, reviewer=alice, author=owner, tag=tag, items=items[:3])
+    for item in items[:10]:
+        services.review_presence_touch(item=item, user=bob)
+    client.force_login(alice)
+    url = _url("review", bank)
+    with django_assert_max_num_queries(15):  # 14 measured: the queue's own, + slices, versions, presence
+        html = client.get(url).content.decode()
+    assert html.count("being reviewed by bob") == 10 and html.count("→ alice") == 3
+    with django_assert_max_num_queries(15):
+        mine = client.get(url, {"assigned": "me"}).content.decode()
+    assert mine.count('<tr id="item-') == 3
