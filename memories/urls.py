@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memories import views
+from memories import views, views_reviewers
 
 app_name = "memories"
 ITEM = "banks/<uuid:bank_id>/items/<uuid:item_id>/"
@@ -21,4 +21,14 @@ urlpatterns = [
     path(ITEM + "keep-both/", views.item_keep_both, name="item_keep_both"),
     path(ITEM + "compare/<uuid:other_id>/", views.item_compare, name="item_compare"),
     path("banks/<uuid:bank_id>/playground/", views.playground, name="playground"),
+    # Several reviewers: the focus view's presence heartbeat, slices of the queue given to reviewers
+    path(
+        "banks/<uuid:bank_id>/review/<uuid:item_id>/presence/", views_reviewers.review_presence, name="review_presence"
+    ),
+    path("banks/<uuid:bank_id>/review/assignments/", views_reviewers.review_assignments, name="review_assignments"),
+    path(
+        "banks/<uuid:bank_id>/review/assignments/<uuid:assignment_id>/remove/",
+        views_reviewers.review_assignment_remove,
+        name="review_assignment_remove",
+    ),
 ]

@@ -36,6 +36,8 @@ from memories.forms import (
     ReviewFilterForm,
 )
 from memories.models import ItemStatus, MemoryItem
+from memories.selectors import collaboration as collab
+from memories.views_reviewers import posted_version
 from reasoningbank_site.errors import DomainError, DuplicateApproval
 from reasoningbank_site.security import safe_next_url
 from reasoningbank_site.views_helpers import (
@@ -69,7 +71,12 @@ def review(request, bank_id):
         return _review_post(request, bank_id)
     bank, membership = bank_for_user(request, bank_id)
     form = ReviewFilterForm(request.GET or None, agents=selectors.review_agents(bank=bank))
-    page = _page(selectors.review_queue(bank=bank, **(form.filters() if request.GET else {})), request.GET.get("page"))
+    queue = selectors.review_queue(bank=bank, **(form.filters() if request.GET else {}))
+    assignments, mine = collab.bank_assignments(bank=bank), request.GET.get("assigned") == "me"
+    if mine:
+        queue = collab.queue_assigned_to(queue, assignments=assignments, user=request.user)
+    page = _page(queue, request.GET.get("page"))
+    collab.queue_rows_annotate(items=page.object_list, assignments=assignments, user=request.user)
     context = {
         "bank": bank,
         "membership": membership,
@@ -77,6 +84,7 @@ def review(request, bank_id):
         "form": form,
         "page": page,
         "filtered": bool(request.GET),
+        "assigned_to_me": mine,
     }
     return render(request, template_for(request, "memories/review.html", {"queue": "queue"}), context)
 
@@ -102,10 +110,13 @@ def _review_post(request, bank_id):
     done, failed, unconfirmed = [], [], []
     for item in items:
         try:
+            seen = posted_version(request, f"seen-{item.public_id}")  # the version its row showed
             if action == "approve":
-                services.memory_item_approve(item=item, author=request.user, confirm_duplicate=confirm)
+                services.memory_item_approve(
+                    item=item, author=request.user, confirm_duplicate=confirm, seen_version=seen
+                )
             else:
-                services.memory_item_reject(item=item, author=request.user, reason=reason)
+                services.memory_item_reject(item=item, author=request.user, reason=reason, seen_version=seen)
             done.append(item)
         except DuplicateApproval as exc:
             unconfirmed.append((item, exc))
@@ -116,6 +127,7 @@ def _review_post(request, bank_id):
         if item is None:
             return toast(request, "That item no longer exists.")
         item.refresh_from_db()
+        collab.queue_rows_annotate(items=[item], assignments=collab.bank_assignments(bank=bank), user=request.user)
         context = {"bank": bank, "item": item, "can_write": True, "row_error": failed[0][1] if failed else ""}
         context["duplicate"] = unconfirmed[0][1] if unconfirmed else None
         return render(request, "memories/review.html#row", context)
@@ -286,7 +298,9 @@ def item_edit(request, bank_id, item_id):
         return _item_answer(request, t, edit_form=form)
     data = form.cleaned_data
     fields = {key: data[key] for key in ("title", "description", "content", "tags", "note")}
-    edit = partial(services.memory_item_edit, item=t.item, author=request.user, **fields)
+    edit = partial(
+        services.memory_item_edit, item=t.item, author=request.user, seen_version=posted_version(request), **fields
+    )
     return _act(request, t, edit, done="Saved.", decided=False, edit_form=form)
 
 
@@ -295,7 +309,13 @@ def item_edit(request, bank_id, item_id):
 def item_approve(request, bank_id, item_id):
     t = _target(request, bank_id, item_id)
     confirm = request.POST.get("confirm_duplicate") == "1"
-    approve = partial(services.memory_item_approve, item=t.item, author=request.user, confirm_duplicate=confirm)
+    approve = partial(
+        services.memory_item_approve,
+        item=t.item,
+        author=request.user,
+        confirm_duplicate=confirm,
+        seen_version=posted_version(request),
+    )
     return _act(request, t, approve, done=f"Approved “{t.item.title}”.")
 
 
@@ -306,7 +326,13 @@ def item_reject(request, bank_id, item_id):
     form = RejectForm(request.POST)
     if not form.is_valid():
         return _item_answer(request, t, reject_form=form)
-    reject = partial(services.memory_item_reject, item=t.item, author=request.user, reason=form.cleaned_data["reason"])
+    reject = partial(
+        services.memory_item_reject,
+        item=t.item,
+        author=request.user,
+        reason=form.cleaned_data["reason"],
+        seen_version=posted_version(request),
+    )
     return _act(request, t, reject, done=f"Rejected “{t.item.title}”.", reject_form=form)
 
 
@@ -314,7 +340,9 @@ def item_reject(request, bank_id, item_id):
 @post_action
 def item_archive(request, bank_id, item_id):
     t = _target(request, bank_id, item_id)
-    archive = partial(services.memory_item_archive, item=t.item, author=request.user)
+    archive = partial(
+        services.memory_item_archive, item=t.item, author=request.user, seen_version=posted_version(request)
+    )
     return _act(request, t, archive, done=f"Archived “{t.item.title}”.", decided=False)
 
 
@@ -331,7 +359,13 @@ def item_merge(request, bank_id, item_id):
     except MemoryItem.DoesNotExist:
         return _item_answer(request, t, merge_error="That item is not in this bank.")
     try:
-        into = services.memory_item_merge(item=t.item, into=into, author=request.user, note=form.cleaned_data["note"])
+        into = services.memory_item_merge(
+            item=t.item,
+            into=into,
+            author=request.user,
+            note=form.cleaned_data["note"],
+            seen_version=posted_version(request),
+        )
     except DomainError as exc:
         messages.error(request, str(exc))
         return _item_answer(request, t)
@@ -344,7 +378,9 @@ def item_merge(request, bank_id, item_id):
 def item_keep_both(request, bank_id, item_id):
     """The near-duplicate suggestion was a false alarm: clear it and approve this item as its own lesson."""
     t = _target(request, bank_id, item_id)
-    keep = partial(services.memory_item_keep_both, item=t.item, author=request.user)
+    keep = partial(
+        services.memory_item_keep_both, item=t.item, author=request.user, seen_version=posted_version(request)
+    )
     return _act(request, t, keep, done=f"Kept both; approved “{t.item.title}”.")
 
 

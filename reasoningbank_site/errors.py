@@ -94,3 +94,13 @@ class DuplicateApproval(Conflict):
     def __init__(self, message: str, *, duplicates=()):
         super().__init__(message)
         self.duplicates = list(duplicates)
+class StaleVersion(Conflict):
+    """A decision made on a version of an object that has changed since (another
+    reviewer decided first). ``changes`` describes what happened since, newest first."""
+
+    code = "stale_version"
+
+    def __init__(self, message: str, *, changes: list | None = None, current_version: int | None = None):
+        super().__init__(message)
+        self.changes = changes or []
+        self.current_version = current_version

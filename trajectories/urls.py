@@ -1,6 +1,6 @@
 from django.urls import path
 
-from trajectories import views
+from trajectories import views, views_reviewers
 
 app_name = "trajectories"
 urlpatterns = [
@@ -24,4 +24,17 @@ urlpatterns = [
         views.experiment_promote_view,
         name="experiment_promote",
     ),
+    # Several reviewers: comments on items and trajectories, per-reviewer statistics
+    path("banks/<uuid:bank_id>/items/<uuid:item_id>/comments/", views_reviewers.item_comments, name="item_comments"),
+    path(
+        "banks/<uuid:bank_id>/trajectories/<uuid:trajectory_id>/comments/",
+        views_reviewers.trajectory_comments,
+        name="trajectory_comments",
+    ),
+    path(
+        "banks/<uuid:bank_id>/comments/<uuid:comment_id>/delete/",
+        views_reviewers.comment_remove,
+        name="comment_remove",
+    ),
+    path("banks/<uuid:bank_id>/reviewers/", views_reviewers.reviewers, name="reviewers"),
 ]

@@ -6,9 +6,17 @@ change appends; ``embedding`` keeps items searchable (inline embed, enqueue,
 refresh, sweeper); ``duplicates`` records supporting evidence (a lesson
 distilled again, an item merged in) on the item that holds it; ``imports``
 turns uploaded records into proposed items; ``experiences`` owns past tasks;
-``retrieval`` answers (and logs) what an agent is served, holdout arm included; ``tallies`` keeps the Impact report's sums. Refusals are domain errors
+``retrieval`` answers (and logs) what an agent is served, holdout arm included; ``tallies`` keeps the Impact report's sums; ``collaboration``
+holds several reviewers together (the version check of a decision, presence, queue slices). Refusals are domain errors
 (``reasoningbank_site.errors``)."""
 
+from memories.services.collaboration import (
+    item_current_version,
+    item_version_check,
+    review_assignment_create,
+    review_assignment_delete,
+    review_presence_touch,
+)
 from memories.services.duplicates import memory_item_support_merged, memory_item_support_record
 from memories.services.embedding import memory_item_embed_refresh, memory_items_embed_pending
 from memories.services.experiences import experience_create
@@ -48,7 +56,9 @@ __all__ = [
     "ProposedItem",
     "RetrievalResult",
     "experience_create",
+    "item_current_version",
     "item_status_move",
+    "item_version_check",
     "memory_item_approve",
     "memory_item_archive",
     "memory_item_create",
@@ -72,4 +82,7 @@ __all__ = [
     "retrieval_tallies_compact",
     "retrieval_tallies_rebuild",
     "retrieval_warm_up",
+    "review_assignment_create",
+    "review_assignment_delete",
+    "review_presence_touch",
 ]

@@ -26,6 +26,7 @@ from memories.models import (
 )
 from memories.selectors.duplicates import approved_duplicates
 from memories.selectors.retrieval import NEAR_DUPLICATE_LIMIT, NEAR_DUPLICATE_SIMILARITY, near_duplicates_search_many
+from memories.services.collaboration import item_version_check
 from memories.services.duplicates import memory_item_support_merged, memory_item_support_record
 from memories.services.embedding import (
     item_embed_enqueue,
@@ -270,6 +271,7 @@ def memory_item_edit(
     content: str | None = None,
     tags=None,
     note: str = "",
+    seen_version: int | None = None,
 ) -> MemoryItem:
     """Change an item's text or tags (None leaves a field as is). A real
     change writes an "edited" version (tags included, so history and audit
@@ -277,7 +279,9 @@ def memory_item_edit(
     re-embedding after commit, while a tags-only change keeps the item
     searchable. No change writes nothing. The status is kept. Raises
     Conflict for a superseded item, Invalid for an empty or too long title,
-    description or content, or bad tags."""
+    description or content, or bad tags; StaleVersion when ``seen_version``
+    is given and the item changed since (item_version_check)."""
+    item_version_check(item=item, seen_version=seen_version)
     item_lock(item)
     if item.status not in EDITABLE_STATUSES:
         raise Conflict(f"A {item.status} item cannot be edited.")
@@ -309,13 +313,17 @@ def memory_item_edit(
 
 
 @transaction.atomic
-def memory_item_approve(*, item: MemoryItem, author, confirm_duplicate: bool = False) -> MemoryItem:
+def memory_item_approve(
+    *, item: MemoryItem, author, confirm_duplicate: bool = False, seen_version: int | None = None
+) -> MemoryItem:
     """Make the item servable. Embeds it inline when its embedding is
     missing or stale, so an approved item is never silently unsearchable.
     Approving an approved item clears a review flag if it has one (and is
-    otherwise a no-op). Raises DuplicateApproval (nothing changed) when an
+    otherwise a no-op). Raises StaleVersion when ``seen_version`` is given and
+    the item changed since; DuplicateApproval (nothing changed) when an
     approved item of the bank is at or above its duplicate threshold, unless
     ``confirm_duplicate``; Conflict for a superseded item."""
+    item_version_check(item=item, seen_version=seen_version)
     if not confirm_duplicate and item.status != ItemStatus.APPROVED:
         duplicates = approved_duplicates(item=item, threshold=item.bank.duplicate_threshold)
         if duplicates:
@@ -343,18 +351,22 @@ def memory_item_approve(*, item: MemoryItem, author, confirm_duplicate: bool = F
 
 
 @transaction.atomic
-def memory_item_reject(*, item: MemoryItem, author, reason: str = "") -> MemoryItem:
+def memory_item_reject(*, item: MemoryItem, author, reason: str = "", seen_version: int | None = None) -> MemoryItem:
     """Decline a proposed item, keeping ``reason``. Rejecting a rejected item
     is a no-op. Raises Conflict for any other status (an approved item is
-    archived instead)."""
+    archived instead); StaleVersion when ``seen_version`` is given and the
+    item changed since."""
+    item_version_check(item=item, seen_version=seen_version)
     item_status_move(item=item, to=ItemStatus.REJECTED, author=author, reason=reason or "")
     return item
 
 
 @transaction.atomic
-def memory_item_archive(*, item: MemoryItem, author) -> MemoryItem:
+def memory_item_archive(*, item: MemoryItem, author, seen_version: int | None = None) -> MemoryItem:
     """Stop serving an approved item (it can be approved again later).
-    Archiving an archived item is a no-op. Raises Conflict otherwise."""
+    Archiving an archived item is a no-op. Raises Conflict otherwise;
+    StaleVersion when ``seen_version`` is given and the item changed since."""
+    item_version_check(item=item, seen_version=seen_version)
     item_status_move(item=item, to=ItemStatus.ARCHIVED, author=author)
     return item
 
@@ -387,7 +399,9 @@ def memory_item_flag(*, item: MemoryItem, reason: str) -> MemoryItem:
 
 
 @transaction.atomic
-def memory_item_merge(*, item: MemoryItem, into: MemoryItem, author, note: str = "") -> MemoryItem:
+def memory_item_merge(
+    *, item: MemoryItem, into: MemoryItem, author, note: str = "", seen_version: int | None = None
+) -> MemoryItem:
     """Merge ``item`` into its near-duplicate ``into``: ``into`` stays (and is
     approved if it was only proposed), ``item`` is superseded with a reason
     naming ``into`` and ``author`` (a "merged" version by ``author``).
@@ -395,11 +409,13 @@ def memory_item_merge(*, item: MemoryItem, into: MemoryItem, author, note: str =
     ``into`` as supporting evidence, with a "merged-in" version in its
     history; ``into``'s own text is not changed. Returns ``into``. Raises Invalid for the
     same item or items of different banks; Conflict for a target that is
-    rejected, archived or superseded, or an item that is already retired."""
+    rejected, archived or superseded, or an item that is already retired;
+    StaleVersion when ``seen_version`` (of ``item``) is given and it changed since."""
     if item.pk == into.pk:
         raise Invalid("An item cannot be merged into itself.")
     if item.bank_id != into.bank_id:
         raise Invalid("Both items must belong to the same bank.")
+    item_version_check(item=item, seen_version=seen_version)
     if into.status not in (ItemStatus.PROPOSED, ItemStatus.APPROVED):
         raise Conflict(f"The target is {into.status}; merge into a proposed or approved item.")
     if item.status in (ItemStatus.SUPERSEDED, ItemStatus.ARCHIVED):
@@ -426,12 +442,14 @@ def memory_item_merge(*, item: MemoryItem, into: MemoryItem, author, note: str =
 
 
 @transaction.atomic
-def memory_item_keep_both(*, item: MemoryItem, author) -> MemoryItem:
+def memory_item_keep_both(*, item: MemoryItem, author, seen_version: int | None = None) -> MemoryItem:
     """A reviewer's answer to the near-duplicate suggestions: not duplicates.
     The suggestions are cleared (so the item leaves the "has near-duplicate"
     filter) and recorded in a "kept-both" version naming them; a proposed
     item is then approved as a lesson of its own. Raises Conflict when the
-    item has no suggestions, or cannot be approved."""
+    item has no suggestions, or cannot be approved; StaleVersion when
+    ``seen_version`` is given and the item changed since."""
+    item_version_check(item=item, seen_version=seen_version)
     item_lock(item)
     if not item.near_duplicates:
         raise Conflict("This item has no near-duplicate suggestions to dismiss.")
