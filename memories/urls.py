@@ -19,5 +19,6 @@ urlpatterns = [
     path(ITEM + "archive/", views.item_archive, name="item_archive"),
     path(ITEM + "merge/", views.item_merge, name="item_merge"),
     path(ITEM + "keep-both/", views.item_keep_both, name="item_keep_both"),
+    path(ITEM + "revert/", views.item_revert, name="item_revert"),
     path("banks/<uuid:bank_id>/playground/", views.playground, name="playground"),
 ]
