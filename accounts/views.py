@@ -363,8 +363,14 @@ def token_create(request, bank_id):
 @login_required
 @post_action
 def token_revoke(request, bank_id, token_id):
-    bank, _me = bank_for_user(request, bank_id, role=Role.ADMIN)
+    """Revoke a token (admins and owners). A POST without ``confirm=1``
+    answers the confirmation page (agents using it get 401 at once after);
+    with it, revokes and goes back to the tokens page."""
+    bank, me = bank_for_user(request, bank_id, role=Role.ADMIN)
     token = get_object_or_404(ApiToken, bank=bank, public_id=token_id)
+    if request.POST.get("confirm") != "1" and token.revoked_at is None:
+        context = {"bank": bank, "membership": me, "token": token}
+        return render(request, "accounts/token_revoke_confirm.html", context)
     services.api_token_revoke(token=token, actor=request.user)
     messages.success(request, f"Token {token.prefix}… revoked.")
     return redirect("accounts:bank_tokens", bank_id=bank.public_id)

@@ -41,7 +41,7 @@ QUERIES = [
 def _seed():
     from django.contrib.auth import get_user_model
 
-    from memories.services import memory_item_approve, memory_item_create
+    from memories.services import memory_item_create
     from tests import factories
 
     user = get_user_model().objects.create_user(f"bench-{uuid.uuid4().hex[:8]}")
@@ -49,8 +49,12 @@ def _seed():
     bank = factories.make_bank(team=team, slug="shared", top_k=K, min_similarity=-1.0, rate_limit_per_minute=0)
     items = []
     for title, description, content in LESSONS:
-        item = memory_item_create(bank=bank, title=title, description=description, content=content, author=user)
-        items.append(memory_item_approve(item=item, author=user))
+        # Approved at creation: embedded inline (an approval only enqueues the embedding).
+        items.append(
+            memory_item_create(
+                bank=bank, title=title, description=description, content=content, author=user, status="approved"
+            )
+        )
     return bank, items, factories.make_token(bank)
 
 

@@ -20,6 +20,7 @@ urlpatterns = [
     path(ITEM + "merge/", views.item_merge, name="item_merge"),
     path(ITEM + "keep-both/", views.item_keep_both, name="item_keep_both"),
     path(ITEM + "compare/<uuid:other_id>/", views.item_compare, name="item_compare"),
+    path(ITEM + "revert/", views.item_revert, name="item_revert"),
     path("banks/<uuid:bank_id>/playground/", views.playground, name="playground"),
     # Several reviewers: the focus view's presence heartbeat, slices of the queue given to reviewers
     path(

@@ -16,8 +16,9 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Q
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404, QueryDict, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -59,6 +60,81 @@ def _can_write(membership) -> bool:
     return membership.has_role(Role.REVIEWER)
 
 
+# --- the queue's filters, carried through the focus view --------------------------------
+
+QUEUE_FILTERS = tuple(ReviewFilterForm.base_fields)
+
+
+def _queue_query(data: QueryDict) -> str:
+    """The queue's filters in ``data`` (non-empty ones, no page number) as a
+    query string, for links and forms that must keep them."""
+    kept = QueryDict(mutable=True)
+    for name in QUEUE_FILTERS:
+        value = data.get(name, "")
+        if value:
+            kept[name] = value
+    return kept.urlencode()
+
+
+def _posted_queue_query(request) -> str:
+    """The filters a POST carries: its ``queue`` field (focus view), else those of its ``next`` page (queue row)."""
+    if "queue" in request.POST:
+        return _queue_query(QueryDict(request.POST.get("queue", "")))
+    return _queue_query(QueryDict(request.POST.get("next", "").partition("?")[2]))
+
+
+def _queue_filters(bank, query: str) -> dict:
+    form = ReviewFilterForm(QueryDict(query), agents=selectors.review_agents(bank=bank))
+    return form.filters() if query else {}
+
+
+def _with_query(url: str, query: str) -> str:
+    return f"{url}?{query}" if query else url
+
+
+# --- undo: a decision's toast offers to take it back for a few seconds ------------------
+
+UNDO_SESSION_KEY = "rb_undo"
+
+
+def _undo_offer(request, bank, item, *, text: str, focus: bool, queue: str, target: str = "", row: bool = False):
+    """What the toast needs to offer Undo for ``item``'s latest decision (None when there is none to take back)."""
+    decision = services.memory_item_last_decision(item=item)
+    if decision is None:
+        return None
+    url = reverse("memories:item_revert", kwargs={"bank_id": bank.public_id, "item_id": item.public_id})
+    next_url = safe_next_url(request, "")
+    return {
+        "text": text,
+        "url": url,
+        "decision": decision.number,
+        "focus": focus,
+        "queue": queue,
+        "target": target,
+        "row": row,
+        "next": next_url,
+    }
+
+
+def _offer_undo(request, response, offer):
+    """Deliver an undo offer with ``response``: an htmx answer that swaps
+    content carries the toast out-of-band; a redirect leaves it in the
+    session for the next page's toast."""
+    if offer is None:
+        return response
+    if request.htmx and response.status_code == 200 and "HX-Redirect" not in response:
+        toast_html = render_to_string("includes/toast.html", {"undo": offer, "oob": True}, request)
+        response.content += toast_html.encode()
+    else:
+        offer["target"], offer["row"] = "", False  # the next page has no such region: a plain form
+        request.session[UNDO_SESSION_KEY] = offer
+    return response
+
+
+def _pop_undo(request):
+    return None if request.htmx else request.session.pop(UNDO_SESSION_KEY, None)
+
+
 # --- review queue ----------------------------------------------------------------
 
 
@@ -85,6 +161,8 @@ def review(request, bank_id):
         "page": page,
         "filtered": bool(request.GET),
         "assigned_to_me": mine,
+        "queue_qs": _queue_query(request.GET),
+        "undo": _pop_undo(request),
     }
     return render(request, template_for(request, "memories/review.html", {"queue": "queue"}), context)
 
@@ -128,9 +206,25 @@ def _review_post(request, bank_id):
             return toast(request, "That item no longer exists.")
         item.refresh_from_db()
         collab.queue_rows_annotate(items=[item], assignments=collab.bank_assignments(bank=bank), user=request.user)
-        context = {"bank": bank, "item": item, "can_write": True, "row_error": failed[0][1] if failed else ""}
-        context["duplicate"] = unconfirmed[0][1] if unconfirmed else None
-        return render(request, "memories/review.html#row", context)
+        queue = _posted_queue_query(request)
+        context = {
+            "bank": bank,
+            "item": item,
+            "can_write": True,
+            "row_error": failed[0][1] if failed else "",
+            "queue_qs": queue,
+            "duplicate": unconfirmed[0][1] if unconfirmed else None,
+        }
+        response = render(request, "memories/review.html#row", context)
+        if failed or unconfirmed:
+            return response
+        text = f"{'Approved' if action == 'approve' else 'Rejected'} “{item.title}”."
+        target = f"#item-{item.public_id}"
+        return _offer_undo(
+            request,
+            response,
+            _undo_offer(request, bank, item, text=text, focus=False, queue=queue, target=target, row=True),
+        )
     verb = "approved" if action == "approve" else "rejected"
     if done:
         messages.success(request, f"{len(done)} item{'s' if len(done) != 1 else ''} {verb}.")
@@ -166,9 +260,9 @@ def _item_url(bank, item, *, focus: bool) -> str:
     return reverse(name, kwargs={"bank_id": bank.public_id, "item_id": item.public_id})
 
 
-def _queue_neighbours(bank, item) -> tuple[MemoryItem | None, MemoryItem | None]:
-    """The proposed items just before and after ``item`` in queue order."""
-    queue = selectors.review_queue(bank=bank).exclude(pk=item.pk)
+def _queue_neighbours(bank, item, filters: dict) -> tuple[MemoryItem | None, MemoryItem | None]:
+    """The proposed items just before and after ``item`` in queue order, in the queue narrowed by ``filters``."""
+    queue = selectors.review_queue(bank=bank, **filters).exclude(pk=item.pk)
     before = Q(created_at__lt=item.created_at) | Q(created_at=item.created_at, id__lt=item.id)
     after = Q(created_at__gt=item.created_at) | Q(created_at=item.created_at, id__gt=item.id)
     previous = queue.filter(before).order_by("-created_at", "-id").first()
@@ -199,10 +293,13 @@ def _item_context(
         "support_trajectories": selectors.supports_trajectory_ids(supports),
         "duplicates": selectors.item_near_duplicates(item=item),
         "history": selectors.item_history(item=item),
+        "revertible": tuple(services.ITEM_REVERTS),
         "sources": selectors.item_sources(item=item),
     }
     if focus:
-        context["previous"], context["following"] = _queue_neighbours(bank, item)
+        queue = _posted_queue_query(request) if request.method == "POST" else _queue_query(request.GET)
+        context["queue_qs"] = queue
+        context["previous"], context["following"] = _queue_neighbours(bank, item, _queue_filters(bank, queue))
     return context
 
 
@@ -210,6 +307,7 @@ def _item_page(request, bank_id, item_id, *, focus: bool):
     bank, membership = bank_for_user(request, bank_id)
     item = _item_or_404(bank, item_id)
     context = _item_context(request, bank, membership, item, focus=focus)
+    context["undo"] = _pop_undo(request)
     return render(request, template_for(request, ITEM_TEMPLATE, {"item-panel": "panel"}), context)
 
 
@@ -250,13 +348,14 @@ def _item_answer(
     back to the item: its panel for htmx, the page with the form and its
     errors, or a redirect to the page."""
     if decided and t.focus:
-        _, following = _queue_neighbours(t.bank, t.item)
+        queue = _posted_queue_query(request)
+        _, following = _queue_neighbours(t.bank, t.item, _queue_filters(t.bank, queue))
         target = (
             _item_url(t.bank, following, focus=True)
             if following
             else reverse("memories:review", kwargs={"bank_id": t.bank.public_id})
         )
-        return redirect_after_post(request, target)
+        return redirect_after_post(request, _with_query(target, queue))
     if edit_form is None and reject_form is None and not merge_error and duplicate is None and not request.htmx:
         return redirect(_item_url(t.bank, t.item, focus=t.focus))
     t.item.refresh_from_db()
@@ -274,10 +373,12 @@ def _item_answer(
     return render(request, htmx_template(request, ITEM_TEMPLATE, "panel"), context)
 
 
-def _act(request, t: _Target, call, *, done: str, decided: bool = True, **forms):
+def _act(request, t: _Target, call, *, done: str, decided: bool = True, undo: bool = False, **forms):
     """Run an item action's service ``call`` (a ``partial``): a refusal becomes an error
     message (``forms`` are shown again with what was typed), success the
-    ``done`` message; then answer as ``_item_answer`` says."""
+    ``done`` message — in the toast with an Undo button when ``undo`` and the
+    action decided something that can be taken back; then answer as
+    ``_item_answer`` says."""
     try:
         call()
     except DuplicateApproval as exc:
@@ -285,8 +386,16 @@ def _act(request, t: _Target, call, *, done: str, decided: bool = True, **forms)
     except DomainError as exc:
         messages.error(request, str(exc))
         return _item_answer(request, t, **forms)
-    messages.success(request, done)
-    return _item_answer(request, t, decided=decided)
+    queue = _posted_queue_query(request) if t.focus else ""
+    offer = (
+        _undo_offer(request, t.bank, t.item, text=done, focus=t.focus, queue=queue, target="#item-panel")
+        if undo
+        else None
+    )
+    if offer is None:
+        messages.success(request, done)
+        return _item_answer(request, t, decided=decided)
+    return _offer_undo(request, _item_answer(request, t, decided=decided), offer)
 
 
 @login_required
@@ -316,7 +425,7 @@ def item_approve(request, bank_id, item_id):
         confirm_duplicate=confirm,
         seen_version=posted_version(request),
     )
-    return _act(request, t, approve, done=f"Approved “{t.item.title}”.")
+    return _act(request, t, approve, done=f"Approved “{t.item.title}”.", undo=True)
 
 
 @login_required
@@ -333,7 +442,7 @@ def item_reject(request, bank_id, item_id):
         reason=form.cleaned_data["reason"],
         seen_version=posted_version(request),
     )
-    return _act(request, t, reject, done=f"Rejected “{t.item.title}”.", reject_form=form)
+    return _act(request, t, reject, done=f"Rejected “{t.item.title}”.", undo=True, reject_form=form)
 
 
 @login_required
@@ -343,7 +452,7 @@ def item_archive(request, bank_id, item_id):
     archive = partial(
         services.memory_item_archive, item=t.item, author=request.user, seen_version=posted_version(request)
     )
-    return _act(request, t, archive, done=f"Archived “{t.item.title}”.", decided=False)
+    return _act(request, t, archive, done=f"Archived “{t.item.title}”.", decided=False, undo=True)
 
 
 @login_required
@@ -397,6 +506,44 @@ def item_compare(request, bank_id, item_id, other_id):
         "comparison": selectors.items_compare(item=item, other=other),
     }
     return render(request, "memories/item_compare.html", context)
+
+
+@login_required
+@post_action
+def item_revert(request, bank_id, item_id):
+    """Take back a decision (``decision`` = its version number): the toast's
+    Undo and the Revert button of a history entry. From a queue row (htmx,
+    row=1) it answers the row, proposed again; from the focus view it goes to
+    the item (its filters kept) to decide again; else back to ``next`` or the
+    item page."""
+    t = _target(request, bank_id, item_id)
+    row = bool(request.htmx and request.POST.get("row"))
+    try:
+        decision = int(request.POST.get("decision", "") or 0)
+    except ValueError:
+        decision = 0
+    try:
+        services.memory_item_revert(item=t.item, decision=decision, author=request.user)
+    except DomainError as exc:
+        if row:
+            return toast(request, str(exc))
+        messages.error(request, str(exc))
+        if not request.htmx and request.POST.get("next"):
+            return redirect(safe_next_url(request, _item_url(t.bank, t.item, focus=t.focus)))
+        return _item_answer(request, t)
+    done = f"Reverted: “{t.item.title}” is {t.item.get_status_display().lower()} again."
+    if row:
+        context = {"bank": t.bank, "item": t.item, "can_write": True, "queue_qs": _posted_queue_query(request)}
+        response = render(request, "memories/review.html#row", context)
+        response.content += render_to_string("includes/toast.html", {"message": done, "oob": True}, request).encode()
+        return response
+    messages.success(request, done)
+    if t.focus:
+        url = _with_query(_item_url(t.bank, t.item, focus=True), _posted_queue_query(request))
+        return redirect_after_post(request, url)
+    if not request.htmx and request.POST.get("next"):
+        return redirect(safe_next_url(request, _item_url(t.bank, t.item, focus=False)))
+    return _item_answer(request, t)
 
 
 # --- all items -----------------------------------------------------------------

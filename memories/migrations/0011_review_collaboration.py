@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0007_bank_step_retention_days'),
-        ('memories', '0009_item_hnsw_m32'),
+        ('memories', '0010_item_support'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

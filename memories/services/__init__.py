@@ -1,6 +1,6 @@
 """Writes of the memories app, one module per sub-domain. ``items`` owns an
 item's life (propose, create, edit, approve, reject, archive, supersede, flag,
-merge, keep both); ``transitions`` owns the status table every status move goes
+merge, keep both); ``reverts`` takes a decision back (undo, revert); ``transitions`` owns the status table every status move goes
 through; ``versions`` owns the row lock and the version + audit record each
 change appends; ``embedding`` keeps items searchable (inline embed, enqueue,
 refresh, sweeper); ``duplicates`` records supporting evidence (a lesson
@@ -42,15 +42,17 @@ from memories.services.retrieval import (
     retrieval_preview,
     retrieval_warm_up,
 )
+from memories.services.reverts import memory_item_last_decision, memory_item_revert
 from memories.services.tallies import (
     retrieval_outcome_change,
     retrieval_tallies_compact,
     retrieval_tallies_rebuild,
 )
-from memories.services.transitions import ITEM_TRANSITIONS, item_status_move
+from memories.services.transitions import ITEM_REVERTS, ITEM_TRANSITIONS, item_status_move
 
 __all__ = [
     "IMPORT_MAX_ITEMS",
+    "ITEM_REVERTS",
     "ITEM_TRANSITIONS",
     "ImportReport",
     "ProposedItem",
@@ -66,9 +68,11 @@ __all__ = [
     "memory_item_embed_refresh",
     "memory_item_flag",
     "memory_item_keep_both",
+    "memory_item_last_decision",
     "memory_item_merge",
     "memory_item_propose",
     "memory_item_reject",
+    "memory_item_revert",
     "memory_item_supersede",
     "memory_item_support_merged",
     "memory_item_support_record",

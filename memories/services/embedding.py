@@ -50,7 +50,7 @@ def items_embed_inline(items: list[MemoryItem]) -> list[str]:
 def item_embed_enqueue(item_pk: int) -> None:
     """Ask a worker to embed the item once the current transaction commits.
     A broker outage must not fail the write: the item stays visible as a
-    pending embedding (approval embeds inline, and the embed sweeper catches it)."""
+    pending embedding (not served until embedded; the embed sweeper catches it)."""
     enqueue_on_commit("memories.embed_item", item_pk)
 
 

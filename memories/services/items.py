@@ -316,8 +316,10 @@ def memory_item_edit(
 def memory_item_approve(
     *, item: MemoryItem, author, confirm_duplicate: bool = False, seen_version: int | None = None
 ) -> MemoryItem:
-    """Make the item servable. Embeds it inline when its embedding is
-    missing or stale, so an approved item is never silently unsearchable.
+    """Make the item servable. Answers at once: when its embedding is
+    missing or stale, an embed task is enqueued after commit and the item is
+    served from the moment it is embedded (retrieval skips items without a
+    current embedding; the retrieval answer counts them as pending).
     Approving an approved item clears a review flag if it has one (and is
     otherwise a no-op). Raises StaleVersion when ``seen_version`` is given and
     the item changed since; DuplicateApproval (nothing changed) when an
@@ -335,14 +337,15 @@ def memory_item_approve(
             )
 
     def approval(item: MemoryItem) -> list[str]:
-        fields = [] if item_embedding_is_current(item) else item_embed_inline(item)
         item.approved_at = timezone.now()
         item.approved_by = author
         item.status_reason = ""
         item.needs_review_reason = ""
-        return [*fields, "approved_at", "approved_by", "status_reason", "needs_review_reason"]
+        return ["approved_at", "approved_by", "status_reason", "needs_review_reason"]
 
     moved = item_status_move(item=item, to=ItemStatus.APPROVED, author=author, prepare=approval)
+    if moved and not item_embedding_is_current(item):
+        item_embed_enqueue(item.pk)
     if not moved and item.needs_review_reason:
         item.needs_review_reason = ""
         item.save(update_fields=["needs_review_reason", "updated_at"])

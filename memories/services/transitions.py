@@ -21,6 +21,14 @@ ITEM_TRANSITIONS: dict[str, frozenset[str]] = {
     S.SUPERSEDED: frozenset(),
 }
 
+# Which decisions a reviewer may take back (undo, or revert from the history):
+# the decision's status → the statuses it may return to (the one it came from).
+ITEM_REVERTS: dict[str, frozenset[str]] = {
+    S.APPROVED: frozenset({S.PROPOSED, S.REJECTED, S.ARCHIVED}),
+    S.REJECTED: frozenset({S.PROPOSED}),
+    S.ARCHIVED: frozenset({S.APPROVED}),
+}
+
 # Text can be edited in every status that can still move (not in a terminal one).
 EDITABLE_STATUSES = frozenset(status for status, moves in ITEM_TRANSITIONS.items() if moves)
 
@@ -44,6 +52,7 @@ def item_status_move(
     reason: str | None = None,
     prepare: Callable[[MemoryItem], list[str]] | None = None,
     action: str | None = None,
+    revert: bool = False,
 ) -> bool:
     """Move ``item`` to status ``to`` under a row lock (the caller holds a
     transaction) and record the version (action = the new status). Already
@@ -52,11 +61,14 @@ def item_status_move(
     and the version's note; ``prepare(item)`` sets what else the move changes
     and returns those field names; ``action`` names the version when the move
     is part of a larger act (a merge). Returns True when the item moved. Raises
-    Conflict when ITEM_TRANSITIONS does not allow the move."""
+    Conflict when ITEM_TRANSITIONS does not allow the move. ``revert=True``
+    takes a decision back instead: ITEM_REVERTS says which, and the version's
+    action is "reverted"."""
     item_lock(item)
     if item.status == to:
         return False
-    if not item_move_allowed(current=item.status, to=to):
+    allowed = to in ITEM_REVERTS.get(item.status, ()) if revert else item_move_allowed(current=item.status, to=to)
+    if not allowed:
         raise Conflict(_refusal(item.status, to), code="invalid_transition")
     item.status = to
     fields = ["status", "updated_at"]
@@ -66,5 +78,7 @@ def item_status_move(
     if prepare is not None:
         fields += prepare(item)
     item.save(update_fields=fields)
-    item_version_record(item=item, action=action or to, author=author, note=reason or "")
+    item_version_record(
+        item=item, action="reverted" if revert else (action or to), author=author, note=reason or ""
+    )
     return True

@@ -7,6 +7,7 @@
 
   const TOAST_MS = 4000;
   const ERROR_TOAST_MS = 6000;
+  const UNDO_TOAST_MS = 8000; // how long a decision's Undo is offered
   let toastTimer = null;
 
   function clearToastAfter(ms) {
@@ -32,9 +33,24 @@
     showToast("The server could not be reached. Check the connection and try again.", ERROR_TOAST_MS);
   });
 
-  // A toast the server swapped in out-of-band fades after a few seconds.
+  // A toast the server swapped in out-of-band fades after a few seconds (one with Undo a little later).
+  const toastMs = (toast) => (toast.querySelector("[data-undo]") ? UNDO_TOAST_MS : TOAST_MS);
   document.addEventListener("htmx:oobAfterSwap", (event) => {
-    if (event.detail.target && event.detail.target.id === "toast") clearToastAfter(TOAST_MS);
+    if (event.detail.target && event.detail.target.id === "toast") clearToastAfter(toastMs(event.detail.target));
+  });
+  // So does one the page came with (an Undo offered after a decision that loaded this page).
+  const initial = document.getElementById("toast");
+  if (initial && initial.textContent.trim()) clearToastAfter(toastMs(initial));
+
+  // keyboard.js (and others) ask for a toast with this event.
+  document.addEventListener("rb:toast", (event) => showToast(event.detail.text, TOAST_MS));
+
+  // A plain (non-htmx) POST form shows progress too: htmx forms use hx-disabled-elt.
+  document.addEventListener("submit", (event) => {
+    const form = event.target;
+    if (event.defaultPrevented || form.method !== "post" || form.hasAttribute("hx-post")) return;
+    form.classList.add("busy");
+    setTimeout(() => form.querySelectorAll("button").forEach((b) => (b.disabled = true)), 0); // after the submitter's value is sent
   });
 
   document.addEventListener("click", (event) => {

@@ -1,33 +1,54 @@
-// Keyboard-first review. Rows carry data-row (and data-open: where Enter goes);
-// an item page carries data-item with forms marked data-action="approve|reject"
-// and a link data-action="edit". Every shortcut has a real link or form behind it.
-// Only keyboard handling lives here; toasts and shared clicks are in app.js.
+// Keyboard-first review. Rows carry data-row, data-status (and data-open: where
+// Enter goes; data-edit: where e goes); an item page carries data-item with forms
+// marked data-action="approve|reject|archive" and a link data-action="edit".
+// Every shortcut has a real link or form behind it, and every one is listed in
+// the ? sheet (templates/includes/cheatsheet.html).
+// While an action's request is in flight, keys are not applied (a toast says
+// so), so nothing typed meanwhile lands on another item. After a row's request
+// the focus goes to that row if it is still to decide, else to the next one.
+// Toasts and shared clicks are in app.js.
 (() => {
   "use strict";
   const typing = (el) =>
-    el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
+    !!el &&
+    (el.isContentEditable ||
+      /^(TEXTAREA|SELECT)$/.test(el.tagName) ||
+      (el.tagName === "INPUT" && !/^(checkbox|radio|button|submit|reset|hidden)$/.test(el.type)));
   const rows = () => Array.from(document.querySelectorAll("[data-rows] [data-row]"));
-  let current = -1;
+  const undecided = (row) => row.dataset.status === "proposed";
+  let busy = 0; // action (non-GET) requests in flight
+  let after = null; // what to do once the current action request is answered
 
-  function focusRow(index) {
-    const list = rows();
-    if (!list.length) return null;
-    index = Math.max(0, Math.min(index, list.length - 1));
-    list.forEach((row) => row.classList.remove("focused"));
-    const row = list[index];
+  function say(text) {
+    document.dispatchEvent(new CustomEvent("rb:toast", { detail: { text } }));
+  }
+
+  function focusRow(row) {
+    if (!row) return null;
+    rows().forEach((r) => r.classList.remove("focused"));
     row.classList.add("focused");
     row.setAttribute("tabindex", "-1");
     row.focus({ preventScroll: true });
     row.scrollIntoView({ block: "nearest" });
-    current = index;
     return row;
   }
 
   function focusedRow() {
+    return rows().find((r) => r.classList.contains("focused")) || null;
+  }
+
+  // The nearest row still to decide after (delta 1) or before (-1) `from`; from the edge when `from` is null.
+  function nextUndecided(from, delta) {
     const list = rows();
-    const row = list.find((r) => r.classList.contains("focused"));
-    current = row ? list.indexOf(row) : -1;
-    return row || null;
+    let i = from ? list.indexOf(from) : delta > 0 ? -1 : list.length;
+    for (i += delta; i >= 0 && i < list.length; i += delta) if (undecided(list[i])) return list[i];
+    return null;
+  }
+
+  // After a row was answered: stay on it while it is still to decide, else go on to the next one.
+  function settleOn(row) {
+    if (!row) return;
+    focusRow(undecided(row) ? row : nextUndecided(row, 1) || nextUndecided(row, -1) || row);
   }
 
   // The scope an action applies to: the focused row, else the item on the page.
@@ -42,39 +63,69 @@
     return true;
   }
 
+  function decided(box, verb) {
+    if (box.matches("[data-row]")) {
+      say(`Already ${box.dataset.status}: nothing to ${verb}. j / k skip to the items still to decide.`);
+    } else {
+      say(`This item is ${box.dataset.status || "decided"}: it cannot be ${verb}d here.`);
+    }
+  }
+
   function approve() {
     const box = scope();
-    if (!box) return;
+    if (!box) return say("Pick an item first: j / k move between rows.");
     const form = box.querySelector('form[data-action="approve"]');
-    if (submit(form) && box.matches("[data-row]")) {
-      // Move on once the row is replaced, so "a a a" works down the queue.
-      const index = current;
-      document.body.addEventListener("htmx:afterSettle", () => focusRow(index + 1), { once: true });
-    }
+    if (!form || (box.matches("[data-row]") && !undecided(box))) return decided(box, "approve");
+    submit(form);
   }
 
   function reject() {
     const box = scope();
-    if (!box) return;
+    if (!box) return say("Pick an item first: j / k move between rows.");
     const form = box.querySelector('form[data-action="reject"]');
-    if (!form) return;
+    if (!form || (box.matches("[data-row]") && !undecided(box))) return decided(box, "reject");
+    const fields = form.querySelector("[data-reject-fields]");
+    if (fields) fields.hidden = false; // a queue row: its reason field opens in place
+    const link = box.querySelector("[data-reject-link]");
+    if (link) link.hidden = true;
     const reason = form.querySelector('[name="reason"]');
-    if (reason && reason.type !== "hidden") {
-      reason.focus();
-      return;
-    }
-    const text = window.prompt("Why reject this item?");
-    if (text === null || !text.trim()) return;
-    reason.value = text.trim();
-    submit(form);
+    if (reason) reason.focus();
+  }
+
+  function closeReject(row) {
+    const fields = row && row.querySelector("[data-reject-fields]");
+    if (!fields || fields.hidden) return false;
+    fields.hidden = true;
+    fields.querySelector('[name="reason"]').value = "";
+    const link = row.querySelector("[data-reject-link]");
+    if (link) link.hidden = false;
+    focusRow(row);
+    return true;
   }
 
   function edit() {
     const box = scope();
-    if (!box) return;
+    if (!box) return say("Pick an item first: j / k move between rows.");
     const link = box.querySelector('[data-action="edit"]');
     if (link) return link.click();
     if (box.dataset.edit) window.location.href = box.dataset.edit;
+    else say("This item cannot be edited.");
+  }
+
+  function cancelEdit() {
+    const cancel = document.querySelector("#edit-form [data-cancel]");
+    if (!cancel) return false;
+    cancel.click();
+    return true;
+  }
+
+  // Put the cursor in the edit form's title as soon as the form is shown.
+  function focusEditTitle() {
+    const title = document.querySelector("#edit-form [name=title]");
+    if (title && document.activeElement !== title) {
+      title.focus();
+      title.setSelectionRange(title.value.length, title.value.length);
+    }
   }
 
   function open() {
@@ -84,19 +135,89 @@
 
   function move(delta) {
     if (rows().length) {
-      const row = focusedRow();
-      focusRow(row ? current + delta : 0);
-      return;
+      const target = nextUndecided(focusedRow(), delta);
+      if (target) return focusRow(target);
+      if (!nextUndecided(null, 1)) return say("Every item on this page is decided: n for the next page.");
+      return say(delta > 0 ? "No item to decide below: n for the next page." : "No item to decide above.");
     }
     // One-item pages (the focus view): j/k go to the next/previous item.
     const link = document.querySelector(delta > 0 ? "[data-next]" : "[data-prev]");
     if (link) window.location.href = link.href;
+    else say(delta > 0 ? "This is the last item of the queue." : "This is the first item of the queue.");
+  }
+
+  function page(delta) {
+    const link = document.querySelector(delta > 0 ? "[data-rows] a[rel=next]" : "[data-rows] a[rel=prev]");
+    if (link) return (window.location.href = link.href);
+    if (!rows().length && document.querySelector("[data-item]")) return move(delta);
+    say(delta > 0 ? "This is the last page." : "This is the first page.");
+  }
+
+  function search() {
+    const field = document.querySelector("[data-search], #id_q, input[type=search]");
+    if (!field) return say("There is no search field on this page.");
+    field.focus();
+    field.select();
+  }
+
+  function undo() {
+    const form = document.querySelector("#toast form[data-undo]");
+    if (!form) return say("Nothing to undo: Undo is offered for a few seconds after a decision.");
+    submit(form);
   }
 
   function cheatsheet() {
     const dialog = document.getElementById("cheatsheet");
     if (dialog && !dialog.open) dialog.showModal();
   }
+
+  function toggleSelected() {
+    const box = focusedRow()?.querySelector("input[type=checkbox]");
+    if (box) box.checked = !box.checked;
+  }
+
+  // --- requests: keys wait for them; focus follows their answer ---------------------
+
+  document.addEventListener("htmx:beforeRequest", (event) => {
+    if (event.detail.requestConfig.verb === "get") return;
+    busy += 1;
+    // A request that answers a row (its own forms, or the toast's Undo aimed at it).
+    const target = event.detail.target;
+    const row = event.detail.elt.closest("[data-row]") || (target && target.matches("[data-row]") ? target : null);
+    after = row ? () => settleOn(document.getElementById(row.id)) : null;
+  });
+
+  document.addEventListener("htmx:afterRequest", (event) => {
+    if (event.detail.requestConfig.verb === "get") return;
+    // A client redirect loads another page: keys stay held until it is there.
+    if (event.detail.xhr && event.detail.xhr.getResponseHeader("HX-Redirect")) return;
+    busy = Math.max(0, busy - 1);
+    const job = after;
+    after = null;
+    if (job) job();
+  });
+
+  let focusedBeforeSwap = "";
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    if (event.detail.target && event.detail.target.id === "queue") focusedBeforeSwap = focusedRow()?.id || "";
+  });
+
+  document.addEventListener("htmx:afterSwap", (event) => {
+    const target = event.detail.target;
+    if (target && target.id === "item-panel") focusEditTitle();
+    // The queue after a filter change: the rows take the keys at once (but never
+    // while the reviewer is still typing a search).
+    if (target && target.id === "queue") {
+      const trigger = event.detail.requestConfig && event.detail.requestConfig.triggeringEvent;
+      if (trigger && trigger.type === "input" && typing(document.activeElement)) return;
+      if (typing(document.activeElement)) document.activeElement.blur();
+      const kept = focusedBeforeSwap && document.getElementById(focusedBeforeSwap);
+      const row = kept && undecided(kept) ? kept : nextUndecided(null, 1);
+      if (row) focusRow(row);
+    }
+  });
+
+  focusEditTitle(); // the focus view opened with ?edit=1 (e on a queue row)
 
   document.addEventListener("click", (event) => {
     if (event.target.closest("[data-cheatsheet]")) cheatsheet();
@@ -107,22 +228,48 @@
     }
   });
 
+  const actions = {
+    j: () => move(1),
+    k: () => move(-1),
+    n: () => page(1),
+    p: () => page(-1),
+    a: approve,
+    r: reject,
+    e: edit,
+    o: open,
+    Enter: open,
+    u: undo,
+    x: toggleSelected,
+    "/": search,
+    "?": cheatsheet,
+  };
+
   document.addEventListener("keydown", (event) => {
     if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (document.querySelector("dialog[open]")) return; // a modal (this sheet, a confirmation) has the keys
     const target = event.target;
     if (typing(target)) {
-      if (event.key === "Escape") target.blur();
+      if (event.key !== "Escape") return;
+      // Esc in a field: cancel the edit, close the row's reject field, or just leave the field.
+      event.preventDefault();
+      if (target.closest("#edit-form")) return void cancelEdit();
+      if (target.closest("[data-reject-fields]")) return void closeReject(target.closest("[data-row]"));
+      target.blur();
       return;
     }
-    const actions = {
-      j: () => move(1), k: () => move(-1), a: approve, r: reject, e: edit, o: open, Enter: open,
-      x: () => { const box = focusedRow()?.querySelector("input[type=checkbox]"); if (box) box.checked = !box.checked; },
-      "?": cheatsheet,
-    };
     if (event.key === "Enter" && target.closest && target.closest("a, button")) return;
+    if (event.key === "Escape") {
+      // Esc outside a field: cancel an open edit, or close the focused row's reject field.
+      if (cancelEdit() || closeReject(focusedRow())) event.preventDefault();
+      return;
+    }
     const action = actions[event.key];
     if (!action) return;
     event.preventDefault();
+    if (busy && event.key !== "?") {
+      say("Still saving the last action: that key was not applied. Press it again once it is done.");
+      return;
+    }
     action();
   });
 })();

@@ -157,6 +157,7 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
         "memories:item_archive": [("post", {"focus": ""})],
         "memories:item_merge": [("post", {"into": str(s.into.public_id), "note": "", "focus": ""})],
         "memories:item_keep_both": [("post", {"focus": ""})],
+        "memories:item_revert": [("post", {"decision": "1", "focus": "", "queue": "", "row": "", "next": ""})],
         "memories:playground": [("get", {"q": "opening hours", "k": "3"})],
         # trajectories
         "trajectories:list": [("get", {"q": "", "status": "", "verdict": "", "agent": "", "page": ""})],

@@ -17,8 +17,11 @@ from memories.services import (
     memory_item_propose,
     memory_item_reject,
     memory_item_supersede,
+    retrieval_preview,
 )
+from memories.tasks import memory_item_embed_task
 from reasoningbank_site.errors import Conflict, Invalid
+from tests.conftest import queued_tasks
 
 LOGIN = dict(
     title="Sign in before looking for account data",
@@ -141,23 +144,55 @@ def test_edit_rejects_empty_title_and_superseded_items(bank, owner):
         memory_item_edit(item=item, author=owner, content="new")
 
 
-def test_approve_embeds_missing_embedding_inline(bank, owner):
-    item = memory_item_create(bank=bank, author=owner, **LOGIN)  # worker never ran
-    assert item.embedding is None
-    memory_item_approve(item=item, author=owner)
+def _not_yet_embedded(bank):
+    """A proposed item whose embed task has not run yet (e.g. just edited)."""
+    item = memory_item_propose(bank=bank, origin="success", **LOGIN)
+    MemoryItem.objects.filter(pk=item.pk).update(embedding=None, embedding_hash="", embedding_model="")
+    item.refresh_from_db()
+    return item
+
+
+def test_approve_answers_without_embedding_and_enqueues_the_embed(
+    bank, owner, broker_queue, django_capture_on_commit_callbacks
+):
+    item = _not_yet_embedded(bank)
+    before = set(broker_queue.glob("*.msg")) if broker_queue else set()
+    with django_capture_on_commit_callbacks(execute=True):
+        memory_item_approve(item=item, author=owner)
     item.refresh_from_db()
     assert item.status == ItemStatus.APPROVED
     assert item.approved_by == owner and item.approved_at is not None
-    assert item.embedding is not None and item.embedding_hash == item_embedding_hash(item)
+    assert item.embedding is None  # not embedded inside the request: a worker does it
+    if broker_queue:
+        assert queued_tasks(broker_queue, before) == [("memories.embed_item", f"({item.pk},)")]
     assert actions(item) == [(1, "created", "proposed"), (2, "approved", "approved")]
+    # Not served (and counted as pending) until the embed task ran; served after it.
+    preview = retrieval_preview(bank=bank, query=LOGIN["title"])
+    assert (preview.items, preview.pending_embeddings) == ([], 1)
+    assert memory_item_embed_task(item.pk) is True
+    preview = retrieval_preview(bank=bank, query=LOGIN["title"])
+    assert [i.pk for i, _ in preview.items] == [item.pk] and preview.pending_embeddings == 0
 
 
-def test_approve_replaces_stale_embedding(bank, owner):
+def test_approve_with_eager_celery_embeds_after_commit(bank, owner, eager_celery, django_capture_on_commit_callbacks):
+    item = _not_yet_embedded(bank)
+    with django_capture_on_commit_callbacks(execute=True):
+        memory_item_approve(item=item, author=owner)
+        item.refresh_from_db()
+        assert item.status == ItemStatus.APPROVED and item.embedding is None  # inside the transaction
+    item.refresh_from_db()
+    assert item.embedding_hash == item_embedding_hash(item)  # the task ran on commit
+
+
+def test_approve_of_a_stale_embedding_enqueues_the_refresh(
+    bank, owner, eager_celery, django_capture_on_commit_callbacks
+):
     item = memory_item_propose(bank=bank, origin="success", **LOGIN)
     # Text changed behind the services' back and the vector came from another model.
     MemoryItem.objects.filter(pk=item.pk).update(content="Different text now.", embedding_model="old-model")
     item.refresh_from_db()
-    memory_item_approve(item=item, author=owner)
+    with django_capture_on_commit_callbacks(execute=True):
+        memory_item_approve(item=item, author=owner)
     item.refresh_from_db()
     assert item.embedding_hash == item_embedding_hash(item)
     assert item.embedding_model != "old-model"
