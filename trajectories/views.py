@@ -93,19 +93,30 @@ def trajectory_list(request, bank_id):
     return render(request, template_for(request, "trajectories/list.html", {"trajectory-rows": "rows"}), context)
 
 
+def _int_or_none(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def _detail_context(bank, membership, trajectory, relabel_form=None, *, steps_query=None, embedded=False) -> dict:
     """The detail page's context. ``steps_query`` (the request's GET) picks
-    the page of steps and their filter (``kind``, ``page``); ``embedded``
-    renders the steps for the review focus view, opened at the first cited step."""
+    the page of steps and their filter (``kind``, ``page``, or ``step``: the
+    page holding that step); ``embedded`` renders the steps for the review
+    focus view, opened at the first cited step."""
     items = selectors.trajectory_derived_items(trajectory=trajectory, newest_first=True)
     cited = selectors.cited_step_indexes(trajectory=trajectory, items=items)
     steps_query = steps_query or {}
+    around = _int_or_none(steps_query.get("step"))
+    if around is None and embedded and cited:
+        around = min(cited)
     step_page = selectors.step_page(
         trajectory=trajectory,
         cited=cited,
         kind=steps_query.get("kind", ""),
         page=steps_query.get("page"),
-        around=min(cited) if embedded and cited else None,
+        around=around,
     )
     kwargs = {"bank_id": bank.public_id, "trajectory_id": trajectory.public_id}
     detail_url = reverse("trajectories:detail", kwargs=kwargs)

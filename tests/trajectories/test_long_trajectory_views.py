@@ -16,7 +16,7 @@ from tests.long_trajectory import FINAL_ANSWER, contrast_items, error_indexes, l
 from trajectories.selectors import STEP_PAGE_SIZE
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
-FIRST_RESPONSE_BOUND = 80_000  # bytes of HTML for a 600-step run (244,002 before paging)
+FIRST_RESPONSE_BOUND = 60_000  # bytes of HTML for a 600-step run (244,002 before paging; 36,521 after)
 CITED = (5, 300, 590)
 
 
@@ -238,3 +238,13 @@ def test_another_banks_group_is_404(client, owner, stranger, bank, other_bank, g
 def test_anonymous_is_sent_to_login_from_the_group_page(client, group):
     response = client.get(group_url(group[0][0]))
     assert response.status_code == 302 and response["Location"].startswith(reverse("accounts:login"))
+
+
+def test_derived_items_cite_links_open_the_page_holding_the_step(client, owner, long_run):
+    client.force_login(owner)
+    html = client.get(detail_url(long_run)).content.decode()
+    cites = re.findall(r'<a data-cite href="([^"]+)"', html)
+    assert cites == [f"{detail_url(long_run)}?step={i}#step-{i}" for i in CITED]
+    page = client.get(detail_url(long_run, step=300)).content.decode()
+    assert [i for i, _ in shown_steps(page)] == list(range(300, 350))
+    assert client.get(detail_url(long_run, step="x")).status_code == 200
