@@ -8,6 +8,7 @@ urlpatterns = [
     path("banks/<uuid:bank_id>/trajectories/", views.trajectory_list, name="list"),
     path("banks/<uuid:bank_id>/trajectories/<uuid:trajectory_id>/", views.trajectory_detail, name="detail"),
     path("banks/<uuid:bank_id>/trajectories/<uuid:trajectory_id>/steps/", views.trajectory_steps, name="steps"),
+    path("banks/<uuid:bank_id>/trajectories/<uuid:trajectory_id>/group/", views.trajectory_group, name="group"),
     path("banks/<uuid:bank_id>/trajectories/<uuid:trajectory_id>/delete/", views.trajectory_delete, name="delete"),
     path("banks/<uuid:bank_id>/trajectories/<uuid:trajectory_id>/retry/", views.trajectory_retry_view, name="retry"),
     path("banks/<uuid:bank_id>/impact/", views.impact, name="impact"),

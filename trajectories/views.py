@@ -93,15 +93,44 @@ def trajectory_list(request, bank_id):
     return render(request, template_for(request, "trajectories/list.html", {"trajectory-rows": "rows"}), context)
 
 
-def _detail_context(bank, membership, trajectory, relabel_form=None):
+def _int_or_none(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _detail_context(bank, membership, trajectory, relabel_form=None, *, steps_query=None, embedded=False) -> dict:
+    """The detail page's context. ``steps_query`` (the request's GET) picks
+    the page of steps and their filter (``kind``, ``page``, or ``step``: the
+    page holding that step); ``embedded`` renders the steps for the review
+    focus view, opened at the first cited step."""
     items = selectors.trajectory_derived_items(trajectory=trajectory, newest_first=True)
     cited = selectors.cited_step_indexes(trajectory=trajectory, items=items)
+    steps_query = steps_query or {}
+    around = _int_or_none(steps_query.get("step"))
+    if around is None and embedded and cited:
+        around = min(cited)
+    step_page = selectors.step_page(
+        trajectory=trajectory,
+        cited=cited,
+        kind=steps_query.get("kind", ""),
+        page=steps_query.get("page"),
+        around=around,
+    )
+    kwargs = {"bank_id": bank.public_id, "trajectory_id": trajectory.public_id}
+    detail_url = reverse("trajectories:detail", kwargs=kwargs)
     return {
         "bank": bank,
         "membership": membership,
         "trajectory": trajectory,
         "can_write": membership.has_role(Role.REVIEWER),
-        "steps": selectors.step_views(trajectory=trajectory, cited=cited),
+        "step_page": step_page,
+        "steps": step_page.page.object_list,
+        # Step links open the detail page; htmx swaps the steps from where they are shown.
+        "embedded": embedded,
+        "steps_href": detail_url,
+        "steps_hx": reverse("trajectories:steps", kwargs=kwargs) if embedded else detail_url,
         "judgments": selectors.trajectory_judgments(trajectory=trajectory),
         "items": items,
         "polling": trajectory.status in selectors.IN_FLIGHT,
@@ -115,18 +144,21 @@ def _detail_context(bank, membership, trajectory, relabel_form=None):
 @login_required
 @require_http_methods(["GET", "POST"])
 def trajectory_detail(request, bank_id, trajectory_id):
-    """GET: the whole trajectory; ``?partial=derived`` is the polled region
-    (status, judgments, derived items). POST: relabel the verdict (reviewers)."""
+    """GET: the whole trajectory, one page of its steps (``?kind=&page=``;
+    htmx targeting ``#trajectory-steps`` gets just them); ``?partial=derived``
+    is the polled region (status, judgments, derived items). POST: relabel
+    the verdict (reviewers)."""
     role = Role.REVIEWER if request.method == "POST" else Role.VIEWER
     bank, membership = bank_for_user(request, bank_id, role=role)
     trajectory = _trajectory_or_404(bank, trajectory_id)
     if request.method == "GET":
-        context = _detail_context(bank, membership, trajectory)
+        context = _detail_context(bank, membership, trajectory, steps_query=request.GET)
         # The derived region polls itself with ?partial=derived while the pipeline works.
-        partial = request.GET.get("partial") == "derived"
-        return render(
-            request, htmx_template(request, DETAIL_TEMPLATE, "derived") if partial else DETAIL_TEMPLATE, context
-        )
+        if request.GET.get("partial") == "derived":
+            template = htmx_template(request, DETAIL_TEMPLATE, "derived")
+        else:
+            template = template_for(request, DETAIL_TEMPLATE, {"trajectory-steps": "steps"})
+        return render(request, template, context)
 
     form = RelabelForm(request.POST)
     if form.is_valid():
@@ -207,13 +239,34 @@ def trajectory_retry_view(request, bank_id, trajectory_id):
 @login_required
 def trajectory_steps(request, bank_id, trajectory_id):
     """The steps of one trajectory as a fragment (the review focus view loads
-    it beside the item); without htmx, the full trajectory page."""
+    it beside the item, at the page of the first cited step unless ``?page=``
+    says otherwise); without htmx, the full trajectory page."""
     bank, membership = bank_for_user(request, bank_id)
     trajectory = _trajectory_or_404(bank, trajectory_id)
     if not request.htmx:
-        return redirect("trajectories:detail", bank_id=bank.public_id, trajectory_id=trajectory.public_id)
-    context = _detail_context(bank, membership, trajectory)
+        url = reverse("trajectories:detail", kwargs={"bank_id": bank.public_id, "trajectory_id": trajectory.public_id})
+        return redirect(f"{url}?{request.GET.urlencode()}" if request.GET else url)
+    context = _detail_context(bank, membership, trajectory, steps_query=request.GET, embedded=True)
     return render(request, DETAIL_TEMPLATE + "#steps", context)
+
+
+@login_required
+def trajectory_group(request, bank_id, trajectory_id):
+    """The MaTTS group of one trajectory: its rollouts side by side (verdict,
+    steps, final answer, key steps) and the contrast items distilled from
+    them. A trajectory in no group: its own page."""
+    bank, membership = bank_for_user(request, bank_id)
+    trajectory = _trajectory_or_404(bank, trajectory_id)
+    if not trajectory.group_id:
+        return redirect("trajectories:detail", bank_id=bank.public_id, trajectory_id=trajectory.public_id)
+    context = {
+        "bank": bank,
+        "membership": membership,
+        "trajectory": trajectory,
+        "group": selectors.trajectory_group(bank=bank, group_id=trajectory.group_id),
+        "shown_max": selectors.GROUP_SHOWN,
+    }
+    return render(request, "trajectories/group.html", context)
 
 
 IMPACT_WINDOWS = [("7", "Last 7 days"), ("30", "Last 30 days"), ("90", "Last 90 days"), ("all", "All time")]

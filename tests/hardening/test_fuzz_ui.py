@@ -69,7 +69,7 @@ SKIPPED = {
     "accounts:bank_tokens": "reads no input (its forms post to the action views)",
     "memories:items_import": "a file upload: test_import_form_survives_hostile_files below",
     "trajectories:dashboard": "reads no input",
-    "trajectories:steps": "reads no input",
+    "trajectories:group": "reads no input",
     "healthz": "reads no input (test_health.py)",
     "readyz": "reads no input (test_health.py)",
     "metrics": "reads no input (test_metrics.py)",
@@ -163,9 +163,11 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
         "trajectories:list": [("get", {"q": "", "status": "", "verdict": "", "agent": "", "page": ""})],
         "trajectories:detail": [
             ("get", {"partial": "derived"}),
+            ("get", {"kind": "errors", "page": "2"}),
             ("post", {"label": "failure", "reason": "The hours were wrong."}),
         ],
         # Without confirm=1 it answers the confirmation page: the scene's trajectory must survive the fuzz.
+        "trajectories:steps": [("get", {"kind": "", "page": ""})],
         "trajectories:delete": [("post", {"confirm": ""})],
         "trajectories:impact": [("get", {"days": "30"})],
         "trajectories:judge": [

@@ -1,6 +1,7 @@
 """Reads for the trajectories app (the API and the HTML views use the same
 ones). ``trajectories`` owns reads of trajectories themselves — one, a list,
-judgments, derived items, step display records, agent names;
+judgments, derived items, step display records, agent names; ``steps``
+owns a long trajectory's step pages and jumps, and a MaTTS group side by side;
 ``dashboard`` owns the bank dashboard's aggregates — status counts,
 judge/human agreement, recent activity, review backlog."""
 
@@ -17,6 +18,16 @@ from trajectories.selectors.dashboard import (
     review_backlog,
     status_counts,
 )
+from trajectories.selectors.steps import (
+    CITED,
+    ERRORS,
+    GROUP_SHOWN,
+    STEP_PAGE_SIZE,
+    GroupView,
+    StepPage,
+    step_page,
+    trajectory_group,
+)
 from trajectories.selectors.trajectories import (
     IN_FLIGHT,
     LONG_TEXT,
@@ -32,12 +43,18 @@ from trajectories.selectors.trajectories import (
 )
 
 __all__ = [
+    "CITED",
+    "ERRORS",
+    "GROUP_SHOWN",
     "IN_FLIGHT",
     "LONG_TEXT",
+    "STEP_PAGE_SIZE",
     "Activity",
     "Agreement",
     "DistillOutcome",
+    "GroupView",
     "Rate",
+    "StepPage",
     "StepView",
     "VersionAgreement",
     "cited_step_indexes",
@@ -47,11 +64,13 @@ __all__ = [
     "recent_activity",
     "review_backlog",
     "status_counts",
+    "step_page",
     "step_views",
     "trajectory_agents",
     "trajectory_derived_items",
     "trajectory_for_bank",
     "trajectory_get_for_bank",
+    "trajectory_group",
     "trajectory_judgments",
     "trajectory_list",
 ]

@@ -16,7 +16,8 @@ from trajectories.models import Judgment, Status, Trajectory, trajectory_search_
 
 # While a trajectory is in one of these, its detail page polls for new items.
 IN_FLIGHT = {Status.RECEIVED, Status.JUDGING, Status.JUDGED, Status.DISTILLING}
-LONG_TEXT = 600  # characters above which an observation is collapsed
+LONG_TEXT = 600  # characters above which a step (all but the answer) is collapsed
+LONG_LINES = 15  # or lines
 
 
 def trajectory_get_for_bank(*, bank: Bank, public_id: str | uuid.UUID) -> Trajectory:
@@ -139,7 +140,7 @@ def step_views(*, trajectory: Trajectory, cited: dict[int, list] | None = None) 
                 arguments=pretty_json(raw.get("arguments")),
                 call_id=str(raw.get("call_id") or ""),
                 is_error=bool(raw.get("is_error")),
-                long=kind in ("observation", "tool_result", "system") and len(content) > LONG_TEXT,
+                long=kind != "answer" and (len(content) > LONG_TEXT or content.count("\n") >= LONG_LINES),
                 duration=_duration(raw.get("duration_ms")),
                 cited_by=cited.get(index, []),
             )
