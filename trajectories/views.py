@@ -17,6 +17,7 @@ from django.views.decorators.http import require_http_methods
 from accounts.access import bank_for_user
 from accounts.models import Role
 from reasoningbank_site.errors import DomainError
+from reasoningbank_site.text import counted
 from reasoningbank_site.views_helpers import htmx_template, post_action, redirect_after_post, template_for
 from trajectories import lift, retention, selectors
 from trajectories.dispatch import is_parked, trajectory_retry
@@ -171,7 +172,11 @@ def trajectory_delete(request, bank_id, trajectory_id):
         except DomainError as exc:
             error = exc.message
         else:
-            kept = f" {deleted.items_kept} memory item(s) distilled from it stay." if deleted.items_kept else ""
+            kept = (
+                f" {counted(deleted.items_kept, 'memory item')} distilled from it {'stays' if deleted.items_kept == 1 else 'stay'}."
+                if deleted.items_kept
+                else ""
+            )
             messages.success(request, f"Trajectory {deleted.public_id} deleted.{kept}")
             return redirect_after_post(request, reverse("trajectories:list", kwargs={"bank_id": bank.public_id}))
     context = {

@@ -5,6 +5,8 @@ import json
 from django import template
 from django.core.serializers.json import DjangoJSONEncoder
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.timesince import timesince
 
 register = template.Library()
 
@@ -39,3 +41,14 @@ def bank_nav(context, bank):
 def compact_json(value) -> str:
     """A before/after snapshot as one line of JSON for the audit log."""
     return json.dumps(value, cls=DjangoJSONEncoder, ensure_ascii=False, separators=(", ", ": "))
+
+
+@register.filter
+def ago(value) -> str:
+    """ "just now" under a minute (and for a clock a little ahead), else "3 minutes ago";
+    Django's timesince alone says "0 minutes"."""
+    if not value:
+        return ""
+    if (timezone.now() - value).total_seconds() < 60:
+        return "just now"
+    return f"{timesince(value)} ago"
