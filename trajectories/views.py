@@ -20,6 +20,7 @@ from reasoningbank_site.errors import DomainError
 from reasoningbank_site.text import counted
 from reasoningbank_site.views_helpers import htmx_template, post_action, redirect_after_post, template_for
 from trajectories import lift, retention, selectors
+from trajectories.dashboard_charts import dashboard_charts
 from trajectories.dispatch import is_parked, trajectory_retry
 from trajectories.experiments import (
     arm_result,
@@ -69,9 +70,12 @@ def dashboard(request, bank_id):
         "total": total,
         "backlog": selectors.review_backlog(bank=bank),
         "agreement": selectors.judge_human_agreement(bank=bank),
+        "min_cases": selectors.MIN_CASES,
         "agreement_by_version": selectors.judge_agreement_by_version(bank=bank),
         "distill_by_version": selectors.distill_outcomes_by_version(bank=bank),
         "activity": selectors.recent_activity(bank=bank),
+        # The 5-second refresh redraws the counts only; the charts come with the whole page.
+        "charts": [] if request.htmx else dashboard_charts(bank=bank),
         "llm_configured": llm_configured(),
         "api_base": request.build_absolute_uri("/api/v1/"),
     }

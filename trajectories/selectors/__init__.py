@@ -2,20 +2,27 @@
 ones). ``trajectories`` owns reads of trajectories themselves — one, a list,
 judgments, derived items, step display records, agent names;
 ``dashboard`` owns the bank dashboard's aggregates — status counts,
-judge/human agreement, recent activity, review backlog."""
+judge/human agreement, recent activity, review backlog, and the charts'
+per-day / per-week series."""
 
 from trajectories.selectors.dashboard import (
+    MIN_CASES,
     Activity,
     Agreement,
     DistillOutcome,
+    PeriodRate,
     Rate,
+    ReviewDay,
     VersionAgreement,
+    agreement_by_week,
     distill_outcomes_by_version,
     judge_agreement_by_version,
     judge_human_agreement,
     recent_activity,
     review_backlog,
+    review_by_day,
     status_counts,
+    success_by_week,
 )
 from trajectories.selectors.trajectories import (
     IN_FLIGHT,
@@ -34,20 +41,26 @@ from trajectories.selectors.trajectories import (
 __all__ = [
     "IN_FLIGHT",
     "LONG_TEXT",
+    "MIN_CASES",
     "Activity",
     "Agreement",
     "DistillOutcome",
+    "PeriodRate",
     "Rate",
+    "ReviewDay",
     "StepView",
     "VersionAgreement",
+    "agreement_by_week",
     "cited_step_indexes",
     "distill_outcomes_by_version",
     "judge_agreement_by_version",
     "judge_human_agreement",
     "recent_activity",
     "review_backlog",
+    "review_by_day",
     "status_counts",
     "step_views",
+    "success_by_week",
     "trajectory_agents",
     "trajectory_derived_items",
     "trajectory_for_bank",
