@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-WIDTH, HEIGHT = 640, 230
-LEFT, RIGHT, TOP, BOTTOM = 46, 14, 14, 46
-MAX_X_LABELS = 8
+WIDTH, HEIGHT = 480, 230
+LEFT, RIGHT, TOP, BOTTOM = 58, 24, 12, 50
+MAX_X_LABELS = 6
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ class Chart:
 
     @property
     def y_label_x(self) -> float:
-        return 12
+        return 14
 
     @property
     def y_label_y(self) -> float:

@@ -72,3 +72,11 @@ def test_favicon_answers(client):
     assert response.status_code == 301 and response["Location"] == "/static/favicon.svg"
     path = finders.find("favicon.svg")
     assert path and Path(path).read_text(encoding="utf-8").startswith("<svg")
+
+
+def test_an_expired_form_is_the_styled_403(owner):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(owner)
+    response = client.post(reverse("accounts:team_create"), {"name": "No token"})
+    assert response.status_code == 403
+    assert "This form has expired" in response.content.decode()
