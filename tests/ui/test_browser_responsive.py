@@ -107,5 +107,9 @@ def test_main_pages_do_not_scroll_sideways_at_390px(browser, live_server, bank, 
         assert page.locator("table.audit del").count() > 0  # a readable diff, not raw JSON
         page.goto(f"{live_server.url}{_pages(bank, scene)['dashboard']}")
         assert page.locator("#chart-review svg").is_visible()
+        # The favicon the pages link to, and the address browsers guess, both answer with the icon.
+        assert page.locator("link[rel=icon]").get_attribute("href") == "/static/favicon.svg"
+        icon = page.goto(f"{live_server.url}/favicon.ico")
+        assert icon.ok and icon.headers["content-type"].startswith("image/svg+xml")
     finally:
         context.close()
