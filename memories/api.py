@@ -14,6 +14,7 @@ from memories.models import MemoryItem
 from memories.schemas import ApprovedMemoryOut, MemoryListOut, RetrieveFiltersIn, RetrieveIn, RetrieveOut
 from memories.services import retrieval_perform
 from reasoningbank_site.errors import Invalid, NotFound, Unavailable
+from reasoningbank_site.text import counted
 
 router = Router(tags=["memories"])
 
@@ -78,7 +79,8 @@ def retrieve(request, payload: RetrieveIn):
     warnings = []
     if result.pending_embeddings:
         warnings.append(
-            f"{result.pending_embeddings} approved item(s) are still being embedded and could not be searched."
+            f"{counted(result.pending_embeddings, 'approved item')} {'is' if result.pending_embeddings == 1 else 'are'} "
+            "still being embedded and could not be searched."
         )
     if not result.bank_has_approved:
         warnings.append("This bank has no approved memories yet.")

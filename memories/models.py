@@ -19,7 +19,7 @@ from pgvector.django import HnswIndex, VectorField
 
 from accounts.models import ApiToken, Bank
 from reasoningbank_site.search import SEARCH_CONFIG
-from reasoningbank_site.text import is_cut
+from reasoningbank_site.text import counted, is_cut
 
 EMBEDDING_DIM = 384
 # Stated once: the model fields, the services' checks and the import's messages use these.
@@ -267,7 +267,7 @@ class RetrievalEvent(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.arm} retrieval of {len(self.results)} item(s)"
+        return f"{self.arm} retrieval of {counted(len(self.results), 'item')}"
 
 
 class ItemSide(models.TextChoices):

@@ -41,6 +41,7 @@ from memories.selectors import collaboration as collab
 from memories.views_reviewers import posted_version
 from reasoningbank_site.errors import DomainError, DuplicateApproval
 from reasoningbank_site.security import safe_next_url
+from reasoningbank_site.text import counted
 from reasoningbank_site.views_helpers import (
     htmx_template,
     post_action,
@@ -625,7 +626,9 @@ def items_import(request, bank_id):
         errors = report.errors
         if not errors:
             skipped = f"; {len(report.duplicates)} already in this bank were skipped" if report.duplicates else ""
-            messages.success(request, f"Imported {len(report.created)} item(s) as proposed{skipped}. Review them here.")
+            messages.success(
+                request, f"Imported {counted(len(report.created), 'item')} as proposed{skipped}. Review them here."
+            )
             return redirect(reverse("memories:review", kwargs={"bank_id": bank.public_id}) + "?origin=import")
     context = {
         "bank": bank,

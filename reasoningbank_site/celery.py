@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 
 from reasoningbank_site import logs  # noqa: F401  (connects the signals that carry the request id into tasks)
+from reasoningbank_site.text import counted
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank_site.settings")
 
@@ -143,8 +144,8 @@ def _send(messages: list[tuple[str, tuple, Callable[[], object] | None]]) -> Non
     for n, (task_name, args, on_failure) in enumerate(messages):
         if time.monotonic() < _broker_down_until["until"]:
             log.warning(
-                "broker recently unreachable: not enqueuing %s task(s) from %s%r; the sweeper will pick them up",
-                len(messages) - n,
+                "broker recently unreachable: not enqueuing %s from %s%r; the sweeper will pick them up",
+                counted(len(messages) - n, "task"),
                 task_name,
                 args,
             )

@@ -20,6 +20,7 @@ from kombu import Connection
 
 from memories import embeddings
 from reasoningbank_site.celery import app as celery_app
+from reasoningbank_site.text import counted
 
 CHECK_TIMEOUT = 2.0
 # Migrations once applied stay applied for the life of the process (a new release restarts it).
@@ -64,7 +65,7 @@ def _migrations() -> str:
         executor = MigrationExecutor(connection)
         pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
         if pending:
-            raise NotReady(f"{len(pending)} migration(s) not applied")
+            raise NotReady(f"{counted(len(pending), 'migration')} not applied")
         _migrations_done.set()
     return "ok"
 

@@ -202,3 +202,8 @@ def cut_text(text: str, limit: int) -> str:
 def is_cut(text: str) -> bool:
     """Whether ``text`` ends with cut_text's marker."""
     return bool(_CUT_MARKER.search(text or ""))
+
+
+def counted(n: int, singular: str, plural: str | None = None) -> str:
+    """ "1 item", "3 items", "2 trajectories": a count with its noun in the right number."""
+    return f"{n} {singular if n == 1 else (plural or singular + 's')}"

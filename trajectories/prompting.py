@@ -9,6 +9,7 @@ import re
 
 from django.conf import settings
 
+from reasoningbank_site.text import counted
 from trajectories.models import Trajectory
 
 EXCERPT_CHARS = 500
@@ -67,13 +68,13 @@ def render_steps(steps: list[dict], budget: int) -> str:
     for i in range(n):
         if i in kept:
             if gap:
-                out.append(f"[… {gap} step(s) omitted to fit the prompt budget …]")
+                out.append(f"[… {counted(gap, 'step')} omitted to fit the prompt budget …]")
                 gap = 0
             out.append(lines[i])
         else:
             gap += 1
     if gap:
-        out.append(f"[… {gap} step(s) omitted to fit the prompt budget …]")
+        out.append(f"[… {counted(gap, 'step')} omitted to fit the prompt budget …]")
     return "\n".join(out)
 
 

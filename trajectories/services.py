@@ -27,6 +27,7 @@ from memories.services import (
 )
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.errors import DomainError, Invalid, TooLarge
+from reasoningbank_site.text import counted
 from trajectories import otlp
 from trajectories.dispatch import trajectory_enqueue
 from trajectories.models import InputFormat, Judgment, JudgmentSource, Label, Status, TraceSpan, Trajectory
@@ -565,7 +566,7 @@ def otlp_spans_ingest(*, bank: Bank, token: ApiToken | None, spans: list[dict]) 
             result.ignored += 1
             continue
         by_trace.setdefault(span["trace_id"], []).append(span)
-    result.warnings += [f"{n} span(s) rejected: {problem}." for problem, n in problems.items()]
+    result.warnings += [f"{counted(n, 'span')} rejected: {problem}." for problem, n in problems.items()]
 
     trace_ids = sorted(set(by_trace) | roots)
     recorded = set(
@@ -584,7 +585,7 @@ def otlp_spans_ingest(*, bank: Bank, token: ApiToken | None, spans: list[dict]) 
             over = len(incoming) - max(room, 0)
             result.rejected += over
             result.warnings.append(
-                f"{over} span(s) of trace {trace_id} rejected: a trace holds at most {settings.RB_MAX_STEPS} "
+                f"{counted(over, 'span')} of trace {trace_id} rejected: a trace holds at most {settings.RB_MAX_STEPS} "
                 "spans (RB_MAX_STEPS)."
             )
             incoming = incoming[: max(room, 0)]
@@ -611,7 +612,9 @@ def otlp_spans_ingest(*, bank: Bank, token: ApiToken | None, spans: list[dict]) 
             if warning:
                 result.warnings.append(warning)
     if late:
-        result.warnings.append(f"{late} span(s) belong to traces already recorded as trajectories; not stored again.")
+        result.warnings.append(
+            f"{counted(late, 'span')} {'belongs' if late == 1 else 'belong'} to traces already recorded as trajectories; not stored again."
+        )
     return result
 
 

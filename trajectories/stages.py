@@ -29,6 +29,7 @@ from django.db.models import F, QuerySet
 from memories.models import Experience, ItemOrigin
 from memories.services import ProposedItem, experience_create, memory_items_propose
 from reasoningbank_site.celery import enqueue_on_commit
+from reasoningbank_site.text import counted
 from trajectories.few_shot import distill_examples, judge_examples
 from trajectories.llm import (
     LLMPermanentError,
@@ -393,7 +394,7 @@ def trajectory_distill(*, trajectory_id: int) -> bool:
 
 def _proposed_detail(proposed) -> str:
     again = sum(1 for item in proposed if getattr(item, "supported_by", None) is not None)
-    detail = f"{len(proposed) - again} memory item(s) proposed for review."
+    detail = f"{counted(len(proposed) - again, 'memory item')} proposed for review."
     if again:
         detail += f" {again} the bank already holds, recorded as supporting evidence on it."
     return detail
@@ -508,6 +509,6 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
             Trajectory.objects.filter(pk__in=ids),
             from_=Status.DISTILLING,
             to=Status.DONE,
-            detail=f"Contrasted with {len(ids) - 1} other rollout(s): {len(items)} item(s) proposed.",
+            detail=f"Contrasted with {counted(len(ids) - 1, 'other rollout')}: {counted(len(items), 'item')} proposed.",
         )
     return True

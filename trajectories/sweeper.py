@@ -14,6 +14,7 @@ from django.db.models import Max, Min, Q
 from django.utils import timezone
 
 from reasoningbank_site.celery import enqueue_on_commit
+from reasoningbank_site.text import counted
 from trajectories.dispatch import (
     DISTILL_GROUP,
     not_scheduled_after,
@@ -56,15 +57,15 @@ class SweepReport:
 
     def lines(self) -> list[str]:
         return [
-            f"re-enqueued {len(self.stale_judging)} trajectory(ies) stuck in judging: {self.stale_judging}",
-            f"re-enqueued {len(self.stale_distilling)} trajectory(ies) stuck in distilling: {self.stale_distilling}",
-            f"re-enqueued {len(self.never_picked_up)} received trajectory(ies) never picked up: {self.never_picked_up}",
-            f"resumed {len(self.resumed_awaiting_llm)} trajectory(ies) awaiting an LLM: {self.resumed_awaiting_llm}"
+            f"re-enqueued {counted(len(self.stale_judging), 'trajectory', 'trajectories')} stuck in judging: {self.stale_judging}",
+            f"re-enqueued {counted(len(self.stale_distilling), 'trajectory', 'trajectories')} stuck in distilling: {self.stale_distilling}",
+            f"re-enqueued {counted(len(self.never_picked_up), 'received trajectory', 'received trajectories')} never picked up: {self.never_picked_up}",
+            f"resumed {counted(len(self.resumed_awaiting_llm), 'trajectory', 'trajectories')} awaiting an LLM: {self.resumed_awaiting_llm}"
             + ("" if llm_configured() else " (no LLM endpoint configured)"),
-            f"resumed {len(self.resumed_groups)} MaTTS group(s) parked after temporary LLM errors: "
+            f"resumed {counted(len(self.resumed_groups), 'MaTTS group')} parked after temporary LLM errors: "
             f"{[g for _b, g in self.resumed_groups]}",
-            f"closed {len(self.groups_closed)} expired MaTTS group(s): {[g for _b, g in self.groups_closed]}",
-            f"closed {len(self.otlp_traces_closed)} idle OTLP trace(s) into trajectories: "
+            f"closed {counted(len(self.groups_closed), 'expired MaTTS group')}: {[g for _b, g in self.groups_closed]}",
+            f"closed {counted(len(self.otlp_traces_closed), 'idle OTLP trace')} into trajectories: "
             f"{[t for _b, t in self.otlp_traces_closed]}",
         ]
 

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 
 from reasoningbank_site.celery import db_outage_retry
+from reasoningbank_site.text import counted
 from trajectories.dispatch import pipeline_dispatch, trajectories_park, trajectories_schedule_retry
 from trajectories.experiments import experiment_fail, experiment_run
 from trajectories.llm import LLMTransientError
@@ -115,7 +116,11 @@ def pipeline_dispatch_task() -> None:
     """Beat, every few seconds: publish rows whose publish failed (see trajectories.dispatch)."""
     sent = pipeline_dispatch()
     if sent:
-        log.info("dispatcher: published %d trajectory(ies) whose publish had failed: %s", len(sent), sent)
+        log.info(
+            "dispatcher: published %s whose publish had failed: %s",
+            counted(len(sent), "trajectory", "trajectories"),
+            sent,
+        )
 
 
 @shared_task(bind=True, name="trajectories.experiment_run", ignore_result=True, acks_late=True, **db_outage_retry())

@@ -17,8 +17,10 @@ from django.views.decorators.http import require_http_methods
 from accounts.access import bank_for_user
 from accounts.models import Role
 from reasoningbank_site.errors import DomainError
+from reasoningbank_site.text import counted
 from reasoningbank_site.views_helpers import htmx_template, post_action, redirect_after_post, template_for
 from trajectories import lift, retention, selectors
+from trajectories.dashboard_charts import dashboard_charts
 from trajectories.dispatch import is_parked, trajectory_retry
 from trajectories.experiments import (
     arm_result,
@@ -68,9 +70,12 @@ def dashboard(request, bank_id):
         "total": total,
         "backlog": selectors.review_backlog(bank=bank),
         "agreement": selectors.judge_human_agreement(bank=bank),
+        "min_cases": selectors.MIN_CASES,
         "agreement_by_version": selectors.judge_agreement_by_version(bank=bank),
         "distill_by_version": selectors.distill_outcomes_by_version(bank=bank),
         "activity": selectors.recent_activity(bank=bank),
+        # The 5-second refresh redraws the counts only; the charts come with the whole page.
+        "charts": [] if request.htmx else dashboard_charts(bank=bank),
         "llm_configured": llm_configured(),
         "api_base": request.build_absolute_uri("/api/v1/"),
     }
@@ -203,7 +208,11 @@ def trajectory_delete(request, bank_id, trajectory_id):
         except DomainError as exc:
             error = exc.message
         else:
-            kept = f" {deleted.items_kept} memory item(s) distilled from it stay." if deleted.items_kept else ""
+            kept = (
+                f" {counted(deleted.items_kept, 'memory item')} distilled from it {'stays' if deleted.items_kept == 1 else 'stay'}."
+                if deleted.items_kept
+                else ""
+            )
             messages.success(request, f"Trajectory {deleted.public_id} deleted.{kept}")
             return redirect_after_post(request, reverse("trajectories:list", kwargs={"bank_id": bank.public_id}))
     context = {

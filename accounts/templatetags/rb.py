@@ -1,10 +1,11 @@
 """Template helpers shared by every page."""
 
-import json
-
 from django import template
-from django.core.serializers.json import DjangoJSONEncoder
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.timesince import timesince
+
+from accounts.audit_diff import audit_changes as _audit_changes
 
 register = template.Library()
 
@@ -36,6 +37,17 @@ def bank_nav(context, bank):
 
 
 @register.filter
-def compact_json(value) -> str:
-    """A before/after snapshot as one line of JSON for the audit log."""
-    return json.dumps(value, cls=DjangoJSONEncoder, ensure_ascii=False, separators=(", ", ": "))
+def ago(value) -> str:
+    """ "just now" under a minute (and for a clock a little ahead), else "3 minutes ago";
+    Django's timesince alone says "0 minutes"."""
+    if not value:
+        return ""
+    if (timezone.now() - value).total_seconds() < 60:
+        return "just now"
+    return f"{timesince(value)} ago"
+
+
+@register.filter
+def audit_changes(event) -> list:
+    """An audit event's before/after as field changes (accounts.audit_diff)."""
+    return _audit_changes(event.before, event.after)

@@ -150,9 +150,7 @@ def test_rb_resume_retry_transient(fake_llm, settings, make_trajectory, django_c
     assert t.status == Status.AWAITING_LLM  # plain rb_resume waits for retry_at like the sweeper
     with django_capture_on_commit_callbacks(execute=True):
         call_command("rb_resume", "--retry-transient", stdout=out)
-    assert f"retried 1 trajectory(ies) and 0 MaTTS group(s) parked after temporary LLM errors: [{t.pk}]" in (
-        out.getvalue()
-    )
+    assert f"retried 1 trajectory and 0 MaTTS groups parked after temporary LLM errors: [{t.pk}]" in (out.getvalue())
     t.refresh_from_db()
     assert t.status == Status.DONE, t.status_detail
 

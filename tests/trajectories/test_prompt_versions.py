@@ -46,7 +46,7 @@ def test_a_judge_prompt_without_the_record_or_the_json_format_is_refused(bank):
 def test_a_distill_prompt_with_an_unknown_placeholder_or_no_item_format_is_refused(bank):
     text = prompt_load("distill_failure")[0].replace("## Description", "Description:") + "\nFor $user"
     problems = prompt_problems("distill_failure", text)
-    assert any("Unknown placeholder(s) $user" in p for p in problems)
+    assert any("Unknown placeholder $user" in p for p in problems)
     assert any("## Description" in p for p in problems)
     assert prompt_problems("judge", prompt_load("judge")[0] + "\ncosts $ 5") == [
         "A '$' is not followed by a placeholder name; write '$$' for a literal dollar sign."

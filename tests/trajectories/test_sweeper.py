@@ -94,6 +94,6 @@ def test_rb_resume_command_reports(fake_llm, make_trajectory, django_capture_on_
     out = StringIO()
     with django_capture_on_commit_callbacks(execute=True):
         call_command("rb_resume", stdout=out)
-    assert f"resumed 1 trajectory(ies) awaiting an LLM: [{t.pk}]" in out.getvalue()
+    assert f"resumed 1 trajectory awaiting an LLM: [{t.pk}]" in out.getvalue()
     t.refresh_from_db()
     assert t.status == Status.DONE

@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0007_bank_step_retention_days'),
-        ('memories', '0010_review_collaboration'),
+        ('memories', '0011_review_collaboration'),
         ('trajectories', '0009_pipeline_dispatch'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

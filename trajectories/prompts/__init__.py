@@ -77,7 +77,9 @@ def prompt_problems(name: str, text: str) -> list[str]:
     unknown = sorted(found - set(allowed))
     if unknown:
         names = ", ".join(f"${u}" for u in unknown)
-        problems.append(f"Unknown placeholder(s) {names}: this prompt may use {', '.join('$' + a for a in allowed)}.")
+        problems.append(
+            f"Unknown {'placeholder' if len(unknown) == 1 else 'placeholders'} {names}: this prompt may use {', '.join('$' + a for a in allowed)}."
+        )
     for marker in REQUIRED_FORMAT[name]:
         if marker not in text:
             problems.append(f"The answer format instruction must keep {marker}: the parser reads the answer by it.")

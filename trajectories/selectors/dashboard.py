@@ -5,11 +5,16 @@ query each."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
 
-from django.db.models import Count, Exists, OuterRef, Q, Subquery
+from django.db import connection
+from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
+from django.db.models.functions import TruncWeek
+from django.utils import timezone
 
 from accounts.models import Bank
 from memories.models import ItemStatus, MemoryItem, MemoryItemVersion
+from reasoningbank_site.text import counted
 from trajectories.lift_stats import wilson_interval
 from trajectories.models import Judgment, JudgmentSource, Label, Status, Trajectory
 
@@ -244,3 +249,148 @@ def review_backlog(*, bank: Bank) -> dict[str, int]:
         flagged=Count("id", filter=Q(status=ItemStatus.APPROVED) & ~Q(needs_review_reason="")),
         approved=Count("id", filter=Q(status=ItemStatus.APPROVED)),
     )
+
+
+# --- Charts: one point per day or week, grouped in SQL ----------------------------------
+
+CHART_DAYS = 30
+CHART_WEEKS = 12
+# A rate from fewer cases than this is shown as "n/a (n cases)", never as a percentage.
+MIN_CASES = 5
+
+
+@dataclass(frozen=True)
+class ReviewDay:
+    day: date
+    backlog: int  # proposed items waiting at the end of the day
+    approved: int  # approvals that day
+
+
+@dataclass(frozen=True)
+class PeriodRate:
+    """``x`` of ``n`` cases in the period starting ``start``; no value below MIN_CASES."""
+
+    start: date
+    x: int
+    n: int
+
+    @property
+    def value(self) -> float | None:
+        return self.x / self.n if self.n >= MIN_CASES else None
+
+    @property
+    def text(self) -> str:
+        if self.value is None:
+            return f"n/a ({counted(self.n, 'case')})"
+        return f"{self.value:.0%} ({self.x} of {self.n})"
+
+
+def _today() -> date:
+    return timezone.localdate()
+
+
+def _week_start(day: date) -> date:
+    return day - timedelta(days=day.weekday())  # Monday, as PostgreSQL's date_trunc('week')
+
+
+# Per day: how many items entered the queue (a version whose status became
+# proposed) minus how many left it, and the approvals (moves into approved;
+# clearing a review flag writes an "approved" version too but is not one). LAG runs over every
+# version of the bank's items, the outer filter keeps the window's days.
+_REVIEW_MOVES_SQL = """
+WITH moves AS (
+    SELECT v.created_at, v.status,
+           LAG(v.status) OVER (PARTITION BY v.item_id ORDER BY v.number) AS previous
+    FROM {versions} v JOIN {items} i ON i.id = v.item_id
+    WHERE i.bank_id = %s
+)
+SELECT (created_at AT TIME ZONE %s)::date AS day,
+       SUM(CASE WHEN status = %s AND previous IS DISTINCT FROM %s THEN 1
+                WHEN status <> %s AND previous = %s THEN -1 ELSE 0 END) AS delta,
+       COUNT(*) FILTER (WHERE status = %s AND previous IS DISTINCT FROM %s) AS approved
+FROM moves
+WHERE created_at >= %s
+GROUP BY 1
+"""
+
+
+def review_by_day(*, bank: Bank, days: int = CHART_DAYS, today: date | None = None) -> list[ReviewDay]:
+    """The review queue over the last ``days`` days (oldest first): the
+    backlog at each day's end and that day's approvals. The backlog is
+    anchored on today's count of proposed items and walked back through the
+    items' version history (every status move writes a version). Two queries."""
+    today = today or _today()
+    first = today - timedelta(days=days - 1)
+    tz = timezone.get_current_timezone()
+    start = timezone.make_aware(datetime.combine(first, time.min), tz)
+    proposed = ItemStatus.PROPOSED
+    sql = _REVIEW_MOVES_SQL.format(versions=MemoryItemVersion._meta.db_table, items=MemoryItem._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [bank.pk, str(tz), *[proposed] * 4, ItemStatus.APPROVED, ItemStatus.APPROVED, start])
+        moves = {day: (delta, approved) for day, delta, approved in cursor.fetchall()}
+    backlog = MemoryItem.objects.filter(bank=bank, status=proposed).count()
+    out = []
+    for offset in range(days):
+        day = today - timedelta(days=offset)
+        delta, approved = moves.get(day, (0, 0))
+        out.append(ReviewDay(day, max(backlog, 0), approved))
+        backlog -= delta  # the backlog at the end of the day before
+    return out[::-1]
+
+
+def _weeks(rows, *, weeks: int, today: date) -> list[PeriodRate]:
+    """One PeriodRate per week (oldest first) from rows of (week start, x, n); missing weeks count 0."""
+    found = {(w.date() if hasattr(w, "date") else w): (x, n) for w, x, n in rows}
+    last = _week_start(today)
+    out = []
+    for back in range(weeks - 1, -1, -1):
+        start = last - timedelta(weeks=back)
+        x, n = found.get(start, (0, 0))
+        out.append(PeriodRate(start, x, n))
+    return out
+
+
+def _weeks_start(weeks: int, today: date) -> datetime:
+    first = _week_start(today) - timedelta(weeks=weeks - 1)
+    return timezone.make_aware(datetime.combine(first, time.min))
+
+
+def success_by_week(*, bank: Bank, weeks: int = CHART_WEEKS, today: date | None = None) -> list[PeriodRate]:
+    """Per week of arrival (oldest first): trajectories whose effective
+    verdict is success, of those with a verdict. One query."""
+    today = today or _today()
+    rows = (
+        Trajectory.objects.filter(bank=bank, created_at__gte=_weeks_start(weeks, today))
+        .exclude(verdict="")
+        .annotate(week=TruncWeek("created_at"))
+        .values("week")
+        .annotate(x=Count("id", filter=Q(verdict=Label.SUCCESS)), n=Count("id"))
+        .order_by()
+        .values_list("week", "x", "n")
+    )
+    return _weeks(rows, weeks=weeks, today=today)
+
+
+def agreement_by_week(*, bank: Bank, weeks: int = CHART_WEEKS, today: date | None = None) -> list[PeriodRate]:
+    """Per week of the LLM's judgment (oldest first): LLM judgments that
+    match the reviewer's latest verdict on the same trajectory, of those with
+    a reviewer verdict (as the per-version table counts them). One query."""
+    today = today or _today()
+    human = (
+        Judgment.objects.filter(trajectory=OuterRef("trajectory"), source=JudgmentSource.HUMAN)
+        .order_by("-created_at", "-id")
+        .values("label")[:1]
+    )
+    rows = (
+        Judgment.objects.filter(
+            trajectory__bank=bank, source=JudgmentSource.LLM, created_at__gte=_weeks_start(weeks, today)
+        )
+        .annotate(human=Subquery(human))
+        .filter(human__isnull=False)
+        .annotate(week=TruncWeek("created_at"))
+        .values("week")
+        .annotate(x=Count("id", filter=Q(label=F("human"))), n=Count("id"))
+        .order_by()
+        .values_list("week", "x", "n")
+    )
+    return _weeks(rows, weeks=weeks, today=today)

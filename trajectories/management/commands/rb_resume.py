@@ -5,6 +5,7 @@ every trajectory parked after temporary LLM errors, at once and with a fresh bud
 
 from django.core.management.base import BaseCommand
 
+from reasoningbank_site.text import counted
 from trajectories.dispatch import parked, trajectories_resume
 from trajectories.llm import llm_configured
 from trajectories.sweeper import pipeline_sweep
@@ -43,7 +44,7 @@ class Command(BaseCommand):
         if retry_transient and llm_configured():
             singles, groups = trajectories_resume(parked())
             self.stdout.write(
-                f"retried {len(singles)} trajectory(ies) and {len(groups)} MaTTS group(s) parked after temporary "
+                f"retried {counted(len(singles), 'trajectory', 'trajectories')} and {counted(len(groups), 'MaTTS group')} parked after temporary "
                 f"LLM errors: {singles} {[g for _b, g in groups]}"
             )
             total += len(singles) + len(groups)
@@ -51,4 +52,4 @@ class Command(BaseCommand):
         for line in report.lines():
             self.stdout.write(line)
         total += report.total
-        self.stdout.write(self.style.SUCCESS(f"{total} action(s) enqueued."))
+        self.stdout.write(self.style.SUCCESS(f"{counted(total, 'action')} enqueued."))
