@@ -11,7 +11,7 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import Bank
+from accounts.models import ApiToken, Bank
 from memories.models import (
     CONTENT_MAX,
     DESCRIPTION_MAX,
@@ -198,10 +198,12 @@ def memory_item_create(
     origin: str = ItemOrigin.MANUAL,
     status: str = ItemStatus.PROPOSED,
     tags=(),
+    note: str = "",
 ) -> MemoryItem:
     """An item written by hand (or imported). ``status`` is proposed (the
     default; embedded by a worker after commit) or approved (embedded inline,
-    so it is searchable at once); ``tags`` follow ``normalize_tags``. Raises
+    so it is searchable at once); ``tags`` follow ``normalize_tags``; ``note``
+    goes into the first version (where an import came from). Raises
     Invalid for an empty or too long title, description or content, bad
     tags, another status, or an unknown origin."""
     title = _clean_title(title)
@@ -226,7 +228,7 @@ def memory_item_create(
         item.approved_at = timezone.now()
         item.approved_by = author
     item.save()
-    item_version_record(item=item, action="created", author=author)
+    item_version_record(item=item, action="created", author=author, note=note)
     if status == ItemStatus.PROPOSED:
         item_embed_enqueue(item.pk)
     return item
@@ -242,12 +244,14 @@ def memory_item_edit(
     content: str | None = None,
     tags=None,
     note: str = "",
+    token: ApiToken | None = None,
 ) -> MemoryItem:
     """Change an item's text or tags (None leaves a field as is). A real
     change writes an "edited" version (tags included, so history and audit
     show them); a text change also clears the embedding and enqueues
     re-embedding after commit, while a tags-only change keeps the item
-    searchable. No change writes nothing. The status is kept. Raises
+    searchable. No change writes nothing. The status is kept; ``token`` as
+    for memory_item_approve. Raises
     Conflict for a superseded item, Invalid for an empty or too long title,
     description or content, or bad tags."""
     item_lock(item)
@@ -274,18 +278,20 @@ def memory_item_edit(
         item.embedding_model = ""
         fields += ["embedding", "embedding_hash", "embedding_model"]
     item.save(update_fields=fields)
-    item_version_record(item=item, action="edited", author=author, note=note)
+    item_version_record(item=item, action="edited", author=author, note=note, token=token)
     if text_changed:
         item_embed_enqueue(item.pk)
     return item
 
 
 @transaction.atomic
-def memory_item_approve(*, item: MemoryItem, author) -> MemoryItem:
+def memory_item_approve(*, item: MemoryItem, author, token: ApiToken | None = None) -> MemoryItem:
     """Make the item servable. Embeds it inline when its embedding is
     missing or stale, so an approved item is never silently unsearchable.
     Approving an approved item clears a review flag if it has one (and is
-    otherwise a no-op). Raises Conflict for a superseded item."""
+    otherwise a no-op). ``token``: the API token acting instead of a user
+    (the review API), recorded in the history and the audit log. Raises
+    Conflict for a superseded item."""
 
     def approval(item: MemoryItem) -> list[str]:
         fields = [] if item_embedding_is_current(item) else item_embed_inline(item)
@@ -295,20 +301,20 @@ def memory_item_approve(*, item: MemoryItem, author) -> MemoryItem:
         item.needs_review_reason = ""
         return [*fields, "approved_at", "approved_by", "status_reason", "needs_review_reason"]
 
-    moved = item_status_move(item=item, to=ItemStatus.APPROVED, author=author, prepare=approval)
+    moved = item_status_move(item=item, to=ItemStatus.APPROVED, author=author, prepare=approval, token=token)
     if not moved and item.needs_review_reason:
         item.needs_review_reason = ""
         item.save(update_fields=["needs_review_reason", "updated_at"])
-        item_version_record(item=item, action="approved", author=author, note="review flag cleared")
+        item_version_record(item=item, action="approved", author=author, note="review flag cleared", token=token)
     return item
 
 
 @transaction.atomic
-def memory_item_reject(*, item: MemoryItem, author, reason: str = "") -> MemoryItem:
+def memory_item_reject(*, item: MemoryItem, author, reason: str = "", token: ApiToken | None = None) -> MemoryItem:
     """Decline a proposed item, keeping ``reason``. Rejecting a rejected item
-    is a no-op. Raises Conflict for any other status (an approved item is
-    archived instead)."""
-    item_status_move(item=item, to=ItemStatus.REJECTED, author=author, reason=reason or "")
+    is a no-op (``token`` as for memory_item_approve). Raises Conflict for
+    any other status (an approved item is archived instead)."""
+    item_status_move(item=item, to=ItemStatus.REJECTED, author=author, reason=reason or "", token=token)
     return item
 
 

@@ -43,13 +43,15 @@ def item_status_move(
     author=None,
     reason: str | None = None,
     prepare: Callable[[MemoryItem], list[str]] | None = None,
+    token=None,
 ) -> bool:
     """Move ``item`` to status ``to`` under a row lock (the caller holds a
     transaction) and record the version (action = the new status). Already
     in ``to``: writes nothing and returns False (the item is then freshly
     read and locked). ``reason`` (when not None) is kept as the status reason
     and the version's note; ``prepare(item)`` sets what else the move changes
-    and returns those field names. Returns True when the item moved. Raises
+    and returns those field names; ``token`` is the API token that acted.
+    Returns True when the item moved. Raises
     Conflict when ITEM_TRANSITIONS does not allow the move."""
     item_lock(item)
     if item.status == to:
@@ -64,5 +66,5 @@ def item_status_move(
     if prepare is not None:
         fields += prepare(item)
     item.save(update_fields=fields)
-    item_version_record(item=item, action=to, author=author, note=reason or "")
+    item_version_record(item=item, action=to, author=author, note=reason or "", token=token)
     return True
