@@ -192,3 +192,25 @@ def test_edit_with_invalid_text_is_422_json(client, review, item):
     assert response.status_code == 422
     assert response.json()["detail"] == "A memory item needs a title."
     assert MemoryItem.objects.get(pk=item.pk).title == "Prefer the official source"
+
+
+def test_the_item_page_names_the_token_that_decided(client, owner, review, item, bank):
+    post(client, url(item, "reject"), {"reason": "Not general."}, **review)
+    client.force_login(owner)
+    page = client.get(f"/banks/{bank.public_id}/items/{item.public_id}/").content.decode()
+    assert "<strong>rejected</strong> by token rb_" in page and "(triage-bot)" in page
+
+
+def test_the_token_form_offers_the_review_scope(client, owner, bank):
+    client.force_login(owner)
+    page = client.get(f"/banks/{bank.public_id}/tokens/").content.decode()
+    assert 'value="review"' in page
+    client.post(f"/banks/{bank.public_id}/tokens/new/", {"name": "triage", "scopes": ["review"]})
+    assert bank.tokens.get(name="triage").scopes == ["review"]
+
+
+def test_the_queue_costs_the_same_queries_for_many_items(client, review, bank, django_assert_num_queries):
+    factories.bulk_items(bank, 60)
+    with django_assert_num_queries(5):
+        body = client.get(QUEUE, {"limit": 50}, **review).json()
+    assert body["count"] == 60 and len(body["items"]) == 50
