@@ -124,7 +124,7 @@ def review_item(request, item_id: UUID):
 @router.post(
     "/review/items/{item_id}/approve",
     auth=review_auth,
-    response=api_responses({200: ReviewItemDetailOut}, 404, 409),
+    response=api_responses({200: ReviewItemDetailOut}, 404, 409, 413),
     summary="Approve an item",
 )
 def review_approve(request, item_id: UUID, payload: ApproveIn | None = None):
@@ -139,7 +139,7 @@ def review_approve(request, item_id: UUID, payload: ApproveIn | None = None):
 @router.post(
     "/review/items/{item_id}/reject",
     auth=review_auth,
-    response=api_responses({200: ReviewItemDetailOut}, 404, 409),
+    response=api_responses({200: ReviewItemDetailOut}, 404, 409, 413),
     summary="Reject an item (a reason is required)",
 )
 def review_reject(request, item_id: UUID, payload: RejectIn):
@@ -153,7 +153,7 @@ def review_reject(request, item_id: UUID, payload: RejectIn):
 @router.patch(
     "/review/items/{item_id}",
     auth=review_auth,
-    response=api_responses({200: ReviewItemDetailOut}, 404, 409),
+    response=api_responses({200: ReviewItemDetailOut}, 404, 409, 413),
     summary="Edit an item's text or tags",
 )
 def review_edit(request, item_id: UUID, payload: EditIn):
