@@ -181,6 +181,7 @@ class Bank(models.Model):
 class Scope(models.TextChoices):
     RETRIEVE = "retrieve", "Retrieve memories"
     INGEST = "ingest", "Send trajectories"
+    REVIEW = "review", "Review memory items and export datasets"
 
 
 def validate_token_expiry(value) -> None:

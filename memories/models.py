@@ -212,6 +212,8 @@ class MemoryItemVersion(models.Model):
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # Set when an API token (scope review) made the change; author is then empty.
+    actor_token = models.ForeignKey(ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -220,6 +222,15 @@ class MemoryItemVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.item_id} v{self.number} ({self.action})"
+
+    @property
+    def actor_label(self) -> str:
+        """Who made this version: a user, a token of the review API, else the pipeline."""
+        if self.author_id:
+            return self.author.get_username()
+        if self.actor_token_id:
+            return f"token {self.actor_token.prefix}… ({self.actor_token.name})"
+        return "the pipeline"
 
 
 class Arm(models.TextChoices):

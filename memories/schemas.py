@@ -199,3 +199,75 @@ class ApprovedMemoryOut(MemoryOut):
 class MemoryListOut(Schema):
     count: int = Field(..., description="Approved items in the bank.", examples=[42])
     items: list[ApprovedMemoryOut]
+
+
+# --- the review API (/api/v1/review/…, scope review) ------------------------------------------------
+# Each request schema's fields are the keyword options of the service it feeds (the endpoint passes
+# ``model_dump()``), so a new service option is one field here.
+
+
+class ReviewItemOut(Schema):
+    id: UUID = Field(..., examples=["3f0c9a4e-5b8e-4c1e-9f61-2f4d1c8b7a10"])
+    title: str
+    description: str
+    content: str
+    status: str = Field(..., examples=["proposed"])
+    origin: str = Field(..., examples=["failure"])
+    verdict_label: str = Field(..., description="The verdict it was distilled under (empty: not distilled).")
+    tags: list[str]
+    near_duplicate_count: int = Field(..., description="Near-duplicates suggested when it was proposed.")
+    needs_review_reason: str = ""
+    created_at: datetime
+    updated_at: datetime
+
+
+class ReviewListOut(Schema):
+    count: int = Field(..., description="Items matching the filters.", examples=[12])
+    items: list[ReviewItemOut]
+
+
+class NearDuplicateOut(Schema):
+    id: UUID
+    title: str
+    description: str
+    content: str
+    status: str
+    similarity: float = Field(..., examples=[0.93])
+
+
+class ReviewItemDetailOut(ReviewItemOut):
+    status_reason: str = Field("", description="Why it was rejected or superseded.")
+    approved_at: datetime | None = None
+    prompt_version: str = ""
+    model: str = ""
+    cited_steps: list[dict[str, Any]] = Field(default_factory=list, examples=[[{"trajectory": "…", "step": 3}]])
+    sources: list[UUID] = Field(default_factory=list, description="Trajectories it was distilled from.")
+    sources_deleted: int = Field(0, description="Source trajectories deleted since.")
+    near_duplicates: list[NearDuplicateOut] = Field(default_factory=list)
+
+
+class ApproveIn(Schema):
+    """Approve (an empty body or ``{}`` is fine)."""
+
+
+class RejectIn(Schema):
+    reason: CleanStr = Field(
+        ..., max_length=2000, description="Why it should not be served (required).", examples=["Too site-specific."]
+    )
+
+    @field_validator("reason")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a rejection needs a reason")
+        return value.strip()
+
+
+class EditIn(Schema):
+    """Fields left out (or null) stay as they are."""
+
+    title: CleanStr | None = Field(None, examples=["Sign in before looking for order data"])
+    description: CleanStr | None = None
+    content: CleanStr | None = None
+    tags: list[CleanStr] | None = Field(None, max_length=50, examples=[["auth", "web"]])
+    note: CleanStr = Field("", max_length=2000, description="Why it was edited (kept in its history).")

@@ -127,8 +127,12 @@ def on_unexpected(request, exc):
 
 from accounts.api import router as accounts_router  # noqa: E402
 from memories.api import router as memories_router  # noqa: E402
+from memories.review_api import router as review_router  # noqa: E402
 from trajectories.api import router as trajectories_router  # noqa: E402
+from trajectories.export_api import router as export_router  # noqa: E402
 
 api.add_router("/", accounts_router)
 api.add_router("/", memories_router)
+api.add_router("/", review_router)
 api.add_router("/", trajectories_router)
+api.add_router("/", export_router)

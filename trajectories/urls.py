@@ -1,6 +1,6 @@
 from django.urls import path
 
-from trajectories import views, views_reviewers
+from trajectories import exports, views, views_reviewers
 
 app_name = "trajectories"
 urlpatterns = [
@@ -13,6 +13,12 @@ urlpatterns = [
     path("banks/<uuid:bank_id>/trajectories/<uuid:trajectory_id>/retry/", views.trajectory_retry_view, name="retry"),
     path("banks/<uuid:bank_id>/impact/", views.impact, name="impact"),
     path("banks/<uuid:bank_id>/judge/", views.judge, name="judge"),
+    path("banks/<uuid:bank_id>/export/", exports.export_page, name="export"),
+    path("banks/<uuid:bank_id>/export/chat.jsonl", exports.export_chat, name="export_chat"),
+    path("banks/<uuid:bank_id>/export/judge-eval.jsonl", exports.export_judge_eval, name="export_judge_eval"),
+    path(
+        "banks/<uuid:bank_id>/export/reasoning-bank.jsonl", exports.export_reasoning_bank, name="export_reasoning_bank"
+    ),
     path("banks/<uuid:bank_id>/judge/prompts/<str:name>/", views.prompt_edit, name="prompt_edit"),
     path(
         "banks/<uuid:bank_id>/judge/prompts/<str:name>/use/<str:version_id>/",

@@ -18,6 +18,7 @@ BANK_PAGES = [
     ("memories:playground", "Playground"),
     ("trajectories:impact", "Impact"),
     ("trajectories:judge", "Judge"),
+    ("trajectories:export", "Export"),
     ("accounts:bank_tokens", "Tokens"),
     ("accounts:bank_settings", "Settings"),
     ("accounts:bank_audit", "Audit"),

@@ -3,8 +3,9 @@ agents are served (vector search over approved items and experiences, the
 near-duplicate search, the approved lists of the agent API, the system block);
 ``review`` owns the review pages' reads (queue, item list and counts, one item
 with its near-duplicates, history and source trajectories); ``export`` owns the
-JSON Lines export; ``duplicates`` owns an item's supporting evidence, the
-approval's duplicate check and the side-by-side comparison. Writes live in ``memories.services``."""
+JSON Lines exports (ours, and the `reasoning-bank` library's format); ``duplicates`` owns an item's
+supporting evidence, the approval's duplicate check and the side-by-side comparison. Writes live in
+``memories.services``."""
 
 from memories.selectors.duplicates import (
     Comparison,
@@ -13,7 +14,13 @@ from memories.selectors.duplicates import (
     items_compare,
     supports_trajectory_ids,
 )
-from memories.selectors.export import EXPORT_FIELDS, memory_items_export
+from memories.selectors.export import (
+    EXPORT_FIELDS,
+    REASONING_BANK_FIELDS,
+    REASONING_BANK_SOURCES,
+    memory_items_export,
+    memory_items_export_reasoning_bank,
+)
 from memories.selectors.retrieval import (
     HNSW_EF_SEARCH,
     HNSW_EF_SEARCH_FILTERED,
@@ -63,6 +70,8 @@ __all__ = [
     "NEAR_DUPLICATE_LIMIT",
     "NEAR_DUPLICATE_SIMILARITY",
     "NO_FILTERS",
+    "REASONING_BANK_FIELDS",
+    "REASONING_BANK_SOURCES",
     "SYSTEM_BLOCK_VERSION",
     "Comparison",
     "EmbeddingCounts",
@@ -90,6 +99,7 @@ __all__ = [
     "items_by_public_ids",
     "items_compare",
     "memory_items_export",
+    "memory_items_export_reasoning_bank",
     "near_duplicates_search",
     "near_duplicates_search_many",
     "review_agents",

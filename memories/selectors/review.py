@@ -166,7 +166,9 @@ def item_history(*, item: MemoryItem) -> list[VersionView]:
     """Every version of ``item``, newest first, each with word diffs of the
     text fields against the version before it (difflib), and the tags
     removed and added."""
-    versions = list(MemoryItemVersion.objects.filter(item=item).select_related("author").order_by("number"))
+    versions = list(
+        MemoryItemVersion.objects.filter(item=item).select_related("author", "actor_token").order_by("number")
+    )
     views: list[VersionView] = []
     previous = None
     for version in versions:

@@ -11,7 +11,7 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import Bank
+from accounts.models import ApiToken, Bank
 from memories.models import (
     CONTENT_MAX,
     DESCRIPTION_MAX,
@@ -227,10 +227,12 @@ def memory_item_create(
     origin: str = ItemOrigin.MANUAL,
     status: str = ItemStatus.PROPOSED,
     tags=(),
+    note: str = "",
 ) -> MemoryItem:
     """An item written by hand (or imported). ``status`` is proposed (the
     default; embedded by a worker after commit) or approved (embedded inline,
-    so it is searchable at once); ``tags`` follow ``normalize_tags``. Raises
+    so it is searchable at once); ``tags`` follow ``normalize_tags``; ``note``
+    goes into the first version (where an import came from). Raises
     Invalid for an empty or too long title, description or content, bad
     tags, another status, or an unknown origin."""
     title = _clean_title(title)
@@ -255,7 +257,7 @@ def memory_item_create(
         item.approved_at = timezone.now()
         item.approved_by = author
     item.save()
-    item_version_record(item=item, action="created", author=author)
+    item_version_record(item=item, action="created", author=author, note=note)
     if status == ItemStatus.PROPOSED:
         item_embed_enqueue(item.pk)
     return item
@@ -272,12 +274,14 @@ def memory_item_edit(
     tags=None,
     note: str = "",
     seen_version: int | None = None,
+    token: ApiToken | None = None,
 ) -> MemoryItem:
     """Change an item's text or tags (None leaves a field as is). A real
     change writes an "edited" version (tags included, so history and audit
     show them); a text change also clears the embedding and enqueues
     re-embedding after commit, while a tags-only change keeps the item
-    searchable. No change writes nothing. The status is kept. Raises
+    searchable. No change writes nothing. The status is kept; ``token`` as
+    for memory_item_approve. Raises
     Conflict for a superseded item, Invalid for an empty or too long title,
     description or content, or bad tags; StaleVersion when ``seen_version``
     is given and the item changed since (item_version_check)."""
@@ -306,7 +310,7 @@ def memory_item_edit(
         item.embedding_model = ""
         fields += ["embedding", "embedding_hash", "embedding_model"]
     item.save(update_fields=fields)
-    item_version_record(item=item, action="edited", author=author, note=note)
+    item_version_record(item=item, action="edited", author=author, note=note, token=token)
     if text_changed:
         item_embed_enqueue(item.pk)
     return item
@@ -314,17 +318,24 @@ def memory_item_edit(
 
 @transaction.atomic
 def memory_item_approve(
-    *, item: MemoryItem, author, confirm_duplicate: bool = False, seen_version: int | None = None
+    *,
+    item: MemoryItem,
+    author,
+    confirm_duplicate: bool = False,
+    seen_version: int | None = None,
+    token: ApiToken | None = None,
 ) -> MemoryItem:
     """Make the item servable. Answers at once: when its embedding is
     missing or stale, an embed task is enqueued after commit and the item is
     served from the moment it is embedded (retrieval skips items without a
     current embedding; the retrieval answer counts them as pending).
     Approving an approved item clears a review flag if it has one (and is
-    otherwise a no-op). Raises StaleVersion when ``seen_version`` is given and
-    the item changed since; DuplicateApproval (nothing changed) when an
-    approved item of the bank is at or above its duplicate threshold, unless
-    ``confirm_duplicate``; Conflict for a superseded item."""
+    otherwise a no-op). ``token``: the API token acting instead of a user
+    (the review API), recorded in the history and the audit log. Raises
+    StaleVersion when ``seen_version`` is given and the item changed since;
+    DuplicateApproval (nothing changed) when an approved item of the bank is
+    at or above its duplicate threshold, unless ``confirm_duplicate``;
+    Conflict for a superseded item."""
     item_version_check(item=item, seen_version=seen_version)
     if not confirm_duplicate and item.status != ItemStatus.APPROVED:
         duplicates = approved_duplicates(item=item, threshold=item.bank.duplicate_threshold)
@@ -343,24 +354,26 @@ def memory_item_approve(
         item.needs_review_reason = ""
         return ["approved_at", "approved_by", "status_reason", "needs_review_reason"]
 
-    moved = item_status_move(item=item, to=ItemStatus.APPROVED, author=author, prepare=approval)
+    moved = item_status_move(item=item, to=ItemStatus.APPROVED, author=author, prepare=approval, token=token)
     if moved and not item_embedding_is_current(item):
         item_embed_enqueue(item.pk)
     if not moved and item.needs_review_reason:
         item.needs_review_reason = ""
         item.save(update_fields=["needs_review_reason", "updated_at"])
-        item_version_record(item=item, action="approved", author=author, note="review flag cleared")
+        item_version_record(item=item, action="approved", author=author, note="review flag cleared", token=token)
     return item
 
 
 @transaction.atomic
-def memory_item_reject(*, item: MemoryItem, author, reason: str = "", seen_version: int | None = None) -> MemoryItem:
+def memory_item_reject(
+    *, item: MemoryItem, author, reason: str = "", seen_version: int | None = None, token: ApiToken | None = None
+) -> MemoryItem:
     """Decline a proposed item, keeping ``reason``. Rejecting a rejected item
-    is a no-op. Raises Conflict for any other status (an approved item is
-    archived instead); StaleVersion when ``seen_version`` is given and the
-    item changed since."""
+    is a no-op (``token`` as for memory_item_approve). Raises Conflict for
+    any other status (an approved item is archived instead); StaleVersion
+    when ``seen_version`` is given and the item changed since."""
     item_version_check(item=item, seen_version=seen_version)
-    item_status_move(item=item, to=ItemStatus.REJECTED, author=author, reason=reason or "")
+    item_status_move(item=item, to=ItemStatus.REJECTED, author=author, reason=reason or "", token=token)
     return item
 
 

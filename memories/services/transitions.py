@@ -53,6 +53,7 @@ def item_status_move(
     prepare: Callable[[MemoryItem], list[str]] | None = None,
     action: str | None = None,
     revert: bool = False,
+    token=None,
 ) -> bool:
     """Move ``item`` to status ``to`` under a row lock (the caller holds a
     transaction) and record the version (action = the new status). Already
@@ -60,10 +61,10 @@ def item_status_move(
     read and locked). ``reason`` (when not None) is kept as the status reason
     and the version's note; ``prepare(item)`` sets what else the move changes
     and returns those field names; ``action`` names the version when the move
-    is part of a larger act (a merge). Returns True when the item moved. Raises
-    Conflict when ITEM_TRANSITIONS does not allow the move. ``revert=True``
-    takes a decision back instead: ITEM_REVERTS says which, and the version's
-    action is "reverted"."""
+    is part of a larger act (a merge); ``token`` is the API token that acted.
+    Returns True when the item moved. Raises Conflict when ITEM_TRANSITIONS
+    does not allow the move. ``revert=True`` takes a decision back instead:
+    ITEM_REVERTS says which, and the version's action is "reverted"."""
     item_lock(item)
     if item.status == to:
         return False
@@ -79,6 +80,6 @@ def item_status_move(
         fields += prepare(item)
     item.save(update_fields=fields)
     item_version_record(
-        item=item, action="reverted" if revert else (action or to), author=author, note=reason or ""
+        item=item, action="reverted" if revert else (action or to), author=author, note=reason or "", token=token
     )
     return True

@@ -3,6 +3,7 @@ the version + audit event appended after each change."""
 
 from __future__ import annotations
 
+from accounts.models import ApiToken
 from accounts.services.audit import audit_record
 from memories.models import MemoryItem, MemoryItemVersion
 
@@ -15,10 +16,13 @@ def item_lock(item: MemoryItem) -> None:
     item.refresh_from_db(from_queryset=MemoryItem.objects.select_for_update())
 
 
-def item_version_record(*, item: MemoryItem, action: str, author=None, note: str = "") -> MemoryItemVersion:
+def item_version_record(
+    *, item: MemoryItem, action: str, author=None, note: str = "", token: ApiToken | None = None
+) -> MemoryItemVersion:
     """Append the item's next version and the matching audit event (before =
     the previous version, after = now): every item change passes here, so the
-    history and the audit log cannot disagree."""
+    history and the audit log cannot disagree. ``token``: the API token that
+    acted (the review API), recorded as the actor of both."""
     previous = item.versions.order_by("-number").first()
     version = MemoryItemVersion.objects.create(
         item=item,
@@ -31,10 +35,13 @@ def item_version_record(*, item: MemoryItem, action: str, author=None, note: str
         action=action,
         note=note,
         author=author,
+        actor_token=token,
     )
     before = {f: getattr(previous, f) for f in _AUDITED_FIELDS} if previous else None
     after = {f: getattr(version, f) for f in _AUDITED_FIELDS}
     if note:
         after["note"] = note
-    audit_record(action=f"memory_item.{action}", bank=item.bank, user=author, obj=item, before=before, after=after)
+    audit_record(
+        action=f"memory_item.{action}", bank=item.bank, user=author, token=token, obj=item, before=before, after=after
+    )
     return version

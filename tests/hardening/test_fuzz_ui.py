@@ -70,6 +70,8 @@ SKIPPED = {
     "memories:items_import": "a file upload: test_import_form_survives_hostile_files below",
     "trajectories:dashboard": "reads no input",
     "trajectories:group": "reads no input",
+    "trajectories:export": "reads no input",
+    "trajectories:export_reasoning_bank": "reads no input",
     "healthz": "reads no input (test_health.py)",
     "readyz": "reads no input (test_health.py)",
     "metrics": "reads no input (test_metrics.py)",
@@ -170,6 +172,8 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
         "trajectories:steps": [("get", {"kind": "", "page": ""})],
         "trajectories:delete": [("post", {"confirm": ""})],
         "trajectories:impact": [("get", {"days": "30"})],
+        "trajectories:export_chat": [("get", {"verdict": "success", "metadata": "1"})],
+        "trajectories:export_judge_eval": [("get", {"input": "1"})],
         "trajectories:judge": [
             ("post", {"candidate_prompt": str(s.prompt.public_id), "candidate_model": "", "candidate_few_shot": ""})
         ],

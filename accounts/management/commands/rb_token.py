@@ -55,7 +55,7 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(dest="action", required=True, metavar="{create,list,revoke}")
         create = sub.add_parser("create", help="Create a token; prints only the secret on stdout.")
         create.add_argument("--bank", required=True, help="Bank slug, or TEAM/SLUG when several teams use the slug.")
-        create.add_argument("--scopes", default="retrieve,ingest", help="Comma-separated: retrieve, ingest.")
+        create.add_argument("--scopes", default="retrieve,ingest", help="Comma-separated: retrieve, ingest, review.")
         create.add_argument("--name", default="cli", help="A label shown in token lists.")
         create.add_argument("--expires-days", type=int, default=None, help="Expire after N days (default: never).")
         listing = sub.add_parser("list", help="List a bank's tokens.")

@@ -27,6 +27,8 @@ from reasoningbank_client.types import (
     MemoryPage,
     Recorded,
     Retrieval,
+    ReviewItem,
+    ReviewPage,
     TokenInfo,
     Trajectory,
 )
@@ -144,6 +146,14 @@ class _Base:
         if filters is not None:
             body["filters"] = dict(filters)
         return body
+
+    @staticmethod
+    def _review_params(limit: int, offset: int, filters: dict[str, Any]) -> dict[str, Any]:
+        return {"limit": limit, "offset": offset, **{k: v for k, v in filters.items() if v not in (None, "", False)}}
+
+    @staticmethod
+    def _edit_body(fields: dict[str, Any]) -> dict[str, Any]:
+        return {k: list(v) if k == "tags" else v for k, v in fields.items() if v is not None}
 
     def _record_body(self, task: str, kwargs: dict[str, Any]) -> dict[str, Any]:
         if kwargs.get("agent") is None and self.agent:
@@ -316,6 +326,45 @@ class Client(_Base):
         """The calling token's bank, scopes and limits."""
         return TokenInfo.from_dict(self._send("GET", "token"))
 
+    # --- review (a token with the ``review`` scope) ---------------------------------------------------
+    def review_queue(self, limit: int = 20, offset: int = 0, **filters: Any) -> ReviewPage:
+        """One page of proposed items, oldest first. ``filters``: q, origin, verdict,
+        agent, date_from, date_to (ISO dates), has_duplicate."""
+        return ReviewPage.from_dict(
+            self._send("GET", "review/items", params=self._review_params(limit, offset, filters))
+        )
+
+    def review_item(self, item_id: str) -> ReviewItem:
+        """One item (any status) with its source trajectories and near-duplicates."""
+        return ReviewItem.from_dict(self._send("GET", f"review/items/{item_id}"))
+
+    def approve_item(self, item_id: str, **options: Any) -> ReviewItem:
+        """Approve (a no-op on an approved item). ``options`` go into the request body as given."""
+        return ReviewItem.from_dict(self._send("POST", f"review/items/{item_id}/approve", json=options))
+
+    def reject_item(self, item_id: str, reason: str, **options: Any) -> ReviewItem:
+        """Reject a proposed item; ``reason`` is required."""
+        return ReviewItem.from_dict(
+            self._send("POST", f"review/items/{item_id}/reject", json={"reason": reason, **options})
+        )
+
+    def edit_item(
+        self,
+        item_id: str,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        content: str | None = None,
+        tags: Iterable[str] | None = None,
+        note: str | None = None,
+        **options: Any,
+    ) -> ReviewItem:
+        """Change the text or tags (None leaves a field as it is)."""
+        body = self._edit_body(
+            {"title": title, "description": description, "content": content, "tags": tags, "note": note, **options}
+        )
+        return ReviewItem.from_dict(self._send("PATCH", f"review/items/{item_id}", json=body))
+
     def run(self, task: str, **kwargs: Any) -> Run:
         """``with client.run(task, task_id=…) as run:`` — retrieves on entry, records on exit."""
         return Run(self, task, **kwargs)
@@ -460,6 +509,45 @@ class AsyncClient(_Base):
 
     async def token(self) -> TokenInfo:
         return TokenInfo.from_dict(await self._send("GET", "token"))
+
+    # --- review (a token with the ``review`` scope) ---------------------------------------------------
+    async def review_queue(self, limit: int = 20, offset: int = 0, **filters: Any) -> ReviewPage:
+        """One page of proposed items, oldest first. ``filters``: q, origin, verdict,
+        agent, date_from, date_to (ISO dates), has_duplicate."""
+        return ReviewPage.from_dict(
+            await self._send("GET", "review/items", params=self._review_params(limit, offset, filters))
+        )
+
+    async def review_item(self, item_id: str) -> ReviewItem:
+        """One item (any status) with its source trajectories and near-duplicates."""
+        return ReviewItem.from_dict(await self._send("GET", f"review/items/{item_id}"))
+
+    async def approve_item(self, item_id: str, **options: Any) -> ReviewItem:
+        """Approve (a no-op on an approved item). ``options`` go into the request body as given."""
+        return ReviewItem.from_dict(await self._send("POST", f"review/items/{item_id}/approve", json=options))
+
+    async def reject_item(self, item_id: str, reason: str, **options: Any) -> ReviewItem:
+        """Reject a proposed item; ``reason`` is required."""
+        return ReviewItem.from_dict(
+            await self._send("POST", f"review/items/{item_id}/reject", json={"reason": reason, **options})
+        )
+
+    async def edit_item(
+        self,
+        item_id: str,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        content: str | None = None,
+        tags: Iterable[str] | None = None,
+        note: str | None = None,
+        **options: Any,
+    ) -> ReviewItem:
+        """Change the text or tags (None leaves a field as it is)."""
+        body = self._edit_body(
+            {"title": title, "description": description, "content": content, "tags": tags, "note": note, **options}
+        )
+        return ReviewItem.from_dict(await self._send("PATCH", f"review/items/{item_id}", json=body))
 
     def run(self, task: str, **kwargs: Any) -> AsyncRun:
         """``async with aclient.run(task, task_id=…) as run:``."""

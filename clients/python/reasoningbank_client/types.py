@@ -199,6 +199,75 @@ class Trajectory:
 
 
 @dataclass
+class NearDuplicate:
+    """An item suggested as a near-duplicate of a reviewed one, with its text to compare."""
+
+    id: str
+    title: str
+    description: str
+    content: str
+    status: str
+    similarity: float
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NearDuplicate:
+        return _build(cls, data, id=str(data["id"]))
+
+
+@dataclass
+class ReviewItem:
+    """A memory item as the review API shows it (any status). The queue's rows
+    leave ``sources``, ``near_duplicates`` and the other detail fields empty;
+    ``review_item(id)`` fills them."""
+
+    id: str
+    title: str
+    description: str
+    content: str
+    status: str
+    origin: str = ""
+    verdict_label: str = ""
+    tags: list[str] = field(default_factory=list)
+    near_duplicate_count: int = 0
+    needs_review_reason: str = ""
+    status_reason: str = ""
+    prompt_version: str = ""
+    model: str = ""
+    cited_steps: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    sources_deleted: int = 0
+    near_duplicates: list[NearDuplicate] = field(default_factory=list)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    approved_at: datetime | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ReviewItem:
+        return _build(
+            cls,
+            data,
+            id=str(data["id"]),
+            sources=[str(s) for s in data.get("sources") or []],
+            near_duplicates=[NearDuplicate.from_dict(d) for d in data.get("near_duplicates") or []],
+            created_at=parse_datetime(data.get("created_at")),
+            updated_at=parse_datetime(data.get("updated_at")),
+            approved_at=parse_datetime(data.get("approved_at")),
+        )
+
+
+@dataclass
+class ReviewPage:
+    """One page of the review queue; ``count`` is how many items match the filters."""
+
+    count: int
+    items: list[ReviewItem]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ReviewPage:
+        return cls(count=int(data.get("count", 0)), items=[ReviewItem.from_dict(i) for i in data.get("items") or []])
+
+
+@dataclass
 class TokenInfo:
     """The calling token: its bank, scopes and the bank's limits."""
 

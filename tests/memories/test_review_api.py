@@ -1,0 +1,216 @@
+"""The review API (scope ``review``): the queue, one item, approve / reject /
+edit through the review services, each decision recorded with the token."""
+
+import json
+import uuid
+
+import pytest
+
+from accounts.models import AuditEvent
+from memories.models import ItemStatus, MemoryItem
+from memories.services import memory_item_supersede
+from tests import factories
+
+QUEUE = "/api/v1/review/items"
+
+
+def url(item, action=""):
+    return f"{QUEUE}/{item.public_id}" + (f"/{action}" if action else "")
+
+
+def post(client, path, body=None, **headers):
+    data = "" if body is None else json.dumps(body)
+    return client.post(path, data=data, content_type="application/json", **headers)
+
+
+@pytest.fixture
+def review_token(bank):
+    return factories.make_token(bank, scopes=("review",), name="triage-bot")
+
+
+@pytest.fixture
+def review(review_token):
+    return {"HTTP_AUTHORIZATION": f"Bearer {review_token}"}
+
+
+@pytest.fixture
+def queue(bank, trajectory):
+    first = factories.propose_item(bank, trajectory, title="Prefer the official source")
+    second = factories.propose_item(
+        bank,
+        trajectory,
+        title="Retry after a 503",
+        content="Wait and retry once.",
+        origin="failure",
+        verdict_label="failure",
+    )
+    return first, second
+
+
+def test_ingest_only_token_gets_403_json(client, auth, item):
+    for response in (
+        client.get(QUEUE, **auth),
+        client.get(url(item), **auth),
+        post(client, url(item, "approve"), **auth),
+    ):
+        assert response.status_code == 403
+        assert response.json()["code"] == "missing_scope"
+        assert "review" in response.json()["detail"]
+    item.refresh_from_db()
+    assert item.status == ItemStatus.PROPOSED
+
+
+def test_no_token_is_401_json(client, item):
+    response = client.get(QUEUE)
+    assert response.status_code == 401
+    assert response.json()["code"] == "missing_token"
+
+
+def test_queue_lists_proposed_items_oldest_first_with_filters(client, review, queue, bank):
+    first, second = queue
+    approved = factories.propose_item(bank, title="Already decided")
+    approved.status = ItemStatus.APPROVED
+    approved.save(update_fields=["status"])
+    body = client.get(QUEUE, **review).json()
+    assert body["count"] == 2
+    assert [i["id"] for i in body["items"]] == [str(first.public_id), str(second.public_id)]
+    assert body["items"][1]["content"] == "Wait and retry once."
+    assert body["items"][1]["origin"] == "failure"
+
+    page = client.get(QUEUE, {"limit": 1, "offset": 1}, **review).json()
+    assert page["count"] == 2 and [i["title"] for i in page["items"]] == ["Retry after a 503"]
+    failures = client.get(QUEUE, {"verdict": "failure"}, **review).json()
+    assert [i["title"] for i in failures["items"]] == ["Retry after a 503"]
+    searched = client.get(QUEUE, {"q": "official"}, **review).json()
+    assert [i["title"] for i in searched["items"]] == ["Prefer the official source"]
+    by_origin = client.get(QUEUE, {"origin": "success"}, **review).json()
+    assert [i["title"] for i in by_origin["items"]] == ["Prefer the official source"]
+
+
+def test_queue_bad_filters_are_422_json(client, review, queue):
+    for params in ({"origin": "nonsense"}, {"limit": 0}, {"limit": 101}, {"verdict": "maybe"}, {"date_from": "x"}):
+        response = client.get(QUEUE, params, **review)
+        assert response.status_code == 422, params
+        assert response.json()["code"] == "validation_error"
+        assert response.json()["detail"]
+
+
+def test_one_item_has_sources_and_near_duplicate_content(client, review, bank, trajectory):
+    original = factories.propose_item(bank, trajectory, title="Prefer the official source")
+    twin = factories.propose_item(bank, trajectory, title="Prefer the official source")
+    body = client.get(url(twin), **review).json()
+    assert body["id"] == str(twin.public_id)
+    assert body["sources"] == [str(trajectory.public_id)]
+    assert body["cited_steps"][0]["trajectory"] == str(trajectory.public_id)
+    assert body["near_duplicate_count"] == 1
+    (dup,) = body["near_duplicates"]
+    assert dup["id"] == str(original.public_id)
+    assert dup["content"] == original.content and dup["similarity"] > 0.9
+
+
+def test_unknown_and_other_banks_items_are_404_json(client, review, other_bank):
+    theirs = factories.propose_item(other_bank, title="Their lesson")
+    for item_url in (f"{QUEUE}/{uuid.uuid4()}", url(theirs)):
+        for response in (
+            client.get(item_url, **review),
+            post(client, item_url + "/approve", **review),
+            post(client, item_url + "/reject", {"reason": "no"}, **review),
+            client.patch(item_url, data=json.dumps({"title": "x"}), content_type="application/json", **review),
+        ):
+            assert response.status_code == 404
+            assert response.json() == {"detail": "No memory item with this id in this bank.", "code": "not_found"}
+    theirs.refresh_from_db()
+    assert theirs.status == ItemStatus.PROPOSED and theirs.title == "Their lesson"
+    assert client.get(f"{QUEUE}/not-a-uuid", **review).status_code == 422
+
+
+def test_approve_is_audited_as_the_token(client, review, item, bank):
+    response = post(client, url(item, "approve"), **review)
+    assert response.status_code == 200
+    assert response.json()["status"] == "approved"
+    item.refresh_from_db()
+    assert item.status == ItemStatus.APPROVED and item.embedding is not None and item.approved_by is None
+    event = AuditEvent.objects.get(bank=bank, action="memory_item.approved")
+    assert event.actor_user is None and event.actor_token.name == "triage-bot"
+    assert event.actor_label.startswith("token rb_")
+    version = item.versions.order_by("-number").first()
+    assert version.action == "approved" and version.actor_label == event.actor_label
+    # the same call with a {} body is the same (idempotent) approval
+    again = post(client, url(item, "approve"), {}, **review)
+    assert again.status_code == 200 and item.versions.count() == 2
+
+
+def test_reject_needs_a_reason(client, review, item):
+    for body in (None, {}, {"reason": ""}, {"reason": "   "}):
+        response = post(client, url(item, "reject"), body, **review)
+        assert response.status_code in (400, 422), body
+        assert response.json()["detail"], body
+    assert "reason" in post(client, url(item, "reject"), {"reason": " "}, **review).json()["detail"]
+    item.refresh_from_db()
+    assert item.status == ItemStatus.PROPOSED
+
+
+def test_reject_keeps_the_reason_and_is_audited(client, review, item, bank):
+    response = post(client, url(item, "reject"), {"reason": "Too specific to one site."}, **review)
+    assert response.status_code == 200
+    assert response.json()["status"] == "rejected"
+    assert response.json()["status_reason"] == "Too specific to one site."
+    event = AuditEvent.objects.get(bank=bank, action="memory_item.rejected")
+    assert event.actor_token is not None and event.after["note"] == "Too specific to one site."
+
+
+def test_a_refused_transition_is_409_json(client, review, item):
+    memory_item_supersede(item=item, reason="replaced")
+    for response in (
+        post(client, url(item, "approve"), **review),
+        post(client, url(item, "reject"), {"reason": "no"}, **review),
+        client.patch(url(item), data=json.dumps({"title": "New"}), content_type="application/json", **review),
+    ):
+        assert response.status_code == 409
+        assert response.json()["detail"]
+    approved = factories.propose_item(item.bank, title="Served already")
+    post(client, url(approved, "approve"), **review)
+    rejected = post(client, url(approved, "reject"), {"reason": "late"}, **review)
+    assert rejected.status_code == 409 and rejected.json()["code"] == "invalid_transition"
+
+
+def test_edit_changes_text_and_is_audited(client, review, item, bank):
+    body = {"title": "Check the official site first", "tags": ["Web", "schedules"], "note": "clearer"}
+    response = client.patch(url(item), data=json.dumps(body), content_type="application/json", **review)
+    assert response.status_code == 200
+    data = response.json()
+    assert data["title"] == "Check the official site first" and data["tags"] == ["schedules", "web"]
+    assert data["status"] == "proposed" and data["description"] == item.description
+    item.refresh_from_db()
+    assert item.title == "Check the official site first"
+    event = AuditEvent.objects.get(bank=bank, action="memory_item.edited")
+    assert event.actor_token is not None and event.before["title"] == "Prefer the official source"
+
+
+def test_edit_with_invalid_text_is_422_json(client, review, item):
+    response = client.patch(url(item), data=json.dumps({"title": "  "}), content_type="application/json", **review)
+    assert response.status_code == 422
+    assert response.json()["detail"] == "A memory item needs a title."
+    assert MemoryItem.objects.get(pk=item.pk).title == "Prefer the official source"
+
+
+def test_the_item_page_names_the_token_that_decided(client, owner, review, item, bank):
+    post(client, url(item, "reject"), {"reason": "Not general."}, **review)
+    client.force_login(owner)
+    page = client.get(f"/banks/{bank.public_id}/items/{item.public_id}/").content.decode()
+    assert "<strong>rejected</strong> by token rb_" in page and "(triage-bot)" in page
+
+
+def test_the_token_form_offers_the_review_scope(client, owner, bank):
+    client.force_login(owner)
+    page = client.get(f"/banks/{bank.public_id}/tokens/").content.decode()
+    assert 'value="review"' in page
+    client.post(f"/banks/{bank.public_id}/tokens/new/", {"name": "triage", "scopes": ["review"]})
+    assert bank.tokens.get(name="triage").scopes == ["review"]
+
+
+def test_the_queue_costs_the_same_queries_for_many_items(client, review, bank, django_assert_num_queries):
+    factories.bulk_items(bank, 60)
+    with django_assert_num_queries(5):
+        body = client.get(QUEUE, {"limit": 50}, **review).json()
+    assert body["count"] == 60 and len(body["items"]) == 50
