@@ -94,6 +94,8 @@ class DuplicateApproval(Conflict):
     def __init__(self, message: str, *, duplicates=()):
         super().__init__(message)
         self.duplicates = list(duplicates)
+
+
 class StaleVersion(Conflict):
     """A decision made on a version of an object that has changed since (another
     reviewer decided first). ``changes`` describes what happened since, newest first."""

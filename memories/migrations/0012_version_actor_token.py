@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0007_bank_step_retention_days'),
-        ('memories', '0009_item_hnsw_m32'),
+        ('memories', '0011_review_collaboration'),
     ]
 
     operations = [
