@@ -27,7 +27,9 @@ from django.utils import timezone
 from accounts import services
 from accounts.models import Invitation, Membership, Role
 from accounts.services import BANK_SETTINGS
+from memories.services import review_assignment_create
 from tests import factories
+from trajectories.comments import comment_add
 from trajectories.models import Experiment, ExperimentStatus
 from trajectories.prompt_versions import prompt_version_save
 from trajectories.prompts import prompt_load
@@ -95,6 +97,8 @@ class Scene:
     leaver: Membership  # is removed
     prompt: object  # a saved judge prompt version
     experiment: object  # a finished experiment, to promote
+    assignment: object = None  # a slice of the queue, to remove
+    comment: object = None  # the owner's comment on the item, to delete
 
 
 def _form_value(value) -> str:
@@ -143,24 +147,55 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
                     "date_from": "",
                     "date_to": "",
                     "dup": "",
+                    "assigned": "",
                     "page": "",
                 },
             ),
-            ("post", {"action": "approve", "items": str(s.queued.public_id), "reason": "", "next": ""}),
+            (
+                "post",
+                {
+                    "action": "approve",
+                    "items": str(s.queued.public_id),
+                    "reason": "",
+                    "next": "",
+                    f"seen-{s.queued.public_id}": "",
+                },
+            ),
         ],
         "memories:review_focus": [("get", {"edit": "1"})],
         "memories:items": [("get", {"status": "", "q": "", "page": ""})],
         "memories:item_create": [("post", {**edit, "approve_now": ""})],
         "memories:items_export": [("get", {"status": ""})],
         "memories:item_detail": [("get", {"edit": "1"})],
-        "memories:item_edit": [("post", {**edit, "focus": ""})],
-        "memories:item_approve": [("post", {"focus": ""})],
-        "memories:item_reject": [("post", {"reason": "Too vague.", "focus": ""})],
-        "memories:item_archive": [("post", {"focus": ""})],
-        "memories:item_merge": [("post", {"into": str(s.into.public_id), "note": "", "focus": ""})],
-        "memories:item_keep_both": [("post", {"focus": ""})],
+        "memories:item_edit": [("post", {**edit, "focus": "", "seen_version": ""})],
+        "memories:item_approve": [("post", {"focus": "", "seen_version": ""})],
+        "memories:item_reject": [("post", {"reason": "Too vague.", "focus": "", "seen_version": ""})],
+        "memories:item_archive": [("post", {"focus": "", "seen_version": ""})],
+        "memories:item_merge": [("post", {"into": str(s.into.public_id), "note": "", "focus": "", "seen_version": ""})],
+        "memories:item_keep_both": [("post", {"focus": "", "seen_version": ""})],
         "memories:item_revert": [("post", {"decision": "1", "focus": "", "queue": "", "row": "", "next": ""})],
         "memories:playground": [("get", {"q": "opening hours", "k": "3"})],
+        # several reviewers (a remove/delete reads nothing but its URL: the neutral request is the only one)
+        "memories:review_presence": [("post", {})],
+        "memories:review_assignments": [
+            (
+                "post",
+                {
+                    "reviewer": str(s.owner.pk),
+                    "origin": "",
+                    "verdict": "",
+                    "agent": "",
+                    "tag": "",
+                    "items": "",
+                    "note": "",
+                },
+            )
+        ],
+        "memories:review_assignment_remove": [("post", {})],
+        "trajectories:item_comments": [("post", {"body": "A fuzzed comment."})],
+        "trajectories:trajectory_comments": [("post", {"body": "A fuzzed comment."})],
+        "trajectories:comment_remove": [("post", {})],
+        "trajectories:reviewers": [("get", {"days": "30"})],
         # trajectories
         "trajectories:list": [("get", {"q": "", "status": "", "verdict": "", "agent": "", "page": ""})],
         "trajectories:detail": [
@@ -226,6 +261,8 @@ def _url(target: Target, s: Scene) -> str:
         "invitation_id": s.invitation,
         "version_id": s.prompt,
         "experiment_id": s.experiment,
+        "assignment_id": s.assignment,
+        "comment_id": s.comment,
     }
     kwargs = {name: "judge" if name == "name" else objects[name].public_id for name in target.kwargs}
     return reverse(target.name, kwargs=kwargs)
@@ -257,9 +294,12 @@ def scene(owner, team, bank) -> Scene:
     leaver = Membership.objects.get(team=team, user=factories.make_member(team, Role.VIEWER))
     prompt = prompt_version_save(bank=bank, name="judge", text=prompt_load("judge")[0], activate=False)
     experiment = Experiment.objects.create(bank=bank, candidate_prompt=prompt, status=ExperimentStatus.DONE)
-    return Scene(
+    scene = Scene(
         owner, team, bank, item, into, queued, trajectory, token, invitation, member, leaver, prompt, experiment
     )
+    scene.assignment = review_assignment_create(bank=bank, reviewer=owner, author=owner, tag="fuzz")
+    scene.comment = comment_add(bank=bank, author=owner, body="To be deleted.", item=item)
+    return scene
 
 
 def test_every_action_view_and_page_is_fuzzed_or_skipped_for_a_reason(scene):

@@ -115,7 +115,7 @@ def reviewer_stats(*, bank: Bank, days: int = 14, now=None) -> list[ReviewerStat
         .values_list("item_id", "author_id", "author__username", "action", "created_at")
     )
     last_decision: dict[int, tuple[int, str]] = {}
-    for item_id, author_id, username, action, at in versions.iterator():
+    for item_id, author_id, username, action, at in versions:
         r = row(author_id, username)
         if action == "edited":
             r.edited += 1
@@ -136,7 +136,7 @@ def reviewer_stats(*, bank: Bank, days: int = 14, now=None) -> list[ReviewerStat
     )
     latest_human: dict[tuple[int, int], tuple[str, object]] = {}
     last_verdict: dict[int, tuple[int, str]] = {}
-    for trajectory_id, author_id, username, label, at in human.iterator():
+    for trajectory_id, author_id, username, label, at in human:
         r = row(author_id, username)
         r.verdicts += 1
         daily[author_id][timezone.localdate(at)] += 1
@@ -153,7 +153,7 @@ def reviewer_stats(*, bank: Bank, days: int = 14, now=None) -> list[ReviewerStat
         .order_by("created_at", "id")
         .values_list("trajectory_id", "created_at", "label")
     )
-    for trajectory_id, at, label in rows.iterator():
+    for trajectory_id, at, label in rows:
         llm[trajectory_id].append((at, label))
     for (trajectory_id, author_id), (label, at) in latest_human.items():
         before = [said for when, said in llm.get(trajectory_id, []) if when <= at]
