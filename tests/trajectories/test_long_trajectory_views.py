@@ -198,6 +198,8 @@ def test_group_page_lists_every_rollout_with_its_verdict_and_the_contrast_items(
             reverse("memories:item_detail", kwargs={"bank_id": item.bank.public_id, "item_id": item.public_id}) in html
         )
         assert item.title in html
+    # Each contrast item says which step of which rollout it cites.
+    assert f'href="{detail_url(members[1])}?step=3#step-3">rollout 2 #3</a>' in html
     # Key steps: the cited error step 3 and the last step, linking into each member's page.
     assert f'href="{detail_url(members[2])}#step-3"' in html
     assert f'href="{detail_url(members[2])}#step-{members[2].step_count - 1}"' in html
@@ -248,3 +250,17 @@ def test_derived_items_cite_links_open_the_page_holding_the_step(client, owner, 
     page = client.get(detail_url(long_run, step=300)).content.decode()
     assert [i for i, _ in shown_steps(page)] == list(range(300, 350))
     assert client.get(detail_url(long_run, step="x")).status_code == 200
+
+
+def test_group_page_queries_do_not_grow_with_the_group(client, owner, bank, django_assert_max_num_queries):
+    small = make_group(bank, 2, group_id="small")
+    large = make_group(bank, 8, group_id="large")
+    contrast_items(bank, small)
+    contrast_items(bank, large)
+    client.force_login(owner)
+    client.get(group_url(small[0]))  # warm the session and the bank lookups
+    with django_assert_max_num_queries(14) as small_queries:
+        assert client.get(group_url(small[0])).status_code == 200
+    with django_assert_max_num_queries(len(small_queries)):
+        response = client.get(group_url(large[0]))
+    assert len(re.findall(r"data-rollout=", response.content.decode())) == 8

@@ -40,6 +40,12 @@ def test_long_trajectory_jumps_filter_and_keeps_the_verdict_in_view(page, live_s
     expect(page.locator("#step-81")).to_have_class(re.compile(r"\bis-error\b"))
     expect(page).to_have_url(re.compile(r"\?page=2#step-81$"))
 
+    # The derived item's citation of step 300 opens page 7 in place.
+    page.locator("#derived [data-cite]", has_text="#300").click()
+    expect(page.locator("#step-300")).to_be_in_viewport()
+    expect(page.locator("#step-300")).to_have_class(re.compile(r"\bcited\b"))
+    expect(page).to_have_url(re.compile(r"\?step=300#step-300$"))
+
     # Filter to errors: only error steps are shown.
     page.locator(".stepfilters [data-kind=errors]").click()
     expect(page).to_have_url(re.compile(r"\?kind=errors$"))

@@ -168,13 +168,19 @@ class Rollout:
 
 
 @dataclass
+class ContrastItem:
+    item: MemoryItem
+    cites: list[tuple[int, Trajectory, int]]  # (rollout number, member, step index) of the rollouts shown
+
+
+@dataclass
 class GroupView:
     group_id: str
     task: str
     declared: int | None  # the group size its first member declared
     members: int  # every member, also those not shown
     rollouts: list[Rollout]
-    items: list[MemoryItem]  # the contrast items distilled from the group, oldest first
+    items: list[ContrastItem]  # the contrast items distilled from the group, oldest first
     verdicts: dict[str, int] = field(default_factory=dict)
 
 
@@ -216,6 +222,18 @@ def trajectory_group(*, bank: Bank, group_id: str) -> GroupView:
     for member in members:
         key_steps, errors, cited = _key_steps(member, cited_step_indexes(trajectory=member, items=items))
         rollouts.append(Rollout(member, key_steps, errors, cited))
+    numbered = {str(m.public_id): (n, m) for n, m in enumerate(members, start=1)}
+    contrast = [
+        ContrastItem(
+            item,
+            [
+                (*numbered[str(c.get("trajectory"))], c["step"])
+                for c in item.cited_steps or []
+                if isinstance(c, dict) and str(c.get("trajectory")) in numbered and isinstance(c.get("step"), int)
+            ],
+        )
+        for item in items
+    ]
     verdicts = Counter(verdict or "none" for verdict in members_qs.values_list("verdict", flat=True))
     return GroupView(
         group_id=group_id,
@@ -223,6 +241,6 @@ def trajectory_group(*, bank: Bank, group_id: str) -> GroupView:
         declared=next((m.group_size for m in members if m.group_size), None),
         members=members_qs.count(),
         rollouts=rollouts,
-        items=items,
+        items=contrast,
         verdicts=dict(verdicts),
     )
