@@ -21,6 +21,7 @@ from memories import selectors, services
 from memories.models import ItemOrigin, MemoryItem, ReviewAssignment
 from memories.selectors import collaboration as collab
 from reasoningbank_site.errors import DomainError
+from reasoningbank_site.text import counted
 from reasoningbank_site.views_helpers import post_action
 
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
@@ -115,7 +116,9 @@ def review_assignments(request, bank_id):
         items = list(selectors.items_by_public_ids(bank=bank, public_ids=data["items"]))
         missing = len(set(data["items"])) - len(items)
         if missing:
-            form.add_error("items", f"{missing} listed item(s) are not in this bank.")
+            form.add_error(
+                "items", f"{counted(missing, 'listed item')} {'is' if missing == 1 else 'are'} not in this bank."
+            )
         else:
             try:
                 services.review_assignment_create(

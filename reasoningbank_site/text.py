@@ -14,6 +14,8 @@ import json
 import re
 from typing import Annotated, Any
 
+from django.utils import timezone
+from django.utils.timesince import timesince
 from pydantic import BeforeValidator
 
 # Deeper JSON is shown as its raw text: json.dumps/json.loads recurse, and
@@ -207,3 +209,21 @@ def is_cut(text: str) -> bool:
 def counted(n: int, singular: str, plural: str | None = None) -> str:
     """ "1 item", "3 items", "2 trajectories": a count with its noun in the right number."""
     return f"{n} {singular if n == 1 else (plural or singular + 's')}"
+
+
+def ago(moment, *, now=None, seconds: bool = False) -> str:
+    """How long ago ``moment`` was: "just now" under a minute (also for a
+    clock a little ahead; Django's timesince alone says "0 minutes"), else
+    "3 minutes ago" / "2 hours, 5 minutes ago". ``seconds=True`` (a review
+    conflict, where seconds matter) says "12 s ago" from 5 s on and keeps
+    only the largest unit after that."""
+    if not moment:
+        return ""
+    now = now or timezone.now()
+    elapsed = (now - moment).total_seconds()
+    if elapsed < (5 if seconds else 60):
+        return "just now"
+    if elapsed < 60:
+        return f"{int(elapsed)} s ago"
+    since = timesince(moment, now)
+    return f"{since.split(',')[0] if seconds else since} ago"

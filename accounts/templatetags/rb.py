@@ -2,10 +2,9 @@
 
 from django import template
 from django.urls import reverse
-from django.utils import timezone
-from django.utils.timesince import timesince
 
 from accounts.audit_diff import audit_changes as _audit_changes
+from reasoningbank_site.text import ago as _ago
 
 register = template.Library()
 
@@ -39,13 +38,8 @@ def bank_nav(context, bank):
 
 @register.filter
 def ago(value) -> str:
-    """ "just now" under a minute (and for a clock a little ahead), else "3 minutes ago";
-    Django's timesince alone says "0 minutes"."""
-    if not value:
-        return ""
-    if (timezone.now() - value).total_seconds() < 60:
-        return "just now"
-    return f"{timesince(value)} ago"
+    """ "just now" under a minute, else "3 minutes ago" (reasoningbank_site.text.ago)."""
+    return _ago(value)
 
 
 @register.filter

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.utils import timezone
-from django.utils.timesince import timesince
 
 from accounts.models import Bank, Membership, Role
 from accounts.services.audit import audit_record
@@ -20,6 +19,7 @@ from memories.models import (
 )
 from memories.services.versions import item_lock
 from reasoningbank_site.errors import Invalid, StaleVersion
+from reasoningbank_site.text import ago
 
 ASSIGNMENT_ITEMS_MAX = 500
 VERDICTS = ("success", "failure")
@@ -43,20 +43,10 @@ def item_current_version(item: MemoryItem) -> int:
     return item.versions.order_by("-number").values_list("number", flat=True).first() or 0
 
 
-def ago(moment, *, now=None) -> str:
-    """ "just now", "12 s ago" under a minute (timesince would say "0 minutes"), else "3 minutes ago"."""
-    seconds = int(((now or timezone.now()) - moment).total_seconds())
-    if seconds < 5:
-        return "just now"
-    if seconds < 60:
-        return f"{max(seconds, 0)} s ago"
-    return f"{timesince(moment, now or timezone.now()).split(',')[0]} ago"
-
-
 def version_describe(version: MemoryItemVersion, *, now=None) -> str:
     """One change in words: "Rejected by alice 12 s ago: too vague"."""
     who = version.author.get_username() if version.author_id else "the pipeline"
-    text = f"{_DONE.get(version.action, version.action.capitalize())} by {who} {ago(version.created_at, now=now)}"
+    text = f"{_DONE.get(version.action, version.action.capitalize())} by {who} {ago(version.created_at, now=now, seconds=True)}"
     return f"{text}: {version.note}" if version.note else text
 
 

@@ -18,9 +18,9 @@ from django.utils import timezone
 from accounts.models import AuditEvent, Role
 from memories import services
 from memories.models import ItemStatus, MemoryItem, MemoryItemVersion, ReviewAssignment, ReviewPresence
-from memories.services.collaboration import ago as services_ago
 from reasoningbank_site.api import status_for
 from reasoningbank_site.errors import StaleVersion
+from reasoningbank_site.text import ago
 from tests import factories
 from tests.factories import propose_item
 
@@ -70,10 +70,10 @@ def test_a_decision_on_a_changed_item_is_refused_naming_the_other_decision(bank,
 
 def test_the_conflict_says_when_in_seconds_under_a_minute():
     now = timezone.now()
-    assert services_ago(now - timedelta(seconds=2), now=now) == "just now"
-    assert services_ago(now - timedelta(seconds=12), now=now) == "12 s ago"
+    assert ago(now - timedelta(seconds=2), now=now, seconds=True) == "just now"
+    assert ago(now - timedelta(seconds=12), now=now, seconds=True) == "12 s ago"
     assert (
-        services_ago(now - timedelta(minutes=3, seconds=5), now=now) == "3\xa0minutes ago"
+        ago(now - timedelta(minutes=3, seconds=5), now=now, seconds=True) == "3\xa0minutes ago"
     )  # timesince keeps its no-break space
 
 
@@ -198,7 +198,12 @@ def test_a_queue_row_decision_on_a_stale_row_shows_the_conflict(bank, item, alic
 
 
 def test_bulk_approve_reports_conflicts_per_item_and_applies_the_rest(client, bank, trajectory, alice, bob):
-    items = [propose_item(bank, trajectory, title=f"Lesson {n}") for n in range(3)]
+    lessons = (  # three different lessons: near-identical ones would ask to confirm the duplicate
+        "Check the opening hours on the official site before planning a visit.",
+        "Retry a flaky payment API call with exponential backoff and an idempotency key.",
+        "Escape user input before building a shell command line.",
+    )
+    items = [propose_item(bank, trajectory, title=f"Lesson {n}", content=text) for n, text in enumerate(lessons)]
     client.force_login(bob)
     html = client.get(_url("review", bank)).content.decode()
     seen = {i.public_id: re.search(rf'name="seen-{i.public_id}" value="(\d+)"', html).group(1) for i in items}
@@ -304,7 +309,7 @@ def test_an_assignment_goes_to_a_reviewer_of_the_team_and_only_reviewers_assign(
     response = client.post(url, {"reviewer": viewer.pk})
     assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
     response = client.post(url, {"reviewer": alice.pk, "items": "00000000-0000-4000-8000-000000000000"})
-    assert "1 listed item(s) are not in this bank." in response.content.decode()
+    assert "1 listed item is not in this bank." in response.content.decode()
     assert not ReviewAssignment.objects.exists()
     assert client.post(url, {"reviewer": alice.pk}).status_code == 302  # no criterion: the whole queue
     services.review_assignment_create(bank=bank, reviewer=alice, author=alice, items=[item])  # those items alone
