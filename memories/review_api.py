@@ -8,12 +8,14 @@ from __future__ import annotations
 from datetime import date
 from uuid import UUID
 
+from django.db.models import OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from ninja import Field, Query, Router, Schema
 
 from accounts.auth import TokenAuth, api_responses
 from memories import selectors, services
 from memories.api import MAX_OFFSET, MAX_PAGE
-from memories.models import ItemOrigin, MemoryItem
+from memories.models import ItemOrigin, MemoryItem, MemoryItemVersion
 from memories.schemas import ApproveIn, EditIn, RejectIn, ReviewItemDetailOut, ReviewListOut
 from reasoningbank_site.errors import NotFound
 
@@ -36,7 +38,7 @@ class ReviewQueueIn(Schema):
     has_duplicate: bool = Field(False, description="Only items with near-duplicate suggestions.")
 
 
-def _item_out(item: MemoryItem) -> dict:
+def _item_out(item: MemoryItem, version: int) -> dict:
     return {
         "id": item.public_id,
         "title": item.title,
@@ -50,13 +52,14 @@ def _item_out(item: MemoryItem) -> dict:
         "needs_review_reason": item.needs_review_reason,
         "created_at": item.created_at,
         "updated_at": item.updated_at,
+        "version": version,
     }
 
 
 def _detail_out(item: MemoryItem) -> dict:
     sources = selectors.item_sources(item=item)
     return {
-        **_item_out(item),
+        **_item_out(item, services.item_current_version(item)),
         "status_reason": item.status_reason,
         "approved_at": item.approved_at,
         "prompt_version": item.prompt_version,
@@ -104,8 +107,13 @@ def review_queue(request, filters: Query[ReviewQueueIn]):
         has_duplicate=filters.has_duplicate,
         text=filters.q.strip(),
     )
-    page = list(qs.only(*LIST_FIELDS)[filters.offset : filters.offset + filters.limit])
-    return {"count": qs.count(), "items": [_item_out(item) for item in page]}
+    latest = MemoryItemVersion.objects.filter(item=OuterRef("pk")).order_by("-number").values("number")[:1]
+    page = list(
+        qs.only(*LIST_FIELDS).annotate(version=Coalesce(Subquery(latest), 0))[
+            filters.offset : filters.offset + filters.limit
+        ]
+    )
+    return {"count": qs.count(), "items": [_item_out(item, item.version) for item in page]}
 
 
 @router.get(
@@ -128,8 +136,12 @@ def review_item(request, item_id: UUID):
     summary="Approve an item",
 )
 def review_approve(request, item_id: UUID, payload: ApproveIn | None = None):
-    """Make the item servable (embedded at once when needed). Approving an
-    approved item is a no-op; a superseded one answers 409."""
+    """Make the item servable (it is served once embedded, in the background).
+    Approving an approved item is a no-op; a superseded one answers 409, and
+    so does an item whose approved near-duplicate is at or above the bank's
+    duplicate threshold (``duplicate_needs_confirmation``; send
+    ``confirm_duplicate: true`` to approve it anyway) and a stale
+    ``seen_version`` (``stale_version``)."""
     item = _item(request, item_id)
     options = payload.model_dump() if payload else {}
     item = services.memory_item_approve(item=item, author=None, token=request.api_token, **options)

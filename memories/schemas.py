@@ -219,6 +219,11 @@ class ReviewItemOut(Schema):
     needs_review_reason: str = ""
     created_at: datetime
     updated_at: datetime
+    version: int = Field(
+        ...,
+        description="Its version (every change adds one). Send it back as seen_version with a decision "
+        "to have it refused (409 stale_version) if someone else changed the item since.",
+    )
 
 
 class ReviewListOut(Schema):
@@ -246,11 +251,24 @@ class ReviewItemDetailOut(ReviewItemOut):
     near_duplicates: list[NearDuplicateOut] = Field(default_factory=list)
 
 
+SEEN_VERSION_HELP = (
+    "The item's version when you read it: a decision on an item changed since answers 409 stale_version."
+)
+
+
 class ApproveIn(Schema):
     """Approve (an empty body or ``{}`` is fine)."""
 
+    seen_version: int | None = Field(None, description=SEEN_VERSION_HELP)
+    confirm_duplicate: bool = Field(
+        False,
+        description="Approve even when an approved item of the bank is at or above its duplicate threshold "
+        "(without it that answers 409 duplicate_needs_confirmation).",
+    )
+
 
 class RejectIn(Schema):
+    seen_version: int | None = Field(None, description=SEEN_VERSION_HELP)
     reason: CleanStr = Field(
         ..., max_length=2000, description="Why it should not be served (required).", examples=["Too site-specific."]
     )
@@ -271,3 +289,4 @@ class EditIn(Schema):
     content: CleanStr | None = None
     tags: list[CleanStr] | None = Field(None, max_length=50, examples=[["auth", "web"]])
     note: CleanStr = Field("", max_length=2000, description="Why it was edited (kept in its history).")
+    seen_version: int | None = Field(None, description=SEEN_VERSION_HELP)

@@ -8,10 +8,17 @@ import pytest
 
 from accounts.models import AuditEvent
 from memories.models import ItemStatus, MemoryItem
-from memories.services import memory_item_supersede
+from memories.services import (
+    memory_item_approve,
+    memory_item_create,
+    memory_item_embed_refresh,
+    memory_item_reject,
+    memory_item_supersede,
+)
 from tests import factories
 
 QUEUE = "/api/v1/review/items"
+LESSON = "Check the institution's own pages for opening hours before answering a schedule question."
 
 
 def url(item, action=""):
@@ -214,3 +221,44 @@ def test_the_queue_costs_the_same_queries_for_many_items(client, review, bank, d
     with django_assert_num_queries(5):
         body = client.get(QUEUE, {"limit": 50}, **review).json()
     assert body["count"] == 60 and len(body["items"]) == 50
+
+
+def test_a_decision_on_a_changed_item_is_refused_with_the_other_decision(client, review, queue, owner):
+    """The API takes part in the reviewers' optimistic concurrency: the
+    version it read, sent back as seen_version, refuses a stale decision."""
+    item = queue[0]
+    listed = client.get(QUEUE, **review).json()["items"]
+    seen = next(row["version"] for row in listed if row["id"] == str(item.public_id))
+    assert client.get(url(item), **review).json()["version"] == seen
+    memory_item_reject(item=item, author=owner, reason="Too vague.")
+
+    response = post(client, url(item, "approve"), {"seen_version": seen}, **review)
+
+    assert response.status_code == 409
+    assert response.json()["code"] == "stale_version"
+    assert "Rejected by" in response.json()["detail"]
+    item.refresh_from_db()
+    assert item.status == ItemStatus.REJECTED
+
+
+def test_approving_a_duplicate_of_an_approved_item_needs_confirm_duplicate(client, review, bank, owner):
+    served = memory_item_create(
+        bank=bank, title="Prefer the official source", description="Schedules.", content=LESSON, author=owner
+    )
+    memory_item_approve(item=served, author=owner)
+    again = memory_item_create(
+        bank=bank, title="Prefer the official source", description="Schedules.", content=LESSON, author=owner
+    )
+    for item in (served, again):  # what the worker does after each commit
+        memory_item_embed_refresh(item_id=item.pk)
+
+    again.refresh_from_db()
+    refused = post(client, url(again, "approve"), {}, **review)
+    assert refused.status_code == 409
+    assert refused.json()["code"] == "duplicate_needs_confirmation"
+    again.refresh_from_db()
+    assert again.status == ItemStatus.PROPOSED
+
+    confirmed = post(client, url(again, "approve"), {"confirm_duplicate": True}, **review)
+    assert confirmed.status_code == 200
+    assert confirmed.json()["status"] == "approved"
