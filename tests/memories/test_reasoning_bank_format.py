@@ -2,13 +2,14 @@
 through the real library: our export is loaded by ``ReasoningBank.import_``,
 the library's ``export()`` is loaded by our import (items arrive proposed).
 
-The library runs in its own virtualenv (RB_LIB_PYTHON, default
-/tmp/rb-lib/bin/python: ``python3 -m venv /tmp/rb-lib && /tmp/rb-lib/bin/pip
-install reasoning-bank``), in a subprocess, with a tiny embedder so no model loads."""
+The library (a dev dependency, pinned) runs in a subprocess of this Python
+(RB_LIB_PYTHON overrides it, e.g. a separate virtualenv), on its in-memory
+store with a tiny embedder, so no model loads and no SQLite extension is needed."""
 
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,9 +20,8 @@ from memories.models import ItemStatus, MemoryItem
 from memories.selectors import REASONING_BANK_FIELDS
 from memories.services import memory_item_approve, memory_items_import
 from tests import factories
-from tests.conftest import skip_unless
 
-LIB_PYTHON = os.environ.get("RB_LIB_PYTHON", "/tmp/rb-lib/bin/python")
+LIB_PYTHON = os.environ.get("RB_LIB_PYTHON", sys.executable)
 EXPORT_API = "/api/v1/export/memories.reasoning-bank.jsonl"
 
 LIBRARY_SIDE = """
@@ -49,7 +49,6 @@ asyncio.run(main(*sys.argv[1:]))
 
 
 def library(tmp_path: Path, source: Path) -> tuple[dict, Path]:
-    skip_unless(Path(LIB_PYTHON).exists(), f"the reasoning-bank library's python {LIB_PYTHON} is missing")
     target = tmp_path / "from-library.jsonl"
     done = subprocess.run(
         [LIB_PYTHON, "-c", LIBRARY_SIDE, str(source), str(target)], capture_output=True, text=True, timeout=120
