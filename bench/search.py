@@ -15,7 +15,9 @@ middleware stack, view, SQL and template; no socket), p50/p95 per page.
 With ``--before-root DIR`` (another checkout of the code, e.g. the commit
 before, exported with ``git archive``), both checkouts also serve the same
 database through gunicorn (1 worker each) and every page is fetched from both
-alternately over HTTP: the before/after ratio comes from one run.
+alternately over HTTP: the before/after ratio comes from one run. (The code
+before searched through expression indexes that migration 0010 replaced: they
+are created beside the new ones for the comparison, ``bench_before_*``.)
 
     RB_DATA_DIR=/tmp/rb-bench .venv/bin/python bench/search.py [--n 100000] [--runs 30] [--before-root DIR]
 
@@ -53,6 +55,13 @@ CASES = [
     ("trajectories, rare `number 4242`", "trajectories", "number 4242"),
     ("trajectories, medium `trip 77`", "trajectories", "trip 77"),
     ("trajectories, every row `cheap`", "trajectories", "cheap"),
+]
+BEFORE_INDEXES = [
+    "CREATE INDEX IF NOT EXISTS bench_before_item_search ON memories_memoryitem USING gin (to_tsvector('simple'::regconfig,"
+    " COALESCE(title, '')::text || ' ' || COALESCE(description, '') || ' ' || COALESCE(content, '')))",
+    "CREATE INDEX IF NOT EXISTS bench_before_trajectory_search ON trajectories_trajectory USING gin ("
+    "to_tsvector('simple'::regconfig, COALESCE(task, '') || ' ' || COALESCE(final_answer, '') || ' '"
+    " || COALESCE(task_id, '')::text))",
 ]
 PAGE_SIZE = 50
 HTMX_TARGET = {"review": "queue", "items": "item-list", "trajectories": "trajectory-rows"}  # the search box's hx-target
@@ -104,6 +113,9 @@ def main() -> None:
     with connection.cursor() as cur:
         cur.execute("VACUUM ANALYZE memories_memoryitem")
         cur.execute("VACUUM ANALYZE trajectories_trajectory")
+        if args.before_root:  # the code before searched through these expression indexes (dropped by 0010)
+            for sql in BEFORE_INDEXES:
+                cur.execute(sql)
     client = Client()
     client.force_login(user)
     paths = {name: f"/banks/{bank.public_id}/{name}/" for name in ("review", "items", "trajectories")}
@@ -128,6 +140,7 @@ def main() -> None:
     try:
         if args.before_root:
             os.environ["RB_DATABASE_NAME"] = os.environ["RB_BENCH_DB"]
+            os.environ["RB_EMBEDDING_PRELOAD"] = "0"  # these pages never embed: start without the model
             for root in (args.before_root.resolve(), Path(__file__).resolve().parent.parent):
                 servers.append(start_server(root=root))
         cookie = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"

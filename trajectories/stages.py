@@ -26,6 +26,7 @@ from typing import TypeVar
 from django.db import transaction
 from django.db.models import F, QuerySet
 
+from memories.embeddings import embeddings_prefetched, item_embedding_text
 from memories.models import Experience, ItemOrigin
 from memories.services import ProposedItem, experience_create, memory_items_propose
 from reasoningbank_site.celery import enqueue_on_commit
@@ -353,7 +354,9 @@ def trajectory_distill(*, trajectory_id: int) -> bool:
     if items is None:
         return False
     valid_steps = _step_indexes(t)
-    with transaction.atomic():
+    # The items and (when new) the experience's task, embedded in one model call (issue 14 goal 6).
+    texts = [item_embedding_text(title=i.title, description=i.description, content=i.content) for i in items]
+    with embeddings_prefetched(texts + ([] if t.experience_id else [t.task.strip()])), transaction.atomic():
         locked = Trajectory.objects.select_for_update(of=("self",)).select_related("bank", "experience").get(pk=t.pk)
         if locked.status != Status.DISTILLING or locked.verdict != t.verdict:
             return False  # relabelled or swept meanwhile: this result is stale
