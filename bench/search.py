@@ -90,9 +90,11 @@ def expected_texts(bank, page: str, q: str) -> list[str]:
     return texts
 
 
-def check(label: str, status: int, html: str, expected: list[str]) -> None:
+def check(label: str, status: int, html: str, expected: list[str], *, count: bool = True) -> None:
+    """A 200 showing every expected text (with ``count`` False, the rows only:
+    the code before counted every match, where this one says "1000+")."""
     assert status == 200, (label, status)
-    for text in expected:
+    for text in expected if count else [t for t in expected if not t.endswith((" proposed", " in all"))]:
         assert text in html, (label, "missing", text)
 
 
@@ -165,7 +167,7 @@ def main() -> None:
             check(label, response.status_code, response.content.decode(), expected)
             for _proc, base in servers:
                 _, status, body = fetch_http(base, url, htmx)
-                check(label + " (http)", status, body, expected)
+                check(label + " (http)", status, body, expected, count=False)
         for round_ in range(args.runs):
             for label, url, expected, htmx in urls:
                 with CaptureQueriesContext(connection) as captured:
@@ -179,7 +181,7 @@ def main() -> None:
                 order = (0, 1) if round_ % 2 == 0 else (1, 0)  # alternate which checkout goes first
                 for which in order if servers else ():
                     elapsed, status, body = fetch_http(servers[which][1], url, htmx)
-                    check(label + " (http)", status, body, expected)
+                    check(label + " (http)", status, body, expected, count=False)
                     http[label][which].append(elapsed)
             loads.append(os.getloadavg()[0])
     finally:

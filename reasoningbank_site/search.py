@@ -26,7 +26,9 @@ from __future__ import annotations
 from functools import cached_property
 
 from django.contrib.postgres.search import SearchQuery, SearchVectorField
+from django.core.exceptions import FieldDoesNotExist
 from django.core.paginator import Paginator
+from django.db import models
 from django.db.models import Expression, QuerySet
 
 SEARCH_CONFIG = "simple"
@@ -77,13 +79,25 @@ def is_text_searched(qs) -> bool:
     return isinstance(qs, QuerySet) and _ALIAS in qs.query.annotations
 
 
+# Fields Python orders as PostgreSQL does (text is left out: collations differ).
+_SORTABLE = (models.DateTimeField, models.DateField, models.IntegerField, models.AutoField, models.FloatField)
+
+
 def _sort_keys(qs: QuerySet) -> list[tuple[str, bool]] | None:
-    """(field, descending) for each ORDER BY term of ``qs``; None unless all are plain field names."""
+    """(field, descending) for each ORDER BY term of ``qs``; None unless all
+    are plain numeric or date fields."""
     keys = []
     for term in qs.query.order_by:
         if not isinstance(term, str) or term == "?" or "__" in term:
             return None
-        keys.append((term.lstrip("-"), term.startswith("-")))
+        name = term.lstrip("-")
+        try:
+            field = qs.model._meta.pk if name == "pk" else qs.model._meta.get_field(name)
+        except FieldDoesNotExist:
+            return None
+        if not isinstance(field, _SORTABLE):
+            return None
+        keys.append((name, term.startswith("-")))
     return keys or None
 
 
@@ -113,7 +127,8 @@ class SearchPaginator(Paginator):
             self.capped = True
             return SEARCH_COUNT_CAP
         for position in reversed(range(len(fields))):  # stable sorts, last key first: ORDER BY a, b
-            rows.sort(key=lambda row: row[position + 1], reverse=self._keys[position][1])
+            # NULLs last ascending, first descending, as in PostgreSQL.
+            rows.sort(key=lambda row: (row[position + 1] is None, row[position + 1]), reverse=self._keys[position][1])
         self._matches = [row[0] for row in rows]
         return len(rows)
 

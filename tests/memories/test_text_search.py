@@ -183,3 +183,14 @@ def test_agent_filters_list_the_recent_agents_once_each(client, owner, bank, oth
     client.force_login(owner)
     html = client.get(reverse("trajectories:list", kwargs={"bank_id": bank.public_id})).content.decode()
     assert 'value="calendar-bot"' in html and 'value="shop-bot"' in html and "elsewhere" not in html
+
+
+def test_a_search_ordered_by_text_is_paged_by_the_database(bank, monkeypatch):
+    # Python and PostgreSQL collate text differently: such an order is never sorted in Python.
+    monkeypatch.setattr(search, "SEARCH_COUNT_CAP", 5)
+    bulk_items(bank, 12)
+    qs = selectors.item_list(bank=bank, text="lesson").order_by("title", "id")
+    paginator = SearchPaginator(qs, 5)
+    assert (paginator.count, paginator.capped) == (12, False)
+    shown = [row.title for n in paginator.page_range for row in paginator.page(n).object_list]
+    assert shown == list(qs.values_list("title", flat=True)) and shown[:3] == ["Lesson 0", "Lesson 1", "Lesson 10"]
