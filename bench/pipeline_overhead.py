@@ -14,7 +14,8 @@ The time spent inside ``trajectories.llm.chat`` (the SDK round trip) is
 subtracted; what remains is the overhead. Asserts every trajectory ended
 ``done`` with its 3 items proposed.
 
-Prints median/p99 overhead per trajectory and its breakdown (medians):
+Prints median/p99 overhead per trajectory, the median of this process's CPU
+time in it (load-robust; PostgreSQL's own work is not in it), and its breakdown (medians):
 embedding model time, near-duplicate search, database time (every query, the
 search included), query count, and the load average."""
 
@@ -73,11 +74,14 @@ class Clock:
 
     @contextmanager
     def timing(self, label: str):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         try:
             yield
         finally:
             self.spent[label] = self.spent.get(label, 0.0) + time.perf_counter() - started
+            # This process's CPU (the fake LLM's server thread included, hence subtracted with the LLM's time):
+            # less sensitive to the machine's load than wall time; the database's own work is not in it.
+            self.spent[label + "_cpu"] = self.spent.get(label + "_cpu", 0.0) + time.process_time() - cpu
 
     def wrap(self, module, name: str, label: str):
         real = getattr(module, name)
@@ -118,6 +122,7 @@ def main() -> None:
     from django.db import connection
 
     import memories.embeddings
+    import memories.services.embedding
     import memories.services.items
     import trajectories.stages
     from memories.embeddings import embed_texts, embedding_hash, embedding_model_name, item_embedding_text
@@ -175,7 +180,8 @@ def main() -> None:
 
     clock = Clock()
     clock.wrap(trajectories.stages, "chat", "llm")
-    clock.wrap(memories.embeddings, "embed_texts", "embed")  # every embedding goes through it
+    clock.wrap(memories.embeddings, "embed_texts", "embed")  # every embedding goes through it …
+    clock.wrap(memories.services.embedding, "embed_texts", "embed")  # … or the name the items' service imported
     for name in ("near_duplicates_search", "near_duplicates_search_many"):
         if hasattr(memories.services.items, name):
             clock.wrap(memories.services.items, name, "near_dup")
@@ -202,9 +208,11 @@ def main() -> None:
         return [1000 * spent.get(label, 0.0) for spent, _q in rows]
 
     overhead = [1000 * (spent["total"] - spent.get("llm", 0.0)) for spent, _q in rows]
+    cpu = [1000 * (spent["total_cpu"] - spent.get("llm_cpu", 0.0)) for spent, _q in rows]
     print(
         f"trajectories={len(rows)} overhead_p50_ms={statistics.median(overhead):.1f} "
         f"overhead_p99_ms={pct(overhead, 99):.1f} llm_p50_ms={statistics.median(ms('llm')):.1f} "
+        f"overhead_cpu_p50_ms={statistics.median(cpu):.1f} "
         f"load1={load_after:.2f} (before {load_before:.2f}) cpus={os.cpu_count()}"
     )
     print(

@@ -20,6 +20,9 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 
 import numpy as np
@@ -34,6 +37,8 @@ _load_lock = threading.Lock()
 # What the readiness check reads: the locations loaded in this process, and the last load error.
 _loaded: set[str] = set()
 _preload: dict[str, object] = {"thread": None, "error": ""}
+# Vectors embed_texts answers without the model inside an ``embeddings_prefetched`` block.
+_prefetched: ContextVar[dict[str, np.ndarray] | None] = ContextVar("rb_embeddings_prefetched", default=None)
 
 
 class EmbeddingModelError(ImproperlyConfigured):
@@ -138,6 +143,9 @@ def embed_texts(texts: list[str]) -> np.ndarray:
     EmbeddingModelError when the configured model is unusable."""
     if not texts:
         return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
+    known = _prefetched.get()
+    if known is not None and all(text in known for text in texts):
+        return np.stack([known[text] for text in texts])
     model = get_model()
     vectors = model.encode(
         list(texts),
@@ -150,6 +158,22 @@ def embed_texts(texts: list[str]) -> np.ndarray:
     if vectors.shape[1] != EMBEDDING_DIM:
         raise EmbeddingModelError(f"Embedding width {vectors.shape[1]} != {EMBEDDING_DIM}.")
     return vectors
+
+
+@contextmanager
+def embeddings_prefetched(texts: Sequence[str]) -> Iterator[None]:
+    """Embed ``texts`` now in one model call; inside the block, a call of
+    ``embed_texts`` whose texts are all among them is answered from these
+    vectors. For a write that embeds several things through different
+    services (a distillation's experience task and its items): one batch
+    instead of one model call each."""
+    texts = list(dict.fromkeys(texts))
+    vectors = embed_texts(texts)
+    token = _prefetched.set({**(_prefetched.get() or {}), **dict(zip(texts, vectors, strict=True))})
+    try:
+        yield
+    finally:
+        _prefetched.reset(token)
 
 
 def embed_text(text: str) -> np.ndarray:

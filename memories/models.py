@@ -12,13 +12,12 @@ import uuid
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector
 from django.db import models
 from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
 
 from accounts.models import ApiToken, Bank
-from reasoningbank_site.search import SEARCH_CONFIG
+from reasoningbank_site.search import SearchColumn
 from reasoningbank_site.text import counted, is_cut
 
 EMBEDDING_DIM = 384
@@ -109,10 +108,12 @@ class ItemOrigin(models.TextChoices):
     IMPORT = "import", "Imported"
 
 
-def item_search_vector() -> SearchVector:
-    """What the item list's text search matches; its GIN index is built over
-    this same expression (reasoningbank_site/search.py)."""
-    return SearchVector("title", "description", "content", config=SEARCH_CONFIG)
+def item_search_vector() -> SearchColumn:
+    """What the item list's text search matches: the stored column
+    ``to_tsvector('simple', title || ' ' || description || ' ' || content)``
+    with its GIN index ``memoryitem_search_gin`` (migration 0010;
+    reasoningbank_site/search.py)."""
+    return SearchColumn("search_vector")
 
 
 class MemoryItem(models.Model):
@@ -166,10 +167,11 @@ class MemoryItem(models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["bank", "status", "created_at"]),
+            # The item list's order (newest change first): a page is an index walk, not a sort of the bank.
+            models.Index(fields=["bank", "updated_at"], name="memoryitem_bank_updated"),
             GinIndex(name="memoryitem_tags_gin", fields=["tags"]),
             GinIndex(name="memoryitem_source_agents_gin", fields=["source_agents"]),
             GinIndex(name="memoryitem_source_meta_gin", fields=["source_metadata"], opclasses=["jsonb_path_ops"]),
-            GinIndex(item_search_vector(), name="memoryitem_search_gin"),
             # m=32 / ef_construction=128: with m=16 / 64, recall@10 at 100k items in tight clusters
             # stayed at 0.90 with ef_search 100 (0.95 at 800); this graph reaches 0.99 at ef_search 200
             # (bench/retrieval_recall.py, issue 14). Costs a slower build and ~2x the index's links.

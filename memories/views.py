@@ -14,7 +14,6 @@ from typing import NamedTuple
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import Http404, QueryDict, StreamingHttpResponse
 from django.shortcuts import redirect, render
@@ -40,6 +39,7 @@ from memories.models import ItemStatus, MemoryItem
 from memories.selectors import collaboration as collab
 from memories.views_reviewers import posted_version
 from reasoningbank_site.errors import DomainError, DuplicateApproval
+from reasoningbank_site.search import SearchPaginator
 from reasoningbank_site.security import safe_next_url
 from reasoningbank_site.text import counted
 from reasoningbank_site.views_helpers import (
@@ -54,7 +54,7 @@ PAGE_SIZE = 50
 
 
 def _page(qs, number, size=PAGE_SIZE):
-    return Paginator(qs, size).get_page(number)
+    return SearchPaginator(qs, size).get_page(number)
 
 
 def _can_write(membership) -> bool:
@@ -550,6 +550,11 @@ def item_revert(request, bank_id, item_id):
 # --- all items -----------------------------------------------------------------
 
 
+def _status_tabs(bank) -> list[tuple[str, str, int]]:
+    counts = selectors.item_status_counts(bank=bank)
+    return [("", "All", sum(counts.values()))] + [(value, label, counts[value]) for value, label in ItemStatus.choices]
+
+
 @login_required
 def items(request, bank_id):
     bank, membership = bank_for_user(request, bank_id)
@@ -558,15 +563,13 @@ def items(request, bank_id):
     data = getattr(form, "cleaned_data", {})
     status = data.get("status") or ""
     page = _page(selectors.item_list(bank=bank, status=status, text=data.get("q") or ""), request.GET.get("page"))
-    counts = selectors.item_status_counts(bank=bank)
-    tabs = [("", "All", sum(counts.values()))] + [(value, label, counts[value]) for value, label in ItemStatus.choices]
     context = {
         "bank": bank,
         "membership": membership,
         "form": form,
         "page": page,
         "status": status,
-        "tabs": tabs,
+        "tabs": partial(_status_tabs, bank),  # counted only when rendered: not for the htmx list partial
         "q": data.get("q") or "",
     }
     return render(request, template_for(request, "memories/items.html", {"item-list": "list"}), context)

@@ -4,15 +4,13 @@ them — many per trajectory, never overwritten."""
 import uuid
 
 from django.conf import settings
-from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import ApiToken, Bank
 from memories.models import Experience, MemoryItem, RetrievalEvent
-from reasoningbank_site.search import SEARCH_CONFIG
+from reasoningbank_site.search import SearchColumn
 
 
 class Status(models.TextChoices):
@@ -40,10 +38,12 @@ class InputFormat(models.TextChoices):
     OTLP = "otlp", "OpenTelemetry trace (OTLP)"
 
 
-def trajectory_search_vector() -> SearchVector:
-    """What the trajectory list's text search matches; its GIN index is built
-    over this same expression (reasoningbank_site/search.py)."""
-    return SearchVector("task", "final_answer", "task_id", config=SEARCH_CONFIG)
+def trajectory_search_vector() -> SearchColumn:
+    """What the trajectory list's text search matches: the stored column
+    ``to_tsvector('simple', task || ' ' || final_answer || ' ' || task_id)``
+    with its GIN index ``trajectory_search_gin`` (migration 0010;
+    reasoningbank_site/search.py)."""
+    return SearchColumn("search_vector")
 
 
 class Trajectory(models.Model):
@@ -108,7 +108,6 @@ class Trajectory(models.Model):
                 condition=Q(enqueued_at__isnull=True, status__in=["received", "judged"]),
                 name="trajectory_unqueued",
             ),
-            GinIndex(trajectory_search_vector(), name="trajectory_search_gin"),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -26,6 +26,7 @@ from typing import TypeVar
 from django.db import transaction
 from django.db.models import F, QuerySet
 
+from memories.embeddings import embeddings_prefetched, item_embedding_text
 from memories.models import Experience, ItemOrigin
 from memories.services import ProposedItem, experience_create, memory_items_propose
 from reasoningbank_site.celery import enqueue_on_commit
@@ -197,7 +198,8 @@ def trajectory_advance(*, trajectory_id: int) -> None:
     worker owns the row or nothing is left to do. Raises LLMTransientError
     (after handing the row back) for the caller to retry later."""
     for _ in range(4):  # each pass moves the status forward; the bound guards against a loop
-        t = Trajectory.objects.filter(pk=trajectory_id).first()
+        # Only what picks the next stage: each stage reads the row it needs (steps are the bulk of it).
+        t = Trajectory.objects.filter(pk=trajectory_id).only("pk", "bank_id", "status", "verdict", "group_id").first()
         if t is None:
             return
         if t.status in (Status.RECEIVED, Status.AWAITING_LLM):
@@ -277,7 +279,7 @@ def trajectory_judge(*, trajectory_id: int) -> bool:
     if parsed is None:
         return False
     with transaction.atomic():
-        locked = Trajectory.objects.select_for_update().get(pk=t.pk)
+        locked = Trajectory.objects.select_for_update().only("pk", "status", "verdict").get(pk=t.pk)
         if locked.status != Status.JUDGING:
             return False  # relabelled or swept meanwhile: this result is stale
         judgment_record(
@@ -354,8 +356,15 @@ def trajectory_distill(*, trajectory_id: int) -> bool:
     if items is None:
         return False
     valid_steps = _step_indexes(t)
-    with transaction.atomic():
-        locked = Trajectory.objects.select_for_update(of=("self",)).select_related("bank", "experience").get(pk=t.pk)
+    # The items and (when new) the experience's task, embedded in one model call (issue 14 goal 6).
+    texts = [item_embedding_text(title=i.title, description=i.description, content=i.content) for i in items]
+    with embeddings_prefetched(texts + ([] if t.experience_id else [t.task.strip()])), transaction.atomic():
+        locked = (
+            Trajectory.objects.select_for_update(of=("self",))
+            .select_related("bank__team", "experience")  # the team: for the items' audit events
+            .defer("steps")
+            .get(pk=t.pk)
+        )
         if locked.status != Status.DISTILLING or locked.verdict != t.verdict:
             return False  # relabelled or swept meanwhile: this result is stale
         experience = _ensure_experience(locked)

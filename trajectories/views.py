@@ -8,7 +8,6 @@ import math
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -17,6 +16,7 @@ from django.views.decorators.http import require_http_methods
 from accounts.access import bank_for_user
 from accounts.models import Role
 from reasoningbank_site.errors import DomainError
+from reasoningbank_site.search import SearchPaginator
 from reasoningbank_site.text import counted
 from reasoningbank_site.views_helpers import htmx_template, post_action, redirect_after_post, template_for
 from trajectories import lift, retention, selectors
@@ -87,7 +87,7 @@ def trajectory_list(request, bank_id):
     bank, membership = bank_for_user(request, bank_id)
     form = TrajectoryFilterForm(request.GET or None, agents=selectors.trajectory_agents(bank=bank))
     filters = form.filters() if request.GET else {}
-    page = Paginator(selectors.trajectory_list(bank=bank, **filters), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = SearchPaginator(selectors.trajectory_list(bank=bank, **filters), PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         "bank": bank,
         "membership": membership,

@@ -38,6 +38,40 @@ def audit_record(
     ValueError (a programming error, not a refusal) if neither team nor bank
     is given. Joins the caller's transaction, so an event exists only if the
     change it describes does."""
+    event = audit_event(
+        action=action,
+        team=team,
+        bank=bank,
+        user=user,
+        token=token,
+        obj=obj,
+        before=before,
+        after=after,
+        object_repr=object_repr,
+    )
+    event.save(force_insert=True)
+    return event
+
+
+def audit_record_many(events: list[AuditEvent]) -> list[AuditEvent]:
+    """Append several events made by ``audit_event`` in one insert (one
+    distillation's new items)."""
+    return AuditEvent.objects.bulk_create(events)
+
+
+def audit_event(
+    *,
+    action: str,
+    team: Team | None = None,
+    bank: Bank | None = None,
+    user=None,
+    token: ApiToken | None = None,
+    obj=None,
+    before: dict | None = None,
+    after: dict | None = None,
+    object_repr: str | None = None,
+) -> AuditEvent:
+    """The unsaved event ``audit_record`` appends (same arguments and rules)."""
     if team is None:
         if bank is None:
             raise ValueError("audit_record needs a team or a bank")
@@ -46,7 +80,7 @@ def audit_record(
         user = None
     object_type, object_id, default_repr = _object_identity(obj)
     object_repr = default_repr if object_repr is None else object_repr[:200]
-    return AuditEvent.objects.create(
+    return AuditEvent(
         team=team,
         bank=bank,
         actor_user=user,

@@ -35,7 +35,7 @@ from memories.services.embedding import (
     items_embed_inline,
 )
 from memories.services.transitions import EDITABLE_STATUSES, item_status_move
-from memories.services.versions import item_lock, item_version_record
+from memories.services.versions import item_lock, item_version_record, items_created_record
 from reasoningbank_site.errors import Conflict, DuplicateApproval, Invalid
 from reasoningbank_site.text import cut_text
 
@@ -211,8 +211,7 @@ def memory_items_propose(
         candidates = found[n] + [d for d in earlier if d["similarity"] >= NEAR_DUPLICATE_SIMILARITY]
         item.near_duplicates = sorted(candidates, key=lambda d: -d["similarity"])[:NEAR_DUPLICATE_LIMIT]
     MemoryItem.objects.bulk_create(items)
-    for item in items:
-        item_version_record(item=item, action="created", note=f"distilled ({origin})")
+    items_created_record(items=items, note=f"distilled ({origin})")
     return result
 
 

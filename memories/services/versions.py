@@ -4,7 +4,7 @@ the version + audit event appended after each change."""
 from __future__ import annotations
 
 from accounts.models import ApiToken
-from accounts.services.audit import audit_record
+from accounts.services.audit import audit_event, audit_record, audit_record_many
 from memories.models import MemoryItem, MemoryItemVersion
 
 _AUDITED_FIELDS = ("title", "description", "content", "status", "tags")
@@ -45,3 +45,30 @@ def item_version_record(
         action=f"memory_item.{action}", bank=item.bank, user=author, token=token, obj=item, before=before, after=after
     )
     return version
+
+
+def items_created_record(*, items: list[MemoryItem], note: str = "") -> list[MemoryItemVersion]:
+    """``item_version_record(action="created")`` for items just inserted (no
+    version yet, no author), in two inserts whatever their number."""
+    versions = MemoryItemVersion.objects.bulk_create(
+        MemoryItemVersion(
+            item=item,
+            number=1,
+            title=item.title,
+            description=item.description,
+            content=item.content,
+            status=item.status,
+            tags=list(item.tags),
+            action="created",
+            note=note,
+        )
+        for item in items
+    )
+    events = []
+    for item, version in zip(items, versions, strict=True):
+        after = {f: getattr(version, f) for f in _AUDITED_FIELDS}
+        if note:
+            after["note"] = note
+        events.append(audit_event(action="memory_item.created", bank=item.bank, obj=item, after=after))
+    audit_record_many(events)
+    return versions

@@ -7,10 +7,12 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 from django.urls import reverse
+from django.utils import timezone
 
 from memories import selectors
 from memories.models import MemoryItem, item_search_vector
-from reasoningbank_site.search import prefix_tsquery, text_search
+from reasoningbank_site import search
+from reasoningbank_site.search import SearchPaginator, prefix_tsquery, text_search
 from tests.factories import bulk_items, propose_item
 from trajectories.models import Trajectory, trajectory_search_vector
 from trajectories.selectors import trajectory_list
@@ -24,6 +26,7 @@ HOSTILE = [
     "!!!",
     "& | ! ( ) <-> :* :A",
     "foo:*A & !bar",
+    "foo:*&|!",
     "x\x00y",
     "\x00",
     '"quoted words"',
@@ -140,3 +143,54 @@ def test_searches_are_answered_from_the_gin_indexes(bank, items):
     # The filter's expression is the index's (a bank's own rows come from the same index at scale).
     assert "memoryitem_search_gin" in plan(text_search(MemoryItem.objects.all(), item_search_vector(), "retry sho"))
     assert "trajectory_search_gin" in plan(text_search(Trajectory.objects.all(), trajectory_search_vector(), "cheap"))
+
+
+def test_searched_pages_keep_the_lists_order_ties_included(bank):
+    # The search paginator sorts the matches in Python: it must agree with the list's ORDER BY to the row.
+    rows = bulk_items(bank, 120)
+    same = timezone.now()
+    MemoryItem.objects.filter(pk__in=[r.pk for r in rows[::2]]).update(created_at=same, updated_at=same)
+    Trajectory.objects.bulk_create(Trajectory(bank=bank, task=f"task number {i}", steps=[]) for i in range(70))
+    Trajectory.objects.filter(task__endswith="1").update(created_at=same)
+    for qs, total in [
+        (selectors.review_queue(bank=bank, text="lesso"), 120),
+        (selectors.item_list(bank=bank, text="less"), 120),
+        (trajectory_list(bank=bank, text="numb"), 70),
+    ]:
+        paginator = SearchPaginator(qs, 50)
+        shown = [row.pk for n in paginator.page_range for row in paginator.page(n).object_list]
+        assert (paginator.count, paginator.capped) == (total, False)
+        assert shown == list(qs.values_list("pk", flat=True))
+
+
+def test_past_the_cap_the_count_says_plus_and_pages_stay_in_order(client, owner, bank, monkeypatch):
+    monkeypatch.setattr(search, "SEARCH_COUNT_CAP", 20)
+    bulk_items(bank, 45)
+    qs = selectors.review_queue(bank=bank, text="lesson")
+    paginator = SearchPaginator(qs, 10)
+    assert (paginator.count, paginator.capped, paginator.num_pages) == (20, True, 2)
+    assert [row.pk for row in paginator.page(2).object_list] == list(qs.values_list("pk", flat=True))[10:20]
+    client.force_login(owner)
+    html = client.get(reverse("memories:review", kwargs={"bank_id": bank.public_id}), {"q": "lesson"}).content.decode()
+    assert "20+ proposed" in html and "Lesson 0<" in html
+
+
+def test_agent_filters_list_the_recent_agents_once_each(client, owner, bank, other_bank):
+    for agent in ["shop-bot", "", "calendar-bot", "shop-bot"]:
+        Trajectory.objects.create(bank=bank, task="t", agent=agent, steps=[])
+    Trajectory.objects.create(bank=other_bank, task="t", agent="elsewhere", steps=[])
+    assert selectors.review_agents(bank=bank) == ["calendar-bot", "shop-bot"]
+    client.force_login(owner)
+    html = client.get(reverse("trajectories:list", kwargs={"bank_id": bank.public_id})).content.decode()
+    assert 'value="calendar-bot"' in html and 'value="shop-bot"' in html and "elsewhere" not in html
+
+
+def test_a_search_ordered_by_text_is_paged_by_the_database(bank, monkeypatch):
+    # Python and PostgreSQL collate text differently: such an order is never sorted in Python.
+    monkeypatch.setattr(search, "SEARCH_COUNT_CAP", 5)
+    bulk_items(bank, 12)
+    qs = selectors.item_list(bank=bank, text="lesson").order_by("title", "id")
+    paginator = SearchPaginator(qs, 5)
+    assert (paginator.count, paginator.capped) == (12, False)
+    shown = [row.title for n in paginator.page_range for row in paginator.page(n).object_list]
+    assert shown == list(qs.values_list("title", flat=True)) and shown[:3] == ["Lesson 0", "Lesson 1", "Lesson 10"]

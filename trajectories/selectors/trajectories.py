@@ -10,6 +10,7 @@ from django.db.models import Prefetch, QuerySet
 
 from accounts.models import Bank
 from memories.models import MemoryItem
+from memories.selectors import review_agents
 from reasoningbank_site.search import text_search
 from reasoningbank_site.text import pretty_json
 from trajectories.models import Judgment, Status, Trajectory, trajectory_search_vector
@@ -149,8 +150,6 @@ def step_views(*, trajectory: Trajectory, cited: dict[int, list] | None = None) 
 
 
 def trajectory_agents(*, bank: Bank) -> list[str]:
-    """Agent names of the latest 5,000 trajectories (bounded for large banks)."""
-    recent = Trajectory.objects.filter(bank=bank).order_by("-created_at").values("pk")[:5000]
-    return sorted(
-        set(Trajectory.objects.filter(pk__in=recent).exclude(agent="").values_list("agent", flat=True).distinct()[:200])
-    )
+    """Agent names of the latest 5,000 trajectories (bounded for large banks;
+    the same list as the review queue's filter)."""
+    return review_agents(bank=bank)

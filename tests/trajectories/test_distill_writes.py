@@ -1,0 +1,55 @@
+"""What one distillation writes, and in how many model calls (issue 14 goal 6:
+the pipeline's overhead per trajectory): the items and the new experience's
+task embedded in one batch, the items' first versions and audit events in
+one insert each — with the same rows as one at a time."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from accounts.models import AuditEvent
+from memories.embeddings import embed_text, get_model, item_embedding_text
+from memories.models import MemoryItem
+from tests.factories import process_trajectory
+from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
+from trajectories.models import Status
+
+
+def test_a_distillation_embeds_items_and_task_in_one_model_call(fake_llm, make_trajectory, monkeypatch):
+    fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
+    model = get_model()
+    batches = []
+    real_encode = model.encode
+    monkeypatch.setattr(model, "encode", lambda texts, **kw: batches.append(list(texts)) or real_encode(texts, **kw))
+
+    t = process_trajectory(make_trajectory())
+
+    assert t.status == Status.DONE, t.status_detail
+    items = list(MemoryItem.objects.filter(experience=t.experience).order_by("pk"))
+    assert len(items) == 2
+    texts = [item_embedding_text(title=i.title, description=i.description, content=i.content) for i in items]
+    assert batches == [[*texts, t.task]]
+    monkeypatch.undo()
+    for item, text in zip(items, texts, strict=True):
+        assert np.allclose(item.embedding, embed_text(text), atol=1e-5)
+    assert np.allclose(t.experience.embedding, embed_text(t.task), atol=1e-5)
+
+
+def test_a_distillations_versions_and_audit_events_are_each_items_own(fake_llm, make_trajectory):
+    fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
+    t = process_trajectory(make_trajectory())
+
+    items = list(MemoryItem.objects.filter(experience=t.experience).order_by("pk"))
+    for item in items:
+        version = item.versions.get()
+        assert (version.number, version.action, version.note, version.author) == (
+            1,
+            "created",
+            "distilled (success)",
+            None,
+        )
+        assert (version.title, version.content, version.status) == (item.title, item.content, "proposed")
+    events = AuditEvent.objects.filter(bank=t.bank, action="memory_item.created").order_by("pk")
+    assert [(e.object_id, e.object_repr) for e in events] == [(str(i.public_id), str(i)) for i in items]
+    assert [e.after["title"] for e in events] == [i.title for i in items]
+    assert all(e.before is None and e.after["note"] == "distilled (success)" and e.team == t.bank.team for e in events)
