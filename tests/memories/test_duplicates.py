@@ -279,3 +279,10 @@ def test_viewers_read_the_compare_page_without_merge_buttons(client, bank, owner
     client.force_login(viewer)
     html = client.get(_url("item_compare", bank, a, other_id=b.public_id)).content.decode()
     assert "Word diff" in html and 'name="into"' not in html  # viewers read, never merge
+
+
+def test_the_threshold_is_a_bank_setting_with_its_range(client, owner, bank):
+    client.force_login(owner)
+    url = reverse("accounts:bank_settings", kwargs={"bank_id": bank.public_id})
+    html = client.get(url).content.decode()
+    assert 'name="duplicate_threshold"' in html and 'min="0.85"' in html and 'value="0.92"' in html
