@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-import numpy as np
 from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
@@ -158,27 +157,52 @@ def _approved_items_qs(
     return (qs if with_embedding else qs.defer("embedding")).order_by("distance")[:k]
 
 
+_SIMILARITIES_SQL = (
+    "WITH c AS MATERIALIZED ({inner}) SELECT {columns},"
+    " ARRAY(SELECT 1 - (c.embedding <=> b.embedding) FROM c b ORDER BY {order_b}) AS similarities"
+    " FROM c ORDER BY {order_c}"
+)
+
+
+def _with_similarities(qs: QuerySet, *, order: tuple[str, ...]) -> list[MemoryItem]:
+    """The rows of ``qs`` (which selects the embedding) in one query, each with
+    ``similarities``: its cosine similarity to every row, in ``order``, computed
+    by the database, and ``position``: its own index in that order. The
+    embeddings themselves never leave the database (parsing them costs more
+    than the search); the items come back with the embedding deferred."""
+    sql, params = qs.query.sql_with_params()
+    fields = [f.column for f in MemoryItem._meta.concrete_fields if f.column != "embedding"]
+    columns = ", ".join(f'c."{name}"' for name in [*fields, *qs.query.annotations])
+    query = _SIMILARITIES_SQL.format(
+        inner=sql,
+        columns=columns,
+        order_b=", ".join(f'b."{name}"' for name in order),
+        order_c=", ".join(f'c."{name}"' for name in order),
+    )
+    rows = list(MemoryItem.objects.raw(query, params))
+    for position, row in enumerate(rows):
+        row.position = position
+    return rows
+
+
 def _distinct(
     pairs: list[tuple[MemoryItem, float]], *, threshold: float | None, k: int | None = None
 ) -> list[tuple[MemoryItem, float]]:
     """``pairs`` (best first) without any item whose cosine similarity to a
     better one kept is ≥ ``threshold`` (the bank's duplicate threshold), then
     at most ``k``: the same lesson is served once, and the next candidates
-    fill its place. Compares the candidates' own embeddings (fetched with
-    them), no query; an item without an embedding is kept."""
+    fill its place. Reads the similarities _with_similarities fetched with the
+    candidates, no query; an item without an embedding is kept."""
     if threshold is None:
         return pairs[:k] if k is not None else pairs
     kept: list[tuple[MemoryItem, float]] = []
-    vectors: list[np.ndarray] = []
+    positions: list[int] = []
     for item, score in pairs:
-        if item.embedding is None:  # not embedded yet (experiences mode): nothing to compare
-            kept.append((item, score))
-        else:
-            vector = np.asarray(item.embedding, dtype=np.float32)
-            if vectors and float(np.max(np.stack(vectors) @ vector)) >= threshold:
-                continue
-            kept.append((item, score))
-            vectors.append(vector)
+        similarities = item.similarities
+        if any(similarities[p] is not None and similarities[p] >= threshold for p in positions):
+            continue
+        kept.append((item, score))
+        positions.append(item.position)
         if k is not None and len(kept) == k:
             break
     return kept
@@ -243,9 +267,10 @@ def approved_items_search_counted(
     retrieval needs): the two counts ride along as uncorrelated subqueries,
     which PostgreSQL runs once (InitPlans) beside the index scan. Falls back
     to embedding_counts when the search found no row to carry them. With a
-    ``duplicate_threshold``, 2·k candidates are fetched with their
-    embeddings and no two items at or above it are returned (``_distinct``:
-    the better one stays, the next candidates fill up to k)."""
+    ``duplicate_threshold``, 2·k candidates are fetched with their mutual
+    similarities (still one query) and no two items at or above it are
+    returned (``_distinct``: the better one stays, the next candidates fill up
+    to k)."""
     k = max(1, min(int(k), MAX_K))
     fetch = 2 * k if duplicate_threshold is not None else k
     has_approved, pending = _counts_expressions(bank=bank)
@@ -259,7 +284,7 @@ def approved_items_search_counted(
     )
     qs = qs.annotate(bank_has_approved=has_approved, bank_pending=pending)
     with hnsw_scan(ef_search=hnsw_ef_search(k=fetch, filters=filters)):
-        rows = list(qs)
+        rows = list(qs) if duplicate_threshold is None else _with_similarities(qs, order=("distance", "id"))
     if not rows:
         return [], embedding_counts(bank=bank)
     counts = EmbeddingCounts(has_approved=rows[0].bank_has_approved, pending=rows[0].bank_pending)
@@ -313,11 +338,13 @@ def experiences_search(
     if not scores:
         return []
     items = MemoryItem.objects.filter(filters.q(), experience_id__in=scores, status=ItemStatus.APPROVED)
-    if duplicate_threshold is None:
-        items = items.defer("embedding")
     if exclude_task_id:
         items = items.exclude(source_task_id=exclude_task_id)
-    results = [(item, scores[item.experience_id]) for item in items.order_by("created_at", "id")]
+    if duplicate_threshold is None:
+        rows = list(items.defer("embedding").order_by("created_at", "id"))
+    else:
+        rows = _with_similarities(items.order_by("created_at", "id"), order=("created_at", "id"))
+    results = [(item, scores[item.experience_id]) for item in rows]
     results.sort(key=lambda pair: -pair[1])  # stable: an experience's items keep their order
     return _distinct(results, threshold=duplicate_threshold)
 

@@ -441,14 +441,16 @@ def memory_item_merge(
     reason = f"Merged into “{into.title}” ({into.public_id}) by {who}."
     if note.strip():
         reason += f" {note.strip()}"
+    item_lock(into)  # the target first, as the approval above locks it
     # The reviewer's act, in the item's history as "merged by <reviewer>" (not a pipeline supersede).
     item_status_move(item=item, to=ItemStatus.SUPERSEDED, author=author, reason=reason, action="merged")
-    item_lock(into)
     similarity = next(
         (
-            d.get("similarity")
+            float(d["similarity"])
             for d in item.near_duplicates or []
-            if isinstance(d, dict) and d.get("id") == str(into.public_id)
+            if isinstance(d, dict)
+            and d.get("id") == str(into.public_id)
+            and isinstance(d.get("similarity"), (int, float))
         ),
         None,
     )

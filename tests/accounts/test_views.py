@@ -277,6 +277,7 @@ def _settings_post(**over):
         "retrieval_mode": "experiences",
         "top_k": 1,
         "min_similarity": 0.2,
+        "duplicate_threshold": 0.95,
         "trust_agent_outcome": "on",
         "reward_threshold": 0.8,
         "judge_model": "judge-x",

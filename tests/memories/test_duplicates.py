@@ -11,6 +11,7 @@ from django.urls import reverse
 from accounts.services import bank_update_settings
 from memories.models import ItemStatus, MemoryItem, SupportKind
 from memories.services import (
+    experience_create,
     memory_item_approve,
     memory_item_create,
     memory_item_edit,
@@ -279,3 +280,24 @@ def test_viewers_read_the_compare_page_without_merge_buttons(client, bank, owner
     client.force_login(viewer)
     html = client.get(_url("item_compare", bank, a, other_id=b.public_id)).content.decode()
     assert "Word diff" in html and 'name="into"' not in html  # viewers read, never merge
+
+
+def test_the_threshold_is_a_bank_setting_with_its_range(client, owner, bank):
+    client.force_login(owner)
+    url = reverse("accounts:bank_settings", kwargs={"bank_id": bank.public_id})
+    html = client.get(url).content.decode()
+    assert 'name="duplicate_threshold"' in html and 'min="0.85"' in html and 'value="0.92"' in html
+
+
+def test_experiences_mode_serves_one_item_per_lesson_too(bank, owner):
+    _settings(bank, retrieval_mode="experiences", min_similarity=-1.0, duplicate_threshold=0.95)
+    experience = experience_create(bank=bank, task="Sign in to the shop and list my orders", task_id="t1")
+    created = [
+        memory_item_create(bank=bank, title=t, description=d, content=c, author=owner)
+        for t, d, c in (LESSONS[0], (LESSONS[0][0] + ".", *LESSONS[0][1:]), LESSONS[1])
+    ]
+    for item in created:
+        MemoryItem.objects.filter(pk=item.pk).update(experience=experience)
+        memory_item_approve(item=item, author=owner, confirm_duplicate=True)
+    served = [item.pk for item, _ in retrieval_preview(bank=bank, query="Sign in and list my orders", k=1).items]
+    assert served == [created[0].pk, created[2].pk]  # the experience's items, its second wording left out

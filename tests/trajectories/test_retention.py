@@ -57,6 +57,7 @@ def test_settings_form_shows_and_saves_the_retention(client, owner, bank):
         "retrieval_mode": bank.retrieval_mode,
         "top_k": bank.top_k,
         "min_similarity": bank.min_similarity,
+        "duplicate_threshold": bank.duplicate_threshold,
         "reward_threshold": bank.reward_threshold,
         "few_shot_max_chars": bank.few_shot_max_chars,
         "holdout_fraction": 0,
