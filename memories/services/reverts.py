@@ -57,8 +57,9 @@ def memory_item_revert(*, item: MemoryItem, decision: int, author) -> MemoryItem
             "archivings can be reverted."
         )
     earlier = [v for v in versions if v.number < decision]
-    before = earlier[-1].status if earlier else None
-    if before is None or before == version.status:
+    # Every item starts proposed (or is created approved, which writes a "created" version first).
+    before = earlier[-1].status if earlier else ItemStatus.PROPOSED
+    if before == version.status:
         raise Conflict(f"Version {decision} changed no status: there is nothing to revert.")
     later = [v for v in versions if v.number > decision and (v.status != version.status or v.action == "reverted")]
     if later or item.status != version.status:
