@@ -75,7 +75,15 @@ def memory_item_revert(*, item: MemoryItem, decision: int, author) -> MemoryItem
         item.status_reason = reason
         fields = ["status_reason"]
         if version.status == ItemStatus.APPROVED:
-            approval = next((v for v in reversed(earlier) if v.action == ItemStatus.APPROVED), None)
+            # The version that approved it before: an approval, or its creation as approved.
+            approval = next(
+                (
+                    v
+                    for v in reversed(earlier)
+                    if v.status == ItemStatus.APPROVED and v.action in ("approved", "created")
+                ),
+                None,
+            )
             item.approved_by = approval.author if approval else None
             item.approved_at = approval.created_at if approval else None
             fields += ["approved_by", "approved_at"]

@@ -14,7 +14,8 @@ import pytest
 from django.core.paginator import Paginator
 from playwright.sync_api import expect
 
-from accounts.models import Role
+from accounts.models import ApiToken, Role
+from accounts.services import api_token_create
 from memories import views
 from memories.models import ItemStatus, MemoryItem
 from memories.services import memory_item_create
@@ -272,3 +273,16 @@ def test_revert_from_the_history_and_a_revert_that_is_no_longer_valid(page, live
     item.refresh_from_db()
     assert item.status == ItemStatus.APPROVED and item.approved_by == reviewer_user
     assert list(item.versions.values_list("action", flat=True)) == ["created", "approved", "archived", "reverted"]
+
+
+def test_revoking_a_token_asks_first_and_enter_confirms(page, live_server, login, bank, owner):
+    issued = api_token_create(bank=bank, name="shop agent", scopes=["retrieve"])
+    login(page, live_server, owner, f"/banks/{bank.public_id}/tokens/")
+    page.get_by_role("button", name="Revoke…").click()
+    expect(page.locator("h1")).to_have_text("Revoke token “shop agent”?")
+    assert ApiToken.objects.get(pk=issued.token.pk).revoked_at is None  # asking changed nothing
+    expect(page.get_by_role("button", name="Revoke the token")).to_be_focused()
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(rf"/banks/{bank.public_id}/tokens/$"))
+    expect(page.locator(".messages")).to_contain_text(f"Token {issued.token.prefix}… revoked.")
+    assert ApiToken.objects.get(pk=issued.token.pk).revoked_at is not None
