@@ -124,12 +124,18 @@ def _offer_undo(request, response, offer):
     if offer is None:
         return response
     if request.htmx and response.status_code == 200 and "HX-Redirect" not in response:
-        toast_html = render_to_string("includes/toast.html", {"undo": offer, "oob": True}, request)
-        response.content += toast_html.encode()
+        _append_toast(request, response, {"undo": offer})
     else:
         offer["target"], offer["row"] = "", False  # the next page has no such region: a plain form
         request.session[UNDO_SESSION_KEY] = offer
     return response
+
+
+def _append_toast(request, response, context: dict) -> None:
+    """Add the out-of-band toast to an htmx answer. In a <template>, which htmx
+    unwraps: after a table row the HTML parser would tear a bare form apart."""
+    html = render_to_string("includes/toast.html", {**context, "oob": True}, request)
+    response.content += f"<template>{html}</template>".encode()
 
 
 def _pop_undo(request):
@@ -536,7 +542,7 @@ def item_revert(request, bank_id, item_id):
     if row:
         context = {"bank": t.bank, "item": t.item, "can_write": True, "queue_qs": _posted_queue_query(request)}
         response = render(request, "memories/review.html#row", context)
-        response.content += render_to_string("includes/toast.html", {"message": done, "oob": True}, request).encode()
+        _append_toast(request, response, {"message": done})
         return response
     messages.success(request, done)
     if t.focus:

@@ -22,8 +22,8 @@ from django.contrib.auth import get_user_model
 from accounts.models import ApiToken, Bank, Membership, Role, Team
 from accounts.selectors import api_token_for_secret
 from accounts.services import api_token_create, api_token_revoke, bank_create, team_create
-from memories.models import MemoryItem
-from memories.services import memory_item_approve, memory_item_create
+from memories.models import ItemStatus, MemoryItem
+from memories.services import memory_item_create
 from trajectories.services import trajectory_ingest
 
 DEMO_FILE = Path(__file__).with_name("demo.json")
@@ -149,8 +149,8 @@ def _items(bank: Bank, admin, notes: list[str]) -> None:
     for spec in DEMO_ITEMS:
         if spec["title"] in existing:
             continue
-        item = memory_item_create(bank=bank, author=admin, origin="manual", **spec)
-        memory_item_approve(item=item, author=admin)
+        # Approved at creation, so embedded here: the demo serves them at once (an approval only enqueues the embedding).
+        memory_item_create(bank=bank, author=admin, origin="manual", status=ItemStatus.APPROVED, **spec)
         created += 1
     if created:
-        notes.append(f"Created {created} approved demo memories (the worker embeds them).")
+        notes.append(f"Created {created} approved demo memories.")

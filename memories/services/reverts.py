@@ -57,8 +57,9 @@ def memory_item_revert(*, item: MemoryItem, decision: int, author) -> MemoryItem
             "archivings can be reverted."
         )
     earlier = [v for v in versions if v.number < decision]
-    before = earlier[-1].status if earlier else None
-    if before is None or before == version.status:
+    # Every item starts proposed (or is created approved, which writes a "created" version first).
+    before = earlier[-1].status if earlier else ItemStatus.PROPOSED
+    if before == version.status:
         raise Conflict(f"Version {decision} changed no status: there is nothing to revert.")
     later = [v for v in versions if v.number > decision and (v.status != version.status or v.action == "reverted")]
     if later or item.status != version.status:
@@ -74,7 +75,15 @@ def memory_item_revert(*, item: MemoryItem, decision: int, author) -> MemoryItem
         item.status_reason = reason
         fields = ["status_reason"]
         if version.status == ItemStatus.APPROVED:
-            approval = next((v for v in reversed(earlier) if v.action == ItemStatus.APPROVED), None)
+            # The version that approved it before: an approval, or its creation as approved.
+            approval = next(
+                (
+                    v
+                    for v in reversed(earlier)
+                    if v.status == ItemStatus.APPROVED and v.action in ("approved", "created")
+                ),
+                None,
+            )
             item.approved_by = approval.author if approval else None
             item.approved_at = approval.created_at if approval else None
             fields += ["approved_by", "approved_at"]

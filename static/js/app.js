@@ -52,6 +52,14 @@
     form.classList.add("busy");
     setTimeout(() => form.querySelectorAll("button").forEach((b) => (b.disabled = true)), 0); // after the submitter's value is sent
   });
+  // Back to a page kept in the browser's back/forward cache: its forms work again.
+  window.addEventListener("pageshow", (event) => {
+    if (!event.persisted) return;
+    document.querySelectorAll("form.busy").forEach((form) => {
+      form.classList.remove("busy");
+      form.querySelectorAll("button").forEach((b) => (b.disabled = false));
+    });
+  });
 
   document.addEventListener("click", (event) => {
     const button = event.target.closest("[data-copy]");

@@ -18,6 +18,7 @@
   const undecided = (row) => row.dataset.status === "proposed";
   let busy = 0; // action (non-GET) requests in flight
   let after = null; // what to do once the current action request is answered
+  let focusedId = ""; // the focused row's id: htmx's settle step resets a swapped row's class
 
   function say(text) {
     document.dispatchEvent(new CustomEvent("rb:toast", { detail: { text } }));
@@ -27,6 +28,7 @@
     if (!row) return null;
     rows().forEach((r) => r.classList.remove("focused"));
     row.classList.add("focused");
+    focusedId = row.id;
     row.setAttribute("tabindex", "-1");
     row.focus({ preventScroll: true });
     row.scrollIntoView({ block: "nearest" });
@@ -205,15 +207,23 @@
   document.addEventListener("htmx:afterSwap", (event) => {
     const target = event.detail.target;
     if (target && target.id === "item-panel") focusEditTitle();
-    // The queue after a filter change: the rows take the keys at once (but never
-    // while the reviewer is still typing a search).
+    // The queue after a filter change: the keys go to the rows at once (j starts at the
+    // top, or the focused row stays focused) — but never while a search is being typed.
     if (target && target.id === "queue") {
       const trigger = event.detail.requestConfig && event.detail.requestConfig.triggeringEvent;
       if (trigger && trigger.type === "input" && typing(document.activeElement)) return;
       if (typing(document.activeElement)) document.activeElement.blur();
       const kept = focusedBeforeSwap && document.getElementById(focusedBeforeSwap);
-      const row = kept && undecided(kept) ? kept : nextUndecided(null, 1);
-      if (row) focusRow(row);
+      if (kept && undecided(kept)) focusRow(kept);
+    }
+  });
+
+  // htmx settles a swapped element by restoring its new attributes: mark the focused row again.
+  document.addEventListener("htmx:afterSettle", () => {
+    const row = focusedId && document.getElementById(focusedId);
+    if (row && row.matches("[data-rows] [data-row]") && !row.classList.contains("focused")) {
+      rows().forEach((r) => r.classList.remove("focused"));
+      row.classList.add("focused");
     }
   });
 
@@ -225,6 +235,7 @@
     if (row && !event.target.closest("a, button, input, label")) {
       rows().forEach((r) => r.classList.remove("focused"));
       row.classList.add("focused");
+      focusedId = row.id;
     }
   });
 
@@ -250,10 +261,16 @@
     const target = event.target;
     if (typing(target)) {
       if (event.key !== "Escape") return;
-      // Esc in a field: cancel the edit, close the row's reject field, or just leave the field.
-      event.preventDefault();
-      if (target.closest("#edit-form")) return void cancelEdit();
-      if (target.closest("[data-reject-fields]")) return void closeReject(target.closest("[data-row]"));
+      // Esc in a field: cancel the edit, close the row's reject field, or just leave the field
+      // (keeping the browser's own Esc, which empties a search field).
+      if (target.closest("#edit-form")) {
+        event.preventDefault();
+        return void cancelEdit();
+      }
+      if (target.closest("[data-reject-fields]")) {
+        event.preventDefault();
+        return void closeReject(target.closest("[data-row]"));
+      }
       target.blur();
       return;
     }

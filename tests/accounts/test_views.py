@@ -394,11 +394,31 @@ def test_revoke_token_and_other_banks_token_is_404(as_, people, bank, other_bank
     client = as_(people["owner"])
     assert client.post(revoke(theirs.token.public_id)).status_code == 404
     assert client.post(bank_url(bank, "bank_tokens") + "not-a-uuid/revoke/").status_code == 404
-    assert client.post(revoke(mine.token.public_id)).status_code == 302
+    assert client.post(revoke(theirs.token.public_id), {"confirm": "1"}).status_code == 404
+    assert client.post(revoke(mine.token.public_id), {"confirm": "1"}).status_code == 302
     assert (
         ApiToken.objects.get(pk=mine.token.pk).revoked_at
         and ApiToken.objects.get(pk=theirs.token.pk).revoked_at is None
     )
+
+
+def test_revoking_a_token_asks_for_confirmation_first(as_, people, bank):
+    issued = services.api_token_create(bank=bank, name="shop agent", scopes=["retrieve"])
+    url = reverse("accounts:token_revoke", kwargs={"bank_id": bank.public_id, "token_id": issued.token.public_id})
+    client = as_(people["admin"])
+    tokens = client.get(bank_url(bank, "bank_tokens")).content.decode()
+    assert f'action="{url}"' in tokens and "Revoke…" in tokens
+    # The tokens page's button only asks: a page that names the token, with the real button focused.
+    response = client.post(url)
+    html = response.content.decode()
+    assert response.status_code == 200 and "Revoke token “shop agent”?" in html
+    assert 'name="confirm" value="1"' in html and "autofocus" in html
+    assert ApiToken.objects.get(pk=issued.token.pk).revoked_at is None
+    response = client.post(url, {"confirm": "1"})
+    assert response.status_code == 302 and response["Location"] == bank_url(bank, "bank_tokens")
+    assert ApiToken.objects.get(pk=issued.token.pk).revoked_at is not None
+    # A revoked token asks nothing again (nothing left to confirm).
+    assert client.post(url).status_code == 302
 
 
 def test_token_list_shows_request_counts_in_bounded_queries(as_, people, bank, django_assert_max_num_queries):

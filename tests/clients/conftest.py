@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from memories.services import memory_item_approve, memory_item_create
+from memories.services import memory_item_approve, memory_item_create, memory_item_embed_refresh
 from reasoningbank_client import Client, RetryPolicy
 
 # Retries in tests: real, but short.
@@ -30,6 +30,8 @@ def approved(owner):
 
     def make(bank, title, description="", content=""):
         item = memory_item_create(bank=bank, title=title, description=description, content=content, author=owner)
+        memory_item_embed_refresh(item_id=item.pk)  # what the worker does after the create
+        item.refresh_from_db()
         return memory_item_approve(item=item, author=owner)
 
     return make

@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from memories.embeddings import embed_text, item_embedding_hash, item_embedding_text
 from memories.models import MemoryItem
 from memories.selectors import near_duplicates_search, near_duplicates_search_many
-from memories.services import ProposedItem, memory_item_approve, memory_item_create, memory_items_propose
+from memories.services import ProposedItem, memory_item_create, memory_items_propose
 from reasoningbank_site.errors import Invalid
 from tests import factories
 
@@ -34,8 +34,10 @@ def _bank_with_seeds(owner):
     # (tests/memories/test_duplicates.py covers that).
     bank = factories.make_bank(duplicate_threshold=1.0)
     for title, description, content in SEEDS:
-        item = memory_item_create(bank=bank, title=title, description=description, content=content, author=owner)
-        memory_item_approve(item=item, author=owner)
+        # Approved at creation: embedded inline (an approval only enqueues the embedding).
+        memory_item_create(
+            bank=bank, title=title, description=description, content=content, author=owner, status="approved"
+        )
     return bank
 
 

@@ -71,10 +71,11 @@ def test_work_the_queue_with_the_keyboard(page, live_server, login, bank, review
     statuses = dict(MemoryItem.objects.filter(bank=bank).values_list("title", "status"))
     assert statuses == {"Lesson 0": "approved", "Lesson 1": "approved", "Lesson 2": "proposed"}
 
-    # r asks for a reason, then rejects the focused row.
+    # r opens the focused row's reason field; Enter rejects.
     page.locator(f"#item-{items[2].public_id}.focused").wait_for()
-    page.once("dialog", lambda dialog: dialog.accept("too vague to act on"))
     page.keyboard.press("r")
+    page.keyboard.type("too vague to act on")
+    page.keyboard.press("Enter")
     page.locator(f"#item-{items[2].public_id} .badge.rejected").wait_for()
     rejected = MemoryItem.objects.get(pk=items[2].pk)
     assert (rejected.status, rejected.status_reason) == ("rejected", "too vague to act on")
