@@ -45,8 +45,11 @@ def test_review_from_the_client(reviewer_client, proposed, bank):
     detail = reviewer_client.review_item(str(first.public_id))
     assert isinstance(detail, rb.ReviewItem) and detail.sources == [str(trajectory.public_id)]
 
-    approved = reviewer_client.approve_item(str(first.public_id))
+    approved = reviewer_client.approve_item(str(first.public_id), seen_version=detail.version)
     assert approved.status == "approved" and approved.approved_at is not None
+    assert approved.version == detail.version + 1  # the approval is a new version
+    with pytest.raises(rb.ConflictError, match="changed while you were looking"):
+        reviewer_client.edit_item(str(first.public_id), title="Stale", seen_version=detail.version)
     with pytest.raises(rb.ValidationError, match="reason"):
         reviewer_client.reject_item(str(second.public_id), reason="  ")
     rejected = reviewer_client.reject_item(str(second.public_id), reason="Too generic.")

@@ -230,6 +230,7 @@ class ReviewItem:
     tags: list[str] = field(default_factory=list)
     near_duplicate_count: int = 0
     needs_review_reason: str = ""
+    version: int = 0  # send it back as seen_version: a decision on an item changed since is refused (409)
     status_reason: str = ""
     prompt_version: str = ""
     model: str = ""
