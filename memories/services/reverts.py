@@ -28,9 +28,11 @@ def memory_item_last_decision(*, item: MemoryItem) -> MemoryItemVersion | None:
     """The version of the item's latest decision (approve, reject, archive)
     when nothing has changed its status since — what an Undo would revert —
     else None."""
-    latest = item.versions.order_by("-number").first()
+    latest, *before = item.versions.order_by("-number")[:2] or [None]
     if latest is None or latest.action not in ITEM_REVERTS or latest.status != item.status:
         return None
+    if before and before[0].status == latest.status:
+        return None  # e.g. an approval that only cleared a review flag: no status to go back to
     return latest
 
 

@@ -60,6 +60,8 @@
 
   function submit(form) {
     if (!form) return false;
+    // htmx wires swapped-in content (a row, the toast) only when it settles: a key may come first.
+    if (form.hasAttribute("hx-post") && window.htmx) window.htmx.process(form);
     if (form.requestSubmit) form.requestSubmit();
     else form.submit();
     return true;
@@ -196,7 +198,10 @@
     busy = Math.max(0, busy - 1);
     const job = after;
     after = null;
-    if (job) job();
+    if (job) {
+      job();
+      setTimeout(keepFocusMark, 100); // and once more after any settling still to come
+    }
   });
 
   let focusedBeforeSwap = "";
@@ -219,13 +224,14 @@
   });
 
   // htmx settles a swapped element by restoring its new attributes: mark the focused row again.
-  document.addEventListener("htmx:afterSettle", () => {
+  function keepFocusMark() {
     const row = focusedId && document.getElementById(focusedId);
     if (row && row.matches("[data-rows] [data-row]") && !row.classList.contains("focused")) {
       rows().forEach((r) => r.classList.remove("focused"));
       row.classList.add("focused");
     }
-  });
+  }
+  document.addEventListener("htmx:afterSettle", keepFocusMark);
 
   focusEditTitle(); // the focus view opened with ?edit=1 (e on a queue row)
 

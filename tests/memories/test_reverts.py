@@ -133,6 +133,7 @@ def test_what_is_not_a_decision_cannot_be_reverted(bank, owner):
         memory_item_revert(item=item, decision=9, author=owner)
     memory_item_flag(item=item, reason="Check it again")
     memory_item_approve(item=item, author=owner)  # only clears the flag: approved → approved
+    assert memory_item_last_decision(item=item) is None  # so no Undo is offered for it
     with pytest.raises(Conflict, match="changed no status"):
         memory_item_revert(item=item, decision=3, author=owner)
     item.refresh_from_db()
