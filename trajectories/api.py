@@ -94,6 +94,10 @@ def trajectory_detail(request, trajectory_id: str):
             {"id": i.public_id, "title": i.title, "status": i.status, "origin": i.origin}
             for i in selectors.trajectory_derived_items(trajectory=trajectory)
         ],
+        "supported_items": [
+            {"id": i.public_id, "title": i.title, "status": i.status, "origin": i.origin}
+            for i in selectors.trajectory_supported_items(trajectory=trajectory)
+        ],
         "created_at": trajectory.created_at,
         "step_count": trajectory.step_count,
         "external_id": trajectory.external_id,

@@ -204,6 +204,11 @@ class TrajectoryOut(Schema):
     verdict: str
     judgments: list[JudgmentOut]
     items: list[DerivedItemOut]
+    supported_items: list[DerivedItemOut] = Field(
+        default_factory=list,
+        description="Items the bank already held that this trajectory's distillation found again: recorded as "
+        "supporting evidence on them (at or above the bank's duplicate threshold) instead of new proposals.",
+    )
     created_at: datetime
     step_count: int
     external_id: str | None

@@ -128,6 +128,7 @@ def _detail_context(bank, membership, trajectory, relabel_form=None, *, steps_qu
     return {
         "bank": bank,
         "membership": membership,
+        "supported": selectors.trajectory_supported_items(trajectory=trajectory),
         "trajectory": trajectory,
         "can_write": membership.has_role(Role.REVIEWER),
         "step_page": step_page,

@@ -32,7 +32,7 @@ def approved(owner):
         item = memory_item_create(bank=bank, title=title, description=description, content=content, author=owner)
         memory_item_embed_refresh(item_id=item.pk)  # what the worker does after the create
         item.refresh_from_db()
-        return memory_item_approve(item=item, author=owner)
+        return memory_item_approve(item=item, author=owner, confirm_duplicate=True)  # twins too: tests build many
 
     return make
 

@@ -75,6 +75,7 @@ SKIPPED = {
     "trajectories:group": "reads no input",
     "trajectories:export": "reads no input",
     "trajectories:export_reasoning_bank": "reads no input",
+    "favicon": "reads no input (a redirect to static/favicon.svg)",
     "healthz": "reads no input (test_health.py)",
     "readyz": "reads no input (test_health.py)",
     "metrics": "reads no input (test_metrics.py)",

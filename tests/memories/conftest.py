@@ -13,6 +13,6 @@ def approved(owner):
         )
         memory_item_embed_refresh(item_id=item.pk)
         item.refresh_from_db()
-        return memory_item_approve(item=item, author=owner)
+        return memory_item_approve(item=item, author=owner, confirm_duplicate=True)  # twins too: tests build many
 
     return make

@@ -88,7 +88,7 @@ def test_without_a_version_nothing_is_checked(bank, item, alice, bob):
 @pytest.mark.parametrize("decision", ["edit", "archive", "keep_both", "merge", "reject"])
 def test_every_decision_checks_the_version(bank, trajectory, alice, bob, decision):
     item = propose_item(bank, trajectory, title="One lesson")
-    other = propose_item(bank, trajectory, title="Another lesson")
+    other = propose_item(bank, trajectory, title="Another lesson", content="Retry a flaky call once, then report it.")
     if decision == "archive":
         services.memory_item_approve(item=item, author=alice)
     if decision == "keep_both":

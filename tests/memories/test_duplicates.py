@@ -15,11 +15,13 @@ from memories.services import (
     memory_item_approve,
     memory_item_create,
     memory_item_edit,
+    memory_item_embed_refresh,
     memory_item_merge,
     retrieval_preview,
 )
 from reasoningbank_site.api import status_for
 from reasoningbank_site.errors import DuplicateApproval, Invalid
+from tests import factories
 from tests.factories import make_done_trajectory, propose_item
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -61,6 +63,22 @@ def test_a_lesson_distilled_again_is_support_on_the_item_not_a_new_proposal(bank
     different = propose_item(bank, later, **OTHER)
     assert different.pk != first.pk and different.status == ItemStatus.PROPOSED
     assert MemoryItem.objects.filter(bank=bank).count() == 2
+
+
+def test_the_trajectory_shows_what_it_taught_again_in_the_api_and_on_its_page(client, reviewer, bank, trajectory):
+    first = propose_item(bank, trajectory, title=SAME)
+    later = make_done_trajectory(bank)
+    propose_item(bank, later, title=AGAIN, content="Check the institution's own pages before answering!")
+    token = factories.make_token(bank, scopes=("ingest",))
+
+    body = client.get(f"/api/v1/trajectories/{later.public_id}", HTTP_AUTHORIZATION=f"Bearer {token}").json()
+    assert body["items"] == []
+    assert [(i["id"], i["title"]) for i in body["supported_items"]] == [(str(first.public_id), SAME)]
+    client.force_login(reviewer)
+    page = client.get(
+        reverse("trajectories:detail", kwargs={"bank_id": bank.public_id, "trajectory_id": later.public_id})
+    )
+    assert "Seen again" in page.content.decode() and SAME in page.content.decode()
 
 
 def test_the_duplicate_threshold_is_per_bank(bank, other_bank, trajectory):
@@ -263,6 +281,7 @@ def test_retrieval_never_serves_two_duplicates_and_still_fills_k(bank, owner):
     )
     for item in [*items, twin]:
         memory_item_approve(item=item, author=owner, confirm_duplicate=True)
+        memory_item_embed_refresh(item_id=item.pk)  # what the worker does after the approval
     query = "Sign in through the login form before opening the account"
 
     served = [item.pk for item, _ in retrieval_preview(bank=bank, query=query, k=3).items]
@@ -299,5 +318,6 @@ def test_experiences_mode_serves_one_item_per_lesson_too(bank, owner):
     for item in created:
         MemoryItem.objects.filter(pk=item.pk).update(experience=experience)
         memory_item_approve(item=item, author=owner, confirm_duplicate=True)
+        memory_item_embed_refresh(item_id=item.pk)
     served = [item.pk for item, _ in retrieval_preview(bank=bank, query="Sign in and list my orders", k=1).items]
     assert served == [created[0].pk, created[2].pk]  # the experience's items, its second wording left out

@@ -103,8 +103,10 @@ def test_queue_bad_filters_are_422_json(client, review, queue):
 
 
 def test_one_item_has_sources_and_near_duplicate_content(client, review, bank, trajectory):
+    bank.duplicate_threshold = 1.0  # a suggestion, not consolidated into supporting evidence
+    bank.save(update_fields=["duplicate_threshold"])
     original = factories.propose_item(bank, trajectory, title="Prefer the official source")
-    twin = factories.propose_item(bank, trajectory, title="Prefer the official source")
+    twin = factories.propose_item(bank, trajectory, title="Prefer the official sources")
     body = client.get(url(twin), **review).json()
     assert body["id"] == str(twin.public_id)
     assert body["sources"] == [str(trajectory.public_id)]

@@ -47,6 +47,7 @@ from trajectories.selectors.trajectories import (
     trajectory_get_for_bank,
     trajectory_judgments,
     trajectory_list,
+    trajectory_supported_items,
 )
 
 __all__ = [
@@ -86,4 +87,5 @@ __all__ = [
     "trajectory_group",
     "trajectory_judgments",
     "trajectory_list",
+    "trajectory_supported_items",
 ]

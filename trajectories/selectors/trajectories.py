@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from django.db.models import Prefetch, QuerySet
 
 from accounts.models import Bank
-from memories.models import MemoryItem
+from memories.models import MemoryItem, SupportKind
 from memories.selectors import review_agents
 from reasoningbank_site.search import text_search
 from reasoningbank_site.text import pretty_json
@@ -49,6 +49,25 @@ def trajectory_derived_items(*, trajectory: Trajectory, newest_first: bool = Fal
         MemoryItem.objects.filter(bank_id=trajectory.bank_id, experience_id=trajectory.experience_id)
         .defer("embedding")
         .order_by(*order)
+    )
+
+
+def trajectory_supported_items(*, trajectory: Trajectory) -> list[MemoryItem]:
+    """The items the bank already held that ``trajectory``'s distillation found
+    again: recorded as supporting evidence on them (MemoryItemSupport of its
+    experience) instead of becoming new proposals. Oldest first; one query,
+    none when the trajectory has no experience yet."""
+    if trajectory.experience_id is None:
+        return []
+    return list(
+        MemoryItem.objects.filter(
+            bank_id=trajectory.bank_id,
+            supports__experience_id=trajectory.experience_id,
+            supports__kind=SupportKind.DISTILLED,
+        )
+        .distinct()
+        .defer("embedding")
+        .order_by("created_at", "id")
     )
 
 
