@@ -182,8 +182,12 @@
 
   // --- requests: keys wait for them; focus follows their answer ---------------------
 
+  // Reads, and background requests (the presence heartbeat, [data-background]), never hold the keys.
+  const holdsKeys = (event) =>
+    event.detail.requestConfig.verb !== "get" && !event.detail.elt.closest("[data-background]");
+
   document.addEventListener("htmx:beforeRequest", (event) => {
-    if (event.detail.requestConfig.verb === "get") return;
+    if (!holdsKeys(event)) return;
     busy += 1;
     // A request that answers a row (its own forms, or the toast's Undo aimed at it).
     const target = event.detail.target;
@@ -192,7 +196,7 @@
   });
 
   document.addEventListener("htmx:afterRequest", (event) => {
-    if (event.detail.requestConfig.verb === "get") return;
+    if (!holdsKeys(event)) return;
     // A client redirect loads another page: keys stay held until it is there.
     if (event.detail.xhr && event.detail.xhr.getResponseHeader("HX-Redirect")) return;
     busy = Math.max(0, busy - 1);
