@@ -39,6 +39,27 @@ def _support_add(*, item: MemoryItem, support: MemoryItemSupport, action: str, n
     item_version_record(item=item, action=action, author=author, note=note)
 
 
+def _support_of(source: MemoryItem, *, item: MemoryItem, kind: str, similarity, **extra) -> MemoryItemSupport:
+    """An unsaved MemoryItemSupport on ``item`` keeping ``source``'s text and
+    provenance (a distilled proposal, or an item merged in)."""
+    return MemoryItemSupport(
+        item=item,
+        kind=kind,
+        experience=source.experience,
+        trajectory_ids=_trajectory_ids(source.cited_steps, source.experience),
+        similarity=similarity,
+        title=source.title,
+        description=source.description,
+        content=source.content,
+        origin=source.origin,
+        verdict_label=source.verdict_label,
+        cited_steps=list(source.cited_steps or []),
+        model=source.model,
+        prompt_version=source.prompt_version,
+        **extra,
+    )
+
+
 def memory_item_support_record(
     *, item_public_id: str, proposal: MemoryItem, similarity: float
 ) -> MemoryItemSupport | None:
@@ -56,23 +77,8 @@ def memory_item_support_record(
     item_lock(item)
     if item.status not in SUPPORTABLE_STATUSES:
         return None
-    trajectories = _trajectory_ids(proposal.cited_steps, proposal.experience)
-    support = MemoryItemSupport(
-        item=item,
-        kind=SupportKind.DISTILLED,
-        experience=proposal.experience,
-        trajectory_ids=trajectories,
-        similarity=similarity,
-        title=proposal.title,
-        description=proposal.description,
-        content=proposal.content,
-        origin=proposal.origin,
-        verdict_label=proposal.verdict_label,
-        cited_steps=list(proposal.cited_steps or []),
-        model=proposal.model,
-        prompt_version=proposal.prompt_version,
-    )
-    where = ", ".join(f"trajectory {t[:8]}" for t in trajectories) or "a trajectory"
+    support = _support_of(proposal, item=item, kind=SupportKind.DISTILLED, similarity=similarity)
+    where = ", ".join(f"trajectory {t[:8]}" for t in support.trajectory_ids) or "a trajectory"
     note = f"Distilled again from {where} (similarity {similarity:.2f}): “{proposal.title}”."
     _support_add(item=item, support=support, action="supported", note=note)
     return support
@@ -83,22 +89,8 @@ def memory_item_support_merged(*, into: MemoryItem, item: MemoryItem, author, si
     is merged into it: a "merged" MemoryItemSupport row and a "merged-in"
     version on ``into``'s history naming ``item`` and ``author``. The caller
     holds ``into``'s row lock."""
-    support = MemoryItemSupport(
-        item=into,
-        kind=SupportKind.MERGED,
-        merged_item=item,
-        experience=item.experience,
-        trajectory_ids=_trajectory_ids(item.cited_steps, item.experience),
-        similarity=similarity,
-        title=item.title,
-        description=item.description,
-        content=item.content,
-        origin=item.origin,
-        verdict_label=item.verdict_label,
-        cited_steps=list(item.cited_steps or []),
-        model=item.model,
-        prompt_version=item.prompt_version,
-        author=author,
+    support = _support_of(
+        item, item=into, kind=SupportKind.MERGED, similarity=similarity, merged_item=item, author=author
     )
     note = f"“{item.title}” ({item.public_id}) was merged into this item; its text is kept as supporting evidence."
     _support_add(item=into, support=support, action="merged-in", note=note, author=author)

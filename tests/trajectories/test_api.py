@@ -209,7 +209,7 @@ def test_detail_shows_judgments_items_and_bounded_queries(client, auth, bank, ot
     MemoryItem.objects.create(bank=other_bank, title="unrelated", description="d", content="c")
 
     client.get(body["url"], **auth)  # warm: last_used_at written once
-    with django_assert_num_queries(_lookup_queries(client, auth) + 2):  # + judgments, items
+    with django_assert_num_queries(_lookup_queries(client, auth) + 3):  # + judgments, items, supported items
         response = client.get(body["url"], **auth)
     assert response.status_code == 200
     data = response.json()

@@ -58,6 +58,7 @@ def test_queue_preview_support_and_the_duplicate_confirmation(page, live_server,
     expect(twin_row).to_have_class("status-proposed focused")  # the row keeps the focus: `a` again
     page.keyboard.press("a")
     expect(dialog).to_be_visible()
+    expect(dialog.locator("[data-dup-confirm-ok]")).to_be_focused()  # Enter goes to the focused button
     page.keyboard.press("Enter")
     expect(twin_row.locator(".badge.approved")).to_be_visible()
     assert MemoryItem.objects.get(pk=twin.pk).status == ItemStatus.APPROVED
