@@ -12,7 +12,7 @@ audit rows), experience, status moves — against an instant fake LLM at the HTT
 boundary (tests/fake_llm.py: the ``openai`` SDK still makes real HTTP requests).
 The time spent inside ``trajectories.llm.chat`` (the SDK round trip) is
 subtracted; what remains is the overhead. Asserts every trajectory ended
-``done`` with its 3 items proposed.
+``done`` with its 3 lessons proposed or recorded as supporting evidence (consolidation).
 
 Prints median/p99 overhead per trajectory, the median of this process's CPU
 time in it (load-robust; PostgreSQL's own work is not in it), and its breakdown (medians):
@@ -126,7 +126,7 @@ def main() -> None:
     import memories.services.items
     import trajectories.stages
     from memories.embeddings import embed_texts, embedding_hash, embedding_model_name, item_embedding_text
-    from memories.models import ItemStatus, MemoryItem
+    from memories.models import ItemStatus, MemoryItem, MemoryItemSupport, SupportKind
     from tests import factories
     from trajectories.models import Status, Trajectory
     from trajectories.services import trajectory_ingest
@@ -200,8 +200,12 @@ def main() -> None:
 
     done = Trajectory.objects.filter(pk__in=ids, status=Status.DONE).count()
     items = MemoryItem.objects.filter(bank=bank, experience__isnull=False).count()
+    # A lesson the bank already holds (same topic, cosine ≥ the bank's duplicate threshold) is recorded as
+    # supporting evidence on that item instead of a new proposal: each trajectory leaves 3 of the two together.
+    supports = MemoryItemSupport.objects.filter(item__bank=bank, kind=SupportKind.DISTILLED).count()
     assert done == len(ids), f"{len(ids) - done} trajectories did not finish: the fake LLM or a stage failed"
-    assert items == 3 * len(ids), f"{items} items proposed, expected {3 * len(ids)}"
+    assert items + supports == 3 * len(ids), f"{items} items + {supports} supports, expected {3 * len(ids)}"
+    print(f"learnt: {items} new proposals, {supports} recorded as supporting evidence")
     assert len(fake.requests) == 2 * len(ids), f"{len(fake.requests)} LLM requests for {len(ids)} trajectories"
 
     def ms(label):
