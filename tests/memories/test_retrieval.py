@@ -1,13 +1,11 @@
 import random
 
-import numpy as np
 import pytest
 from django.db import connection
 
 from accounts.models import ApiToken
 from accounts.services import api_token_hit
 from memories import selectors
-from memories.embeddings import embedding_model_name, item_embedding_hash
 from memories.models import Arm, ItemStatus, MemoryItem, RetrievalEvent, RetrievalTally
 from memories.services import (
     experience_create,
@@ -226,33 +224,12 @@ def test_retrieval_query_count_does_not_grow_with_items(bank, approved, django_a
     assert len(few.items) == 1 and len(many.items) == 4
 
 
-def _unit(v):
-    v = np.asarray(v, dtype=np.float32)
-    return v / np.linalg.norm(v)
-
-
-def test_iterative_scan_is_not_starved_by_other_banks(bank, other_bank, owner):
+def test_iterative_scan_is_not_starved_by_other_banks(bank, crowded):
     """Force the HNSW index path: 150 items of another bank sit nearer the
     query than ours; without an iterative scan the first candidate list
     (ef_search) would hold none of ours."""
-    rng = np.random.default_rng(7)
-    query = _unit(rng.normal(size=384))
-
-    def add(target, n, spread):
-        items = [
-            MemoryItem(bank=target, title=f"item {i}", description="d", content="c", status=ItemStatus.APPROVED)
-            for i in range(n)
-        ]
-        for item in items:
-            item.embedding = _unit(query + spread * rng.normal(size=384) / np.sqrt(384))
-            item.embedding_hash = item_embedding_hash(item)
-            item.embedding_model = embedding_model_name()
-        return MemoryItem.objects.bulk_create(items)
-
-    add(other_bank, 150, 0.3)
-    ours = add(bank, 3, 2.0)
+    query, ours = crowded
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE memories_memoryitem")
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute("SET LOCAL enable_sort = off")
         cursor.execute("SET LOCAL enable_bitmapscan = off")
@@ -273,7 +250,7 @@ def test_iterative_scan_is_not_starved_by_other_banks(bank, other_bank, owner):
         )
         assert len(cursor.fetchall()) < 3
     found = selectors.approved_items_search(bank=bank, vector=query, k=3, min_similarity=-1.0)
-    assert sorted(item.pk for item, _ in found) == sorted(item.pk for item in ours)
+    assert sorted(item.pk for item, _ in found) == ours
 
 
 def test_holdout_arm_withholds_items_but_records_them(bank, web_items):
