@@ -48,6 +48,22 @@ def setup_django() -> None:
     call_command("migrate", verbosity=0)
 
 
+def bench_bank():
+    """The benches' user ``bench`` and bank ``bench`` (created on the first run, kept after): ``(user, bank)``.
+    Call after setup_django()."""
+    from django.contrib.auth import get_user_model
+
+    from accounts.models import Bank
+    from accounts.services import bank_create, team_create
+
+    User = get_user_model()
+    user = User.objects.filter(username="bench").first() or User.objects.create_user("bench", password="bench-pass-123")
+    bank = Bank.objects.filter(slug="bench").first()
+    if bank is None:
+        bank = bank_create(team=team_create(name="Bench", slug="bench", owner=user), name="Bench", slug="bench")
+    return user, bank
+
+
 def pct(values, p):
     values = sorted(values)
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]

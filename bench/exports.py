@@ -22,7 +22,7 @@ import time
 import tracemalloc
 
 os.environ.setdefault("RB_BENCH_DB", "rb_bench_exports")  # kept between runs, apart from the other benches
-from common import setup_django
+from common import bench_bank, setup_django
 
 STEPS = [
     {"index": 0, "kind": "user", "content": "Find the cheapest flight to Lisbon next Friday."},
@@ -42,19 +42,12 @@ STEPS = [
 
 
 def seed(n: int):
-    from django.contrib.auth import get_user_model
     from django.db import connection
 
-    from accounts.models import Bank
-    from accounts.services import bank_create, team_create
     from memories.models import MemoryItem
     from trajectories.models import Judgment, Trajectory
 
-    User = get_user_model()
-    user = User.objects.filter(username="bench").first() or User.objects.create_user("bench", password="bench-pass-123")
-    bank = Bank.objects.filter(slug="bench").first()
-    if bank is None:
-        bank = bank_create(team=team_create(name="Bench", slug="bench", owner=user), name="Bench", slug="bench")
+    user, bank = bench_bank()
     t0 = time.perf_counter()
     have = Trajectory.objects.filter(bank=bank).count()
     while have < n:

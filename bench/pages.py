@@ -18,23 +18,16 @@ import sys
 import time
 
 os.environ.setdefault("RB_BENCH_DB", "rb_bench_pages")  # kept between runs, apart from the other benches
-from common import pct, setup_django
+from common import bench_bank, pct, setup_django
 
 
 def seed(n: int):
-    from django.contrib.auth import get_user_model
     from django.db import connection
 
-    from accounts.models import Bank
-    from accounts.services import bank_create, team_create
     from memories.models import MemoryItem
     from trajectories.models import Trajectory
 
-    User = get_user_model()
-    user = User.objects.filter(username="bench").first() or User.objects.create_user("bench", password="bench-pass-123")
-    bank = Bank.objects.filter(slug="bench").first()
-    if bank is None:
-        bank = bank_create(team=team_create(name="Bench", slug="bench", owner=user), name="Bench", slug="bench")
+    user, bank = bench_bank()
     steps = [
         {"index": 0, "kind": "user", "content": "Find the cheapest flight."},
         {"index": 1, "kind": "tool_call", "content": "", "name": "search", "arguments": '{"q": "flights"}'},
