@@ -234,7 +234,7 @@ def _review_post(request, bank_id):
         )
     verb = "approved" if action == "approve" else "rejected"
     if done:
-        messages.success(request, f"{len(done)} item{'s' if len(done) != 1 else ''} {verb}.")
+        messages.success(request, f"{counted(len(done), 'item')} {verb}.")
     if unconfirmed:
         titles = ", ".join(f"“{item.title}”" for item, _ in unconfirmed)
         messages.warning(
@@ -246,7 +246,7 @@ def _review_post(request, bank_id):
         messages.error(request, f"“{item.title}”: {error}")
     missing = len(form.cleaned_data["items"]) - len(items)
     if missing:
-        messages.error(request, f"{missing} selected item{'s' if missing != 1 else ''} not found in this bank.")
+        messages.error(request, f"{counted(missing, 'selected item')} not found in this bank.")
     return redirect_after_post(request, back)
 
 
