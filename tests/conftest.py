@@ -88,6 +88,18 @@ def viewer(team):
 
 
 @pytest.fixture
+def alice(team):
+    """A reviewer named alice (the several-reviewers tests: names show in conflicts and presence)."""
+    return factories.make_member(team, Role.REVIEWER, user=factories.make_user("alice"))
+
+
+@pytest.fixture
+def bob(team):
+    """A second reviewer, bob."""
+    return factories.make_member(team, Role.REVIEWER, user=factories.make_user("bob"))
+
+
+@pytest.fixture
 def stranger(other_bank):
     """A member (owner even) of another team."""
     return other_bank.team.memberships.first().user

@@ -15,7 +15,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from accounts.models import AuditEvent, Role
+from accounts.models import AuditEvent
 from memories import services
 from memories.models import ItemStatus, MemoryItem, MemoryItemVersion, ReviewAssignment, ReviewPresence
 from reasoningbank_site.api import status_for
@@ -25,16 +25,6 @@ from tests import factories
 from tests.factories import propose_item
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture
-def alice(team):
-    return factories.make_member(team, Role.REVIEWER, user=factories.make_user("alice"))
-
-
-@pytest.fixture
-def bob(team):
-    return factories.make_member(team, Role.REVIEWER, user=factories.make_user("bob"))
 
 
 def _seen(html: str) -> int:

@@ -3,30 +3,18 @@
 
 from __future__ import annotations
 
-import pytest
 from django.test import Client
 from django.urls import reverse
 
-from accounts.models import AuditEvent, Role
+from accounts.models import AuditEvent
 from memories import services as memory_services
 from memories.models import MemoryItem
-from tests import factories
 from tests.factories import bulk_items
 from trajectories.models import COMMENT_MAX, Comment, JudgmentSource, Trajectory
 from trajectories.retention import trajectory_delete
 from trajectories.services import judgment_record
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture
-def alice(team):
-    return factories.make_member(team, Role.REVIEWER, user=factories.make_user("alice"))
-
-
-@pytest.fixture
-def bob(team):
-    return factories.make_member(team, Role.REVIEWER, user=factories.make_user("bob"))
 
 
 def _item_comments(bank, item):

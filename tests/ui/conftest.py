@@ -56,13 +56,20 @@ def browser():
     pw.stop()
 
 
-@pytest.fixture
-def page(browser, request):
+def open_page(browser):
+    """A new browser context (its own session) and page: ``(context, page, errors)``, where ``errors``
+    collects the page's JavaScript errors."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.set_default_timeout(30_000)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return context, page, errors
+
+
+@pytest.fixture
+def page(browser, request):
+    context, page, errors = open_page(browser)
     yield page
     report = getattr(request.node, "rep_call", None)
     if report is not None and report.failed:

@@ -11,10 +11,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from accounts.models import Role
 from memories.models import ItemStatus, MemoryItem
 from memories.services import memory_item_create
-from tests import factories
+from tests.ui.conftest import open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -22,19 +21,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 @pytest.fixture
 def second_page(browser):
     """Another browser context (its own cookies: another session) and its page."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    context, page, errors = open_page(browser)
     yield page
     context.close()
     assert not errors, f"JavaScript errors on the second page: {errors}"
 
 
-def test_the_stale_reviewer_sees_the_other_decision(page, second_page, live_server, login, bank, team, owner):
-    alice = factories.make_member(team, Role.REVIEWER, user=factories.make_user("alice"))
-    bob = factories.make_member(team, Role.REVIEWER, user=factories.make_user("bob"))
+def test_the_stale_reviewer_sees_the_other_decision(page, second_page, live_server, login, bank, owner, alice, bob):
     item = memory_item_create(
         bank=bank,
         title="Check the coupon before paying",
