@@ -6,12 +6,14 @@ from __future__ import annotations
 import itertools
 from datetime import timedelta
 
+import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Bank, Membership, Role, Team
 from accounts.services import api_token_create, bank_create
+from memories.embeddings import embedding_model_name, item_embedding_hash
 from memories.models import ItemStatus, MemoryItem, RetrievalEvent
 from memories.services import experience_create, memory_item_propose
 from trajectories.models import Judgment, JudgmentSource, Trajectory
@@ -264,3 +266,23 @@ def make_arm(
         )
     retrieval_outcomes_rebuild(bank=bank)  # bulk inserts bypass the services that keep the report's sums
     return events
+
+
+def unit(v) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def approved_items_near(bank, query, n: int, spread: float, rng, **fields) -> list[MemoryItem]:
+    """``n`` approved, embedded items of ``bank`` scattered around the unit
+    vector ``query`` (``spread`` 0.3: right next to it; 2–3: far), in one
+    insert: the HNSW tests' crowds. ``fields`` go on every item."""
+    items = [
+        MemoryItem(bank=bank, title=f"{spread} {i}", description="d", content="c", status=ItemStatus.APPROVED, **fields)
+        for i in range(n)
+    ]
+    for item in items:
+        item.embedding = unit(query + spread * rng.normal(size=384) / np.sqrt(384))
+        item.embedding_hash = item_embedding_hash(item)
+        item.embedding_model = embedding_model_name()
+    return MemoryItem.objects.bulk_create(items)

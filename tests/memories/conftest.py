@@ -2,9 +2,8 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from memories.embeddings import embedding_model_name, item_embedding_hash
-from memories.models import ItemStatus, MemoryItem
 from memories.services import memory_item_approve, memory_item_create, memory_item_embed_refresh
+from tests.factories import approved_items_near, unit
 
 
 @pytest.fixture
@@ -22,31 +21,14 @@ def approved(owner):
     return make
 
 
-def _unit(v):
-    v = np.asarray(v, dtype=np.float32)
-    return v / np.linalg.norm(v)
-
-
 @pytest.fixture
 def crowded(bank, other_bank):
     """150 items of another bank nearer the query than our 3: a plain HNSW scan
     (ef_search 40, no iterative scan) finds none of ours."""
     rng = np.random.default_rng(7)
-    query = _unit(rng.normal(size=384))
-
-    def add(target, n, spread):
-        items = [
-            MemoryItem(bank=target, title=f"item {i}", description="d", content="c", status=ItemStatus.APPROVED)
-            for i in range(n)
-        ]
-        for item in items:
-            item.embedding = _unit(query + spread * rng.normal(size=384) / np.sqrt(384))
-            item.embedding_hash = item_embedding_hash(item)
-            item.embedding_model = embedding_model_name()
-        return MemoryItem.objects.bulk_create(items)
-
-    add(other_bank, 150, 0.3)
-    ours = add(bank, 3, 2.0)
+    query = unit(rng.normal(size=384))
+    approved_items_near(other_bank, query, 150, 0.3, rng)
+    ours = approved_items_near(bank, query, 3, 2.0, rng)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memories_memoryitem")
     return query, sorted(item.pk for item in ours)

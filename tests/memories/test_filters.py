@@ -11,7 +11,7 @@ from django.db import connection
 
 from accounts.models import AuditEvent, RetrievalMode
 from memories import selectors
-from memories.embeddings import embed_text, embedding_model_name, item_embedding_hash
+from memories.embeddings import embed_text
 from memories.models import TAGS_MAX, ItemStatus, MemoryItem, RetrievalEvent, normalize_tags
 from memories.services import (
     experience_create,
@@ -272,11 +272,6 @@ def test_filters_documented_in_openapi(client):
 # --- inside the vector search -----------------------------------------------------------------
 
 
-def _unit(v):
-    v = np.asarray(v, dtype=np.float32)
-    return v / np.linalg.norm(v)
-
-
 def test_selective_filter_is_not_starved_by_nearer_items(client, auth, bank):
     """300 approved items sit right next to the query; the 3 tagged "rare"
     ones are far from it. The HNSW index path is forced; a post-filter over
@@ -287,19 +282,10 @@ def test_selective_filter_is_not_starved_by_nearer_items(client, auth, bank):
     rng = np.random.default_rng(11)
     query = embed_text(QUERY)
 
-    def add(n, spread, **fields):
-        items = [
-            MemoryItem(bank=bank, title=f"{spread} {i}", description="d", content="c", status="approved", **fields)
-            for i in range(n)
-        ]
-        for item in items:
-            item.embedding = _unit(query + spread * rng.normal(size=384) / np.sqrt(384))
-            item.embedding_hash = item_embedding_hash(item)
-            item.embedding_model = embedding_model_name()
-        return MemoryItem.objects.bulk_create(items)
-
-    add(300, 0.3, tags=["common"])
-    rare = add(3, 3.0, tags=["rare"], source_agents=["rare-bot"], source_metadata=[{"env": "lab"}])
+    factories.approved_items_near(bank, query, 300, 0.3, rng, tags=["common"])
+    rare = factories.approved_items_near(
+        bank, query, 3, 3.0, rng, tags=["rare"], source_agents=["rare-bot"], source_metadata=[{"env": "lab"}]
+    )
     literal = "[" + ",".join(str(x) for x in query) + "]"
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memories_memoryitem")
