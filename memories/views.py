@@ -63,19 +63,22 @@ def _can_write(membership) -> bool:
     return membership.has_role(Role.REVIEWER)
 
 
-def _queue_row_links(request, bank, items) -> dict:
+def _queue_row_links(request, bank, items, queue_qs: str) -> dict:
     """What the queue rows (``review.html#row``) link to and post, made once for
     the page (per row, the ``{% url %}`` and ``{% csrf_token %}`` tags were a
-    third of its rendering): each item's ``focus_url``; returns the context's
-    ``review_url`` (the decisions' form action), ``here`` (where they come back
-    to) and ``csrf_input`` (the forms' token field)."""
+    third of its rendering): each item's ``focus_url`` and ``open_url`` (with
+    the queue's filters ``queue_qs``); returns the context's ``review_url``
+    (the decisions' form action), ``here`` (where they come back to) and
+    ``csrf_input`` (the forms' token field)."""
     focus = reverse_each("memories:review_focus", "item_id", bank_id=bank.public_id)
     for item in items:
         item.focus_url = focus(item.public_id)
+        item.open_url = _with_query(item.focus_url, queue_qs)
     return {
         "review_url": reverse("memories:review", kwargs={"bank_id": bank.public_id}),
         "here": request.get_full_path(),
         "csrf_input": csrf_input(request),
+        "queue_qs": queue_qs,
     }
 
 
@@ -179,7 +182,7 @@ def review(request, bank_id):
     page = _page(queue, request.GET.get("page"))
     collab.queue_rows_annotate(items=page.object_list, assignments=assignments, user=request.user)
     context = {
-        **_queue_row_links(request, bank, page.object_list),
+        **_queue_row_links(request, bank, page.object_list, _queue_query(request.GET)),
         "bank": bank,
         "membership": membership,
         "can_write": _can_write(membership),
@@ -187,7 +190,6 @@ def review(request, bank_id):
         "page": page,
         "filtered": bool(request.GET),
         "assigned_to_me": mine,
-        "queue_qs": _queue_query(request.GET),
         "row_error": "",  # what a row answering a decision shows (set, so 50 rows do not each look it up in vain)
         "duplicate": None,
         "undo": _pop_undo(request),
@@ -236,12 +238,11 @@ def _review_post(request, bank_id):
         collab.queue_rows_annotate(items=[item], assignments=collab.bank_assignments(bank=bank), user=request.user)
         queue = _posted_queue_query(request)
         context = {
-            **_queue_row_links(request, bank, [item]),
+            **_queue_row_links(request, bank, [item], queue),
             "bank": bank,
             "item": item,
             "can_write": True,
             "row_error": failed[0][1] if failed else "",
-            "queue_qs": queue,
             "duplicate": unconfirmed[0][1] if unconfirmed else None,
         }
         response = render(request, "memories/review.html#row", context)
@@ -563,13 +564,12 @@ def item_revert(request, bank_id, item_id):
     done = f"Reverted: “{t.item.title}” is {t.item.get_status_display().lower()} again."
     if row:
         context = {
-            **_queue_row_links(request, t.bank, [t.item]),
+            **_queue_row_links(request, t.bank, [t.item], _posted_queue_query(request)),
             "bank": t.bank,
             "item": t.item,
             "can_write": True,
             "row_error": "",
             "duplicate": None,
-            "queue_qs": _posted_queue_query(request),
         }
         response = render(request, "memories/review.html#row", context)
         _append_toast(request, response, {"message": done})
