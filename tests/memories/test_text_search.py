@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -168,9 +169,12 @@ def test_searched_pages_keep_the_lists_order_ties_included(bank):
         (trajectory_list(bank=bank, text="numb"), 70),
     ]:
         paginator = SearchPaginator(qs, 50)
-        shown = [row.pk for n in paginator.page_range for row in paginator.page(n).object_list]
+        with CaptureQueriesContext(connection) as captured:
+            shown = [row.pk for n in paginator.page_range for row in paginator.page(n).object_list]
         assert (paginator.count, paginator.capped) == (total, False)
         assert shown == list(qs.values_list("pk", flat=True))
+        # The matches' keys are read once; each page's rows by key, without matching the text again.
+        assert ["@@" in q["sql"] for q in captured.captured_queries] == [True] + [False] * paginator.num_pages
 
 
 def test_past_the_cap_the_count_says_plus_and_pages_stay_in_order(client, owner, bank, monkeypatch):
