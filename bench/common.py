@@ -12,7 +12,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+# The code under test: this checkout, or another one (RB_BENCH_CODE_ROOT) for a side by side in-process worker.
+ROOT = Path(os.environ.get("RB_BENCH_CODE_ROOT") or Path(__file__).resolve().parent.parent).resolve()
 sys.path.insert(0, str(ROOT))
 BENCH_DB = os.environ.get("RB_BENCH_DB", "rb_bench")
 os.environ["RB_DATABASE_NAME"] = BENCH_DB

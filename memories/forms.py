@@ -8,7 +8,7 @@ from django import forms
 from accounts.models import MAX_TOP_K
 from memories.models import TAG_MAX_LENGTH, TAGS_MAX, ItemOrigin, ItemStatus, MemoryItem, normalize_tags
 from memories.selectors import RetrievalFilters
-from reasoningbank_site.formfields import BoundedDateField
+from reasoningbank_site.formfields import BoundedDateField, agent_select
 from reasoningbank_site.text import scrub_text
 
 VERDICT_CHOICES = [("", "any verdict"), ("success", "success"), ("failure", "failure")]
@@ -28,9 +28,10 @@ class ReviewFilterForm(forms.Form):
     date_to = BoundedDateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
     dup = forms.BooleanField(required=False, label="Has near-duplicate")
 
-    def __init__(self, *args, agents=(), **kwargs):
+    def __init__(self, *args, agents=tuple, **kwargs):
+        """``agents``: a callable giving the dropdown's agent names (called only to render it)."""
         super().__init__(*args, **kwargs)
-        self.fields["agent"].widget = forms.Select(choices=[("", "any agent"), *((a, a) for a in agents)])
+        self.fields["agent"].widget = agent_select(agents)
 
     def filters(self) -> dict:
         """The valid filters as selector keyword arguments (invalid ones dropped)."""

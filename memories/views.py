@@ -17,6 +17,7 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Q
 from django.http import Http404, QueryDict, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.template.backends.utils import csrf_input
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
@@ -46,6 +47,7 @@ from reasoningbank_site.views_helpers import (
     htmx_template,
     post_action,
     redirect_after_post,
+    reverse_each,
     template_for,
     toast,
 )
@@ -59,6 +61,25 @@ def _page(qs, number, size=PAGE_SIZE):
 
 def _can_write(membership) -> bool:
     return membership.has_role(Role.REVIEWER)
+
+
+def _queue_row_links(request, bank, items, queue_qs: str) -> dict:
+    """What the queue rows (``review.html#row``) link to and post, made once for
+    the page (per row, the ``{% url %}`` and ``{% csrf_token %}`` tags were a
+    third of its rendering): each item's ``focus_url`` and ``open_url`` (with
+    the queue's filters ``queue_qs``); returns the context's ``review_url``
+    (the decisions' form action), ``here`` (where they come back to) and
+    ``csrf_input`` (the forms' token field)."""
+    focus = reverse_each("memories:review_focus", "item_id", bank_id=bank.public_id)
+    for item in items:
+        item.focus_url = focus(item.public_id)
+        item.open_url = _with_query(item.focus_url, queue_qs)
+    return {
+        "review_url": reverse("memories:review", kwargs={"bank_id": bank.public_id}),
+        "here": request.get_full_path(),
+        "csrf_input": csrf_input(request),
+        "queue_qs": queue_qs,
+    }
 
 
 # --- the queue's filters, carried through the focus view --------------------------------
@@ -85,7 +106,7 @@ def _posted_queue_query(request) -> str:
 
 
 def _queue_filters(bank, query: str) -> dict:
-    form = ReviewFilterForm(QueryDict(query), agents=selectors.review_agents(bank=bank))
+    form = ReviewFilterForm(QueryDict(query), agents=partial(selectors.review_agents, bank=bank))
     return form.filters() if query else {}
 
 
@@ -153,7 +174,7 @@ def review(request, bank_id):
     if request.method == "POST":
         return _review_post(request, bank_id)
     bank, membership = bank_for_user(request, bank_id)
-    form = ReviewFilterForm(request.GET or None, agents=selectors.review_agents(bank=bank))
+    form = ReviewFilterForm(request.GET or None, agents=partial(selectors.review_agents, bank=bank))
     queue = selectors.review_queue(bank=bank, **(form.filters() if request.GET else {}))
     assignments, mine = collab.bank_assignments(bank=bank), request.GET.get("assigned") == "me"
     if mine:
@@ -161,6 +182,7 @@ def review(request, bank_id):
     page = _page(queue, request.GET.get("page"))
     collab.queue_rows_annotate(items=page.object_list, assignments=assignments, user=request.user)
     context = {
+        **_queue_row_links(request, bank, page.object_list, _queue_query(request.GET)),
         "bank": bank,
         "membership": membership,
         "can_write": _can_write(membership),
@@ -168,7 +190,8 @@ def review(request, bank_id):
         "page": page,
         "filtered": bool(request.GET),
         "assigned_to_me": mine,
-        "queue_qs": _queue_query(request.GET),
+        "row_error": "",  # what a row answering a decision shows (set, so 50 rows do not each look it up in vain)
+        "duplicate": None,
         "undo": _pop_undo(request),
     }
     return render(request, template_for(request, "memories/review.html", {"queue": "queue"}), context)
@@ -215,11 +238,11 @@ def _review_post(request, bank_id):
         collab.queue_rows_annotate(items=[item], assignments=collab.bank_assignments(bank=bank), user=request.user)
         queue = _posted_queue_query(request)
         context = {
+            **_queue_row_links(request, bank, [item], queue),
             "bank": bank,
             "item": item,
             "can_write": True,
             "row_error": failed[0][1] if failed else "",
-            "queue_qs": queue,
             "duplicate": unconfirmed[0][1] if unconfirmed else None,
         }
         response = render(request, "memories/review.html#row", context)
@@ -540,7 +563,14 @@ def item_revert(request, bank_id, item_id):
         return _item_answer(request, t)
     done = f"Reverted: “{t.item.title}” is {t.item.get_status_display().lower()} again."
     if row:
-        context = {"bank": t.bank, "item": t.item, "can_write": True, "queue_qs": _posted_queue_query(request)}
+        context = {
+            **_queue_row_links(request, t.bank, [t.item], _posted_queue_query(request)),
+            "bank": t.bank,
+            "item": t.item,
+            "can_write": True,
+            "row_error": "",
+            "duplicate": None,
+        }
         response = render(request, "memories/review.html#row", context)
         _append_toast(request, response, {"message": done})
         return response
@@ -569,6 +599,9 @@ def items(request, bank_id):
     data = getattr(form, "cleaned_data", {})
     status = data.get("status") or ""
     page = _page(selectors.item_list(bank=bank, status=status, text=data.get("q") or ""), request.GET.get("page"))
+    detail = reverse_each("memories:item_detail", "item_id", bank_id=bank.public_id)
+    for item in page.object_list:
+        item.detail_url = detail(item.public_id)
     context = {
         "bank": bank,
         "membership": membership,

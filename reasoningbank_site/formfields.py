@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable, Iterable
+from functools import cache
 
 from django import forms
+from django.utils.choices import CallableChoiceIterator
 
 from reasoningbank_site.text import has_control_chars
 
@@ -34,6 +37,14 @@ class BoundedDateTimeField(forms.DateTimeField):
             raise forms.ValidationError(
                 f"Pick a date between {MIN_DATE:%Y-%m-%d} and {MAX_DATE:%Y-%m-%d}.", code="date_range"
             )
+
+
+def agent_select(agents: Callable[[], Iterable[str]]) -> forms.Select:
+    """The "any agent" dropdown of a list's filters. ``agents()`` (a query) is
+    called when the dropdown renders, not when the form filters: the htmx list
+    that typing in the search box fetches has no dropdown to fill."""
+    choices = cache(lambda: [("", "any agent"), *((a, a) for a in agents())])  # rendering iterates them twice
+    return forms.Select(choices=CallableChoiceIterator(choices))
 
 
 def validate_one_line(value: str) -> None:

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Annotated, Any
 
 from django.utils import timezone
 from django.utils.timesince import timesince
+from django.utils.translation import get_language
 from pydantic import BeforeValidator
 
 # Deeper JSON is shown as its raw text: json.dumps/json.loads recurse, and
@@ -225,5 +228,18 @@ def ago(moment, *, now=None, seconds: bool = False) -> str:
         return "just now"
     if elapsed < 60:
         return f"{int(elapsed)} s ago"
-    since = timesince(moment, now)
+    if elapsed < 86400 and moment.tzinfo is UTC:  # as read from the database (a zone with DST: timesince)
+        since = _since_within_a_day(int(elapsed) // 60, get_language())
+    else:
+        since = timesince(moment, now)
     return f"{since.split(',')[0] if seconds else since} ago"
+
+
+@lru_cache(maxsize=1440 * 4)
+def _since_within_a_day(minutes: int, language: str | None) -> str:
+    """``timesince`` of a moment ``minutes`` whole minutes ago, under a day: it
+    then depends on nothing else (no months or years to count; seconds are
+    dropped), so a page of rows formats each count once (``timesince`` costs
+    ~20 µs, a fifth of a list row's rendering)."""
+    now = datetime(2000, 1, 1, tzinfo=UTC)
+    return timesince(now - timedelta(minutes=minutes), now)

@@ -5,8 +5,12 @@ views. Access checks live in ``accounts.access``."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
+
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect, reswap
 
@@ -17,6 +21,24 @@ def template_for(request, template: str, partials: dict[str, str]) -> str:
     renders it (``{"item-list": "list"}``)."""
     partial = partials.get(request.htmx.target or "") if request.htmx else None
     return f"{template}#{partial}" if partial else template
+
+
+_PLACEHOLDER = uuid.UUID(int=0)
+
+
+def reverse_each(viewname: str, key: str, **kwargs) -> Callable[[uuid.UUID], str]:
+    """``reverse(viewname, kwargs={**kwargs, key: value})`` for the UUID
+    ``value`` of each row of a page, with one resolver walk for the page: a
+    ``{% url %}`` per row was a third of a 50-row list's rendering."""
+    url = reverse(viewname, kwargs={**kwargs, key: _PLACEHOLDER})
+    head, _, tail = url.partition(str(_PLACEHOLDER))
+
+    def link(value: uuid.UUID) -> str:
+        if not isinstance(value, uuid.UUID):  # what the path converter would refuse
+            raise TypeError(f"{key} must be a UUID, not {value!r}")
+        return f"{head}{value}{tail}"
+
+    return link
 
 
 def htmx_template(request, template: str, partial: str) -> str:

@@ -2,6 +2,7 @@
 
 from django import forms
 
+from reasoningbank_site.formfields import agent_select
 from trajectories.models import Label, PromptName, PromptVersion, Status
 from trajectories.prompts import MAX_PROMPT_CHARS, prompt_problems
 
@@ -19,9 +20,10 @@ class TrajectoryFilterForm(forms.Form):
     )
     agent = forms.CharField(required=False, max_length=200)
 
-    def __init__(self, *args, agents=(), **kwargs):
+    def __init__(self, *args, agents=tuple, **kwargs):
+        """``agents``: a callable giving the dropdown's agent names (called only to render it)."""
         super().__init__(*args, **kwargs)
-        self.fields["agent"].widget = forms.Select(choices=[("", "any agent"), *((a, a) for a in agents)])
+        self.fields["agent"].widget = agent_select(agents)
 
     def filters(self) -> dict:
         self.is_valid()  # invalid fields are simply left out of cleaned_data

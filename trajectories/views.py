@@ -5,6 +5,7 @@ fragment for the review focus view; the impact report (does the bank help?)."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -18,7 +19,7 @@ from accounts.models import Role
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.search import SearchPaginator
 from reasoningbank_site.text import counted
-from reasoningbank_site.views_helpers import htmx_template, post_action, redirect_after_post, template_for
+from reasoningbank_site.views_helpers import htmx_template, post_action, redirect_after_post, reverse_each, template_for
 from trajectories import lift, retention, selectors
 from trajectories.dashboard_charts import dashboard_charts
 from trajectories.dispatch import is_parked, trajectory_retry
@@ -85,9 +86,12 @@ def dashboard(request, bank_id):
 @login_required
 def trajectory_list(request, bank_id):
     bank, membership = bank_for_user(request, bank_id)
-    form = TrajectoryFilterForm(request.GET or None, agents=selectors.trajectory_agents(bank=bank))
+    form = TrajectoryFilterForm(request.GET or None, agents=partial(selectors.trajectory_agents, bank=bank))
     filters = form.filters() if request.GET else {}
     page = SearchPaginator(selectors.trajectory_list(bank=bank, **filters), PAGE_SIZE).get_page(request.GET.get("page"))
+    detail = reverse_each("trajectories:detail", "trajectory_id", bank_id=bank.public_id)
+    for trajectory in page.object_list:
+        trajectory.detail_url = detail(trajectory.public_id)
     context = {
         "bank": bank,
         "membership": membership,

@@ -1,7 +1,9 @@
 """Template helpers shared by every page."""
 
 from django import template
+from django.template.defaultfilters import stringfilter
 from django.urls import reverse
+from django.utils.text import Truncator, add_truncation_text, calculate_truncate_chars_length
 
 from accounts.audit_diff import audit_changes as _audit_changes
 from reasoningbank_site.text import ago as _ago
@@ -40,6 +42,20 @@ def bank_nav(context, bank):
 def ago(value) -> str:
     """ "just now" under a minute, else "3 minutes ago" (reasoningbank_site.text.ago)."""
     return _ago(value)
+
+
+@register.filter(is_safe=True)
+@stringfilter
+def clip(value: str, length: int) -> str:
+    """``truncatechars`` with a fast path for ASCII text (no combining
+    characters, already NFC), which it cuts by slicing: a list row's preview
+    cost ~25 µs through ``Truncator``, whatever the text's length."""
+    length = int(length)
+    if length <= 0 or not value.isascii():
+        return Truncator(value).chars(length)
+    if len(value) <= length:
+        return value
+    return add_truncation_text(value[: calculate_truncate_chars_length(length, None)])
 
 
 @register.filter

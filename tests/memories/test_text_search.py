@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -119,16 +120,26 @@ def test_search_page_shows_matches_with_bounded_queries(client, owner, bank, dja
     Trajectory.objects.bulk_create(Trajectory(bank=bank, task=f"task number {i}", steps=[]) for i in range(30))
     client.force_login(owner)
     b = bank.public_id
-    for name, text, expected in [
-        ("memories:review", "venu", "Prefer the venue&#x27;s own calendar"),
-        ("memories:items", "venu calen", "Prefer the venue&#x27;s own calendar"),
-        ("trajectories:list", "numb 17", "task number 17"),
+    # Queries: session, user, membership, bank, the matches' keys and the page's rows; the whole page adds the
+    # agent dropdown (queue, trajectories) or the status tabs' counts (items), the queue its slices, versions and
+    # presence. What typing fetches (the htmx list) has no dropdown or tabs. Rows add none (30 rows: no N+1).
+    for name, text, expected, target, page_queries, list_queries in [
+        ("memories:review", "venu", "Prefer the venue&#x27;s own calendar", "queue", 10, 9),
+        ("memories:items", "venu calen", "Prefer the venue&#x27;s own calendar", "item-list", 7, 6),
+        ("trajectories:list", "numb 17", "task number 17", "trajectory-rows", 7, 6),
+        ("memories:review", "lesson", "Lesson 29", "queue", 10, 9),
+        ("trajectories:list", "numb", "task number 29", "trajectory-rows", 7, 6),
     ]:
-        with django_assert_max_num_queries(12):
-            response = client.get(reverse(name, kwargs={"bank_id": b}), {"q": text})
-        html = response.content.decode()
+        url = reverse(name, kwargs={"bank_id": b})
+        with django_assert_max_num_queries(page_queries):
+            response = client.get(url, {"q": text})
+        with django_assert_max_num_queries(list_queries):
+            rows = client.get(url, {"q": text}, headers={"HX-Request": "true", "HX-Target": target})
+        html, rows_html = response.content.decode(), rows.content.decode()
         assert response.status_code == 200 and expected in html, name
-        assert "task number 3<" not in html and "Lesson 3<" not in html, name
+        assert rows.status_code == 200 and expected in rows_html and 'class="filters' not in rows_html, name
+        if " " in text:  # a selective search shows only its matches
+            assert "task number 3<" not in html and "Lesson 3<" not in html, name
 
 
 def plan(qs) -> str:
@@ -158,9 +169,12 @@ def test_searched_pages_keep_the_lists_order_ties_included(bank):
         (trajectory_list(bank=bank, text="numb"), 70),
     ]:
         paginator = SearchPaginator(qs, 50)
-        shown = [row.pk for n in paginator.page_range for row in paginator.page(n).object_list]
+        with CaptureQueriesContext(connection) as captured:
+            shown = [row.pk for n in paginator.page_range for row in paginator.page(n).object_list]
         assert (paginator.count, paginator.capped) == (total, False)
         assert shown == list(qs.values_list("pk", flat=True))
+        # The matches' keys are read once; each page's rows by key, without matching the text again.
+        assert ["@@" in q["sql"] for q in captured.captured_queries] == [True] + [False] * paginator.num_pages
 
 
 def test_past_the_cap_the_count_says_plus_and_pages_stay_in_order(client, owner, bank, monkeypatch):

@@ -71,11 +71,27 @@ def trajectory_supported_items(*, trajectory: Trajectory) -> list[MemoryItem]:
     )
 
 
+# What a row of the trajectory list shows (a row reading another field would cost a query per row).
+LIST_FIELDS = (
+    "id",
+    "public_id",
+    "bank_id",
+    "task",
+    "agent",
+    "group_id",
+    "status",
+    "status_detail",
+    "verdict",
+    "step_count",
+    "created_at",
+)
+
+
 def trajectory_list(
     *, bank: Bank, status: str = "", verdict: str = "", agent: str = "", text: str = ""
 ) -> QuerySet[Trajectory]:
-    """Trajectories of ``bank``, newest first, without their steps."""
-    qs = Trajectory.objects.filter(bank=bank).defer("steps", "metadata")
+    """Trajectories of ``bank``, newest first: the columns the list shows (no steps, answer or metadata)."""
+    qs = Trajectory.objects.filter(bank=bank).only(*LIST_FIELDS)
     if status:
         qs = qs.filter(status=status)
     if verdict == "none":
