@@ -359,7 +359,6 @@ def _effective_verdict(judgments: list[Judgment]) -> str:
     return ""
 
 
-@transaction.atomic
 def judgment_record(
     *,
     trajectory: Trajectory,
@@ -385,6 +384,20 @@ def judgment_record(
         raise ValueError(f"source must be one of {JudgmentSource.values}, got {source!r}")
     if label not in Label.values:
         raise ValueError(f"label must be one of {Label.values}, got {label!r}")
+    # Checked above, so nothing inside raises a refusal: inside the caller's transaction no savepoint is needed.
+    with transaction.atomic(savepoint=False):
+        return _judgment_write(
+            trajectory=trajectory,
+            source=source,
+            label=label,
+            rationale=rationale,
+            model=model,
+            prompt_version=prompt_version,
+            author=author,
+        )
+
+
+def _judgment_write(*, trajectory: Trajectory, source, label, rationale, model, prompt_version, author) -> Judgment:
     locked = (
         Trajectory.objects.select_for_update()
         .only("pk", "verdict", "retrieval_id", "bank_id", "step_count")

@@ -130,7 +130,6 @@ class ProposedItem:
     cited_steps: Sequence[dict] = ()
 
 
-@transaction.atomic
 def memory_items_propose(
     *,
     bank: Bank,
@@ -179,38 +178,40 @@ def memory_items_propose(
     if not items:
         return []
     items_embed_inline(items)
-    found = near_duplicates_search_many(bank=bank, vectors=[item.embedding for item in items])
-    # Consolidation: a lesson the bank already holds (at or above its duplicate threshold) is
-    # recorded as supporting evidence on that item instead of becoming a second proposal.
-    again = [n for n in range(len(items)) if found[n] and found[n][0]["similarity"] >= bank.duplicate_threshold]
-    supports = memory_items_support_record(
-        sightings=[Sighting(items[n], found[n][0]["id"], found[n][0]["similarity"]) for n in again]
-    )
-    supported: dict[int, MemoryItem] = {}
-    for n, support in zip(again, supports, strict=True):
-        if support is not None:
-            support.item.supported_by = support  # tells the caller this proposal was consolidated
-            supported[n] = support.item
-    if supported:
-        kept = [(n, item) for n, item in enumerate(items) if n not in supported]
-        found = [found[n] for n, _ in kept]
-        result = [supported.get(n, item) for n, item in enumerate(items)]
-        items = [item for _, item in kept]
-    else:
-        result = items
-    for n, item in enumerate(items):
-        earlier = [
-            {
-                "id": str(e.public_id),
-                "title": e.title,
-                "similarity": round(float(np.dot(item.embedding, e.embedding)), 4),
-            }
-            for e in items[:n]
-        ]
-        candidates = found[n] + [d for d in earlier if d["similarity"] >= NEAR_DUPLICATE_SIMILARITY]
-        item.near_duplicates = sorted(candidates, key=lambda d: -d["similarity"])[:NEAR_DUPLICATE_LIMIT]
-    MemoryItem.objects.bulk_create(items)
-    items_created_record(items=items, note=f"distilled ({origin})")
+    # Refusals are raised above, before any write: inside the caller's transaction no savepoint is needed.
+    with transaction.atomic(savepoint=False):
+        found = near_duplicates_search_many(bank=bank, vectors=[item.embedding for item in items])
+        # Consolidation: a lesson the bank already holds (at or above its duplicate threshold) is
+        # recorded as supporting evidence on that item instead of becoming a second proposal.
+        again = [n for n in range(len(items)) if found[n] and found[n][0]["similarity"] >= bank.duplicate_threshold]
+        supports = memory_items_support_record(
+            sightings=[Sighting(items[n], found[n][0]["id"], found[n][0]["similarity"]) for n in again]
+        )
+        supported: dict[int, MemoryItem] = {}
+        for n, support in zip(again, supports, strict=True):
+            if support is not None:
+                support.item.supported_by = support  # tells the caller this proposal was consolidated
+                supported[n] = support.item
+        if supported:
+            kept = [(n, item) for n, item in enumerate(items) if n not in supported]
+            found = [found[n] for n, _ in kept]
+            result = [supported.get(n, item) for n, item in enumerate(items)]
+            items = [item for _, item in kept]
+        else:
+            result = items
+        for n, item in enumerate(items):
+            earlier = [
+                {
+                    "id": str(e.public_id),
+                    "title": e.title,
+                    "similarity": round(float(np.dot(item.embedding, e.embedding)), 4),
+                }
+                for e in items[:n]
+            ]
+            candidates = found[n] + [d for d in earlier if d["similarity"] >= NEAR_DUPLICATE_SIMILARITY]
+            item.near_duplicates = sorted(candidates, key=lambda d: -d["similarity"])[:NEAR_DUPLICATE_LIMIT]
+        MemoryItem.objects.bulk_create(items)
+        items_created_record(items=items, note=f"distilled ({origin})")
     return result
 
 
