@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -65,6 +66,25 @@ def trajectory_move(trajectory_id: int, *, from_: str | Iterable[str], to: str, 
     """Compare-and-set one trajectory (see ``trajectory_move_many``): True
     when this caller moved it, False when it was no longer in ``from_``."""
     return trajectory_move_many(Trajectory.objects.filter(pk=trajectory_id), from_=from_, to=to, detail=detail) == 1
+
+
+def trajectory_claim(trajectory_id: int, *, from_: str | Iterable[str], to: str, detail: str = "") -> bool:
+    """``trajectory_move`` for a stage's claim before it asks the LLM (judging,
+    distilling), committed without waiting for the write-ahead log to reach
+    the disk (``synchronous_commit`` off for this one transaction: a flush is
+    most of a claim's cost). Other workers see it at once all the same; only
+    a database crash in the next fraction of a second can lose it, and a lost
+    claim is a row back in the status before it, which the stage's own
+    status check under its row lock (the result is then dropped) and the
+    sweeper already handle as a lost worker. The stages' results are
+    committed durably as ever. Inside a caller's transaction it is a plain
+    move (that transaction's commit is not the claim's to weaken)."""
+    if connection.in_atomic_block:
+        return trajectory_move(trajectory_id, from_=from_, to=to, detail=detail)
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        return trajectory_move(trajectory_id, from_=from_, to=to, detail=detail)
 
 
 def trajectory_mark_needs_attention(*, trajectory_id: int, detail: str) -> None:
