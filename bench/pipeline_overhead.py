@@ -18,7 +18,8 @@ Prints median/p99 overhead per trajectory, the median of this process's CPU
 time in it (load-robust; PostgreSQL's own work is not in it), and its breakdown (medians):
 embedding model time, near-duplicate search, consolidation (the lessons found
 again written as supports, its queries included), database time (every query,
-the search and consolidation included), the rest (Python: prompts, parsing,
+the search and consolidation included; a statement outside a transaction
+commits in it), the transactions' COMMITs, the rest (Python: prompts, parsing,
 the ORM, the SDK's side outside its round trip), query count, and the load average.
 
 ``--compare DIR`` runs the same benchmark on another checkout of the code
@@ -49,7 +50,7 @@ from common import ROOT, pct, setup_django  # sets the bench database first
 if "--root" in sys.argv:  # a --compare child: that checkout's code (before common's ROOT), this harness
     sys.path.insert(0, sys.argv[sys.argv.index("--root") + 1])
 
-LABELS = ("embed", "near_dup", "consolidate", "db")
+LABELS = ("embed", "near_dup", "consolidate", "db", "commit")
 
 JUDGE = '{"verdict": "success", "rationale": "The tool result shows the fare and the answer matches it."}'
 TOPICS = [
@@ -215,6 +216,9 @@ class Bench:
         ):
             if hasattr(memories.services.items, name):
                 clock.wrap(memories.services.items, name, label)
+        from django.db import connection
+
+        clock.wrap(connection, "_commit", "commit")  # a transaction's COMMIT (its WAL flush): not an execute
         self.advance = trajectories.stages.trajectory_advance
         self.advance(trajectory_id=ids[0])  # warm: model, prompts, SDK client
         self.todo = iter(ids[1:])
@@ -262,7 +266,7 @@ class Bench:
 
         overhead = [1000 * (spent["total"] - spent.get("llm", 0.0)) for spent, _q in rows]
         cpu = [1000 * (spent["total_cpu"] - spent.get("llm_cpu", 0.0)) for spent, _q in rows]
-        rest = [o - e - d for o, e, d in zip(overhead, ms("embed"), ms("db"), strict=True)]
+        rest = [o - e - d - c for o, e, d, c in zip(overhead, ms("embed"), ms("db"), ms("commit"), strict=True)]
         return {
             "trajectories": len(rows),
             "items": items,

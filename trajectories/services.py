@@ -403,11 +403,13 @@ def _judgment_write(*, trajectory: Trajectory, source, label, rationale, model, 
         .only("pk", "verdict", "retrieval_id", "bank_id", "step_count")
         .get(pk=trajectory.pk)
     )
+    # Its judgments so far, read once: for the LLM's key and for the effective verdict with the new one last.
+    judgments = list(Judgment.objects.filter(trajectory=locked).order_by("created_at", "id"))
     if source == JudgmentSource.LLM:
-        existing = Judgment.objects.filter(trajectory=locked, source=source, prompt_version=prompt_version).first()
-        if existing is not None:
+        existing = [j for j in judgments if j.source == source and j.prompt_version == prompt_version]
+        if existing:
             trajectory.verdict = locked.verdict
-            return existing
+            return min(existing, key=lambda j: j.pk)
     judgment = Judgment.objects.create(
         trajectory=locked,
         source=source,
@@ -417,7 +419,7 @@ def _judgment_write(*, trajectory: Trajectory, source, label, rationale, model, 
         prompt_version=prompt_version,
         author=author,
     )
-    verdict = _effective_verdict(list(Judgment.objects.filter(trajectory=locked).order_by("created_at", "id")))
+    verdict = _effective_verdict([*judgments, judgment])
     if verdict != locked.verdict:
         if locked.retrieval_id is not None:
             _retrieval_outcome_move(trajectory=locked, old=locked.verdict, new=verdict)
