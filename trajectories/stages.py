@@ -46,7 +46,7 @@ from trajectories.prompt_versions import FEW_SHOT_SUFFIX, ActivePrompt, prompt_a
 from trajectories.prompting import excerpt, render_group, render_trajectory
 from trajectories.prompts import prompt_fill
 from trajectories.services import judgment_record
-from trajectories.transitions import trajectory_claim, trajectory_move, trajectory_move_many
+from trajectories.transitions import trajectory_move, trajectory_move_many, trajectory_take
 
 log = logging.getLogger(__name__)
 
@@ -258,7 +258,7 @@ def trajectory_judge(*, trajectory_id: int) -> bool:
     ``needs_attention`` with the answer's start. Returns True when the
     trajectory is now judged by this call. Raises LLMTransientError after
     handing the trajectory back to ``received``."""
-    if not trajectory_claim(
+    if not trajectory_take(
         trajectory_id,
         from_=[Status.RECEIVED, Status.AWAITING_LLM],
         to=Status.JUDGING,
@@ -331,9 +331,7 @@ def trajectory_distill(*, trajectory_id: int) -> bool:
     Experience linked to the trajectory; the trajectory becomes ``done``.
     Returns True when this call proposed the items. Raises
     LLMTransientError after handing the trajectory back to ``judged``."""
-    if not trajectory_claim(
-        trajectory_id, from_=Status.JUDGED, to=Status.DISTILLING, detail="Distilling memory items."
-    ):
+    if not trajectory_take(trajectory_id, from_=Status.JUDGED, to=Status.DISTILLING, detail="Distilling memory items."):
         return False
     t = Trajectory.objects.select_related("bank").get(pk=trajectory_id)
     if t.verdict not in Label.values:

@@ -68,17 +68,18 @@ def trajectory_move(trajectory_id: int, *, from_: str | Iterable[str], to: str, 
     return trajectory_move_many(Trajectory.objects.filter(pk=trajectory_id), from_=from_, to=to, detail=detail) == 1
 
 
-def trajectory_claim(trajectory_id: int, *, from_: str | Iterable[str], to: str, detail: str = "") -> bool:
-    """``trajectory_move`` for a stage's claim before it asks the LLM (judging,
-    distilling), committed without waiting for the write-ahead log to reach
-    the disk (``synchronous_commit`` off for this one transaction: a flush is
-    most of a claim's cost). Other workers see it at once all the same; only
-    a database crash in the next fraction of a second can lose it, and a lost
-    claim is a row back in the status before it, which the stage's own
-    status check under its row lock (the result is then dropped) and the
-    sweeper already handle as a lost worker. The stages' results are
-    committed durably as ever. Inside a caller's transaction it is a plain
-    move (that transaction's commit is not the claim's to weaken)."""
+def trajectory_take(trajectory_id: int, *, from_: str | Iterable[str], to: str, detail: str = "") -> bool:
+    """``trajectory_move`` for the move by which a stage takes a row before it
+    asks the LLM (to judging, to distilling), committed without waiting for
+    the write-ahead log to reach the disk (``synchronous_commit`` off for this
+    one transaction: the flush is most of such a move's cost). Other workers
+    see it at once all the same; only a database crash in the next fraction of
+    a second can lose it, and a lost move leaves the row in the status before
+    it, as if this worker had died before taking it: the stage's status check
+    under its row lock then drops its result, and the sweeper or the task's
+    redelivery runs the stage again. The stages' results are committed
+    durably as ever. Inside a caller's transaction it is a plain move (that
+    transaction's commit is not this move's to weaken)."""
     if connection.in_atomic_block:
         return trajectory_move(trajectory_id, from_=from_, to=to, detail=detail)
     with transaction.atomic():

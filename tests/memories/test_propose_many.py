@@ -7,8 +7,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from memories.embeddings import embed_text, item_embedding_hash, item_embedding_text
 from accounts.models import AuditEvent
+from memories.embeddings import embed_text, item_embedding_hash, item_embedding_text
 from memories.models import MemoryItem
 from memories.selectors import near_duplicates_search, near_duplicates_search_many
 from memories.services import ProposedItem, memory_item_create, memory_items_propose
