@@ -20,7 +20,8 @@ embedding model time, near-duplicate search, consolidation (the lessons found
 again written as supports, its queries included), database time (every query,
 the search and consolidation included; a statement outside a transaction
 commits in it), the transactions' COMMITs, the rest (Python: prompts, parsing,
-the ORM, the SDK's side outside its round trip), query count, and the load average.
+the ORM, the SDK's side outside its round trip), query count, the load average, and
+this process's CPU in each part (the embedding's is the model's arithmetic).
 
 ``--compare DIR`` runs the same benchmark on another checkout of the code
 (e.g. the commit before a change) side by side: two processes, one per code
@@ -276,6 +277,7 @@ class Bench:
             "cpu_p50": statistics.median(cpu),
             "llm_p50": statistics.median(ms("llm")),
             **{label: statistics.median(ms(label)) for label in LABELS},
+            **{f"{label}_cpu": statistics.median(ms(f"{label}_cpu")) for label in LABELS},
             "rest": statistics.median(rest),
             "queries": statistics.median(q for _s, q in rows),
             "load_before": self.load_before,
@@ -295,6 +297,7 @@ def report(name: str, r: dict) -> None:
         + " ".join(f"{label}={r[label]:.1f}" for label in (*LABELS, "rest"))
         + f" queries={r['queries']:.0f}"
     )
+    print(f"{name}this process's CPU p50 ms: " + " ".join(f"{label}={r[label + '_cpu']:.1f}" for label in LABELS))
 
 
 def child() -> None:
