@@ -359,7 +359,6 @@ def _effective_verdict(judgments: list[Judgment]) -> str:
     return ""
 
 
-@transaction.atomic
 def judgment_record(
     *,
     trajectory: Trajectory,
@@ -385,16 +384,32 @@ def judgment_record(
         raise ValueError(f"source must be one of {JudgmentSource.values}, got {source!r}")
     if label not in Label.values:
         raise ValueError(f"label must be one of {Label.values}, got {label!r}")
+    # Checked above, so nothing inside raises a refusal: inside the caller's transaction no savepoint is needed.
+    with transaction.atomic(savepoint=False):
+        return _judgment_write(
+            trajectory=trajectory,
+            source=source,
+            label=label,
+            rationale=rationale,
+            model=model,
+            prompt_version=prompt_version,
+            author=author,
+        )
+
+
+def _judgment_write(*, trajectory: Trajectory, source, label, rationale, model, prompt_version, author) -> Judgment:
     locked = (
         Trajectory.objects.select_for_update()
         .only("pk", "verdict", "retrieval_id", "bank_id", "step_count")
         .get(pk=trajectory.pk)
     )
+    # Its judgments so far, read once: for the LLM's key and for the effective verdict with the new one last.
+    judgments = list(Judgment.objects.filter(trajectory=locked).order_by("created_at", "id"))
     if source == JudgmentSource.LLM:
-        existing = Judgment.objects.filter(trajectory=locked, source=source, prompt_version=prompt_version).first()
-        if existing is not None:
+        existing = [j for j in judgments if j.source == source and j.prompt_version == prompt_version]
+        if existing:
             trajectory.verdict = locked.verdict
-            return existing
+            return min(existing, key=lambda j: j.pk)
     judgment = Judgment.objects.create(
         trajectory=locked,
         source=source,
@@ -404,7 +419,7 @@ def judgment_record(
         prompt_version=prompt_version,
         author=author,
     )
-    verdict = _effective_verdict(list(Judgment.objects.filter(trajectory=locked).order_by("created_at", "id")))
+    verdict = _effective_verdict([*judgments, judgment])
     if verdict != locked.verdict:
         if locked.retrieval_id is not None:
             _retrieval_outcome_move(trajectory=locked, old=locked.verdict, new=verdict)

@@ -46,7 +46,7 @@ from trajectories.prompt_versions import FEW_SHOT_SUFFIX, ActivePrompt, prompt_a
 from trajectories.prompting import excerpt, render_group, render_trajectory
 from trajectories.prompts import prompt_fill
 from trajectories.services import judgment_record
-from trajectories.transitions import trajectory_move, trajectory_move_many
+from trajectories.transitions import trajectory_move, trajectory_move_many, trajectory_take
 
 log = logging.getLogger(__name__)
 
@@ -197,11 +197,14 @@ def trajectory_advance(*, trajectory_id: int) -> None:
     → done, or → waiting_group for MaTTS members. Stops quietly when another
     worker owns the row or nothing is left to do. Raises LLMTransientError
     (after handing the row back) for the caller to retry later."""
+    t = None
     for _ in range(4):  # each pass moves the status forward; the bound guards against a loop
-        # Only what picks the next stage: each stage reads the row it needs (steps are the bulk of it).
-        t = Trajectory.objects.filter(pk=trajectory_id).only("pk", "bank_id", "status", "verdict", "group_id").first()
         if t is None:
-            return
+            # Only what picks the next stage: each stage reads the row it needs (steps are the bulk of it).
+            row = Trajectory.objects.filter(pk=trajectory_id).only("pk", "bank_id", "status", "verdict", "group_id")
+            t = row.first()
+            if t is None:
+                return
         if t.status in (Status.RECEIVED, Status.AWAITING_LLM):
             if t.verdict:  # trusted agent signal or a human verdict: no judge needed
                 trajectory_move(
@@ -210,12 +213,17 @@ def trajectory_advance(*, trajectory_id: int) -> None:
                     to=Status.JUDGED,
                     detail=f"Verdict {t.verdict} given; judge skipped.",
                 )
+                t = None  # read again: another worker may have moved it first
                 continue
             if not llm_configured():
                 trajectory_move(t.pk, from_=Status.RECEIVED, to=Status.AWAITING_LLM, detail=NO_LLM_DETAIL)
                 return
             if not trajectory_judge(trajectory_id=t.pk):
                 return
+            # Judged by this call: the next stage is known without reading the row again (the distill stage's
+            # compare-and-set from judged still stops it if someone moved it meanwhile).
+            t.status = Status.JUDGED
+            continue
         elif t.status == Status.JUDGED:
             if t.group_id:
                 if trajectory_move(
@@ -250,7 +258,7 @@ def trajectory_judge(*, trajectory_id: int) -> bool:
     ``needs_attention`` with the answer's start. Returns True when the
     trajectory is now judged by this call. Raises LLMTransientError after
     handing the trajectory back to ``received``."""
-    if not trajectory_move(
+    if not trajectory_take(
         trajectory_id,
         from_=[Status.RECEIVED, Status.AWAITING_LLM],
         to=Status.JUDGING,
@@ -323,7 +331,7 @@ def trajectory_distill(*, trajectory_id: int) -> bool:
     Experience linked to the trajectory; the trajectory becomes ``done``.
     Returns True when this call proposed the items. Raises
     LLMTransientError after handing the trajectory back to ``judged``."""
-    if not trajectory_move(trajectory_id, from_=Status.JUDGED, to=Status.DISTILLING, detail="Distilling memory items."):
+    if not trajectory_take(trajectory_id, from_=Status.JUDGED, to=Status.DISTILLING, detail="Distilling memory items."):
         return False
     t = Trajectory.objects.select_related("bank").get(pk=trajectory_id)
     if t.verdict not in Label.values:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -65,6 +66,26 @@ def trajectory_move(trajectory_id: int, *, from_: str | Iterable[str], to: str, 
     """Compare-and-set one trajectory (see ``trajectory_move_many``): True
     when this caller moved it, False when it was no longer in ``from_``."""
     return trajectory_move_many(Trajectory.objects.filter(pk=trajectory_id), from_=from_, to=to, detail=detail) == 1
+
+
+def trajectory_take(trajectory_id: int, *, from_: str | Iterable[str], to: str, detail: str = "") -> bool:
+    """``trajectory_move`` for the move by which a stage takes a row before it
+    asks the LLM (to judging, to distilling), committed without waiting for
+    the write-ahead log to reach the disk (``synchronous_commit`` off for this
+    one transaction: the flush is most of such a move's cost). Other workers
+    see it at once all the same; only a database crash in the next fraction of
+    a second can lose it, and a lost move leaves the row in the status before
+    it, as if this worker had died before taking it: the stage's status check
+    under its row lock then drops its result, and the sweeper or the task's
+    redelivery runs the stage again. The stages' results are committed
+    durably as ever. Inside a caller's transaction it is a plain move (that
+    transaction's commit is not this move's to weaken)."""
+    if connection.in_atomic_block:
+        return trajectory_move(trajectory_id, from_=from_, to=to, detail=detail)
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        return trajectory_move(trajectory_id, from_=from_, to=to, detail=detail)
 
 
 def trajectory_mark_needs_attention(*, trajectory_id: int, detail: str) -> None:

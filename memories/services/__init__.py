@@ -17,7 +17,11 @@ from memories.services.collaboration import (
     review_assignment_delete,
     review_presence_touch,
 )
-from memories.services.duplicates import memory_item_support_merged, memory_item_support_record
+from memories.services.duplicates import (
+    memory_item_support_merged,
+    memory_item_support_record,
+    memory_items_support_record,
+)
 from memories.services.embedding import memory_item_embed_refresh, memory_items_embed_pending
 from memories.services.experiences import experience_create
 from memories.services.imports import IMPORT_MAX_ITEMS, ImportReport, memory_items_import
@@ -80,6 +84,7 @@ __all__ = [
     "memory_items_embed_pending",
     "memory_items_import",
     "memory_items_propose",
+    "memory_items_support_record",
     "retrieval_outcome_change",
     "retrieval_perform",
     "retrieval_preview",

@@ -5,12 +5,16 @@ history), instead of a second item for reviewers to find and compare."""
 
 from __future__ import annotations
 
+import copy
 import uuid
+from collections import Counter
+from collections.abc import Sequence
+from typing import NamedTuple
 
-from django.db.models import F
+from django.db.models import Case, F, PositiveIntegerField, Value, When
 
 from memories.models import Experience, ItemStatus, MemoryItem, MemoryItemSupport, SupportKind
-from memories.services.versions import item_lock, item_version_record
+from memories.services.versions import VersionChange, items_version_record
 
 SUPPORTABLE_STATUSES = (ItemStatus.PROPOSED, ItemStatus.APPROVED)
 
@@ -32,21 +36,39 @@ def _trajectory_ids(cited_steps, experience: Experience | None) -> list[str]:
     return ids
 
 
-def _support_add(*, item: MemoryItem, support: MemoryItemSupport, action: str, note: str, author=None) -> None:
-    support.save()
-    MemoryItem.objects.filter(pk=item.pk).update(support_count=F("support_count") + 1)
-    item.support_count += 1
-    item_version_record(item=item, action=action, author=author, note=note)
+def _supports_add(entries: Sequence[tuple[MemoryItem, MemoryItemSupport, VersionChange]]) -> None:
+    """Store ``(item, support, change)`` entries: the support rows in one
+    insert, every item's ``support_count`` in one update (an item supported
+    twice grows by two), the versions and audit events in one insert each.
+    The caller holds the items' row locks."""
+    MemoryItemSupport.objects.bulk_create([support for _item, support, _change in entries])
+    grown = Counter(item.pk for item, _support, _change in entries)
+    MemoryItem.objects.filter(pk__in=grown).update(
+        support_count=F("support_count")
+        + Case(*(When(pk=pk, then=Value(n)) for pk, n in grown.items()), output_field=PositiveIntegerField())
+    )
+    for item, _support, _change in entries:
+        item.support_count += 1
+    items_version_record(changes=[change for _item, _support, change in entries])
 
 
-def _support_of(source: MemoryItem, *, item: MemoryItem, kind: str, similarity, **extra) -> MemoryItemSupport:
+def _support_of(
+    source: MemoryItem, *, item: MemoryItem, kind: str, similarity, trajectories: dict | None = None, **extra
+) -> MemoryItemSupport:
     """An unsaved MemoryItemSupport on ``item`` keeping ``source``'s text and
-    provenance (a distilled proposal, or an item merged in)."""
+    provenance (a distilled proposal, or an item merged in). ``trajectories``:
+    the experiences' trajectories already read, by experience id (filled in)."""
+    if source.cited_steps or source.experience_id is None or trajectories is None:
+        trajectory_ids = _trajectory_ids(source.cited_steps, source.experience)
+    else:
+        trajectory_ids = trajectories.get(source.experience_id)
+        if trajectory_ids is None:
+            trajectory_ids = trajectories[source.experience_id] = _trajectory_ids((), source.experience)
     return MemoryItemSupport(
         item=item,
         kind=kind,
         experience=source.experience,
-        trajectory_ids=_trajectory_ids(source.cited_steps, source.experience),
+        trajectory_ids=list(trajectory_ids),
         similarity=similarity,
         title=source.title,
         description=source.description,
@@ -71,17 +93,63 @@ def memory_item_support_record(
     (nothing written) when that item no longer exists or is no longer proposed
     or approved, so the caller proposes it after all. The caller holds a
     transaction."""
-    item = MemoryItem.objects.filter(bank_id=proposal.bank_id, public_id=item_public_id).first()
-    if item is None:
-        return None
-    item_lock(item)
-    if item.status not in SUPPORTABLE_STATUSES:
-        return None
-    support = _support_of(proposal, item=item, kind=SupportKind.DISTILLED, similarity=similarity)
-    where = ", ".join(f"trajectory {t[:8]}" for t in support.trajectory_ids) or "a trajectory"
-    note = f"Distilled again from {where} (similarity {similarity:.2f}): “{proposal.title}”."
-    _support_add(item=item, support=support, action="supported", note=note)
+    (support,) = memory_items_support_record(sightings=[Sighting(proposal, item_public_id, similarity)])
     return support
+
+
+class Sighting(NamedTuple):
+    """A distilled proposal found again on the bank's item ``item_public_id``."""
+
+    proposal: MemoryItem
+    item_public_id: str
+    similarity: float
+
+
+def memory_items_support_record(*, sightings: Sequence[Sighting]) -> list[MemoryItemSupport | None]:
+    """``memory_item_support_record`` for the proposals of one distillation (one
+    bank), in order, in a constant number of queries: one SELECT … FOR UPDATE
+    locks all their items in id order (two workers consolidating into the
+    same items never wait on each other in a cycle), then the support rows,
+    the counters, the versions and the audit events are written in one
+    statement each. An item found by several proposals gets a support and a
+    version for each, in order; each proposal's entry is its own copy of the
+    item, with the ``support_count`` it had just after that support. None
+    where that item no longer exists or is no longer proposed or approved."""
+    if not sightings:
+        return []
+    bank = sightings[0].proposal.bank
+    locked = {
+        str(item.public_id): item
+        for item in MemoryItem.objects.select_for_update()
+        .filter(bank_id=bank.pk, public_id__in={s.item_public_id for s in sightings})
+        .defer("embedding")  # not needed here; read on access (loaded lazily) like any deferred field
+        .order_by("pk")
+    }
+    trajectories: dict[int | None, list[str]] = {}  # the proposals share their experience: its trajectories once
+    entries, result = [], []
+    for proposal, public_id, similarity in sightings:
+        item = locked.get(str(public_id))
+        if item is None or item.status not in SUPPORTABLE_STATUSES:
+            result.append(None)
+            continue
+        item.bank = bank  # the same bank (filtered above), with its team already loaded for the audit events
+        support = _support_of(
+            proposal, item=item, kind=SupportKind.DISTILLED, similarity=similarity, trajectories=trajectories
+        )
+        where = ", ".join(f"trajectory {t[:8]}" for t in support.trajectory_ids) or "a trajectory"
+        note = f"Distilled again from {where} (similarity {similarity:.2f}): “{proposal.title}”."
+        entries.append((item, support, VersionChange(item=item, action="supported", note=note)))
+        result.append(support)
+    if entries:
+        _supports_add(entries)
+        # Each support's own copy of its item, counted as it was right after that support.
+        added = Counter(item.pk for item, _support, _change in entries)
+        count = {item.pk: item.support_count - added[item.pk] for item, _support, _change in entries}
+        for item, support, _change in entries:
+            count[item.pk] += 1
+            support.item = copy.copy(item)
+            support.item.support_count = count[item.pk]
+    return result
 
 
 def memory_item_support_merged(*, into: MemoryItem, item: MemoryItem, author, similarity: float | None) -> None:
@@ -93,4 +161,4 @@ def memory_item_support_merged(*, into: MemoryItem, item: MemoryItem, author, si
         item, item=into, kind=SupportKind.MERGED, similarity=similarity, merged_item=item, author=author
     )
     note = f"“{item.title}” ({item.public_id}) was merged into this item; its text is kept as supporting evidence."
-    _support_add(item=into, support=support, action="merged-in", note=note, author=author)
+    _supports_add([(into, support, VersionChange(item=into, action="merged-in", author=author, note=note))])

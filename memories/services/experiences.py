@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from django.db import transaction
-
 from accounts.models import Bank
 from memories.embeddings import embed_text
 from memories.models import Experience
 from reasoningbank_site.errors import Invalid
 
 
-@transaction.atomic
 def experience_create(*, bank: Bank, task: str, task_id: str = "") -> Experience:
     """A past task of the bank (the paper's memory entry), its text embedded
-    inline for experience-mode retrieval. Raises Invalid for an empty task."""
+    inline for experience-mode retrieval. Raises Invalid for an empty task.
+    One insert, so no transaction of its own (inside the caller's: no savepoint)."""
     task = (task or "").strip()
     if not task:
         raise Invalid("An experience needs the task text.")

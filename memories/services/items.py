@@ -27,7 +27,7 @@ from memories.models import (
 from memories.selectors.duplicates import approved_duplicates
 from memories.selectors.retrieval import NEAR_DUPLICATE_LIMIT, NEAR_DUPLICATE_SIMILARITY, near_duplicates_search_many
 from memories.services.collaboration import item_version_check
-from memories.services.duplicates import memory_item_support_merged, memory_item_support_record
+from memories.services.duplicates import Sighting, memory_item_support_merged, memory_items_support_record
 from memories.services.embedding import (
     item_embed_enqueue,
     item_embed_inline,
@@ -130,7 +130,6 @@ class ProposedItem:
     cited_steps: Sequence[dict] = ()
 
 
-@transaction.atomic
 def memory_items_propose(
     *,
     bank: Bank,
@@ -151,7 +150,7 @@ def memory_items_propose(
     they had been proposed one after the other). A proposal whose nearest
     proposed or approved item is at or above ``bank.duplicate_threshold`` is
     not stored as an item: it becomes supporting evidence on that item
-    (``memory_item_support_record``), and the list holds that existing item
+    (``memory_items_support_record``, all of them at once), and the list holds that existing item
     in its place, its ``supported_by`` attribute set to the new
     MemoryItemSupport (one entry per proposal, in order). Raises Invalid (nothing
     stored) for an empty title or an unknown origin."""
@@ -179,39 +178,40 @@ def memory_items_propose(
     if not items:
         return []
     items_embed_inline(items)
-    found = near_duplicates_search_many(bank=bank, vectors=[item.embedding for item in items])
-    # Consolidation: a lesson the bank already holds (at or above its duplicate threshold) is
-    # recorded as supporting evidence on that item instead of becoming a second proposal.
-    supported: dict[int, MemoryItem] = {}
-    for n, item in enumerate(items):
-        nearest = found[n][0] if found[n] else None
-        if nearest and nearest["similarity"] >= bank.duplicate_threshold:
-            support = memory_item_support_record(
-                item_public_id=nearest["id"], proposal=item, similarity=nearest["similarity"]
-            )
+    # Refusals are raised above, before any write: inside the caller's transaction no savepoint is needed.
+    with transaction.atomic(savepoint=False):
+        found = near_duplicates_search_many(bank=bank, vectors=[item.embedding for item in items])
+        # Consolidation: a lesson the bank already holds (at or above its duplicate threshold) is
+        # recorded as supporting evidence on that item instead of becoming a second proposal.
+        again = [n for n in range(len(items)) if found[n] and found[n][0]["similarity"] >= bank.duplicate_threshold]
+        supports = memory_items_support_record(
+            sightings=[Sighting(items[n], found[n][0]["id"], found[n][0]["similarity"]) for n in again]
+        )
+        supported: dict[int, MemoryItem] = {}
+        for n, support in zip(again, supports, strict=True):
             if support is not None:
                 support.item.supported_by = support  # tells the caller this proposal was consolidated
                 supported[n] = support.item
-    if supported:
-        kept = [(n, item) for n, item in enumerate(items) if n not in supported]
-        found = [found[n] for n, _ in kept]
-        result = [supported.get(n, item) for n, item in enumerate(items)]
-        items = [item for _, item in kept]
-    else:
-        result = items
-    for n, item in enumerate(items):
-        earlier = [
-            {
-                "id": str(e.public_id),
-                "title": e.title,
-                "similarity": round(float(np.dot(item.embedding, e.embedding)), 4),
-            }
-            for e in items[:n]
-        ]
-        candidates = found[n] + [d for d in earlier if d["similarity"] >= NEAR_DUPLICATE_SIMILARITY]
-        item.near_duplicates = sorted(candidates, key=lambda d: -d["similarity"])[:NEAR_DUPLICATE_LIMIT]
-    MemoryItem.objects.bulk_create(items)
-    items_created_record(items=items, note=f"distilled ({origin})")
+        if supported:
+            kept = [(n, item) for n, item in enumerate(items) if n not in supported]
+            found = [found[n] for n, _ in kept]
+            result = [supported.get(n, item) for n, item in enumerate(items)]
+            items = [item for _, item in kept]
+        else:
+            result = items
+        for n, item in enumerate(items):
+            earlier = [
+                {
+                    "id": str(e.public_id),
+                    "title": e.title,
+                    "similarity": round(float(np.dot(item.embedding, e.embedding)), 4),
+                }
+                for e in items[:n]
+            ]
+            candidates = found[n] + [d for d in earlier if d["similarity"] >= NEAR_DUPLICATE_SIMILARITY]
+            item.near_duplicates = sorted(candidates, key=lambda d: -d["similarity"])[:NEAR_DUPLICATE_LIMIT]
+        MemoryItem.objects.bulk_create(items)
+        items_created_record(items=items, note=f"distilled ({origin})")
     return result
 
 

@@ -3,8 +3,11 @@ the version + audit event appended after each change."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from accounts.models import ApiToken
-from accounts.services.audit import audit_event, audit_record, audit_record_many
+from accounts.services.audit import audit_event, audit_record_many
 from memories.models import MemoryItem, MemoryItemVersion
 
 _AUDITED_FIELDS = ("title", "description", "content", "status", "tags")
@@ -23,28 +26,74 @@ def item_version_record(
     the previous version, after = now): every item change passes here, so the
     history and the audit log cannot disagree. ``token``: the API token that
     acted (the review API), recorded as the actor of both."""
-    previous = item.versions.order_by("-number").first()
-    version = MemoryItemVersion.objects.create(
-        item=item,
-        number=(previous.number if previous else 0) + 1,
-        title=item.title,
-        description=item.description,
-        content=item.content,
-        status=item.status,
-        tags=list(item.tags),
-        action=action,
-        note=note,
-        author=author,
-        actor_token=token,
-    )
-    before = {f: getattr(previous, f) for f in _AUDITED_FIELDS} if previous else None
-    after = {f: getattr(version, f) for f in _AUDITED_FIELDS}
-    if note:
-        after["note"] = note
-    audit_record(
-        action=f"memory_item.{action}", bank=item.bank, user=author, token=token, obj=item, before=before, after=after
+    (version,) = items_version_record(
+        changes=[VersionChange(item=item, action=action, author=author, note=note, token=token)]
     )
     return version
+
+
+@dataclass(frozen=True)
+class VersionChange:
+    """One change to record with ``items_version_record``."""
+
+    item: MemoryItem
+    action: str
+    author: object = None
+    note: str = ""
+    token: ApiToken | None = None
+
+
+def items_version_record(*, changes: Sequence[VersionChange]) -> list[MemoryItemVersion]:
+    """``item_version_record`` for several changes at once, in order, in three
+    queries whatever their number (the items' latest versions, one insert of
+    the versions, one of the audit events). An item may appear more than
+    once: its versions follow each other (each one's audit ``before`` is the
+    one recorded just before it)."""
+    if not changes:
+        return []
+    latest = {
+        v.item_id: v
+        for v in MemoryItemVersion.objects.filter(item_id__in={c.item.pk for c in changes})
+        .order_by("item_id", "-number")
+        .distinct("item_id")
+        .only("item_id", "number", *_AUDITED_FIELDS)
+    }
+    versions, events = [], []
+    for change in changes:
+        item, previous = change.item, latest.get(change.item.pk)
+        version = MemoryItemVersion(
+            item=item,
+            number=(previous.number if previous else 0) + 1,
+            title=item.title,
+            description=item.description,
+            content=item.content,
+            status=item.status,
+            tags=list(item.tags),
+            action=change.action,
+            note=change.note,
+            author=change.author,
+            actor_token=change.token,
+        )
+        latest[item.pk] = version
+        versions.append(version)
+        before = {f: getattr(previous, f) for f in _AUDITED_FIELDS} if previous else None
+        after = {f: getattr(version, f) for f in _AUDITED_FIELDS}
+        if change.note:
+            after["note"] = change.note
+        events.append(
+            audit_event(
+                action=f"memory_item.{change.action}",
+                bank=item.bank,
+                user=change.author,
+                token=change.token,
+                obj=item,
+                before=before,
+                after=after,
+            )
+        )
+    MemoryItemVersion.objects.bulk_create(versions)
+    audit_record_many(events)
+    return versions
 
 
 def items_created_record(*, items: list[MemoryItem], note: str = "") -> list[MemoryItemVersion]:

@@ -7,6 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from accounts.models import AuditEvent
 from memories.embeddings import embed_text, item_embedding_hash, item_embedding_text
 from memories.models import MemoryItem
 from memories.selectors import near_duplicates_search, near_duplicates_search_many
@@ -29,10 +30,10 @@ PROPOSED = [
 ]
 
 
-def _bank_with_seeds(owner):
-    # Suggestions only: at the default duplicate threshold these near-duplicates would be consolidated
-    # (tests/memories/test_duplicates.py covers that).
-    bank = factories.make_bank(duplicate_threshold=1.0)
+def _bank_with_seeds(owner, duplicate_threshold=1.0):
+    # 1.0: suggestions only; at the default duplicate threshold the first three proposals are consolidated
+    # (test_lessons_found_again_are_consolidated_together below, tests/memories/test_duplicates.py).
+    bank = factories.make_bank(duplicate_threshold=duplicate_threshold)
     for title, description, content in SEEDS:
         # Approved at creation: embedded inline (an approval only enqueues the embedding).
         memory_item_create(
@@ -58,9 +59,9 @@ def test_together_equals_one_after_the_other(owner):
     one_by_one = [memory_items_propose(bank=one_by_one_bank, proposals=[p], **common)[0] for p in _proposals()]
     with CaptureQueriesContext(connection) as captured:
         together = memory_items_propose(bank=together_bank, proposals=_proposals(), **common)
-    # savepoint pair; near-duplicates: savepoint pair, scan settings, the search; one insert; then per item
-    # its version (previous version, insert, audit) — the embedding and the search no longer per item
-    assert len(captured) <= 7 + 3 * len(PROPOSED), [q["sql"][:80] for q in captured.captured_queries]
+    # near-duplicates: savepoint pair, scan settings, the search; one insert of the items, one of their versions,
+    # one of their audit events (the bank's team read once): none per item, and no savepoint of its own
+    assert len(captured) <= 8, [q["sql"][:80] for q in captured.captured_queries]
 
     assert [i.title for i in together] == [i.title for i in one_by_one] == [t for t, _d, _c in PROPOSED]
     for a, b in zip(one_by_one, together, strict=True):
@@ -77,6 +78,61 @@ def test_together_equals_one_after_the_other(owner):
     assert titles[0][0] == SEEDS[0][0] and titles[1][0] == SEEDS[1][0]  # near-duplicates of seeds…
     assert PROPOSED[0][0] in titles[2]  # …and of an item proposed before it in the same set
     assert titles[3] == []
+
+
+def _history(bank):
+    """Per item of the bank: its counter, versions, supports and audit events."""
+    return {
+        item.title: (
+            item.support_count,
+            list(item.versions.values_list("number", "action", "note", "status")),
+            list(item.supports.values_list("kind", "title", "content", "cited_steps", "experience")),
+            [
+                (e.action, e.before, e.after)
+                for e in AuditEvent.objects.filter(object_id=str(item.public_id)).order_by("created_at", "id")
+            ],
+        )
+        for item in MemoryItem.objects.filter(bank=bank).order_by("pk")
+    }
+
+
+def test_lessons_found_again_are_consolidated_together_as_one_after_the_other(owner):
+    """The first two proposals are lessons the bank holds (seeds 0 and 1), the third holds seed 0's too:
+    three supports (two on one item) written in a constant number of queries, the same rows, versions,
+    counters and audit events as proposing them one after the other."""
+    one_by_one_bank, together_bank = _bank_with_seeds(owner, 0.92), _bank_with_seeds(owner, 0.92)
+    common = dict(origin="success", source_task_id="t", model="m", prompt_version="v", verdict_label="success")
+    one_by_one = [memory_items_propose(bank=one_by_one_bank, proposals=[p], **common)[0] for p in _proposals()]
+    with CaptureQueriesContext(connection) as captured:
+        together = memory_items_propose(bank=together_bank, proposals=_proposals(), **common)
+    # near-duplicates: savepoint pair, scan settings, the search; consolidation: the items locked,
+    # supports, counters, latest versions, versions, audit events (the bank's team read once); the new item, its
+    # version, its audit event: the same whatever the number of lessons found again
+    assert len(captured) <= 13, [q["sql"][:60] for q in captured.captured_queries]
+    assert sum("FOR UPDATE" in q["sql"] for q in captured.captured_queries) == 1
+
+    seeds = {t: MemoryItem.objects.get(bank=together_bank, title=t) for t, _d, _c in SEEDS}
+    assert [i.pk for i in together] == [
+        seeds[SEEDS[0][0]].pk,
+        seeds[SEEDS[1][0]].pk,
+        seeds[SEEDS[0][0]].pk,
+        together[3].pk,
+    ]
+    assert [getattr(i, "supported_by", None) is not None for i in together] == [True, True, True, False]
+    assert [i.support_count for i in together[:3]] == [1, 1, 2]  # each entry as it was right after its support
+    assert together[3].title == PROPOSED[3][0] and together[3].status == "proposed"
+    assert [i.title for i in one_by_one] == [i.title for i in together]
+    history = _history(together_bank)
+    assert history == _history(one_by_one_bank)
+    count, versions, supports, events = history[SEEDS[0][0]]
+    assert count == 2 and [(n, a) for n, a, _note, _s in versions] == [
+        (1, "created"),
+        (2, "supported"),
+        (3, "supported"),
+    ]
+    assert [title for _k, title, *_rest in supports] == [PROPOSED[0][0], PROPOSED[2][0]]
+    assert [a for a, _b, _after in events] == ["memory_item.created", "memory_item.supported", "memory_item.supported"]
+    assert events[2][1]["status"] == "approved" and PROPOSED[2][0] in events[2][2]["note"]
 
 
 def test_search_many_equals_search_one_by_one(owner):

@@ -1,15 +1,18 @@
-"""What one distillation writes, and in how many model calls (issue 14 goal 6:
-the pipeline's overhead per trajectory): the items and the new experience's
-task embedded in one batch, the items' first versions and audit events in
-one insert each — with the same rows as one at a time."""
+"""What one distillation writes, and in how many model calls and queries
+(issue 14 goal 6: the pipeline's overhead per trajectory): the items and the
+new experience's task embedded in one batch, the items' first versions and
+audit events in one insert each, lessons found again written as supports
+together — with the same rows as one at a time."""
 
 from __future__ import annotations
 
 import numpy as np
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from accounts.models import AuditEvent
 from memories.embeddings import embed_text, get_model, item_embedding_text
-from memories.models import MemoryItem
+from memories.models import MemoryItem, SupportKind
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
 from trajectories.models import Status
@@ -53,3 +56,34 @@ def test_a_distillations_versions_and_audit_events_are_each_items_own(fake_llm, 
     assert [(e.object_id, e.object_repr) for e in events] == [(str(i.public_id), str(i)) for i in items]
     assert [e.after["title"] for e in events] == [i.title for i in items]
     assert all(e.before is None and e.after["note"] == "distilled (success)" and e.team == t.bank.team for e in events)
+
+
+def test_a_trajectory_teaching_known_lessons_is_judged_and_distilled_in_a_bounded_number_of_queries(
+    fake_llm, make_trajectory
+):
+    fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
+    first = process_trajectory(make_trajectory())
+    items = list(MemoryItem.objects.filter(experience=first.experience).order_by("pk"))
+    later = make_trajectory()
+    fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)  # the same two lessons again
+
+    with CaptureQueriesContext(connection) as captured:
+        later = process_trajectory(later)
+
+    assert later.status == Status.DONE
+    assert later.status_detail == (
+        "0 memory items proposed for review. 2 the bank already holds, recorded as supporting evidence on it."
+    )
+    for item in items:
+        item.refresh_from_db()
+        (support,) = item.supports.all()
+        assert (item.support_count, support.kind, support.trajectory_ids) == (
+            1,
+            SupportKind.DISTILLED,
+            [str(later.public_id)],
+        )
+        assert [v.action for v in item.versions.order_by("number")] == ["created", "supported"]
+    # Judge and distill with their status moves; the lessons found again: their items locked in one query, then
+    # one insert each of supports, versions and audit events and one counter update, whatever their number
+    # (it was 9 queries per lesson), no savepoints of the services' own, and the row read back at the end.
+    assert len(captured) <= 34, "\n".join(q["sql"][:90] for q in captured.captured_queries)
