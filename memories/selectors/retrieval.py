@@ -157,9 +157,13 @@ def _approved_items_qs(
     return (qs if with_embedding else qs.defer("embedding")).order_by("distance")[:k]
 
 
+# pgvector stores vectors out of line (TOAST, storage EXTERNAL), and the CTE keeps a pointer to each:
+# comparing every candidate with every other read each embedding back from TOAST 2·n times (6 ms of a
+# 14 ms search at 100k, 20 candidates). ``vec`` is an exact in-memory copy (subvector of all its
+# dimensions), read from TOAST once per candidate when the CTE is built.
 _SIMILARITIES_SQL = (
-    "WITH c AS MATERIALIZED ({inner}) SELECT {columns},"
-    " ARRAY(SELECT 1 - (c.embedding <=> b.embedding) FROM c b ORDER BY {order_b}) AS similarities"
+    "WITH c AS MATERIALIZED (SELECT q.*, subvector(q.embedding, 1, vector_dims(q.embedding)) AS vec FROM ({inner}) q)"
+    " SELECT {columns}, ARRAY(SELECT 1 - (c.vec <=> b.vec) FROM c b ORDER BY {order_b}) AS similarities"
     " FROM c ORDER BY {order_c}"
 )
 
