@@ -7,8 +7,7 @@ from typing import Any
 from ninja import Schema
 from ninja.security import HttpBearer
 
-from accounts.selectors import api_token_for_secret
-from accounts.services import api_token_hit, api_token_touch
+from accounts.services import api_token_touch, api_token_use
 from reasoningbank_site.errors import Forbidden, NotAuthenticated, RateLimited
 
 
@@ -46,7 +45,9 @@ class TokenAuth(HttpBearer):
         super().__init__()
 
     def authenticate(self, request, token: str):
-        api_token = api_token_for_secret(raw=token.strip())
+        # The lookup and the rate count are one statement (api_token_use): one round trip per request.
+        use = api_token_use(raw=token.strip(), scope=self.scope)
+        api_token = use.token
         if api_token is None:
             raise NotAuthenticated("The API token is unknown, revoked or expired.")
         if self.scope is not None and not api_token.has_scope(self.scope):
@@ -58,7 +59,7 @@ class TokenAuth(HttpBearer):
             raise Forbidden(
                 "This bank is archived: it serves no memories and accepts no trajectories.", code="bank_archived"
             )
-        decision = api_token_hit(token=api_token, limit=api_token.bank.rate_limit_per_minute)
+        decision = use.decision
         if not decision.allowed:
             raise RateLimited(
                 f"Rate limit of {decision.limit} requests per minute per token exceeded; "

@@ -19,11 +19,15 @@ def _get(client, secret=None):
     return client.get(URL, **headers)
 
 
-def test_live_token_passes_and_sets_bank(client, bank, token):
-    response = _get(client, token)
+def test_live_token_passes_and_sets_bank(client, bank, token, django_assert_num_queries):
+    with django_assert_num_queries(2):  # the token check with the rate count, and the first use's last_used_at
+        response = _get(client, token)
     assert response.status_code == 200
     assert response.json()["bank"] == str(bank.public_id)
     assert ApiToken.objects.get(prefix=token[:12]).last_used_at is not None
+    with django_assert_num_queries(1):  # last_used_at is written at most once a minute
+        assert _get(client, token).status_code == 200
+    assert TokenUsage.objects.get(token__prefix=token[:12]).count == 2
 
 
 @pytest.mark.parametrize(
@@ -51,6 +55,7 @@ def test_wrong_scope_is_403(client, bank):
     secret = factories.make_token(bank, scopes=("ingest",))
     response = _get(client, secret)
     assert response.status_code == 403 and response.json()["code"] == "missing_scope"
+    assert not TokenUsage.objects.filter(token__prefix=secret[:12]).exists()  # refused requests are not counted
 
 
 def test_archived_bank_is_403_bank_archived_and_unarchive_restores(client, bank, token, owner):
@@ -58,8 +63,10 @@ def test_archived_bank_is_403_bank_archived_and_unarchive_restores(client, bank,
     response = _get(client, token)
     assert response.status_code == 403
     assert response.json()["code"] == "bank_archived"
+    assert not TokenUsage.objects.filter(token__prefix=token[:12]).exists()  # refused requests are not counted
     services.bank_unarchive(bank=bank, actor=owner)
     assert _get(client, token).status_code == 200
+    assert TokenUsage.objects.get(token__prefix=token[:12]).count == 1
 
 
 def test_rate_limit_answers_429_with_retry_after(client, bank, token, owner):
