@@ -1,10 +1,11 @@
 """Ingest benchmark: many agents sending trajectories at once.
 
     python bench/ingest.py [--batch-clients 8] [--batches 10] [--batch-size 100]
-                           [--single-clients 12] [--singles 50] [--rounds R] [--port N] [--compare DIR]
+                           [--single-clients 12] [--singles 50] [--rounds R] [--port N]
+                           [--workers 2] [--threads 4] [--compare DIR [--compare-threads N]]
 
-Starts gunicorn (2 workers × 4 threads: one process per core, the threads
-overlap the database round trips), then
+Starts gunicorn as docker/entrypoint.sh does (2 workers × 4 threads: one
+process per core, the threads overlap the database round trips), then
 
 - **batch**: ``--batch-clients`` threads each send ``--batches`` requests of
   ``--batch-size`` trajectories to ``POST /api/v1/trajectories/batch``;
@@ -14,18 +15,23 @@ overlap the database round trips), then
 Every client keeps its HTTP connection open, as an agent's HTTP client does.
 The trajectories are realistic: 3–6 native steps or an OpenAI conversation,
 half with an ``external_id``, a third linking a retrieval of the bank, some with
-the agent's own outcome (the bank trusts it, so it records a judgment). The
-web server publishes one ``trajectories.process`` task per trajectory to a
-filesystem broker of its own (nobody consumes it).
+the agent's own outcome (the bank trusts it, so it records a judgment). Each
+web server publishes its tasks (``trajectories.process`` per single POST,
+``trajectories.process_many`` per batch, which a worker would fan out) to a
+filesystem broker folder of its own (nobody consumes it).
 
 Asserts every answer accepted every trajectory, then counts the bank's
-trajectories in the database and the retrievals' ``linked`` counters: nothing
-lost. Prints trajectories/s, request p50/p99 and the load average.
+trajectories in the database, the retrievals' ``linked`` counters and the agent
+judgments, and (embedded broker) that the queued tasks carry each stored
+trajectory exactly once: nothing lost. Prints trajectories/s, request p50/p99
+and the load average.
 
 ``--compare DIR`` also serves another checkout of the code (e.g. the commit
 before a change) against the same database (its own bank), and runs the
 phases of the two interleaved (order alternating per ``--rounds``), for a
-before/after measured under the same machine load."""
+before/after measured under the same machine load; ``--compare-threads N``
+serves that side with N threads per worker (1: gunicorn's sync worker).
+``CELERY_BROKER_URL=redis://…`` in the environment runs both on Redis."""
 
 from __future__ import annotations
 
