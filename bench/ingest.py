@@ -1,10 +1,11 @@
 """Ingest benchmark: many agents sending trajectories at once.
 
     python bench/ingest.py [--batch-clients 8] [--batches 10] [--batch-size 100]
-                           [--single-clients 12] [--singles 50] [--rounds R] [--port N] [--compare DIR]
+                           [--single-clients 12] [--singles 50] [--rounds R] [--port N]
+                           [--workers 2] [--threads 4] [--compare DIR [--compare-threads N]]
 
-Starts gunicorn (2 workers × 4 threads: one process per core, the threads
-overlap the database round trips), then
+Starts gunicorn as docker/entrypoint.sh does (2 workers × 4 threads: one
+process per core, the threads overlap the database round trips), then
 
 - **batch**: ``--batch-clients`` threads each send ``--batches`` requests of
   ``--batch-size`` trajectories to ``POST /api/v1/trajectories/batch``;
@@ -14,22 +15,28 @@ overlap the database round trips), then
 Every client keeps its HTTP connection open, as an agent's HTTP client does.
 The trajectories are realistic: 3–6 native steps or an OpenAI conversation,
 half with an ``external_id``, a third linking a retrieval of the bank, some with
-the agent's own outcome (the bank trusts it, so it records a judgment). The
-web server publishes one ``trajectories.process`` task per trajectory to a
-filesystem broker of its own (nobody consumes it).
+the agent's own outcome (the bank trusts it, so it records a judgment). Each
+web server publishes its tasks (``trajectories.process`` per single POST,
+``trajectories.process_many`` per batch, which a worker would fan out) to a
+filesystem broker folder of its own (nobody consumes it).
 
 Asserts every answer accepted every trajectory, then counts the bank's
-trajectories in the database and the retrievals' ``linked`` counters: nothing
-lost. Prints trajectories/s, request p50/p99 and the load average.
+trajectories in the database, the retrievals' ``linked`` counters and the agent
+judgments, and (embedded broker) that the queued tasks carry each stored
+trajectory exactly once: nothing lost. Prints trajectories/s, request p50/p99
+and the load average.
 
 ``--compare DIR`` also serves another checkout of the code (e.g. the commit
 before a change) against the same database (its own bank), and runs the
 phases of the two interleaved (order alternating per ``--rounds``), for a
-before/after measured under the same machine load."""
+before/after measured under the same machine load; ``--compare-threads N``
+serves that side with N threads per worker (1: gunicorn's sync worker).
+``CELERY_BROKER_URL=redis://…`` in the environment runs both on Redis."""
 
 from __future__ import annotations
 
 import argparse
+import base64
 import http.client
 import json
 import os
@@ -44,7 +51,7 @@ from pathlib import Path
 
 from common import pct, setup_django, start_server, stop_server
 
-WORKERS, THREADS = 2, 4
+WORKERS, THREADS = 2, 4  # docker/entrypoint.sh's defaults (WEB_CONCURRENCY, WEB_THREADS)
 RETRIEVALS = 50
 
 
@@ -106,11 +113,30 @@ def trajectory(n: int, retrieval_ids: list[str], tag: str) -> dict:
     return body
 
 
-def _wait_ready(base: str) -> None:
+def _queued_ids(folder: Path) -> tuple[list[int], int] | None:
+    """The trajectory ids the tasks in a filesystem broker's queue carry
+    (``trajectories.process``: one; ``trajectories.process_many``: a batch's),
+    and how many messages; None on another broker."""
+    if not (os.environ.get("CELERY_BROKER_URL") or os.environ.get("REDIS_URL") or "filesystem").startswith(
+        "filesystem"
+    ):
+        return None
+    ids, messages = [], 0
+    for path in (folder / "broker" / "queue").glob("*.msg"):
+        payload = json.loads(path.read_text())
+        args = json.loads(base64.b64decode(payload["body"]))[0]
+        task = payload["headers"]["task"]
+        assert task in ("trajectories.process", "trajectories.process_many"), task
+        ids += args[0] if task == "trajectories.process_many" else [args[0]]
+        messages += 1
+    return ids, messages
+
+
+def _wait_ready(base: str, workers: int) -> None:
     """Until /readyz answers 200 several times in a row: every worker has
     loaded the embedding model (its background load would compete with the timing)."""
     streak, deadline = 0, time.time() + 180
-    while streak < 4 * WORKERS:
+    while streak < 4 * workers:
         assert time.time() < deadline, "the web workers did not become ready within 180 s"
         try:
             with urllib.request.urlopen(f"{base}/readyz", timeout=10) as response:
@@ -192,6 +218,15 @@ def main() -> None:
     parser.add_argument("--singles", type=int, default=50, help="single POSTs per client and round")
     parser.add_argument("--rounds", type=int, default=1, help="rounds (each: batch, then single)")
     parser.add_argument("--port", type=int, default=None)
+    parser.add_argument("--workers", type=int, default=WORKERS, help="gunicorn workers (production's default)")
+    parser.add_argument("--threads", type=int, default=THREADS, help="threads per worker (production's default)")
+    parser.add_argument(
+        "--compare-threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="serve the --compare side with N threads per worker (1: gunicorn's sync worker) instead of --threads",
+    )
     parser.add_argument(
         "--compare",
         type=Path,
@@ -206,22 +241,25 @@ def main() -> None:
     from memories.models import RetrievalEvent
     from trajectories.models import Judgment, Trajectory
 
-    broker = tempfile.mkdtemp(prefix="rb-bench-ingest-broker-")
-    os.environ["RB_BROKER_DIR"] = broker  # the servers' tasks go to a folder of their own
+    broker = Path(tempfile.mkdtemp(prefix="rb-bench-ingest-broker-"))
     tag = uuid.uuid4().hex[:6]
     servers = {"this": None, **({"compare": args.compare} if args.compare else {})}
     started, scenes, phases = {}, {}, {name: {"batch": [], "single": []} for name in servers}
     try:
         for name, root in servers.items():
+            os.environ["RB_BROKER_DIR"] = str(broker / name)  # each server's tasks go to a folder of its own
             started[name] = start_server(
-                port=args.port if name == "this" else None, workers=WORKERS, threads=THREADS, root=root
+                port=args.port if name == "this" else None,
+                workers=args.workers,
+                threads=args.compare_threads if name == "compare" and args.compare_threads else args.threads,
+                root=root,
             )
             scenes[name] = _seed()
         for name, (_proc, base) in started.items():
-            _wait_ready(base)
+            _wait_ready(base, args.workers)
             _bank, token, retrieval_ids = scenes[name]
             warm = Client(base, token)
-            for n in range(2 * WORKERS):  # one request per worker before timing (imports, first connection)
+            for n in range(2 * args.workers):  # one request per worker before timing (imports, first connection)
                 status, _answer, _ms = warm.post("/api/v1/trajectories", trajectory(n, retrieval_ids, f"{tag}-warm"))
                 assert status == 202, status
         for r in range(args.rounds):
@@ -231,15 +269,18 @@ def main() -> None:
                     _bank, token, retrieval_ids = scenes[name]
                     base = started[name][1]
                     phases[name][kind].append(_phase(base, token, retrieval_ids, f"{tag}-{kind}-{r}", args, kind))
+        queued = {name: _queued_ids(broker / name) for name in servers}
     finally:
         for proc, _base in started.values():
             stop_server(proc)
         shutil.rmtree(broker, ignore_errors=True)
 
-    warm_n = 2 * WORKERS
+    warm_n = 2 * args.workers
     for name, root in servers.items():
         bank, _token, _ids = scenes[name]
         label = "this checkout" if root is None else str(root)
+        threads = args.compare_threads if name == "compare" and args.compare_threads else args.threads
+        label += f" ({args.workers}x{threads})"
         for kind in ("batch", "single"):
             runs = phases[name][kind]
             n, wall = sum(p["n"] for p in runs), sum(p["wall"] for p in runs)
@@ -263,6 +304,10 @@ def main() -> None:
         assert stored == sent, f"{sent - stored} trajectories lost"
         assert linked == with_retrieval, f"retrievals count {linked} linked trajectories, expected {with_retrieval}"
         assert judged == outcomes, f"{judged} agent judgments, expected {outcomes}"
+        if queued[name] is not None:
+            pks = set(Trajectory.objects.filter(bank=bank).values_list("pk", flat=True))
+            print(f"queued: server={label} messages={queued[name][1]} trajectories={len(queued[name][0])}")
+            assert sorted(queued[name][0]) == sorted(pks), "the queued tasks are not one per stored trajectory"
 
 
 if __name__ == "__main__":

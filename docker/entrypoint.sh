@@ -1,7 +1,9 @@
 #!/bin/sh
 # One image, several roles:
 #   migrate apply the migrations, then exit (compose runs it once, before web and workers start)
-#   web     gunicorn on :8000; with RB_MIGRATE_ON_START=1 it migrates first (a single-container run)
+#   web     gunicorn on :8000 (WEB_CONCURRENCY processes × WEB_THREADS threads: the threads overlap the
+#           requests' database and broker waits and share their process's embedding model);
+#           with RB_MIGRATE_ON_START=1 it migrates first (a single-container run)
 #   worker  a Celery worker (scale it: `docker compose up --scale worker=3`)
 #   beat    the Celery beat scheduler (run exactly one)
 #   mcp     the MCP server (streamable HTTP on :8001), forwarding tool calls to RB_MCP_API_URL
@@ -28,6 +30,7 @@ case "$role" in
     exec gunicorn reasoningbank_site.wsgi:application \
       --bind "0.0.0.0:${PORT:-8000}" \
       --workers "${WEB_CONCURRENCY:-2}" \
+      --threads "${WEB_THREADS:-4}" \
       --timeout "${GUNICORN_TIMEOUT:-60}" \
       --forwarded-allow-ips "${FORWARDED_ALLOW_IPS:-127.0.0.1}" \
       --access-logfile - \

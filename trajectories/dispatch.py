@@ -33,6 +33,8 @@ from trajectories.models import Status, Trajectory
 from trajectories.transitions import trajectory_move_many
 
 PROCESS = "trajectories.process"
+# One message for the rows of one ingest transaction (a batch): a worker publishes PROCESS for each.
+PROCESS_MANY = "trajectories.process_many"
 DISTILL_GROUP = "trajectories.distill_group"
 # Rows one dispatcher run publishes at most (the next run, seconds later, takes the rest).
 DISPATCH_BATCH = 1000
@@ -52,6 +54,37 @@ def trajectory_enqueue(trajectory_id: int) -> None:
     enqueue_on_commit(
         PROCESS, trajectory_id, on_failure=functools.partial(trajectories_unqueue, trajectory_ids=[trajectory_id])
     )
+
+
+def trajectories_enqueue(trajectory_ids: list[int]) -> None:
+    """Enqueue ``trajectories.process`` for each of these rows after commit,
+    as one ``trajectories.process_many`` message when there are several (an
+    ingested batch: the web process publishes once, a worker fans it out with
+    trajectories_fan_out); when that publish fails, every row is marked
+    unqueued for the dispatcher."""
+    if len(trajectory_ids) == 1:
+        trajectory_enqueue(trajectory_ids[0])
+    elif trajectory_ids:
+        ids = list(trajectory_ids)
+        enqueue_on_commit(PROCESS_MANY, ids, on_failure=functools.partial(trajectories_unqueue, trajectory_ids=ids))
+
+
+@transaction.atomic
+def trajectories_fan_out(*, trajectory_ids: list[int]) -> list[int]:
+    """A worker's half of trajectories_enqueue: publish ``trajectories.process``
+    for each of these rows not yet picked up (``received``: a redelivered
+    message skips rows already under way; a row deleted since is gone), each
+    marked unqueued for the dispatcher if its publish fails, and return their
+    ids. The rows keep the ``enqueued_at`` of their ingest, so the sweeper's
+    staleness clock is unchanged."""
+    ids = list(
+        Trajectory.objects.filter(pk__in=trajectory_ids, status=Status.RECEIVED)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    for pk in ids:
+        trajectory_enqueue(pk)
+    return ids
 
 
 def trajectories_claim(rows: QuerySet[Trajectory], *, also: dict | None = None) -> list[int]:

@@ -23,13 +23,15 @@ from memories.services import (
     memory_item_flag,
     memory_item_supersede,
     retrieval_outcome_change,
+    retrieval_outcomes_apply,
     retrieval_tallies_rebuild,
+    retrievals_lock_for_outcomes,
 )
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.errors import DomainError, Invalid, TooLarge
 from reasoningbank_site.text import counted
 from trajectories import otlp
-from trajectories.dispatch import trajectory_enqueue
+from trajectories.dispatch import trajectories_enqueue, trajectory_enqueue
 from trajectories.models import InputFormat, Judgment, JudgmentSource, Label, Status, TraceSpan, Trajectory
 from trajectories.normalize import NormalizeError, inferred_final_answer, normalize_trajectory
 from trajectories.schemas import TrajectoryIn
@@ -54,12 +56,13 @@ def _agent_label(*, bank: Bank, outcome: str | None, reward: float | None) -> tu
 
 
 def _retrieval_for(*, bank: Bank, retrieval_id) -> RetrievalEvent | None:
+    """The bank's retrieval ``retrieval_id``, locked for its outcome counters (see _stored)."""
     if retrieval_id is None:
         return None
-    retrieval = RetrievalEvent.objects.filter(bank=bank, public_id=retrieval_id).only("pk").first()
-    if retrieval is None:
+    found = retrievals_lock_for_outcomes(RetrievalEvent.objects.filter(bank=bank, public_id=retrieval_id))
+    if not found:
         raise _unknown_retrieval(retrieval_id)
-    return retrieval
+    return found[0]
 
 
 def _unknown_retrieval(retrieval_id) -> Invalid:
@@ -132,20 +135,20 @@ def _outcome_changes(built: list[_Built]) -> dict[int, dict[str, int]]:
     return changes
 
 
-def _stored(built: list[_Built]) -> None:
+def _stored(built: list[_Built], retrievals: list[RetrievalEvent]) -> None:
     """After the rows of ``built`` are inserted: their agent judgments (one
-    insert), the linked retrievals' counters (in primary-key order: see
-    _lock_linked_retrievals) and one ``trajectories.process`` per trajectory
-    after commit (trajectories.dispatch: a failed publish is left to the dispatcher)."""
+    insert), the linked retrievals' counters (``retrievals``, locked by the
+    caller in primary-key order: one UPDATE, one tallies INSERT) and
+    ``trajectories.process`` for each trajectory after commit
+    (trajectories.dispatch: a failed publish is left to the dispatcher)."""
     Judgment.objects.bulk_create(
         Judgment(trajectory=b.trajectory, source=JudgmentSource.AGENT, label=b.signal[0], rationale=b.signal[1])
         for b in built
         if b.signal is not None
     )
-    for retrieval_pk, change in sorted(_outcome_changes(built).items()):
-        retrieval_outcome_change(retrieval_id=retrieval_pk, **change)
-    for b in built:
-        trajectory_enqueue(b.trajectory.pk)  # a failed publish leaves the row to the dispatcher
+    changes = _outcome_changes(built)
+    retrieval_outcomes_apply(events=[r for r in retrievals if r.pk in changes], changes=changes)
+    trajectories_enqueue([b.trajectory.pk for b in built])  # a failed publish leaves the rows to the dispatcher
 
 
 @transaction.atomic
@@ -193,7 +196,7 @@ def trajectory_ingest(
             return Trajectory.objects.get(bank=bank, external_id=payload.external_id), False
     else:  # nothing unique to race on: no savepoint
         built.trajectory.save(force_insert=True)
-    _stored([built])
+    _stored([built], [retrieval] if retrieval else [])
     return built.trajectory, True
 
 
@@ -281,9 +284,10 @@ def trajectory_ingest_batch(*, bank: Bank, token: ApiToken | None, items: list[A
             payload = TrajectoryIn.model_validate(item)
             b = _trajectory_build(bank=bank, token=token, payload=payload, input_format=None)
             if payload.retrieval_id is not None:
-                b.trajectory.retrieval_id = retrievals.get(payload.retrieval_id)
-                if b.trajectory.retrieval_id is None:
+                retrieval = retrievals.get(payload.retrieval_id)
+                if retrieval is None:
                     raise _unknown_retrieval(payload.retrieval_id)
+                b.trajectory.retrieval_id = retrieval.pk
             built.append((index, b))
         except Exception as exc:
             results[index] = _item_error(index, exc)
@@ -320,7 +324,7 @@ def trajectory_ingest_batch(*, bank: Bank, token: ApiToken | None, items: list[A
             else:
                 results[index] = BatchItemResult(index=index, trajectory=trajectory, created=created)
         return [results[i] for i in range(len(items))]
-    _stored([b for _i, b in new])
+    _stored([b for _i, b in new], list(retrievals.values()))
     by_external_id = {b.payload.external_id: b.trajectory for _i, b in new if b.payload.external_id}
     for index, b in new:
         results[index] = BatchItemResult(index=index, trajectory=b.trajectory, created=True)
@@ -329,12 +333,12 @@ def trajectory_ingest_batch(*, bank: Bank, token: ApiToken | None, items: list[A
     return [results[i] for i in range(len(items))]
 
 
-def _lock_linked_retrievals(*, bank: Bank, items: list[Any]) -> dict[uuid.UUID, int]:
+def _lock_linked_retrievals(*, bank: Bank, items: list[Any]) -> dict[uuid.UUID, RetrievalEvent]:
     """Lock the retrievals a batch links, in primary-key order, before any item
     does: linking updates a retrieval's outcome counters under its row lock,
     and two batches taking the same rows in different orders would deadlock
-    (the pattern of issue 17). Returns the bank's retrievals found, public id →
-    primary key. Unknown or malformed ids are left to the items."""
+    (the pattern of issue 17). Returns the bank's retrievals found (loaded
+    for their counters), by public id. Unknown or malformed ids are left to the items."""
     ids = set()
     for item in items:
         if not isinstance(item, dict):
@@ -345,8 +349,8 @@ def _lock_linked_retrievals(*, bank: Bank, items: list[Any]) -> dict[uuid.UUID, 
             continue
     if not ids:
         return {}
-    locked = RetrievalEvent.objects.select_for_update().filter(bank=bank, public_id__in=ids).order_by("pk")
-    return {public_id: pk for pk, public_id in locked.values_list("pk", "public_id")}
+    locked = retrievals_lock_for_outcomes(RetrievalEvent.objects.filter(bank=bank, public_id__in=ids))
+    return {r.public_id: r for r in locked}
 
 
 def _effective_verdict(judgments: list[Judgment]) -> str:

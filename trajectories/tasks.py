@@ -24,7 +24,12 @@ from django.db.models import QuerySet
 
 from reasoningbank_site.celery import db_outage_retry
 from reasoningbank_site.text import counted
-from trajectories.dispatch import pipeline_dispatch, trajectories_park, trajectories_schedule_retry
+from trajectories.dispatch import (
+    pipeline_dispatch,
+    trajectories_fan_out,
+    trajectories_park,
+    trajectories_schedule_retry,
+)
 from trajectories.experiments import experiment_fail, experiment_run
 from trajectories.llm import LLMTransientError
 from trajectories.models import Status, Trajectory
@@ -76,6 +81,12 @@ def trajectory_process_task(self, trajectory_id: int) -> None:
         trajectory_advance(trajectory_id=trajectory_id)
     except LLMTransientError as exc:
         return _retry_or_park(self, exc, _rows_of(exc, trajectory_id), "The LLM")
+
+
+@shared_task(name="trajectories.process_many", ignore_result=True, acks_late=True, **db_outage_retry())
+def trajectories_process_many_task(trajectory_ids: list[int]) -> None:
+    """An ingested batch: one ``trajectories.process`` per trajectory (see trajectories.dispatch)."""
+    trajectories_fan_out(trajectory_ids=trajectory_ids)
 
 
 @shared_task(bind=True, name="trajectories.distill", ignore_result=True, acks_late=True, **db_outage_retry())

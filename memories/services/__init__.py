@@ -49,8 +49,10 @@ from memories.services.retrieval import (
 from memories.services.reverts import memory_item_last_decision, memory_item_revert
 from memories.services.tallies import (
     retrieval_outcome_change,
+    retrieval_outcomes_apply,
     retrieval_tallies_compact,
     retrieval_tallies_rebuild,
+    retrievals_lock_for_outcomes,
 )
 from memories.services.transitions import ITEM_REVERTS, ITEM_TRANSITIONS, item_status_move
 
@@ -86,11 +88,13 @@ __all__ = [
     "memory_items_propose",
     "memory_items_support_record",
     "retrieval_outcome_change",
+    "retrieval_outcomes_apply",
     "retrieval_perform",
     "retrieval_preview",
     "retrieval_tallies_compact",
     "retrieval_tallies_rebuild",
     "retrieval_warm_up",
+    "retrievals_lock_for_outcomes",
     "review_assignment_create",
     "review_assignment_delete",
     "review_presence_touch",

@@ -1,7 +1,7 @@
 """The production topology, started from processes (these machines have no
 Docker engine): a separately started PostgreSQL + pgvector reached only
 through DATABASE_URL, redis-server, ``manage.py migrate`` run once as its own
-step, gunicorn with 2 workers, two separate Celery worker processes and one
+step, gunicorn with 2 workers × 4 threads, two separate Celery worker processes and one
 beat, and a fake LLM (tests/fake_llm.py) they all call over HTTP.
 
 Used by tests/production (pytest, session-scoped) and bench/recovery.py, so it
@@ -533,6 +533,8 @@ class Topology:
                     f"127.0.0.1:{self.web_port}",
                     "--workers",
                     str(self.web_workers),
+                    "--threads",
+                    "4",
                     "--timeout",
                     "60",
                     "--access-logfile",

@@ -234,6 +234,40 @@ def test_beat_housekeeping_runs_on_its_own_queue(settings):
     for entry in settings.CELERY_BEAT_SCHEDULE.values():
         assert celery_module.app.amqp.router.route({}, entry["task"])["queue"].name == "maintenance", entry["task"]
     assert celery_module.app.amqp.router.route({}, "trajectories.process")["queue"].name == "celery"
+    assert celery_module.app.amqp.router.route({}, "trajectories.process_many")["queue"].name == "celery"
+
+
+def test_a_batch_is_one_message_that_a_worker_fans_out_to_the_rows_not_yet_picked_up(
+    make_trajectory, broker_queue, monkeypatch, django_capture_on_commit_callbacks
+):
+    rows = [make_trajectory(task=f"batch item {n}", external_id=f"b{n}") for n in range(4)]
+    ids = [t.pk for t in rows]
+    before = set(broker_queue.glob("*.msg"))
+    with django_capture_on_commit_callbacks(execute=True):
+        dispatch.trajectories_enqueue(ids)
+    assert queued_tasks(broker_queue, before) == [("trajectories.process_many", f"({ids},)")]
+
+    # Redelivered after a worker took one row and the agent deleted another: only the others are sent.
+    Trajectory.objects.filter(pk=ids[1]).update(status=Status.JUDGING)
+    Trajectory.objects.filter(pk=ids[2]).delete()
+    before = set(broker_queue.glob("*.msg"))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert dispatch.trajectories_fan_out(trajectory_ids=ids) == [ids[0], ids[3]]
+    assert sorted(queued_tasks(broker_queue, before)) == sorted(
+        ("trajectories.process", f"({pk},)") for pk in (ids[0], ids[3])
+    )
+
+    # The batch's one publish fails: every row is left to the dispatcher.
+    monkeypatch.setitem(celery_module._broker_down_until, "until", 0.0)
+    monkeypatch.setattr(celery_module, "_publish", lambda task, args: (_ for _ in ()).throw(ConnectionError("down")))
+    with django_capture_on_commit_callbacks(execute=True):
+        dispatch.trajectories_enqueue([ids[0], ids[3]])
+    monkeypatch.undo()
+    assert set(Trajectory.objects.filter(pk__in=ids).values_list("pk", "enqueued_at")) == {
+        (ids[0], None),
+        (ids[1], rows[1].enqueued_at),
+        (ids[3], None),
+    }
 
 
 def test_the_happy_path_marks_the_queue_entry_in_the_insert_itself(

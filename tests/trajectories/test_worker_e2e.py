@@ -54,3 +54,21 @@ def test_ingested_trajectory_is_judged_and_distilled_by_the_worker(fake_llm, cel
     assert all(i.status == ItemStatus.PROPOSED and i.origin == ItemOrigin.FAILURE for i in items)
     assert len(fake_llm.requests) == 2
     assert "trajectories.process" in celery_worker.log()
+
+    # A batch is one message; the worker fans it out to one trajectories.process per trajectory.
+    response = client.post(
+        "/api/v1/trajectories/batch",
+        data={"trajectories": [{"task": f"Batch task {n}", "steps": factories.STEPS} for n in range(2)]},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+    assert response.status_code == 200 and response.json()["accepted"] == 2, response.content
+    batch = Trajectory.objects.filter(bank=bank, task__startswith="Batch task")
+    wait_for(
+        lambda: all(t.status in (Status.DONE, Status.NEEDS_ATTENTION) for t in batch.all()),
+        timeout=120,
+        what="the worker to judge and distill the batch",
+    )
+    assert [(t.status, t.verdict) for t in batch.all()] == [(Status.DONE, "failure")] * 2
+    assert len(fake_llm.requests) == 6  # each judged and distilled once
+    assert "trajectories.process_many" in celery_worker.log()
