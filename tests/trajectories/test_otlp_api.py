@@ -173,9 +173,10 @@ def test_sdk_exporter_one_span_per_export_and_reexport_is_idempotent(live_server
     assert Trajectory.objects.filter(bank=bank).count() == 1
 
     # A retrying exporter sends the whole trace again: the same trajectory, nothing buffered.
-    _provider2, again = sdk(live_server.url, token)
+    provider2, again = sdk(live_server.url, token)
     assert again.export(memory.get_finished_spans()) == SpanExportResult.SUCCESS
     provider.shutdown()
+    provider2.shutdown()  # closes its exporter's kept-alive connection (and the live server's database session)
     trajectory = Trajectory.objects.get(bank=bank)
     assert TraceSpan.objects.count() == 0
     tool_result = next(s for s in trajectory.steps if s["kind"] == "tool_result")
@@ -296,6 +297,7 @@ def test_wrong_scope_is_403_status_in_the_request_encoding(live_server, bank):
     with provider.get_tracer("t").start_as_current_span("x", attributes={"gen_ai.operation.name": "chat"}):
         pass
     assert exporter.export(memory.get_finished_spans()) == SpanExportResult.FAILURE
+    provider.shutdown()
     response = httpx.post(
         live_server.url + PATH,
         content=encode_spans(memory.get_finished_spans()).SerializeToString(),
