@@ -29,7 +29,7 @@ from functools import cached_property
 from django.contrib.postgres.search import SearchQuery, SearchVectorField
 from django.core.exceptions import FieldDoesNotExist
 from django.core.paginator import Paginator
-from django.db import models
+from django.db import connections, models
 from django.db.models import Expression, QuerySet
 
 SEARCH_CONFIG = "simple"
@@ -80,7 +80,7 @@ def is_text_searched(qs) -> bool:
     return isinstance(qs, QuerySet) and _ALIAS in qs.query.annotations
 
 
-# Fields Python orders as PostgreSQL does (text is left out: collations differ).
+# The list pages' sort fields (numeric and date); a list sorted otherwise is paged as by Paginator.
 _SORTABLE = (models.DateTimeField, models.DateField, models.IntegerField, models.AutoField, models.FloatField)
 
 
@@ -105,9 +105,9 @@ def _sort_keys(qs: QuerySet) -> list[tuple[str, bool]] | None:
 class SearchPaginator(Paginator):
     """A Paginator that, for a text-searched queryset ordered by plain fields,
     counts at most ``SEARCH_COUNT_CAP`` matches (``capped`` when there are
-    more) and, below the cap, reads every match's key and sort fields in one
-    query (answered from the GIN index), sorts them in Python exactly as the
-    queryset's ORDER BY, and fetches the page's rows by primary key. Past the
+    more) and, below the cap, reads every match's key in one query (answered
+    from the GIN index, sorted as the queryset's ORDER BY), and fetches the
+    page's rows by primary key. Past the
     cap (a word in most rows) the page is the queryset's own ordered slice:
     matches are dense, so the sort index finds a page quickly. Any other
     queryset is paged as by Paginator."""
@@ -122,16 +122,11 @@ class SearchPaginator(Paginator):
     def count(self) -> int:
         if self._keys is None:
             return super().count
-        fields = [name for name, _ in self._keys]
-        rows = list(self.object_list.order_by().values_list("pk", *fields)[: SEARCH_COUNT_CAP + 1])
-        if len(rows) > SEARCH_COUNT_CAP:
-            self.capped = True
+        self._matches = _ordered_keys(self.object_list, self._keys)
+        if len(self._matches) > SEARCH_COUNT_CAP:
+            self.capped, self._matches = True, None
             return SEARCH_COUNT_CAP
-        for position in reversed(range(len(fields))):  # stable sorts, last key first: ORDER BY a, b
-            # NULLs last ascending, first descending, as in PostgreSQL.
-            rows.sort(key=lambda row: (row[position + 1] is None, row[position + 1]), reverse=self._keys[position][1])
-        self._matches = [row[0] for row in rows]
-        return len(rows)
+        return len(self._matches)
 
     def page(self, number):
         number = self.validate_number(number)  # reads count
@@ -144,6 +139,22 @@ class SearchPaginator(Paginator):
         wanted = self._matches[bottom:top]
         found = {row.pk: row for row in _by_primary_key(self.object_list, wanted)}
         return self._get_page([found[pk] for pk in wanted if pk in found], number, self)
+
+
+def _ordered_keys(qs: QuerySet, keys: list[tuple[str, bool]]) -> list:
+    """The primary keys of at most ``SEARCH_COUNT_CAP`` + 1 matches of ``qs``
+    (any of them: the inner LIMIT lets PostgreSQL stop at that many), in the
+    order of ``keys`` (sorted by PostgreSQL around that LIMIT, so only the keys
+    come back: reading the sort fields into Python and sorting them there cost
+    ~3 ms of CPU for 639 matches)."""
+    fields = [name for name, _ in keys]
+    sql, params = qs.order_by().values_list("pk", *fields)[: SEARCH_COUNT_CAP + 1].query.sql_with_params()
+    connection = connections[qs.db]
+    quote = connection.ops.quote_name
+    order = ", ".join(f"matched.{quote(name)}{' DESC' if descending else ''}" for name, descending in keys)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT matched.{quote('pk')} FROM ({sql}) matched ORDER BY {order}", params)
+        return [row[0] for row in cursor.fetchall()]
 
 
 def _by_primary_key(qs: QuerySet, pks: list) -> QuerySet:
