@@ -18,9 +18,9 @@ escaped), which PostgreSQL splits with the same parser as the documents
 ``SearchPaginator`` pages a searched list without letting PostgreSQL walk the
 list's sort index and re-parse every row's text (its estimate of how many rows
 a prefix query matches is rough, and a wrong guess cost 300 ms at 100k items):
-one query reads the keys of at most ``SEARCH_COUNT_CAP`` + 1 matches, the page
-is cut from them in Python and fetched by primary key (without matching the
-text a second time)."""
+one query reads the keys of the first ``SEARCH_COUNT_CAP`` + 1 matches in the
+list's order, the page is cut from them in Python and fetched by primary key
+(without matching the text a second time)."""
 
 from __future__ import annotations
 
@@ -105,10 +105,10 @@ def _sort_keys(qs: QuerySet) -> list[tuple[str, bool]] | None:
 class SearchPaginator(Paginator):
     """A Paginator that, for a text-searched queryset ordered by plain fields,
     counts at most ``SEARCH_COUNT_CAP`` matches (``capped`` when there are
-    more) and, below the cap, reads every match's key in one query (answered
-    from the GIN index, sorted as the queryset's ORDER BY), and fetches the
-    page's rows by primary key. Past the
-    cap (a word in most rows) the page is the queryset's own ordered slice:
+    more), reading the keys of the first ``SEARCH_COUNT_CAP`` + 1 in the
+    queryset's order in one query (answered from the GIN index), and fetches
+    a page's rows by primary key. When the head of the list decides the cap
+    (a word in most rows), the page is the queryset's own ordered slice:
     matches are dense, so the sort index finds a page quickly. Any other
     queryset is paged as by Paginator."""
 
@@ -124,7 +124,9 @@ class SearchPaginator(Paginator):
             return super().count
         self._matches = _ordered_keys(self.object_list, self._keys)
         if self._matches is None or len(self._matches) > SEARCH_COUNT_CAP:
-            self.capped, self._matches = True, None
+            self.capped = True
+            if self._matches is not None:
+                del self._matches[SEARCH_COUNT_CAP:]  # the pages of the first 1,000 (as many as the pager offers)
             return SEARCH_COUNT_CAP
         return len(self._matches)
 
@@ -145,25 +147,26 @@ DENSE_HEAD_MISSES = 50  # the list's first 1,050 rows holding fewer misses than 
 
 
 def _ordered_keys(qs: QuerySet, keys: list[tuple[str, bool]]) -> list | None:
-    """The primary keys of at most ``SEARCH_COUNT_CAP`` + 1 matches of ``qs``
-    (any of them: the inner LIMIT lets PostgreSQL stop at that many), in the
-    order of ``keys`` (sorted by PostgreSQL around that LIMIT, so only the keys
-    come back: reading the sort fields into Python and sorting them there cost
-    ~3 ms of CPU for 639 matches). None, without that search, when the list's
-    first ``SEARCH_COUNT_CAP`` + ``DENSE_HEAD_MISSES`` rows in its own order
-    miss the text fewer than ``DENSE_HEAD_MISSES`` times: more than the cap
-    match. PostgreSQL cannot estimate a prefix match in a table with fewer than
-    100 common words (it then guesses 2% of the rows) and answered a word in
-    every row from the GIN index, a bitmap of all 100k (15-25 ms); that probe
-    walks the sort index and stops at its 50th miss (0.1 ms for a rare word,
-    1 ms for a word in every row). One statement: the search runs only when
-    the probe says it must."""
-    fields = [name for name, _ in keys]
-    sql, params = qs.order_by().values_list("pk", *fields)[: SEARCH_COUNT_CAP + 1].query.sql_with_params()
+    """The primary keys of the first ``SEARCH_COUNT_CAP`` + 1 matches of
+    ``qs`` in its order (``keys``): only the keys come back (reading the sort
+    fields into Python and sorting them there cost ~3 ms of CPU for 639
+    matches), and past the cap they give the pages too (the ordered slice of a
+    page searched the text once more: 5-15 ms at 100k).
+
+    None, without that search, when the list's first ``SEARCH_COUNT_CAP`` +
+    ``DENSE_HEAD_MISSES`` rows in its own order miss the text fewer than
+    ``DENSE_HEAD_MISSES`` times (more than the cap match). PostgreSQL cannot
+    estimate a prefix match in a table with fewer than 100 common words (it
+    guesses 2% of the rows) and answered a word in every row from the GIN
+    index, a bitmap of all 100k (15-25 ms under load); this probe walks the
+    sort index and stops at its 50th miss (0.1 ms for a rare word, 1 ms for a
+    word in every row). One statement: the search runs only when the probe
+    cannot decide."""
+    fields = [name for name, _ in keys if name != "pk"]  # the key is read as "pk" anyway
+    sql, params = qs.values_list("pk", *fields)[: SEARCH_COUNT_CAP + 1].query.sql_with_params()
     connection = connections[qs.db]
     quote = connection.ops.quote_name
-    order = ", ".join(f"matched.{quote(name)}{' DESC' if descending else ''}" for name, descending in keys)
-    found = f"SELECT matched.{quote('pk')} AS pk FROM ({sql}) matched"
+    order = ", ".join(f"found.{quote(name)}{' DESC' if descending else ''}" for name, descending in keys)
     head, match = _without_text_match(qs)
     if match is None or qs.query.distinct:
         dense, dense_params = "false", []
@@ -180,7 +183,7 @@ def _ordered_keys(qs: QuerySet, keys: list[tuple[str, bool]]) -> list | None:
         dense_params = [*head_params, *head_params]
     statement = (
         f"SELECT probe.dense, found.pk FROM (SELECT {dense} AS dense OFFSET 0) probe"  # OFFSET 0: one probe, not one per use
-        f" LEFT JOIN LATERAL ({found} WHERE NOT probe.dense ORDER BY {order}) found ON true"
+        f" LEFT JOIN LATERAL (SELECT * FROM ({sql}) matched WHERE NOT probe.dense) found ON true ORDER BY {order}"
     )
     with connection.cursor() as cursor:
         cursor.execute(statement, [*dense_params, *params])
