@@ -183,7 +183,8 @@ def _ordered_keys(qs: QuerySet, keys: list[tuple[str, bool]]) -> list | None:
         dense_params = [*head_params, *head_params]
     statement = (
         f"SELECT probe.dense, found.pk FROM (SELECT {dense} AS dense OFFSET 0) probe"  # OFFSET 0: one probe, not one per use
-        f" LEFT JOIN LATERAL (SELECT * FROM ({sql}) matched WHERE NOT probe.dense) found ON true ORDER BY {order}"
+        # OFFSET 0 again: the gate stays a one-time filter above the search (pulled up, it ran the search and filtered after)
+        f" LEFT JOIN LATERAL (SELECT * FROM ({sql}) matched WHERE NOT probe.dense OFFSET 0) found ON true ORDER BY {order}"
     )
     with connection.cursor() as cursor:
         cursor.execute(statement, [*dense_params, *params])
