@@ -78,7 +78,9 @@ def _queue_row_links(request, bank, items, queue_qs: str) -> dict:
         item.focus_url = focus(item.public_id)
         item.open_url = _with_query(item.focus_url, queue_qs)
         item.pid = mark_safe(item.public_id)  # a UUID: nothing to escape
-        item.seen = mark_safe(item.seen_version)  # an int: printed as str() prints it (no thousands separator)
+        # An int (str() prints it as the template did: no thousands separator); "" as before where the
+        # caller did not annotate the row (a reverted row: the decision then checks no version).
+        item.seen = mark_safe(getattr(item, "seen_version", ""))
     return {
         "review_url": reverse("memories:review", kwargs={"bank_id": bank.public_id}),
         "here": request.get_full_path(),
