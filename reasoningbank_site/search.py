@@ -18,9 +18,9 @@ escaped), which PostgreSQL splits with the same parser as the documents
 ``SearchPaginator`` pages a searched list without letting PostgreSQL walk the
 list's sort index and re-parse every row's text (its estimate of how many rows
 a prefix query matches is rough, and a wrong guess cost 300 ms at 100k items):
-one query reads the keys of at most ``SEARCH_COUNT_CAP`` + 1 matches, the page
-is cut from them in Python and fetched by primary key (without matching the
-text a second time)."""
+one query reads the keys of the first ``SEARCH_COUNT_CAP`` + 1 matches in the
+list's order, the page is cut from them in Python and fetched by primary key
+(without matching the text a second time)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from functools import cached_property
 from django.contrib.postgres.search import SearchQuery, SearchVectorField
 from django.core.exceptions import FieldDoesNotExist
 from django.core.paginator import Paginator
-from django.db import models
+from django.db import connections, models
 from django.db.models import Expression, QuerySet
 
 SEARCH_CONFIG = "simple"
@@ -80,7 +80,7 @@ def is_text_searched(qs) -> bool:
     return isinstance(qs, QuerySet) and _ALIAS in qs.query.annotations
 
 
-# Fields Python orders as PostgreSQL does (text is left out: collations differ).
+# The list pages' sort fields (numeric and date); a list sorted otherwise is paged as by Paginator.
 _SORTABLE = (models.DateTimeField, models.DateField, models.IntegerField, models.AutoField, models.FloatField)
 
 
@@ -105,10 +105,10 @@ def _sort_keys(qs: QuerySet) -> list[tuple[str, bool]] | None:
 class SearchPaginator(Paginator):
     """A Paginator that, for a text-searched queryset ordered by plain fields,
     counts at most ``SEARCH_COUNT_CAP`` matches (``capped`` when there are
-    more) and, below the cap, reads every match's key and sort fields in one
-    query (answered from the GIN index), sorts them in Python exactly as the
-    queryset's ORDER BY, and fetches the page's rows by primary key. Past the
-    cap (a word in most rows) the page is the queryset's own ordered slice:
+    more), reading the keys of the first ``SEARCH_COUNT_CAP`` + 1 in the
+    queryset's order in one query (answered from the GIN index), and fetches
+    a page's rows by primary key. When the head of the list decides the cap
+    (a word in most rows), the page is the queryset's own ordered slice:
     matches are dense, so the sort index finds a page quickly. Any other
     queryset is paged as by Paginator."""
 
@@ -122,16 +122,13 @@ class SearchPaginator(Paginator):
     def count(self) -> int:
         if self._keys is None:
             return super().count
-        fields = [name for name, _ in self._keys]
-        rows = list(self.object_list.order_by().values_list("pk", *fields)[: SEARCH_COUNT_CAP + 1])
-        if len(rows) > SEARCH_COUNT_CAP:
+        self._matches = _ordered_keys(self.object_list, self._keys)
+        if self._matches is None or len(self._matches) > SEARCH_COUNT_CAP:
             self.capped = True
+            if self._matches is not None:
+                del self._matches[SEARCH_COUNT_CAP:]  # the pages of the first 1,000 (as many as the pager offers)
             return SEARCH_COUNT_CAP
-        for position in reversed(range(len(fields))):  # stable sorts, last key first: ORDER BY a, b
-            # NULLs last ascending, first descending, as in PostgreSQL.
-            rows.sort(key=lambda row: (row[position + 1] is None, row[position + 1]), reverse=self._keys[position][1])
-        self._matches = [row[0] for row in rows]
-        return len(rows)
+        return len(self._matches)
 
     def page(self, number):
         number = self.validate_number(number)  # reads count
@@ -146,14 +143,73 @@ class SearchPaginator(Paginator):
         return self._get_page([found[pk] for pk in wanted if pk in found], number, self)
 
 
+DENSE_HEAD_MISSES = 50  # the list's first 1,050 rows holding fewer misses than this: more than 1,000 matches
+
+
+def _ordered_keys(qs: QuerySet, keys: list[tuple[str, bool]]) -> list | None:
+    """The primary keys of the first ``SEARCH_COUNT_CAP`` + 1 matches of
+    ``qs`` in its order (``keys``): only the keys come back (reading the sort
+    fields into Python and sorting them there cost ~3 ms of CPU for 639
+    matches), and past the cap they give the pages too (the ordered slice of a
+    page searched the text once more: 5-15 ms at 100k).
+
+    None, without that search, when the list's first ``SEARCH_COUNT_CAP`` +
+    ``DENSE_HEAD_MISSES`` rows in its own order miss the text fewer than
+    ``DENSE_HEAD_MISSES`` times (more than the cap match). PostgreSQL cannot
+    estimate a prefix match in a table with fewer than 100 common words (it
+    guesses 2% of the rows) and answered a word in every row from the GIN
+    index, a bitmap of all 100k (15-25 ms under load); this probe walks the
+    sort index and stops at its 50th miss (0.1 ms for a rare word, 1 ms for a
+    word in every row). One statement: the search runs only when the probe
+    cannot decide."""
+    fields = [name for name, _ in keys if name != "pk"]  # the key is read as "pk" anyway
+    sql, params = qs.values_list("pk", *fields)[: SEARCH_COUNT_CAP + 1].query.sql_with_params()
+    connection = connections[qs.db]
+    quote = connection.ops.quote_name
+    order = ", ".join(f"found.{quote(name)}{' DESC' if descending else ''}" for name, descending in keys)
+    head, match = _without_text_match(qs)
+    if match is None or qs.query.distinct:
+        dense, dense_params = "false", []
+    else:  # the list's head in its order, each row with whether it matches
+        head_sql, head_params = (
+            head.annotate(_hit=match)
+            .values_list("_hit")[: SEARCH_COUNT_CAP + DENSE_HEAD_MISSES]
+            .query.sql_with_params()
+        )
+        dense = (
+            f"CASE WHEN (SELECT count(*) FROM (SELECT 1 FROM ({head_sql}) h WHERE NOT h._hit LIMIT {DENSE_HEAD_MISSES}) misses)"
+            f" < {DENSE_HEAD_MISSES} THEN EXISTS (SELECT 1 FROM ({head_sql}) h WHERE h._hit OFFSET {SEARCH_COUNT_CAP}) ELSE false END"
+        )
+        dense_params = [*head_params, *head_params]
+    statement = (
+        f"SELECT probe.dense, found.pk FROM (SELECT {dense} AS dense OFFSET 0) probe"  # OFFSET 0: one probe, not one per use
+        # OFFSET 0 again: the gate stays a one-time filter above the search (pulled up, it ran the search and filtered after)
+        f" LEFT JOIN LATERAL (SELECT * FROM ({sql}) matched WHERE NOT probe.dense OFFSET 0) found ON true ORDER BY {order}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(statement, [*dense_params, *params])
+        rows = cursor.fetchall()
+    if rows[0][0]:
+        return None
+    return [pk for _, pk in rows if pk is not None]
+
+
+def _without_text_match(qs: QuerySet) -> tuple[QuerySet, object]:
+    """``qs`` without its text match, and that match (None, and ``qs``
+    unchanged, unless it is one of the AND-ed filters)."""
+    qs = qs._chain()
+    where = qs.query.where
+    matches = [c for c in where.children if isinstance(getattr(c, "lhs", None), SearchColumn)]
+    if where.connector != "AND" or where.negated or len(matches) != 1:
+        return qs, None
+    where.children = [c for c in where.children if c is not matches[0]]
+    return qs, matches[0]
+
+
 def _by_primary_key(qs: QuerySet, pks: list) -> QuerySet:
     """The rows of ``qs`` with primary keys ``pks`` (found by its search a moment
     ago), looked up by primary key under its other filters but not the text
     match again: PostgreSQL guesses a prefix query matches a few rows and would
     answer it from the GIN index once more (4-8 ms at 100k trajectories) rather
     than read the page's 50 rows by key."""
-    qs = qs.order_by().filter(pk__in=pks)
-    where = qs.query.where
-    if where.connector == "AND" and not where.negated:
-        where.children = [c for c in where.children if not isinstance(getattr(c, "lhs", None), SearchColumn)]
-    return qs
+    return _without_text_match(qs)[0].order_by().filter(pk__in=pks)

@@ -1,8 +1,11 @@
 """Template helpers shared by every page."""
 
+import datetime
+
 from django import template
 from django.template.defaultfilters import stringfilter
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.utils.text import Truncator, add_truncation_text, calculate_truncate_chars_length
 
 from accounts.audit_diff import audit_changes as _audit_changes
@@ -42,6 +45,15 @@ def bank_nav(context, bank):
 def ago(value) -> str:
     """ "just now" under a minute, else "3 minutes ago" (reasoningbank_site.text.ago)."""
     return _ago(value)
+
+
+@register.filter(expects_localtime=True)
+def iso(value) -> str:
+    """``date:'c'`` (ISO 8601, in the current time zone) without the format
+    machinery: ~12 µs a row through ``date``, for a "… ago" cell's title."""
+    if not isinstance(value, datetime.date):
+        return ""
+    return mark_safe(value.isoformat())  # digits, "-", ":", "T", "+" and ".": nothing to escape
 
 
 @register.filter(is_safe=True)

@@ -157,7 +157,7 @@ def test_searches_are_answered_from_the_gin_indexes(bank, items):
 
 
 def test_searched_pages_keep_the_lists_order_ties_included(bank):
-    # The search paginator sorts the matches in Python: it must agree with the list's ORDER BY to the row.
+    # The search paginator sorts the matches' keys apart from the rows: it must agree with the list's ORDER BY to the row.
     rows = bulk_items(bank, 120)
     same = timezone.now()
     MemoryItem.objects.filter(pk__in=[r.pk for r in rows[::2]]).update(created_at=same, updated_at=same)
@@ -187,6 +187,41 @@ def test_past_the_cap_the_count_says_plus_and_pages_stay_in_order(client, owner,
     client.force_login(owner)
     html = client.get(reverse("memories:review", kwargs={"bank_id": bank.public_id}), {"q": "lesson"}).content.decode()
     assert "20+ proposed" in html and "Lesson 0<" in html
+
+
+def searched_in(sql: str) -> bool:
+    """Whether PostgreSQL ran a scan matching the text in ``sql`` (the head's
+    walk computes the match in its output, which a plain EXPLAIN does not show)."""
+    with connection.cursor() as cur:
+        cur.execute("EXPLAIN (ANALYZE) " + sql)
+        node, ran = "", False
+        for (line,) in cur.fetchall():
+            node = line if "(cost=" in line else node
+            ran = ran or ("@@" in line and "never executed" not in node)
+        return ran
+
+
+@pytest.mark.parametrize(
+    "renamed, expected, searched",
+    [
+        (range(0), (20, True), False),  # every row matches: the walk of the list's head caps it, no text search
+        (range(10), (20, True), True),  # ten misses first: the text search counts (35 matches)
+        (range(20, 45), (20, False), True),  # the head's first 20 rows match, then none: exactly 20, not capped
+        (range(0, 45, 2), (20, True), True),  # every other row: the text search counts (22 matches)
+    ],
+)
+def test_a_word_in_most_rows_is_capped_by_walking_the_head_of_the_list(bank, monkeypatch, renamed, expected, searched):
+    monkeypatch.setattr(search, "SEARCH_COUNT_CAP", 20)
+    monkeypatch.setattr(search, "DENSE_HEAD_MISSES", 5)  # the head: the list's first 25 rows
+    rows = bulk_items(bank, 45)  # the queue's order: as created
+    MemoryItem.objects.filter(pk__in=[rows[i].pk for i in renamed]).update(title="Other", description="", content="")
+    qs = selectors.review_queue(bank=bank, text="lesson")
+    paginator = SearchPaginator(qs, 10)
+    with CaptureQueriesContext(connection) as captured:
+        assert (paginator.count, paginator.capped) == expected
+    assert searched_in(captured.captured_queries[0]["sql"]) is searched
+    shown = [row.pk for n in paginator.page_range for row in paginator.page(n).object_list]
+    assert shown == list(qs.values_list("pk", flat=True))[:20]
 
 
 def test_agent_filters_list_the_recent_agents_once_each(client, owner, bank, other_bank):
