@@ -53,8 +53,9 @@ def _ensure_database(server) -> None:
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DB_NAME]).fetchone()
         if not exists:
-            # Another process may win the race to create it.
-            with contextlib.suppress(psycopg.errors.DuplicateDatabase):
+            # Another process may win the race to create it: PostgreSQL says so as a duplicate database, or, when
+            # both got past the check at once, as a unique violation on its catalog (two bench processes starting).
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
                 conn.execute(f'CREATE DATABASE "{DB_NAME}"')
 
 
