@@ -317,15 +317,6 @@ def compare(args) -> None:
     """This checkout and ``args.compare`` side by side, in alternating batches."""
     trees = {"this": ROOT, "compare": args.compare.resolve()}
     common = ["--trajectories", str(args.trajectories), "--seed-items", str(args.seed_items)]
-    procs = {}
-    for name, root in trees.items():
-        procs[name] = subprocess.Popen(
-            [sys.executable, __file__, "--child", "--root", str(root), *common],
-            cwd=root,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
 
     def answer(proc, prefix: str) -> str:
         for line in proc.stdout:
@@ -334,8 +325,16 @@ def compare(args) -> None:
             print(line, end="")
         raise RuntimeError(f"a child exited before answering {prefix!r}")
 
-    for proc in procs.values():
-        answer(proc, "READY")
+    procs = {}
+    for name, root in trees.items():  # one after the other: the first creates and migrates the database
+        procs[name] = subprocess.Popen(
+            [sys.executable, __file__, "--child", "--root", str(root), *common],
+            cwd=root,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        answer(procs[name], "READY")
     order, left = list(procs), {name: args.trajectories - 1 for name in procs}
     while any(left.values()):
         for name in order:
