@@ -12,6 +12,7 @@ every connection opened after (trajectories.apps), by ``register``."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -45,5 +46,9 @@ class ListDumper(PsycopgListDumper):
 
 
 def register() -> None:
-    """Use ListDumper for lists in text format on every connection opened from now on."""
+    """Use ListDumper for lists in text format on every connection opened from now on, if psycopg's
+    ``_dump_list`` (a private method) still has the shape overridden here; otherwise keep psycopg's own, slower
+    but correct, rather than fail on every bulk insert after an upgrade."""
+    if list(inspect.signature(PsycopgListDumper._dump_list).parameters) != ["self", "obj", "tokens", "needs_quotes"]:
+        return
     psycopg.adapters.register_dumper(list, ListDumper)
