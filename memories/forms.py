@@ -12,6 +12,7 @@ from reasoningbank_site.formfields import (
     BoundedDateField,
     PlainCheckboxInput,
     PlainDateInput,
+    PlainLabelsMixin,
     PlainSelect,
     PlainTextInput,
     agent_select,
@@ -21,8 +22,8 @@ from reasoningbank_site.text import scrub_text
 VERDICT_CHOICES = [("", "any verdict"), ("success", "success"), ("failure", "failure")]
 
 
-class ReviewFilterForm(forms.Form):
-    """The queue's filters; its widgets are printed by Python (the same HTML, without the template engine)."""
+class ReviewFilterForm(PlainLabelsMixin, forms.Form):
+    """The queue's filters; its widgets and labels are printed by Python (the same HTML, without the template engine)."""
 
     q = forms.CharField(
         required=False,
@@ -57,7 +58,7 @@ class ReviewFilterForm(forms.Form):
         }
 
 
-class ItemListFilterForm(forms.Form):
+class ItemListFilterForm(PlainLabelsMixin, forms.Form):
     status = forms.ChoiceField(required=False, choices=[("", "all"), *ItemStatus.choices], widget=PlainSelect)
     q = forms.CharField(
         required=False,

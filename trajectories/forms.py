@@ -2,12 +2,12 @@
 
 from django import forms
 
-from reasoningbank_site.formfields import PlainSelect, PlainTextInput, agent_select
+from reasoningbank_site.formfields import PlainLabelsMixin, PlainSelect, PlainTextInput, agent_select
 from trajectories.models import Label, PromptName, PromptVersion, Status
 from trajectories.prompts import MAX_PROMPT_CHARS, prompt_problems
 
 
-class TrajectoryFilterForm(forms.Form):
+class TrajectoryFilterForm(PlainLabelsMixin, forms.Form):
     q = forms.CharField(
         required=False,
         max_length=200,
