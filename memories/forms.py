@@ -8,25 +8,35 @@ from django import forms
 from accounts.models import MAX_TOP_K
 from memories.models import TAG_MAX_LENGTH, TAGS_MAX, ItemOrigin, ItemStatus, MemoryItem, normalize_tags
 from memories.selectors import RetrievalFilters
-from reasoningbank_site.formfields import BoundedDateField, agent_select
+from reasoningbank_site.formfields import (
+    BoundedDateField,
+    PlainCheckboxInput,
+    PlainDateInput,
+    PlainLabelsMixin,
+    PlainSelect,
+    PlainTextInput,
+    agent_select,
+)
 from reasoningbank_site.text import scrub_text
 
 VERDICT_CHOICES = [("", "any verdict"), ("success", "success"), ("failure", "failure")]
 
 
-class ReviewFilterForm(forms.Form):
+class ReviewFilterForm(PlainLabelsMixin, forms.Form):
+    """The queue's filters; its widgets and labels are printed by Python (the same HTML, without the template engine)."""
+
     q = forms.CharField(
         required=False,
         max_length=200,
         label="Search",
-        widget=forms.TextInput(attrs={"type": "search", "placeholder": "title, description, content"}),
+        widget=PlainTextInput(attrs={"type": "search", "placeholder": "title, description, content"}),
     )
-    origin = forms.ChoiceField(required=False, choices=[("", "any origin"), *ItemOrigin.choices])
-    verdict = forms.ChoiceField(required=False, choices=VERDICT_CHOICES)
+    origin = forms.ChoiceField(required=False, choices=[("", "any origin"), *ItemOrigin.choices], widget=PlainSelect)
+    verdict = forms.ChoiceField(required=False, choices=VERDICT_CHOICES, widget=PlainSelect)
     agent = forms.CharField(required=False, max_length=200)
-    date_from = BoundedDateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
-    date_to = BoundedDateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
-    dup = forms.BooleanField(required=False, label="Has near-duplicate")
+    date_from = BoundedDateField(required=False, label="From", widget=PlainDateInput(attrs={"type": "date"}))
+    date_to = BoundedDateField(required=False, label="To", widget=PlainDateInput(attrs={"type": "date"}))
+    dup = forms.BooleanField(required=False, label="Has near-duplicate", widget=PlainCheckboxInput)
 
     def __init__(self, *args, agents=tuple, **kwargs):
         """``agents``: a callable giving the dropdown's agent names (called only to render it)."""
@@ -48,13 +58,13 @@ class ReviewFilterForm(forms.Form):
         }
 
 
-class ItemListFilterForm(forms.Form):
-    status = forms.ChoiceField(required=False, choices=[("", "all"), *ItemStatus.choices])
+class ItemListFilterForm(PlainLabelsMixin, forms.Form):
+    status = forms.ChoiceField(required=False, choices=[("", "all"), *ItemStatus.choices], widget=PlainSelect)
     q = forms.CharField(
         required=False,
         max_length=200,
         label="Search",
-        widget=forms.TextInput(attrs={"type": "search", "placeholder": "title, description, content"}),
+        widget=PlainTextInput(attrs={"type": "search", "placeholder": "title, description, content"}),
     )
 
 

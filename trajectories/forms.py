@@ -2,21 +2,23 @@
 
 from django import forms
 
-from reasoningbank_site.formfields import agent_select
+from reasoningbank_site.formfields import PlainLabelsMixin, PlainSelect, PlainTextInput, agent_select
 from trajectories.models import Label, PromptName, PromptVersion, Status
 from trajectories.prompts import MAX_PROMPT_CHARS, prompt_problems
 
 
-class TrajectoryFilterForm(forms.Form):
+class TrajectoryFilterForm(PlainLabelsMixin, forms.Form):
     q = forms.CharField(
         required=False,
         max_length=200,
         label="Search",
-        widget=forms.TextInput(attrs={"type": "search", "placeholder": "task, answer or task id"}),
+        widget=PlainTextInput(attrs={"type": "search", "placeholder": "task, answer or task id"}),
     )
-    status = forms.ChoiceField(required=False, choices=[("", "any status"), *Status.choices])
+    status = forms.ChoiceField(required=False, choices=[("", "any status"), *Status.choices], widget=PlainSelect)
     verdict = forms.ChoiceField(
-        required=False, choices=[("", "any verdict"), *Label.choices, ("none", "no verdict yet")]
+        required=False,
+        choices=[("", "any verdict"), *Label.choices, ("none", "no verdict yet")],
+        widget=PlainSelect,
     )
     agent = forms.CharField(required=False, max_length=200)
 
