@@ -16,6 +16,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from reasoningbank_site.db import commit_without_waiting_for_disk
 from trajectories.models import Status, Trajectory
 
 S = Status
@@ -83,8 +84,7 @@ def trajectory_take(trajectory_id: int, *, from_: str | Iterable[str], to: str, 
     if connection.in_atomic_block:
         return trajectory_move(trajectory_id, from_=from_, to=to, detail=detail)
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        commit_without_waiting_for_disk()
         return trajectory_move(trajectory_id, from_=from_, to=to, detail=detail)
 
 
