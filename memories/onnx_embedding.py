@@ -63,7 +63,9 @@ def unsupported_reason(location: str) -> str:
         return "its transformer is not at the model's root"
     pooling = _read_json(root / modules[1].get("path", "") / "config.json") or {}
     modes = {key: value for key, value in pooling.items() if key.startswith("pooling_mode_")}
-    if modes.get("pooling_mode_mean_tokens") is not True or any(v for k, v in modes.items() if k != "pooling_mode_mean_tokens"):
+    if modes.get("pooling_mode_mean_tokens") is not True or any(
+        v for k, v in modes.items() if k != "pooling_mode_mean_tokens"
+    ):
         return "its pooling is not the mean of the tokens"
     if (_read_json(root / "config.json") or {}).get("model_type") not in MODEL_TYPES:
         return f"its transformer is not one of {sorted(MODEL_TYPES)}"
@@ -107,7 +109,10 @@ def export_to(location: str, target: Path) -> None:
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))
     try:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")])),
+        }
         done = subprocess.run(
             [sys.executable, "-m", "memories.onnx_export", str(Path(location).resolve()), str(work / "model.onnx")],
             env=env,

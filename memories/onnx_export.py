@@ -20,8 +20,8 @@ import sys
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import torch  # noqa: E402
-from sentence_transformers import SentenceTransformer  # noqa: E402
+import torch
+from sentence_transformers import SentenceTransformer
 
 OPSET = 17
 EXAMPLE = ["a short one", "a longer example sentence, so the first row of the batch is padded"]
