@@ -1,0 +1,104 @@
+"""The embedding runtimes: ONNX Runtime (the default) gives the vectors
+sentence-transformers on PyTorch gives, reuses its export, and any model it
+cannot reproduce (or RB_EMBEDDING_RUNTIME=torch) runs on PyTorch."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from sentence_transformers import SentenceTransformer
+
+from memories import embeddings, onnx_embedding
+from memories.embeddings import embed_texts, get_model
+from memories.onnx_embedding import OnnxSentenceEncoder
+
+TEXTS = [
+    "",
+    "a",
+    "find the cheapest flight from Boston to Denver next week",
+    "Sign in before looking for account data",
+    "Type dates instead of clicking the calendar widget\nUse when a form has a date picker.\nType an ISO date.",
+    "When a search returns nothing, broaden the query terms and retry before giving up",
+    "Ünïcödé ÀÉÎ — naïve café, 日本語のテキスト, Ελληνικά, emoji 🚀🧠",
+    "  surrounding spaces and\ttabs\n\n",
+    "UPPER CASE TEXT SHOULD MATCH lower case text",
+    "word " * 400,  # far more than 256 word pieces: truncated
+    "antidisestablishmentarianism " * 120,
+    "x" * 3000,
+    "1234567890 3.14159 2026-11-22T11:00:00Z",
+    "<div class='price'>$19.99</div> click #checkout",
+    "SELECT * FROM items WHERE id = 42;",
+    "Verify the account balance before transferring funds between two accounts, then log it",
+    "Hotels: compare the total price with taxes, not the nightly rate",
+    "Trains: book the return leg before the outbound sells out",
+    "Open the settings menu, then the privacy tab, then clear the cookies",
+    "no",
+]
+QUERIES = ["book a cheap flight", "clear browser cookies", "log in to see my orders", "pick a date in a form"]
+
+
+@pytest.fixture
+def runtime(settings):
+    """Switch RB_EMBEDDING_RUNTIME; the loaded models are cached per (location, runtime)."""
+
+    def use(name):
+        settings.RB_EMBEDDING_RUNTIME = name
+        return get_model()
+
+    return use
+
+
+def test_onnx_vectors_are_the_torch_vectors_and_rank_the_same(runtime):
+    assert isinstance(runtime("torch"), SentenceTransformer)
+    torch_texts, torch_queries = embed_texts(TEXTS), embed_texts(QUERIES)
+    assert isinstance(runtime("onnx"), OnnxSentenceEncoder)
+    onnx_texts, onnx_queries = embed_texts(TEXTS), embed_texts(QUERIES)
+
+    assert onnx_texts.shape == (len(TEXTS), 384) and onnx_texts.dtype == np.float32
+    assert np.abs(onnx_texts - torch_texts).max() <= 1e-5
+    assert np.abs(onnx_queries - torch_queries).max() <= 1e-5
+    assert np.allclose(np.linalg.norm(onnx_texts, axis=1), 1.0, atol=1e-5)
+    # One at a time (no padding) equals the batch: the attention mask is honoured.
+    assert np.abs(np.stack([embed_texts([t])[0] for t in TEXTS[:6]]) - onnx_texts[:6]).max() <= 1e-5
+    # A retrieval over these texts ranks them the same.
+    top = lambda q, d: np.argsort(-(q @ d.T), axis=1, kind="stable")[:, :5]  # noqa: E731
+    assert (top(onnx_queries, onnx_texts) == top(torch_queries, torch_texts)).all()
+
+
+def test_a_second_load_reuses_the_export(runtime, monkeypatch):
+    runtime("onnx")  # exported by now (by this process or an earlier one)
+    embeddings._load.cache_clear()
+
+    def no_export(*args):
+        raise AssertionError("exported again")
+
+    monkeypatch.setattr(onnx_embedding, "export_to", no_export)
+    assert isinstance(runtime("onnx"), OnnxSentenceEncoder)
+    assert embeddings.model_is_loaded()
+
+
+def test_other_models_and_runtime_torch_run_on_pytorch(runtime, settings, tmp_path):
+    assert isinstance(runtime("torch"), SentenceTransformer)
+    assert embeddings.model_is_loaded()
+    mean_pooled = embed_texts(QUERIES)
+
+    # A model whose pooling is not the mean (here: its CLS token) cannot be reproduced: PyTorch, even with "onnx".
+    location = embeddings._model_location()
+    assert onnx_embedding.unsupported_reason(location) == ""
+    copy = tmp_path / "cls-model"
+    shutil.copytree(location, copy, ignore=shutil.ignore_patterns("*.safetensors"))
+    (copy / "model.safetensors").symlink_to(f"{location}/model.safetensors")
+    pooling = json.loads((copy / "1_Pooling" / "config.json").read_text())
+    (copy / "1_Pooling" / "config.json").write_text(
+        json.dumps({**pooling, "pooling_mode_mean_tokens": False, "pooling_mode_cls_token": True})
+    )
+    assert "pooling" in onnx_embedding.unsupported_reason(str(copy))
+    settings.RB_EMBEDDING_MODEL = str(copy)
+    assert isinstance(runtime("onnx"), SentenceTransformer)
+    assert embeddings.model_is_loaded()
+    cls_pooled = embed_texts(QUERIES)
+    assert cls_pooled.shape == (len(QUERIES), 384) and np.abs(cls_pooled - mean_pooled).max() > 1e-2
+    # Nor can a pipeline without its Normalize module.
+    (copy / "modules.json").write_text(json.dumps(json.loads((copy / "modules.json").read_text())[:2]))
+    assert "modules" in onnx_embedding.unsupported_reason(str(copy))
