@@ -42,6 +42,8 @@ EXPORT_FORMAT = 1
 MODEL_TYPES = {"bert"}
 MODULE_TYPES = ["Transformer", "Pooling", "Normalize"]
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# Padded tokens per model call at most: 4096 = 16 texts of 256 word pieces (~300 MB of attention scores at the peak).
+BATCH_TOKENS = 4096
 
 
 def _read_json(path: Path) -> dict | list | None:
@@ -150,20 +152,20 @@ class OnnxSentenceEncoder:
         self.dimension = int(config["hidden_size"])
         self.tokenizer = Tokenizer.from_file(str(root / "tokenizer.json"))
         # What the Hugging Face fast tokenizer does under sentence-transformers: truncate to
-        # max_seq_length (longest first), pad to the longest text of the batch.
+        # max_seq_length (longest first); each batch is padded here, to its longest text.
         self.tokenizer.enable_truncation(max_length=max_length, strategy="longest_first")
-        padding = self.tokenizer.padding or {}  # the pad token from tokenizer.json, not its fixed length
-        self.tokenizer.enable_padding(
-            pad_id=padding.get("pad_id", 0),
-            pad_type_id=padding.get("pad_type_id", 0),
-            pad_token=padding.get("pad_token", "[PAD]"),
-        )
+        padding = self.tokenizer.padding or {}  # the pad token from tokenizer.json (not its fixed length)
+        self.pad_id, self.pad_type_id = padding.get("pad_id", 0), padding.get("pad_type_id", 0)
+        self.tokenizer.no_padding()
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
         # Idle threads sleep instead of spinning: the cores are shared with the web and database processes.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # No arena: it would keep a long batch's peak (hundreds of MB of attention scores) for the
+        # process's lifetime; freed, a query's memory goes back at once (no measurable cost per call).
+        options.enable_cpu_mem_arena = False
         self.session = onnxruntime.InferenceSession(
             str(export_dir / "model.onnx"), options, providers=["CPUExecutionProvider"]
         )
@@ -174,24 +176,34 @@ class OnnxSentenceEncoder:
     def encode(self, texts: list[str], batch_size: int = 32, **_kwargs) -> np.ndarray:
         """Normalized float32 vectors of ``texts``, one row each, in order.
         Batches group texts of similar length (longest first, as
-        sentence-transformers does), so little is padded."""
-        vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
-        order = np.argsort([-len(text) for text in texts], kind="stable")
-        for start in range(0, len(texts), batch_size):
-            rows = order[start : start + batch_size]
-            vectors[rows] = self._encode_batch([texts[i] for i in rows])
+        sentence-transformers does), so little is padded, and hold at most
+        ``batch_size`` texts and ``BATCH_TOKENS`` padded tokens, which bounds
+        the attention's memory (rows × heads × length²)."""
+        encodings = self.tokenizer.encode_batch(list(texts))
+        vectors = np.empty((len(encodings), self.dimension), dtype=np.float32)
+        order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))
+        start = 0
+        while start < len(order):
+            longest = len(encodings[order[start]].ids)
+            rows = order[start : start + max(1, min(batch_size, BATCH_TOKENS // longest))]
+            vectors[rows] = self._encode_batch([encodings[i] for i in rows])
+            start += len(rows)
         return vectors
 
-    def _encode_batch(self, texts: list[str]) -> np.ndarray:
-        encodings = self.tokenizer.encode_batch(texts)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    def _encode_batch(self, encodings: list) -> np.ndarray:
+        width = len(encodings[0].ids)  # the longest: the batch is sorted
         columns = {
-            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-            "attention_mask": mask,
-            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+            "input_ids": np.full((len(encodings), width), self.pad_id, dtype=np.int64),
+            "attention_mask": np.zeros((len(encodings), width), dtype=np.int64),
+            "token_type_ids": np.full((len(encodings), width), self.pad_type_id, dtype=np.int64),
         }
+        for row, encoding in enumerate(encodings):
+            n = len(encoding.ids)
+            columns["input_ids"][row, :n] = encoding.ids
+            columns["attention_mask"][row, :n] = 1
+            columns["token_type_ids"][row, :n] = encoding.type_ids
         (hidden,) = self.session.run(["last_hidden_state"], {name: columns[name] for name in self.input_names})
-        weights = mask[:, :, None].astype(np.float32)
+        weights = columns["attention_mask"][:, :, None].astype(np.float32)
         # sentence-transformers' mean pooling (token count clamped at 1e-9) and Normalize (norm clamped at 1e-12).
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
