@@ -281,6 +281,8 @@ def test_assigning_a_slice_filters_the_queue_and_names_the_assignee(client, owne
     b = Client()
     b.force_login(bob)
     assert "No proposed item matches" in b.get(_url("review", bank), {"assigned": "me"}).content.decode()
+    searched = b.get(_url("review", bank), {"assigned": "me", "q": "source"})  # nothing to search in (was a 500)
+    assert searched.status_code == 200 and "No proposed item matches" in searched.content.decode()
 
     remove = reverse(
         "memories:review_assignment_remove", kwargs={"bank_id": bank.public_id, "assignment_id": assignment.public_id}
