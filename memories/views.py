@@ -186,7 +186,7 @@ def review(request, bank_id):
     assignments, mine = collab.bank_assignments(bank=bank), request.GET.get("assigned") == "me"
     if mine:
         queue = collab.queue_assigned_to(queue, assignments=assignments, user=request.user)
-    page = _page(queue, request.GET.get("page"))
+    page = _page(collab.queue_rows_read_along(queue, user=request.user), request.GET.get("page"))
     collab.queue_rows_annotate(items=page.object_list, assignments=assignments, user=request.user)
     context = {
         **_queue_row_links(request, bank, page.object_list, _queue_query(request.GET)),

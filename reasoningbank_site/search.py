@@ -27,7 +27,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from django.contrib.postgres.search import SearchQuery, SearchVectorField
-from django.core.exceptions import FieldDoesNotExist
+from django.core.exceptions import EmptyResultSet, FieldDoesNotExist
 from django.core.paginator import Paginator
 from django.db import connections, models
 from django.db.models import Expression, QuerySet
@@ -122,7 +122,10 @@ class SearchPaginator(Paginator):
     def count(self) -> int:
         if self._keys is None:
             return super().count
-        self._matches = _ordered_keys(self.object_list, self._keys)
+        try:
+            self._matches = _ordered_keys(self.object_list, self._keys)
+        except EmptyResultSet:  # a filter that can match nothing (none(), pk__in=[]): Django has no SQL for it
+            self._matches = []
         if self._matches is None or len(self._matches) > SEARCH_COUNT_CAP:
             self.capped = True
             if self._matches is not None:

@@ -8,7 +8,9 @@ from collections.abc import Iterable
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
-from django.db.models import Max, Q, QuerySet
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db.models import Max, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import Bank, Role
@@ -79,19 +81,39 @@ def queue_assigned_to(queue: QuerySet[MemoryItem], *, assignments: list[ReviewAs
     return queue.filter(q)
 
 
+def queue_rows_read_along(queue: QuerySet[MemoryItem], *, user) -> QuerySet[MemoryItem]:
+    """``queue`` reading with each row its ``seen_version`` and ``reviewed_by``
+    (as ``queue_rows_annotate`` sets them: the current version, the others who
+    have it open): two subqueries per row of the page, answered from their
+    indexes, instead of two more queries (~1.5 ms of a page of 50 rows)."""
+    since = timezone.now() - timedelta(seconds=PRESENCE_EXPIRY_SECONDS)
+    current = MemoryItemVersion.objects.filter(item=OuterRef("pk")).order_by("-number").values("number")[:1]
+    present = (
+        ReviewPresence.objects.filter(item=OuterRef("pk"), last_seen__gte=since)
+        .exclude(user=user)
+        .order_by("user__username")
+        .values("user__username")
+    )
+    return queue.annotate(seen_version=Coalesce(Subquery(current), 0), reviewed_by=ArraySubquery(present))
+
+
 def queue_rows_annotate(*, items: list[MemoryItem], assignments: list[ReviewAssignment], user) -> None:
     """Set on each queue row what the reviewers see: ``seen_version`` (sent back
-    with a decision), ``reviewed_by`` (others with it open) and ``assignees``."""
-    versions = item_versions(items=items)
-    present = item_present_reviewers(items=items, exclude_user=user)
+    with a decision), ``reviewed_by`` (others with it open) and ``assignees``.
+    Rows read through ``queue_rows_read_along`` carry the first two already."""
+    read_along = all(hasattr(item, "reviewed_by") for item in items)
+    if not read_along:
+        versions = item_versions(items=items)
+        present = item_present_reviewers(items=items, exclude_user=user)
     assignees: dict[int, set[str]] = defaultdict(set)
     ids = [item.pk for item in items]
     for a in assignments:  # one query per slice (a bank has a few), the same rule as the filter
         for pk in MemoryItem.objects.filter(pk__in=ids).filter(assignment_q(a)).values_list("pk", flat=True):
             assignees[pk].add(a.reviewer.get_username())
     for item in items:
-        item.seen_version = versions.get(item.pk, 0)
-        item.reviewed_by = present.get(item.pk, [])
+        if not read_along:
+            item.seen_version = versions.get(item.pk, 0)
+            item.reviewed_by = present.get(item.pk, [])
         item.assignees = sorted(assignees.get(item.pk, ()))
 
 

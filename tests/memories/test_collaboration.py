@@ -281,6 +281,8 @@ def test_assigning_a_slice_filters_the_queue_and_names_the_assignee(client, owne
     b = Client()
     b.force_login(bob)
     assert "No proposed item matches" in b.get(_url("review", bank), {"assigned": "me"}).content.decode()
+    searched = b.get(_url("review", bank), {"assigned": "me", "q": "source"})  # nothing to search in (was a 500)
+    assert searched.status_code == 200 and "No proposed item matches" in searched.content.decode()
 
     remove = reverse(
         "memories:review_assignment_remove", kwargs={"bank_id": bank.public_id, "assignment_id": assignment.public_id}
@@ -329,9 +331,22 @@ def test_the_queue_with_slices_and_presence_stays_within_a_few_queries(
         services.review_presence_touch(item=item, user=bob)
     client.force_login(alice)
     url = _url("review", bank)
-    with django_assert_max_num_queries(15):  # 14 measured: the queue's own, + slices, versions, presence
+    # 11 measured: session, user, bank with membership, slices (+ their items), the page (its rows' versions and
+    # presence read with them), a query per slice for the rows' assignees, the agent dropdown
+    with django_assert_max_num_queries(11):
         html = client.get(url).content.decode()
     assert html.count("being reviewed by bob") == 10 and html.count("→ alice") == 3
-    with django_assert_max_num_queries(15):
+    with django_assert_max_num_queries(11):
         mine = client.get(url, {"assigned": "me"}).content.decode()
     assert mine.count('<tr id="item-') == 3
+
+
+def test_a_queue_row_escapes_what_it_shows(client, bank, owner):
+    """The queue's rows are printed by Python (memories/templatetags/review_queue.py): escaped as the template was."""
+    propose_item(bank, title='<script>alert(1)</script> & "q"', description="<i>d</i>", content="<b>" + "x" * 300)
+    client.force_login(owner)
+    html = client.get(_url("review", bank)).content.decode()
+    assert "<script>alert" not in html and "<i>d" not in html and "<b>x" not in html
+    assert html.count("&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;q&quot;") == 3  # title, checkbox, reason
+    assert '<div class="muted small clamp">&lt;i&gt;d&lt;/i&gt;</div>' in html
+    assert "&lt;b&gt;" + "x" * 196 + "…</div>" in html  # the preview, cut at 200 characters
