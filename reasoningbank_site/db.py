@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from django.db import connection
-from django.db.models import Model
+from django.db.models import BooleanField, Model, QuerySet
+from django.db.models.expressions import RawSQL
 from django.db.models.sql import InsertQuery
 
 
@@ -56,3 +57,18 @@ def insert_without_waiting_for_disk(*objs: Model) -> None:
     for obj, pk in zip(objs, row, strict=True):
         obj.pk = pk
         obj._state.adding, obj._state.db = False, connection.alias
+
+
+def without_waiting_for_disk(queryset: QuerySet) -> QuerySet:
+    """``queryset`` filtered by ``set_config('synchronous_commit', 'off', true)``:
+    an UPDATE (or DELETE) of it run outside a transaction, which is then its
+    own, commits without waiting for the WAL flush (as
+    commit_without_waiting_for_disk) in one round trip, with no BEGIN, SET or
+    COMMIT of its own. The condition is evaluated for the rows the other
+    conditions leave (a row written passed it); with no row written there is
+    nothing to flush. Inside a caller's transaction it would weaken the rest
+    of that transaction's commit: callers use it outside one only."""
+    return queryset.filter(_ASYNC_COMMIT)
+
+
+_ASYNC_COMMIT = RawSQL("set_config('synchronous_commit', 'off', true) = 'off'", (), output_field=BooleanField())

@@ -23,8 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from django.contrib.postgres.expressions import ArraySubquery
 from django.db import transaction
-from django.db.models import F, QuerySet
+from django.db.models import F, OuterRef, QuerySet
 
 from memories.embeddings import embeddings_prefetched, item_embedding_text
 from memories.models import Experience, ItemOrigin
@@ -46,7 +47,7 @@ from trajectories.prompt_versions import FEW_SHOT_SUFFIX, ActivePrompt, prompt_a
 from trajectories.prompting import excerpt, render_group, render_trajectory
 from trajectories.prompts import prompt_fill
 from trajectories.services import judgment_record
-from trajectories.transitions import trajectory_move, trajectory_move_many, trajectory_take
+from trajectories.transitions import trajectory_move, trajectory_move_many, trajectory_move_on, trajectory_take
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +192,22 @@ def _distill_prompt(t: Trajectory, name: str, block: str, **values: str) -> tupl
 # ---------------------------------------------------------------------------
 
 
+def _trajectory_row(trajectory_id: int) -> Trajectory | None:
+    """The row the stages of one trajectory work on, read once: with its bank
+    and the prompt versions of its LLM judgments (``llm_judged``, which the
+    judge checks before asking). Read before a stage takes the row: the take
+    is a compare-and-set on its status, and what a stage reads of it (task,
+    steps, verdict) changes only with a status move that makes the take, or
+    the stage's check under its row lock, fail."""
+    judged = Judgment.objects.filter(trajectory=OuterRef("pk"), source=JudgmentSource.LLM).values("prompt_version")
+    return (
+        Trajectory.objects.select_related("bank")
+        .annotate(llm_judged=ArraySubquery(judged))
+        .filter(pk=trajectory_id)
+        .first()
+    )
+
+
 def trajectory_advance(*, trajectory_id: int) -> None:
     """Run every stage the trajectory is ready for, from its current status:
     received → judged (judge, or skipped when a verdict exists) → distilling
@@ -200,9 +217,7 @@ def trajectory_advance(*, trajectory_id: int) -> None:
     t = None
     for _ in range(4):  # each pass moves the status forward; the bound guards against a loop
         if t is None:
-            # Only what picks the next stage: each stage reads the row it needs (steps are the bulk of it).
-            row = Trajectory.objects.filter(pk=trajectory_id).only("pk", "bank_id", "status", "verdict", "group_id")
-            t = row.first()
+            t = _trajectory_row(trajectory_id)  # the stages below work on this row: read once
             if t is None:
                 return
         if t.status in (Status.RECEIVED, Status.AWAITING_LLM):
@@ -218,10 +233,15 @@ def trajectory_advance(*, trajectory_id: int) -> None:
             if not llm_configured():
                 trajectory_move(t.pk, from_=Status.RECEIVED, to=Status.AWAITING_LLM, detail=NO_LLM_DETAIL)
                 return
-            if not trajectory_judge(trajectory_id=t.pk):
+            # A MaTTS member waits for its group once judged; any other goes on to distillation, taken by the
+            # judge's own transaction (never seen in judged: one commit fewer).
+            distill_next = not t.group_id
+            if not _judge(t, distill_next=distill_next):
                 return
-            # Judged by this call: the next stage is known without reading the row again (the distill stage's
-            # compare-and-set from judged still stops it if someone moved it meanwhile).
+            if distill_next:
+                _distill(t)
+                return
+            # Judged by this call: the next stage is known without reading the row again.
             t.status = Status.JUDGED
             continue
         elif t.status == Status.JUDGED:
@@ -237,7 +257,8 @@ def trajectory_advance(*, trajectory_id: int) -> None:
             if not llm_configured():
                 trajectory_move(t.pk, from_=Status.JUDGED, to=Status.AWAITING_LLM, detail=NO_LLM_DETAIL)
                 return
-            trajectory_distill(trajectory_id=t.pk)
+            if _distill_take(t.pk):
+                _distill(t)
             return
         elif t.status == Status.WAITING_GROUP:
             trajectory_group_distill(bank_id=t.bank_id, group_id=t.group_id)
@@ -258,18 +279,33 @@ def trajectory_judge(*, trajectory_id: int) -> bool:
     ``needs_attention`` with the answer's start. Returns True when the
     trajectory is now judged by this call. Raises LLMTransientError after
     handing the trajectory back to ``received``."""
+    t = _trajectory_row(trajectory_id)
+    return t is not None and _judge(t, distill_next=False)
+
+
+DISTILLING_DETAIL = "Distilling memory items."
+
+
+def _judge(t: Trajectory, *, distill_next: bool) -> bool:
+    """trajectory_judge on the row ``t`` (read by _trajectory_row). With
+    ``distill_next`` the judged trajectory is taken for distillation in the
+    same transaction as its verdict (judged → distilling: the caller
+    distills it next). ``t.verdict`` is updated in place."""
     if not trajectory_take(
-        trajectory_id,
+        t.pk,
         from_=[Status.RECEIVED, Status.AWAITING_LLM],
         to=Status.JUDGING,
         detail="The LLM judge is reading it.",
     ):
         return False
-    t = Trajectory.objects.select_related("bank").get(pk=trajectory_id)
     prompt, version = judge_prompt_build(
         trajectory=t, prompt=prompt_active(bank=t.bank, name=PromptName.JUDGE), few_shot=t.bank.few_shot_enabled
     )
-    if Judgment.objects.filter(trajectory=t, source=JudgmentSource.LLM, prompt_version=version).exists():
+    if version in (t.llm_judged or ()):
+        if distill_next:
+            return trajectory_move_on(
+                t.pk, from_=Status.JUDGING, via=Status.JUDGED, to=Status.DISTILLING, detail=DISTILLING_DETAIL
+            )
         return trajectory_move(
             t.pk, from_=Status.JUDGING, to=Status.JUDGED, detail="Already judged with this prompt version."
         )
@@ -287,7 +323,11 @@ def trajectory_judge(*, trajectory_id: int) -> bool:
     if parsed is None:
         return False
     with transaction.atomic():
-        locked = Trajectory.objects.select_for_update().only("pk", "status", "verdict").get(pk=t.pk)
+        locked = (
+            Trajectory.objects.select_for_update()
+            .only("pk", "status", "verdict", "retrieval_id", "bank_id", "step_count")
+            .get(pk=t.pk)
+        )
         if locked.status != Status.JUDGING:
             return False  # relabelled or swept meanwhile: this result is stale
         judgment_record(
@@ -297,8 +337,23 @@ def trajectory_judge(*, trajectory_id: int) -> bool:
             rationale=parsed.rationale,
             model=model,
             prompt_version=version,
+            locked=True,
+            save_verdict=False,  # written with the status move below: one UPDATE
         )
-        trajectory_move(t.pk, from_=Status.JUDGING, to=Status.JUDGED, detail=f"Judged {parsed.label} by {model}.")
+        verdict = {"verdict": locked.verdict}
+        if distill_next:
+            trajectory_move_on(
+                t.pk,
+                from_=Status.JUDGING,
+                via=Status.JUDGED,
+                to=Status.DISTILLING,
+                detail=DISTILLING_DETAIL,
+                also=verdict,
+            )
+        else:
+            detail = f"Judged {parsed.label} by {model}."
+            trajectory_move(t.pk, from_=Status.JUDGING, to=Status.JUDGED, detail=detail, also=verdict)
+    t.verdict = locked.verdict
     return True
 
 
@@ -331,9 +386,16 @@ def trajectory_distill(*, trajectory_id: int) -> bool:
     Experience linked to the trajectory; the trajectory becomes ``done``.
     Returns True when this call proposed the items. Raises
     LLMTransientError after handing the trajectory back to ``judged``."""
-    if not trajectory_take(trajectory_id, from_=Status.JUDGED, to=Status.DISTILLING, detail="Distilling memory items."):
-        return False
-    t = Trajectory.objects.select_related("bank").get(pk=trajectory_id)
+    t = _trajectory_row(trajectory_id)
+    return t is not None and _distill_take(t.pk) and _distill(t)
+
+
+def _distill_take(trajectory_id: int) -> bool:
+    return trajectory_take(trajectory_id, from_=Status.JUDGED, to=Status.DISTILLING, detail=DISTILLING_DETAIL)
+
+
+def _distill(t: Trajectory) -> bool:
+    """trajectory_distill on the row ``t`` (read by _trajectory_row), taken (distilling) by this worker."""
     if t.verdict not in Label.values:
         trajectory_move(
             t.pk,
