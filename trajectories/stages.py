@@ -437,7 +437,11 @@ def _distill(t: Trajectory) -> bool:
         )
         if locked.status != Status.DISTILLING or locked.verdict != t.verdict:
             return False  # relabelled or swept meanwhile: this result is stale
-        experience = _ensure_experience(locked)
+        if locked.experience_id:
+            experience, link = locked.experience, None
+        else:  # a new experience, linked to the trajectory with its status move below: one UPDATE
+            experience = experience_create(bank=locked.bank, task=locked.task, task_id=locked.task_id)
+            link = {"experience": experience}
         proposed = memory_items_propose(
             bank=locked.bank,
             proposals=[
@@ -461,13 +465,9 @@ def _distill(t: Trajectory) -> bool:
             verdict_label=locked.verdict,
             source_agents=[locked.agent],
             source_metadata=[locked.metadata],
+            experience_trajectory_ids=None if link is None else [str(locked.public_id)],
         )
-        trajectory_move(
-            t.pk,
-            from_=Status.DISTILLING,
-            to=Status.DONE,
-            detail=_proposed_detail(proposed),
-        )
+        trajectory_move(t.pk, from_=Status.DISTILLING, to=Status.DONE, detail=_proposed_detail(proposed), also=link)
     return True
 
 

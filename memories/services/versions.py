@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from django.db.models import OuterRef, Subquery
+from django.db.models.functions import JSONObject
+
 from accounts.models import ApiToken
 from accounts.services.audit import audit_event, audit_record_many
 from memories.models import MemoryItem, MemoryItemVersion
@@ -43,21 +46,42 @@ class VersionChange:
     token: ApiToken | None = None
 
 
-def items_version_record(*, changes: Sequence[VersionChange]) -> list[MemoryItemVersion]:
+def latest_version_snapshot() -> Subquery:
+    """An annotation for a MemoryItem queryset: its latest version's number and
+    audited fields as a JSON object (None without a version), which
+    ``items_version_record`` takes as ``latest`` (via ``version_from_snapshot``)
+    instead of reading them again."""
+    versions = MemoryItemVersion.objects.filter(item=OuterRef("pk")).order_by("-number")
+    return Subquery(versions.values(snapshot=JSONObject(number="number", **{f: f for f in _AUDITED_FIELDS}))[:1])
+
+
+def version_from_snapshot(item: MemoryItem, snapshot: dict | None) -> MemoryItemVersion | None:
+    """The (unsaved) latest version of ``item`` that ``latest_version_snapshot`` read, or None."""
+    return None if snapshot is None else MemoryItemVersion(item_id=item.pk, **snapshot)
+
+
+def items_version_record(
+    *, changes: Sequence[VersionChange], latest: dict[int, MemoryItemVersion | None] | None = None
+) -> list[MemoryItemVersion]:
     """``item_version_record`` for several changes at once, in order, in three
     queries whatever their number (the items' latest versions, one insert of
     the versions, one of the audit events). An item may appear more than
     once: its versions follow each other (each one's audit ``before`` is the
-    one recorded just before it)."""
+    one recorded just before it). ``latest``: the items' latest versions
+    (number and audited fields), read by the caller under the items' row
+    locks (None for an item without one): then two queries."""
     if not changes:
         return []
-    latest = {
-        v.item_id: v
-        for v in MemoryItemVersion.objects.filter(item_id__in={c.item.pk for c in changes})
-        .order_by("item_id", "-number")
-        .distinct("item_id")
-        .only("item_id", "number", *_AUDITED_FIELDS)
-    }
+    if latest is None:
+        latest = {
+            v.item_id: v
+            for v in MemoryItemVersion.objects.filter(item_id__in={c.item.pk for c in changes})
+            .order_by("item_id", "-number")
+            .distinct("item_id")
+            .only("item_id", "number", *_AUDITED_FIELDS)
+        }
+    else:
+        latest = dict(latest)
     versions, events = [], []
     for change in changes:
         item, previous = change.item, latest.get(change.item.pk)
