@@ -61,13 +61,14 @@ def insert_without_waiting_for_disk(*objs: Model) -> None:
 
 def without_waiting_for_disk(queryset: QuerySet) -> QuerySet:
     """``queryset`` filtered by ``set_config('synchronous_commit', 'off', true)``:
-    an UPDATE (or DELETE) of it run outside a transaction, which is then its
-    own, commits without waiting for the WAL flush (as
-    commit_without_waiting_for_disk) in one round trip, with no BEGIN, SET or
-    COMMIT of its own. The condition is evaluated for the rows the other
-    conditions leave (a row written passed it); with no row written there is
-    nothing to flush. Inside a caller's transaction it would weaken the rest
-    of that transaction's commit: callers use it outside one only."""
+    the transaction that runs a statement of it that finds a row commits
+    without waiting for the WAL flush (as commit_without_waiting_for_disk),
+    with no SET statement of its own; an UPDATE of it run outside a
+    transaction is its own: one round trip, no BEGIN or COMMIT. The
+    condition is evaluated for the rows the other conditions leave (a row
+    found or written passed it); with no row written there is nothing to
+    flush. Inside a transaction it holds for the whole of it: only for a
+    transaction whose every write may be lost that way."""
     return queryset.filter(_ASYNC_COMMIT)
 
 

@@ -31,6 +31,7 @@ from memories.embeddings import embeddings_prefetched, item_embedding_text
 from memories.models import Experience, ItemOrigin
 from memories.services import ProposedItem, experience_create, memory_items_propose
 from reasoningbank_site.celery import enqueue_on_commit
+from reasoningbank_site.db import without_waiting_for_disk
 from reasoningbank_site.text import counted
 from trajectories.few_shot import distill_examples, judge_examples
 from trajectories.llm import (
@@ -322,12 +323,16 @@ def _judge(t: Trajectory, *, distill_next: bool) -> bool:
     )
     if parsed is None:
         return False
+    # The verdict is committed without waiting for the WAL flush (no statement of its own): a database crash in
+    # the next fraction of a second can lose it whole (judgment, verdict, status move), which leaves the row
+    # judging, as if this worker had died while the LLM answered: the sweeper judges it again. Nothing a client
+    # sent is in it, and the next durable commit on the server (this worker's items, a moment later) flushes it.
     with transaction.atomic():
-        locked = (
+        locked = without_waiting_for_disk(
             Trajectory.objects.select_for_update()
             .only("pk", "status", "verdict", "retrieval_id", "bank_id", "step_count")
-            .get(pk=t.pk)
-        )
+            .filter(pk=t.pk)
+        ).get()
         if locked.status != Status.JUDGING:
             return False  # relabelled or swept meanwhile: this result is stale
         judgment_record(
