@@ -14,8 +14,10 @@ import difflib
 import uuid
 from dataclasses import dataclass
 
+from django.contrib.postgres.expressions import ArraySubquery
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, OuterRef
+from django.db.models.functions import JSONObject
 
 from accounts.models import Bank
 from accounts.services import audit_record
@@ -47,6 +49,27 @@ def prompt_active(*, bank: Bank, name: str) -> ActivePrompt:
     version, else the default file."""
     custom = PromptVersion.objects.filter(bank=bank, name=name, is_active=True).first()
     return prompt_of(name=name, version=custom)
+
+
+def active_prompt_versions() -> ArraySubquery:
+    """An annotation for a queryset of rows that have a ``bank`` (trajectories):
+    the bank's active prompt versions, every name, as JSON objects, which
+    ``prompt_active_among`` reads as prompt_active would, without a query of
+    its own (a stage reads its prompt with the row it works on)."""
+    fields = {f.attname: f.attname for f in PromptVersion._meta.concrete_fields}
+    active = PromptVersion.objects.filter(bank=OuterRef("bank_id"), is_active=True).order_by("name")
+    return ArraySubquery(active.values(json=JSONObject(**fields)))
+
+
+def prompt_active_among(*, name: str, versions: list[dict] | None) -> ActivePrompt:
+    """What prompt_active answers for ``name``, from the active versions an
+    ``active_prompt_versions`` annotation read."""
+    row = next((v for v in versions or () if v["name"] == name), None)
+    if row is None:
+        return prompt_of(name=name, version=None)
+    fields = PromptVersion._meta.concrete_fields
+    version = PromptVersion.from_db(None, [f.attname for f in fields], [f.to_python(row[f.attname]) for f in fields])
+    return prompt_of(name=name, version=version)
 
 
 def prompt_versions(*, bank: Bank, name: str) -> list[PromptVersion]:

@@ -44,7 +44,13 @@ from trajectories.llm import (
 )
 from trajectories.models import Judgment, JudgmentSource, Label, PromptName, Status, Trajectory
 from trajectories.parsing import parse_judge_answer, parse_memory_items
-from trajectories.prompt_versions import FEW_SHOT_SUFFIX, ActivePrompt, prompt_active
+from trajectories.prompt_versions import (
+    FEW_SHOT_SUFFIX,
+    ActivePrompt,
+    active_prompt_versions,
+    prompt_active,
+    prompt_active_among,
+)
 from trajectories.prompting import excerpt, render_group, render_trajectory
 from trajectories.prompts import prompt_fill
 from trajectories.services import judgment_record
@@ -182,7 +188,7 @@ def judge_prompt_build(*, trajectory: Trajectory, prompt: ActivePrompt, few_shot
 
 
 def _distill_prompt(t: Trajectory, name: str, block: str, **values: str) -> tuple[str, str]:
-    prompt = prompt_active(bank=t.bank, name=name)
+    prompt = prompt_active_among(name=name, versions=t.active_prompts)  # read with the row (_trajectory_row)
     examples = distill_examples(trajectory=t, budget=t.bank.few_shot_max_chars) if t.bank.few_shot_enabled else ""
     text = prompt_fill(prompt.text, trajectory=examples + block, **values)
     return text, prompt.version + (FEW_SHOT_SUFFIX if examples else "")
@@ -194,16 +200,18 @@ def _distill_prompt(t: Trajectory, name: str, block: str, **values: str) -> tupl
 
 
 def _trajectory_row(trajectory_id: int) -> Trajectory | None:
-    """The row the stages of one trajectory work on, read once: with its bank
-    and the prompt versions of its LLM judgments (``llm_judged``, which the
-    judge checks before asking). Read before a stage takes the row: the take
+    """The row the stages of one trajectory work on, read once: with its bank,
+    the prompt versions of its LLM judgments (``llm_judged``, which the judge
+    checks before asking) and the bank's active prompts (``active_prompts``:
+    the judge's and distiller's words; the judge reads them again with its
+    verdict, so the distiller's are those active when the judge answered). Read before a stage takes the row: the take
     is a compare-and-set on its status, and what a stage reads of it (task,
     steps, verdict) changes only with a status move that makes the take, or
     the stage's check under its row lock, fail."""
     judged = Judgment.objects.filter(trajectory=OuterRef("pk"), source=JudgmentSource.LLM).values("prompt_version")
     return (
         Trajectory.objects.select_related("bank")
-        .annotate(llm_judged=ArraySubquery(judged))
+        .annotate(llm_judged=ArraySubquery(judged), active_prompts=active_prompt_versions())
         .filter(pk=trajectory_id)
         .first()
     )
@@ -300,7 +308,9 @@ def _judge(t: Trajectory, *, distill_next: bool) -> bool:
     ):
         return False
     prompt, version = judge_prompt_build(
-        trajectory=t, prompt=prompt_active(bank=t.bank, name=PromptName.JUDGE), few_shot=t.bank.few_shot_enabled
+        trajectory=t,
+        prompt=prompt_active_among(name=PromptName.JUDGE, versions=t.active_prompts),
+        few_shot=t.bank.few_shot_enabled,
     )
     if version in (t.llm_judged or ()):
         if distill_next:
@@ -331,6 +341,7 @@ def _judge(t: Trajectory, *, distill_next: bool) -> bool:
         locked = without_waiting_for_disk(
             Trajectory.objects.select_for_update()
             .only("pk", "status", "verdict", "retrieval_id", "bank_id", "step_count")
+            .annotate(active_prompts=active_prompt_versions())  # the distiller's words as of now
             .filter(pk=t.pk)
         ).get()
         if locked.status != Status.JUDGING:
@@ -358,7 +369,7 @@ def _judge(t: Trajectory, *, distill_next: bool) -> bool:
         else:
             detail = f"Judged {parsed.label} by {model}."
             trajectory_move(t.pk, from_=Status.JUDGING, to=Status.JUDGED, detail=detail, also=verdict)
-    t.verdict = locked.verdict
+    t.verdict, t.active_prompts = locked.verdict, locked.active_prompts
     return True
 
 
