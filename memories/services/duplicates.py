@@ -42,12 +42,11 @@ def _trajectory_ids(cited_steps, experience: Experience | None) -> list[str]:
 
 
 def _supports_add(entries: Sequence[tuple[MemoryItem, MemoryItemSupport, VersionChange]], latest=None) -> None:
-    """Store ``(item, support, change)`` entries: the support rows in one
-    insert, every item's ``support_count`` in one update (an item supported
-    twice grows by two), the versions and audit events in one insert each.
+    """Store ``(item, support, change)`` entries: every item's
+    ``support_count`` in one update (an item supported twice grows by two),
+    then the support rows, the versions and the audit events in one insert.
     The caller holds the items' row locks (``latest``: as for
     items_version_record)."""
-    MemoryItemSupport.objects.bulk_create([support for _item, support, _change in entries])
     grown = Counter(item.pk for item, _support, _change in entries)
     MemoryItem.objects.filter(pk__in=grown).update(
         support_count=F("support_count")
@@ -55,7 +54,11 @@ def _supports_add(entries: Sequence[tuple[MemoryItem, MemoryItemSupport, Version
     )
     for item, _support, _change in entries:
         item.support_count += 1
-    items_version_record(changes=[change for _item, _support, change in entries], latest=latest)
+    items_version_record(
+        changes=[change for _item, _support, change in entries],
+        latest=latest,
+        insert_with=[support for _item, support, _change in entries],  # one insert: supports, versions, events
+    )
 
 
 def _support_of(

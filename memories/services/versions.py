@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import Model, OuterRef, Subquery
 from django.db.models.functions import JSONObject
 
 from accounts.models import ApiToken
-from accounts.services.audit import audit_event, audit_record_many
+from accounts.services.audit import audit_event
 from memories.models import MemoryItem, MemoryItemVersion
+from reasoningbank_site.db import insert_together
 
 _AUDITED_FIELDS = ("title", "description", "content", "status", "tags")
 
@@ -61,15 +62,20 @@ def version_from_snapshot(item: MemoryItem, snapshot: dict | None) -> MemoryItem
 
 
 def items_version_record(
-    *, changes: Sequence[VersionChange], latest: dict[int, MemoryItemVersion | None] | None = None
+    *,
+    changes: Sequence[VersionChange],
+    latest: dict[int, MemoryItemVersion | None] | None = None,
+    insert_with: Sequence[Model] = (),
 ) -> list[MemoryItemVersion]:
-    """``item_version_record`` for several changes at once, in order, in three
+    """``item_version_record`` for several changes at once, in order, in two
     queries whatever their number (the items' latest versions, one insert of
-    the versions, one of the audit events). An item may appear more than
-    once: its versions follow each other (each one's audit ``before`` is the
-    one recorded just before it). ``latest``: the items' latest versions
-    (number and audited fields), read by the caller under the items' row
-    locks (None for an item without one): then two queries."""
+    the versions and the audit events). An item may appear more than once:
+    its versions follow each other (each one's audit ``before`` is the one
+    recorded just before it). ``latest``: the items' latest versions (number
+    and audited fields), read by the caller under the items' row locks (None
+    for an item without one): then one query. ``insert_with``: unsaved rows
+    of one other model, referring to no version or event, inserted in the
+    same statement (a change's supports)."""
     if not changes:
         return []
     if latest is None:
@@ -115,15 +121,14 @@ def items_version_record(
                 after=after,
             )
         )
-    MemoryItemVersion.objects.bulk_create(versions)
-    audit_record_many(events)
+    insert_together(insert_with, versions, events)
     return versions
 
 
 def items_created_record(*, items: list[MemoryItem], note: str = "") -> list[MemoryItemVersion]:
     """``item_version_record(action="created")`` for items just inserted (no
-    version yet, no author), in two inserts whatever their number."""
-    versions = MemoryItemVersion.objects.bulk_create(
+    version yet, no author), in one insert whatever their number."""
+    versions = [
         MemoryItemVersion(
             item=item,
             number=1,
@@ -136,12 +141,12 @@ def items_created_record(*, items: list[MemoryItem], note: str = "") -> list[Mem
             note=note,
         )
         for item in items
-    )
+    ]
     events = []
     for item, version in zip(items, versions, strict=True):
         after = {f: getattr(version, f) for f in _AUDITED_FIELDS}
         if note:
             after["note"] = note
         events.append(audit_event(action="memory_item.created", bank=item.bank, obj=item, after=after))
-    audit_record_many(events)
+    insert_together(versions, events)
     return versions
