@@ -14,15 +14,14 @@ import difflib
 import uuid
 from dataclasses import dataclass
 
-from django.contrib.postgres.expressions import ArraySubquery
 from django.db import transaction
-from django.db.models import Max, OuterRef
-from django.db.models.functions import JSONObject
+from django.db.models import JSONField, Max
+from django.db.models.expressions import RawSQL
 
 from accounts.models import Bank
 from accounts.services import audit_record
 from reasoningbank_site.errors import Invalid
-from trajectories.models import PromptName, PromptVersion
+from trajectories.models import PromptName, PromptVersion, Trajectory
 from trajectories.prompts import prompt_load, prompt_problems
 
 FEW_SHOT_SUFFIX = "+fs"
@@ -51,14 +50,22 @@ def prompt_active(*, bank: Bank, name: str) -> ActivePrompt:
     return prompt_of(name=name, version=custom)
 
 
-def active_prompt_versions() -> ArraySubquery:
-    """An annotation for a queryset of rows that have a ``bank`` (trajectories):
-    the bank's active prompt versions, every name, as JSON objects, which
-    ``prompt_active_among`` reads as prompt_active would, without a query of
-    its own (a stage reads its prompt with the row it works on)."""
-    fields = {f.attname: f.attname for f in PromptVersion._meta.concrete_fields}
-    active = PromptVersion.objects.filter(bank=OuterRef("bank_id"), is_active=True).order_by("name")
-    return ArraySubquery(active.values(json=JSONObject(**fields)))
+def active_prompt_versions() -> RawSQL:
+    """An annotation for a queryset of trajectories (its base table, not
+    joined): the bank's active prompt versions, every name, as one JSON list
+    of their rows, which ``prompt_active_among`` reads as prompt_active would,
+    without a query of its own (a stage reads its prompt with the row it works
+    on). Raw SQL: building and compiling the ORM's JSON subquery cost more
+    than the query it saves."""
+    return _ACTIVE_PROMPTS
+
+
+_ACTIVE_PROMPTS = RawSQL(
+    f"(SELECT coalesce(jsonb_agg(to_jsonb(p) ORDER BY p.name), '[]') FROM {PromptVersion._meta.db_table} p"
+    f' WHERE p.bank_id = "{Trajectory._meta.db_table}"."bank_id" AND p.is_active)',
+    (),
+    output_field=JSONField(),
+)
 
 
 def prompt_active_among(*, name: str, versions: list[dict] | None) -> ActivePrompt:

@@ -23,9 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from django.contrib.postgres.expressions import ArraySubquery
 from django.db import transaction
-from django.db.models import F, OuterRef, QuerySet
+from django.db.models import F, JSONField, QuerySet
+from django.db.models.expressions import RawSQL
 
 from memories.embeddings import embeddings_prefetched, item_embedding_text
 from memories.models import Experience, ItemOrigin
@@ -199,6 +199,15 @@ def _distill_prompt(t: Trajectory, name: str, block: str, **values: str) -> tupl
 # ---------------------------------------------------------------------------
 
 
+# The prompt versions of a trajectory's LLM judgments (raw SQL: cheaper to build than the ORM's subquery).
+_LLM_JUDGED = RawSQL(
+    f"(SELECT coalesce(jsonb_agg(j.prompt_version), '[]') FROM {Judgment._meta.db_table} j"
+    f' WHERE j.trajectory_id = "{Trajectory._meta.db_table}"."id" AND j.source = %s)',
+    (JudgmentSource.LLM.value,),
+    output_field=JSONField(),
+)
+
+
 def _trajectory_row(trajectory_id: int) -> Trajectory | None:
     """The row the stages of one trajectory work on, read once: with its bank,
     the prompt versions of its LLM judgments (``llm_judged``, which the judge
@@ -208,10 +217,9 @@ def _trajectory_row(trajectory_id: int) -> Trajectory | None:
     is a compare-and-set on its status, and what a stage reads of it (task,
     steps, verdict) changes only with a status move that makes the take, or
     the stage's check under its row lock, fail."""
-    judged = Judgment.objects.filter(trajectory=OuterRef("pk"), source=JudgmentSource.LLM).values("prompt_version")
     return (
         Trajectory.objects.select_related("bank")
-        .annotate(llm_judged=ArraySubquery(judged), active_prompts=active_prompt_versions())
+        .annotate(llm_judged=_LLM_JUDGED, active_prompts=active_prompt_versions())
         .filter(pk=trajectory_id)
         .first()
     )
