@@ -106,10 +106,8 @@ def insert_together(*groups: Sequence[Model]) -> None:
         parts.append(f"i{len(parts)} AS ({sql})")
         params.extend(sql_params)
     # A statement's sequence values grow in the order of its rows: ordered by key, they are the instances' order.
-    returned = ", ".join(
-        f"(SELECT array_agg({connection.ops.quote_name(g[0]._meta.pk.column)} ORDER BY 1) FROM i{n})"
-        for n, g in enumerate(groups)
-    )
+    pks = [connection.ops.quote_name(g[0]._meta.pk.column) for g in groups]
+    returned = ", ".join(f"(SELECT array_agg({pk} ORDER BY {pk}) FROM i{n})" for n, pk in enumerate(pks))
     with connection.cursor() as cursor:
         cursor.execute(f"WITH {', '.join(parts)} SELECT {returned}", params)
         row = cursor.fetchone()
