@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.db import connection
-from django.db.models import Model
+from django.db.models import BooleanField, Model, QuerySet
+from django.db.models.expressions import RawSQL
 from django.db.models.sql import InsertQuery
 
 
@@ -56,3 +59,59 @@ def insert_without_waiting_for_disk(*objs: Model) -> None:
     for obj, pk in zip(objs, row, strict=True):
         obj.pk = pk
         obj._state.adding, obj._state.db = False, connection.alias
+
+
+def without_waiting_for_disk(queryset: QuerySet) -> QuerySet:
+    """``queryset`` filtered by ``set_config('synchronous_commit', 'off', true)``:
+    the transaction that runs a statement of it that finds a row commits
+    without waiting for the WAL flush (as commit_without_waiting_for_disk),
+    with no SET statement of its own; an UPDATE of it run outside a
+    transaction is its own: one round trip, no BEGIN or COMMIT. The
+    condition is evaluated for the rows the other conditions leave (a row
+    found or written passed it); with no row written there is nothing to
+    flush. Inside a transaction it holds for the whole of it: only for a
+    transaction whose every write may be lost that way."""
+    return queryset.filter(_ASYNC_COMMIT)
+
+
+_ASYNC_COMMIT = RawSQL("set_config('synchronous_commit', 'off', true) = 'off'", (), output_field=BooleanField())
+
+
+def insert_together(*groups: Sequence[Model]) -> None:
+    """Insert the unsaved model instances of ``groups`` (each a list of one
+    model's instances; none referring to another instance of ``groups``) in
+    ONE statement, one round trip instead of one ``bulk_create`` each; joins
+    the caller's transaction, or is atomic on its own. Each instance gets its
+    primary key and is saved as ``bulk_create`` leaves it; an empty
+    ``auto_now``/``auto_now_add`` field is filled in as ``bulk_create`` would.
+    No model signals are sent, and ``save()`` overrides are not called: only
+    for models that have neither (as ``bulk_create``)."""
+    groups = tuple(list(g) for g in groups if g)
+    if not groups:
+        return
+    parts, params = [], []
+    for objs in groups:
+        meta = objs[0]._meta
+        fields = [f for f in meta.concrete_fields if f is not meta.auto_field]
+        auto = [f for f in fields if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)]
+        for obj in objs:
+            for f in auto:
+                if getattr(obj, f.attname) is None:
+                    f.pre_save(obj, add=True)
+        query = InsertQuery(type(objs[0]))
+        query.insert_values(fields, objs, raw=True)  # raw: values as they are, pre_save done above
+        compiler = query.get_compiler(connection=connection)
+        compiler.returning_fields = [meta.pk]
+        [(sql, sql_params)] = compiler.as_sql()
+        parts.append(f"i{len(parts)} AS ({sql})")
+        params.extend(sql_params)
+    # A statement's sequence values grow in the order of its rows: ordered by key, they are the instances' order.
+    pks = [connection.ops.quote_name(g[0]._meta.pk.column) for g in groups]
+    returned = ", ".join(f"(SELECT array_agg({pk} ORDER BY {pk}) FROM i{n})" for n, pk in enumerate(pks))
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH {', '.join(parts)} SELECT {returned}", params)
+        row = cursor.fetchone()
+    for objs, pks in zip(groups, row, strict=True):
+        for obj, pk in zip(objs, pks, strict=True):
+            obj.pk = pk
+            obj._state.adding, obj._state.db = False, connection.alias

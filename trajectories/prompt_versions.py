@@ -15,12 +15,13 @@ import uuid
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import JSONField, Max
+from django.db.models.expressions import RawSQL
 
 from accounts.models import Bank
 from accounts.services import audit_record
 from reasoningbank_site.errors import Invalid
-from trajectories.models import PromptName, PromptVersion
+from trajectories.models import PromptName, PromptVersion, Trajectory
 from trajectories.prompts import prompt_load, prompt_problems
 
 FEW_SHOT_SUFFIX = "+fs"
@@ -47,6 +48,35 @@ def prompt_active(*, bank: Bank, name: str) -> ActivePrompt:
     version, else the default file."""
     custom = PromptVersion.objects.filter(bank=bank, name=name, is_active=True).first()
     return prompt_of(name=name, version=custom)
+
+
+def active_prompt_versions() -> RawSQL:
+    """An annotation for a queryset of trajectories (its base table, not
+    joined): the bank's active prompt versions, every name, as one JSON list
+    of their rows, which ``prompt_active_among`` reads as prompt_active would,
+    without a query of its own (a stage reads its prompt with the row it works
+    on). Raw SQL: building and compiling the ORM's JSON subquery cost more
+    than the query it saves."""
+    return _ACTIVE_PROMPTS
+
+
+_ACTIVE_PROMPTS = RawSQL(
+    f"(SELECT coalesce(jsonb_agg(to_jsonb(p) ORDER BY p.name), '[]') FROM {PromptVersion._meta.db_table} p"
+    f' WHERE p.bank_id = "{Trajectory._meta.db_table}"."bank_id" AND p.is_active)',
+    (),
+    output_field=JSONField(),
+)
+
+
+def prompt_active_among(*, name: str, versions: list[dict] | None) -> ActivePrompt:
+    """What prompt_active answers for ``name``, from the active versions an
+    ``active_prompt_versions`` annotation read."""
+    row = next((v for v in versions or () if v["name"] == name), None)
+    if row is None:
+        return prompt_of(name=name, version=None)
+    fields = PromptVersion._meta.concrete_fields
+    version = PromptVersion.from_db(None, [f.attname for f in fields], [f.to_python(row[f.attname]) for f in fields])
+    return prompt_of(name=name, version=version)
 
 
 def prompt_versions(*, bank: Bank, name: str) -> list[PromptVersion]:

@@ -372,12 +372,19 @@ def judgment_record(
     model: str = "",
     prompt_version: str = "",
     author=None,
+    locked: bool = False,
+    save_verdict: bool = True,
 ) -> Judgment:
     """Append a Judgment (never overwrites one) and set ``trajectory.verdict``
     to the effective verdict: the latest human judgment, else the trusted
     agent signal, else the latest LLM judgment. The trajectory row is locked
     so concurrent judgments agree on the verdict; ``trajectory`` is updated in
-    place.
+    place. ``locked``: the caller read ``trajectory`` in this transaction
+    with ``select_for_update`` (at least its pk, verdict, retrieval_id,
+    bank_id and step_count): it is used as is, not locked and read again.
+    ``save_verdict=False``: the new verdict is set on ``trajectory`` but not
+    written; the caller writes it with its own update of the row (a status
+    move: one UPDATE instead of two).
 
     An LLM judgment is keyed by (trajectory, prompt_version): recording it
     again returns the existing one unchanged (a redelivered task judges once).
@@ -398,15 +405,20 @@ def judgment_record(
             model=model,
             prompt_version=prompt_version,
             author=author,
+            locked=trajectory if locked else _trajectory_lock_for_judgment(trajectory.pk),
+            save_verdict=save_verdict,
         )
 
 
-def _judgment_write(*, trajectory: Trajectory, source, label, rationale, model, prompt_version, author) -> Judgment:
-    locked = (
-        Trajectory.objects.select_for_update()
-        .only("pk", "verdict", "retrieval_id", "bank_id", "step_count")
-        .get(pk=trajectory.pk)
+def _trajectory_lock_for_judgment(pk: int) -> Trajectory:
+    return (
+        Trajectory.objects.select_for_update().only("pk", "verdict", "retrieval_id", "bank_id", "step_count").get(pk=pk)
     )
+
+
+def _judgment_write(
+    *, trajectory: Trajectory, locked: Trajectory, source, label, rationale, model, prompt_version, author, save_verdict
+) -> Judgment:
     # Its judgments so far, read once: for the LLM's key and for the effective verdict with the new one last.
     judgments = list(Judgment.objects.filter(trajectory=locked).order_by("created_at", "id"))
     if source == JudgmentSource.LLM:
@@ -428,7 +440,8 @@ def _judgment_write(*, trajectory: Trajectory, source, label, rationale, model, 
         if locked.retrieval_id is not None:
             _retrieval_outcome_move(trajectory=locked, old=locked.verdict, new=verdict)
         locked.verdict = verdict
-        locked.save(update_fields=["verdict", "updated_at"])
+        if save_verdict:
+            locked.save(update_fields=["verdict", "updated_at"])
     trajectory.verdict = verdict
     return judgment
 

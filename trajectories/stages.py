@@ -24,12 +24,14 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from django.db import transaction
-from django.db.models import F, QuerySet
+from django.db.models import F, JSONField, QuerySet
+from django.db.models.expressions import RawSQL
 
 from memories.embeddings import embeddings_prefetched, item_embedding_text
 from memories.models import Experience, ItemOrigin
 from memories.services import ProposedItem, experience_create, memory_items_propose
 from reasoningbank_site.celery import enqueue_on_commit
+from reasoningbank_site.db import without_waiting_for_disk
 from reasoningbank_site.text import counted
 from trajectories.few_shot import distill_examples, judge_examples
 from trajectories.llm import (
@@ -42,11 +44,17 @@ from trajectories.llm import (
 )
 from trajectories.models import Judgment, JudgmentSource, Label, PromptName, Status, Trajectory
 from trajectories.parsing import parse_judge_answer, parse_memory_items
-from trajectories.prompt_versions import FEW_SHOT_SUFFIX, ActivePrompt, prompt_active
+from trajectories.prompt_versions import (
+    FEW_SHOT_SUFFIX,
+    ActivePrompt,
+    active_prompt_versions,
+    prompt_active,
+    prompt_active_among,
+)
 from trajectories.prompting import excerpt, render_group, render_trajectory
 from trajectories.prompts import prompt_fill
 from trajectories.services import judgment_record
-from trajectories.transitions import trajectory_move, trajectory_move_many, trajectory_take
+from trajectories.transitions import trajectory_move, trajectory_move_many, trajectory_move_on, trajectory_take
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +188,7 @@ def judge_prompt_build(*, trajectory: Trajectory, prompt: ActivePrompt, few_shot
 
 
 def _distill_prompt(t: Trajectory, name: str, block: str, **values: str) -> tuple[str, str]:
-    prompt = prompt_active(bank=t.bank, name=name)
+    prompt = prompt_active_among(name=name, versions=t.active_prompts)  # read with the row (_trajectory_row)
     examples = distill_examples(trajectory=t, budget=t.bank.few_shot_max_chars) if t.bank.few_shot_enabled else ""
     text = prompt_fill(prompt.text, trajectory=examples + block, **values)
     return text, prompt.version + (FEW_SHOT_SUFFIX if examples else "")
@@ -189,6 +197,32 @@ def _distill_prompt(t: Trajectory, name: str, block: str, **values: str) -> tupl
 # ---------------------------------------------------------------------------
 # The driver
 # ---------------------------------------------------------------------------
+
+
+# The prompt versions of a trajectory's LLM judgments (raw SQL: cheaper to build than the ORM's subquery).
+_LLM_JUDGED = RawSQL(
+    f"(SELECT coalesce(jsonb_agg(j.prompt_version), '[]') FROM {Judgment._meta.db_table} j"
+    f' WHERE j.trajectory_id = "{Trajectory._meta.db_table}"."id" AND j.source = %s)',
+    (JudgmentSource.LLM.value,),
+    output_field=JSONField(),
+)
+
+
+def _trajectory_row(trajectory_id: int) -> Trajectory | None:
+    """The row the stages of one trajectory work on, read once: with its bank,
+    the prompt versions of its LLM judgments (``llm_judged``, which the judge
+    checks before asking) and the bank's active prompts (``active_prompts``:
+    the judge's and distiller's words; the judge reads them again with its
+    verdict, so the distiller's are those active when the judge answered). Read before a stage takes the row: the take
+    is a compare-and-set on its status, and what a stage reads of it (task,
+    steps, verdict) changes only with a status move that makes the take, or
+    the stage's check under its row lock, fail."""
+    return (
+        Trajectory.objects.select_related("bank")
+        .annotate(llm_judged=_LLM_JUDGED, active_prompts=active_prompt_versions())
+        .filter(pk=trajectory_id)
+        .first()
+    )
 
 
 def trajectory_advance(*, trajectory_id: int) -> None:
@@ -200,9 +234,7 @@ def trajectory_advance(*, trajectory_id: int) -> None:
     t = None
     for _ in range(4):  # each pass moves the status forward; the bound guards against a loop
         if t is None:
-            # Only what picks the next stage: each stage reads the row it needs (steps are the bulk of it).
-            row = Trajectory.objects.filter(pk=trajectory_id).only("pk", "bank_id", "status", "verdict", "group_id")
-            t = row.first()
+            t = _trajectory_row(trajectory_id)  # the stages below work on this row: read once
             if t is None:
                 return
         if t.status in (Status.RECEIVED, Status.AWAITING_LLM):
@@ -218,10 +250,15 @@ def trajectory_advance(*, trajectory_id: int) -> None:
             if not llm_configured():
                 trajectory_move(t.pk, from_=Status.RECEIVED, to=Status.AWAITING_LLM, detail=NO_LLM_DETAIL)
                 return
-            if not trajectory_judge(trajectory_id=t.pk):
+            # A MaTTS member waits for its group once judged; any other goes on to distillation, taken by the
+            # judge's own transaction (never seen in judged: one commit fewer).
+            distill_next = not t.group_id
+            if not _judge(t, distill_next=distill_next):
                 return
-            # Judged by this call: the next stage is known without reading the row again (the distill stage's
-            # compare-and-set from judged still stops it if someone moved it meanwhile).
+            if distill_next:
+                _distill(t)
+                return
+            # Judged by this call: the next stage is known without reading the row again.
             t.status = Status.JUDGED
             continue
         elif t.status == Status.JUDGED:
@@ -237,7 +274,8 @@ def trajectory_advance(*, trajectory_id: int) -> None:
             if not llm_configured():
                 trajectory_move(t.pk, from_=Status.JUDGED, to=Status.AWAITING_LLM, detail=NO_LLM_DETAIL)
                 return
-            trajectory_distill(trajectory_id=t.pk)
+            if _distill_take(t.pk):
+                _distill(t)
             return
         elif t.status == Status.WAITING_GROUP:
             trajectory_group_distill(bank_id=t.bank_id, group_id=t.group_id)
@@ -258,18 +296,35 @@ def trajectory_judge(*, trajectory_id: int) -> bool:
     ``needs_attention`` with the answer's start. Returns True when the
     trajectory is now judged by this call. Raises LLMTransientError after
     handing the trajectory back to ``received``."""
+    t = _trajectory_row(trajectory_id)
+    return t is not None and _judge(t, distill_next=False)
+
+
+DISTILLING_DETAIL = "Distilling memory items."
+
+
+def _judge(t: Trajectory, *, distill_next: bool) -> bool:
+    """trajectory_judge on the row ``t`` (read by _trajectory_row). With
+    ``distill_next`` the judged trajectory is taken for distillation in the
+    same transaction as its verdict (judged → distilling: the caller
+    distills it next). ``t.verdict`` is updated in place."""
     if not trajectory_take(
-        trajectory_id,
+        t.pk,
         from_=[Status.RECEIVED, Status.AWAITING_LLM],
         to=Status.JUDGING,
         detail="The LLM judge is reading it.",
     ):
         return False
-    t = Trajectory.objects.select_related("bank").get(pk=trajectory_id)
     prompt, version = judge_prompt_build(
-        trajectory=t, prompt=prompt_active(bank=t.bank, name=PromptName.JUDGE), few_shot=t.bank.few_shot_enabled
+        trajectory=t,
+        prompt=prompt_active_among(name=PromptName.JUDGE, versions=t.active_prompts),
+        few_shot=t.bank.few_shot_enabled,
     )
-    if Judgment.objects.filter(trajectory=t, source=JudgmentSource.LLM, prompt_version=version).exists():
+    if version in (t.llm_judged or ()):
+        if distill_next:
+            return trajectory_move_on(
+                t.pk, from_=Status.JUDGING, via=Status.JUDGED, to=Status.DISTILLING, detail=DISTILLING_DETAIL
+            )
         return trajectory_move(
             t.pk, from_=Status.JUDGING, to=Status.JUDGED, detail="Already judged with this prompt version."
         )
@@ -286,8 +341,17 @@ def trajectory_judge(*, trajectory_id: int) -> bool:
     )
     if parsed is None:
         return False
+    # The verdict is committed without waiting for the WAL flush (no statement of its own): a database crash in
+    # the next fraction of a second can lose it whole (judgment, verdict, status move), which leaves the row
+    # judging, as if this worker had died while the LLM answered: the sweeper judges it again. Nothing a client
+    # sent is in it, and the next durable commit on the server (this worker's items, a moment later) flushes it.
     with transaction.atomic():
-        locked = Trajectory.objects.select_for_update().only("pk", "status", "verdict").get(pk=t.pk)
+        locked = without_waiting_for_disk(
+            Trajectory.objects.select_for_update()
+            .only("pk", "status", "verdict", "retrieval_id", "bank_id", "step_count")
+            .annotate(active_prompts=active_prompt_versions())  # the distiller's words as of now
+            .filter(pk=t.pk)
+        ).get()
         if locked.status != Status.JUDGING:
             return False  # relabelled or swept meanwhile: this result is stale
         judgment_record(
@@ -297,8 +361,23 @@ def trajectory_judge(*, trajectory_id: int) -> bool:
             rationale=parsed.rationale,
             model=model,
             prompt_version=version,
+            locked=True,
+            save_verdict=False,  # written with the status move below: one UPDATE
         )
-        trajectory_move(t.pk, from_=Status.JUDGING, to=Status.JUDGED, detail=f"Judged {parsed.label} by {model}.")
+        verdict = {"verdict": locked.verdict}
+        if distill_next:
+            trajectory_move_on(
+                t.pk,
+                from_=Status.JUDGING,
+                via=Status.JUDGED,
+                to=Status.DISTILLING,
+                detail=DISTILLING_DETAIL,
+                also=verdict,
+            )
+        else:
+            detail = f"Judged {parsed.label} by {model}."
+            trajectory_move(t.pk, from_=Status.JUDGING, to=Status.JUDGED, detail=detail, also=verdict)
+    t.verdict, t.active_prompts = locked.verdict, locked.active_prompts
     return True
 
 
@@ -331,9 +410,16 @@ def trajectory_distill(*, trajectory_id: int) -> bool:
     Experience linked to the trajectory; the trajectory becomes ``done``.
     Returns True when this call proposed the items. Raises
     LLMTransientError after handing the trajectory back to ``judged``."""
-    if not trajectory_take(trajectory_id, from_=Status.JUDGED, to=Status.DISTILLING, detail="Distilling memory items."):
-        return False
-    t = Trajectory.objects.select_related("bank").get(pk=trajectory_id)
+    t = _trajectory_row(trajectory_id)
+    return t is not None and _distill_take(t.pk) and _distill(t)
+
+
+def _distill_take(trajectory_id: int) -> bool:
+    return trajectory_take(trajectory_id, from_=Status.JUDGED, to=Status.DISTILLING, detail=DISTILLING_DETAIL)
+
+
+def _distill(t: Trajectory) -> bool:
+    """trajectory_distill on the row ``t`` (read by _trajectory_row), taken (distilling) by this worker."""
     if t.verdict not in Label.values:
         trajectory_move(
             t.pk,
@@ -375,7 +461,11 @@ def trajectory_distill(*, trajectory_id: int) -> bool:
         )
         if locked.status != Status.DISTILLING or locked.verdict != t.verdict:
             return False  # relabelled or swept meanwhile: this result is stale
-        experience = _ensure_experience(locked)
+        if locked.experience_id:
+            experience, link = locked.experience, None
+        else:  # a new experience, linked to the trajectory with its status move below: one UPDATE
+            experience = experience_create(bank=locked.bank, task=locked.task, task_id=locked.task_id)
+            link = {"experience": experience}
         proposed = memory_items_propose(
             bank=locked.bank,
             proposals=[
@@ -399,13 +489,9 @@ def trajectory_distill(*, trajectory_id: int) -> bool:
             verdict_label=locked.verdict,
             source_agents=[locked.agent],
             source_metadata=[locked.metadata],
+            experience_trajectory_ids=None if link is None else [str(locked.public_id)],
         )
-        trajectory_move(
-            t.pk,
-            from_=Status.DISTILLING,
-            to=Status.DONE,
-            detail=_proposed_detail(proposed),
-        )
+        trajectory_move(t.pk, from_=Status.DISTILLING, to=Status.DONE, detail=_proposed_detail(proposed), also=link)
     return True
 
 

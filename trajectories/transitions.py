@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from reasoningbank_site.db import commit_without_waiting_for_disk
+from reasoningbank_site.db import without_waiting_for_disk
 from trajectories.models import Status, Trajectory
 
 S = Status
@@ -46,6 +46,15 @@ class IllegalTransition(RuntimeError):
     """The code asked for a status move that ``TRANSITIONS`` does not declare (a bug)."""
 
 
+def _checked(from_: str | Iterable[str], to: str) -> list[str]:
+    """``from_`` as a list; raises IllegalTransition when a move from one of them to ``to`` is not declared."""
+    sources = [from_] if isinstance(from_, str) else list(from_)
+    illegal = [s for s in sources if to not in TRANSITIONS[s]]
+    if illegal:
+        raise IllegalTransition(f"a trajectory may not move from {', '.join(map(str, illegal))} to {to}")
+    return sources
+
+
 def trajectory_move_many(
     rows: QuerySet[Trajectory], *, from_: str | Iterable[str], to: str, detail: str = "", also: dict | None = None
 ) -> int:
@@ -54,38 +63,53 @@ def trajectory_move_many(
     many moved. A move to awaiting_llm clears ``enqueued_at``: nothing is
     queued for a parked row. Raises IllegalTransition when a move from one
     of ``from_`` to ``to`` is not in TRANSITIONS."""
-    sources = [from_] if isinstance(from_, str) else list(from_)
-    illegal = [s for s in sources if to not in TRANSITIONS[s]]
-    if illegal:
-        raise IllegalTransition(f"a trajectory may not move from {', '.join(map(str, illegal))} to {to}")
+    sources = _checked(from_, to)
     fields = {"enqueued_at": None} if to == Status.AWAITING_LLM else {}
     fields.update(also or {})
     return rows.filter(status__in=sources).update(status=to, status_detail=detail, updated_at=timezone.now(), **fields)
 
 
-def trajectory_move(trajectory_id: int, *, from_: str | Iterable[str], to: str, detail: str = "") -> bool:
+def trajectory_move(
+    trajectory_id: int, *, from_: str | Iterable[str], to: str, detail: str = "", also: dict | None = None
+) -> bool:
     """Compare-and-set one trajectory (see ``trajectory_move_many``): True
     when this caller moved it, False when it was no longer in ``from_``."""
-    return trajectory_move_many(Trajectory.objects.filter(pk=trajectory_id), from_=from_, to=to, detail=detail) == 1
+    rows = Trajectory.objects.filter(pk=trajectory_id)
+    return trajectory_move_many(rows, from_=from_, to=to, detail=detail, also=also) == 1
+
+
+def trajectory_move_on(
+    trajectory_id: int, *, from_: str | Iterable[str], via: str, to: str, detail: str = "", also: dict | None = None
+) -> bool:
+    """Two declared moves as one compare-and-set UPDATE: from one of ``from_``
+    to ``via`` and on to ``to`` (with ``detail`` and the fields in ``also``),
+    for a worker that goes on at once with the next stage (judged, then taken
+    for distillation): inside its transaction the row is never seen in
+    ``via``. True when this caller moved it. Raises IllegalTransition when
+    either move is not declared."""
+    sources = _checked(from_, via)
+    _checked(via, to)
+    rows = Trajectory.objects.filter(pk=trajectory_id, status__in=sources)
+    return rows.update(status=to, status_detail=detail, updated_at=timezone.now(), **(also or {})) == 1
 
 
 def trajectory_take(trajectory_id: int, *, from_: str | Iterable[str], to: str, detail: str = "") -> bool:
     """``trajectory_move`` for the move by which a stage takes a row before it
-    asks the LLM (to judging, to distilling), committed without waiting for
-    the write-ahead log to reach the disk (``synchronous_commit`` off for this
-    one transaction: the flush is most of such a move's cost). Other workers
-    see it at once all the same; only a database crash in the next fraction of
-    a second can lose it, and a lost move leaves the row in the status before
-    it, as if this worker had died before taking it: the stage's status check
-    under its row lock then drops its result, and the sweeper or the task's
+    asks the LLM (to judging, to distilling), committed without waiting for the write-ahead
+    log to reach the disk (``synchronous_commit`` off for this one statement,
+    which outside a transaction is its own: one round trip, no BEGIN or
+    COMMIT; the flush is most of such a move's cost). Other workers see it at
+    once all the same; only a database crash in the next fraction of a second
+    can lose it, and a lost move leaves the row in the status before it, as
+    if this worker had died before taking it: the stage's status check under
+    its row lock then drops its result, and the sweeper or the task's
     redelivery runs the stage again. The stages' results are committed
     durably as ever. Inside a caller's transaction it is a plain move (that
     transaction's commit is not this move's to weaken)."""
-    if connection.in_atomic_block:
-        return trajectory_move(trajectory_id, from_=from_, to=to, detail=detail)
-    with transaction.atomic():
-        commit_without_waiting_for_disk()
-        return trajectory_move(trajectory_id, from_=from_, to=to, detail=detail)
+    rows = Trajectory.objects.filter(pk=trajectory_id)
+    if not connection.in_atomic_block:
+        rows = without_waiting_for_disk(rows)
+    return trajectory_move_many(rows, from_=from_, to=to, detail=detail) == 1
 
 
 def trajectory_mark_needs_attention(*, trajectory_id: int, detail: str) -> None:

@@ -402,7 +402,8 @@ def near_duplicates_search_many(*, bank: Bank, vectors) -> list[list[dict]]:
         return []
     literals = ["[" + ",".join(repr(float(x)) for x in vector) + "]" for vector in vectors]
     found: list[list[dict]] = [[] for _ in literals]
-    with transaction.atomic():
+    # No savepoint inside a caller's transaction (an error leaves it anyway): the settings then hold until its end.
+    with transaction.atomic(savepoint=False):
         hnsw_iterative_scan(ef_search=HNSW_EF_SEARCH)
         with connection.cursor() as cursor:
             cursor.execute(

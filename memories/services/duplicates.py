@@ -14,7 +14,12 @@ from typing import NamedTuple
 from django.db.models import Case, F, PositiveIntegerField, Value, When
 
 from memories.models import Experience, ItemStatus, MemoryItem, MemoryItemSupport, SupportKind
-from memories.services.versions import VersionChange, items_version_record
+from memories.services.versions import (
+    VersionChange,
+    items_version_record,
+    latest_version_snapshot,
+    version_from_snapshot,
+)
 
 SUPPORTABLE_STATUSES = (ItemStatus.PROPOSED, ItemStatus.APPROVED)
 
@@ -36,12 +41,12 @@ def _trajectory_ids(cited_steps, experience: Experience | None) -> list[str]:
     return ids
 
 
-def _supports_add(entries: Sequence[tuple[MemoryItem, MemoryItemSupport, VersionChange]]) -> None:
-    """Store ``(item, support, change)`` entries: the support rows in one
-    insert, every item's ``support_count`` in one update (an item supported
-    twice grows by two), the versions and audit events in one insert each.
-    The caller holds the items' row locks."""
-    MemoryItemSupport.objects.bulk_create([support for _item, support, _change in entries])
+def _supports_add(entries: Sequence[tuple[MemoryItem, MemoryItemSupport, VersionChange]], latest=None) -> None:
+    """Store ``(item, support, change)`` entries: every item's
+    ``support_count`` in one update (an item supported twice grows by two),
+    then the support rows, the versions and the audit events in one insert.
+    The caller holds the items' row locks (``latest``: as for
+    items_version_record)."""
     grown = Counter(item.pk for item, _support, _change in entries)
     MemoryItem.objects.filter(pk__in=grown).update(
         support_count=F("support_count")
@@ -49,7 +54,11 @@ def _supports_add(entries: Sequence[tuple[MemoryItem, MemoryItemSupport, Version
     )
     for item, _support, _change in entries:
         item.support_count += 1
-    items_version_record(changes=[change for _item, _support, change in entries])
+    items_version_record(
+        changes=[change for _item, _support, change in entries],
+        latest=latest,
+        insert_with=[support for _item, support, _change in entries],  # one insert: supports, versions, events
+    )
 
 
 def _support_of(
@@ -105,7 +114,9 @@ class Sighting(NamedTuple):
     similarity: float
 
 
-def memory_items_support_record(*, sightings: Sequence[Sighting]) -> list[MemoryItemSupport | None]:
+def memory_items_support_record(
+    *, sightings: Sequence[Sighting], experience_trajectory_ids: Sequence[str] | None = None
+) -> list[MemoryItemSupport | None]:
     """``memory_item_support_record`` for the proposals of one distillation (one
     bank), in order, in a constant number of queries: one SELECT … FOR UPDATE
     locks all their items in id order (two workers consolidating into the
@@ -114,7 +125,9 @@ def memory_items_support_record(*, sightings: Sequence[Sighting]) -> list[Memory
     statement each. An item found by several proposals gets a support and a
     version for each, in order; each proposal's entry is its own copy of the
     item, with the ``support_count`` it had just after that support. None
-    where that item no longer exists or is no longer proposed or approved."""
+    where that item no longer exists or is no longer proposed or approved.
+    ``experience_trajectory_ids``: as for memory_items_propose (the
+    proposals share one experience)."""
     if not sightings:
         return []
     bank = sightings[0].proposal.bank
@@ -123,9 +136,12 @@ def memory_items_support_record(*, sightings: Sequence[Sighting]) -> list[Memory
         for item in MemoryItem.objects.select_for_update()
         .filter(bank_id=bank.pk, public_id__in={s.item_public_id for s in sightings})
         .defer("embedding")  # not needed here; read on access (loaded lazily) like any deferred field
+        .annotate(latest_version=latest_version_snapshot())  # for the versions below, read under the same locks
         .order_by("pk")
     }
     trajectories: dict[int | None, list[str]] = {}  # the proposals share their experience: its trajectories once
+    if experience_trajectory_ids is not None:
+        trajectories[sightings[0].proposal.experience_id] = [str(t) for t in experience_trajectory_ids][:5]
     entries, result = [], []
     for proposal, public_id, similarity in sightings:
         item = locked.get(str(public_id))
@@ -141,7 +157,7 @@ def memory_items_support_record(*, sightings: Sequence[Sighting]) -> list[Memory
         entries.append((item, support, VersionChange(item=item, action="supported", note=note)))
         result.append(support)
     if entries:
-        _supports_add(entries)
+        _supports_add(entries, latest={i.pk: version_from_snapshot(i, i.latest_version) for i in locked.values()})
         # Each support's own copy of its item, counted as it was right after that support.
         added = Counter(item.pk for item, _support, _change in entries)
         count = {item.pk: item.support_count - added[item.pk] for item, _support, _change in entries}

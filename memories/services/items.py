@@ -142,6 +142,7 @@ def memory_items_propose(
     verdict_label: str = "",
     source_agents=(),
     source_metadata=(),
+    experience_trajectory_ids: Sequence[str] | None = None,
 ) -> list[MemoryItem]:
     """The items of one distillation, each as memory_item_propose makes it,
     for the cost of about one: one model call embeds them all, one query finds
@@ -152,8 +153,12 @@ def memory_items_propose(
     not stored as an item: it becomes supporting evidence on that item
     (``memory_items_support_record``, all of them at once), and the list holds that existing item
     in its place, its ``supported_by`` attribute set to the new
-    MemoryItemSupport (one entry per proposal, in order). Raises Invalid (nothing
-    stored) for an empty title or an unknown origin."""
+    MemoryItemSupport (one entry per proposal, in order).
+    ``experience_trajectory_ids``: the public ids of ``experience``'s
+    trajectories, oldest first, when the caller links them in this
+    transaction but has not written the link yet (a new experience): a
+    support without cited steps names them instead of reading them. Raises
+    Invalid (nothing stored) for an empty title or an unknown origin."""
     _check_origin(origin)
     agents, metadata = _provenance(source_agents, source_metadata)
     items = [
@@ -185,7 +190,8 @@ def memory_items_propose(
         # recorded as supporting evidence on that item instead of becoming a second proposal.
         again = [n for n in range(len(items)) if found[n] and found[n][0]["similarity"] >= bank.duplicate_threshold]
         supports = memory_items_support_record(
-            sightings=[Sighting(items[n], found[n][0]["id"], found[n][0]["similarity"]) for n in again]
+            sightings=[Sighting(items[n], found[n][0]["id"], found[n][0]["similarity"]) for n in again],
+            experience_trajectory_ids=experience_trajectory_ids,
         )
         supported: dict[int, MemoryItem] = {}
         for n, support in zip(again, supports, strict=True):

@@ -6,9 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from django.db.models import JSONField, Model
+from django.db.models.expressions import RawSQL
+
 from accounts.models import ApiToken
-from accounts.services.audit import audit_event, audit_record_many
+from accounts.services.audit import audit_event
 from memories.models import MemoryItem, MemoryItemVersion
+from reasoningbank_site.db import insert_together
 
 _AUDITED_FIELDS = ("title", "description", "content", "status", "tags")
 
@@ -43,21 +47,57 @@ class VersionChange:
     token: ApiToken | None = None
 
 
-def items_version_record(*, changes: Sequence[VersionChange]) -> list[MemoryItemVersion]:
-    """``item_version_record`` for several changes at once, in order, in three
+def latest_version_snapshot() -> RawSQL:
+    """An annotation for a MemoryItem queryset (its base table, not joined):
+    its latest version's number and audited fields as a JSON object (None
+    without a version), which ``items_version_record`` takes as ``latest``
+    (via ``version_from_snapshot``) instead of reading them again. Raw SQL:
+    cheaper to build and compile than the ORM's JSON subquery."""
+    return _LATEST_VERSION
+
+
+_LATEST_VERSION = RawSQL(
+    "(SELECT jsonb_build_object('number', v.number, "
+    + ", ".join(f"'{f}', v.{f}" for f in _AUDITED_FIELDS)
+    + f") FROM {MemoryItemVersion._meta.db_table} v"
+    f' WHERE v.item_id = "{MemoryItem._meta.db_table}"."id" ORDER BY v.number DESC LIMIT 1)',
+    (),
+    output_field=JSONField(),
+)
+
+
+def version_from_snapshot(item: MemoryItem, snapshot: dict | None) -> MemoryItemVersion | None:
+    """The (unsaved) latest version of ``item`` that ``latest_version_snapshot`` read, or None."""
+    return None if snapshot is None else MemoryItemVersion(item_id=item.pk, **snapshot)
+
+
+def items_version_record(
+    *,
+    changes: Sequence[VersionChange],
+    latest: dict[int, MemoryItemVersion | None] | None = None,
+    insert_with: Sequence[Model] = (),
+) -> list[MemoryItemVersion]:
+    """``item_version_record`` for several changes at once, in order, in two
     queries whatever their number (the items' latest versions, one insert of
-    the versions, one of the audit events). An item may appear more than
-    once: its versions follow each other (each one's audit ``before`` is the
-    one recorded just before it)."""
+    the versions and the audit events). An item may appear more than once:
+    its versions follow each other (each one's audit ``before`` is the one
+    recorded just before it). ``latest``: the items' latest versions (number
+    and audited fields), read by the caller under the items' row locks (None
+    for an item without one): then one query. ``insert_with``: unsaved rows
+    of one other model, referring to no version or event, inserted in the
+    same statement (a change's supports)."""
     if not changes:
         return []
-    latest = {
-        v.item_id: v
-        for v in MemoryItemVersion.objects.filter(item_id__in={c.item.pk for c in changes})
-        .order_by("item_id", "-number")
-        .distinct("item_id")
-        .only("item_id", "number", *_AUDITED_FIELDS)
-    }
+    if latest is None:
+        latest = {
+            v.item_id: v
+            for v in MemoryItemVersion.objects.filter(item_id__in={c.item.pk for c in changes})
+            .order_by("item_id", "-number")
+            .distinct("item_id")
+            .only("item_id", "number", *_AUDITED_FIELDS)
+        }
+    else:
+        latest = dict(latest)
     versions, events = [], []
     for change in changes:
         item, previous = change.item, latest.get(change.item.pk)
@@ -91,15 +131,14 @@ def items_version_record(*, changes: Sequence[VersionChange]) -> list[MemoryItem
                 after=after,
             )
         )
-    MemoryItemVersion.objects.bulk_create(versions)
-    audit_record_many(events)
+    insert_together(insert_with, versions, events)
     return versions
 
 
 def items_created_record(*, items: list[MemoryItem], note: str = "") -> list[MemoryItemVersion]:
     """``item_version_record(action="created")`` for items just inserted (no
-    version yet, no author), in two inserts whatever their number."""
-    versions = MemoryItemVersion.objects.bulk_create(
+    version yet, no author), in one insert whatever their number."""
+    versions = [
         MemoryItemVersion(
             item=item,
             number=1,
@@ -112,12 +151,12 @@ def items_created_record(*, items: list[MemoryItem], note: str = "") -> list[Mem
             note=note,
         )
         for item in items
-    )
+    ]
     events = []
     for item, version in zip(items, versions, strict=True):
         after = {f: getattr(version, f) for f in _AUDITED_FIELDS}
         if note:
             after["note"] = note
         events.append(audit_event(action="memory_item.created", bank=item.bank, obj=item, after=after))
-    audit_record_many(events)
+    insert_together(versions, events)
     return versions

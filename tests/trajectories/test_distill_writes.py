@@ -7,6 +7,8 @@ together — with the same rows as one at a time."""
 from __future__ import annotations
 
 import numpy as np
+import psycopg
+import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -83,7 +85,44 @@ def test_a_trajectory_teaching_known_lessons_is_judged_and_distilled_in_a_bounde
             [str(later.public_id)],
         )
         assert [v.action for v in item.versions.order_by("number")] == ["created", "supported"]
-    # Judge and distill with their status moves; the lessons found again: their items locked in one query, then
-    # one insert each of supports, versions and audit events and one counter update, whatever their number
-    # (it was 9 queries per lesson), no savepoints of the services' own, and the row read back at the end.
-    assert len(captured) <= 34, "\n".join(q["sql"][:90] for q in captured.captured_queries)
+    # 14 of the pipeline (it was 30): the row read once (its bank, its LLM judgments' versions, the bank's active
+    # prompts), the take; under the row lock (the active prompts read again) the judgments, the judgment, and the
+    # verdict with the move on to distilling (one UPDATE); under the lock the experience, the near-duplicate search
+    # and its scan settings, the items locked with their latest versions (one query), one counter update, ONE
+    # insert of the supports, versions and audit events, and the move to done that links the experience. Plus the
+    # test transaction's savepoints (4) and the row read back at the end.
+    assert len(captured) <= 19, "\n".join(q["sql"][:90] for q in captured.captured_queries)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_only_the_take_and_the_verdict_commit_without_waiting_for_disk(fake_llm, make_trajectory):
+    """As in a worker (no test transaction around it): the take is one statement
+    of its own, and the judge's transaction (judgment, verdict, taken for
+    distillation) commits without waiting for the WAL flush with no statement of
+    its own; the items' transaction waits for disk, nothing leaks into the
+    connection's next transaction, and another connection sees every row."""
+    fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
+    t = make_trajectory()
+
+    with CaptureQueriesContext(connection) as captured:
+        t = process_trajectory(t)
+
+    statements = [q["sql"] for q in captured.captured_queries]
+    weakened = [n for n, sql in enumerate(statements) if "synchronous_commit" in sql]
+    assert [statements[n].split()[0] for n in weakened] == ["UPDATE", "SELECT"], statements
+    assert "FOR UPDATE" in statements[weakened[1]]
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as other:
+        status, experience_id = other.execute(
+            "SELECT status, experience_id FROM trajectories_trajectory WHERE id = %s", [t.pk]
+        ).fetchone()
+        (judgments,) = other.execute(
+            "SELECT count(*) FROM trajectories_judgment WHERE trajectory_id = %s AND source = 'llm'", [t.pk]
+        ).fetchone()
+        (items,) = other.execute(
+            "SELECT count(*) FROM memories_memoryitem WHERE experience_id = %s", [experience_id]
+        ).fetchone()
+    assert (status, judgments, items) == (Status.DONE, 1, 2)
+    assert t.status_detail == "2 memory items proposed for review." and t.verdict == "success"
