@@ -111,13 +111,9 @@ def export_to(location: str, target: Path) -> None:
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))
     try:
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")])),
-        }
-        done = subprocess.run(
+        done = subprocess.run(  # run from the project's root, so ``-m memories.onnx_export`` imports this copy
             [sys.executable, "-m", "memories.onnx_export", str(Path(location).resolve()), str(work / "model.onnx")],
-            env=env,
+            cwd=PROJECT_ROOT,
             capture_output=True,
             text=True,
             timeout=600,
