@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from django.db import connection
 from django.db.models import Model
 from django.db.models.sql import InsertQuery
@@ -28,31 +30,66 @@ def insert_without_waiting_for_disk(*objs: Model) -> None:
     set keeps its value (so another of ``objs`` can be derived from it), an
     empty one is filled in as ``create`` would. No model signals are sent,
     and ``save()`` overrides are not called: only for models that have
-    neither."""
-    parts, params = [], []
-    for obj in objs:
-        meta = obj._meta
-        fields = [f for f in meta.concrete_fields if f is not meta.auto_field]
-        for f in fields:
+    neither. The statement is compiled once per tuple of models (its SQL
+    depends on nothing else when every value is plain: no expression, no
+    field with its own placeholder); each call only prepares the values, as
+    Django's insert compiler does (``get_db_prep_save``)."""
+    models = tuple(type(obj) for obj in objs)
+    fields = [_insert_fields(model) for model in models]
+    for obj, obj_fields in zip(objs, fields, strict=True):
+        for f in obj_fields:
             if (getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)) and getattr(obj, f.attname) is None:
                 f.pre_save(obj, add=True)
+    values = [[getattr(obj, f.attname) for f in obj_fields] for obj, obj_fields in zip(objs, fields, strict=True)]
+    if any(hasattr(v, "resolve_expression") for row in values for v in row) or any(
+        hasattr(f, "get_placeholder") for obj_fields in fields for f in obj_fields
+    ):
+        sql, params = _insert_sql(objs)
+    else:
+        sql = _insert_sql_cached(models)
+        params = [
+            f.get_db_prep_save(v, connection=connection)
+            for obj_fields, row in zip(fields, values, strict=True)
+            for f, v in zip(obj_fields, row, strict=True)
+        ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    for obj, pk in zip(objs, row, strict=True):
+        obj.pk = pk
+        obj._state.adding, obj._state.db = False, connection.alias
+
+
+def _insert_fields(model: type[Model]) -> list:
+    meta = model._meta
+    return [f for f in meta.concrete_fields if f is not meta.auto_field]
+
+
+def _insert_sql(objs) -> tuple[str, list]:
+    """insert_without_waiting_for_disk's statement for ``objs`` as Django's
+    insert compiler writes it (values as they are: raw, pre_save done), and
+    its parameters."""
+    parts, params = [], []
+    for obj in objs:
         query = InsertQuery(type(obj))
-        query.insert_values(fields, [obj], raw=True)  # raw: values as they are, pre_save done above
+        query.insert_values(_insert_fields(type(obj)), [obj], raw=True)
         compiler = query.get_compiler(connection=connection)
-        compiler.returning_fields = [meta.pk]
+        compiler.returning_fields = [obj._meta.pk]
         [(sql, sql_params)] = compiler.as_sql()
         parts.append(f"i{len(parts)} AS ({sql})")
         params.extend(sql_params)
     returned = ", ".join(
         f"(SELECT {connection.ops.quote_name(o._meta.pk.column)} FROM i{n})" for n, o in enumerate(objs)
     )
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)), {', '.join(parts)} "
-            f"SELECT {returned} FROM async_commit",
-            params,
-        )
-        row = cursor.fetchone()
-    for obj, pk in zip(objs, row, strict=True):
-        obj.pk = pk
-        obj._state.adding, obj._state.db = False, connection.alias
+    sql = (
+        f"WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)), {', '.join(parts)} "
+        f"SELECT {returned} FROM async_commit"
+    )
+    return sql, params
+
+
+@cache
+def _insert_sql_cached(models: tuple[type[Model], ...]) -> str:
+    """_insert_sql's statement for instances of ``models`` with plain values:
+    one placeholder per field, whatever the values."""
+    return _insert_sql([model() for model in models])[0]
