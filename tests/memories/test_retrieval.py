@@ -333,10 +333,11 @@ def test_the_log_commits_without_waiting_for_disk_and_nothing_else_does(bank, we
 
 @pytest.mark.parametrize("duplicate_threshold", [None, 0.9])
 @pytest.mark.parametrize("task_id", ["", "t-login"])
-def test_the_compiled_search_is_the_query_the_orm_builds(bank, task_id, duplicate_threshold):
+def test_the_compiled_search_is_the_query_the_orm_builds(bank, web_items, task_id, duplicate_threshold):
     """approved_items_search_counted runs a statement compiled once per bank and
     shape (issue 14): with this call's vector and task id it is, byte for byte,
-    the statement the ORM builds for it."""
+    the statement the ORM builds for it, and its items are what a raw queryset
+    makes of the rows."""
     vector = [random.uniform(-1, 1) for _ in range(384)]
     fetch = 20 if duplicate_threshold is not None else 10
     has_approved, pending = selectors.retrieval._counts_expressions(bank=bank)
@@ -362,6 +363,13 @@ def test_the_compiled_search_is_the_query_the_orm_builds(bank, task_id, duplicat
         for p in marked
     ]
     assert (compiled, filled) == (sql, list(params))
+
+    def state(items):
+        return [{k: v for k, v in vars(item).items() if k != "_state"} for item in items]
+
+    fetched = selectors.retrieval._items_fetched(sql, params)
+    assert len(fetched) == 3 and state(fetched) == state(MemoryItem.objects.raw(sql, params))
+    assert isinstance(fetched[0].tags, list) and fetched[0].get_deferred_fields() == {"embedding"}
 
 
 def test_the_log_statement_is_the_one_the_insert_compiler_writes(bank, web_items):
