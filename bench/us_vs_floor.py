@@ -43,30 +43,35 @@ from retrieval import QUERY_TEXTS, _reset_and_load
 PARTS = (
     ("token", "accounts.auth", "api_token_use"),
     ("embed", "memories.services.retrieval", "embed_text"),
-    ("search", "memories.services.retrieval", "approved_items_search_counted"),
-    ("log", "memories.services.retrieval", "insert_without_waiting_for_disk"),
 )
 
 
 def server_parts(bank, secret: str, texts: list[str], floor) -> str:
     """p50 ms of each part of POST /api/v1/retrieve run in this process through
-    the real WSGI handler (the functions of PARTS timed where the view calls
-    them; ``rest``: Django, django-ninja, middleware and the service's own
-    Python), with the floor interleaved, each going first in turn."""
+    the real WSGI handler, with the floor interleaved, each going first in
+    turn: the functions of PARTS timed where the view calls them (``token``:
+    its statement and Python), ``sql``: the other statements (search and log),
+    from sending each to its rows (``other_statements``: how many); ``rest``:
+    Django, django-ninja, middleware and the services' own Python."""
     import importlib
     import io
 
     from django.core.handlers.wsgi import WSGIHandler
+    from django.db import connection
 
     handler = WSGIHandler()
     spent: dict[str, float] = {}
 
+    inside: list[str] = []  # the part being timed, if any
+
     def timed(label, function):
         def wrapper(*args, **kwargs):
             started = time.perf_counter()
+            inside.append(label)
             try:
                 return function(*args, **kwargs)
             finally:
+                inside.pop()
                 spent[label] = spent.get(label, 0.0) + (time.perf_counter() - started) * 1000
 
         return wrapper
@@ -101,24 +106,41 @@ def server_parts(bank, secret: str, texts: list[str], floor) -> str:
         assert len(json.loads(answer)["items"]) == K, answer
         return elapsed
 
+    def sql_timed(execute, sql, params, many, context):
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            if "token" not in inside:  # not the token's own statement
+                spent["sql"] = spent.get("sql", 0.0) + (time.perf_counter() - started) * 1000
+                spent["statements"] = spent.get("statements", 0) + 1
+
     rows: dict[str, list[float]] = {}
+    statements: list[int] = []
+    connection.execute_wrappers.append(sql_timed)
     try:
         for text in texts[:3]:
             post(text)
         for i, text in enumerate(texts):
+            floor_ms = floor(text) if i % 2 else None
             spent.clear()
-            first, second = (post, floor) if i % 2 == 0 else (floor, post)
-            results = {first: first(text), second: second(text)}
-            total = results[post]
-            for label, *_ in PARTS:
-                rows.setdefault(label, []).append(spent.get(label, 0.0))
-            rows.setdefault("rest", []).append(total - sum(spent.get(label, 0.0) for label, *_ in PARTS))
+            total = post(text)
+            part = dict(spent)
+            if floor_ms is None:
+                floor_ms = floor(text)
+            labels = [label for label, *_ in PARTS] + ["sql"]
+            for label in labels:
+                rows.setdefault(label, []).append(part.get(label, 0.0))
+            rows.setdefault("rest", []).append(total - sum(part.get(label, 0.0) for label in labels))
             rows.setdefault("total", []).append(total)
-            rows.setdefault("floor", []).append(results[floor])
+            rows.setdefault("floor", []).append(floor_ms)
+            statements.append(int(part.get("statements", 0)))
     finally:
+        connection.execute_wrappers.remove(sql_timed)
         for module, name, function in originals:
             setattr(module, name, function)
-    return " ".join(f"{label}_p50_ms={statistics.median(values):.2f}" for label, values in rows.items())
+    p50s = " ".join(f"{label}_p50_ms={statistics.median(values):.2f}" for label, values in rows.items())
+    return f"{p50s} other_statements={statistics.median(statements):g}"
 
 
 class KeptConnection:

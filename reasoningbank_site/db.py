@@ -69,6 +69,19 @@ def _insert_sql(objs) -> tuple[str, list]:
     """insert_without_waiting_for_disk's statement for ``objs`` as Django's
     insert compiler writes it (values as they are: raw, pre_save done), and
     its parameters."""
+    ctes, params, returned = insert_ctes(objs)
+    return f"WITH {ctes} SELECT {', '.join(returned)} FROM async_commit", params
+
+
+def insert_ctes(objs) -> tuple[str, list, list[str]]:
+    """The common table expressions of insert_without_waiting_for_disk's
+    statement for ``objs`` (``async_commit``, then ``i0``, ``i1``, … inserting
+    each, values as Django's insert compiler writes them: expressions too,
+    e.g. a RawSQL reading an earlier CTE of the caller's statement), their
+    parameters, and a select expression for each new primary key, for a caller
+    that writes in its own statement (``… SELECT <that> FROM async_commit``;
+    the final select must read ``async_commit``, or the setting is never
+    made). Call pre_save's auto_now/auto_now_add first (as insert_without_waiting_for_disk does)."""
     parts, params = [], []
     for obj in objs:
         query = InsertQuery(type(obj))
@@ -78,14 +91,9 @@ def _insert_sql(objs) -> tuple[str, list]:
         [(sql, sql_params)] = compiler.as_sql()
         parts.append(f"i{len(parts)} AS ({sql})")
         params.extend(sql_params)
-    returned = ", ".join(
-        f"(SELECT {connection.ops.quote_name(o._meta.pk.column)} FROM i{n})" for n, o in enumerate(objs)
-    )
-    sql = (
-        f"WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)), {', '.join(parts)} "
-        f"SELECT {returned} FROM async_commit"
-    )
-    return sql, params
+    returned = [f"(SELECT {connection.ops.quote_name(o._meta.pk.column)} FROM i{n})" for n, o in enumerate(objs)]
+    ctes = f"async_commit AS (SELECT set_config('synchronous_commit', 'off', true)), {', '.join(parts)}"
+    return ctes, params, returned
 
 
 @cache
