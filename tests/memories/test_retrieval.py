@@ -2,6 +2,7 @@ import random
 
 import pytest
 from django.db import connection
+from django.db.models.expressions import RawSQL
 
 from accounts.models import ApiToken
 from accounts.services import api_token_hit
@@ -375,23 +376,26 @@ def test_the_compiled_search_is_the_query_the_orm_builds(bank, web_items, task_i
 
 
 def test_the_log_statement_is_the_one_the_insert_compiler_writes(bank, web_items):
-    """The log's INSERT is compiled once per pair of models (issue 14): its SQL
-    and values are what Django's insert compiler writes for the instances."""
+    """The log's INSERTs are compiled once per pair of models and SQL-valued
+    fields (issue 14): their SQL and values are what Django's insert compiler
+    writes for the instances."""
     result = retrieval_perform(bank=bank, query="sign in to the shop", k=2)
     event = RetrievalEvent.objects.get(pk=result.event.pk)
-    event.pk = None
     tally = RetrievalTally.objects.filter(bank=bank).get()
-    tally.pk = None
-    sql, params = db._insert_sql([event, tally])
-    assert db._insert_sql_cached((RetrievalEvent, RetrievalTally)) == sql
-    fields = [db._insert_fields(RetrievalEvent), db._insert_fields(RetrievalTally)]
-    prepared = [
-        f.get_db_prep_save(getattr(o, f.attname), connection=connection)
-        for o, fs in zip([event, tally], fields)
-        for f in fs
-    ]
-    unwrap = lambda values: [getattr(v, "obj", v) for v in values]  # noqa: E731 (Jsonb wraps the JSON fields)
-    assert unwrap(prepared) == unwrap(params) and event.results == result.event.results
+    assert event.results == result.event.results and tally.triggered == 1
+
+    def unwrap(values):
+        return [getattr(v, "obj", v) for v in values]  # Jsonb wraps the JSON fields' values
+
+    for with_sql in (False, True):
+        event.pk = tally.pk = None
+        if with_sql:
+            event.results = RawSQL("(SELECT results FROM logged)", [])
+            tally.triggered = RawSQL("(SELECT 1)", [])
+        ctes, params, returned = db.insert_ctes([event, tally])
+        compiled, compiled_params, compiled_returned = db._insert_ctes_compiled([event, tally])
+        assert (ctes, returned) == (compiled, compiled_returned)
+        assert unwrap(params) == unwrap(compiled_params) and ("(SELECT results FROM logged)" in ctes) == with_sql
 
 
 @pytest.mark.parametrize("duplicate_threshold", [0.9, None])
