@@ -57,8 +57,9 @@ def retrieval_preview(
     *, bank: Bank, query: str, k: int | None = None, task_id: str = "", filters: RetrievalFilters = NO_FILTERS
 ) -> RetrievalResult:
     """What an agent of ``bank`` would be served for ``query`` (treatment
-    arm), without logging or counting anything — the playground's view and
-    the first half of retrieval_perform. Items mode: the top-k approved
+    arm), without logging or counting anything — the playground's view, and
+    the first half of retrieval_perform in experiences mode (in items mode
+    retrieval_perform decides the same in SQL). Items mode: the top-k approved
     items by similarity to the query; experiences mode: all approved items
     of the top-n most similar past tasks. ``k`` defaults to bank.top_k and
     is capped at MAX_K; bank.min_similarity applies; a ``task_id`` excludes
