@@ -1,7 +1,7 @@
 """Goal 1 of issue 14 without the reasoning-bank library: ``POST /api/v1/retrieve``
 through gunicorn (bench/common.py) against the floor (in-process query embedding
 + the production SQL search, ``approved_items_search``), interleaved per query
-(alternating which goes first), on the items compare_reasoning_bank.py loads
+(every order of the sides in turn), on the items compare_reasoning_bank.py loads
 (reused when a previous run left the same size). Each answer is asserted to
 serve k items.
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import itertools
 import json
 import statistics
 import sys
@@ -215,9 +216,11 @@ def run(
                 for measure in sides.values():
                     measure(text)
             times: dict[str, list[float]] = {name: [] for name in sides}
-            order = list(sides)
+            # Every order in turn: each side goes first, and follows each other side, as often as the others
+            # (a rotation of one order had one server follow the in-process floor, warm, twice as often).
+            orders = list(itertools.permutations(sides))
             for i, text in enumerate(texts):
-                for name in order[i % len(order) :] + order[: i % len(order)]:  # each side goes first in turn
+                for name in orders[i % len(orders)]:
                     times[name].append(sides[name](text))
             p50 = {name: statistics.median(values) for name, values in times.items()}
             u, f = p50["us"], p50["floor"]
