@@ -6,7 +6,6 @@ from functools import cache
 
 from django.db import connection
 from django.db.models import Model
-from django.db.models.expressions import RawSQL
 from django.db.models.sql import InsertQuery
 
 
@@ -31,29 +30,10 @@ def insert_without_waiting_for_disk(*objs: Model) -> None:
     set keeps its value (so another of ``objs`` can be derived from it), an
     empty one is filled in as ``create`` would. No model signals are sent,
     and ``save()`` overrides are not called: only for models that have
-    neither."""
-    ctes, params, returned = insert_ctes(objs)
-    with connection.cursor() as cursor:
-        cursor.execute(f"WITH {ctes} SELECT {', '.join(returned)} FROM async_commit", params)
-        row = cursor.fetchone()
-    for obj, pk in zip(objs, row, strict=True):
-        obj.pk = pk
-        obj._state.adding, obj._state.db = False, connection.alias
-
-
-def insert_ctes(objs) -> tuple[str, list, list[str]]:
-    """The common table expressions of insert_without_waiting_for_disk's
-    statement for ``objs`` (``async_commit``, then ``i0``, ``i1``, … inserting
-    each, values as Django's insert compiler writes them), their parameters,
-    and a select expression for each new primary key, for a caller that
-    writes in its own statement (``… SELECT <those> FROM async_commit``: the
-    final select must read ``async_commit``, or the setting is never made).
-    A value may be a RawSQL without parameters reading an earlier CTE of the
-    caller's statement. Fills the empty auto_now/auto_now_add fields first.
-    Compiled once per tuple of models and RawSQL values (the SQL depends on
-    nothing else: no other expression, no field with its own placeholder);
-    each call only prepares the plain values, as Django's insert compiler
-    does (``get_db_prep_save``)."""
+    neither. The statement is compiled once per tuple of models (its SQL
+    depends on nothing else when every value is plain: no expression, no
+    field with its own placeholder); each call only prepares the values, as
+    Django's insert compiler does (``get_db_prep_save``)."""
     models = tuple(type(obj) for obj in objs)
     fields = [_insert_fields(model) for model in models]
     for obj, obj_fields in zip(objs, fields, strict=True):
@@ -61,19 +41,23 @@ def insert_ctes(objs) -> tuple[str, list, list[str]]:
             if (getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)) and getattr(obj, f.attname) is None:
                 f.pre_save(obj, add=True)
     values = [[getattr(obj, f.attname) for f in obj_fields] for obj, obj_fields in zip(objs, fields, strict=True)]
-    raw = tuple(
-        tuple((n, v.sql) for n, v in enumerate(row) if isinstance(v, RawSQL) and not v.params) for row in values
-    )
-    plain = [
-        [(f, v) for n, (f, v) in enumerate(zip(fs, row, strict=True)) if n not in dict(r)]
-        for fs, row, r in zip(fields, values, raw, strict=True)
-    ]
-    if any(hasattr(v, "resolve_expression") for row in plain for _f, v in row) or any(
+    if any(hasattr(v, "resolve_expression") for row in values for v in row) or any(
         hasattr(f, "get_placeholder") for obj_fields in fields for f in obj_fields
     ):
-        return _insert_ctes_compiled(objs)
-    ctes, returned = _insert_ctes_cached(models, raw)
-    return ctes, [f.get_db_prep_save(v, connection=connection) for row in plain for f, v in row], returned
+        sql, params = _insert_sql(objs)
+    else:
+        sql = _insert_sql_cached(models)
+        params = [
+            f.get_db_prep_save(v, connection=connection)
+            for obj_fields, row in zip(fields, values, strict=True)
+            for f, v in zip(obj_fields, row, strict=True)
+        ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    for obj, pk in zip(objs, row, strict=True):
+        obj.pk = pk
+        obj._state.adding, obj._state.db = False, connection.alias
 
 
 def _insert_fields(model: type[Model]) -> list:
@@ -81,8 +65,10 @@ def _insert_fields(model: type[Model]) -> list:
     return [f for f in meta.concrete_fields if f is not meta.auto_field]
 
 
-def _insert_ctes_compiled(objs) -> tuple[str, list, list[str]]:
-    """insert_ctes through Django's insert compiler (values as they are: raw, pre_save done)."""
+def _insert_sql(objs) -> tuple[str, list]:
+    """insert_without_waiting_for_disk's statement for ``objs`` as Django's
+    insert compiler writes it (values as they are: raw, pre_save done), and
+    its parameters."""
     parts, params = [], []
     for obj in objs:
         query = InsertQuery(type(obj))
@@ -92,21 +78,18 @@ def _insert_ctes_compiled(objs) -> tuple[str, list, list[str]]:
         [(sql, sql_params)] = compiler.as_sql()
         parts.append(f"i{len(parts)} AS ({sql})")
         params.extend(sql_params)
-    returned = [f"(SELECT {connection.ops.quote_name(o._meta.pk.column)} FROM i{n})" for n, o in enumerate(objs)]
-    ctes = f"async_commit AS (SELECT set_config('synchronous_commit', 'off', true)), {', '.join(parts)}"
-    return ctes, params, returned
+    returned = ", ".join(
+        f"(SELECT {connection.ops.quote_name(o._meta.pk.column)} FROM i{n})" for n, o in enumerate(objs)
+    )
+    sql = (
+        f"WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)), {', '.join(parts)} "
+        f"SELECT {returned} FROM async_commit"
+    )
+    return sql, params
 
 
 @cache
-def _insert_ctes_cached(
-    models: tuple[type[Model], ...], raw: tuple[tuple[tuple[int, str], ...], ...]
-) -> tuple[str, list[str]]:
-    """_insert_ctes_compiled's SQL for instances of ``models`` whose fields at
-    the positions of ``raw`` hold RawSQL(sql) and the others plain values:
-    one placeholder per plain value, whatever the values."""
-    objs = [model() for model in models]
-    for obj, model, row in zip(objs, models, raw, strict=True):
-        for n, sql in row:
-            setattr(obj, _insert_fields(model)[n].attname, RawSQL(sql, []))
-    ctes, _params, returned = _insert_ctes_compiled(objs)
-    return ctes, returned
+def _insert_sql_cached(models: tuple[type[Model], ...]) -> str:
+    """_insert_sql's statement for instances of ``models`` with plain values:
+    one placeholder per field, whatever the values."""
+    return _insert_sql([model() for model in models])[0]

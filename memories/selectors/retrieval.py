@@ -303,7 +303,7 @@ def approved_items_search_counted(
         )
         params = [_vector_text(vector) if p is _VECTOR else exclude_task_id if p is _TASK else p for p in params]
         with hnsw_scan(ef_search=hnsw_ef_search(k=fetch)):
-            rows = memory_items_fetched(sql, params)
+            rows = _items_fetched(sql, params)
         for position, row in enumerate(rows):
             row.position = position
     if not rows:
@@ -354,21 +354,16 @@ def _counted_search_sql(
     return sql, marked
 
 
-def memory_items_fetched(sql: str, params) -> list[MemoryItem]:
+def _items_fetched(sql: str, params) -> list[MemoryItem]:
     """What ``list(MemoryItem.objects.raw(sql, params))`` returns (items from
     the columns named after their fields, the other columns as attributes;
     field values through the same converters), without RawQuerySet's
     per-call resolution of the columns (~0.5 ms for 20 rows)."""
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        columns = tuple(column.name for column in cursor.description)
+        layout = _items_layout(tuple(column.name for column in cursor.description))
         rows = cursor.fetchall()
-    return memory_items_from_rows(columns, rows)
-
-
-def memory_items_from_rows(columns: tuple[str, ...], rows) -> list[MemoryItem]:
-    """memory_items_fetched's items from result ``rows`` with ``columns``."""
-    names, field_positions, converters, extra = _items_layout(columns)
+    names, field_positions, converters, extra = layout
     items = []
     for row in rows:
         values = [row[pos] for pos in field_positions]
@@ -402,46 +397,6 @@ def _items_layout(columns: tuple[str, ...]):
         positions.append(pos)
     assert MemoryItem._meta.pk.attname in names, columns
     return names, positions, converters, extra
-
-
-def approved_items_candidates_sql(
-    *,
-    bank: Bank,
-    vector,
-    k: int,
-    exclude_task_id: str = "",
-    filters: RetrievalFilters = NO_FILTERS,
-    duplicate_threshold: float | None = None,
-) -> tuple[str, list, int]:
-    """The statement approved_items_search_counted runs for these arguments:
-    its SQL, parameters and HNSW candidate list (ef_search; run it inside
-    hnsw_scan with it). Its rows are the candidates in (distance, id) order,
-    every item column but the embedding, ``distance``, the bank's counts and
-    ``similarities`` (null without a ``duplicate_threshold``)."""
-    k = max(1, min(int(k), MAX_K))
-    fetch = 2 * k if duplicate_threshold is not None else k
-    if filters:
-        has_approved, pending = _counts_expressions(bank=bank)
-        qs = _approved_items_qs(
-            bank=bank,
-            vector=vector,
-            k=fetch,
-            exclude_task_id=exclude_task_id,
-            filters=filters,
-            with_embedding=duplicate_threshold is not None,
-        ).annotate(bank_has_approved=has_approved, bank_pending=pending)
-        sql, params = qs.query.sql_with_params()
-        if duplicate_threshold is not None:
-            sql = _similarities_sql(sql, annotations=qs.query.annotations, order=SEARCH_ORDER)
-        params = list(params)
-    else:
-        sql, params = _counted_search_sql(
-            bank.pk, embedding_model_name(), fetch, duplicate_threshold is not None, bool(exclude_task_id)
-        )
-        params = [_vector_text(vector) if p is _VECTOR else exclude_task_id if p is _TASK else p for p in params]
-    if duplicate_threshold is None:
-        sql = f"SELECT q.*, NULL::float8[] AS similarities FROM ({sql}) q"
-    return sql, params, hnsw_ef_search(k=fetch, filters=filters)
 
 
 def any_items_search(*, vector) -> list[int]:

@@ -3,7 +3,6 @@ preview), and the logged retrieval with its holdout arm."""
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import time
@@ -11,29 +10,24 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import DatabaseError, connection, transaction
-from django.db.models.expressions import RawSQL
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from accounts.models import ApiToken, Bank, RetrievalMode
-from memories.embeddings import embed_text, embedding_model_name, load_now
+from memories.embeddings import embed_text, load_now
 from memories.models import Arm, MemoryItem, RetrievalEvent
 from memories.selectors.retrieval import (
     MAX_K,
     NO_FILTERS,
-    EmbeddingCounts,
     RetrievalFilters,
     any_items_search,
-    approved_items_candidates_sql,
     approved_items_search_counted,
     embedding_counts,
     experiences_search,
-    hnsw_scan,
-    memory_items_from_rows,
     system_block_render,
 )
 from memories.services.tallies import retrieval_tally_for
-from reasoningbank_site.db import insert_ctes, insert_without_waiting_for_disk
+from reasoningbank_site.db import insert_without_waiting_for_disk
 from reasoningbank_site.errors import Invalid
 
 log = logging.getLogger(__name__)
@@ -57,9 +51,8 @@ def retrieval_preview(
     *, bank: Bank, query: str, k: int | None = None, task_id: str = "", filters: RetrievalFilters = NO_FILTERS
 ) -> RetrievalResult:
     """What an agent of ``bank`` would be served for ``query`` (treatment
-    arm), without logging or counting anything — the playground's view, and
-    the first half of retrieval_perform in experiences mode (in items mode
-    retrieval_perform decides the same in SQL). Items mode: the top-k approved
+    arm), without logging or counting anything — the playground's view and
+    the first half of retrieval_perform. Items mode: the top-k approved
     items by similarity to the query; experiences mode: all approved items
     of the top-n most similar past tasks. ``k`` defaults to bank.top_k and
     is capped at MAX_K; bank.min_similarity applies; a ``task_id`` excludes
@@ -127,15 +120,8 @@ def retrieval_perform(
     (with the ``filters``) and its RetrievalTally row and nothing else: the
     served items' counters are folded from the events later
     (``memory_items_count_served``), so concurrent retrievals of the same
-    items never lock the same rows. Raises as retrieval_preview does. Items
-    mode runs as ONE statement (_items_retrieval_logged): the search, what
-    retrieval_preview decides after it, and the log; the random draws are
-    made first (k per-item draws, whether or not k items are found)."""
+    items never lock the same rows. Raises as retrieval_preview does."""
     started = time.perf_counter()
-    if bank.retrieval_mode != RetrievalMode.EXPERIENCES:
-        return _items_retrieval_logged(
-            bank=bank, query=query, k=k, task_id=task_id, token=token, filters=filters, started=started
-        )
     result = retrieval_preview(bank=bank, query=query, k=k, task_id=task_id, filters=filters)
     recorded = [{"id": str(item.public_id), "score": score} for item, score in result.items]
     if bank.holdout_fraction > 0 and random.random() < bank.holdout_fraction:
@@ -170,146 +156,6 @@ def retrieval_perform(
     result.event.created_at = timezone.now()  # what auto_now_add would set; the tally's day comes from it
     insert_without_waiting_for_disk(result.event, retrieval_tally_for(event=result.event))
     return result
-
-
-# Items mode's retrieval in ONE statement (issue 14): the search, then what
-# retrieval_preview and retrieval_perform decide in Python, in SQL — the score
-# filter, the check that the embedded text is current (item_embedding_hash),
-# duplicate suppression (_distinct: in (distance, id) order, an item at or
-# above the threshold to one kept is skipped, up to k), the arm and the
-# per-item draws (drawn in Python first) — and the log (event and tally) built
-# from that decision. The answer is read from the same rows, so what is
-# served and what is logged are one decision.
-_DECIDED_SQL = """
-cand AS MATERIALIZED ({candidates}),
-numbered AS (SELECT cand.*, (row_number() OVER (ORDER BY distance, id))::int - 1 AS rb_pos FROM cand),
-scored AS (
-    SELECT numbered.*, (row_number() OVER (ORDER BY rb_pos))::int AS rb_n FROM numbered
-    WHERE 1 - distance >= %s
-      AND embedding_hash = encode(sha256(convert_to(
-          %s || btrim(title, %s) || E'\\n' || btrim(description, %s) || E'\\n' || btrim(content, %s), 'UTF8')), 'hex')
-),
-greedy(rb_n, kept) AS (
-    SELECT 0, ARRAY[]::int[]
-    UNION ALL
-    SELECT s.rb_n, CASE WHEN cardinality(g.kept) < %s AND NOT EXISTS (
-        SELECT 1 FROM unnest(g.kept) AS p(pos) WHERE s.similarities[p.pos + 1] >= %s
-    ) THEN g.kept || s.rb_pos ELSE g.kept END
-    FROM greedy g JOIN scored s ON s.rb_n = g.rb_n + 1
-),
-decided AS (
-    SELECT s.rb_pos, s.public_id, round((1 - s.distance)::numeric, 4) AS rb_score,
-        array_position(f.kept, s.rb_pos) AS rb_rank, coalesce((%s::boolean[])[array_position(f.kept, s.rb_pos)], false) AS rb_out
-    FROM scored s, (SELECT kept FROM greedy ORDER BY rb_n DESC LIMIT 1) f
-    WHERE s.rb_pos = ANY(f.kept)
-),
-logged AS (
-    SELECT coalesce(jsonb_agg(jsonb_build_object('id', public_id::text, 'score', rb_score) ORDER BY rb_rank), '[]'::jsonb)
-            AS results,
-        coalesce(jsonb_agg(public_id::text ORDER BY rb_rank) FILTER (WHERE rb_out), '[]'::jsonb) AS withheld,
-        count(*)::int AS triggered,
-        round((%s + 1000 * extract(epoch FROM clock_timestamp() - statement_timestamp()))::numeric, 2)::float8 AS latency
-    FROM decided
-)"""
-
-
-# What str.strip() strips (item_embedding_text strips the item's texts), for the SQL's btrim:
-# every character whose isspace() is true (tests/memories/test_retrieval.py checks it).
-PYTHON_WHITESPACE = (
-    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
-    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
-
-
-def _items_retrieval_logged(
-    *, bank: Bank, query: str, k: int | None, task_id: str, token: ApiToken | None, filters, started: float
-) -> RetrievalResult:
-    """retrieval_perform in items mode: the search, the decision and the log in one statement (_DECIDED_SQL)."""
-    query = (query or "").strip()
-    if not query:
-        raise Invalid("The query is empty.")
-    k = min(max(int(k if k is not None else bank.top_k), 1), MAX_K)
-    vector = embed_text(query)
-    arm = Arm.HOLDOUT if bank.holdout_fraction > 0 and random.random() < bank.holdout_fraction else Arm.TREATMENT
-    draws = arm == Arm.TREATMENT and bank.item_holdout_fraction > 0
-    left_out = [draws and random.random() < bank.item_holdout_fraction for _ in range(k)]
-    candidates, params, ef_search = approved_items_candidates_sql(
-        bank=bank,
-        vector=vector,
-        k=k,
-        exclude_task_id=task_id or "",
-        filters=filters,
-        duplicate_threshold=bank.duplicate_threshold,
-    )
-    params += [bank.min_similarity, embedding_model_name() + "\n", *[PYTHON_WHITESPACE] * 3]
-    params += [k, bank.duplicate_threshold, left_out, (time.perf_counter() - started) * 1000.0]
-    event = RetrievalEvent(
-        bank=bank,
-        token=token,
-        query=query,
-        task_id=task_id or "",
-        mode=bank.retrieval_mode,
-        k=k,
-        arm=arm,
-        holdout_fraction=bank.holdout_fraction,
-        item_holdout_fraction=bank.item_holdout_fraction,
-        filters=filters.as_dict(),
-    )
-    event.created_at = timezone.now()  # what auto_now_add would set; the tally's day comes from it
-    tally = retrieval_tally_for(event=event)
-    event.results = RawSQL("(SELECT results FROM logged)", [])
-    event.withheld = RawSQL("(SELECT withheld FROM logged)", [])
-    event.latency_ms = RawSQL("(SELECT latency FROM logged)", [])
-    tally.triggered = RawSQL("(SELECT (triggered > 0)::int FROM logged)", [])
-    ctes, insert_params, returned = insert_ctes([event, tally])
-    sql = (
-        f"WITH RECURSIVE {_DECIDED_SQL.format(candidates=candidates)}, {ctes} "
-        f"SELECT {returned[0]} AS rb_event, {returned[1]} AS rb_tally, l.results AS rb_results,"
-        " l.withheld AS rb_withheld, l.triggered AS rb_triggered, l.latency AS rb_latency,"
-        " d.rb_score, d.rb_rank, d.rb_out, n.*"
-        " FROM async_commit CROSS JOIN logged l LEFT JOIN numbered n ON true LEFT JOIN decided d ON d.rb_pos = n.rb_pos"
-        " ORDER BY n.rb_pos"
-    )
-    with hnsw_scan(ef_search=ef_search), connection.cursor() as cursor:
-        cursor.execute(sql, params + insert_params)
-        columns = tuple(column.name for column in cursor.description)
-        rows = cursor.fetchall()
-    event_pk, tally_pk, results, withheld, triggered, latency = rows[0][:6]
-    id_column = columns.index("id")
-    candidates_rows = [row for row in rows if row[id_column] is not None]  # none: a row with the log's ids only
-    items = memory_items_from_rows(columns[9:], [row[9:] for row in candidates_rows])
-    for item, row in zip(items, candidates_rows, strict=True):
-        item.rb_score, item.rb_rank, item.rb_out = row[6:9]
-    event.results, event.withheld, event.latency_ms = _json(results), _json(withheld), latency
-    tally.triggered = int(triggered > 0)
-    for obj, pk in ((event, event_pk), (tally, tally_pk)):
-        obj.pk = pk
-        obj._state.adding, obj._state.db = False, connection.alias
-    chosen = sorted((item for item in items if item.rb_rank is not None), key=lambda item: item.rb_rank)
-    served = [(item, float(item.rb_score)) for item in chosen if not item.rb_out]
-    if arm == Arm.HOLDOUT:
-        served = []
-    counts = (
-        EmbeddingCounts(has_approved=items[0].bank_has_approved, pending=items[0].bank_pending)
-        if items
-        else embedding_counts(bank=bank)
-    )
-    return RetrievalResult(
-        items=served,
-        system_block=system_block_render([item for item, _ in served]),
-        pending_embeddings=counts.pending,
-        bank_has_approved=counts.has_approved,
-        mode=bank.retrieval_mode,
-        k=k,
-        latency_ms=(time.perf_counter() - started) * 1000.0,
-        arm=arm,
-        event=event,
-        withheld=[item for item in chosen if item.rb_out],
-    )
-
-
-def _json(value):
-    return json.loads(value) if isinstance(value, str) else value
 
 
 WARM_UP_QUERY = "warm up the query embedding and the vector search"

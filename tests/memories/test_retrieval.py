@@ -2,7 +2,6 @@ import random
 
 import pytest
 from django.db import connection
-from django.db.models.expressions import RawSQL
 
 from accounts.models import ApiToken
 from accounts.services import api_token_hit
@@ -15,9 +14,7 @@ from memories.services import (
     memory_item_reject,
     memory_items_count_served,
     retrieval_perform,
-    retrieval_preview,
 )
-from memories.services import retrieval as retrieval_service
 from reasoningbank_site import db
 from tests import factories
 
@@ -370,74 +367,26 @@ def test_the_compiled_search_is_the_query_the_orm_builds(bank, web_items, task_i
     def state(items):
         return [{k: v for k, v in vars(item).items() if k != "_state"} for item in items]
 
-    fetched = selectors.retrieval.memory_items_fetched(sql, params)
+    fetched = selectors.retrieval._items_fetched(sql, params)
     assert len(fetched) == 3 and state(fetched) == state(MemoryItem.objects.raw(sql, params))
     assert isinstance(fetched[0].tags, list) and fetched[0].get_deferred_fields() == {"embedding"}
 
 
 def test_the_log_statement_is_the_one_the_insert_compiler_writes(bank, web_items):
-    """The log's INSERTs are compiled once per pair of models and SQL-valued
-    fields (issue 14): their SQL and values are what Django's insert compiler
-    writes for the instances."""
+    """The log's INSERT is compiled once per pair of models (issue 14): its SQL
+    and values are what Django's insert compiler writes for the instances."""
     result = retrieval_perform(bank=bank, query="sign in to the shop", k=2)
     event = RetrievalEvent.objects.get(pk=result.event.pk)
+    event.pk = None
     tally = RetrievalTally.objects.filter(bank=bank).get()
-    assert event.results == result.event.results and tally.triggered == 1
-
-    def unwrap(values):
-        return [getattr(v, "obj", v) for v in values]  # Jsonb wraps the JSON fields' values
-
-    for with_sql in (False, True):
-        event.pk = tally.pk = None
-        if with_sql:
-            event.results = RawSQL("(SELECT results FROM logged)", [])
-            tally.triggered = RawSQL("(SELECT 1)", [])
-        ctes, params, returned = db.insert_ctes([event, tally])
-        compiled, compiled_params, compiled_returned = db._insert_ctes_compiled([event, tally])
-        assert (ctes, returned) == (compiled, compiled_returned)
-        assert unwrap(params) == unwrap(compiled_params) and ("(SELECT results FROM logged)" in ctes) == with_sql
-
-
-@pytest.mark.parametrize("duplicate_threshold", [0.9, None])
-def test_a_logged_retrieval_serves_what_the_preview_shows(bank, approved, duplicate_threshold):
-    """retrieval_perform decides in SQL, in the statement that logs it (issue 14),
-    what retrieval_preview decides in Python: the score floor, the current
-    embedding (text stripped as Python strips it, changed text left out),
-    duplicate suppression and k — same items, same scores, and the event
-    records exactly them."""
-    bank.min_similarity, bank.duplicate_threshold = 0.05, duplicate_threshold
-    login = approved(bank, *LOGIN)
-    approved(bank, *LOGIN)  # its twin: similarity 1.0, suppressed under a threshold
-    pages = approved(bank, *PAGINATION)
-    # Stored with spaces around (the services strip them; an import need not): the embedded text is the same.
-    MemoryItem.objects.filter(pk=pages.pk).update(
-        title=f"\u00a0{PAGINATION[0]}\u2003", content=f"{PAGINATION[2]}\u3000 "
-    )
-    approved(bank, *DATE_PICKER)
-    approved(bank, "Read error banners", "Use after submitting a form.", "Error banners explain what field is wrong.")
-    changed = approved(bank, "Check the cart before paying", "Use before checkout.", "Totals change with coupons.")
-    MemoryItem.objects.filter(pk=changed.pk).update(title="Sign in and check the cart")  # behind the services' back
-    for query, k in (("sign in to the shop", 3), ("walk all the pages of results", 2), ("fill in a form", 10)):
-        shown = retrieval_preview(bank=bank, query=query, k=k)
-        logged = retrieval_perform(bank=bank, query=query, k=k)
-        assert [(i.pk, s) for i, s in logged.items] == [(i.pk, s) for i, s in shown.items], query
-        assert logged.system_block == shown.system_block
-        assert (logged.pending_embeddings, logged.bank_has_approved) == (0, True)
-        event = RetrievalEvent.objects.get(pk=logged.event.pk)
-        assert event.results == [{"id": str(i.public_id), "score": s} for i, s in shown.items] == logged.event.results
-        assert changed.pk not in {i.pk for i, _ in logged.items}
-        tally = RetrievalTally.objects.filter(bank=bank).order_by("-pk").first()
-        assert (tally.day, tally.arm, tally.retrievals, tally.triggered) == (
-            event.created_at.date(),
-            Arm.TREATMENT,
-            1,
-            int(bool(shown.items)),
-        )
-    served = [i.pk for i, _ in retrieval_perform(bank=bank, query="walk every page of the list", k=10).items]
-    assert pages.pk in served  # its text, stripped of non-ASCII spaces as Python strips it, is current
-    twins = [i.pk for i, _ in retrieval_perform(bank=bank, query="sign in through the login form", k=10).items]
-    assert twins[0] == login.pk and len([pk for pk in twins if pk <= login.pk + 1]) == (1 if duplicate_threshold else 2)
-
-
-def test_the_sql_strips_what_python_strips():
-    assert retrieval_service.PYTHON_WHITESPACE == "".join(c for c in map(chr, range(0x110000)) if c.isspace())
+    tally.pk = None
+    sql, params = db._insert_sql([event, tally])
+    assert db._insert_sql_cached((RetrievalEvent, RetrievalTally)) == sql
+    fields = [db._insert_fields(RetrievalEvent), db._insert_fields(RetrievalTally)]
+    prepared = [
+        f.get_db_prep_save(getattr(o, f.attname), connection=connection)
+        for o, fs in zip([event, tally], fields)
+        for f in fs
+    ]
+    unwrap = lambda values: [getattr(v, "obj", v) for v in values]  # noqa: E731 (Jsonb wraps the JSON fields)
+    assert unwrap(prepared) == unwrap(params) and event.results == result.event.results

@@ -1,8 +1,8 @@
-"""A retrieval's log (its RetrievalEvent and the tally row) is written by the
-search's own statement, committed when the answer leaves (issue 14: it was
-BEGIN, SET LOCAL, two INSERTs, COMMIT, then a statement of its own): written
-exactly once, whole, and visible to every other connection, with the
-instance the service returns matching the stored row."""
+"""A retrieval's log (its RetrievalEvent and the tally row) is one statement
+of its own, committed when the answer leaves (issue 14: it was BEGIN, SET
+LOCAL, two INSERTs, COMMIT): written exactly once, whole, and visible to
+every other connection, with the instance the service returns matching the
+stored row."""
 
 import json
 
@@ -29,8 +29,8 @@ def test_each_retrieval_logs_one_event_and_one_tally_row_in_one_statement(bank, 
     with CaptureQueriesContext(connection) as captured:
         result = retrieval_perform(bank=bank, query="open the sign in page", k=2, task_id="t-1")
     statements = [q["sql"] for q in captured.captured_queries]
-    assert len(statements) == 1  # the search (with its counts), the decision and the log
-    assert "<=>" in statements[0] and "INSERT INTO" in statements[0] and "synchronous_commit" in statements[0]
+    assert len(statements) == 2  # the search (with its counts) and the log
+    assert "INSERT INTO" in statements[1] and "synchronous_commit" in statements[1]
 
     event = result.event
     rows = _from_another_connection(
@@ -53,10 +53,9 @@ def test_each_retrieval_logs_one_event_and_one_tally_row_in_one_statement(bank, 
     assert RetrievalTally.objects.filter(bank=bank).count() == 2
 
 
-def test_a_retrieval_over_the_api_is_two_statements_and_logs_what_it_answered(client, auth, bank, approved):
-    """POST /api/v1/retrieve: the token check with its rate count, then the
-    search with its counts and the log (issue 14) — and the logged event is
-    the answer."""
+def test_a_retrieval_over_the_api_is_three_statements_and_logs_what_it_answered(client, auth, bank, approved):
+    """POST /api/v1/retrieve: the token check with its rate count, the search
+    with its counts, the log (issue 14) — and the logged event is the answer."""
     bank.min_similarity = -1.0
     bank.save(update_fields=["min_similarity"])
     approved(bank, "Sign in through the login form first", "Use when the task needs an account.", "Log in.")
@@ -67,10 +66,8 @@ def test_a_retrieval_over_the_api_is_two_statements_and_logs_what_it_answered(cl
         response = client.post("/api/v1/retrieve", data=body, content_type="application/json", **auth)
     assert response.status_code == 200, response.content
     statements = [q["sql"] for q in captured.captured_queries]
-    assert len(statements) == 2, statements
-    assert "accounts_tokenusage" in statements[0] and "INSERT INTO memories_retrievalevent" in statements[1].replace(
-        '"', ""
-    )
+    assert len(statements) == 3, statements
+    assert "accounts_tokenusage" in statements[0] and "INSERT INTO" in statements[2]
     answer = response.json()
     event = RetrievalEvent.objects.get(public_id=answer["retrieval_id"])
     assert event.results == [{"id": item["id"], "score": item["score"]} for item in answer["items"]]
