@@ -1,7 +1,7 @@
 """Goal 1 of issue 14 without the reasoning-bank library: ``POST /api/v1/retrieve``
 through gunicorn (bench/common.py) against the floor (in-process query embedding
 + the production SQL search, ``approved_items_search``), interleaved per query
-(alternating which goes first), on the items compare_reasoning_bank.py loads
+(every order of the sides in turn), on the items compare_reasoning_bank.py loads
 (reused when a previous run left the same size). Each answer is asserted to
 serve k items.
 
@@ -13,11 +13,22 @@ With ``--compare DIR`` (another checkout, e.g. the code before a change) a
 second gunicorn serves the same database from DIR, and each query goes to
 all three (this server, DIR's, the floor) in a rotating order; a line
 ``compare=DIR size=<N> …`` follows with DIR's figures against the same floor.
+By default the servers run as one sync gunicorn worker and each request opens
+its own connection (an agent calling once per task). ``--threads N`` runs them
+as production does (gthread, N threads); ``--keep-alive`` sends every request
+of a server over one kept connection (as the Python SDK's httpx client does
+between calls close together; needs ``--threads``: a sync worker closes each).
+``--parts`` adds the server's own split of each retrieval (token statement,
+embedding, search, log, the rest) as p50s, from an in-process run through the
+real WSGI handler after the HTTP rounds (no effect on the figures above).
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
+import itertools
+import json
 import statistics
 import sys
 import time
@@ -30,8 +41,139 @@ from common import load_note, setup_django, start_server, stop_server
 from compare_reasoning_bank import CENTRE_TEXTS, K, _post
 from retrieval import QUERY_TEXTS, _reset_and_load
 
+PARTS = (
+    ("token", "accounts.auth", "api_token_use"),
+    ("embed", "memories.services.retrieval", "embed_text"),
+)
 
-def run(sizes: list[int], queries: int, port: int | None, compare: Path | None = None) -> None:
+
+def server_parts(bank, secret: str, texts: list[str], floor) -> str:
+    """p50 ms of each part of POST /api/v1/retrieve run in this process through
+    the real WSGI handler, with the floor interleaved, each going first in
+    turn: the functions of PARTS timed where the view calls them (``token``:
+    its statement and Python), ``sql``: the other statements (search and log),
+    from sending each to its rows (``other_statements``: how many); ``rest``:
+    Django, django-ninja, middleware and the services' own Python."""
+    import importlib
+    import io
+
+    from django.core.handlers.wsgi import WSGIHandler
+    from django.db import connection
+
+    handler = WSGIHandler()
+    spent: dict[str, float] = {}
+
+    inside: list[str] = []  # the part being timed, if any
+
+    def timed(label, function):
+        def wrapper(*args, **kwargs):
+            started = time.perf_counter()
+            inside.append(label)
+            try:
+                return function(*args, **kwargs)
+            finally:
+                inside.pop()
+                spent[label] = spent.get(label, 0.0) + (time.perf_counter() - started) * 1000
+
+        return wrapper
+
+    originals = []
+    for label, module_name, name in PARTS:
+        module = importlib.import_module(module_name)
+        originals.append((module, name, getattr(module, name)))
+        setattr(module, name, timed(label, getattr(module, name)))
+
+    def post(text: str) -> float:
+        body = json.dumps({"query": text, "k": K}).encode()
+        environ = {
+            "REQUEST_METHOD": "POST",
+            "PATH_INFO": "/api/v1/retrieve",
+            "SERVER_NAME": "127.0.0.1",
+            "SERVER_PORT": "80",
+            "HTTP_HOST": "127.0.0.1",
+            "REMOTE_ADDR": "127.0.0.1",
+            "CONTENT_TYPE": "application/json",
+            "CONTENT_LENGTH": str(len(body)),
+            "HTTP_AUTHORIZATION": f"Bearer {secret}",
+            "wsgi.input": io.BytesIO(body),
+            "wsgi.url_scheme": "http",
+            "wsgi.errors": sys.stderr,
+        }
+        status: list[str] = []
+        started = time.perf_counter()
+        answer = b"".join(handler(environ, lambda s, headers: status.append(s)))
+        elapsed = (time.perf_counter() - started) * 1000
+        assert status[0].startswith("200"), answer
+        assert len(json.loads(answer)["items"]) == K, answer
+        return elapsed
+
+    def sql_timed(execute, sql, params, many, context):
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            if "token" not in inside:  # not the token's own statement
+                spent["sql"] = spent.get("sql", 0.0) + (time.perf_counter() - started) * 1000
+                spent["statements"] = spent.get("statements", 0) + 1
+
+    rows: dict[str, list[float]] = {}
+    statements: list[int] = []
+    connection.execute_wrappers.append(sql_timed)
+    try:
+        for text in texts[:3]:
+            post(text)
+        for i, text in enumerate(texts):
+            floor_ms = floor(text) if i % 2 else None
+            spent.clear()
+            total = post(text)
+            part = dict(spent)
+            if floor_ms is None:
+                floor_ms = floor(text)
+            labels = [label for label, *_ in PARTS] + ["sql"]
+            for label in labels:
+                rows.setdefault(label, []).append(part.get(label, 0.0))
+            rows.setdefault("rest", []).append(total - sum(part.get(label, 0.0) for label in labels))
+            rows.setdefault("total", []).append(total)
+            rows.setdefault("floor", []).append(floor_ms)
+            statements.append(int(part.get("statements", 0)))
+    finally:
+        connection.execute_wrappers.remove(sql_timed)
+        for module, name, function in originals:
+            setattr(module, name, function)
+    p50s = " ".join(f"{label}_p50_ms={statistics.median(values):.2f}" for label, values in rows.items())
+    return f"{p50s} other_statements={statistics.median(statements):g}"
+
+
+class KeptConnection:
+    """POST /api/v1/retrieve over one HTTP/1.1 connection kept between requests."""
+
+    def __init__(self, base: str):
+        host, port = base.removeprefix("http://").split(":")
+        self.connection = http.client.HTTPConnection(host, int(port), timeout=60)
+
+    def post(self, secret: str, query: str) -> float:
+        body = json.dumps({"query": query, "k": K}).encode()
+        headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+        started = time.perf_counter()
+        self.connection.request("POST", "/api/v1/retrieve", body=body, headers=headers)
+        response = self.connection.getresponse()
+        answer = response.read()
+        elapsed = (time.perf_counter() - started) * 1000
+        assert response.status == 200, answer
+        assert len(json.loads(answer)["items"]) == K, answer  # the real work: k items served
+        assert not response.will_close, "the server closed the kept connection"
+        return elapsed
+
+
+def run(
+    sizes: list[int],
+    queries: int,
+    port: int | None,
+    compare: Path | None = None,
+    threads: int = 1,
+    keep_alive: bool = False,
+    parts: bool = False,
+) -> None:
     setup_django()
     from memories import selectors
     from memories.embeddings import embed_text, embed_texts
@@ -39,8 +181,8 @@ def run(sizes: list[int], queries: int, port: int | None, compare: Path | None =
     rng = np.random.default_rng(7)
     centres = embed_texts(CENTRE_TEXTS)
     texts = [QUERY_TEXTS[i % len(QUERY_TEXTS)] + f" (#{i})" for i in range(queries)]
-    proc, base = start_server(port=port)
-    other_proc, other_base = start_server(root=compare) if compare else (None, None)
+    proc, base = start_server(port=port, threads=threads)
+    other_proc, other_base = start_server(root=compare, threads=threads) if compare else (None, None)
     try:
         for n in sizes:
             data = _reset_and_load(n, rng, centres, kind="text", reuse=True)
@@ -53,32 +195,50 @@ def run(sizes: list[int], queries: int, port: int | None, compare: Path | None =
                 assert len(found) == K, len(found)
                 return elapsed
 
-            sides = {
-                "us": lambda text, secret=secret: _post(base, secret, text),
-                "floor": floor,
-                **({"compare": lambda text, secret=secret: _post(other_base, secret, text)} if other_base else {}),
-            }
+            if keep_alive:
+                kept = {name: KeptConnection(b) for name, b in (("us", base), ("compare", other_base)) if b}
+                sides = {
+                    "us": lambda text, secret=secret, kept=kept: kept["us"].post(secret, text),
+                    "floor": floor,
+                    **(
+                        {"compare": lambda text, secret=secret, kept=kept: kept["compare"].post(secret, text)}
+                        if compare
+                        else {}
+                    ),
+                }
+            else:
+                sides = {
+                    "us": lambda text, secret=secret: _post(base, secret, text),
+                    "floor": floor,
+                    **({"compare": lambda text, secret=secret: _post(other_base, secret, text)} if other_base else {}),
+                }
             for text in texts[:3]:  # warm them all
                 for measure in sides.values():
                     measure(text)
             times: dict[str, list[float]] = {name: [] for name in sides}
-            order = list(sides)
+            # Every order in turn: each side goes first, and follows each other side, as often as the others
+            # (a rotation of one order had one server follow the in-process floor, warm, twice as often).
+            orders = list(itertools.permutations(sides))
             for i, text in enumerate(texts):
-                for name in order[i % len(order) :] + order[: i % len(order)]:  # each side goes first in turn
+                for name in orders[i % len(orders)]:
                     times[name].append(sides[name](text))
             p50 = {name: statistics.median(values) for name, values in times.items()}
             u, f = p50["us"], p50["floor"]
+            how = f"threads={threads} keep_alive={int(keep_alive)}"
             print(
-                f"size={n} served={K} us_p50_ms={u:.1f} floor_p50_ms={f:.1f} us_over_floor={u / f:.2f} {load_note()}",
+                f"size={n} served={K} us_p50_ms={u:.1f} floor_p50_ms={f:.1f} us_over_floor={u / f:.2f} {how} "
+                f"{load_note()}",
                 flush=True,
             )
             if compare:
                 c = p50["compare"]
                 print(
                     f"compare={compare} size={n} served={K} us_p50_ms={c:.1f} floor_p50_ms={f:.1f} "
-                    f"us_over_floor={c / f:.2f} {load_note()}",
+                    f"us_over_floor={c / f:.2f} {how} {load_note()}",
                     flush=True,
                 )
+            if parts:
+                print(f"parts size={n} " + server_parts(bank, secret, texts, floor) + f" {load_note()}", flush=True)
     finally:
         stop_server(proc)
         if other_proc:
@@ -96,8 +256,21 @@ def main() -> None:
         default=None,
         help="another checkout served side by side (e.g. the code before a change)",
     )
+    parser.add_argument("--threads", type=int, default=1, help="gunicorn threads per server (gthread when > 1)")
+    parser.add_argument("--keep-alive", action="store_true", help="one kept connection per server (needs --threads)")
+    parser.add_argument("--parts", action="store_true", help="also the server's in-process split of a retrieval")
     args = parser.parse_args()
-    run([int(s) for s in args.sizes.split(",")], args.queries, args.port, args.compare)
+    if args.keep_alive and args.threads < 2:
+        parser.error("--keep-alive needs --threads 2 or more (a sync worker closes every connection)")
+    run(
+        [int(s) for s in args.sizes.split(",")],
+        args.queries,
+        args.port,
+        args.compare,
+        threads=args.threads,
+        keep_alive=args.keep_alive,
+        parts=args.parts,
+    )
 
 
 if __name__ == "__main__":

@@ -53,12 +53,6 @@ def audit_record(
     return event
 
 
-def audit_record_many(events: list[AuditEvent]) -> list[AuditEvent]:
-    """Append several events made by ``audit_event`` in one insert (one
-    distillation's new items)."""
-    return AuditEvent.objects.bulk_create(events)
-
-
 def audit_event(
     *,
     action: str,

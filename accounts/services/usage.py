@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 
 from django.db import connection
-from django.db.models import Model
+from django.db.models import Field, Model
 from django.utils import timezone
 
 from accounts.models import ApiToken, Bank, Team
@@ -43,7 +43,7 @@ def _decision(*, count: int, limit: int, epoch: int, window_start_epoch: int) ->
 
 # The set_config makes the upsert's own commit return without waiting for the
 # WAL flush (synchronous_commit off for its transaction only; see
-# reasoningbank_site.db.commit_without_waiting_for_disk): a per-minute counter
+# reasoningbank_site.db.without_waiting_for_disk): a per-minute counter
 # is not worth a disk flush on every request's path.
 _HIT_SQL = (
     "INSERT INTO accounts_tokenusage (token_id, window_start, count) "
@@ -106,14 +106,22 @@ def _token_use_sql(*, scoped: bool) -> str:
     )
 
 
-def _instance(model: type[Model], values: list):
+@cache
+def _model_layout(model: type[Model]) -> tuple[list[str], list[tuple[int, list, Field]]]:
+    """``model``'s concrete fields' attnames and, for those that have any, their db converters."""
     fields = model._meta.concrete_fields
-    converted = []
-    for field, value in zip(fields, values, strict=True):
-        for converter in field.get_db_converters(connection):
-            value = converter(value, field, connection)
-        converted.append(value)
-    return model.from_db(connection.alias, [f.attname for f in fields], converted)
+    converters = [
+        (n, f.get_db_converters(connection), f) for n, f in enumerate(fields) if f.get_db_converters(connection)
+    ]
+    return [f.attname for f in fields], converters
+
+
+def _instance(model: type[Model], values: list):
+    names, converters = _model_layout(model)
+    for n, functions, field in converters:
+        for converter in functions:
+            values[n] = converter(values[n], field, connection)
+    return model.from_db(connection.alias, names, values)
 
 
 def api_token_use(*, raw: str, scope: str | None, now: datetime | None = None) -> TokenUse:

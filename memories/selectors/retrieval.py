@@ -13,6 +13,7 @@ from pathlib import Path
 from django.db import connection, transaction
 from django.db.models import BooleanField, Count, Exists, IntegerField, OuterRef, Q, QuerySet
 from django.db.models.expressions import RawSQL
+from pgvector import Vector
 from pgvector.django import CosineDistance
 
 from accounts.models import MAX_TOP_K, Bank
@@ -178,18 +179,21 @@ def _with_similarities(qs: QuerySet, *, order: tuple[str, ...]) -> list[MemoryIt
     embeddings themselves never leave the database (parsing them costs more
     than the search); the items come back with the embedding deferred."""
     sql, params = qs.query.sql_with_params()
-    fields = [f.column for f in MemoryItem._meta.concrete_fields if f.column != "embedding"]
-    columns = ", ".join(f'c."{name}"' for name in [*fields, *qs.query.annotations])
-    query = _SIMILARITIES_SQL.format(
-        inner=sql,
-        columns=columns,
-        order_b=", ".join(f'b."{name}"' for name in order),
-        order_c=", ".join(f'c."{name}"' for name in order),
-    )
-    rows = list(MemoryItem.objects.raw(query, params))
+    rows = list(MemoryItem.objects.raw(_similarities_sql(sql, annotations=qs.query.annotations, order=order), params))
     for position, row in enumerate(rows):
         row.position = position
     return rows
+
+
+def _similarities_sql(sql: str, *, annotations, order: tuple[str, ...]) -> str:
+    """_SIMILARITIES_SQL around the inner query ``sql`` (with ``annotations``)."""
+    fields = [f.column for f in MemoryItem._meta.concrete_fields if f.column != "embedding"]
+    return _SIMILARITIES_SQL.format(
+        inner=sql,
+        columns=", ".join(f'c."{name}"' for name in [*fields, *annotations]),
+        order_b=", ".join(f'b."{name}"' for name in order),
+        order_c=", ".join(f'c."{name}"' for name in order),
+    )
 
 
 def _distinct(
@@ -280,22 +284,119 @@ def approved_items_search_counted(
     to k)."""
     k = max(1, min(int(k), MAX_K))
     fetch = 2 * k if duplicate_threshold is not None else k
-    has_approved, pending = _counts_expressions(bank=bank)
-    qs = _approved_items_qs(
-        bank=bank,
-        vector=vector,
-        k=fetch,
-        exclude_task_id=exclude_task_id,
-        filters=filters,
-        with_embedding=duplicate_threshold is not None,
-    )
-    qs = qs.annotate(bank_has_approved=has_approved, bank_pending=pending)
-    with hnsw_scan(ef_search=hnsw_ef_search(k=fetch, filters=filters)):
-        rows = list(qs) if duplicate_threshold is None else _with_similarities(qs, order=("distance", "id"))
+    if filters:
+        has_approved, pending = _counts_expressions(bank=bank)
+        qs = _approved_items_qs(
+            bank=bank,
+            vector=vector,
+            k=fetch,
+            exclude_task_id=exclude_task_id,
+            filters=filters,
+            with_embedding=duplicate_threshold is not None,
+        )
+        qs = qs.annotate(bank_has_approved=has_approved, bank_pending=pending)
+        with hnsw_scan(ef_search=hnsw_ef_search(k=fetch, filters=filters)):
+            rows = list(qs) if duplicate_threshold is None else _with_similarities(qs, order=SEARCH_ORDER)
+    else:
+        sql, params = _counted_search_sql(
+            bank.pk, embedding_model_name(), fetch, duplicate_threshold is not None, bool(exclude_task_id)
+        )
+        params = [_vector_text(vector) if p is _VECTOR else exclude_task_id if p is _TASK else p for p in params]
+        with hnsw_scan(ef_search=hnsw_ef_search(k=fetch)):
+            rows = _items_fetched(sql, params)
+        for position, row in enumerate(rows):
+            row.position = position
     if not rows:
         return [], embedding_counts(bank=bank)
     counts = EmbeddingCounts(has_approved=rows[0].bank_has_approved, pending=rows[0].bank_pending)
     return _distinct(_scored(rows, min_similarity), threshold=duplicate_threshold, k=k), counts
+
+
+SEARCH_ORDER = ("distance", "id")
+# Placeholders for the per-call parameters of a compiled search (_counted_search_sql).
+_VECTOR, _TASK = object(), object()
+_SENTINEL_TASK = "\x01exclude_task_id\x01"
+
+
+def _vector_text(vector) -> str:
+    """The query vector as the text parameter CosineDistance passes (pgvector's own literal)."""
+    return vector.to_text() if isinstance(vector, Vector) else Vector(vector).to_text()
+
+
+@lru_cache(maxsize=1024)
+def _counted_search_sql(
+    bank_id: int, model: str, fetch: int, with_similarities: bool, excludes_task: bool
+) -> tuple[str, tuple]:
+    """approved_items_search_counted's query without filters, compiled once per
+    bank, model, size and shape (building and compiling it through the ORM cost
+    ~1–2 ms of Python per retrieval, issue 14): its SQL (with the candidates'
+    similarities when ``with_similarities``, as _with_similarities runs it) and
+    its parameters, where _VECTOR and _TASK stand for the query vector's text
+    and the excluded task id (``model`` keys the cache: the SQL names the
+    configured model). The same SQL and parameters the ORM builds."""
+    bank = Bank(pk=bank_id)
+    has_approved, pending = _counts_expressions(bank=bank)
+    zero = [0.0] * 2
+    qs = _approved_items_qs(
+        bank=bank,
+        vector=zero,
+        k=fetch,
+        exclude_task_id=_SENTINEL_TASK if excludes_task else "",
+        filters=NO_FILTERS,
+        with_embedding=with_similarities,
+    ).annotate(bank_has_approved=has_approved, bank_pending=pending)
+    sql, params = qs.query.sql_with_params()
+    if with_similarities:
+        sql = _similarities_sql(sql, annotations=qs.query.annotations, order=SEARCH_ORDER)
+    zero_text = _vector_text(zero)
+    marked = tuple(_VECTOR if p == zero_text else _TASK if p == _SENTINEL_TASK else p for p in params)
+    assert marked.count(_VECTOR) == 1 and marked.count(_TASK) == int(excludes_task), sql
+    return sql, marked
+
+
+def _items_fetched(sql: str, params) -> list[MemoryItem]:
+    """What ``list(MemoryItem.objects.raw(sql, params))`` returns (items from
+    the columns named after their fields, the other columns as attributes;
+    field values through the same converters), without RawQuerySet's
+    per-call resolution of the columns (~0.5 ms for 20 rows)."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        layout = _items_layout(tuple(column.name for column in cursor.description))
+        rows = cursor.fetchall()
+    names, field_positions, converters, extra = layout
+    items = []
+    for row in rows:
+        values = [row[pos] for pos in field_positions]
+        for index, (functions, col) in converters:
+            for convert in functions:
+                values[index] = convert(values[index], col, connection)
+        item = MemoryItem.from_db(connection.alias, names, values)
+        for name, pos in extra:
+            setattr(item, name, row[pos])
+        items.append(item)
+    return items
+
+
+@lru_cache(maxsize=16)
+def _items_layout(columns: tuple[str, ...]):
+    """For a result with ``columns``: the field attnames and their positions,
+    each field's converters (as the ORM's compiler lists them), and the other
+    columns (name, position)."""
+    by_column = {f.column: f for f in MemoryItem._meta.concrete_fields}
+    names, positions, converters, extra = [], [], [], []
+    for pos, name in enumerate(columns):
+        f = by_column.get(name)
+        if f is None:
+            extra.append((name, pos))
+            continue
+        col = f.get_col(MemoryItem._meta.db_table)
+        functions = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+        if functions:
+            converters.append((len(names), (functions, col)))
+        names.append(f.attname)
+        positions.append(pos)
+    assert MemoryItem._meta.pk.attname in names, columns
+    return names, positions, converters, extra
 
 
 def any_items_search(*, vector) -> list[int]:

@@ -15,6 +15,7 @@ from memories.services import (
     memory_items_count_served,
     retrieval_perform,
 )
+from reasoningbank_site import db
 from tests import factories
 
 LOGIN = (
@@ -328,3 +329,64 @@ def test_the_log_commits_without_waiting_for_disk_and_nothing_else_does(bank, we
     assert RetrievalTally.objects.filter(bank=bank).count() == 1
     assert memory_items_count_served() == 1
     assert MemoryItem.objects.get(pk=result.items[0][0].pk).served_count == 1
+
+
+@pytest.mark.parametrize("duplicate_threshold", [None, 0.9])
+@pytest.mark.parametrize("task_id", ["", "t-login"])
+def test_the_compiled_search_is_the_query_the_orm_builds(bank, web_items, task_id, duplicate_threshold):
+    """approved_items_search_counted runs a statement compiled once per bank and
+    shape (issue 14): with this call's vector and task id it is, byte for byte,
+    the statement the ORM builds for it, and its items are what a raw queryset
+    makes of the rows."""
+    vector = [random.uniform(-1, 1) for _ in range(384)]
+    fetch = 20 if duplicate_threshold is not None else 10
+    has_approved, pending = selectors.retrieval._counts_expressions(bank=bank)
+    qs = selectors.retrieval._approved_items_qs(
+        bank=bank,
+        vector=vector,
+        k=fetch,
+        exclude_task_id=task_id,
+        filters=selectors.NO_FILTERS,
+        with_embedding=duplicate_threshold is not None,
+    ).annotate(bank_has_approved=has_approved, bank_pending=pending)
+    sql, params = qs.query.sql_with_params()
+    if duplicate_threshold is not None:
+        sql = selectors.retrieval._similarities_sql(
+            sql, annotations=qs.query.annotations, order=selectors.retrieval.SEARCH_ORDER
+        )
+    compiled, marked = selectors.retrieval._counted_search_sql(
+        bank.pk, selectors.retrieval.embedding_model_name(), fetch, duplicate_threshold is not None, bool(task_id)
+    )
+    vector_text = selectors.retrieval._vector_text(vector)
+    filled = [
+        vector_text if p is selectors.retrieval._VECTOR else task_id if p is selectors.retrieval._TASK else p
+        for p in marked
+    ]
+    assert (compiled, filled) == (sql, list(params))
+
+    def state(items):
+        return [{k: v for k, v in vars(item).items() if k != "_state"} for item in items]
+
+    fetched = selectors.retrieval._items_fetched(sql, params)
+    assert len(fetched) == 3 and state(fetched) == state(MemoryItem.objects.raw(sql, params))
+    assert isinstance(fetched[0].tags, list) and fetched[0].get_deferred_fields() == {"embedding"}
+
+
+def test_the_log_statement_is_the_one_the_insert_compiler_writes(bank, web_items):
+    """The log's INSERT is compiled once per pair of models (issue 14): its SQL
+    and values are what Django's insert compiler writes for the instances."""
+    result = retrieval_perform(bank=bank, query="sign in to the shop", k=2)
+    event = RetrievalEvent.objects.get(pk=result.event.pk)
+    event.pk = None
+    tally = RetrievalTally.objects.filter(bank=bank).get()
+    tally.pk = None
+    sql, params = db._insert_sql([event, tally])
+    assert db._insert_sql_cached((RetrievalEvent, RetrievalTally)) == sql
+    fields = [db._insert_fields(RetrievalEvent), db._insert_fields(RetrievalTally)]
+    prepared = [
+        f.get_db_prep_save(getattr(o, f.attname), connection=connection)
+        for o, fs in zip([event, tally], fields)
+        for f in fs
+    ]
+    unwrap = lambda values: [getattr(v, "obj", v) for v in values]  # noqa: E731 (Jsonb wraps the JSON fields)
+    assert unwrap(prepared) == unwrap(params) and event.results == result.event.results

@@ -51,3 +51,24 @@ def test_each_retrieval_logs_one_event_and_one_tally_row_in_one_statement(bank, 
     )
     assert sorted(tallies) == [(event.created_at.date(), Arm.TREATMENT, 1, 1)] * 2
     assert RetrievalTally.objects.filter(bank=bank).count() == 2
+
+
+def test_a_retrieval_over_the_api_is_three_statements_and_logs_what_it_answered(client, auth, bank, approved):
+    """POST /api/v1/retrieve: the token check with its rate count, the search
+    with its counts, the log (issue 14) — and the logged event is the answer."""
+    bank.min_similarity = -1.0
+    bank.save(update_fields=["min_similarity"])
+    approved(bank, "Sign in through the login form first", "Use when the task needs an account.", "Log in.")
+    approved(bank, "Type dates into date pickers", "Use when a form has a calendar.", "Type YYYY-MM-DD.")
+    body = {"query": "open the sign in page", "k": 2}
+    client.post("/api/v1/retrieve", data=body, content_type="application/json", **auth)  # token touched, warm
+    with CaptureQueriesContext(connection) as captured:
+        response = client.post("/api/v1/retrieve", data=body, content_type="application/json", **auth)
+    assert response.status_code == 200, response.content
+    statements = [q["sql"] for q in captured.captured_queries]
+    assert len(statements) == 3, statements
+    assert "accounts_tokenusage" in statements[0] and "INSERT INTO" in statements[2]
+    answer = response.json()
+    event = RetrievalEvent.objects.get(public_id=answer["retrieval_id"])
+    assert event.results == [{"id": item["id"], "score": item["score"]} for item in answer["items"]]
+    assert (event.query, event.k, event.arm, event.withheld, event.filters) == (body["query"], 2, Arm.TREATMENT, [], {})
