@@ -1,8 +1,8 @@
 """Memory of the production processes with the embedding model loaded.
 
-    python bench/memory.py [--web-workers 2] [--worker-concurrency 2]
+    python bench/memory.py [--web-workers 2] [--web-threads 4] [--worker-concurrency 2]
 
-Starts gunicorn (``--web-workers`` sync workers, as docker/entrypoint.sh) and a
+Starts gunicorn (``--web-workers`` workers × ``--web-threads`` threads, as docker/entrypoint.sh) and a
 Celery worker (prefork, ``--worker-concurrency`` pool processes, as
 docker/entrypoint.sh) on the bench database with a broker folder of their own,
 waits until every web worker answers /readyz (model loaded) and every pool
@@ -54,6 +54,7 @@ def _memory(pid: int) -> tuple[float, float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--web-workers", type=int, default=2)
+    parser.add_argument("--web-threads", type=int, default=4, help="threads per web worker (production: WEB_THREADS=4)")
     parser.add_argument("--worker-concurrency", type=int, default=2)
     args = parser.parse_args()
 
@@ -65,7 +66,7 @@ def main() -> None:
     from reasoningbank_site.celery import enqueue_on_commit
     from tests import factories
 
-    web, base = start_server(workers=args.web_workers, threads=1)
+    web, base = start_server(workers=args.web_workers, threads=args.web_threads)
     env = {**os.environ, "DEBUG": "0", "LOG_LEVEL": "WARNING"}
     worker = subprocess.Popen(
         [

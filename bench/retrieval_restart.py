@@ -1,5 +1,6 @@
 """The first retrievals after a restart: start gunicorn (the production
-setup: 2 sync workers, one torch thread each), and as soon as it accepts
+setup: 2 workers × ``--threads`` 4 threads (WEB_CONCURRENCY × WEB_THREADS), one
+embedding thread each), and as soon as it accepts
 connections send 20 retrievals one after another, timing each, then 30 more
 as the steady state; stop it and do it again. Each worker warms up before it
 accepts (reasoningbank_site/wsgi.py: model loaded, one query embedded, one
@@ -9,7 +10,7 @@ each web worker's RSS and PSS (PSS splits shared pages, so the sum is what
 the workers cost together).
 
     RB_DATA_DIR=/tmp/rb-bench .venv/bin/python bench/retrieval_restart.py [--size 10000] [--restarts 3]
-        [--workers 2] [--fresh]
+        [--workers 2] [--threads 4] [--fresh]
 
 Every answer is asserted to serve 10 items. Ends with
 ``restarts=<n> start_s=<median time until it accepts> first_ms=<worst first request> worst_first20_ms=<x>
@@ -35,7 +36,7 @@ FIRST = 20
 STEADY = 30
 
 
-def run(size: int, restarts: int, workers: int, fresh: bool) -> dict:
+def run(size: int, restarts: int, workers: int, threads: int, fresh: bool) -> dict:
     setup_django()
     from memories.embeddings import embed_texts
 
@@ -45,7 +46,7 @@ def run(size: int, restarts: int, workers: int, fresh: bool) -> dict:
     starts, firsts, worst_first, steady, memory = [], [], [], [], []
     for restart in range(restarts):
         started = time.perf_counter()
-        proc, base = start_server(workers=workers, threads=1)
+        proc, base = start_server(workers=workers, threads=threads)
         starts.append(time.perf_counter() - started)
         try:
             times = [_post(base, secret, text) for text in texts]
@@ -79,10 +80,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=10_000, help="items in the searched bank")
     parser.add_argument("--restarts", type=int, default=3)
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers (production: 2)")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (production: WEB_CONCURRENCY=2)")
+    parser.add_argument("--threads", type=int, default=4, help="threads per worker (production: WEB_THREADS=4)")
     parser.add_argument("--fresh", action="store_true", help="reload the items even if a previous run left them")
     args = parser.parse_args()
-    r = run(args.size, args.restarts, args.workers, args.fresh)
+    r = run(args.size, args.restarts, args.workers, args.threads, args.fresh)
     print(
         f"restarts={r['restarts']} start_s={r['start_s']:.1f} first_ms={r['first_ms']:.1f} "
         f"worst_first20_ms={r['worst_first20_ms']:.1f} steady_p50_ms={r['steady_p50_ms']:.1f} "
