@@ -14,12 +14,7 @@ from typing import NamedTuple
 from django.db.models import Case, F, PositiveIntegerField, Value, When
 
 from memories.models import Experience, ItemStatus, MemoryItem, MemoryItemSupport, SupportKind
-from memories.services.versions import (
-    VersionChange,
-    items_version_record,
-    latest_version_snapshot,
-    version_from_snapshot,
-)
+from memories.services.versions import VersionChange, items_version_record
 
 SUPPORTABLE_STATUSES = (ItemStatus.PROPOSED, ItemStatus.APPROVED)
 
@@ -41,12 +36,11 @@ def _trajectory_ids(cited_steps, experience: Experience | None) -> list[str]:
     return ids
 
 
-def _supports_add(entries: Sequence[tuple[MemoryItem, MemoryItemSupport, VersionChange]], latest=None) -> None:
+def _supports_add(entries: Sequence[tuple[MemoryItem, MemoryItemSupport, VersionChange]]) -> None:
     """Store ``(item, support, change)`` entries: every item's
     ``support_count`` in one update (an item supported twice grows by two),
     then the support rows, the versions and the audit events in one insert.
-    The caller holds the items' row locks (``latest``: as for
-    items_version_record)."""
+    The caller holds the items' row locks."""
     grown = Counter(item.pk for item, _support, _change in entries)
     MemoryItem.objects.filter(pk__in=grown).update(
         support_count=F("support_count")
@@ -56,7 +50,6 @@ def _supports_add(entries: Sequence[tuple[MemoryItem, MemoryItemSupport, Version
         item.support_count += 1
     items_version_record(
         changes=[change for _item, _support, change in entries],
-        latest=latest,
         insert_with=[support for _item, support, _change in entries],  # one insert: supports, versions, events
     )
 
@@ -136,7 +129,6 @@ def memory_items_support_record(
         for item in MemoryItem.objects.select_for_update()
         .filter(bank_id=bank.pk, public_id__in={s.item_public_id for s in sightings})
         .defer("embedding")  # not needed here; read on access (loaded lazily) like any deferred field
-        .annotate(latest_version=latest_version_snapshot())  # for the versions below, read under the same locks
         .order_by("pk")
     }
     trajectories: dict[int | None, list[str]] = {}  # the proposals share their experience: its trajectories once
@@ -157,7 +149,7 @@ def memory_items_support_record(
         entries.append((item, support, VersionChange(item=item, action="supported", note=note)))
         result.append(support)
     if entries:
-        _supports_add(entries, latest={i.pk: version_from_snapshot(i, i.latest_version) for i in locked.values()})
+        _supports_add(entries)
         # Each support's own copy of its item, counted as it was right after that support.
         added = Counter(item.pk for item, _support, _change in entries)
         count = {item.pk: item.support_count - added[item.pk] for item, _support, _change in entries}

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db.models import JSONField, Model
-from django.db.models.expressions import RawSQL
+from django.db.models import Model
 
 from accounts.models import ApiToken
 from accounts.services.audit import audit_event
@@ -47,57 +46,31 @@ class VersionChange:
     token: ApiToken | None = None
 
 
-def latest_version_snapshot() -> RawSQL:
-    """An annotation for a MemoryItem queryset (its base table, not joined):
-    its latest version's number and audited fields as a JSON object (None
-    without a version), which ``items_version_record`` takes as ``latest``
-    (via ``version_from_snapshot``) instead of reading them again. Raw SQL:
-    cheaper to build and compile than the ORM's JSON subquery."""
-    return _LATEST_VERSION
-
-
-_LATEST_VERSION = RawSQL(
-    "(SELECT jsonb_build_object('number', v.number, "
-    + ", ".join(f"'{f}', v.{f}" for f in _AUDITED_FIELDS)
-    + f") FROM {MemoryItemVersion._meta.db_table} v"
-    f' WHERE v.item_id = "{MemoryItem._meta.db_table}"."id" ORDER BY v.number DESC LIMIT 1)',
-    (),
-    output_field=JSONField(),
-)
-
-
-def version_from_snapshot(item: MemoryItem, snapshot: dict | None) -> MemoryItemVersion | None:
-    """The (unsaved) latest version of ``item`` that ``latest_version_snapshot`` read, or None."""
-    return None if snapshot is None else MemoryItemVersion(item_id=item.pk, **snapshot)
-
-
 def items_version_record(
     *,
     changes: Sequence[VersionChange],
-    latest: dict[int, MemoryItemVersion | None] | None = None,
     insert_with: Sequence[Model] = (),
 ) -> list[MemoryItemVersion]:
     """``item_version_record`` for several changes at once, in order, in two
     queries whatever their number (the items' latest versions, one insert of
     the versions and the audit events). An item may appear more than once:
     its versions follow each other (each one's audit ``before`` is the one
-    recorded just before it). ``latest``: the items' latest versions (number
-    and audited fields), read by the caller under the items' row locks (None
-    for an item without one): then one query. ``insert_with``: unsaved rows
+    recorded just before it). The latest versions are read here, in a
+    statement of their own after the caller took the items' row locks: read
+    in the locking statement, they would come from its snapshot, taken before
+    a concurrent writer it waited for committed its version (a duplicate
+    number). ``insert_with``: unsaved rows
     of one other model, referring to no version or event, inserted in the
     same statement (a change's supports)."""
     if not changes:
         return []
-    if latest is None:
-        latest = {
-            v.item_id: v
-            for v in MemoryItemVersion.objects.filter(item_id__in={c.item.pk for c in changes})
-            .order_by("item_id", "-number")
-            .distinct("item_id")
-            .only("item_id", "number", *_AUDITED_FIELDS)
-        }
-    else:
-        latest = dict(latest)
+    latest = {
+        v.item_id: v
+        for v in MemoryItemVersion.objects.filter(item_id__in={c.item.pk for c in changes})
+        .order_by("item_id", "-number")
+        .distinct("item_id")
+        .only("item_id", "number", *_AUDITED_FIELDS)
+    }
     versions, events = [], []
     for change in changes:
         item, previous = change.item, latest.get(change.item.pk)

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -18,6 +19,8 @@ from django.utils import timezone
 from accounts.models import AuditEvent
 from memories import services
 from memories.models import ItemStatus, MemoryItem, MemoryItemVersion, ReviewAssignment, ReviewPresence
+from memories.services.duplicates import Sighting, memory_items_support_record
+from memories.services.versions import item_lock, item_version_record
 from reasoningbank_site.api import status_for
 from reasoningbank_site.errors import StaleVersion
 from reasoningbank_site.text import ago
@@ -137,6 +140,46 @@ def test_two_simultaneous_decisions_on_one_version_exactly_one_wins(bank, item, 
     item.refresh_from_db()
     assert item.status == (ItemStatus.REJECTED if winner == "alice" else ItemStatus.APPROVED)
     assert item.versions.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lesson_found_again_while_a_reviewer_edits_the_item_gets_the_next_version_number(bank, item, alice):
+    """The distiller's consolidation waits for the reviewer's row lock, then
+    numbers its version after the one the reviewer committed meanwhile: the
+    latest version is read after the lock, not in the locking statement,
+    whose snapshot predates the reviewer's commit (a duplicate number)."""
+    holding, failures = threading.Event(), []
+
+    def edit():
+        try:
+            with transaction.atomic():
+                locked = MemoryItem.objects.get(pk=item.pk)
+                item_lock(locked)
+                locked.title = "Edited by alice"
+                locked.save(update_fields=["title"])
+                item_version_record(item=locked, action="edited", author=alice)
+                holding.set()
+                time.sleep(0.5)  # the distiller's statement starts now and waits for this lock
+        except Exception as exc:  # reported below, as the test's failure
+            failures.append(exc)
+        finally:
+            holding.set()
+            connection.close()
+
+    thread = threading.Thread(target=edit)
+    thread.start()
+    assert holding.wait(30)
+    proposal = MemoryItem(
+        bank=bank, title="Prefer the official source", description="d", content="c", origin=item.origin
+    )
+    with transaction.atomic():
+        (support,) = memory_items_support_record(sightings=[Sighting(proposal, str(item.public_id), 0.97)])
+    thread.join(30)
+    assert not failures
+    assert support is not None
+    numbers = list(item.versions.order_by("number").values_list("number", "action"))
+    assert numbers == [(1, numbers[0][1]), (2, "edited"), (3, "supported")]
+    assert MemoryItem.objects.get(pk=item.pk).support_count == item.support_count + 1
 
 
 # --- the pages: two reviewers, two sessions ------------------------------------------------------
