@@ -7,10 +7,16 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank_site.settings")
 application = get_wsgi_application()
 
 # Warm up before this process accepts a request (gunicorn loads the app in each worker before
-# it listens): the embedding model loaded, one query embedded, one vector search run, so the first
-# retrieval after a restart costs what any other does (bench/retrieval_restart.py measures it).
+# it listens): the URLconf imported (every view and API module: ~0.3 s, which the first request
+# paid once the model no longer imported torch), the embedding model loaded, one query embedded,
+# one vector search run, so the first retrieval after a restart costs what any other does
+# (bench/retrieval_restart.py measures it).
 # Here rather than in AppConfig.ready, so management commands and the test suite never pay for it.
 if settings.RB_EMBEDDING_PRELOAD:
+    from django.urls import get_resolver
+
     from memories.services import retrieval_warm_up  # needs the app registry set up above
+
+    get_resolver().url_patterns  # noqa: B018 (the import is the point)
 
     retrieval_warm_up()

@@ -76,13 +76,15 @@ def _python(code: str, **extra_env: str) -> str:
 
 def test_a_web_process_loads_the_model_at_start_and_commands_do_not():
     # The WSGI entry point (gunicorn loads it in each worker before the worker accepts a
-    # request) returns with the model loaded and used once: no request waits for it. It runs
+    # request) returns with the model loaded and used once and the URLconf imported (the API's
+    # modules with it): no request waits for either. The model runs
     # under ONNX Runtime, so torch stays out of the web process (its export runs in a subprocess)…
     started = _python(
         "import sys, reasoningbank_site.wsgi; from memories import embeddings\n"
-        "print(embeddings.model_is_loaded(), embeddings.model_load_error() or 'no error', 'torch' in sys.modules)"
+        "print(embeddings.model_is_loaded(), embeddings.model_load_error() or 'no error', 'torch' in sys.modules,"
+        " 'memories.api' in sys.modules)"
     )
-    assert started == "True no error False"
+    assert started == "True no error False True"
     # …while Django set up for a management command (or the test suite) never imports torch.
     command = _python("import sys, django; django.setup(); import memories.tasks; print('torch' in sys.modules)")
     assert command == "False"
