@@ -30,9 +30,7 @@ def insert_without_waiting_for_disk(*objs: Model) -> None:
     models = tuple(type(obj) for obj in objs)
     fields = [_insert_fields(model) for model in models]
     for obj, obj_fields in zip(objs, fields, strict=True):
-        for f in obj_fields:
-            if (getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)) and getattr(obj, f.attname) is None:
-                f.pre_save(obj, add=True)
+        _auto_now_fill([obj], obj_fields)
     values = [[getattr(obj, f.attname) for f in obj_fields] for obj, obj_fields in zip(objs, fields, strict=True)]
     if any(hasattr(v, "resolve_expression") for row in values for v in row) or any(
         hasattr(f, "get_placeholder") for obj_fields in fields for f in obj_fields
@@ -58,19 +56,38 @@ def _insert_fields(model: type[Model]) -> list:
     return [f for f in meta.concrete_fields if f is not meta.auto_field]
 
 
-def _insert_sql(objs) -> tuple[str, list]:
-    """insert_without_waiting_for_disk's statement for ``objs`` as Django's
-    insert compiler writes it (values as they are: raw, pre_save done), and
-    its parameters."""
-    parts, params = [], []
+def _auto_now_fill(objs, fields) -> None:
+    """Fill in each empty ``auto_now``/``auto_now_add`` field of ``objs`` (one
+    model's instances with its insert ``fields``) as ``create`` would."""
+    auto = [f for f in fields if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)]
     for obj in objs:
-        query = InsertQuery(type(obj))
-        query.insert_values(_insert_fields(type(obj)), [obj], raw=True)
+        for f in auto:
+            if getattr(obj, f.attname) is None:
+                f.pre_save(obj, add=True)
+
+
+def _insert_ctes(groups: Sequence[Sequence[Model]]) -> tuple[list[str], list]:
+    """One WITH part ``i<n> AS (INSERT … RETURNING pk)`` per group of one
+    model's instances, as Django's insert compiler writes it (values as they
+    are: raw, pre_save done), and their parameters: what insert_together and
+    insert_without_waiting_for_disk put in their one statement."""
+    parts, params = [], []
+    for objs in groups:
+        model = type(objs[0])
+        query = InsertQuery(model)
+        query.insert_values(_insert_fields(model), objs, raw=True)
         compiler = query.get_compiler(connection=connection)
-        compiler.returning_fields = [obj._meta.pk]
+        compiler.returning_fields = [model._meta.pk]
         [(sql, sql_params)] = compiler.as_sql()
         parts.append(f"i{len(parts)} AS ({sql})")
         params.extend(sql_params)
+    return parts, params
+
+
+def _insert_sql(objs) -> tuple[str, list]:
+    """insert_without_waiting_for_disk's statement for ``objs`` (one row each)
+    and its parameters."""
+    parts, params = _insert_ctes([[obj] for obj in objs])
     returned = ", ".join(
         f"(SELECT {connection.ops.quote_name(o._meta.pk.column)} FROM i{n})" for n, o in enumerate(objs)
     )
@@ -116,22 +133,9 @@ def insert_together(*groups: Sequence[Model]) -> None:
     groups = tuple(list(g) for g in groups if g)
     if not groups:
         return
-    parts, params = [], []
     for objs in groups:
-        meta = objs[0]._meta
-        fields = _insert_fields(type(objs[0]))
-        auto = [f for f in fields if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)]
-        for obj in objs:
-            for f in auto:
-                if getattr(obj, f.attname) is None:
-                    f.pre_save(obj, add=True)
-        query = InsertQuery(type(objs[0]))
-        query.insert_values(fields, objs, raw=True)  # raw: values as they are, pre_save done above
-        compiler = query.get_compiler(connection=connection)
-        compiler.returning_fields = [meta.pk]
-        [(sql, sql_params)] = compiler.as_sql()
-        parts.append(f"i{len(parts)} AS ({sql})")
-        params.extend(sql_params)
+        _auto_now_fill(objs, _insert_fields(type(objs[0])))
+    parts, params = _insert_ctes(groups)
     # A statement's sequence values grow in the order of its rows: ordered by key, they are the instances' order.
     pks = [connection.ops.quote_name(g[0]._meta.pk.column) for g in groups]
     returned = ", ".join(f"(SELECT array_agg({pk} ORDER BY {pk}) FROM i{n})" for n, pk in enumerate(pks))

@@ -397,53 +397,38 @@ def judgment_record(
         raise ValueError(f"label must be one of {Label.values}, got {label!r}")
     # Checked above, so nothing inside raises a refusal: inside the caller's transaction no savepoint is needed.
     with transaction.atomic(savepoint=False):
-        return _judgment_write(
-            trajectory=trajectory,
+        row = (
+            trajectory
+            if locked
+            else Trajectory.objects.select_for_update()
+            .only("pk", "verdict", "retrieval_id", "bank_id", "step_count")
+            .get(pk=trajectory.pk)
+        )
+        # Its judgments so far, read once: for the LLM's key and for the effective verdict with the new one last.
+        judgments = list(Judgment.objects.filter(trajectory=row).order_by("created_at", "id"))
+        if source == JudgmentSource.LLM:
+            existing = [j for j in judgments if j.source == source and j.prompt_version == prompt_version]
+            if existing:
+                trajectory.verdict = row.verdict
+                return min(existing, key=lambda j: j.pk)
+        judgment = Judgment.objects.create(
+            trajectory=row,
             source=source,
             label=label,
             rationale=rationale,
             model=model,
             prompt_version=prompt_version,
             author=author,
-            locked=trajectory if locked else _trajectory_lock_for_judgment(trajectory.pk),
-            save_verdict=save_verdict,
         )
-
-
-def _trajectory_lock_for_judgment(pk: int) -> Trajectory:
-    return (
-        Trajectory.objects.select_for_update().only("pk", "verdict", "retrieval_id", "bank_id", "step_count").get(pk=pk)
-    )
-
-
-def _judgment_write(
-    *, trajectory: Trajectory, locked: Trajectory, source, label, rationale, model, prompt_version, author, save_verdict
-) -> Judgment:
-    # Its judgments so far, read once: for the LLM's key and for the effective verdict with the new one last.
-    judgments = list(Judgment.objects.filter(trajectory=locked).order_by("created_at", "id"))
-    if source == JudgmentSource.LLM:
-        existing = [j for j in judgments if j.source == source and j.prompt_version == prompt_version]
-        if existing:
-            trajectory.verdict = locked.verdict
-            return min(existing, key=lambda j: j.pk)
-    judgment = Judgment.objects.create(
-        trajectory=locked,
-        source=source,
-        label=label,
-        rationale=rationale,
-        model=model,
-        prompt_version=prompt_version,
-        author=author,
-    )
-    verdict = _effective_verdict([*judgments, judgment])
-    if verdict != locked.verdict:
-        if locked.retrieval_id is not None:
-            _retrieval_outcome_move(trajectory=locked, old=locked.verdict, new=verdict)
-        locked.verdict = verdict
-        if save_verdict:
-            locked.save(update_fields=["verdict", "updated_at"])
-    trajectory.verdict = verdict
-    return judgment
+        verdict = _effective_verdict([*judgments, judgment])
+        if verdict != row.verdict:
+            if row.retrieval_id is not None:
+                _retrieval_outcome_move(trajectory=row, old=row.verdict, new=verdict)
+            row.verdict = verdict
+            if save_verdict:
+                row.save(update_fields=["verdict", "updated_at"])
+        trajectory.verdict = verdict
+        return judgment
 
 
 def _retrieval_outcome_move(*, trajectory: Trajectory, old: str, new: str) -> None:
