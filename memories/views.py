@@ -187,7 +187,7 @@ def review(request, bank_id):
     if mine:
         queue = collab.queue_assigned_to(queue, assignments=assignments, user=request.user)
     page = _page(collab.queue_rows_read_along(queue, user=request.user), request.GET.get("page"))
-    collab.queue_rows_annotate(items=page.object_list, assignments=assignments, user=request.user)
+    collab.queue_rows_annotate(items=page.object_list, assignments=assignments)
     context = {
         **_queue_row_links(request, bank, page.object_list, _queue_query(request.GET)),
         "bank": bank,
@@ -241,8 +241,8 @@ def _review_post(request, bank_id):
         item = items[0] if items else None
         if item is None:
             return toast(request, "That item no longer exists.")
-        item.refresh_from_db()
-        collab.queue_rows_annotate(items=[item], assignments=collab.bank_assignments(bank=bank), user=request.user)
+        item = collab.queue_rows_read_along(MemoryItem.objects.filter(pk=item.pk), user=request.user).get()
+        collab.queue_rows_annotate(items=[item], assignments=collab.bank_assignments(bank=bank))
         queue = _posted_queue_query(request)
         context = {
             **_queue_row_links(request, bank, [item], queue),

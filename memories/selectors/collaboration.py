@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.contrib.postgres.expressions import ArraySubquery
-from django.db.models import Max, OuterRef, Q, QuerySet, Subquery
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -18,13 +18,6 @@ from memories.models import MemoryItem, MemoryItemVersion, ReviewAssignment, Rev
 
 # How long a focus view counts as open after its last heartbeat (the page beats every 15 s).
 PRESENCE_EXPIRY_SECONDS = 45
-
-
-def item_versions(*, items: Iterable[MemoryItem]) -> dict[int, int]:
-    """The current version number of each item (by pk), in one query."""
-    ids = [item.pk for item in items]
-    rows = MemoryItemVersion.objects.filter(item_id__in=ids).values("item_id").annotate(n=Max("number")).order_by()
-    return {row["item_id"]: row["n"] for row in rows}
 
 
 def item_present_reviewers(*, items: Iterable[MemoryItem], exclude_user=None) -> dict[int, list[str]]:
@@ -82,10 +75,11 @@ def queue_assigned_to(queue: QuerySet[MemoryItem], *, assignments: list[ReviewAs
 
 
 def queue_rows_read_along(queue: QuerySet[MemoryItem], *, user) -> QuerySet[MemoryItem]:
-    """``queue`` reading with each row its ``seen_version`` and ``reviewed_by``
-    (as ``queue_rows_annotate`` sets them: the current version, the others who
-    have it open): two subqueries per row of the page, answered from their
-    indexes, instead of two more queries (~1.5 ms of a page of 50 rows)."""
+    """``queue`` reading with each row what the reviewers see: ``seen_version``
+    (the current version, sent back with a decision) and ``reviewed_by`` (the
+    others who have it open): two subqueries per row, answered from their
+    indexes, instead of two more queries (~1.5 ms of a page of 50 rows). The
+    queue's page and a row answering a decision are both read through it."""
     since = timezone.now() - timedelta(seconds=PRESENCE_EXPIRY_SECONDS)
     current = MemoryItemVersion.objects.filter(item=OuterRef("pk")).order_by("-number").values("number")[:1]
     present = (
@@ -97,23 +91,15 @@ def queue_rows_read_along(queue: QuerySet[MemoryItem], *, user) -> QuerySet[Memo
     return queue.annotate(seen_version=Coalesce(Subquery(current), 0), reviewed_by=ArraySubquery(present))
 
 
-def queue_rows_annotate(*, items: list[MemoryItem], assignments: list[ReviewAssignment], user) -> None:
-    """Set on each queue row what the reviewers see: ``seen_version`` (sent back
-    with a decision), ``reviewed_by`` (others with it open) and ``assignees``.
-    Rows read through ``queue_rows_read_along`` carry the first two already."""
-    read_along = all(hasattr(item, "reviewed_by") for item in items)
-    if not read_along:
-        versions = item_versions(items=items)
-        present = item_present_reviewers(items=items, exclude_user=user)
+def queue_rows_annotate(*, items: list[MemoryItem], assignments: list[ReviewAssignment]) -> None:
+    """Set on each queue row (read through ``queue_rows_read_along``, which
+    gives it ``seen_version`` and ``reviewed_by``) its ``assignees``."""
     assignees: dict[int, set[str]] = defaultdict(set)
     ids = [item.pk for item in items]
     for a in assignments:  # one query per slice (a bank has a few), the same rule as the filter
         for pk in MemoryItem.objects.filter(pk__in=ids).filter(assignment_q(a)).values_list("pk", flat=True):
             assignees[pk].add(a.reviewer.get_username())
     for item in items:
-        if not read_along:
-            item.seen_version = versions.get(item.pk, 0)
-            item.reviewed_by = present.get(item.pk, [])
         item.assignees = sorted(assignees.get(item.pk, ()))
 
 

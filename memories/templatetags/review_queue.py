@@ -32,7 +32,8 @@ ORIGIN_LABELS, STATUS_LABELS = dict(ItemOrigin.choices), dict(ItemStatus.choices
 def queue_row(context, item) -> str:
     """One queue row (``<tr>``) of ``item``, annotated by the view (``pid``,
     ``seen``, ``open_url``, ``focus_url``: views._queue_row_links;
-    ``reviewed_by``, ``assignees``: queue_rows_annotate), with the context's
+    ``seen_version``, ``reviewed_by``: queue_rows_read_along; ``assignees``:
+    queue_rows_annotate), with the context's
     ``can_write``, ``queue_qs``, ``row_error``, ``review_url``, ``here``,
     ``csrf_input`` and ``duplicate`` (a row answering an approval: its
     confirmation, the template ``DUPLICATE_CONFIRM``)."""
