@@ -2,8 +2,10 @@
 items (the same vectors), same MiniLM model for the query, k=10, the three
 measured interleaved per query (rotating which goes first).
 
-- **us**: ``POST /api/v1/retrieve`` through gunicorn (bench/common.py), each
-  answer asserted to serve k items;
+- **us**: ``POST /api/v1/retrieve`` through gunicorn (bench/common.py) set up
+  as production runs it (gthread, ``--threads`` 4 = docker/entrypoint.sh's
+  WEB_THREADS), one connection per request, each answer asserted to serve k
+  items;
 - **floor**: in-process query embedding + the production SQL search
   (``approved_items_search``), the same run;
 - **reasoning_bank**: ``ReasoningBank.retrieve`` (its sqlite-vec store, its
@@ -18,7 +20,7 @@ answers are checked against the same exact top-10 (it scans every row).
 
     /usr/bin/python3 -m venv /tmp/rb-lib && /tmp/rb-lib/bin/pip install reasoning-bank
     RB_DATA_DIR=/tmp/rb-bench .venv/bin/python bench/compare_reasoning_bank.py \\
-        --library-python /tmp/rb-lib/bin/python --sizes 1000,10000 [--queries 30] [--port N]
+        --library-python /tmp/rb-lib/bin/python --sizes 1000,10000 [--queries 30] [--port N] [--threads 4]
 
 Ends with one line per size:
 ``size=<N> served=<items per answer> us_p50_ms=<x> floor_p50_ms=<y> reasoning_bank_p50_ms=<z> recall_at_10=<r>``
@@ -103,7 +105,9 @@ def _post(base: str, secret: str, query: str) -> float:
     return elapsed
 
 
-def run(sizes: list[int], queries: int, library_python: str, port: int | None, fresh: bool = False) -> list[dict]:
+def run(
+    sizes: list[int], queries: int, library_python: str, port: int | None, fresh: bool = False, threads: int = 4
+) -> list[dict]:
     setup_django()
     from memories import selectors
     from memories.embeddings import _model_location, embed_text, embed_texts
@@ -113,7 +117,7 @@ def run(sizes: list[int], queries: int, library_python: str, port: int | None, f
     centres = embed_texts(CENTRE_TEXTS)
     texts = [QUERY_TEXTS[i % len(QUERY_TEXTS)] + f" (#{i})" for i in range(queries)]
     library = Library(library_python)
-    proc, base = start_server(port=port)
+    proc, base = start_server(port=port, threads=threads)
     rows = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -199,9 +203,10 @@ def main() -> None:
     parser.add_argument("--library-python", default="/tmp/rb-lib/bin/python", help="python of the reasoning-bank venv")
     parser.add_argument("--port", type=int, default=None, help="the web server's loopback port (default: a free one)")
     parser.add_argument("--fresh", action="store_true", help="reload the items even if a previous run left them")
+    parser.add_argument("--threads", type=int, default=4, help="gunicorn threads (production: WEB_THREADS=4)")
     args = parser.parse_args()
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
-    for r in run(sizes, args.queries, args.library_python, args.port, args.fresh):
+    for r in run(sizes, args.queries, args.library_python, args.port, args.fresh, args.threads):
         print(
             f"size={r['size']} served={r['served']} us_p50_ms={r['us']:.1f} floor_p50_ms={r['floor']:.1f} "
             f"reasoning_bank_p50_ms={r['lib']:.1f} recall_at_10={r['recall']:.3f}"
