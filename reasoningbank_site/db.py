@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import connection
 from django.db.models import BooleanField, Model, QuerySet
 from django.db.models.expressions import RawSQL
-from django.db.models.sql import InsertQuery
+from django.db.models.sql import InsertQuery, UpdateQuery
 
 
 def insert_without_waiting_for_disk(*objs: Model) -> None:
@@ -129,20 +130,128 @@ def insert_together(*groups: Sequence[Model]) -> None:
     primary key and is saved as ``bulk_create`` leaves it; an empty
     ``auto_now``/``auto_now_add`` field is filled in as ``bulk_create`` would.
     No model signals are sent, and ``save()`` overrides are not called: only
-    for models that have neither (as ``bulk_create``)."""
+    for models that have neither (as ``bulk_create``). The statement is
+    compiled once per shape (the models and their numbers of rows) when every
+    value is plain, as insert_without_waiting_for_disk's."""
     groups = tuple(list(g) for g in groups if g)
     if not groups:
         return
-    for objs in groups:
-        _auto_now_fill(objs, _insert_fields(type(objs[0])))
-    parts, params = _insert_ctes(groups)
-    # A statement's sequence values grow in the order of its rows: ordered by key, they are the instances' order.
-    pks = [connection.ops.quote_name(g[0]._meta.pk.column) for g in groups]
-    returned = ", ".join(f"(SELECT array_agg({pk} ORDER BY {pk}) FROM i{n})" for n, pk in enumerate(pks))
+    sql, params = _insert_together_sql(groups)
     with connection.cursor() as cursor:
-        cursor.execute(f"WITH {', '.join(parts)} SELECT {returned}", params)
+        cursor.execute(sql, params)
         row = cursor.fetchone()
     for objs, pks in zip(groups, row, strict=True):
         for obj, pk in zip(objs, pks, strict=True):
             obj.pk = pk
             obj._state.adding, obj._state.db = False, connection.alias
+
+
+def _insert_together_sql(groups: tuple[list[Model], ...], *, cached: bool = True) -> tuple[str, list]:
+    """insert_together's statement for ``groups`` (auto_now fields filled in)
+    and its parameters: from the cache when every value is plain (no
+    expression, no field with a placeholder of its own but an array's cast),
+    the parameters prepared
+    as Django's insert compiler does (``get_db_prep_save``; one array per
+    column where it inserts several rows through UNNEST)."""
+    fields = [_insert_fields(type(objs[0])) for objs in groups]
+    for objs, group_fields in zip(groups, fields, strict=True):
+        _auto_now_fill(objs, group_fields)
+    values = [[[getattr(o, f.attname) for f in fs] for o in objs] for objs, fs in zip(groups, fields, strict=True)]
+    plain = all(
+        getattr(type(f), "get_placeholder", None) in _FIXED_PLACEHOLDERS for fs in fields for f in fs
+    ) and not any(
+        hasattr(v, "resolve_expression") or hasattr(v, "as_sql") for rows in values for row in rows for v in row
+    )
+    if not (cached and plain):
+        return _insert_together_compiled(groups)
+    sql, unnest = _insert_together_sql_cached(tuple((type(objs[0]), len(objs)) for objs in groups))
+    params = []
+    for group_fields, rows, columns in zip(fields, values, unnest, strict=True):
+        prepared = [
+            [f.get_db_prep_save(v, connection=connection) for f, v in zip(group_fields, row, strict=True)]
+            for row in rows
+        ]
+        params.extend(list(map(list, zip(*prepared))) if columns else [p for row in prepared for p in row])
+    return sql, params
+
+
+# A field's placeholder that does not depend on the value (an array's cast): the statement is the same for any rows.
+_FIXED_PLACEHOLDERS = (None, ArrayField.get_placeholder)
+
+
+def _insert_together_compiled(groups) -> tuple[str, list]:
+    """insert_together's statement and parameters as the insert compiler writes them."""
+    parts, params = _insert_ctes(groups)
+    # A statement's sequence values grow in the order of its rows: ordered by key, they are the instances' order.
+    pks = [connection.ops.quote_name(g[0]._meta.pk.column) for g in groups]
+    returned = ", ".join(f"(SELECT array_agg({pk} ORDER BY {pk}) FROM i{n})" for n, pk in enumerate(pks))
+    return f"WITH {', '.join(parts)} SELECT {returned}", params
+
+
+@lru_cache(maxsize=256)
+def _insert_together_sql_cached(shape: tuple[tuple[type[Model], int], ...]) -> tuple[str, tuple[bool, ...]]:
+    """_insert_together_compiled's statement for groups of ``shape`` ((model,
+    number of rows) each) with plain values, and for each group whether the
+    compiler inserts its rows through UNNEST (one parameter per column)."""
+    groups = tuple([model() for _ in range(count)] for model, count in shape)
+    for objs in groups:
+        _auto_now_fill(objs, _insert_fields(type(objs[0])))
+    unnest = tuple(
+        count > 1 and len(_insert_ctes([objs])[1]) == len(_insert_fields(model))
+        for (model, count), objs in zip(shape, groups, strict=True)
+    )
+    return _insert_together_compiled(groups)[0], unnest
+
+
+def update_sql(queryset: QuerySet, values: dict) -> tuple[str, tuple]:
+    """The statement ``queryset.update(**values)`` runs and its parameters,
+    without running it: for a statement compiled once (its parameters then
+    prepared by the caller, as the update compiler does: ``get_db_prep_save``)."""
+    query = queryset.query.chain(UpdateQuery)
+    query.add_update_values(values)
+    return query.get_compiler(connection=connection).as_sql()
+
+
+def instances_fetched(model: type[Model], sql: str, params) -> list:
+    """What ``list(model.objects.raw(sql, params))`` returns (instances from
+    the columns named after their fields, the others as attributes; field
+    values through the converters the ORM's compiler lists; missing fields
+    deferred), without RawQuerySet's per-call resolution of the columns: for
+    a statement compiled once (issue 14)."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        names, positions, converters, extra = _instances_layout(model, tuple(c.name for c in cursor.description))
+        rows = cursor.fetchall()
+    instances = []
+    for row in rows:
+        values = [row[pos] for pos in positions]
+        for index, (functions, col) in converters:
+            for convert in functions:
+                values[index] = convert(values[index], col, connection)
+        instance = model.from_db(connection.alias, names, values)
+        for name, pos in extra:
+            setattr(instance, name, row[pos])
+        instances.append(instance)
+    return instances
+
+
+@lru_cache(maxsize=64)
+def _instances_layout(model: type[Model], columns: tuple[str, ...]):
+    """For a result of ``model`` with ``columns``: the field attnames and their
+    positions, each field's converters (as the ORM's compiler lists them), and
+    the other columns (name, position)."""
+    by_column = {f.column: f for f in model._meta.concrete_fields}
+    names, positions, converters, extra = [], [], [], []
+    for pos, name in enumerate(columns):
+        f = by_column.get(name)
+        if f is None:
+            extra.append((name, pos))
+            continue
+        col = f.get_col(model._meta.db_table)
+        functions = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+        if functions:
+            converters.append((len(names), (functions, col)))
+        names.append(f.attname)
+        positions.append(pos)
+    assert model._meta.pk.attname in names, columns
+    return names, positions, converters, extra
