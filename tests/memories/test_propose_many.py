@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
+from pgvector import Vector
 
 from accounts.models import AuditEvent
 from memories.embeddings import embed_text, item_embedding_hash, item_embedding_text
 from memories.models import MemoryItem, MemoryItemVersion
-from memories.selectors import near_duplicates_search, near_duplicates_search_many
+from memories.selectors import near_duplicates_search, near_duplicates_search_many, retrieval
 from memories.services import ProposedItem, duplicates, memory_item_create, memory_items_propose, versions
 from reasoningbank_site.db import instances_fetched, update_sql
 from reasoningbank_site.errors import Invalid
@@ -147,6 +148,12 @@ def test_search_many_equals_search_one_by_one(owner):
     assert len(captured) <= 4  # savepoint pair, scan settings, one search
     assert many == [near_duplicates_search(bank=bank, vector=v) for v in vectors]
     assert any(many) and near_duplicates_search_many(bank=bank, vectors=[]) == []
+    with connection.cursor() as cursor:  # its short literals are the model's float32 vectors exactly
+        for vector in vectors:
+            short, ours = retrieval._vector_literal(vector), Vector(vector).to_text()
+            cursor.execute("SELECT %s::vector::text = %s::vector::text, %s::vector = %s::vector", [short, ours] * 2)
+            assert cursor.fetchone() == (True, True) and len(short) < len(ours)
+            assert np.array_equal(np.array(short[1:-1].split(","), dtype=np.float32), vector)
 
 
 def test_a_bad_item_stores_none_of_the_set(bank):
