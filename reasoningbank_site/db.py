@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from functools import cache, lru_cache
 
 from django.contrib.postgres.fields import ArrayField
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import BooleanField, Model, QuerySet
 from django.db.models.expressions import RawSQL
+from django.db.models.query import MAX_GET_RESULTS, get_related_populators
 from django.db.models.sql import InsertQuery, UpdateQuery
+from django.db.transaction import TransactionManagementError
 
 
 def insert_without_waiting_for_disk(*objs: Model) -> None:
@@ -255,3 +258,87 @@ def _instances_layout(model: type[Model], columns: tuple[str, ...]):
         positions.append(pos)
     assert model._meta.pk.attname in names, columns
     return names, positions, converters, extra
+
+
+# A key no row has, standing for the one a compiled statement is run with (SelectCompiledOnce).
+_KEY = -7_654_321_987_654
+
+
+class SelectCompiledOnce:
+    """The ORM's SELECT of ``build(key)`` — model instances filtered by one
+    primary key — compiled once per database connection (issue 14: building
+    and compiling such a statement was ~0.5–1.5 ms of Python each time the
+    stages ran it). A call runs the same statement with its key in place and
+    builds the instances as the ORM's ModelIterable does: the selected
+    fields (the others deferred), the select_related objects, the
+    annotations, each through its converters. For querysets with no
+    prefetching and no extra select columns (checked when compiled)."""
+
+    def __init__(self, build: Callable[[int], QuerySet]):
+        self.build = build
+        self._compiled = weakref.WeakKeyDictionary()  # per connection: the converters are the compiler's
+
+    def _compile(self):
+        wrapper = connections[DEFAULT_DB_ALIAS]
+        compiled = self._compiled.get(wrapper)
+        if compiled is None:
+            queryset = self.build(_KEY)
+            assert not queryset._prefetch_related_lookups and not queryset._known_related_objects, queryset
+            compiler = queryset.query.get_compiler(connection=wrapper)
+            sql, params = compiler.as_sql()
+            at = [n for n, p in enumerate(params) if p == _KEY]
+            assert len(at) == 1 and not compiler.has_extra_select, sql
+            select, klass_info = compiler.select, compiler.klass_info
+            start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
+            compiled = self._compiled[wrapper] = (
+                queryset.model,
+                sql,
+                list(params),
+                at[0],
+                bool(queryset.query.select_for_update),
+                compiler,
+                (start, end, [f[0].target.attname for f in select[start:end]]),
+                get_related_populators(klass_info, select, wrapper.alias),
+                list(compiler.annotation_col_map.items()),
+            )
+        return compiled
+
+    def sql_with_params(self, key) -> tuple[str, tuple]:
+        """The statement and its parameters for ``key``."""
+        model, sql, params, at, *_rest = self._compile()
+        params = list(params)
+        params[at] = model._meta.pk.get_db_prep_value(key, connection)
+        return sql, tuple(params)
+
+    def __call__(self, key) -> list:
+        """The instances, as ``list(build(key))``."""
+        model, _sql, _params, _at, for_update, compiler, (start, end, names), populators, annotations = self._compile()
+        if for_update and connection.get_autocommit():  # as the ORM's compiler refuses it
+            raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
+        with connection.cursor() as cursor:
+            cursor.execute(*self.sql_with_params(key))
+            rows = cursor.fetchall()
+        instances = []
+        for row in compiler.results_iter([rows]):
+            instance = model.from_db(connection.alias, names, row[start:end])
+            for populator in populators:
+                populator.populate(row, instance)
+            for name, pos in annotations:
+                setattr(instance, name, row[pos])
+            instances.append(instance)
+        return instances
+
+    def get(self, key):
+        """The one instance, as ``build(key).get()``: raises the model's DoesNotExist when there is none."""
+        instances = self(key)
+        if len(instances) == 1:
+            return instances[0]
+        model = self._compile()[0]
+        if not instances:
+            raise model.DoesNotExist(f"{model._meta.object_name} matching query does not exist.")
+        raise model.MultipleObjectsReturned(f"get() returned more than one {model._meta.object_name}.")
+
+
+def get_queryset(queryset: QuerySet) -> QuerySet:
+    """``queryset`` as ``get()`` runs it (no ordering, at most MAX_GET_RESULTS rows): for SelectCompiledOnce.get."""
+    return queryset.order_by()[:MAX_GET_RESULTS]
