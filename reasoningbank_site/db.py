@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from functools import cache, lru_cache
 
 from django.contrib.postgres.fields import ArrayField
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.models import BooleanField, Model, QuerySet
 from django.db.models.expressions import RawSQL
 from django.db.models.query import MAX_GET_RESULTS, get_related_populators
@@ -140,7 +140,7 @@ def insert_together(*groups: Sequence[Model]) -> None:
     if not groups:
         return
     sql, params = _insert_together_sql(groups)
-    with connection.cursor() as cursor:
+    with transaction.mark_for_rollback_on_error(), connection.cursor() as cursor:  # as create and bulk_create
         cursor.execute(sql, params)
         row = cursor.fetchone()
     for objs, pks in zip(groups, row, strict=True):
