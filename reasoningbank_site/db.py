@@ -339,6 +339,6 @@ class SelectCompiledOnce:
         raise model.MultipleObjectsReturned(f"get() returned more than one {model._meta.object_name}.")
 
 
-def get_queryset(queryset: QuerySet) -> QuerySet:
+def queryset_as_get(queryset: QuerySet) -> QuerySet:
     """``queryset`` as ``get()`` runs it (no ordering, at most MAX_GET_RESULTS rows): for SelectCompiledOnce.get."""
     return queryset.order_by()[:MAX_GET_RESULTS]

@@ -31,7 +31,7 @@ from memories.embeddings import embeddings_prefetched, item_embedding_text
 from memories.models import Experience, ItemOrigin
 from memories.services import ProposedItem, experience_create, memory_items_propose
 from reasoningbank_site.celery import enqueue_on_commit
-from reasoningbank_site.db import SelectCompiledOnce, get_queryset, without_waiting_for_disk
+from reasoningbank_site.db import SelectCompiledOnce, queryset_as_get, without_waiting_for_disk
 from reasoningbank_site.text import counted
 from trajectories.few_shot import distill_examples, judge_examples
 from trajectories.llm import (
@@ -233,7 +233,7 @@ def _trajectory_row_queryset(trajectory_id: int) -> QuerySet[Trajectory]:
 
 def _judge_lock_queryset(trajectory_id: int) -> QuerySet[Trajectory]:
     """The judge's re-read of its row under the row lock, as ``get()`` runs it."""
-    return get_queryset(
+    return queryset_as_get(
         without_waiting_for_disk(
             Trajectory.objects.select_for_update()
             .only("pk", "status", "verdict", "retrieval_id", "bank_id", "step_count")
@@ -245,7 +245,7 @@ def _judge_lock_queryset(trajectory_id: int) -> QuerySet[Trajectory]:
 
 def _distill_lock_queryset(trajectory_id: int) -> QuerySet[Trajectory]:
     """The distiller's re-read of its row under the row lock, as ``get()`` runs it."""
-    return get_queryset(
+    return queryset_as_get(
         Trajectory.objects.select_for_update(of=("self",))
         .select_related("bank__team", "experience")  # the team: for the items' audit events
         .defer("steps")

@@ -4,12 +4,16 @@ they leave, retries and their backoff, idempotency, and waiting for an LLM."""
 
 import pytest
 from celery import signals
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from memories.models import ItemOrigin, ItemStatus, MemoryItem
+from reasoningbank_site.db import without_waiting_for_disk
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
 from trajectories import stages
 from trajectories.models import JudgmentSource, PromptVersion, Status, Trajectory
+from trajectories.prompt_versions import active_prompt_versions
 from trajectories.tasks import retry_countdown
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
@@ -241,6 +245,22 @@ def test_the_stages_reads_are_the_statements_the_orm_writes(make_trajectory, fak
             assert compiled.sql_with_params(t.pk) == build(t.pk).query.sql_with_params()
             ours, orm = compiled(t.pk), method(build(t.pk))
             assert len(ours) == 1 and [state(o) for o in ours] == [state(o) for o in orm]
+    with CaptureQueriesContext(connection) as ours:
+        stages._trajectory_row(done.pk), stages._JUDGE_LOCK.get(done.pk), stages._DISTILL_LOCK.get(done.pk)
+    with CaptureQueriesContext(connection) as orm:  # the stages' reads as they were written before (first(), get())
+        Trajectory.objects.select_related("bank").annotate(
+            llm_judged=stages._LLM_JUDGED, active_prompts=active_prompt_versions()
+        ).filter(pk=done.pk).first()
+        without_waiting_for_disk(
+            Trajectory.objects.select_for_update()
+            .only("pk", "status", "verdict", "retrieval_id", "bank_id", "step_count")
+            .annotate(active_prompts=active_prompt_versions())
+            .filter(pk=done.pk)
+        ).get()
+        Trajectory.objects.select_for_update(of=("self",)).select_related("bank__team", "experience").defer(
+            "steps"
+        ).get(pk=done.pk)
+    assert [q["sql"] for q in ours.captured_queries] == [q["sql"] for q in orm.captured_queries]
     row = stages._trajectory_row(done.pk)
     assert row.llm_judged and row.active_prompts and row.bank.name and row.experience_id
     locked = stages._DISTILL_LOCK.get(done.pk)
