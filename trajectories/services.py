@@ -4,6 +4,7 @@ human relabel. Work for the pipeline is enqueued by task name after commit
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from memories.services import (
     retrievals_lock_for_outcomes,
 )
 from reasoningbank_site.celery import enqueue_on_commit
+from reasoningbank_site.db import insert_together, instances_fetched
 from reasoningbank_site.errors import DomainError, Invalid, TooLarge
 from reasoningbank_site.text import counted
 from trajectories import otlp
@@ -405,13 +407,13 @@ def judgment_record(
             .get(pk=trajectory.pk)
         )
         # Its judgments so far, read once: for the LLM's key and for the effective verdict with the new one last.
-        judgments = list(Judgment.objects.filter(trajectory=row).order_by("created_at", "id"))
+        judgments = instances_fetched(Judgment, _judgments_sql(), (int(row.pk),))
         if source == JudgmentSource.LLM:
             existing = [j for j in judgments if j.source == source and j.prompt_version == prompt_version]
             if existing:
                 trajectory.verdict = row.verdict
                 return min(existing, key=lambda j: j.pk)
-        judgment = Judgment.objects.create(
+        judgment = Judgment(
             trajectory=row,
             source=source,
             label=label,
@@ -420,6 +422,7 @@ def judgment_record(
             prompt_version=prompt_version,
             author=author,
         )
+        insert_together([judgment])  # its statement compiled once (issue 14)
         verdict = _effective_verdict([*judgments, judgment])
         if verdict != row.verdict:
             if row.retrieval_id is not None:
@@ -429,6 +432,16 @@ def judgment_record(
                 row.save(update_fields=["verdict", "updated_at"])
         trajectory.verdict = verdict
         return judgment
+
+
+def _judgments_queryset(trajectory_id: int):
+    return Judgment.objects.filter(trajectory_id=trajectory_id).order_by("created_at", "id")
+
+
+@functools.cache
+def _judgments_sql() -> str:
+    """A trajectory's judgments, oldest first: the statement the ORM writes, compiled once (issue 14)."""
+    return _judgments_queryset(0).query.sql_with_params()[0]
 
 
 def _retrieval_outcome_move(*, trajectory: Trajectory, old: str, new: str) -> None:

@@ -31,7 +31,7 @@ from memories.embeddings import embeddings_prefetched, item_embedding_text
 from memories.models import Experience, ItemOrigin
 from memories.services import ProposedItem, experience_create, memory_items_propose
 from reasoningbank_site.celery import enqueue_on_commit
-from reasoningbank_site.db import without_waiting_for_disk
+from reasoningbank_site.db import SelectCompiledOnce, queryset_as_get, without_waiting_for_disk
 from reasoningbank_site.text import counted
 from trajectories.few_shot import distill_examples, judge_examples
 from trajectories.llm import (
@@ -217,12 +217,46 @@ def _trajectory_row(trajectory_id: int) -> Trajectory | None:
     is a compare-and-set on its status, and what a stage reads of it (task,
     steps, verdict) changes only with a status move that makes the take, or
     the stage's check under its row lock, fail."""
-    return (
+    rows = _TRAJECTORY_ROW(trajectory_id)
+    return rows[0] if rows else None
+
+
+def _trajectory_row_queryset(trajectory_id: int) -> QuerySet[Trajectory]:
+    """_trajectory_row's, as ``first()`` runs it."""
+    rows = (
         Trajectory.objects.select_related("bank")
         .annotate(llm_judged=_LLM_JUDGED, active_prompts=active_prompt_versions())
         .filter(pk=trajectory_id)
-        .first()
     )
+    return (rows if rows.ordered else rows.order_by("pk"))[:1]
+
+
+def _judge_lock_queryset(trajectory_id: int) -> QuerySet[Trajectory]:
+    """The judge's re-read of its row under the row lock, as ``get()`` runs it."""
+    return queryset_as_get(
+        without_waiting_for_disk(
+            Trajectory.objects.select_for_update()
+            .only("pk", "status", "verdict", "retrieval_id", "bank_id", "step_count")
+            .annotate(active_prompts=active_prompt_versions())  # the distiller's words as of now
+            .filter(pk=trajectory_id)
+        )
+    )
+
+
+def _distill_lock_queryset(trajectory_id: int) -> QuerySet[Trajectory]:
+    """The distiller's re-read of its row under the row lock, as ``get()`` runs it."""
+    return queryset_as_get(
+        Trajectory.objects.select_for_update(of=("self",))
+        .select_related("bank__team", "experience")  # the team: for the items' audit events
+        .defer("steps")
+        .filter(pk=trajectory_id)
+    )
+
+
+# Compiled once (issue 14): the stages read these for every trajectory.
+_TRAJECTORY_ROW = SelectCompiledOnce(_trajectory_row_queryset)
+_JUDGE_LOCK = SelectCompiledOnce(_judge_lock_queryset)
+_DISTILL_LOCK = SelectCompiledOnce(_distill_lock_queryset)
 
 
 def trajectory_advance(*, trajectory_id: int) -> None:
@@ -346,12 +380,7 @@ def _judge(t: Trajectory, *, distill_next: bool) -> bool:
     # judging, as if this worker had died while the LLM answered: the sweeper judges it again. Nothing a client
     # sent is in it, and the next durable commit on the server (this worker's items, a moment later) flushes it.
     with transaction.atomic():
-        locked = without_waiting_for_disk(
-            Trajectory.objects.select_for_update()
-            .only("pk", "status", "verdict", "retrieval_id", "bank_id", "step_count")
-            .annotate(active_prompts=active_prompt_versions())  # the distiller's words as of now
-            .filter(pk=t.pk)
-        ).get()
+        locked = _JUDGE_LOCK.get(t.pk)  # with the distiller's words as of now
         if locked.status != Status.JUDGING:
             return False  # relabelled or swept meanwhile: this result is stale
         judgment_record(
@@ -453,12 +482,7 @@ def _distill(t: Trajectory) -> bool:
     # The items and (when new) the experience's task, embedded in one model call (issue 14 goal 6).
     texts = [item_embedding_text(title=i.title, description=i.description, content=i.content) for i in items]
     with embeddings_prefetched(texts + ([] if t.experience_id else [t.task.strip()])), transaction.atomic():
-        locked = (
-            Trajectory.objects.select_for_update(of=("self",))
-            .select_related("bank__team", "experience")  # the team: for the items' audit events
-            .defer("steps")
-            .get(pk=t.pk)
-        )
+        locked = _DISTILL_LOCK.get(t.pk)  # with its bank, the bank's team and its experience
         if locked.status != Status.DISTILLING or locked.verdict != t.verdict:
             return False  # relabelled or swept meanwhile: this result is stale
         if locked.experience_id:

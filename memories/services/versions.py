@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from django.db.models import Model
 
 from accounts.models import ApiToken
 from accounts.services.audit import audit_event
 from memories.models import MemoryItem, MemoryItemVersion
-from reasoningbank_site.db import insert_together
+from reasoningbank_site.db import insert_together, instances_fetched
 
 _AUDITED_FIELDS = ("title", "description", "content", "status", "tags")
 
@@ -65,11 +66,7 @@ def items_version_record(
     if not changes:
         return []
     latest = {
-        v.item_id: v
-        for v in MemoryItemVersion.objects.filter(item_id__in={c.item.pk for c in changes})
-        .order_by("item_id", "-number")
-        .distinct("item_id")
-        .only("item_id", "number", *_AUDITED_FIELDS)
+        v.item_id: v for v in instances_fetched(MemoryItemVersion, *_latest_versions({c.item.pk for c in changes}))
     }
     versions, events = [], []
     for change in changes:
@@ -106,6 +103,27 @@ def items_version_record(
         )
     insert_together(insert_with, versions, events)
     return versions
+
+
+def _latest_versions_queryset(item_ids):
+    return (
+        MemoryItemVersion.objects.filter(item_id__in=item_ids)
+        .order_by("item_id", "-number")
+        .distinct("item_id")
+        .only("item_id", "number", *_AUDITED_FIELDS)
+    )
+
+
+def _latest_versions(item_ids) -> tuple[str, tuple]:
+    """The latest version of each of ``item_ids`` (the statement the ORM writes, compiled once per number of
+    items: issue 14) and its parameters."""
+    ids = list(dict.fromkeys(int(pk) for pk in item_ids))  # as the IN lookup: each once, in order
+    return _latest_versions_sql(len(ids)), tuple(ids)
+
+
+@lru_cache(maxsize=32)
+def _latest_versions_sql(count: int) -> str:
+    return _latest_versions_queryset(list(range(1, count + 1))).query.sql_with_params()[0]
 
 
 def items_created_record(*, items: list[MemoryItem], note: str = "") -> list[MemoryItemVersion]:

@@ -2,6 +2,7 @@ from django.db import connection
 
 from accounts.models import ApiToken, AuditEvent
 from accounts.services.audit import audit_event
+from reasoningbank_site import db
 from reasoningbank_site.db import insert_together
 
 
@@ -29,3 +30,35 @@ def test_insert_together_stores_several_models_rows_in_one_statement_each_with_i
         assert AuditEvent.objects.get(pk=event.pk).action == f"test.event{n}"
         assert AuditEvent.objects.get(pk=event.pk).after == {"n": n}
     assert [ApiToken.objects.get(pk=t.pk).name for t in tokens] == ["token 0", "token 1"]
+
+
+def test_insert_together_statement_is_the_one_the_insert_compiler_writes(bank, item):
+    """insert_together compiles its statement once per shape (issue 14): for
+    groups of one row and of several (UNNEST, one array per column), its SQL
+    and parameters are what Django's insert compiler writes for the instances."""
+    from memories.models import MemoryItemSupport, MemoryItemVersion
+
+    for counts in ((1, 1, 1), (3, 3, 3), (2, 1, 3)):
+        supports = [
+            MemoryItemSupport(item=item, kind="distilled", title=f"t{n}", trajectory_ids=["a", n], cited_steps=[])
+            for n in range(counts[0])
+        ]
+        versions = [
+            MemoryItemVersion(item=item, number=10 + n, title=f'"quoted" {n}', tags=["x", "y\\\\"], action="supported")
+            for n in range(counts[1])
+        ]
+        events = [audit_event(action="test.event", bank=bank, obj=item, after={"n": n}) for n in range(counts[2])]
+        groups = (supports, versions, events)
+        db._insert_together_sql(groups)
+        hits = db._insert_together_sql_cached.cache_info().hits
+        sql, params = db._insert_together_sql(groups)
+        assert db._insert_together_sql_cached.cache_info().hits == hits + 1  # not compiled: from the cache
+        compiled_sql, compiled_params = db._insert_together_sql(groups, cached=False)
+        unwrap = lambda values: [  # noqa: E731 (Jsonb wraps the JSON fields, alone or in a column's list)
+            [getattr(x, "obj", x) for x in v] if isinstance(v, list) else getattr(v, "obj", v) for v in values
+        ]
+        assert sql == compiled_sql and unwrap(params) == unwrap(compiled_params)
+        assert ("UNNEST" in sql) == (max(counts) > 1)
+    insert_together(*groups)
+    assert MemoryItemVersion.objects.filter(item=item, number=10).get().tags == ["x", "y\\\\"]
+    assert AuditEvent.objects.get(pk=events[2].pk).after == {"n": 2}

@@ -6,9 +6,11 @@ from django.db import connection
 from django.test import Client
 
 from accounts.models import ApiToken
+from reasoningbank_site.db import instances_fetched
 from reasoningbank_site.errors import Invalid
 from tests import factories
 from tests.trajectories.conftest import queued_tasks
+from trajectories import services
 from trajectories.models import Judgment, Trajectory
 from trajectories.services import judgment_record, trajectory_ingest
 
@@ -55,6 +57,20 @@ def test_llm_judgment_is_recorded_once_per_prompt_version(bank):
     assert Judgment.objects.filter(trajectory=trajectory).count() == 1
     trajectory.refresh_from_db()
     assert trajectory.verdict == "failure"
+
+
+def test_a_trajectorys_judgments_are_read_by_the_statement_the_orm_writes(bank):
+    """judgment_record reads the judgments by a statement compiled once (issue 14): the ORM's, with the
+    instances the ORM reads; the judgment it then appends is stored as ``create`` stores it."""
+    trajectory = _trajectory(bank)
+    first = judgment_record(trajectory=trajectory, source="llm", label="failure", prompt_version="judge-v1")
+    second = judgment_record(trajectory=trajectory, source="human", label="success", rationale="checked")
+    orm = services._judgments_queryset(trajectory.pk)
+    assert (services._judgments_sql(), (trajectory.pk,)) == orm.query.sql_with_params()
+    fetched = instances_fetched(Judgment, services._judgments_sql(), (trajectory.pk,))
+    assert [vars(j) | {"_state": None} for j in fetched] == [vars(j) | {"_state": None} for j in orm]
+    assert [j.pk for j in fetched] == [first.pk, second.pk] and fetched[1].rationale == "checked"
+    assert not first._state.adding and first.created_at == Judgment.objects.get(pk=first.pk).created_at
 
 
 @pytest.mark.parametrize("source, label", [("robot", "success"), ("llm", "meh")])

@@ -4,12 +4,16 @@ they leave, retries and their backoff, idempotency, and waiting for an LLM."""
 
 import pytest
 from celery import signals
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from memories.models import ItemOrigin, ItemStatus, MemoryItem
+from reasoningbank_site.db import without_waiting_for_disk
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
 from trajectories import stages
-from trajectories.models import JudgmentSource, Status, Trajectory
+from trajectories.models import JudgmentSource, PromptVersion, Status, Trajectory
+from trajectories.prompt_versions import active_prompt_versions
 from trajectories.tasks import retry_countdown
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
@@ -214,3 +218,53 @@ def test_no_llm_with_trusted_verdict_waits_for_distillation(no_llm, bank, make_t
     bank.save(update_fields=["trust_agent_outcome"])
     t = process_trajectory(make_trajectory(outcome="success"))
     assert t.status == Status.AWAITING_LLM and t.verdict == "success"
+
+
+def test_the_stages_reads_are_the_statements_the_orm_writes(make_trajectory, fake_llm):
+    """The stages' reads of a trajectory (the row with its bank, judgments and
+    prompts; the judge's and the distiller's re-reads under the row lock) are
+    compiled once (issue 14): each runs the ORM's statement with the ORM's
+    parameters and builds the instances the ORM builds, related rows and
+    annotations included."""
+    fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
+    done = make_trajectory(task="Book the cheapest train.")
+    assert process_trajectory(done).status == Status.DONE
+    fresh = make_trajectory(task="Find the museum's opening hours.")
+    PromptVersion.objects.create(bank=done.bank, name="judge", number=2, text="Judge $trajectory", is_active=True)
+
+    def state(obj):
+        related = {name: state(rel) for name, rel in obj._state.fields_cache.items() if rel is not None}
+        return {k: v for k, v in vars(obj).items() if k != "_state"}, related, obj.get_deferred_fields()
+
+    for compiled, build, method in (
+        (stages._TRAJECTORY_ROW, stages._trajectory_row_queryset, list),
+        (stages._JUDGE_LOCK, stages._judge_lock_queryset, lambda rows: [rows.get()]),
+        (stages._DISTILL_LOCK, stages._distill_lock_queryset, lambda rows: [rows.get()]),
+    ):
+        for t in (done, fresh):
+            assert compiled.sql_with_params(t.pk) == build(t.pk).query.sql_with_params()
+            ours, orm = compiled(t.pk), method(build(t.pk))
+            assert len(ours) == 1 and [state(o) for o in ours] == [state(o) for o in orm]
+    with CaptureQueriesContext(connection) as ours:
+        stages._trajectory_row(done.pk), stages._JUDGE_LOCK.get(done.pk), stages._DISTILL_LOCK.get(done.pk)
+    with CaptureQueriesContext(connection) as orm:  # the stages' reads as they were written before (first(), get())
+        Trajectory.objects.select_related("bank").annotate(
+            llm_judged=stages._LLM_JUDGED, active_prompts=active_prompt_versions()
+        ).filter(pk=done.pk).first()
+        without_waiting_for_disk(
+            Trajectory.objects.select_for_update()
+            .only("pk", "status", "verdict", "retrieval_id", "bank_id", "step_count")
+            .annotate(active_prompts=active_prompt_versions())
+            .filter(pk=done.pk)
+        ).get()
+        Trajectory.objects.select_for_update(of=("self",)).select_related("bank__team", "experience").defer(
+            "steps"
+        ).get(pk=done.pk)
+    assert [q["sql"] for q in ours.captured_queries] == [q["sql"] for q in orm.captured_queries]
+    row = stages._trajectory_row(done.pk)
+    assert row.llm_judged and row.active_prompts and row.bank.name and row.experience_id
+    locked = stages._DISTILL_LOCK.get(done.pk)
+    assert locked.get_deferred_fields() == {"steps"} and locked.bank.team.slug and locked.experience.task
+    assert stages._trajectory_row(-1) is None
+    with pytest.raises(Trajectory.DoesNotExist):
+        stages._DISTILL_LOCK.get(-1)

@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
+from memories.services import experience_create
 from reasoningbank_site import celery as celery_module
 from reasoningbank_site.celery import app as celery_app
 from reasoningbank_site.celery import enqueue_on_commit
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
+from trajectories import transitions
 from trajectories.models import Status, Trajectory
 from trajectories.transitions import (
     TRANSITIONS,
@@ -19,6 +21,8 @@ from trajectories.transitions import (
     trajectory_mark_needs_attention,
     trajectory_move,
     trajectory_move_many,
+    trajectory_move_on,
+    trajectory_take,
 )
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
@@ -46,6 +50,43 @@ def test_a_move_from_another_status_loses_quietly(make_trajectory):
     assert trajectory_move(t.pk, from_=Status.JUDGED, to=Status.DISTILLING, detail="x") is False
     t.refresh_from_db()
     assert t.status == Status.RECEIVED
+
+
+def test_a_moves_statement_is_the_one_the_orm_writes(make_trajectory, bank):
+    """A move of one row is compiled once per shape (issue 14): for each shape
+    the stages use, its SQL and parameters are what ``update()`` writes, and
+    the move does what it says (a NULL, a foreign key, a repeated source)."""
+    t = make_trajectory()
+    experience = experience_create(bank=bank, task="Find the fare.")
+    shapes = [
+        ([Status.RECEIVED, Status.AWAITING_LLM], {}, False),  # a take
+        ([Status.JUDGING, Status.JUDGING], {"verdict": "success"}, True),  # judged and taken on
+        ([Status.DISTILLING], {"experience": experience}, True),  # done, its new experience linked
+        ([Status.RECEIVED], {"enqueued_at": None}, True),  # parked
+    ]
+    for sources, also, wait in shapes:
+        values = {"status": Status.JUDGING, "status_detail": "d", "updated_at": timezone.now(), **also}
+        for _ in range(2):  # compiled, then from the cache
+            cached = transitions._move_sql(t.pk, sources=sources, values=values, wait_for_disk=wait)
+            assert cached == transitions._move_sql(
+                t.pk, sources=sources, values=values, wait_for_disk=wait, cached=False
+            )
+    assert trajectory_take(t.pk, from_=[Status.RECEIVED, Status.AWAITING_LLM], to=Status.JUDGING, detail="a")
+    assert trajectory_move(t.pk, from_=Status.JUDGING, to=Status.RECEIVED, detail="b", also={"enqueued_at": None})
+    assert trajectory_move(t.pk, from_=Status.RECEIVED, to=Status.AWAITING_LLM, detail="c")
+    assert trajectory_move(t.pk, from_=Status.JUDGING, to=Status.JUDGED, detail="lost") is False
+    t.refresh_from_db()
+    assert (t.status, t.status_detail, t.enqueued_at) == (Status.AWAITING_LLM, "c", None)
+    assert trajectory_move_on(
+        t.pk,
+        from_=[Status.AWAITING_LLM],
+        via=Status.JUDGED,
+        to=Status.DISTILLING,
+        detail="f",
+        also={"experience": experience},
+    )
+    t.refresh_from_db()
+    assert (t.status, t.status_detail, t.experience_id) == (Status.DISTILLING, "f", experience.pk)
 
 
 def test_an_undeclared_move_raises_and_changes_nothing(make_trajectory):
