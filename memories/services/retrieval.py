@@ -154,7 +154,7 @@ def retrieval_perform(
         latency_ms=round(result.latency_ms, 2),
     )
     result.event.created_at = timezone.now()  # what auto_now_add would set; the tally's day comes from it
-    insert_without_waiting_for_disk(result.event, retrieval_tally_for(event=result.event))
+    insert_without_waiting_for_disk(result.event, retrieval_tally_for(event=result.event), read_later=True)
     return result
 
 
