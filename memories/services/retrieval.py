@@ -137,7 +137,9 @@ def retrieval_perform(
     # its own: the event and its tally row are one statement, whose commit returns
     # before its WAL reaches disk (it is still atomic, and durable within
     # wal_writer_delay; only a crash of the database server itself in that window
-    # loses it — never half of it).
+    # loses it — never half of it). Nor its round trip: in a request, the statement
+    # is sent now, before the answer, and its reply read once the answer is sent
+    # (read_later; the event gets its pk then).
     result.event = RetrievalEvent(
         bank=bank,
         token=token,

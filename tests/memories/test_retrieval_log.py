@@ -1,8 +1,8 @@
 """A retrieval's log (its RetrievalEvent and the tally row) is one statement
-of its own, committed when the answer leaves (issue 14: it was BEGIN, SET
-LOCAL, two INSERTs, COMMIT): written exactly once, whole, and visible to
-every other connection, with the instance the service returns matching the
-stored row."""
+of its own (issue 14: it was BEGIN, SET LOCAL, two INSERTs, COMMIT), sent
+before the answer leaves and read once the response is sent (over the API):
+written exactly once, whole, and visible to every other connection, with the
+instance the service returns matching the stored row."""
 
 import io
 import json
