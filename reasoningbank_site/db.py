@@ -88,7 +88,8 @@ def _send(sql: str, params: list, objs: Sequence[Model]) -> None:
     if connection.queries_logged:  # listed as Django's debug cursor lists a statement (query counts in tests)
         connection.queries_log.append({"sql": query, "time": f"{time.monotonic() - started:.3f}"})
     connection.unread_statement = objs
-    connection.execute_wrappers.append(_read_first)
+    # First in the list: a caller's ``with connection.execute_wrapper(...)`` pops the last one on leaving.
+    connection.execute_wrappers.insert(0, _read_first)
 
 
 def _read_first(execute, sql, params, many, context):
@@ -108,13 +109,18 @@ def statement_results_read(db=None) -> None:
     if objs is None:
         return
     db.unread_statement = None
-    db.execute_wrappers.remove(_read_first)
+    if _read_first in db.execute_wrappers:
+        db.execute_wrappers.remove(_read_first)
     raw = db.connection
+    if raw is None or raw.closed:  # closed or replaced since: the answer went with the old connection
+        return
     with db.wrap_database_errors:
         results = raw.wait(pg_generators.fetch_many(raw.pgconn))
         for result in results:
             if result.status == pq.ExecStatus.FATAL_ERROR:
                 raise pg_errors.error_from_result(result, encoding=raw.info.encoding)
+    if not results:  # read by someone else (a raw psycopg call on the connection): no primary keys to give
+        return
     (result,) = results
     for obj, pk in zip(objs, [int(result.get_value(0, n)) for n in range(len(objs))], strict=True):
         obj.pk = pk

@@ -15,6 +15,7 @@ from django.test.utils import CaptureQueriesContext
 
 from memories.models import Arm, RetrievalEvent, RetrievalTally
 from memories.services import retrieval_perform
+from reasoningbank_site.db import insert_without_waiting_for_disk
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -123,3 +124,26 @@ def test_the_log_is_sent_before_the_answer_and_read_once_it_is_sent(bank, approv
     assert status.startswith("200") and connection.unread_statement is not None
     assert RetrievalEvent.objects.filter(public_id=json.loads(answer)["retrieval_id"]).count() == 1
     assert connection.unread_statement is None
+
+
+def test_a_statement_read_later_survives_a_callers_execute_wrapper_and_a_closed_connection(bank):
+    """The next statement reads the unread answer even inside a caller's
+    ``connection.execute_wrapper`` (which pops the last wrapper on leaving),
+    and a connection closed with an answer unread leaves nothing behind."""
+    seen = []
+    connection.results_read_later = True  # what StatementResultsMiddleware sets for a request
+    try:
+        with connection.execute_wrapper(lambda execute, *args: seen.append(1) or execute(*args)):
+            event = RetrievalEvent(bank=bank, query="q", k=1, mode="items", arm=Arm.TREATMENT, results=[])
+            insert_without_waiting_for_disk(event, read_later=True)
+        assert event.pk is None and seen == []
+        assert RetrievalEvent.objects.filter(bank=bank).count() == 1 and event.pk is not None
+        assert seen == [] and connection.execute_wrappers == []  # the caller's wrapper left with its block
+
+        lost = RetrievalEvent(bank=bank, query="q2", k=1, mode="items", arm=Arm.TREATMENT, results=[])
+        insert_without_waiting_for_disk(lost, read_later=True)
+        connection.close()
+        assert RetrievalEvent.objects.filter(bank=bank).count() in (1, 2)  # a new connection, no error
+        assert connection.unread_statement is None and connection.execute_wrappers == []
+    finally:
+        connection.results_read_later = False
