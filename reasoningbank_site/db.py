@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from functools import cache
 
@@ -10,12 +9,9 @@ from django.db import connection
 from django.db.models import BooleanField, Model, QuerySet
 from django.db.models.expressions import RawSQL
 from django.db.models.sql import InsertQuery
-from psycopg import errors as pg_errors
-from psycopg import generators as pg_generators
-from psycopg import pq
 
 
-def insert_without_waiting_for_disk(*objs: Model, read_later: bool = False) -> None:
+def insert_without_waiting_for_disk(*objs: Model) -> None:
     """Insert the unsaved model instances ``objs`` (none referring to another
     of them) in ONE statement whose commit does not wait for the WAL flush
     (``synchronous_commit = off``: the transaction stays atomic and is durable
@@ -30,13 +26,7 @@ def insert_without_waiting_for_disk(*objs: Model, read_later: bool = False) -> N
     neither. The statement is compiled once per tuple of models (its SQL
     depends on nothing else when every value is plain: no expression, no
     field with its own placeholder); each call only prepares the values, as
-    Django's insert compiler does (``get_db_prep_save``).
-
-    ``read_later``: inside a request that allows it (StatementResultsMiddleware),
-    the statement is sent and its answer is read when the response is done
-    (statement_results_read) or before the connection's next statement,
-    whichever comes first; the instances get their primary keys then.
-    Elsewhere it is read at once, as without it."""
+    Django's insert compiler does (``get_db_prep_save``)."""
     models = tuple(type(obj) for obj in objs)
     fields = [_insert_fields(model) for model in models]
     for obj, obj_fields in zip(objs, fields, strict=True):
@@ -53,78 +43,12 @@ def insert_without_waiting_for_disk(*objs: Model, read_later: bool = False) -> N
             for obj_fields, row in zip(fields, values, strict=True)
             for f, v in zip(obj_fields, row, strict=True)
         ]
-    if read_later and getattr(connection, "results_read_later", False):
-        _send(sql, params, objs)
-        return
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
-    _saved(objs, row)
-
-
-def _saved(objs: Sequence[Model], pks) -> None:
-    for obj, pk in zip(objs, pks, strict=True):
+    for obj, pk in zip(objs, row, strict=True):
         obj.pk = pk
         obj._state.adding, obj._state.db = False, connection.alias
-
-
-# --- statements whose answer is read later ----------------------------------------------------------------
-
-
-def _send(sql: str, params: list, objs: Sequence[Model]) -> None:
-    """Send ``sql`` (one statement returning one row: the primary keys of
-    ``objs``) on this thread's connection without waiting for its answer;
-    statement_results_read reads it. The statement is merged with its
-    parameters exactly as Django's cursor sends it (psycopg's client-side
-    binding, simple query protocol)."""
-    statement_results_read()  # one statement in flight at a time
-    with connection.cursor() as cursor:
-        query = cursor.cursor.mogrify(sql, params)
-    raw = connection.connection
-    started = time.monotonic()
-    with connection.wrap_database_errors:
-        raw.pgconn.send_query(query.encode(raw.info.encoding))
-        raw.wait(pg_generators.send(raw.pgconn))
-    if connection.queries_logged:  # listed as Django's debug cursor lists a statement (query counts in tests)
-        connection.queries_log.append({"sql": query, "time": f"{time.monotonic() - started:.3f}"})
-    connection.unread_statement = objs
-    # First in the list: a caller's ``with connection.execute_wrapper(...)`` pops the last one on leaving.
-    connection.execute_wrappers.insert(0, _read_first)
-
-
-def _read_first(execute, sql, params, many, context):
-    """Execute wrapper while a statement's answer is unread: read it first
-    (the protocol answers statements in order)."""
-    statement_results_read()
-    return execute(sql, params, many, context)
-
-
-def statement_results_read(db=None) -> None:
-    """Read the answer of the statement sent with ``read_later`` on ``db``
-    (this thread's default connection), if any, and give its instances their
-    primary keys; raises the statement's error as Django's cursor would.
-    Nothing to do when none is in flight."""
-    db = db or connection
-    objs = getattr(db, "unread_statement", None)
-    if objs is None:
-        return
-    db.unread_statement = None
-    if _read_first in db.execute_wrappers:
-        db.execute_wrappers.remove(_read_first)
-    raw = db.connection
-    if raw is None or raw.closed:  # closed or replaced since: the answer went with the old connection
-        return
-    with db.wrap_database_errors:
-        results = raw.wait(pg_generators.fetch_many(raw.pgconn))
-        for result in results:
-            if result.status == pq.ExecStatus.FATAL_ERROR:
-                raise pg_errors.error_from_result(result, encoding=raw.info.encoding)
-    if not results:  # read by someone else (a raw psycopg call on the connection): no primary keys to give
-        return
-    (result,) = results
-    for obj, pk in zip(objs, [int(result.get_value(0, n)) for n in range(len(objs))], strict=True):
-        obj.pk = pk
-        obj._state.adding, obj._state.db = False, db.alias
 
 
 def _insert_fields(model: type[Model]) -> list:

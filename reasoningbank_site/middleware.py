@@ -1,15 +1,10 @@
-import logging
 import sys
 
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, connection
+from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.views.defaults import server_error
-
-from reasoningbank_site.db import statement_results_read
-
-log = logging.getLogger(__name__)
 
 OTLP_PREFIX = "/api/v1/otel/"
 
@@ -81,34 +76,3 @@ def handler500(request):
     if isinstance(exception, DATABASE_ERRORS):
         return database_unavailable_response(request)
     return server_error(request)
-
-
-class StatementResultsMiddleware:
-    """Lets a request's services send a statement whose answer nobody waits
-    for (``insert_without_waiting_for_disk(read_later=True)``: the retrieval
-    log), and reads that answer once the response has been sent, when the
-    response is closed (before request_finished, which may close the
-    connection): the statement reaches the database before the client gets
-    its answer, and the client's wait no longer includes its round trip."""
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        connection.results_read_later = True
-        try:
-            response = self.get_response(request)
-        finally:
-            connection.results_read_later = False
-        # Closers run when the server has sent the response, before request_finished (which may close the
-        # connection): the answer's statement is read on the connection that sent it.
-        response._resource_closers.append(_results_read_logged)
-        return response
-
-
-def _results_read_logged() -> None:
-    """The response is sent: an error of the statement can no longer change it, so it is logged."""
-    try:
-        statement_results_read()
-    except DatabaseError:
-        log.exception("a statement sent during the request failed after its response was sent")

@@ -77,8 +77,6 @@ MIDDLEWARE = [
     # First: the request id (X-Request-ID) is on every log line of the request, and on its response.
     "reasoningbank_site.logs.RequestIdMiddleware",
     "reasoningbank_site.metrics.RequestMetricsMiddleware",
-    # Reads what a request's services sent without waiting (the retrieval log) when its response is done.
-    "reasoningbank_site.middleware.StatementResultsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "reasoningbank_site.security.SecurityHeadersMiddleware",
     "csp.middleware.CSPMiddleware",

@@ -137,9 +137,7 @@ def retrieval_perform(
     # its own: the event and its tally row are one statement, whose commit returns
     # before its WAL reaches disk (it is still atomic, and durable within
     # wal_writer_delay; only a crash of the database server itself in that window
-    # loses it — never half of it). Nor its round trip: in a request, the statement
-    # is sent now, before the answer, and its reply read once the answer is sent
-    # (read_later; the event gets its pk then).
+    # loses it — never half of it).
     result.event = RetrievalEvent(
         bank=bank,
         token=token,
@@ -156,7 +154,7 @@ def retrieval_perform(
         latency_ms=round(result.latency_ms, 2),
     )
     result.event.created_at = timezone.now()  # what auto_now_add would set; the tally's day comes from it
-    insert_without_waiting_for_disk(result.event, retrieval_tally_for(event=result.event), read_later=True)
+    insert_without_waiting_for_disk(result.event, retrieval_tally_for(event=result.event))
     return result
 
 

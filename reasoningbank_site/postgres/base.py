@@ -16,20 +16,12 @@ import select
 
 from django.db.backends.postgresql import base
 
-from reasoningbank_site.db import statement_results_read
-
 
 class DatabaseWrapper(base.DatabaseWrapper):
     def is_usable(self) -> bool:
         raw = self.connection
         if raw is None or raw.closed or raw.broken:
             return False
-        if getattr(self, "unread_statement", None) is not None:
-            # A response that was never closed left a statement's answer unread: read it, not SELECT 1 over it.
-            try:
-                statement_results_read(self)
-            except base.Database.Error:
-                return False
         try:
             readable, _, _ = select.select([raw.fileno()], [], [], 0)
         except (OSError, ValueError):  # no socket, or a descriptor select() cannot watch
