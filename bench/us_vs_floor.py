@@ -101,8 +101,10 @@ def server_parts(bank, secret: str, texts: list[str], floor) -> str:
         }
         status: list[str] = []
         started = time.perf_counter()
-        answer = b"".join(handler(environ, lambda s, headers: status.append(s)))
+        response = handler(environ, lambda s, headers: status.append(s))
+        answer = b"".join(response)
         elapsed = (time.perf_counter() - started) * 1000
+        response.close()  # as a WSGI server does once the answer is sent
         assert status[0].startswith("200"), answer
         assert len(json.loads(answer)["items"]) == K, answer
         return elapsed
