@@ -20,6 +20,7 @@ from pgvector.django import CosineDistance
 from accounts.models import MAX_TOP_K, Bank
 from memories.embeddings import embedding_model_name, item_embedding_hash
 from memories.models import Experience, ItemStatus, MemoryItem
+from reasoningbank_site.db import instances_fetched
 
 MAX_K = MAX_TOP_K
 # Candidate list of the HNSW scan; at least a few times k so relaxed-order
@@ -304,7 +305,7 @@ def approved_items_search_counted(
         )
         params = [_vector_text(vector) if p is _VECTOR else exclude_task_id if p is _TASK else p for p in params]
         with hnsw_scan(ef_search=hnsw_ef_search(k=fetch)):
-            rows = _items_fetched(sql, params)
+            rows = instances_fetched(MemoryItem, sql, params)
         for position, row in enumerate(rows):
             row.position = position
     if not rows:
@@ -353,51 +354,6 @@ def _counted_search_sql(
     marked = tuple(_VECTOR if p == zero_text else _TASK if p == _SENTINEL_TASK else p for p in params)
     assert marked.count(_VECTOR) == 1 and marked.count(_TASK) == int(excludes_task), sql
     return sql, marked
-
-
-def _items_fetched(sql: str, params) -> list[MemoryItem]:
-    """What ``list(MemoryItem.objects.raw(sql, params))`` returns (items from
-    the columns named after their fields, the other columns as attributes;
-    field values through the same converters), without RawQuerySet's
-    per-call resolution of the columns (~0.5 ms for 20 rows)."""
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        layout = _items_layout(tuple(column.name for column in cursor.description))
-        rows = cursor.fetchall()
-    names, field_positions, converters, extra = layout
-    items = []
-    for row in rows:
-        values = [row[pos] for pos in field_positions]
-        for index, (functions, col) in converters:
-            for convert in functions:
-                values[index] = convert(values[index], col, connection)
-        item = MemoryItem.from_db(connection.alias, names, values)
-        for name, pos in extra:
-            setattr(item, name, row[pos])
-        items.append(item)
-    return items
-
-
-@lru_cache(maxsize=16)
-def _items_layout(columns: tuple[str, ...]):
-    """For a result with ``columns``: the field attnames and their positions,
-    each field's converters (as the ORM's compiler lists them), and the other
-    columns (name, position)."""
-    by_column = {f.column: f for f in MemoryItem._meta.concrete_fields}
-    names, positions, converters, extra = [], [], [], []
-    for pos, name in enumerate(columns):
-        f = by_column.get(name)
-        if f is None:
-            extra.append((name, pos))
-            continue
-        col = f.get_col(MemoryItem._meta.db_table)
-        functions = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
-        if functions:
-            converters.append((len(names), (functions, col)))
-        names.append(f.attname)
-        positions.append(pos)
-    assert MemoryItem._meta.pk.attname in names, columns
-    return names, positions, converters, extra
 
 
 def any_items_search(*, vector) -> list[int]:

@@ -367,7 +367,7 @@ def test_the_compiled_search_is_the_query_the_orm_builds(bank, web_items, task_i
     def state(items):
         return [{k: v for k, v in vars(item).items() if k != "_state"} for item in items]
 
-    fetched = selectors.retrieval._items_fetched(sql, params)
+    fetched = db.instances_fetched(MemoryItem, sql, params)
     assert len(fetched) == 3 and state(fetched) == state(MemoryItem.objects.raw(sql, params))
     assert isinstance(fetched[0].tags, list) and fetched[0].get_deferred_fields() == {"embedding"}
 
