@@ -27,6 +27,7 @@ from memories.services import (
     retrieval_outcomes_apply,
     retrieval_tallies_rebuild,
     retrievals_lock_for_outcomes,
+    retrievals_locked_for_outcomes,
 )
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.db import insert_together, instances_fetched
@@ -61,10 +62,22 @@ def _retrieval_for(*, bank: Bank, retrieval_id) -> RetrievalEvent | None:
     """The bank's retrieval ``retrieval_id``, locked for its outcome counters (see _stored)."""
     if retrieval_id is None:
         return None
-    found = retrievals_lock_for_outcomes(RetrievalEvent.objects.filter(bank=bank, public_id=retrieval_id))
+    # As retrievals_lock_for_outcomes reads it, by its statement compiled once (issue 14).
+    found = instances_fetched(RetrievalEvent, _retrieval_lock_sql(), (bank.pk, retrieval_id))
     if not found:
         raise _unknown_retrieval(retrieval_id)
     return found[0]
+
+
+def _retrieval_lock_queryset(bank_id: int, public_id: uuid.UUID):
+    return retrievals_locked_for_outcomes(RetrievalEvent.objects.filter(bank_id=bank_id, public_id=public_id))
+
+
+@functools.cache
+def _retrieval_lock_sql() -> str:
+    """A bank's retrieval by its public id, locked for its outcome counters: the statement the ORM writes,
+    compiled once (issue 14)."""
+    return _retrieval_lock_queryset(0, uuid.UUID(int=0)).query.sql_with_params()[0]
 
 
 def _unknown_retrieval(retrieval_id) -> Invalid:
@@ -143,10 +156,12 @@ def _stored(built: list[_Built], retrievals: list[RetrievalEvent]) -> None:
     caller in primary-key order: one UPDATE, one tallies INSERT) and
     ``trajectories.process`` for each trajectory after commit
     (trajectories.dispatch: a failed publish is left to the dispatcher)."""
-    Judgment.objects.bulk_create(
-        Judgment(trajectory=b.trajectory, source=JudgmentSource.AGENT, label=b.signal[0], rationale=b.signal[1])
-        for b in built
-        if b.signal is not None
+    insert_together(  # as bulk_create, its statement compiled once per number of rows (issue 14)
+        [
+            Judgment(trajectory=b.trajectory, source=JudgmentSource.AGENT, label=b.signal[0], rationale=b.signal[1])
+            for b in built
+            if b.signal is not None
+        ]
     )
     changes = _outcome_changes(built)
     retrieval_outcomes_apply(events=[r for r in retrievals if r.pk in changes], changes=changes)
@@ -179,9 +194,10 @@ def trajectory_ingest(
     payload = data if isinstance(data, TrajectoryIn) else TrajectoryIn.model_validate(data)
 
     if payload.external_id:
-        existing = Trajectory.objects.filter(bank=bank, external_id=payload.external_id).first()
-        if existing is not None:
-            return existing, False
+        # As .first() reads it, by its statement compiled once (issue 14).
+        existing = instances_fetched(Trajectory, _by_external_id_sql(), (bank.pk, payload.external_id))
+        if existing:
+            return existing[0], False
 
     built = _trajectory_build(bank=bank, token=token, payload=payload, input_format=input_format)
     retrieval = _retrieval_for(bank=bank, retrieval_id=payload.retrieval_id)
@@ -189,7 +205,7 @@ def trajectory_ingest(
     if payload.external_id:
         try:
             with transaction.atomic():
-                built.trajectory.save(force_insert=True)
+                insert_together([built.trajectory])  # as save(force_insert=True), its statement compiled once
         except IntegrityError as exc:
             constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
             if constraint not in (None, EXTERNAL_ID_CONSTRAINT):
@@ -197,9 +213,20 @@ def trajectory_ingest(
             # A concurrent request with the same external_id committed first.
             return Trajectory.objects.get(bank=bank, external_id=payload.external_id), False
     else:  # nothing unique to race on: no savepoint
-        built.trajectory.save(force_insert=True)
+        insert_together([built.trajectory])
     _stored([built], [retrieval] if retrieval else [])
     return built.trajectory, True
+
+
+def _by_external_id_queryset(bank_id: int, external_id: str):
+    """What ``Trajectory.objects.filter(bank=…, external_id=…).first()`` runs (the model has no ordering)."""
+    return Trajectory.objects.filter(bank_id=bank_id, external_id=external_id).order_by("pk")[:1]
+
+
+@functools.cache
+def _by_external_id_sql() -> str:
+    """A bank's trajectory by its external_id: the statement the ORM writes, compiled once (issue 14)."""
+    return _by_external_id_queryset(0, "x").query.sql_with_params()[0]
 
 
 def _check_step_count(count: int, what: str) -> None:

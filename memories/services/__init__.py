@@ -53,6 +53,7 @@ from memories.services.tallies import (
     retrieval_tallies_compact,
     retrieval_tallies_rebuild,
     retrievals_lock_for_outcomes,
+    retrievals_locked_for_outcomes,
 )
 from memories.services.transitions import ITEM_REVERTS, ITEM_TRANSITIONS, item_status_move
 
@@ -95,6 +96,7 @@ __all__ = [
     "retrieval_tallies_rebuild",
     "retrieval_warm_up",
     "retrievals_lock_for_outcomes",
+    "retrievals_locked_for_outcomes",
     "review_assignment_create",
     "review_assignment_delete",
     "review_presence_touch",

@@ -97,7 +97,13 @@ def retrievals_lock_for_outcomes(retrievals: QuerySet[RetrievalEvent]) -> list[R
     """Lock ``retrievals`` in primary-key order (two callers taking the same
     rows in different orders would deadlock: issue 17) and load what
     retrieval_outcomes_apply reads. Call inside a transaction."""
-    return list(retrievals.select_for_update().only(*OUTCOME_FIELDS).order_by("pk"))
+    return list(retrievals_locked_for_outcomes(retrievals))
+
+
+def retrievals_locked_for_outcomes(retrievals: QuerySet[RetrievalEvent]) -> QuerySet[RetrievalEvent]:
+    """The queryset retrievals_lock_for_outcomes runs, unevaluated: for a
+    statement compiled once (db.instances_fetched, issue 14)."""
+    return retrievals.select_for_update().only(*OUTCOME_FIELDS).order_by("pk")
 
 
 @transaction.atomic
@@ -136,9 +142,7 @@ def retrieval_outcomes_apply(*, events: list[RetrievalEvent], changes: dict[int,
         touched.append(event)
         if is_triggered(event.results):
             rows += _outcome_rows(event, old_y=old_y, **change)
-    if len(touched) == 1:
-        touched[0].save(update_fields=COUNTERS)
-    elif touched:
+    if touched:
         _counters_save(touched)
     if rows:
         RetrievalTally.objects.bulk_create(rows)

@@ -2,10 +2,12 @@ import threading
 
 import pydantic
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test import Client
 
 from accounts.models import ApiToken
+from memories.models import RetrievalEvent
+from memories.services import retrievals_lock_for_outcomes
 from reasoningbank_site.db import instances_fetched
 from reasoningbank_site.errors import Invalid
 from tests import factories
@@ -71,6 +73,35 @@ def test_a_trajectorys_judgments_are_read_by_the_statement_the_orm_writes(bank):
     assert [vars(j) | {"_state": None} for j in fetched] == [vars(j) | {"_state": None} for j in orm]
     assert [j.pk for j in fetched] == [first.pk, second.pk] and fetched[1].rationale == "checked"
     assert not first._state.adding and first.created_at == Judgment.objects.get(pk=first.pk).created_at
+
+
+def test_ingest_reads_the_external_id_and_the_retrieval_by_the_statements_the_orm_writes(db):
+    """trajectory_ingest finds a repeated external_id (as ``.first()``) and locks the linked retrieval (as
+    retrievals_lock_for_outcomes) by statements compiled once (issue 14): the ORM's, with the instances the ORM
+    reads."""
+    bank = factories.make_bank(trust_agent_outcome=True)
+    retrieval = RetrievalEvent.objects.create(bank=bank, query="q", mode="items", k=3, results=[{"id": 1, "rank": 1}])
+    data = {**VALID, "external_id": "run-1", "retrieval_id": str(retrieval.public_id), "outcome": "success"}
+    stored, created = trajectory_ingest(bank=bank, token=None, data=data)
+    again, created_again = trajectory_ingest(bank=bank, token=None, data=data)
+    assert created and not created_again and again.pk == stored.pk
+    orm = services._by_external_id_queryset(bank.pk, "run-1")
+    assert (services._by_external_id_sql(), (bank.pk, "run-1")) == orm.query.sql_with_params()
+    first = Trajectory.objects.filter(bank=bank, external_id="run-1").first()
+    assert vars(again) | {"_state": None} == vars(first) | {"_state": None} and again.steps == stored.steps
+    orm = services._retrieval_lock_queryset(bank.pk, retrieval.public_id)
+    assert (services._retrieval_lock_sql(), (bank.pk, retrieval.public_id)) == orm.query.sql_with_params()
+    with transaction.atomic():
+        locked = retrievals_lock_for_outcomes(RetrievalEvent.objects.filter(bank=bank, public_id=retrieval.public_id))
+        fetched = instances_fetched(RetrievalEvent, services._retrieval_lock_sql(), (bank.pk, retrieval.public_id))
+    assert [vars(r) | {"_state": None} for r in fetched] == [vars(r) | {"_state": None} for r in locked]
+    assert (fetched[0].linked, fetched[0].judged, fetched[0].successes, fetched[0].results) == (
+        1,
+        1,
+        1,
+        [{"id": 1, "rank": 1}],
+    )
+    assert list(stored.judgments.values_list("source", "label")) == [("agent", "success")]
 
 
 @pytest.mark.parametrize("source, label", [("robot", "success"), ("llm", "meh")])
