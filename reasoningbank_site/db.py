@@ -28,25 +28,15 @@ def insert_without_waiting_for_disk(*objs: Model) -> None:
     empty one is filled in as ``create`` would. No model signals are sent,
     and ``save()`` overrides are not called: only for models that have
     neither. The statement is compiled once per tuple of models (its SQL
-    depends on nothing else when every value is plain: no expression, no
-    field with its own placeholder); each call only prepares the values, as
-    Django's insert compiler does (``get_db_prep_save``)."""
-    models = tuple(type(obj) for obj in objs)
-    fields = [_insert_fields(model) for model in models]
-    for obj, obj_fields in zip(objs, fields, strict=True):
-        _auto_now_fill([obj], obj_fields)
-    values = [[getattr(obj, f.attname) for f in obj_fields] for obj, obj_fields in zip(objs, fields, strict=True)]
-    if any(hasattr(v, "resolve_expression") for row in values for v in row) or any(
-        hasattr(f, "get_placeholder") for obj_fields in fields for f in obj_fields
-    ):
-        sql, params = _insert_sql(objs)
+    depends on nothing else when every value is plain: ``_insert_values``);
+    each call only prepares the values, as Django's insert compiler does
+    (``_prepared``)."""
+    fields, values, plain = _insert_values([[obj] for obj in objs])
+    if plain:
+        sql = _insert_sql_cached(tuple(type(obj) for obj in objs))
+        params = [p for group_fields, rows in zip(fields, values, strict=True) for p in _prepared(group_fields, rows)]
     else:
-        sql = _insert_sql_cached(models)
-        params = [
-            f.get_db_prep_save(v, connection=connection)
-            for obj_fields, row in zip(fields, values, strict=True)
-            for f, v in zip(obj_fields, row, strict=True)
-        ]
+        sql, params = _insert_sql(objs)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
@@ -151,11 +141,26 @@ def insert_together(*groups: Sequence[Model]) -> None:
 
 def _insert_together_sql(groups: tuple[list[Model], ...], *, cached: bool = True) -> tuple[str, list]:
     """insert_together's statement for ``groups`` (auto_now fields filled in)
-    and its parameters: from the cache when every value is plain (no
-    expression, no field with a placeholder of its own but an array's cast),
-    the parameters prepared
-    as Django's insert compiler does (``get_db_prep_save``; one array per
-    column where it inserts several rows through UNNEST)."""
+    and its parameters: from the cache when every value is plain
+    (``_insert_values``), the parameters prepared as Django's insert compiler
+    does (``_prepared``; one array per column where it inserts several rows
+    through UNNEST)."""
+    fields, values, plain = _insert_values(groups)
+    if not (cached and plain):
+        return _insert_together_compiled(groups)
+    sql, unnest = _insert_together_sql_cached(tuple((type(objs[0]), len(objs)) for objs in groups))
+    params = []
+    for group_fields, rows, columns in zip(fields, values, unnest, strict=True):
+        params.extend(_prepared(group_fields, rows, unnest=columns))
+    return sql, params
+
+
+def _insert_values(groups: Sequence[Sequence[Model]]) -> tuple[list[list], list[list[list]], bool]:
+    """For groups of one model's instances each: each group's insert fields,
+    each row's values (empty auto_now fields filled in first), and whether
+    every value is plain, so that the statement is the same for any such rows
+    and can be compiled once: no value is an expression and no field has a
+    placeholder of its own but an array's cast."""
     fields = [_insert_fields(type(objs[0])) for objs in groups]
     for objs, group_fields in zip(groups, fields, strict=True):
         _auto_now_fill(objs, group_fields)
@@ -165,17 +170,17 @@ def _insert_together_sql(groups: tuple[list[Model], ...], *, cached: bool = True
     ) and not any(
         hasattr(v, "resolve_expression") or hasattr(v, "as_sql") for rows in values for row in rows for v in row
     )
-    if not (cached and plain):
-        return _insert_together_compiled(groups)
-    sql, unnest = _insert_together_sql_cached(tuple((type(objs[0]), len(objs)) for objs in groups))
-    params = []
-    for group_fields, rows, columns in zip(fields, values, unnest, strict=True):
-        prepared = [
-            [f.get_db_prep_save(v, connection=connection) for f, v in zip(group_fields, row, strict=True)]
-            for row in rows
-        ]
-        params.extend(list(map(list, zip(*prepared))) if columns else [p for row in prepared for p in row])
-    return sql, params
+    return fields, values, plain
+
+
+def _prepared(fields, rows, *, unnest: bool = False) -> list:
+    """The parameters of ``rows`` (values of ``fields``), prepared as Django's
+    insert compiler does (``get_db_prep_save``): row after row, or with
+    ``unnest`` one array per column (several rows inserted through UNNEST)."""
+    prepared = [
+        [f.get_db_prep_save(v, connection=connection) for f, v in zip(fields, row, strict=True)] for row in rows
+    ]
+    return list(map(list, zip(*prepared))) if unnest else [p for row in prepared for p in row]
 
 
 # A field's placeholder that does not depend on the value (an array's cast): the statement is the same for any rows.
