@@ -8,10 +8,11 @@ from functools import cache, lru_cache
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
-from django.db.models import BooleanField, Model, QuerySet
+from django.db.models import BooleanField, Model, QuerySet, UniqueConstraint
+from django.db.models.constants import OnConflict
 from django.db.models.expressions import RawSQL
 from django.db.models.query import MAX_GET_RESULTS, get_related_populators
-from django.db.models.sql import InsertQuery, UpdateQuery
+from django.db.models.sql import InsertQuery, Query, UpdateQuery
 from django.db.transaction import TransactionManagementError
 
 
@@ -209,6 +210,76 @@ def _insert_together_sql_cached(shape: tuple[tuple[type[Model], int], ...]) -> t
         for (model, count), objs in zip(shape, groups, strict=True)
     )
     return _insert_together_compiled(groups)[0], unnest
+
+
+def insert_unless_taken(obj: Model, constraint: str) -> bool:
+    """Insert the unsaved model instance ``obj`` unless a row already holds
+    its values of the unique constraint named ``constraint`` (one of its model's UniqueConstraints; a condition
+    of the constraint is part of the conflict target, as PostgreSQL needs for
+    a partial unique index): ONE statement, ``INSERT … ON CONFLICT (its
+    fields) [WHERE its condition] DO NOTHING RETURNING pk``, instead of a
+    savepoint around an insert that may fail. A row another transaction
+    inserted and has not committed yet is waited for, as the unique index
+    does: taken if it commits, free if it rolls back. Any other constraint
+    violation raises IntegrityError as an insert does. Returns True when
+    ``obj`` was inserted (it then has its primary key and is saved as
+    insert_together leaves it). Joins the caller's transaction, or is atomic
+    on its own; no model signals are sent and ``save()`` is not called (as
+    insert_together). The statement is compiled once per model and
+    constraint when every value is plain (``_insert_values``)."""
+    fields, values, plain = _insert_values([[obj]])
+    if plain:
+        sql = _insert_unless_taken_sql_cached(type(obj), constraint)
+        params = _prepared(fields[0], values[0])
+    else:
+        sql, params = _insert_unless_taken_sql(obj, constraint)
+    with transaction.mark_for_rollback_on_error(), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    obj.pk = row[0]
+    obj._state.adding, obj._state.db = False, connection.alias
+    return True
+
+
+def _insert_unless_taken_sql(obj: Model, constraint: str) -> tuple[str, list]:
+    """insert_unless_taken's statement for ``obj`` and its parameters: the one
+    ``bulk_create([obj], ignore_conflicts=True)`` writes, with its primary key
+    returned and ``constraint`` as the conflict target (``ON CONFLICT DO
+    NOTHING`` would also swallow a conflict on any other unique column)."""
+    model = type(obj)
+    query = InsertQuery(model, on_conflict=OnConflict.IGNORE)
+    query.insert_values(_insert_fields(model), [obj], raw=True)
+    compiler = query.get_compiler(connection=connection)
+    compiler.returning_fields = [model._meta.pk]
+    [(sql, params)] = compiler.as_sql()
+    return sql.replace(" ON CONFLICT DO NOTHING ", f" {_conflict_target(model, constraint)} DO NOTHING ", 1), params
+
+
+@cache
+def _insert_unless_taken_sql_cached(model: type[Model], constraint: str) -> str:
+    """_insert_unless_taken_sql's statement for an instance of ``model`` with plain values."""
+    obj = model()
+    _auto_now_fill([obj], _insert_fields(model))
+    return _insert_unless_taken_sql(obj, constraint)[0]
+
+
+def _conflict_target(model: type[Model], name: str) -> str:
+    """``ON CONFLICT ("a", "b") [WHERE condition]``: the unique index of ``model``'s constraint ``name`` as the arbiter."""
+    [constraint] = [c for c in model._meta.constraints if c.name == name]
+    assert isinstance(constraint, UniqueConstraint) and constraint.fields and not constraint.expressions, constraint
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(model._meta.get_field(name).column) for name in constraint.fields)
+    target = f"ON CONFLICT({columns})"
+    if constraint.condition is not None:
+        query = Query(model=model, alias_cols=False)
+        condition, params = query.build_where(constraint.condition).as_sql(
+            query.get_compiler(connection=connection), connection
+        )
+        assert not params, constraint  # a literal in the condition would need quoting, as the index's DDL does
+        target += f" WHERE {condition}"
+    return target
 
 
 def update_sql(queryset: QuerySet, values: dict) -> tuple[str, tuple]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pydantic
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -30,7 +30,7 @@ from memories.services import (
     retrievals_locked_for_outcomes,
 )
 from reasoningbank_site.celery import enqueue_on_commit
-from reasoningbank_site.db import insert_together, instances_fetched
+from reasoningbank_site.db import insert_together, insert_unless_taken, instances_fetched
 from reasoningbank_site.errors import DomainError, Invalid, TooLarge
 from reasoningbank_site.text import counted
 from trajectories import otlp
@@ -168,7 +168,6 @@ def _stored(built: list[_Built], retrievals: list[RetrievalEvent]) -> None:
     trajectories_enqueue([b.trajectory.pk for b in built])  # a failed publish leaves the rows to the dispatcher
 
 
-@transaction.atomic
 def trajectory_ingest(
     *, bank: Bank, token: ApiToken | None, data: TrajectoryIn | dict[str, Any], input_format: str | None = None
 ) -> tuple[Trajectory, bool]:
@@ -177,14 +176,16 @@ def trajectory_ingest(
     Promises: steps/messages are normalized (trajectories.normalize) and the
     input format recorded; a repeated ``external_id`` in the bank returns the
     existing trajectory with ``created=False`` — also when concurrent requests
-    race (the unique constraint decides, inside a savepoint); a new trajectory
-    is enqueued for ``trajectories.process`` once the transaction commits; a
-    trusted agent signal (bank.trust_agent_outcome: ``outcome``, else
-    ``reward`` against bank.reward_threshold) is recorded as an agent
-    Judgment at once (the trajectory is stored with that verdict).
-    Untrusted signals are stored but judge nothing.
-    ``input_format`` labels native steps that a caller built from another
-    source (``otlp``: trajectories.otlp); by default the detected format.
+    race (the unique constraint decides) and whatever else the repeat
+    carries (its errors are not raised); a new trajectory is committed (with
+    the caller's transaction, if any) and then enqueued for
+    ``trajectories.process``; a trusted agent signal
+    (bank.trust_agent_outcome: ``outcome``, else ``reward`` against
+    bank.reward_threshold) is recorded as an agent Judgment at once (the
+    trajectory is stored with that verdict). Untrusted signals are stored but
+    judge nothing. ``input_format`` labels native steps that a caller built
+    from another source (``otlp``: trajectories.otlp); by default the
+    detected format.
 
     Raises pydantic.ValidationError when ``data`` is a dict that does not fit
     TrajectoryIn; TooLarge ``too_many_steps`` beyond settings.RB_MAX_STEPS;
@@ -192,29 +193,51 @@ def trajectory_ingest(
     normalized or a retrieval_id that is not this bank's.
     """
     payload = data if isinstance(data, TrajectoryIn) else TrajectoryIn.model_validate(data)
-
-    if payload.external_id:
-        # As .first() reads it, by its statement compiled once (issue 14).
-        existing = instances_fetched(Trajectory, _by_external_id_sql(), (bank.pk, payload.external_id))
-        if existing:
-            return existing[0], False
-
-    built = _trajectory_build(bank=bank, token=token, payload=payload, input_format=input_format)
-    retrieval = _retrieval_for(bank=bank, retrieval_id=payload.retrieval_id)
-    built.trajectory.retrieval_id = retrieval.pk if retrieval else None
-    if payload.external_id:
+    try:
+        built = _trajectory_build(bank=bank, token=token, payload=payload, input_format=input_format)
+    except DomainError:  # a repeated external_id is answered as such, whatever the repeat carries
+        existing = _by_external_id(bank, payload.external_id)
+        if existing is None:
+            raise
+        return existing, False
+    if payload.retrieval_id is None and built.signal is None:
+        # Nothing else to write (issue 14): one statement, atomic on its own, committed before the enqueue.
+        return _inserted(bank, built, [])
+    with transaction.atomic():
         try:
-            with transaction.atomic():
-                insert_together([built.trajectory])  # as save(force_insert=True), its statement compiled once
-        except IntegrityError as exc:
-            constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
-            if constraint not in (None, EXTERNAL_ID_CONSTRAINT):
+            retrieval = _retrieval_for(bank=bank, retrieval_id=payload.retrieval_id)
+        except DomainError:
+            existing = _by_external_id(bank, payload.external_id)
+            if existing is None:
                 raise
-            # A concurrent request with the same external_id committed first.
-            return Trajectory.objects.get(bank=bank, external_id=payload.external_id), False
-    else:  # nothing unique to race on: no savepoint
-        insert_together([built.trajectory])
-    _stored([built], [retrieval] if retrieval else [])
+            return existing, False
+        built.trajectory.retrieval_id = retrieval.pk if retrieval else None
+        return _inserted(bank, built, [retrieval] if retrieval else [])
+
+
+def _by_external_id(bank: Bank, external_id: str | None) -> Trajectory | None:
+    if not external_id:
+        return None
+    # As .first() reads it, by its statement compiled once (issue 14).
+    found = instances_fetched(Trajectory, _by_external_id_sql(), (bank.pk, external_id))
+    return found[0] if found else None
+
+
+def _inserted(bank: Bank, built: _Built, retrievals: list[RetrievalEvent]) -> tuple[Trajectory, bool]:
+    """Insert ``built`` (its retrieval, if any, among ``retrievals``, locked) and what it implies
+    (_stored); a repeated external_id (a row committed before, or by a concurrent request that
+    commits first) inserts nothing and returns the existing row, not created."""
+    external_id = built.payload.external_id
+    if external_id:
+        # One statement instead of a lookup and a savepoint around the insert (issue 14).
+        if not insert_unless_taken(built.trajectory, EXTERNAL_ID_CONSTRAINT):
+            existing = _by_external_id(bank, external_id)
+            if existing is None:  # deleted since it was found taken: as Trajectory.objects.get raises
+                raise Trajectory.DoesNotExist("Trajectory matching query does not exist.")
+            return existing, False
+    else:
+        insert_together([built.trajectory])  # as save(force_insert=True), its statement compiled once
+    _stored([built], retrievals)
     return built.trajectory, True
 
 

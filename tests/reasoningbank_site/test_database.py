@@ -1,9 +1,12 @@
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from accounts.models import ApiToken, AuditEvent
 from accounts.services.audit import audit_event
 from reasoningbank_site import db
-from reasoningbank_site.db import insert_together
+from reasoningbank_site.db import insert_together, insert_unless_taken
+from trajectories.models import Trajectory
+from trajectories.services import EXTERNAL_ID_CONSTRAINT
 
 
 def test_database_is_postgres_with_pgvector(db):
@@ -62,3 +65,33 @@ def test_insert_together_statement_is_the_one_the_insert_compiler_writes(bank, i
     insert_together(*groups)
     assert MemoryItemVersion.objects.filter(item=item, number=10).get().tags == ["x", "y\\\\"]
     assert AuditEvent.objects.get(pk=events[2].pk).after == {"n": 2}
+
+
+def test_insert_unless_taken_inserts_once_by_the_orms_statement(bank, django_assert_num_queries):
+    """insert_unless_taken (issue 14): one statement inserts the row, or finds its values of the constraint
+    taken and inserts nothing; the statement, compiled once per model and constraint, is the one
+    ``bulk_create(ignore_conflicts=True)`` runs with the constraint's partial unique index as its only
+    arbiter and the key returned."""
+
+    def run(external_id):
+        return Trajectory(bank=bank, task="t", steps=[{"thought": "x"}], step_count=1, external_id=external_id)
+
+    first, again = run("run-1"), run("run-1")
+    with django_assert_num_queries(1):
+        assert insert_unless_taken(first, EXTERNAL_ID_CONSTRAINT) is True
+    with django_assert_num_queries(1):
+        assert insert_unless_taken(again, EXTERNAL_ID_CONSTRAINT) is False
+    assert not first._state.adding and again.pk is None and again._state.adding
+    assert list(Trajectory.objects.filter(bank=bank).values_list("pk", "external_id")) == [(first.pk, "run-1")]
+
+    with CaptureQueriesContext(connection) as orm:
+        Trajectory.objects.bulk_create([again], ignore_conflicts=True)  # taken: inserts nothing
+    sql, params = db._insert_unless_taken_sql(again, EXTERNAL_ID_CONSTRAINT)
+    assert sql == db._insert_unless_taken_sql_cached(Trajectory, EXTERNAL_ID_CONSTRAINT)
+    target = 'ON CONFLICT("bank_id", "external_id") WHERE "external_id" IS NOT NULL DO NOTHING'
+    [ran] = orm.captured_queries
+    expected = ran["sql"].replace("ON CONFLICT DO NOTHING", target) + ' RETURNING "trajectories_trajectory"."id"'
+    assert connection.ops.compose_sql(sql, params) == expected
+    assert Trajectory.objects.filter(bank=bank).count() == 1 and insert_unless_taken(
+        run("run-2"), EXTERNAL_ID_CONSTRAINT
+    )

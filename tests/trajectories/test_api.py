@@ -118,6 +118,20 @@ def test_repeated_external_id_returns_same_id(client, auth, bank, other_bank):
     assert again.json()["id"] == first.json()["id"]
     assert again.json()["duplicate"] is True
     assert Trajectory.objects.filter(bank=bank).count() == 1
+    # A repeat is answered as one whatever else it carries: an unknown retrieval is not an error, and a
+    # known one is not linked again (nothing is stored for a repeat).
+    retrieval = RetrievalEvent.objects.create(bank=bank, query="q", mode="items", k=3)
+    for extra in (
+        {"retrieval_id": str(uuid.uuid4())},
+        {"retrieval_id": str(retrieval.public_id), "outcome": "success"},
+    ):
+        repeat = post(client, {**payload, **extra}, auth)
+        assert (repeat.status_code, repeat.json()["id"], repeat.json()["duplicate"]) == (200, first.json()["id"], True)
+    retrieval.refresh_from_db()
+    assert (retrieval.linked, retrieval.judged) == (0, 0) and not Judgment.objects.filter(
+        trajectory__bank=bank
+    ).exists()
+    assert Trajectory.objects.filter(bank=bank).count() == 1
     # The same external_id in another bank is another trajectory.
     theirs = post(client, payload, bearer(factories.make_token(other_bank)))
     assert theirs.status_code == 202
