@@ -214,11 +214,11 @@ def _insert_together_sql_cached(shape: tuple[tuple[type[Model], int], ...]) -> t
 
 def insert_unless_taken(obj: Model, constraint: str) -> bool:
     """Insert the unsaved model instance ``obj`` unless a row already holds
-    its values of the unique constraint named ``constraint`` (one of its model's UniqueConstraints; a condition
-    of the constraint is part of the conflict target, as PostgreSQL needs for
-    a partial unique index): ONE statement, ``INSERT … ON CONFLICT (its
-    fields) [WHERE its condition] DO NOTHING RETURNING pk``, instead of a
-    savepoint around an insert that may fail. A row another transaction
+    its values of its model's UniqueConstraint named ``constraint`` (the
+    constraint's condition is part of the conflict target, as PostgreSQL
+    needs for a partial unique index): ONE statement, ``INSERT … ON CONFLICT
+    (its fields) [WHERE its condition] DO NOTHING RETURNING pk``, instead of
+    a savepoint around an insert that may fail. A row another transaction
     inserted and has not committed yet is waited for, as the unique index
     does: taken if it commits, free if it rolls back. Any other constraint
     violation raises IntegrityError as an insert does. Returns True when
@@ -254,7 +254,8 @@ def _insert_unless_taken_sql(obj: Model, constraint: str) -> tuple[str, list]:
     compiler = query.get_compiler(connection=connection)
     compiler.returning_fields = [model._meta.pk]
     [(sql, params)] = compiler.as_sql()
-    return sql.replace(" ON CONFLICT DO NOTHING ", f" {_conflict_target(model, constraint)} DO NOTHING ", 1), params
+    assert sql.count(" ON CONFLICT DO NOTHING ") == 1, sql
+    return sql.replace(" ON CONFLICT DO NOTHING ", f" {_conflict_target(model, constraint)} DO NOTHING "), params
 
 
 @cache
@@ -270,7 +271,7 @@ def _conflict_target(model: type[Model], name: str) -> str:
     [constraint] = [c for c in model._meta.constraints if c.name == name]
     assert isinstance(constraint, UniqueConstraint) and constraint.fields and not constraint.expressions, constraint
     quote = connection.ops.quote_name
-    columns = ", ".join(quote(model._meta.get_field(name).column) for name in constraint.fields)
+    columns = ", ".join(quote(model._meta.get_field(field).column) for field in constraint.fields)
     target = f"ON CONFLICT({columns})"
     if constraint.condition is not None:
         query = Query(model=model, alias_cols=False)
