@@ -8,7 +8,8 @@ from typing import Any
 from ninja import Schema
 from ninja.security import HttpBearer
 
-from accounts.services import api_token_touch, api_token_use, hash_token
+from accounts.services import TokenUse, api_token_touch, api_token_use, hash_token
+from reasoningbank_site.db import while_running
 from reasoningbank_site.errors import Forbidden, NotAuthenticated, RateLimited
 
 
@@ -38,12 +39,13 @@ class TokenAuth(HttpBearer):
     over the bank's ``rate_limit_per_minute`` → 429 ``rate_limited`` with
     ``Retry-After``. Sets ``request.api_token`` and ``request.bank``.
 
-    ``early(request)``, when given, is started just before the token's
-    statement, for work the endpoint will need that does not depend on who
-    is asking (the retrieve API's query embedding), so the two overlap; it
-    must only start work, never answer. Only for a token this process has
-    accepted before and not refused since: an unknown or refused token
-    still costs one statement and nothing else."""
+    ``early(request)``, when given, is work the endpoint will need that does
+    not depend on who is asking (the retrieve API's query embedding): for a
+    token this process accepted the last time it was presented, it runs in
+    this thread while the token's statement runs in another
+    (db.while_running), so the two overlap. It must not answer or raise:
+    a refused token's request is answered as any other. An unknown or
+    refused token still costs one statement and nothing else."""
 
     openapi_scheme = "bearer"
     _ACCEPTED_MAX = 10_000
@@ -58,13 +60,14 @@ class TokenAuth(HttpBearer):
 
     def authenticate(self, request, token: str):
         raw = token.strip()
-        seen = ""
-        if self.early is not None:
-            seen = hash_token(raw)
-            if seen in self._accepted:
-                self.early(request)
+        seen = hash_token(raw) if self.early is not None else ""
+        # The lookup and the rate count are one statement (api_token_use): one round trip per request.
         try:
-            api_token = self._authenticate(request, raw)
+            if seen in self._accepted:
+                use = while_running(lambda: self.early(request), api_token_use, raw=raw, scope=self.scope)
+            else:
+                use = api_token_use(raw=raw, scope=self.scope)
+            api_token = self._accepted_token(request, use)
         except Exception:
             self._accepted.pop(seen, None)
             raise
@@ -74,9 +77,7 @@ class TokenAuth(HttpBearer):
             self._accepted[seen] = None
         return api_token
 
-    def _authenticate(self, request, raw: str):
-        # The lookup and the rate count are one statement (api_token_use): one round trip per request.
-        use = api_token_use(raw=raw, scope=self.scope)
+    def _accepted_token(self, request, use: TokenUse):
         api_token = use.token
         if api_token is None:
             raise NotAuthenticated("The API token is unknown, revoked or expired.")

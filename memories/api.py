@@ -10,7 +10,7 @@ from ninja import Field, Query, Router, Schema
 
 from accounts.auth import TokenAuth, api_responses
 from memories import selectors
-from memories.embeddings import EmbeddingModelError, embed_text_started
+from memories.embeddings import EmbeddingModelError, embed_text
 from memories.models import MemoryItem
 from memories.schemas import (
     QUERY_MAX_LENGTH,
@@ -59,22 +59,23 @@ def _memory_out(item: MemoryItem) -> dict:
     }
 
 
-def _query_embedding_started(request) -> None:
-    """The retrieve API's early work (TokenAuth): the query's embedding, started
-    while the token is checked, from the raw body (a body that is not what
-    RetrieveIn reads leaves nothing started; the view then embeds as usual)."""
+def _query_embedded(request) -> None:
+    """The retrieve API's early work (TokenAuth): the query's embedding, while
+    the token is checked, from the raw body. A body RetrieveIn would not read,
+    or a model that fails, leaves nothing: the view then embeds as usual
+    (and answers 503 for the model)."""
     try:
         query = json.loads(request.body).get("query")
-    except Exception:  # not JSON, not an object, too large: the view's own parsing answers it
+        if isinstance(query, str) and query.strip() and len(query) <= QUERY_MAX_LENGTH:
+            request.query_embedding = (query.strip(), embed_text(query.strip()))
+    except Exception:  # not JSON, not an object, too large, no model: the view's own parsing answers it
         return
-    if isinstance(query, str) and query.strip() and len(query) <= QUERY_MAX_LENGTH:
-        request.query_embedding = (query.strip(), embed_text_started(query.strip()))
 
 
 @router.post(
     "/retrieve",
     response=api_responses({200: RetrieveOut}, 413, 503),
-    auth=TokenAuth(scope="retrieve", early=_query_embedding_started),
+    auth=TokenAuth(scope="retrieve", early=_query_embedded),
     summary="Retrieve memories for a task",
 )
 def retrieve(request, payload: RetrieveIn):
@@ -85,7 +86,7 @@ def retrieve(request, payload: RetrieveIn):
         raise Invalid("query: must contain more than whitespace")
     early = getattr(request, "query_embedding", None)
     try:
-        vector = early[1].result() if early and early[0] == payload.query.strip() else None
+        vector = early[1] if early and early[0] == payload.query.strip() else None
         result = retrieval_perform(
             bank=request.bank,
             query=payload.query,

@@ -28,7 +28,6 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
@@ -225,26 +224,6 @@ def embeddings_prefetched(texts: Sequence[str]) -> Iterator[None]:
 def embed_text(text: str) -> np.ndarray:
     """One text → a normalized float32 vector of 384 dims."""
     return embed_texts([text])[0]
-
-
-# One thread per web thread (docker/entrypoint.sh's WEB_THREADS default), so an early embedding never waits
-# for another request's; the model call releases the GIL, so it runs beside the request's own database work.
-_EARLY_THREADS = 4
-_early: list[ThreadPoolExecutor] = []
-_early_lock = threading.Lock()
-
-
-def embed_text_started(text: str) -> Future:
-    """``embed_text(text)`` started in a background thread of this process;
-    the future's ``result()`` is the vector (or raises as embed_text does).
-    For a request that needs one query's embedding after a database round
-    trip it does not depend on (the retrieve API's token check): the two
-    overlap instead of adding up."""
-    if not _early:
-        with _early_lock:
-            if not _early:
-                _early.append(ThreadPoolExecutor(max_workers=_EARLY_THREADS, thread_name_prefix="embed-early"))
-    return _early[0].submit(embed_text, text)
 
 
 def item_embedding_text(*, title: str, description: str, content: str) -> str:
