@@ -123,11 +123,14 @@ class RetrieveFiltersIn(BaseModel):
         return value
 
 
+QUERY_MAX_LENGTH = 8000
+
+
 class RetrieveIn(Schema):
     query: CleanStr = Field(
         ...,
         min_length=1,
-        max_length=8000,
+        max_length=QUERY_MAX_LENGTH,
         description="The task the agent is about to attempt, in its own words.",
         # Not only whitespace (Python's notion, which also counts U+001C–U+001F and U+0085).
         json_schema_extra={"pattern": "[^\\s\\u001c-\\u001f\\u0085]"},

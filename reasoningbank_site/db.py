@@ -2,18 +2,76 @@
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache, lru_cache
 
 from django.contrib.postgres.fields import ArrayField
-from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, close_old_connections, connection, connections, transaction
+from django.db.backends.postgresql.base import ServerBindingCursor
 from django.db.models import BooleanField, Model, QuerySet, UniqueConstraint
 from django.db.models.constants import OnConflict
 from django.db.models.expressions import RawSQL
 from django.db.models.query import MAX_GET_RESULTS, get_related_populators
 from django.db.models.sql import InsertQuery, Query, UpdateQuery
 from django.db.transaction import TransactionManagementError
+
+# while_running's threads: one per web thread (docker/entrypoint.sh's WEB_THREADS default), so a request never
+# waits for another's; each keeps its own database connection, as a web thread does.
+_BESIDE_THREADS = 4
+_beside: list[ThreadPoolExecutor] = []
+_beside_lock = threading.Lock()
+
+
+def while_running(during: Callable[[], object], fn: Callable[..., object], /, **kwargs):
+    """``fn(**kwargs)`` (database work) and ``during()`` (other work, e.g. the
+    embedding model's) at the same time: ``fn`` in a thread of a small
+    per-process pool, on that thread's own connection (checked, replaced and
+    kept as a request's is: close_old_connections around it), ``during`` in
+    this thread, where the model call leaves Python free for ``fn``. Returns
+    what ``fn`` returns, or raises what it raised, once both are done. Inside
+    a transaction ``fn`` could not see its writes from another connection:
+    there ``during()``, then ``fn`` here."""
+    if connection.in_atomic_block:
+        during()
+        return fn(**kwargs)
+    if not _beside:
+        with _beside_lock:
+            if not _beside:  # created in the process that uses it: threads do not survive a fork
+                _beside.append(ThreadPoolExecutor(max_workers=_BESIDE_THREADS, thread_name_prefix="db-beside"))
+    future = _beside[0].submit(_on_own_connection, fn, kwargs)
+    during()
+    return future.result()
+
+
+def while_running_stop() -> None:
+    """Stop while_running's threads, each closing its own database connection
+    first (a test run's end: the test database cannot be dropped while they
+    hold sessions on it). The next while_running starts new ones."""
+    with _beside_lock:
+        if not _beside:
+            return
+        pool = _beside.pop()
+    # As many tasks as threads, each held until all run: every thread takes exactly one.
+    together = threading.Barrier(_BESIDE_THREADS)
+
+    def close_own() -> None:
+        together.wait(timeout=30)
+        connections.close_all()
+
+    for done in [pool.submit(close_own) for _ in range(_BESIDE_THREADS)]:
+        done.result()
+    pool.shutdown(wait=True)
+
+
+def _on_own_connection(fn: Callable[..., object], kwargs: dict):
+    close_old_connections()
+    try:
+        return fn(**kwargs)
+    finally:
+        close_old_connections()
 
 
 def insert_without_waiting_for_disk(*objs: Model) -> None:
@@ -292,13 +350,15 @@ def update_sql(queryset: QuerySet, values: dict) -> tuple[str, tuple]:
     return query.get_compiler(connection=connection).as_sql()
 
 
-def instances_fetched(model: type[Model], sql: str, params) -> list:
+def instances_fetched(model: type[Model], sql: str, params, *, server_binding: bool = False) -> list:
     """What ``list(model.objects.raw(sql, params))`` returns (instances from
     the columns named after their fields, the others as attributes; field
     values through the converters the ORM's compiler lists; missing fields
     deferred), without RawQuerySet's per-call resolution of the columns: for
-    a statement compiled once (issue 14)."""
-    with connection.cursor() as cursor:
+    a statement compiled once (issue 14). ``server_binding``: the parameters
+    are sent apart from the statement, for the server to bind
+    (server_bound_cursor), instead of quoted into it."""
+    with server_bound_cursor() if server_binding else connection.cursor() as cursor:
         cursor.execute(sql, params)
         names, positions, converters, extra = _instances_layout(model, tuple(c.name for c in cursor.description))
         rows = cursor.fetchall()
@@ -313,6 +373,21 @@ def instances_fetched(model: type[Model], sql: str, params) -> list:
             setattr(instance, name, row[pos])
         instances.append(instance)
     return instances
+
+
+def server_bound_cursor():
+    """``connection.cursor()`` (Django's wrapper: the health check, the execute
+    wrappers, the query log, the errors as Django's), whose parameters the
+    server binds: psycopg's Cursor sends them apart from the statement, where
+    the default ClientCursor quotes each into its text. For a statement with
+    a large parameter: quoting a query vector's ~4 KB literal into the search
+    cost ~0.2 ms of Python per retrieval (issue 14). Never prepared (Django
+    sets psycopg's prepare_threshold to None), so each execution is planned
+    with its own values, as a client-bound one is."""
+    wrapper = connection.cursor()
+    client_bound, wrapper.cursor = wrapper.cursor, ServerBindingCursor(connection.connection)
+    client_bound.close()
+    return wrapper
 
 
 @lru_cache(maxsize=64)

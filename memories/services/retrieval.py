@@ -48,7 +48,13 @@ class RetrievalResult:
 
 
 def retrieval_preview(
-    *, bank: Bank, query: str, k: int | None = None, task_id: str = "", filters: RetrievalFilters = NO_FILTERS
+    *,
+    bank: Bank,
+    query: str,
+    k: int | None = None,
+    task_id: str = "",
+    filters: RetrievalFilters = NO_FILTERS,
+    vector=None,
 ) -> RetrievalResult:
     """What an agent of ``bank`` would be served for ``query`` (treatment
     arm), without logging or counting anything — the playground's view and
@@ -59,14 +65,16 @@ def retrieval_preview(
     what was learnt from that same task; ``filters`` (tags, source agent,
     source metadata) narrow what may be served inside the vector search; no two
     items at or above bank.duplicate_threshold are served together (the better
-    one stays, the next candidates fill up to k). Raises Invalid for an empty query
-    (and EmbeddingModelError when the model cannot be loaded)."""
+    one stays, the next candidates fill up to k). ``vector``: the stripped
+    query's embedding when the caller has it already. Raises Invalid for an
+    empty query (and EmbeddingModelError when the model cannot be loaded)."""
     started = time.perf_counter()
     query = (query or "").strip()
     if not query:
         raise Invalid("The query is empty.")
     k = min(max(int(k if k is not None else bank.top_k), 1), MAX_K)
-    vector = embed_text(query)
+    if vector is None:
+        vector = embed_text(query)
     if bank.retrieval_mode == RetrievalMode.EXPERIENCES:
         pairs = experiences_search(
             bank=bank,
@@ -107,6 +115,7 @@ def retrieval_perform(
     task_id: str = "",
     token: ApiToken | None = None,
     filters: RetrievalFilters = NO_FILTERS,
+    vector=None,
 ) -> RetrievalResult:
     """Answer an agent's retrieval (see retrieval_preview) and log it. With
     probability bank.holdout_fraction the retrieval is in the holdout arm:
@@ -122,7 +131,7 @@ def retrieval_perform(
     (``memory_items_count_served``), so concurrent retrievals of the same
     items never lock the same rows. Raises as retrieval_preview does."""
     started = time.perf_counter()
-    result = retrieval_preview(bank=bank, query=query, k=k, task_id=task_id, filters=filters)
+    result = retrieval_preview(bank=bank, query=query, k=k, task_id=task_id, filters=filters, vector=vector)
     recorded = [{"id": str(item.public_id), "score": score} for item, score in result.items]
     if bank.holdout_fraction > 0 and random.random() < bank.holdout_fraction:
         result.arm, result.items, result.system_block = Arm.HOLDOUT, [], ""

@@ -1,5 +1,7 @@
+import json
 import random
 
+import numpy as np
 import pytest
 from django.db import connection
 
@@ -223,6 +225,12 @@ def test_retrieval_query_count_does_not_grow_with_items(bank, approved, django_a
     with django_assert_max_num_queries(5):
         many = retrieval_perform(bank=bank, query="sign in page", k=20)
     assert len(few.items) == 1 and len(many.items) == 4
+    # What the API and the playground show of each item was fetched with it (SERVED_FIELDS): no query per item.
+    with django_assert_max_num_queries(0):
+        shown = [
+            (i.public_id, i.title, i.description, i.content, i.origin, i.approved_at, i.tags) for i, _ in many.items
+        ]
+    assert [title for _, title, *_ in shown] == [item.title for item, _ in many.items] and all(s[5] for s in shown)
 
 
 def test_iterative_scan_is_not_starved_by_other_banks(bank, crowded):
@@ -351,9 +359,7 @@ def test_the_compiled_search_is_the_query_the_orm_builds(bank, web_items, task_i
     ).annotate(bank_has_approved=has_approved, bank_pending=pending)
     sql, params = qs.query.sql_with_params()
     if duplicate_threshold is not None:
-        sql = selectors.retrieval._similarities_sql(
-            sql, annotations=qs.query.annotations, order=selectors.retrieval.SEARCH_ORDER
-        )
+        sql = selectors.retrieval._similarities_sql(qs, sql, order=selectors.retrieval.SEARCH_ORDER)
     compiled, marked = selectors.retrieval._counted_search_sql(
         bank.pk, selectors.retrieval.embedding_model_name(), fetch, duplicate_threshold is not None, bool(task_id)
     )
@@ -363,13 +369,30 @@ def test_the_compiled_search_is_the_query_the_orm_builds(bank, web_items, task_i
         for p in marked
     ]
     assert (compiled, filled) == (sql, list(params))
+    # The call sends the vector as _vector_literal writes it: the very same float32 values as the ORM's text.
+    model_vector = np.asarray(vector, dtype=np.float32)
+    sent = selectors.retrieval._vector_literal(model_vector)
+    assert sent != vector_text and np.array_equal(
+        np.array(json.loads(sent), dtype=np.float32), np.array(json.loads(vector_text), dtype=np.float32)
+    )
 
     def state(items):
         return [{k: v for k, v in vars(item).items() if k != "_state"} for item in items]
 
     fetched = db.instances_fetched(MemoryItem, sql, params)
     assert len(fetched) == 3 and state(fetched) == state(MemoryItem.objects.raw(sql, params))
-    assert isinstance(fetched[0].tags, list) and fetched[0].get_deferred_fields() == {"embedding"}
+    # As the retrieval runs it: the parameters bound by the server, the vector as _vector_literal writes it.
+    served = db.instances_fetched(
+        MemoryItem,
+        compiled,
+        [sent if p is selectors.retrieval._VECTOR else x for p, x in zip(marked, filled)],
+        server_binding=True,
+    )
+    assert state(served) == state(fetched)
+    assert isinstance(fetched[0].tags, list)
+    # Only what is served is fetched: the dates, JSON and arrays the answer does not show stay in the database.
+    served = {"id", *selectors.retrieval.SERVED_FIELDS}
+    assert fetched[0].get_deferred_fields() == {f.attname for f in MemoryItem._meta.concrete_fields} - served
 
 
 def test_the_log_statement_is_the_one_the_insert_compiler_writes(bank, web_items):

@@ -11,6 +11,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from accounts.models import TokenUsage
 from memories.models import Arm, RetrievalEvent, RetrievalTally
 from memories.services import retrieval_perform
 
@@ -55,7 +56,9 @@ def test_each_retrieval_logs_one_event_and_one_tally_row_in_one_statement(bank, 
 
 def test_a_retrieval_over_the_api_is_three_statements_and_logs_what_it_answered(client, auth, bank, approved):
     """POST /api/v1/retrieve: the token check with its rate count, the search
-    with its counts, the log (issue 14) — and the logged event is the answer."""
+    with its counts, the log (issue 14) — and the logged event is the answer.
+    A token accepted before is checked on db.while_running's connection while
+    this thread embeds the query: two statements here, the count there."""
     bank.min_similarity = -1.0
     bank.save(update_fields=["min_similarity"])
     approved(bank, "Sign in through the login form first", "Use when the task needs an account.", "Log in.")
@@ -66,8 +69,9 @@ def test_a_retrieval_over_the_api_is_three_statements_and_logs_what_it_answered(
         response = client.post("/api/v1/retrieve", data=body, content_type="application/json", **auth)
     assert response.status_code == 200, response.content
     statements = [q["sql"] for q in captured.captured_queries]
-    assert len(statements) == 3, statements
-    assert "accounts_tokenusage" in statements[0] and "INSERT INTO" in statements[2]
+    assert len(statements) == 2, statements
+    assert "memories_memoryitem" in statements[0] and "INSERT INTO" in statements[1]
+    assert TokenUsage.objects.get(token__bank=bank).count == 2  # both requests checked and counted
     answer = response.json()
     event = RetrievalEvent.objects.get(public_id=answer["retrieval_id"])
     assert event.results == [{"id": item["id"], "score": item["score"]} for item in answer["items"]]
