@@ -65,6 +65,22 @@ def bench_bank():
     return user, bank
 
 
+def retrievals_logged(bank, before: int, answered: int, timeout: float = 30.0) -> int:
+    """Wait until ``answered`` retrievals more than ``before`` are logged for
+    ``bank`` (a log is written just after its answer: issue 14), assert that
+    every one is, and return the count: a benchmark whose answers were not
+    all logged did less than a user's requests do."""
+    from memories.models import RetrievalEvent
+
+    deadline = time.monotonic() + timeout
+    while (logged := RetrievalEvent.objects.filter(bank=bank).count() - before) < answered:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert logged == answered, f"{logged} of {answered} answered retrievals logged"
+    return logged
+
+
 def pct(values, p):
     values = sorted(values)
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]

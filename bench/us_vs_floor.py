@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import load_note, setup_django, start_server, stop_server
+from common import load_note, retrievals_logged, setup_django, start_server, stop_server
 from compare_reasoning_bank import CENTRE_TEXTS, K, _post
 from retrieval import QUERY_TEXTS, _reset_and_load
 
@@ -214,6 +214,9 @@ def run(
                     "floor": floor,
                     **({"compare": lambda text, secret=secret: _post(other_base, secret, text)} if other_base else {}),
                 }
+            from memories.models import RetrievalEvent
+
+            logged_before = RetrievalEvent.objects.filter(bank=bank).count()
             for text in texts[:3]:  # warm them all
                 for measure in sides.values():
                     measure(text)
@@ -224,6 +227,9 @@ def run(
             for i, text in enumerate(texts):
                 for name in orders[i % len(orders)]:
                     times[name].append(sides[name](text))
+            # Every answer over HTTP was logged (after its answer): the servers did a user's whole request.
+            http_sides = len(sides) - 1
+            retrievals_logged(bank, logged_before, http_sides * (3 + len(texts)))
             p50 = {name: statistics.median(values) for name, values in times.items()}
             u, f = p50["us"], p50["floor"]
             how = f"threads={threads} keep_alive={int(keep_alive)}"

@@ -17,6 +17,7 @@ from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
 
 from accounts.models import ApiToken, Bank
+from reasoningbank_site.ids import uuid7
 from reasoningbank_site.search import SearchColumn
 from reasoningbank_site.text import counted, is_cut
 
@@ -244,7 +245,9 @@ class RetrievalEvent(models.Model):
     """One retrieve call. `results` lists what was served (or, in the holdout
     arm, what would have been) as [{"id": "<uuid>", "score": 0.81}, ...]."""
 
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    # Time-ordered (UUID v7): ingest can tell a retrieval just answered, whose log may still be landing
+    # (the log is written after the answer: memories.services.retrieval), from one that never was.
+    public_id = models.UUIDField(default=uuid7, unique=True, editable=False)
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="retrievals")
     token = models.ForeignKey(ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="retrievals")
     query = models.TextField()

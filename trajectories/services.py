@@ -23,6 +23,7 @@ from memories.models import ItemOrigin, ItemStatus, MemoryItem, RetrievalEvent
 from memories.services import (
     memory_item_flag,
     memory_item_supersede,
+    retrieval_logs_awaited,
     retrieval_outcome_change,
     retrieval_outcomes_apply,
     retrieval_tallies_rebuild,
@@ -62,11 +63,17 @@ def _retrieval_for(*, bank: Bank, retrieval_id) -> RetrievalEvent | None:
     """The bank's retrieval ``retrieval_id``, locked for its outcome counters (see _stored)."""
     if retrieval_id is None:
         return None
-    # As retrievals_lock_for_outcomes reads it, by its statement compiled once (issue 14).
-    found = instances_fetched(RetrievalEvent, _retrieval_lock_sql(), (bank.pk, retrieval_id))
+    # As retrievals_lock_for_outcomes reads it, by its statement compiled once (issue 14); a retrieval
+    # answered a moment ago may not be logged yet (retrieval_logs_awaited).
+    found = retrieval_logs_awaited(
+        [retrieval_id],
+        lambda ids: {
+            r.public_id: r for r in instances_fetched(RetrievalEvent, _retrieval_lock_sql(), (bank.pk, retrieval_id))
+        },
+    )
     if not found:
         raise _unknown_retrieval(retrieval_id)
-    return found[0]
+    return found[retrieval_id]
 
 
 def _retrieval_lock_queryset(bank_id: int, public_id: uuid.UUID):
@@ -401,8 +408,15 @@ def _lock_linked_retrievals(*, bank: Bank, items: list[Any]) -> dict[uuid.UUID, 
             continue
     if not ids:
         return {}
-    locked = retrievals_lock_for_outcomes(RetrievalEvent.objects.filter(bank=bank, public_id__in=ids))
-    return {r.public_id: r for r in locked}
+    # A retrieval answered a moment ago may not be logged yet (retrieval_logs_awaited); one that lands
+    # while this waits is locked after the others, which as a rule have lower pks (inserted before it).
+    return retrieval_logs_awaited(
+        ids,
+        lambda wanted: {
+            r.public_id: r
+            for r in retrievals_lock_for_outcomes(RetrievalEvent.objects.filter(bank=bank, public_id__in=wanted))
+        },
+    )
 
 
 def _effective_verdict(judgments: list[Judgment]) -> str:

@@ -7,6 +7,7 @@ import logging
 import random
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -27,8 +28,10 @@ from memories.selectors.retrieval import (
     system_block_render,
 )
 from memories.services.tallies import retrieval_tally_for
+from reasoningbank_site.after_response import after_response
 from reasoningbank_site.db import insert_without_waiting_for_disk
 from reasoningbank_site.errors import Invalid
+from reasoningbank_site.ids import uuid7_issued_at
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +128,8 @@ def retrieval_perform(
     item is then left out on its own with probability
     bank.item_holdout_fraction (per-item randomisation): the agent gets the
     others (fewer than k), and the event records which were left out, so the
-    Impact page can measure each item's own effect. Writes one RetrievalEvent
+    Impact page can measure each item's own effect. Writes (during a request:
+    once the response is sent, see after_response) one RetrievalEvent
     (with the ``filters``) and its RetrievalTally row and nothing else: the
     served items' counters are folded from the events later
     (``memory_items_count_served``), so concurrent retrievals of the same
@@ -142,11 +146,6 @@ def retrieval_perform(
             result.items = [pair for pair, out in zip(result.items, left_out) if not out]
             result.system_block = system_block_render([item for item, _ in result.items])
     result.latency_ms = (time.perf_counter() - started) * 1000.0
-    # The log is not worth a WAL flush on the answer's path, nor a transaction of
-    # its own: the event and its tally row are one statement, whose commit returns
-    # before its WAL reaches disk (it is still atomic, and durable within
-    # wal_writer_delay; only a crash of the database server itself in that window
-    # loses it — never half of it).
     result.event = RetrievalEvent(
         bank=bank,
         token=token,
@@ -163,8 +162,55 @@ def retrieval_perform(
         latency_ms=round(result.latency_ms, 2),
     )
     result.event.created_at = timezone.now()  # what auto_now_add would set; the tally's day comes from it
-    insert_without_waiting_for_disk(result.event, retrieval_tally_for(event=result.event))
+    # The log is not on the answer's path (issue 14): during a request it is written once the answer is
+    # sent, on the request's thread and connection (its id, time-ordered, is already in the answer; a
+    # trajectory that arrives with it first waits for it: retrieval_logs_awaited). Nor is it worth a WAL
+    # flush or a transaction of its own: the event and its tally row are one statement, whose commit
+    # returns before its WAL reaches disk (atomic, and durable within wal_writer_delay). Lost only if
+    # the web process is killed in the milliseconds between the answer and the write, or the database
+    # server crashes in that window — never half of it.
+    after_response(_retrieval_log, result.event)
     return result
+
+
+def _retrieval_log(event: RetrievalEvent) -> None:
+    insert_without_waiting_for_disk(event, retrieval_tally_for(event=event))
+
+
+RETRIEVAL_LOG_GRACE_S = 5.0  # how long after its answer a retrieval's log may still be landing
+
+
+def retrieval_logs_awaited(public_ids, fetch: Callable[[set], dict]) -> dict:
+    """``fetch(ids)`` (the caller's lookup: found retrievals by public id) of
+    ``public_ids``, waiting for the logs of those not found yet that were
+    answered less than RETRIEVAL_LOG_GRACE_S ago (their UUID v7 says when):
+    a retrieval's log is written just after its answer (retrieval_perform),
+    so an agent that sends its trajectory at once may arrive first. Polls,
+    2 ms at first, up to 50 ms apart, until each is found or past its
+    deadline; an id older than that, not a v7, another bank's (logged, so
+    not landing: one more lookup tells), or not logged by then is simply not
+    found. Costs nothing when everything is found at once."""
+    wanted = set(public_ids)
+    found = fetch(wanted)
+    delay, elsewhere = 0.002, None
+    while True:
+        now = time.time()
+        waiting = {i for i in wanted - found.keys() if _log_deadline(i, now) > now}
+        if waiting and elsewhere is None:
+            elsewhere = set(RetrievalEvent.objects.filter(public_id__in=waiting).values_list("public_id", flat=True))
+        waiting -= elsewhere or set()
+        if not waiting:
+            return found
+        time.sleep(min(delay, max(_log_deadline(i, now) for i in waiting) - now))
+        found.update(fetch(waiting))
+        delay = min(delay * 2, 0.05)
+
+
+def _log_deadline(public_id: uuid.UUID, now: float) -> float:
+    issued = uuid7_issued_at(public_id)
+    if issued is None or issued > now + 1.0:  # not time-ordered, or from the future beyond clock skew
+        return 0.0
+    return issued + RETRIEVAL_LOG_GRACE_S
 
 
 WARM_UP_QUERY = "warm up the query embedding and the vector search"

@@ -9,6 +9,7 @@ two requests locking the same rows in different orders deadlocked (500)."""
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -63,6 +64,10 @@ def test_sixteen_concurrent_clients_sharing_items_all_get_their_lessons(live_ser
     failures = [(status, body.get("detail")) for status, body in answers if status != 200]
     assert failures == [], f"{len(failures)} of {len(jobs)} retrievals failed, e.g. {failures[:3]}"
     assert all(len(body["items"]) == 4 for _status, body in answers), "every client is served all four lessons"
+    # Each log is written just after its answer (issue 14): every one lands.
+    deadline = time.monotonic() + 30
+    while RetrievalEvent.objects.filter(bank=bank).count() < len(jobs) and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert RetrievalEvent.objects.filter(bank=bank).count() == len(jobs)
 
     # The counters are folded from the events outside the request, exactly once.
