@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, load_note, setup_django, start_server, stop_server, worker_memory_mb
+from common import ROOT, load_note, retrievals_logged, setup_django, start_server, stop_server, worker_memory_mb
 from retrieval import QUERY_TEXTS, _exact_search, _reset_and_load
 
 K = 10
@@ -111,7 +111,7 @@ def run(
     setup_django()
     from memories import selectors
     from memories.embeddings import _model_location, embed_text, embed_texts
-    from memories.models import MemoryItem
+    from memories.models import MemoryItem, RetrievalEvent
 
     rng = np.random.default_rng(7)
     centres = embed_texts(CENTRE_TEXTS)
@@ -144,6 +144,7 @@ def run(
                 )
                 assert loaded.get("loaded") == n, loaded
                 library_load_s = time.perf_counter() - started
+                logged_before = RetrievalEvent.objects.filter(bank=bank).count()
                 for text in texts[:3]:  # warm all three
                     _post(base, secret, text)
                     library.call(op="retrieve", query=text, k=K)
@@ -168,6 +169,7 @@ def run(
                     exact = set(_exact_search(bank, vector, K))
                     recalls.append(len({item.pk for item, _ in found} & exact) / K)
                     lib_recalls.append(len({pk_of[i] for i in answer["ids"]} & exact) / K)
+                retrievals_logged(bank, logged_before, 3 + len(texts))  # every answer logged (just after it)
                 rows.append(
                     {
                         "size": n,
