@@ -1,6 +1,7 @@
 """This service side by side with the ``reasoning-bank`` PyPI library: same
 items (the same vectors), same MiniLM model for the query, k=10, the three
-measured interleaved per query (rotating which goes first).
+measured interleaved per query, in every order of the three in turn (each side follows each
+other side as often as the others).
 
 - **us**: ``POST /api/v1/retrieve`` through gunicorn (bench/common.py) set up
   as production runs it (gthread, ``--threads`` 4 = docker/entrypoint.sh's
@@ -29,6 +30,7 @@ Ends with one line per size:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -151,24 +153,41 @@ def run(
                     embed_text(text)
 
                 us, floor, lib, recalls, lib_recalls = [], [], [], [], []
+                # Every order of the three in turn, so each side follows each other side as often as the others:
+                # a rotation had us follow the library (whose ~1 s scan leaves the caches cold) in 2 of 3 rounds
+                # and the floor in 1 of 3, which put a cold request at our median.
+                orders = list(itertools.permutations(range(3)))
+                after: dict[tuple[str, str], list[float]] = {}  # (side, what ran just before it) → ms
+                previous = "warm-up"
+                answered = []  # per query: its vector, our floor's pks, the library's pks (recall, after the timing)
                 for i, text in enumerate(texts):
-                    for step in range(3):
-                        which = (i + step) % 3
+                    for which in orders[i % len(orders)]:
                         if which == 0:
                             us.append(_post(base, secret, text))
+                            after.setdefault(("us", previous), []).append(us[-1])
+                            previous = "us"
                         elif which == 1:
                             t0 = time.perf_counter()
                             vector = embed_text(text)
                             found = selectors.approved_items_search(bank=bank, vector=vector, k=K, min_similarity=-1.0)
                             floor.append((time.perf_counter() - t0) * 1000)
                             assert len(found) == K, len(found)
+                            after.setdefault(("floor", previous), []).append(floor[-1])
+                            previous = "floor"
                         else:
                             answer = library.call(op="retrieve", query=text, k=K)
                             assert len(answer["ids"]) == K, answer
                             lib.append(answer["ms"])
+                            previous = "library"
+                    answered.append(
+                        (vector, {item.pk for item, _ in found}, {pk_of[public_id] for public_id in answer["ids"]})
+                    )
+                # The exact searches (a scan of every row) run after the timed rounds: one between them left the
+                # next request's caches cold (36.6 ms for the floor right after one, 14.3 otherwise).
+                for vector, ours, theirs in answered:
                     exact = set(_exact_search(bank, vector, K))
-                    recalls.append(len({item.pk for item, _ in found} & exact) / K)
-                    lib_recalls.append(len({pk_of[i] for i in answer["ids"]} & exact) / K)
+                    recalls.append(len(ours & exact) / K)
+                    lib_recalls.append(len(theirs & exact) / K)
                 retrievals_logged(bank, logged_before, 3 + len(texts))  # every answer logged (just after it)
                 rows.append(
                     {
@@ -184,6 +203,15 @@ def run(
                     }
                 )
                 r = rows[-1]
+                print(
+                    f"# size={n}: p50 ms by what ran just before: "
+                    + ", ".join(
+                        f"{side} after {before} {statistics.median(values):.1f} (n={len(values)})"
+                        for (side, before), values in sorted(after.items())
+                    ),
+                    file=sys.stderr,
+                    flush=True,
+                )
                 print(
                     f"# size={n}: us/floor {r['us'] / r['floor']:.2f}x, reasoning_bank/us {r['lib'] / r['us']:.2f}x, "
                     f"library recall@10 vs exact {r['lib_recall']:.3f}, load {r['load_s']:.1f}s (us) / "
