@@ -177,7 +177,7 @@ def _retrieval_log(event: RetrievalEvent) -> None:
     insert_without_waiting_for_disk(event, retrieval_tally_for(event=event))
 
 
-RETRIEVAL_LOG_GRACE_S = 5.0  # how long after its answer a retrieval's log may still be landing
+RETRIEVAL_LOG_GRACE_S = 2.0  # how long after its answer a retrieval's log may still be landing (it takes ms)
 
 
 def retrieval_logs_awaited(public_ids, fetch: Callable[[set], dict]) -> dict:
