@@ -1,5 +1,8 @@
 """Small helpers several test modules share."""
 
+import json
+import urllib.error
+import urllib.request
 from contextlib import asynccontextmanager
 from io import StringIO
 
@@ -20,6 +23,21 @@ def retrieve(client, token: str, query: str = "anything"):
     return client.post(
         "/api/v1/retrieve", {"query": query}, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
     )
+
+
+def post_over_http(url: str, token: str, body: dict) -> tuple[int, dict]:
+    """POST ``body`` as JSON to a real server's ``url`` with ``token`` as the bearer; (status, JSON answer)."""
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
 
 
 @asynccontextmanager

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
 import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +34,7 @@ from reasoningbank_site import logs
 from reasoningbank_site.after_response import after_response
 from reasoningbank_site.ids import uuid7, uuid7_issued_at
 from tests import factories
+from tests.helpers import post_over_http
 from trajectories.models import Trajectory
 from trajectories.services import trajectory_ingest_batch
 
@@ -42,20 +42,6 @@ LESSON = ("Sign in before acting", "Use when the task needs an account.", "Log i
 QUERY = "log into my account and list my orders"
 ROOT = Path(__file__).resolve().parent.parent.parent
 STEPS = [{"thought": "Sign in first", "action": "login()", "observation": "signed in"}]
-
-
-def _post(url: str, token: str, body: dict) -> tuple[int, dict]:
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(body).encode(),
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-        method="POST",
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"{}")
 
 
 def _lookups(queries) -> int:
@@ -129,14 +115,14 @@ def test_the_answer_does_not_wait_for_its_log_and_a_trajectory_that_comes_first_
     monkeypatch.setattr(retrieval_service, "_log_deadline", watched_deadline)
     monkeypatch.setattr(retrieval_service, "RETRIEVAL_LOG_GRACE_S", 60.0)  # a slow machine's steps stay inside it
 
-    status, answer = _post(f"{live_server.url}/api/v1/retrieve", token, {"query": QUERY})
+    status, answer = post_over_http(f"{live_server.url}/api/v1/retrieve", token, {"query": QUERY})
     assert status == 200 and [i["title"] for i in answer["items"]] == [LESSON[0]]
     assert writing.wait(10), "the server writes the log after answering"
     assert not RetrievalEvent.objects.filter(public_id=answer["retrieval_id"]).exists()
 
     trajectory = {"task": QUERY, "steps": STEPS, "final_answer": "3 orders", "retrieval_id": answer["retrieval_id"]}
     with ThreadPoolExecutor(1) as pool:
-        sent = pool.submit(_post, f"{live_server.url}/api/v1/trajectories", token, trajectory)
+        sent = pool.submit(post_over_http, f"{live_server.url}/api/v1/trajectories", token, trajectory)
         assert ingest_waiting.wait(10), "the trajectory's ingest looks for the retrieval, misses it, and waits"
         assert not sent.done()
         release.set()
@@ -179,7 +165,7 @@ def test_a_graceful_stop_right_after_an_answer_still_writes_its_log(transactiona
             except OSError:
                 assert server.poll() is None and time.monotonic() < deadline, "gunicorn did not start"
                 time.sleep(0.2)
-        status, answer = _post(f"{base}/api/v1/retrieve", token, {"query": QUERY})
+        status, answer = post_over_http(f"{base}/api/v1/retrieve", token, {"query": QUERY})
         assert status == 200 and [i["title"] for i in answer["items"]] == [LESSON[0]]
         assert not RetrievalEvent.objects.filter(public_id=answer["retrieval_id"]).exists(), "answered before logged"
         server.send_signal(signal.SIGTERM)  # what a deploy or `docker stop` sends

@@ -8,10 +8,7 @@ two requests locking the same rows in different orders deadlocked (500)."""
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -19,6 +16,7 @@ import pytest
 from memories.models import MemoryItem, RetrievalEvent
 from memories.services import memory_items_count_served
 from tests import factories
+from tests.helpers import post_over_http
 
 CLIENTS = 16
 ROUNDS = 12
@@ -36,20 +34,6 @@ QUERIES = [
 ]
 
 
-def _retrieve(url: str, token: str, query: str) -> tuple[int, dict]:
-    request = urllib.request.Request(
-        url,
-        data=json.dumps({"query": query, "k": 4}).encode(),
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-        method="POST",
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"{}")
-
-
 @pytest.mark.django_db(transaction=True)
 def test_sixteen_concurrent_clients_sharing_items_all_get_their_lessons(live_server, approved):
     bank = factories.make_bank(top_k=4, min_similarity=-1.0, rate_limit_per_minute=0)
@@ -59,7 +43,7 @@ def test_sixteen_concurrent_clients_sharing_items_all_get_their_lessons(live_ser
     jobs = [QUERIES[(c + r) % len(QUERIES)] for c in range(CLIENTS) for r in range(ROUNDS)]
 
     with ThreadPoolExecutor(max_workers=CLIENTS) as pool:
-        answers = list(pool.map(lambda q: _retrieve(url, token, q), jobs))
+        answers = list(pool.map(lambda q: post_over_http(url, token, {"query": q, "k": 4}), jobs))
 
     failures = [(status, body.get("detail")) for status, body in answers if status != 200]
     assert failures == [], f"{len(failures)} of {len(jobs)} retrievals failed, e.g. {failures[:3]}"
