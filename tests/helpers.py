@@ -1,10 +1,16 @@
 """Small helpers several test modules share."""
 
 import json
+import os
+import socket
+import subprocess
+import sys
+import time
 import urllib.error
 import urllib.request
 from contextlib import asynccontextmanager
 from io import StringIO
+from pathlib import Path
 
 from django.core.management import call_command
 from mcp import ClientSession
@@ -23,6 +29,47 @@ def retrieve(client, token: str, query: str = "anything"):
     return client.post(
         "/api/v1/retrieve", {"query": query}, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
     )
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def gunicorn_serving(*options: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
+    """A real gunicorn serving the app against the test database on a free
+    port, with gunicorn's ``options`` and ``env`` over this environment;
+    returns (its process, its base URL) once /healthz answers. The caller
+    stops it."""
+    from django.db import connection
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "RB_DATABASE_NAME": connection.settings_dict["NAME"],
+        "DEBUG": "0",
+        "LOG_LEVEL": "WARNING",
+        **(env or {}),
+    }
+    argv = [sys.executable, "-m", "gunicorn", "reasoningbank_site.wsgi", *options, "-b", f"127.0.0.1:{port}"]
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            urllib.request.urlopen(f"{base}/healthz", timeout=2).read()
+            return proc, base
+        except OSError:  # not listening yet, or busy starting
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                proc.wait()
+                raise AssertionError("gunicorn did not start") from None
+            time.sleep(0.2)
 
 
 def post_over_http(url: str, token: str, body: dict) -> tuple[int, dict]:

@@ -20,7 +20,6 @@ so pytest shows it under a failing test."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -36,6 +35,7 @@ from django.db import connection
 from reasoningbank_site import embedded
 from reasoningbank_site.celery import app as celery_app
 from tests.conftest import skip_unless, which
+from tests.helpers import free_port
 
 READY_TIMEOUT = 90.0
 STOP_TIMEOUT = 30.0
@@ -53,12 +53,6 @@ def wait_for(
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
         time.sleep(interval)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
@@ -85,7 +79,7 @@ def _redis_broker(tmp: Path) -> Iterator[Broker]:
     skip_unless(
         binary is not None, "redis-server is not installed (apt-get install redis-server): Redis broker not tested"
     )
-    port = _free_port()
+    port = free_port()
     log = tmp / "redis.log"
     proc = subprocess.Popen(
         [

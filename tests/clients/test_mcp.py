@@ -24,19 +24,13 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from memories.models import MemoryItem, RetrievalEvent
 from memories.services import memory_item_edit
 from tests import factories
-from tests.helpers import http_session
+from tests.helpers import free_port, http_session
 from trajectories.models import Trajectory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TASK = "Buy the cheapest USB-C cable on the shop and use the coupon"
 TOOLS = {"retrieve_memories", "record_trajectory", "trajectory_status", "list_memories", "bank_impact"}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _text(result) -> str:
@@ -64,7 +58,7 @@ async def stdio_session(url: str, token: str):
 @pytest.fixture
 def mcp_http(live_server, tmp_path):
     """``manage.py rb_mcp`` on a free port, forwarding to the live server; yields its /mcp URL."""
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "rb_mcp.log"
     env = {
         **os.environ,

@@ -10,14 +10,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -34,13 +29,12 @@ from reasoningbank_site import logs
 from reasoningbank_site.after_response import after_response
 from reasoningbank_site.ids import uuid7, uuid7_issued_at
 from tests import factories
-from tests.helpers import post_over_http
+from tests.helpers import gunicorn_serving, post_over_http
 from trajectories.models import Trajectory
 from trajectories.services import trajectory_ingest_batch
 
 LESSON = ("Sign in before acting", "Use when the task needs an account.", "Log in first and confirm the session.")
 QUERY = "log into my account and list my orders"
-ROOT = Path(__file__).resolve().parent.parent.parent
 STEPS = [{"thought": "Sign in first", "action": "login()", "observation": "signed in"}]
 
 
@@ -144,27 +138,9 @@ def test_a_graceful_stop_right_after_an_answer_still_writes_its_log(transactiona
     bank = factories.make_bank(top_k=1, min_similarity=-1.0, rate_limit_per_minute=0)
     approved(bank, *LESSON)
     token = factories.make_token(bank)
-    port = _free_port()
-    env = {**os.environ, "RB_DATABASE_NAME": connection.settings_dict["NAME"], "DEBUG": "0", "LOG_LEVEL": "WARNING"}
     config = Path(__file__).with_name("gunicorn_held_log.py")  # holds each log 1.5 s after its answer
-    server = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "gunicorn", "reasoningbank_site.wsgi", "-c", str(config), "-w", "1"),
-            *("--threads", "4", "-b", f"127.0.0.1:{port}", "--graceful-timeout", "30"),
-        ],
-        cwd=ROOT,
-        env=env,
-    )
+    server, base = gunicorn_serving("-c", str(config), "-w", "1", "--threads", "4", "--graceful-timeout", "30")
     try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/healthz", timeout=2).read()
-                break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, "gunicorn did not start"
-                time.sleep(0.2)
         status, answer = post_over_http(f"{base}/api/v1/retrieve", token, {"query": QUERY})
         assert status == 200 and [i["title"] for i in answer["items"]] == [LESSON[0]]
         assert not RetrievalEvent.objects.filter(public_id=answer["retrieval_id"]).exists(), "answered before logged"
@@ -176,12 +152,6 @@ def test_a_graceful_stop_right_after_an_answer_still_writes_its_log(transactiona
             server.wait()
     event = RetrievalEvent.objects.get(public_id=answer["retrieval_id"])
     assert event.query == QUERY and [r["score"] > 0 for r in event.results] == [True]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # --- ids that cannot be landing are answered at once ---------------------------------------

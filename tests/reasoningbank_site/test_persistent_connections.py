@@ -5,13 +5,8 @@ killed — is replaced by the health check on the next request, never reused
 into an error. Real gunicorn (one sync worker, as in production) serving the
 test database."""
 
-import os
 import select
-import socket
-import subprocess
-import sys
 import time
-from pathlib import Path
 from unittest import mock
 
 import psycopg
@@ -20,42 +15,16 @@ import requests
 from django.db import connection
 
 from tests import factories
+from tests.helpers import gunicorn_serving
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ROOT = Path(__file__).resolve().parent.parent.parent
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
 def gunicorn():
-    port = _free_port()
-    env = {
-        **os.environ,
-        "RB_DATABASE_NAME": connection.settings_dict["NAME"],
-        "RB_EMBEDDING_PRELOAD": "0",  # this test is about connections, not the model
-        "DEBUG": "0",
-        "LOG_LEVEL": "WARNING",
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "reasoningbank_site.wsgi", "-w", "1", "-b", f"127.0.0.1:{port}"],
-        cwd=ROOT,
-        env=env,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    # One sync worker, as in production; this test is about connections, not the model.
+    proc, base = gunicorn_serving("-w", "1", env={"RB_EMBEDDING_PRELOAD": "0"})
     try:
-        while True:
-            try:
-                requests.get(f"{base}/healthz", timeout=2)
-                break
-            except requests.RequestException:  # not listening yet, or busy starting
-                assert proc.poll() is None and time.monotonic() < deadline, "gunicorn did not start"
-                time.sleep(0.2)
         yield base
     finally:
         proc.terminate()
