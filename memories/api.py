@@ -66,8 +66,9 @@ def _query_embedded(request) -> None:
     (and answers 503 for the model)."""
     try:
         query = json.loads(request.body).get("query")
-        if isinstance(query, str) and query.strip() and len(query) <= QUERY_MAX_LENGTH:
-            request.query_embedding = (query.strip(), embed_text(query.strip()))
+        text = query.strip() if isinstance(query, str) and len(query) <= QUERY_MAX_LENGTH else ""
+        if text:
+            request.query_embedding = (text, embed_text(text))
     except Exception:  # not JSON, not an object, too large, no model: the view's own parsing answers it
         return
 
