@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import enum
+import re
 import threading
 import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache, lru_cache
 
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connection, connections, transaction
 from django.db.backends.postgresql.base import ServerBindingCursor
@@ -17,6 +20,7 @@ from django.db.models.expressions import RawSQL
 from django.db.models.query import MAX_GET_RESULTS, get_related_populators
 from django.db.models.sql import InsertQuery, Query, UpdateQuery
 from django.db.transaction import TransactionManagementError
+from psycopg import sql as psycopg_sql
 
 # while_running's threads: one per web thread (docker/entrypoint.sh's WEB_THREADS default), so a request never
 # waits for another's; each keeps its own database connection, as a web thread does.
@@ -350,15 +354,18 @@ def update_sql(queryset: QuerySet, values: dict) -> tuple[str, tuple]:
     return query.get_compiler(connection=connection).as_sql()
 
 
-def instances_fetched(model: type[Model], sql: str, params, *, server_binding: bool = False) -> list:
+def instances_fetched(
+    model: type[Model], sql: str, params, *, server_binding: bool = False, prepared: bool = False
+) -> list:
     """What ``list(model.objects.raw(sql, params))`` returns (instances from
     the columns named after their fields, the others as attributes; field
     values through the converters the ORM's compiler lists; missing fields
     deferred), without RawQuerySet's per-call resolution of the columns: for
     a statement compiled once (issue 14). ``server_binding``: the parameters
     are sent apart from the statement, for the server to bind
-    (server_bound_cursor), instead of quoted into it."""
-    with server_bound_cursor() if server_binding else connection.cursor() as cursor:
+    (server_bound_cursor), instead of quoted into it; ``prepared`` (with
+    it): the statement is prepared on the connection (server_bound_cursor)."""
+    with server_bound_cursor(prepared=prepared) if server_binding else connection.cursor() as cursor:
         cursor.execute(sql, params)
         names, positions, converters, extra = _instances_layout(model, tuple(c.name for c in cursor.description))
         rows = cursor.fetchall()
@@ -375,17 +382,81 @@ def instances_fetched(model: type[Model], sql: str, params, *, server_binding: b
     return instances
 
 
-def server_bound_cursor():
+_PLACEHOLDER = re.compile(r"%%|%s")
+
+
+def constants_inlined(sql: str, params: Sequence, *, kept: Callable[[object], bool]) -> tuple[str, tuple]:
+    """``sql`` with each of ``params`` written into its text as a quoted
+    literal (psycopg's own quoting), but those ``kept`` says to leave as
+    parameters: the statement and its remaining parameters. For a statement
+    compiled once and prepared (server_bound_cursor), whose plan must be the
+    one for these values. Only ints and strings are written in."""
+    remaining = []
+    values = iter(params)
+
+    def write(match: re.Match) -> str:
+        if match.group() == "%%":
+            return "%%"
+        value = next(values)
+        if kept(value):
+            remaining.append(value)
+            return "%s"
+        value = value.value if isinstance(value, enum.Enum) else value
+        if type(value) not in (int, str):
+            raise TypeError(f"only ints and strings are written into a statement, not {type(value).__name__}")
+        return psycopg_sql.Literal(value).as_string(None).replace("%", "%%")
+
+    inlined = _PLACEHOLDER.sub(write, sql)
+    if next(values, _END) is not _END:
+        raise ValueError("more parameters than placeholders")
+    return inlined, tuple(remaining)
+
+
+_END = object()
+
+
+class _PreparingCursor(ServerBindingCursor):
+    """A server-binding cursor whose every statement is prepared on its
+    connection (psycopg's ``prepare=True``): parsed once per connection, then
+    only bound and executed; PostgreSQL plans it with each call's values for
+    its first five executions, then keeps a generic plan if that costs no
+    more (``plan_cache_mode``)."""
+
+    def execute(self, query, params=None, *, prepare=None, binary=None):
+        return super().execute(query, params, prepare=True, binary=binary)
+
+
+# psycopg prepares nothing on a connection whose prepare_threshold is None (how Django opens them) and, with a
+# number, every statement a server-binding cursor runs that many times. This one: only those asked for.
+_ONLY_WHEN_ASKED = 2**31 - 1
+
+
+def server_bound_cursor(*, prepared: bool = False):
     """``connection.cursor()`` (Django's wrapper: the health check, the execute
     wrappers, the query log, the errors as Django's), whose parameters the
     server binds: psycopg's Cursor sends them apart from the statement, where
     the default ClientCursor quotes each into its text. For a statement with
     a large parameter: quoting a query vector's ~4 KB literal into the search
-    cost ~0.2 ms of Python per retrieval (issue 14). Never prepared (Django
-    sets psycopg's prepare_threshold to None), so each execution is planned
-    with its own values, as a client-bound one is."""
+    cost ~0.2 ms of Python per retrieval (issue 14).
+
+    Not prepared by default (Django sets psycopg's prepare_threshold to None):
+    each execution is planned with its own values, as a client-bound one is.
+    ``prepared`` (unless settings.DB_PREPARED_STATEMENTS is off: behind a
+    pooler that cannot keep them, PgBouncer before 1.21 in transaction mode):
+    for a statement run on every request whose plan is the same for any of
+    its parameters; planning the token statement cost ~0.45 ms of each API
+    request, the search's ~0.3 ms (issue 14). A statement whose plan depends
+    on a parameter's value (a bank id: a small bank among large ones) must
+    have it in its text instead."""
     wrapper = connection.cursor()
-    client_bound, wrapper.cursor = wrapper.cursor, ServerBindingCursor(connection.connection)
+    raw = connection.connection
+    if prepared and settings.DB_PREPARED_STATEMENTS:
+        if raw.prepare_threshold is None:
+            raw.prepare_threshold = _ONLY_WHEN_ASKED
+        bound = _PreparingCursor(raw)
+    else:
+        bound = ServerBindingCursor(raw)
+    client_bound, wrapper.cursor = wrapper.cursor, bound
     client_bound.close()
     return wrapper
 

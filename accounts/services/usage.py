@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from accounts.models import ApiToken, Bank, Team
 from accounts.services.tokens import TOKEN_PREFIX, hash_token
+from reasoningbank_site.db import server_bound_cursor
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ def api_token_use(*, raw: str, scope: str | None, now: datetime | None = None) -
     now = now or timezone.now()
     epoch, window_start_epoch, window_start = _window(now)
     params = [hash_token(raw), now, window_start, *([scope] if scope is not None else [])]
-    with connection.cursor() as cur:
+    with server_bound_cursor(prepared=True) as cur:  # the same plan for every token: planned once per connection
         cur.execute(_token_use_sql(scoped=scope is not None), params)
         row = cur.fetchone()
     if row is None:

@@ -20,7 +20,7 @@ from pgvector.django import CosineDistance
 from accounts.models import MAX_TOP_K, Bank
 from memories.embeddings import embedding_model_name, item_embedding_hash
 from memories.models import Experience, ItemStatus, MemoryItem
-from reasoningbank_site.db import instances_fetched
+from reasoningbank_site.db import constants_inlined, instances_fetched
 
 MAX_K = MAX_TOP_K
 # Candidate list of the HNSW scan; at least a few times k so relaxed-order
@@ -312,13 +312,13 @@ def approved_items_search_counted(
         with hnsw_scan(ef_search=hnsw_ef_search(k=fetch, filters=filters)):
             rows = list(qs) if duplicate_threshold is None else _with_similarities(qs, order=SEARCH_ORDER)
     else:
-        sql, params = _counted_search_sql(
+        sql, params = _prepared_search_sql(
             bank.pk, embedding_model_name(), fetch, duplicate_threshold is not None, bool(exclude_task_id)
         )
         # The vector as _vector_literal writes it: the same float32 values as the ORM's text, a third of the Python.
-        params = [_vector_literal(vector) if p is _VECTOR else exclude_task_id if p is _TASK else p for p in params]
+        params = [_vector_literal(vector) if p is _VECTOR else exclude_task_id for p in params]
         with hnsw_scan(ef_search=hnsw_ef_search(k=fetch)):
-            rows = instances_fetched(MemoryItem, sql, params, server_binding=True)
+            rows = instances_fetched(MemoryItem, sql, params, server_binding=True, prepared=True)
         for position, row in enumerate(rows):
             row.position = position
     if not rows:
@@ -367,6 +367,21 @@ def _counted_search_sql(
     marked = tuple(_VECTOR if p == zero_text else _TASK if p == _SENTINEL_TASK else p for p in params)
     assert marked.count(_VECTOR) == 1 and marked.count(_TASK) == int(excludes_task), sql
     return sql, marked
+
+
+@lru_cache(maxsize=1024)
+def _prepared_search_sql(
+    bank_id: int, model: str, fetch: int, with_similarities: bool, excludes_task: bool
+) -> tuple[str, tuple]:
+    """_counted_search_sql's statement as a retrieval runs it, prepared on its
+    connection (server_bound_cursor): the bank, status and model written into
+    its text, only the query vector and the excluded task id left as
+    parameters (_VECTOR, _TASK). PostgreSQL may keep one generic plan for a
+    prepared statement; with the bank in the text, that plan is this bank's
+    (a small bank among large ones is searched another way than a large one),
+    and the vector does not change which plan is cheapest."""
+    sql, marked = _counted_search_sql(bank_id, model, fetch, with_similarities, excludes_task)
+    return constants_inlined(sql, marked, kept=lambda p: p is _VECTOR or p is _TASK)
 
 
 def any_items_search(*, vector) -> list[int]:

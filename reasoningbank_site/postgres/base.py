@@ -8,16 +8,29 @@ on a busy machine). A connection that broke while idle — the server restarted
 or terminated it, a proxy dropped it — has something to read: the server's
 termination message or the end of the stream. So: nothing to read → usable, as
 the ``SELECT 1`` would have found; anything to read → Django's ``SELECT 1``
-decides (it fails on a closed connection, and the connection is replaced)."""
+decides (it fails on a closed connection, and the connection is replaced).
+
+And Django's query log (DEBUG, CaptureQueriesContext) shows a statement
+prepared on the connection (reasoningbank_site.db.server_bound_cursor) too."""
 
 from __future__ import annotations
 
 import select
 
-from django.db.backends.postgresql import base
+from django.db.backends.postgresql import base, operations
+
+
+class DatabaseOperations(operations.DatabaseOperations):
+    def last_executed_query(self, cursor, sql, params):
+        # psycopg keeps no text of a prepared statement's execution (Django would log None): the statement as
+        # sent, its parameters as placeholders.
+        text = super().last_executed_query(cursor, sql, params)
+        return sql if text is None else text
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
+    ops_class = DatabaseOperations
+
     def is_usable(self) -> bool:
         raw = self.connection
         if raw is None or raw.closed or raw.broken:

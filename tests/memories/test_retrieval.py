@@ -345,7 +345,7 @@ def test_the_compiled_search_is_the_query_the_orm_builds(bank, web_items, task_i
     """approved_items_search_counted runs a statement compiled once per bank and
     shape (issue 14): with this call's vector and task id it is, byte for byte,
     the statement the ORM builds for it, and its items are what a raw queryset
-    makes of the rows."""
+    makes of the rows, prepared or not."""
     vector = [random.uniform(-1, 1) for _ in range(384)]
     fetch = 20 if duplicate_threshold is not None else 10
     has_approved, pending = selectors.retrieval._counts_expressions(bank=bank)
@@ -389,6 +389,21 @@ def test_the_compiled_search_is_the_query_the_orm_builds(bank, web_items, task_i
         server_binding=True,
     )
     assert state(served) == state(fetched)
+    # As it is prepared: the bank, status and model written into it, the vector and task id the only parameters.
+    statement, left = selectors.retrieval._prepared_search_sql(
+        bank.pk, selectors.retrieval.embedding_model_name(), fetch, duplicate_threshold is not None, bool(task_id)
+    )
+    assert left == (selectors.retrieval._VECTOR, *([selectors.retrieval._TASK] if task_id else []))
+    assert f'"bank_id" = {bank.pk} ' in statement
+    for _ in range(7):  # past PostgreSQL's five custom plans: the generic plan serves the same items
+        again = db.instances_fetched(
+            MemoryItem,
+            statement,
+            [sent if p is selectors.retrieval._VECTOR else task_id for p in left],
+            server_binding=True,
+            prepared=True,
+        )
+        assert state(again) == state(fetched)
     assert isinstance(fetched[0].tags, list)
     # Only what is served is fetched: the dates, JSON and arrays the answer does not show stay in the database.
     served = {"id", *selectors.retrieval.SERVED_FIELDS}
