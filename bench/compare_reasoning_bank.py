@@ -1,12 +1,15 @@
 """This service side by side with the ``reasoning-bank`` PyPI library: same
-items (the same vectors), same MiniLM model for the query, k=10, the three
-measured interleaved per query, in every order of the three in turn (each side follows each
-other side as often as the others).
+items (the same vectors), same MiniLM model for the query, k=10, the sides
+measured interleaved per query, in every order of them in turn (each side
+follows each other side as often as the others).
 
 - **us**: ``POST /api/v1/retrieve`` through gunicorn (bench/common.py) set up
   as production runs it (gthread, ``--threads`` 4 = docker/entrypoint.sh's
-  WEB_THREADS), one connection per request, each answer asserted to serve k
-  items;
+  WEB_THREADS), over one kept HTTP/1.1 connection as the Python SDK's httpx
+  client sends an agent's calls, each answer asserted to serve k items;
+- **us_new_connection**: the same server, a new connection for each request
+  (urllib, ``Connection: close``): an agent that connects for every call.
+  Its p50 and ratio to the floor are on the ``#`` line;
 - **floor**: in-process query embedding + the production SQL search
   (``approved_items_search``), the same run;
 - **reasoning_bank**: ``ReasoningBank.retrieve`` (its sqlite-vec store, its
@@ -21,7 +24,7 @@ answers are checked against the same exact top-10 (it scans every row).
 
     /usr/bin/python3 -m venv /tmp/rb-lib && /tmp/rb-lib/bin/pip install reasoning-bank
     RB_DATA_DIR=/tmp/rb-bench .venv/bin/python bench/compare_reasoning_bank.py \\
-        --library-python /tmp/rb-lib/bin/python --sizes 1000,10000 [--queries 30] [--port N] [--threads 4]
+        --library-python /tmp/rb-lib/bin/python --sizes 1000,10000 [--queries 48] [--port N] [--threads 4]
 
 Ends with one line per size:
 ``size=<N> served=<items per answer> us_p50_ms=<x> floor_p50_ms=<y> reasoning_bank_p50_ms=<z> recall_at_10=<r>``
@@ -44,7 +47,16 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, load_note, retrievals_logged, setup_django, start_server, stop_server, worker_memory_mb
+from common import (
+    ROOT,
+    KeptConnection,
+    load_note,
+    retrievals_logged,
+    setup_django,
+    start_server,
+    stop_server,
+    worker_memory_mb,
+)
 from retrieval import QUERY_TEXTS, _exact_search, _reset_and_load
 
 K = 10
@@ -147,55 +159,75 @@ def run(
                 assert loaded.get("loaded") == n, loaded
                 library_load_s = time.perf_counter() - started
                 logged_before = RetrievalEvent.objects.filter(bank=bank).count()
-                for text in texts[:3]:  # warm all three
+                for text in texts[:3]:  # warm them all
                     _post(base, secret, text)
                     library.call(op="retrieve", query=text, k=K)
                     embed_text(text)
 
-                us, floor, lib, recalls, lib_recalls = [], [], [], [], []
-                # Every order of the three in turn, so each side follows each other side as often as the others:
+                kept = KeptConnection(base)  # after the load: a connection idle that long was closed
+                kept.retrieve(secret, texts[0], K)
+                last: dict = {}  # the floor's vector and items, the library's answer: for recall, after the timing
+
+                def floor(text: str, bank=bank, last=last) -> float:
+                    t0 = time.perf_counter()
+                    vector = embed_text(text)
+                    found = selectors.approved_items_search(bank=bank, vector=vector, k=K, min_similarity=-1.0)
+                    elapsed = (time.perf_counter() - t0) * 1000
+                    assert len(found) == K, len(found)
+                    last.update(vector=vector, found=found)
+                    return elapsed
+
+                def reasoning_bank(text: str, last=last) -> float:
+                    answer = library.call(op="retrieve", query=text, k=K)
+                    assert len(answer["ids"]) == K, answer
+                    last.update(answer=answer)
+                    return answer["ms"]  # measured inside the library's process
+
+                sides = {
+                    "us": lambda text, kept=kept, secret=secret: kept.retrieve(secret, text, K),
+                    "us_new_connection": lambda text, secret=secret: _post(base, secret, text),
+                    "floor": floor,
+                    "library": reasoning_bank,
+                }
+                times: dict[str, list[float]] = {name: [] for name in sides}
+                # Every order of the sides in turn, so each follows each other side as often as the others:
                 # a rotation had us follow the library (whose ~1 s scan leaves the caches cold) in 2 of 3 rounds
                 # and the floor in 1 of 3, which put a cold request at our median.
-                orders = list(itertools.permutations(range(3)))
+                orders = list(itertools.permutations(sides))
                 after: dict[tuple[str, str], list[float]] = {}  # (side, what ran just before it) → ms
                 previous = "warm-up"
                 answered = []  # per query: its vector, our floor's pks, the library's pks (recall, after the timing)
                 for i, text in enumerate(texts):
-                    for which in orders[i % len(orders)]:
-                        if which == 0:
-                            us.append(_post(base, secret, text))
-                            after.setdefault(("us", previous), []).append(us[-1])
-                            previous = "us"
-                        elif which == 1:
-                            t0 = time.perf_counter()
-                            vector = embed_text(text)
-                            found = selectors.approved_items_search(bank=bank, vector=vector, k=K, min_similarity=-1.0)
-                            floor.append((time.perf_counter() - t0) * 1000)
-                            assert len(found) == K, len(found)
-                            after.setdefault(("floor", previous), []).append(floor[-1])
-                            previous = "floor"
-                        else:
-                            answer = library.call(op="retrieve", query=text, k=K)
-                            assert len(answer["ids"]) == K, answer
-                            lib.append(answer["ms"])
-                            previous = "library"
+                    for name in orders[i % len(orders)]:
+                        times[name].append(sides[name](text))
+                        after.setdefault((name, previous), []).append(times[name][-1])
+                        previous = name
                     answered.append(
-                        (vector, {item.pk for item, _ in found}, {pk_of[public_id] for public_id in answer["ids"]})
+                        (
+                            last["vector"],
+                            {item.pk for item, _ in last["found"]},
+                            {pk_of[public_id] for public_id in last["answer"]["ids"]},
+                        )
                     )
+                kept.close()
+                p50 = {name: statistics.median(values) for name, values in times.items()}
+                recalls, lib_recalls = [], []
                 # The exact searches (a scan of every row) run after the timed rounds: one between them left the
                 # next request's caches cold (36.6 ms for the floor right after one, 14.3 otherwise).
                 for vector, ours, theirs in answered:
                     exact = set(_exact_search(bank, vector, K))
                     recalls.append(len(ours & exact) / K)
                     lib_recalls.append(len(theirs & exact) / K)
-                retrievals_logged(bank, logged_before, 3 + len(texts))  # every answer logged (just after it)
+                retrievals_logged(bank, logged_before, 3 + 1 + 2 * len(texts))  # every answer logged (just after it)
                 rows.append(
                     {
                         "size": n,
                         "served": K,
-                        "us": statistics.median(us),
-                        "floor": statistics.median(floor),
-                        "lib": statistics.median(lib),
+                        "us": p50["us"],
+                        "floor": p50["floor"],
+                        "new_connection": p50["us_new_connection"],
+                        "reopened": kept.reopened,
+                        "lib": p50["library"],
                         "recall": statistics.mean(recalls),
                         "lib_recall": statistics.mean(lib_recalls),
                         "load_s": data["load_s"],
@@ -213,7 +245,9 @@ def run(
                     flush=True,
                 )
                 print(
-                    f"# size={n}: us/floor {r['us'] / r['floor']:.2f}x, reasoning_bank/us {r['lib'] / r['us']:.2f}x, "
+                    f"# size={n}: us/floor {r['us'] / r['floor']:.2f}x (kept connection; reopened "
+                    f"{r['reopened']}), a new connection per request {r['new_connection']:.1f} ms = "
+                    f"{r['new_connection'] / r['floor']:.2f}x the floor, reasoning_bank/us {r['lib'] / r['us']:.2f}x, "
                     f"library recall@10 vs exact {r['lib_recall']:.3f}, load {r['load_s']:.1f}s (us) / "
                     f"{r['lib_load_s']:.1f}s (library), web worker RSS/PSS MB "
                     f"{', '.join(f'{rss:.0f}/{pss:.0f}' for rss, pss in worker_memory_mb(proc))}, {load_note()}",
@@ -229,7 +263,9 @@ def run(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated item counts")
-    parser.add_argument("--queries", type=int, default=30, help="queries per size, each sent to all three")
+    parser.add_argument(
+        "--queries", type=int, default=48, help="queries per size, each sent to all four sides (24 orders)"
+    )
     parser.add_argument("--library-python", default="/tmp/rb-lib/bin/python", help="python of the reasoning-bank venv")
     parser.add_argument("--port", type=int, default=None, help="the web server's loopback port (default: a free one)")
     parser.add_argument("--fresh", action="store_true", help="reload the items even if a previous run left them")

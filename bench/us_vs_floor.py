@@ -28,7 +28,6 @@ been logged (the log is written just after the answer).
 from __future__ import annotations
 
 import argparse
-import http.client
 import itertools
 import json
 import statistics
@@ -39,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import load_note, retrievals_logged, setup_django, start_server, stop_server
+from common import KeptConnection, load_note, retrievals_logged, setup_django, start_server, stop_server
 from compare_reasoning_bank import CENTRE_TEXTS, K, _post
 from retrieval import QUERY_TEXTS, _reset_and_load
 
@@ -155,27 +154,6 @@ def server_parts(bank, secret: str, texts: list[str], floor) -> str:
     return f"{p50s} other_statements={statistics.median(statements):g}"
 
 
-class KeptConnection:
-    """POST /api/v1/retrieve over one HTTP/1.1 connection kept between requests."""
-
-    def __init__(self, base: str):
-        host, port = base.removeprefix("http://").split(":")
-        self.connection = http.client.HTTPConnection(host, int(port), timeout=60)
-
-    def post(self, secret: str, query: str) -> float:
-        body = json.dumps({"query": query, "k": K}).encode()
-        headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
-        started = time.perf_counter()
-        self.connection.request("POST", "/api/v1/retrieve", body=body, headers=headers)
-        response = self.connection.getresponse()
-        answer = response.read()
-        elapsed = (time.perf_counter() - started) * 1000
-        assert response.status == 200, answer
-        assert len(json.loads(answer)["items"]) == K, answer  # the real work: k items served
-        assert not response.will_close, "the server closed the kept connection"
-        return elapsed
-
-
 def run(
     sizes: list[int],
     queries: int,
@@ -209,10 +187,10 @@ def run(
             if keep_alive:
                 kept = {name: KeptConnection(b) for name, b in (("us", base), ("compare", other_base)) if b}
                 sides = {
-                    "us": lambda text, secret=secret, kept=kept: kept["us"].post(secret, text),
+                    "us": lambda text, secret=secret, kept=kept: kept["us"].retrieve(secret, text, K),
                     "floor": floor,
                     **(
-                        {"compare": lambda text, secret=secret, kept=kept: kept["compare"].post(secret, text)}
+                        {"compare": lambda text, secret=secret, kept=kept: kept["compare"].retrieve(secret, text, K)}
                         if compare
                         else {}
                     ),
