@@ -38,17 +38,52 @@ def small_pages(monkeypatch):
     monkeypatch.setattr(views, "_page", lambda qs, number, size=PAGE_SIZE: Paginator(qs, size).get_page(number))
 
 
+# What each lesson teaches: twenty different lessons (cosine similarity ≤ 0.58 between any two, edited or not).
+# Texts that differed only by their number or name were near-duplicates of each other (0.95): once they are
+# embedded, approving one is refused as a duplicate of the one approved before, and the flow stops (it did once in
+# a full run).
+LESSONS = [
+    ("the login form", "Submit the username and password, then check the account menu appears."),
+    ("paginated tables", "Click next until it disappears and collect the rows of every page."),
+    ("date pickers", "Type the date as YYYY-MM-DD into the field instead of clicking months."),
+    ("file uploads", "Wait for the progress bar to reach 100% before pressing save."),
+    ("shopping carts", "Empty the cart first so old items do not end up in the order."),
+    ("search filters", "Clear the previous filters before applying a new price range."),
+    ("cookie banners", "Dismiss the consent dialog before clicking anything under it."),
+    ("modal dialogs", "Close the dialog with its own button; Escape may discard the form."),
+    ("currency fields", "Read the currency symbol before comparing two prices."),
+    ("email verification", "Open the newest message; older codes have expired."),
+    ("dropdown menus", "Scroll inside the list: options below the fold are not rendered yet."),
+    ("map widgets", "Type the address in the search box rather than dragging the pin."),
+    ("time zones", "Convert the meeting time to the attendee's zone before booking."),
+    ("CSV exports", "Pick UTF-8 in the export dialog or accents come out garbled."),
+    ("infinite scroll", "Scroll to the bottom repeatedly until no new posts load."),
+    ("two-factor codes", "Enter the code within thirty seconds or request a new one."),
+    ("flight searches", "Tick flexible dates to see cheaper fares around the chosen day."),
+    ("recipe scaling", "Multiply every ingredient by the same factor, including the spices."),
+    ("git merge conflicts", "Keep both sides, then remove the conflict markers by hand."),
+    ("hotel bookings", "Check whether breakfast is included before comparing room prices."),
+]
+
+OTHERS = [
+    ("parcel tracking", "Copy the tracking number from the shipping email, not from the invoice."),
+    ("password resets", "Use the link in the reset email within an hour; it expires after that."),
+    ("museum opening hours", "Look at the holiday schedule: the regular hours do not apply on public holidays."),
+    ("spreadsheet formulas", "Anchor the cell references with dollar signs before copying the formula down."),
+]
+
+
 def _items(bank, titles: list[str]) -> list[MemoryItem]:
-    """Proposed items in queue order (oldest first), one per title, through the service (version 1 "created")."""
-    return [
-        memory_item_create(
-            bank=bank,
-            title=title,
-            description=f"When {title.lower()} applies",
-            content=f"Do what {title.lower()} says.",
+    """Proposed items in queue order (oldest first), one per title, through the service (version 1 "created"):
+    "Lesson NN" teaches LESSONS[NN], the others each one of OTHERS."""
+    items = []
+    others = iter(OTHERS)
+    for title in titles:
+        topic, content = LESSONS[int(title.split()[1])] if title.startswith("Lesson ") else next(others)
+        items.append(
+            memory_item_create(bank=bank, title=title, description=f"When working with {topic}", content=content)
         )
-        for title in titles
-    ]
+    return items
 
 
 def _row(page, item):
