@@ -339,17 +339,17 @@ def _vector_text(vector) -> str:
     return vector.to_text() if isinstance(vector, Vector) else Vector(vector).to_text()
 
 
-@lru_cache(maxsize=1024)
 def _counted_search_sql(
     bank_id: int, model: str, fetch: int, with_similarities: bool, excludes_task: bool
 ) -> tuple[str, tuple]:
-    """approved_items_search_counted's query without filters, compiled once per
-    bank, model, size and shape (building and compiling it through the ORM cost
-    ~1–2 ms of Python per retrieval, issue 14): its SQL (with the candidates'
-    similarities when ``with_similarities``, as _with_similarities runs it) and
-    its parameters, where _VECTOR and _TASK stand for the query vector's text
-    and the excluded task id (``model`` keys the cache: the SQL names the
-    configured model). The same SQL and parameters the ORM builds."""
+    """approved_items_search_counted's query without filters, as the ORM builds
+    it (compiled once per bank, model, size and shape by _prepared_search_sql's
+    cache: building and compiling it through the ORM cost ~1–2 ms of Python per
+    retrieval, issue 14): its SQL (with the candidates' similarities when
+    ``with_similarities``, as _with_similarities runs it) and its parameters,
+    where _VECTOR and _TASK stand for the query vector's text and the excluded
+    task id (``model`` is part of the key: the SQL names the configured model).
+    The same SQL and parameters the ORM builds."""
     bank = Bank(pk=bank_id)
     has_approved, pending = _counts_expressions(bank=bank)
     zero = [0.0] * 2
@@ -374,8 +374,9 @@ def _counted_search_sql(
 def _prepared_search_sql(
     bank_id: int, model: str, fetch: int, with_similarities: bool, excludes_task: bool
 ) -> tuple[str, tuple]:
-    """_counted_search_sql's statement as a retrieval runs it, prepared on its
-    connection (server_bound_cursor): the bank, status and model written into
+    """_counted_search_sql's statement as a retrieval runs it, compiled once per
+    bank, model, size and shape, and prepared on its connection
+    (server_bound_cursor): the bank, status and model written into
     its text, only the query vector and the excluded task id left as
     parameters (_VECTOR, _TASK). PostgreSQL may keep one generic plan for a
     prepared statement; with the bank in the text, that plan is this bank's
