@@ -122,6 +122,21 @@ class KeptConnection:
         self.connection.close()
 
 
+def floor_search(bank, text: str, k: int):
+    """The floor of a retrieval, in this process: the query's embedding and the
+    production SQL search (``approved_items_search``), asserted to find ``k``
+    items. Returns (ms, the query vector, the (item, similarity) pairs found)."""
+    from memories import selectors
+    from memories.embeddings import embed_text
+
+    started = time.perf_counter()
+    vector = embed_text(text)
+    found = selectors.approved_items_search(bank=bank, vector=vector, k=k, min_similarity=-1.0)
+    elapsed = (time.perf_counter() - started) * 1000
+    assert len(found) == k, len(found)
+    return elapsed, vector, found
+
+
 def pct(values, p):
     values = sorted(values)
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]

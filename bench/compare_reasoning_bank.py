@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (
     ROOT,
     KeptConnection,
+    floor_search,
     load_note,
     retrievals_logged,
     setup_django,
@@ -123,7 +124,6 @@ def run(
     sizes: list[int], queries: int, library_python: str, port: int | None, fresh: bool = False, threads: int = 4
 ) -> list[dict]:
     setup_django()
-    from memories import selectors
     from memories.embeddings import _model_location, embed_text, embed_texts
     from memories.models import MemoryItem, RetrievalEvent
 
@@ -169,11 +169,7 @@ def run(
                 last: dict = {}  # the floor's vector and items, the library's answer: for recall, after the timing
 
                 def floor(text: str, bank=bank, last=last) -> float:
-                    t0 = time.perf_counter()
-                    vector = embed_text(text)
-                    found = selectors.approved_items_search(bank=bank, vector=vector, k=K, min_similarity=-1.0)
-                    elapsed = (time.perf_counter() - t0) * 1000
-                    assert len(found) == K, len(found)
+                    elapsed, vector, found = floor_search(bank, text, K)
                     last.update(vector=vector, found=found)
                     return elapsed
 

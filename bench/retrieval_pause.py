@@ -29,15 +29,25 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import KeptConnection, load_note, pct, retrievals_logged, setup_django, start_server, stop_server
+from common import (
+    KeptConnection,
+    floor_search,
+    load_note,
+    pct,
+    retrievals_logged,
+    setup_django,
+    start_server,
+    stop_server,
+)
 from compare_reasoning_bank import CENTRE_TEXTS, K, _post
 from retrieval import QUERY_TEXTS, _reset_and_load
+
+GUNICORN_KEEPALIVE_S = 2.0  # gunicorn's default --keep-alive, which bench/common.start_server keeps
 
 
 def run(size: int, rounds: int, pause: float, threads: int) -> dict[str, list[float]]:
     setup_django()
-    from memories import selectors
-    from memories.embeddings import embed_text, embed_texts
+    from memories.embeddings import embed_texts
     from memories.models import RetrievalEvent
 
     data = _reset_and_load(size, np.random.default_rng(7), embed_texts(CENTRE_TEXTS), kind="text", reuse=True)
@@ -47,11 +57,7 @@ def run(size: int, rounds: int, pause: float, threads: int) -> dict[str, list[fl
     texts = [QUERY_TEXTS[i % len(QUERY_TEXTS)] + f" (#{i})" for i in range(4 * rounds + 3)]
 
     def floor(text: str) -> float:
-        started = time.perf_counter()
-        found = selectors.approved_items_search(bank=bank, vector=embed_text(text), k=K, min_similarity=-1.0)
-        elapsed = (time.perf_counter() - started) * 1000
-        assert len(found) == K, len(found)
-        return elapsed
+        return floor_search(bank, text, K)[0]
 
     proc, base = start_server(threads=threads)
     kept = KeptConnection(base)
@@ -69,7 +75,7 @@ def run(size: int, rounds: int, pause: float, threads: int) -> dict[str, list[fl
             times["kept_again"].append(kept.retrieve(secret, kept_text, K))
             time.sleep(pause)
             times["new"].append(_post(base, secret, new_text))
-            time.sleep(2 * pause + 0.5)
+            time.sleep(max(2 * pause + 0.5, GUNICORN_KEEPALIVE_S + 0.3))  # past the keep-alive, whatever the pause
             reopened = kept.reopened
             times["kept_reopened"].append(kept.retrieve(secret, reopened_text, K))
             assert kept.reopened == reopened + 1, "the kept connection outlived gunicorn's keep-alive"

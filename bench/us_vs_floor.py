@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import KeptConnection, load_note, retrievals_logged, setup_django, start_server, stop_server
+from common import KeptConnection, floor_search, load_note, retrievals_logged, setup_django, start_server, stop_server
 from compare_reasoning_bank import CENTRE_TEXTS, K, _post
 from retrieval import QUERY_TEXTS, _reset_and_load
 
@@ -164,8 +164,7 @@ def run(
     parts: bool = False,
 ) -> None:
     setup_django()
-    from memories import selectors
-    from memories.embeddings import embed_text, embed_texts
+    from memories.embeddings import embed_texts
 
     rng = np.random.default_rng(7)
     centres = embed_texts(CENTRE_TEXTS)
@@ -178,11 +177,7 @@ def run(
             bank, secret = data["bank"], data["secret"]
 
             def floor(text: str, bank=bank) -> float:
-                started = time.perf_counter()
-                found = selectors.approved_items_search(bank=bank, vector=embed_text(text), k=K, min_similarity=-1.0)
-                elapsed = (time.perf_counter() - started) * 1000
-                assert len(found) == K, len(found)
-                return elapsed
+                return floor_search(bank, text, K)[0]
 
             if keep_alive:
                 kept = {name: KeptConnection(b) for name, b in (("us", base), ("compare", other_base)) if b}
