@@ -535,6 +535,8 @@ class Topology:
                     str(self.web_workers),
                     "--threads",
                     "4",
+                    "--worker-class",
+                    "reasoningbank_site.gunicorn_worker.BalancedThreadWorker",
                     "--timeout",
                     "60",
                     "--access-logfile",
