@@ -14,6 +14,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import psutil
+
 # The code under test: this checkout, or another one (RB_BENCH_CODE_ROOT) for a side by side in-process worker.
 ROOT = Path(os.environ.get("RB_BENCH_CODE_ROOT") or Path(__file__).resolve().parent.parent).resolve()
 sys.path.insert(0, str(ROOT))
@@ -148,12 +150,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+BALANCED_WORKER = "reasoningbank_site.gunicorn_worker.BalancedThreadWorker"
+
+
 def start_server(
     *, port: int | None = None, workers: int = 1, threads: int = 1, root: Path | None = None
 ) -> tuple[subprocess.Popen, str]:
     """gunicorn serving the bench database on 127.0.0.1:``port`` (a free one
     when None) from this checkout, or from ``root`` (another checkout, for a
-    before/after); returns once the OpenAPI document answers."""
+    before/after), with production's worker class when ``threads`` > 1 (one
+    thread: gunicorn's sync worker); returns once the OpenAPI document answers."""
     port = port or free_port()
     env = {**os.environ, "RB_DATABASE_NAME": BENCH_DB, "DEBUG": "0", "LOG_LEVEL": "WARNING"}
     cmd = [
@@ -172,6 +178,8 @@ def start_server(
         "--timeout",
         "120",
     ]
+    if threads > 1 and ((root or ROOT) / "reasoningbank_site" / "gunicorn_worker.py").exists():
+        cmd += ["--worker-class", BALANCED_WORKER]  # as docker/entrypoint.sh (a checkout from before it: gthread)
     proc = subprocess.Popen(cmd, cwd=root or ROOT, env=env)
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 120
@@ -210,6 +218,49 @@ def worker_memory_mb(proc: subprocess.Popen) -> list[tuple[float, float]]:
         kb = {line.split(":")[0]: int(line.split()[1]) for line in rollup if line.endswith(" kB")}
         out.append((kb.get("Rss", 0) / 1024, kb.get("Pss", 0) / 1024))
     return sorted(out)
+
+
+def cpu_seconds(server: subprocess.Popen) -> dict[str, dict[int, float]]:
+    """CPU seconds (user + system) spent so far by each process of the web
+    server (gunicorn's master and workers), of PostgreSQL and of this process
+    (the clients), per process id; cpu_spent of two of them says where a
+    phase's CPU went."""
+
+    def used(p: psutil.Process) -> float:
+        t = p.cpu_times()
+        return t.user + t.system
+
+    web = psutil.Process(server.pid)
+    out: dict[str, dict[int, float]] = {"web": {}, "db": {}, "client": {os.getpid(): used(psutil.Process())}}
+    for part, processes in (("web", [web, *web.children(recursive=True)]), ("db", psutil.process_iter(["name"]))):
+        for p in processes:
+            try:
+                if part == "web" or p.info["name"] == "postgres":
+                    out[part][p.pid] = used(p)
+            except psutil.Error:  # ended meanwhile
+                pass
+    return out
+
+
+def cpu_spent(before: dict[str, dict[int, float]], after: dict[str, dict[int, float]]) -> dict[str, float]:
+    """CPU seconds each part spent between two cpu_seconds: a process started
+    since counts from zero; one that ended meanwhile (a closed database
+    connection, an autovacuum worker) is left out, its last share unknown."""
+    return {part: sum(t - before[part].get(pid, 0.0) for pid, t in after[part].items()) for part in after}
+
+
+def connections_per_worker(server: subprocess.Popen, base: str) -> list[int]:
+    """How many established TCP connections each web worker holds now, most
+    first (a kept-alive client's requests all go to the worker that accepted it)."""
+    port = int(base.rsplit(":", 1)[1])
+    counts = []
+    for worker in psutil.Process(server.pid).children():
+        try:
+            held = worker.net_connections(kind="tcp")
+        except psutil.Error:
+            continue
+        counts.append(sum(1 for c in held if c.status == psutil.CONN_ESTABLISHED and c.laddr and c.laddr.port == port))
+    return sorted(counts, reverse=True)
 
 
 def load_note() -> str:

@@ -5,7 +5,8 @@
                            [--workers 2] [--threads 4] [--compare DIR [--compare-threads N]]
 
 Starts gunicorn as docker/entrypoint.sh does (2 workers × 4 threads: one
-process per core, the threads overlap the database round trips), then
+process per core, the threads overlap the database round trips; its worker
+class, which takes a new connection only while a thread is free), then
 
 - **batch**: ``--batch-clients`` threads each send ``--batches`` requests of
   ``--batch-size`` trajectories to ``POST /api/v1/trajectories/batch``;
@@ -23,8 +24,11 @@ filesystem broker folder of its own (nobody consumes it).
 Asserts every answer accepted every trajectory, then counts the bank's
 trajectories in the database, the retrievals' ``linked`` counters and the agent
 judgments, and (embedded broker) that the queued tasks carry each stored
-trajectory exactly once: nothing lost. Prints trajectories/s, request p50/p99
-and the load average.
+trajectory exactly once: nothing lost. Prints trajectories/s, request p50/p99,
+the CPU milliseconds per trajectory of the web server, of PostgreSQL and of
+this process (the clients, and its sampling of the connections every 0.5 s), each
+phase's connections per web worker with its rate (``6/6:350``: each worker
+held 6 of the clients' connections, 350 trajectories/s), and the load average.
 
 ``--compare DIR`` also serves another checkout of the code (e.g. the commit
 before a change) against the same database (its own bank), and runs the
@@ -42,6 +46,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -49,7 +54,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from common import pct, setup_django, start_server, stop_server
+from common import connections_per_worker, cpu_seconds, cpu_spent, pct, setup_django, start_server, stop_server
 
 WORKERS, THREADS = 2, 4  # docker/entrypoint.sh's defaults (WEB_CONCURRENCY, WEB_THREADS)
 RETRIEVALS = 50
@@ -163,19 +168,47 @@ class Client:
         return response.status, answer, (time.perf_counter() - started) * 1000
 
 
-def _run(clients: list[Client], jobs_per_client: list[list[dict]], path: str) -> tuple[float, list]:
+def _run(clients: list[Client], jobs_per_client: list[list[dict]], path: str, spread) -> tuple[float, list, list]:
+    """Each client sends its jobs, all at once; returns the wall time, the
+    answers and ``spread()`` (connections per web worker) sampled while every
+    client was connected (the most connections seen: a client that is done
+    early may see its idle connection closed by the server's keep-alive timeout)."""
+
     def work(i: int) -> list:
         return [clients[i].post(path, body) for body in jobs_per_client[i]]
 
+    seen: list[int] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal seen
+        while not done.wait(0.5):
+            now = spread()
+            if sum(now) > sum(seen):
+                seen = now
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
     started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=len(clients)) as pool:
-        answers = [a for per_client in pool.map(work, range(len(clients))) for a in per_client]
-    return time.perf_counter() - started, answers
+    try:
+        with ThreadPoolExecutor(max_workers=len(clients)) as pool:
+            answers = [a for per_client in pool.map(work, range(len(clients))) for a in per_client]
+        wall = time.perf_counter() - started
+    finally:
+        done.set()
+        sampler.join()
+    return wall, answers, seen
 
 
-def _phase(base: str, token: str, retrieval_ids: list[str], tag: str, args, kind: str) -> dict:
+def _phase(server, base: str, token: str, retrieval_ids: list[str], tag: str, args, kind: str) -> dict:
     """One timed phase against one server: ``kind`` batch or single. Returns what was
-    sent (for the database check) and the timings; asserts every answer."""
+    sent (for the database check), the timings and the CPU seconds spent (cpu_seconds);
+    asserts every answer."""
+    cpu_before = cpu_seconds(server)
+
+    def held() -> list[int]:
+        return connections_per_worker(server, base)
+
     if kind == "batch":
         per_client = args.batches * args.batch_size
         jobs = []
@@ -184,7 +217,7 @@ def _phase(base: str, token: str, retrieval_ids: list[str], tag: str, args, kind
             jobs.append(
                 [{"trajectories": bodies[i : i + args.batch_size]} for i in range(0, len(bodies), args.batch_size)]
             )
-        wall, answers = _run([Client(base, token) for _ in jobs], jobs, "/api/v1/trajectories/batch")
+        wall, answers, spread = _run([Client(base, token) for _ in jobs], jobs, "/api/v1/trajectories/batch", held)
         for status, answer, _ms in answers:
             assert status == 200, (status, answer)
             assert answer["failed"] == 0 and answer["accepted"] == len(answer["results"]), answer
@@ -195,11 +228,15 @@ def _phase(base: str, token: str, retrieval_ids: list[str], tag: str, args, kind
             [trajectory(c * args.singles + n, retrieval_ids, tag) for n in range(args.singles)]
             for c in range(args.single_clients)
         ]
-        wall, answers = _run([Client(base, token) for _ in jobs], jobs, "/api/v1/trajectories")
+        wall, answers, spread = _run([Client(base, token) for _ in jobs], jobs, "/api/v1/trajectories", held)
         for status, answer, _ms in answers:
             assert status == 202 and not answer["duplicate"], (status, answer)
         n = args.single_clients * args.singles
+    cpu_after = cpu_seconds(server)
     return {
+        "spread": spread,
+        "rate": n / wall,
+        "cpu": cpu_spent(cpu_before, cpu_after),
         "n": n,
         "wall": wall,
         "ms": [ms for _s, _a, ms in answers],
@@ -267,8 +304,10 @@ def main() -> None:
                 order = list(servers) if r % 2 == 0 else list(servers)[::-1]
                 for name in order:
                     _bank, token, retrieval_ids = scenes[name]
-                    base = started[name][1]
-                    phases[name][kind].append(_phase(base, token, retrieval_ids, f"{tag}-{kind}-{r}", args, kind))
+                    server, base = started[name]
+                    phases[name][kind].append(
+                        _phase(server, base, token, retrieval_ids, f"{tag}-{kind}-{r}", args, kind)
+                    )
         queued = {name: _queued_ids(broker / name) for name in servers}
     finally:
         for proc, _base in started.values():
@@ -288,10 +327,14 @@ def main() -> None:
             clients = args.batch_clients if kind == "batch" else args.single_clients
             size = f" batch_size={args.batch_size}" if kind == "batch" else ""
             loads = ",".join(f"{p['load1']:.1f}" for p in runs)
+            spread = ",".join(f"{'/'.join(map(str, p['spread']))}:{p['rate']:.0f}" for p in runs)
+            cpu = " ".join(
+                f"{part}_cpu_ms={1000 * sum(p['cpu'][part] for p in runs) / n:.2f}" for part in runs[0]["cpu"]
+            )
             print(
                 f"{kind}: server={label} clients={clients}{size} trajectories={n} trajectories_per_s={n / wall:.0f} "
                 f"request_p50_ms={pct(ms, 50):.1f} request_p99_ms={pct(ms, 99):.1f} "
-                f"load1={loads} cpus={os.cpu_count()}"
+                f"{cpu} connections_per_worker:rate={spread} load1={loads} cpus={os.cpu_count()}"
             )
         runs = phases[name]["batch"] + phases[name]["single"]
         sent = warm_n + sum(p["n"] for p in runs)
