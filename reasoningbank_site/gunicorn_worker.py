@@ -6,11 +6,10 @@ worker accepts every connection it is woken for, busy or not. Agents keep
 their connections open, so where the connections land at the start is where
 their requests go until they close. Measured with ``bench/ingest.py``
 (12 kept-alive clients, 2 workers × 4 threads): the split was anything from
-6/6 to 12/0, and one worker's GIL then served most requests while the other
-core idled; single-POST ingest varied from 188 to 348 per second between runs
-of the same code. A busy worker that leaves a new connection in the backlog
-lets an idle one take it, so the connections spread over the workers as the
-workers have room for them.
+6/6 to 11/1, and then one worker's GIL served most requests while the other
+worker's core had room (the README's benchmarks). A busy worker that leaves a
+new connection in the backlog lets a worker with a free thread take it, so
+the connections spread over the workers as they have room for them.
 
 A worker with every thread busy still serves the connections it already
 holds (they queue for its threads as before); only new connections wait in
