@@ -4,6 +4,7 @@ percentiles. Import it first: it points Django at the bench database."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -231,14 +232,16 @@ def cpu_seconds(server: subprocess.Popen) -> dict[str, dict[int, float]]:
         return t.user + t.system
 
     web = psutil.Process(server.pid)
-    out: dict[str, dict[int, float]] = {"web": {}, "db": {}, "client": {os.getpid(): used(psutil.Process())}}
-    for part, processes in (("web", [web, *web.children(recursive=True)]), ("db", psutil.process_iter(["name"]))):
+    parts = {
+        "web": [web, *web.children(recursive=True)],
+        "db": [p for p in psutil.process_iter(["name"]) if p.info["name"] == "postgres"],
+        "client": [psutil.Process()],
+    }
+    out: dict[str, dict[int, float]] = {part: {} for part in parts}
+    for part, processes in parts.items():
         for p in processes:
-            try:
-                if part == "web" or p.info["name"] == "postgres":
-                    out[part][p.pid] = used(p)
-            except psutil.Error:  # ended meanwhile
-                pass
+            with contextlib.suppress(psutil.Error):  # ended meanwhile
+                out[part][p.pid] = used(p)
     return out
 
 

@@ -168,11 +168,11 @@ class Client:
         return response.status, answer, (time.perf_counter() - started) * 1000
 
 
-def _run(clients: list[Client], jobs_per_client: list[list[dict]], path: str, spread) -> tuple[float, list, list]:
+def _run(clients: list[Client], jobs_per_client: list[list[dict]], path: str, held) -> tuple[float, list, list]:
     """Each client sends its jobs, all at once; returns the wall time, the
-    answers and ``spread()`` (connections per web worker) sampled while every
-    client was connected (the most connections seen: a client that is done
-    early may see its idle connection closed by the server's keep-alive timeout)."""
+    answers and ``held()`` (connections per web worker) sampled every 0.5 s,
+    the sample with the most connections: a client that is done early may see
+    its idle connection closed by the server's keep-alive timeout."""
 
     def work(i: int) -> list:
         return [clients[i].post(path, body) for body in jobs_per_client[i]]
@@ -183,7 +183,7 @@ def _run(clients: list[Client], jobs_per_client: list[list[dict]], path: str, sp
     def sample() -> None:
         nonlocal seen
         while not done.wait(0.5):
-            now = spread()
+            now = held()
             if sum(now) > sum(seen):
                 seen = now
 

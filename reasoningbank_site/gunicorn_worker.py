@@ -16,11 +16,11 @@ holds (they queue for its threads as before); only new connections wait in
 the listening socket's backlog, as they do with gunicorn's sync workers,
 until a thread of any worker is free.
 
-It reads two attributes of gunicorn's ThreadWorker (``enqueue_req`` and
-``finish_request``, both run on the worker's main thread, and the
-``worker_connections`` limit its loop compares ``nr_conns`` with), hence the
-pin of gunicorn's major version in pyproject.toml; ``tests/reasoningbank_site/
-test_gunicorn_worker.py`` runs it in a real gunicorn."""
+It overrides two methods of gunicorn's ThreadWorker (``enqueue_req`` and
+``finish_request``, both run on the worker's main thread) and the
+``worker_connections`` limit its loop compares ``nr_conns`` with, hence the
+pin of gunicorn's major version in pyproject.toml;
+``tests/reasoningbank_site/test_gunicorn_worker.py`` runs it in a real gunicorn."""
 
 from __future__ import annotations
 
