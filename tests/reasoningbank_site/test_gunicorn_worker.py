@@ -41,7 +41,7 @@ def _held(proc, port: int) -> list[int]:
     counts = []
     for worker in psutil.Process(proc.pid).children():
         held = worker.net_connections(kind="tcp")
-        counts.append(sum(1 for c in held if c.status == psutil.CONN_ESTABLISHED and c.laddr.port == port))
+        counts.append(sum(1 for c in held if c.status == psutil.CONN_ESTABLISHED and c.laddr and c.laddr.port == port))
     return sorted(counts, reverse=True)
 
 
