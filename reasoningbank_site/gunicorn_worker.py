@@ -38,7 +38,7 @@ class BalancedThreadWorker(ThreadWorker):
     # thread is busy the limit is what the worker holds already, so it accepts nothing.
     @property
     def worker_connections(self) -> int:
-        return self._connection_limit if self.busy < self.cfg.threads else min(self.nr_conns, self._connection_limit)
+        return self._connection_limit if self.busy < self.cfg.threads else self.nr_conns
 
     @worker_connections.setter
     def worker_connections(self, limit: int) -> None:
