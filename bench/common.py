@@ -208,16 +208,10 @@ def worker_memory_mb(proc: subprocess.Popen) -> list[tuple[float, float]]:
     """(RSS, PSS) in MB of each gunicorn worker (the children of ``proc``):
     PSS splits pages shared between processes, so its sum is what they cost together."""
     out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[1]) != proc.pid:  # the parent pid
-                continue
-            rollup = (stat.parent / "smaps_rollup").read_text().splitlines()
-        except (OSError, IndexError, ValueError):
-            continue
-        kb = {line.split(":")[0]: int(line.split()[1]) for line in rollup if line.endswith(" kB")}
-        out.append((kb.get("Rss", 0) / 1024, kb.get("Pss", 0) / 1024))
+    for worker in psutil.Process(proc.pid).children():
+        with contextlib.suppress(psutil.Error):  # ended meanwhile
+            memory = worker.memory_full_info()  # from /proc/<pid>/smaps_rollup
+            out.append((memory.rss / 2**20, memory.pss / 2**20))
     return sorted(out)
 
 
