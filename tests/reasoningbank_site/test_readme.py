@@ -1,6 +1,6 @@
-"""The README's Configuration table names every environment variable the code
-reads, so a new setting cannot ship undocumented (the brief: the README stays
-true after every commit)."""
+"""The docs stay true and usable: the configuration tables name every
+environment variable the code reads, the README stays short, the docs carry
+no work-history markers, and every relative link leads to a file."""
 
 from __future__ import annotations
 
@@ -15,12 +15,21 @@ READ = re.compile(
 )
 # Set by Django/Celery/the test harness for the process, not configuration a user chooses.
 NOT_CONFIGURATION = {"DJANGO_SETTINGS_MODULE"}
+README_MAX_LINES = 300
+# "session 11", "Session 4's", "issue 14", "Issues 14 and 15": history belongs in git.
+HISTORY_MARKER = re.compile(r"\b(?:sessions?|issues?)\s+#?\d+", re.IGNORECASE)
+# [text](target) — not images' alt text rules, just the link target.
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 
 
-def _configuration_table() -> str:
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("## Configuration")
-    return readme[start : readme.index("\n## ", start + 1)]
+def _docs() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _configuration_table_rows() -> str:
+    """The table rows of docs/configuration.md: a name only in prose does not count."""
+    text = (ROOT / "docs" / "configuration.md").read_text()
+    return "\n".join(line for line in text.splitlines() if line.lstrip().startswith("|"))
 
 
 def _variables_read() -> set[str]:
@@ -32,6 +41,21 @@ def _variables_read() -> set[str]:
     return names - NOT_CONFIGURATION
 
 
+def _relative_links(path: Path) -> list[str]:
+    targets = []
+    in_code = False
+    for line in path.read_text().splitlines():
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code:
+            continue
+        for target in LINK.findall(line):
+            if not re.match(r"^[a-z][a-z0-9+.-]*:", target, re.IGNORECASE) and not target.startswith("#"):
+                targets.append(target)
+    return targets
+
+
 def test_the_scan_finds_the_settings_it_must():
     found = _variables_read()
     # A scan that found nothing would pass the next test vacuously.
@@ -40,6 +64,42 @@ def test_the_scan_finds_the_settings_it_must():
 
 
 def test_every_environment_variable_the_code_reads_is_in_the_configuration_table():
-    table = _configuration_table()
-    missing = sorted(name for name in _variables_read() if f"`{name}`" not in table)
-    assert not missing, f"add these to the README's Configuration table: {missing}"
+    rows = _configuration_table_rows()
+    missing = sorted(name for name in _variables_read() if f"`{name}`" not in rows)
+    assert not missing, f"add these to a table in docs/configuration.md: {missing}"
+
+
+def test_the_readme_is_short():
+    lines = (ROOT / "README.md").read_text().count("\n")
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines; move topics into docs/"
+
+
+def test_the_docs_carry_no_history_markers():
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {match.group(0)}"
+        for path in _docs()
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        for match in HISTORY_MARKER.finditer(line)
+    ]
+    assert not found, f"history belongs in git, not the docs: {found}"
+
+
+def test_the_history_marker_pattern_catches_what_it_must():
+    # The check above is only as good as this pattern.
+    for text in ("Issue 14, session 11", "since session 9", "issues 14 and 15", "issue #17"):
+        assert HISTORY_MARKER.search(text), text
+    for text in ("the MCP session goes on", "an issue with the proxy", "sessions and CSRF"):
+        assert not HISTORY_MARKER.search(text), text
+
+
+def test_every_relative_link_in_the_docs_leads_to_a_file():
+    broken = []
+    checked = 0
+    for path in _docs():
+        for target in _relative_links(path):
+            checked += 1
+            file_part = target.split("#", 1)[0]
+            if not (path.parent / file_part).exists():
+                broken.append(f"{path.relative_to(ROOT)}: {target}")
+    assert checked > 20, "the link scan found almost no links: the pattern is broken"
+    assert not broken, f"these links lead nowhere: {broken}"
