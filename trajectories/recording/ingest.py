@@ -134,7 +134,7 @@ def built_stored(built: list[BuiltTrajectory], retrievals: list[RetrievalEvent])
     insert), the linked retrievals' counters (``retrievals``, locked by the
     caller in primary-key order: one UPDATE, one tallies INSERT) and
     ``trajectories.process`` for each trajectory after commit
-    (trajectories.dispatch: a failed publish is left to the dispatcher)."""
+    (trajectories.pipeline.dispatch: a failed publish is left to the dispatcher)."""
     Judgment.objects.bulk_create(
         [
             Judgment(trajectory=b.trajectory, source=JudgmentSource.AGENT, label=b.signal[0], rationale=b.signal[1])
