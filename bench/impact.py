@@ -41,7 +41,7 @@ def _seed(n_trajectories: int):
     from memories.models import ItemStatus, MemoryItem, RetrievalEvent
     from tests import factories
     from trajectories.models import JudgmentSource, Trajectory
-    from trajectories.services import judgment_record, retrieval_outcomes_rebuild
+    from trajectories.recording.judgments import judgment_record, retrieval_outcomes_rebuild
 
     bank = Bank.objects.filter(slug="impact-bench").first()
     user = get_user_model().objects.filter(username="impact-bench").first()

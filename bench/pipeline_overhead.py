@@ -6,11 +6,11 @@ the LLM's own time.
 A bank holding ``--seed-items`` approved, embedded items (so the near-duplicate
 search has rows to rank), then ``--trajectories`` trajectories ingested through
 the service (not timed). Each is then run through the worker's code in this
-process — ``trajectories.stages.trajectory_advance``: judge, record the
+process — ``trajectories.pipeline.advance.trajectory_advance``: judge, record the
 judgment, distill 3 items (embedding, near-duplicate search, item + version +
 audit rows), experience, status moves — against an instant fake LLM at the HTTP
 boundary (tests/fake_llm.py: the ``openai`` SDK still makes real HTTP requests).
-The time spent inside ``trajectories.llm.chat`` (the SDK round trip) is
+The time spent inside ``trajectories.pipeline.llm.chat`` (the SDK round trip) is
 subtracted; what remains is the overhead. Asserts every trajectory ended
 ``done`` with its 3 lessons proposed or recorded as supporting evidence (consolidation).
 
@@ -149,11 +149,12 @@ class Bench:
         import memories.embeddings
         import memories.services.embedding
         import memories.services.items
-        import trajectories.stages
+        import trajectories.pipeline.advance
+        import trajectories.pipeline.llm_calls
         from memories.embeddings import embed_texts, embedding_hash, embedding_model_name, item_embedding_text
         from memories.models import ItemStatus, MemoryItem
         from tests import factories
-        from trajectories.services import trajectory_ingest
+        from trajectories.recording.ingest import trajectory_ingest
 
         settings.RB_LLM_BASE_URL, settings.OPENAI_API_KEY = fake.base_url, "bench"
         for name in ("httpx", "httpx2"):  # the SDK logs every request at INFO
@@ -205,7 +206,7 @@ class Bench:
             ids.append(trajectory.pk)
 
         self.clock = clock = Clock()
-        clock.wrap(trajectories.stages, "chat", "llm")
+        clock.wrap(trajectories.pipeline.llm_calls, "chat", "llm")
         clock.wrap(memories.embeddings, "embed_texts", "embed")  # every embedding goes through it …
         clock.wrap(memories.services.embedding, "embed_texts", "embed")  # … or the name the items' service imported
         # Whichever names this checkout's items service uses.
@@ -220,7 +221,7 @@ class Bench:
         from django.db import connection
 
         clock.wrap(connection, "_commit", "commit")  # a transaction's COMMIT (its WAL flush): not an execute
-        self.advance = trajectories.stages.trajectory_advance
+        self.advance = trajectories.pipeline.advance.trajectory_advance
         self.advance(trajectory_id=ids[0])  # warm: model, prompts, SDK client
         self.todo = iter(ids[1:])
         self.rows = []

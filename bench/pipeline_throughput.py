@@ -166,7 +166,7 @@ def run_one(kind: str, n: int, llm_url: str, tmp: Path, idle_seconds: float) -> 
     from memories.models import MemoryItem, MemoryItemSupport
     from reasoningbank_site import embedded
     from trajectories.models import Status, Trajectory
-    from trajectories.services import trajectory_ingest_batch
+    from trajectories.recording.batch import trajectory_ingest_batch
 
     env = {k: v for k, v in os.environ.items() if k not in ("CELERY_BROKER_URL", "REDIS_URL", "RB_BROKER_DIR")}
     env.update(

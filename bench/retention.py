@@ -71,7 +71,7 @@ def main() -> None:
 
     from accounts.models import AuditEvent, Bank
     from trajectories.models import Trajectory
-    from trajectories.retention import trajectory_steps_purge_expired
+    from trajectories.recording.retention import trajectory_steps_purge_expired
 
     Bank.objects.filter(step_retention_days__isnull=False).update(step_retention_days=None)  # earlier runs' banks
     bank = seed(args.n)

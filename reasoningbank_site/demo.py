@@ -24,7 +24,7 @@ from accounts.selectors import api_token_for_secret
 from accounts.services import api_token_create, api_token_revoke, bank_create, team_create
 from memories.models import ItemStatus, MemoryItem
 from memories.services import memory_item_create
-from trajectories.services import trajectory_ingest
+from trajectories.recording.ingest import trajectory_ingest
 
 DEMO_FILE = Path(__file__).with_name("demo.json")
 DEMO: dict[str, Any] = json.loads(DEMO_FILE.read_text(encoding="utf-8"))

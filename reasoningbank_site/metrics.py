@@ -2,7 +2,7 @@
 route is ``api/v1/retrieve``: its latency is that route's), trajectories by
 state, the oldest trajectory waiting in ``received`` and in each state that
 waits, the embedding backlog, the broker's queue depth, and the LLM calls
-(trajectories.llm_metrics: calls by outcome, latency, tokens).
+(trajectories.pipeline.llm_metrics: calls by outcome, latency, tokens).
 
 Who may read them: with ``RB_METRICS_TOKEN`` set, a request carrying
 ``Authorization: Bearer <token>``; without it, only requests from this
@@ -33,8 +33,8 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from memories.embeddings import embedding_model_name
 from memories.models import ItemStatus, MemoryItem
 from reasoningbank_site.celery import app as celery_app
-from trajectories import llm_metrics  # noqa: F401  (names this process's multiprocess files; the LLM metrics)
 from trajectories.models import Status, Trajectory
+from trajectories.pipeline import llm_metrics  # noqa: F401  (names this process's multiprocess files; the LLM metrics)
 
 REQUEST_LATENCY = Histogram(
     "rb_http_request_duration_seconds",

@@ -16,7 +16,7 @@ from reasoningbank_site import db
 from reasoningbank_site.celery import app as celery_app
 from tests import factories
 from tests.fake_llm import FakeLLM
-from trajectories import llm
+from trajectories.pipeline import llm
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 

@@ -17,8 +17,9 @@ from memories.embeddings import embedding_model_name, item_embedding_hash
 from memories.models import ItemStatus, MemoryItem, RetrievalEvent
 from memories.services import experience_create, memory_item_propose
 from trajectories.models import Judgment, JudgmentSource, Trajectory
-from trajectories.services import judgment_record, retrieval_outcomes_rebuild, trajectory_ingest
-from trajectories.tasks import trajectory_process_task
+from trajectories.pipeline.tasks import trajectory_process_task
+from trajectories.recording.ingest import trajectory_ingest
+from trajectories.recording.judgments import judgment_record, retrieval_outcomes_rebuild
 
 _seq = itertools.count(1)
 

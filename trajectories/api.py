@@ -10,8 +10,9 @@ from ninja import Query, Router, Status
 
 from accounts.auth import TokenAuth, api_responses
 from reasoningbank_site.errors import NotFound, TooLarge
-from trajectories import lift, otlp, retention, selectors, services
+from trajectories import lift, otlp, selectors, services
 from trajectories.models import Trajectory
+from trajectories.recording import batch, deletion, ingest
 from trajectories.schemas import (
     BatchIn,
     BatchOut,
@@ -40,7 +41,7 @@ def _url(trajectory: Trajectory) -> str:
     ),
 )
 def trajectory_create(request, payload: TrajectoryIn):
-    trajectory, created = services.trajectory_ingest(bank=request.bank, token=request.api_token, data=payload)
+    trajectory, created = ingest.trajectory_ingest(bank=request.bank, token=request.api_token, data=payload)
     body = {"id": trajectory.public_id, "status": trajectory.status, "url": _url(trajectory), "duplicate": not created}
     return Status(202 if created else 200, body)
 
@@ -53,7 +54,7 @@ def trajectory_create(request, payload: TrajectoryIn):
     description="Each item is validated and stored on its own; the answer says, per item, which succeeded and why others failed.",
 )
 def trajectory_batch(request, payload: BatchIn):
-    results = services.trajectory_ingest_batch(bank=request.bank, token=request.api_token, items=payload.trajectories)
+    results = batch.trajectory_ingest_batch(bank=request.bank, token=request.api_token, items=payload.trajectories)
     rows = []
     for result in results:
         if result.ok:
@@ -122,7 +123,7 @@ def trajectory_delete(request, trajectory_id: str):
         trajectory = selectors.trajectory_get_for_bank(bank=request.bank, public_id=trajectory_id)
     except Trajectory.DoesNotExist:
         raise NotFound("No such trajectory in this bank.") from None
-    deleted = retention.trajectory_delete(trajectory=trajectory, token=request.api_token)
+    deleted = deletion.trajectory_delete(trajectory=trajectory, token=request.api_token)
     return {"id": deleted.public_id, "external_id": deleted.external_id, "items_kept": deleted.items_kept}
 
 

@@ -23,9 +23,9 @@ from django.db.models import Exists, OuterRef, Prefetch
 
 from accounts.models import Bank
 from trajectories.models import Judgment, JudgmentSource, Label, PromptName, PromptVersion, Trajectory
+from trajectories.pipeline.judge import judge_prompt_build
 from trajectories.prompt_versions import FEW_SHOT_SUFFIX, ActivePrompt, prompt_of
 from trajectories.prompts import prompt_load
-from trajectories.stages import judge_prompt_build
 
 CHUNK = 200
 CHAT_VERDICTS = ("success", "failure", "all")

@@ -26,12 +26,13 @@ from accounts.services import audit_record, bank_update_settings
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.errors import Conflict, Invalid, Unavailable
 from trajectories.few_shot import HOLDOUT_PERCENT, human_labelled, in_holdout
-from trajectories.llm import LLMPermanentError, chat, llm_configured
 from trajectories.models import Experiment, ExperimentStatus, Label, PromptName, PromptVersion, Trajectory
 from trajectories.parsing import parse_judge_answer
+from trajectories.pipeline.judge import judge_prompt_build
+from trajectories.pipeline.llm import LLMPermanentError, chat, llm_configured
+from trajectories.pipeline.llm_calls import JUDGE_REMINDER
 from trajectories.prompt_versions import prompt_active, prompt_default_restore, prompt_of, prompt_version_activate
 from trajectories.selectors import Rate
-from trajectories.stages import JUDGE_REMINDER, judge_prompt_build
 
 log = logging.getLogger(__name__)
 

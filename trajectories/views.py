@@ -20,9 +20,8 @@ from reasoningbank_site.errors import DomainError
 from reasoningbank_site.search import SearchPaginator
 from reasoningbank_site.text import counted
 from reasoningbank_site.views_helpers import htmx_template, post_action, redirect_after_post, reverse_each, template_for
-from trajectories import lift, retention, selectors
+from trajectories import lift, selectors
 from trajectories.dashboard_charts import dashboard_charts
-from trajectories.dispatch import is_parked, trajectory_retry
 from trajectories.experiments import (
     arm_result,
     describe_judge,
@@ -34,8 +33,9 @@ from trajectories.experiments import (
 )
 from trajectories.few_shot import HOLDOUT_PERCENT
 from trajectories.forms import ExperimentForm, PromptForm, RelabelForm, TrajectoryFilterForm
-from trajectories.llm import llm_configured
 from trajectories.models import Experiment, ExperimentStatus, PromptName, Trajectory
+from trajectories.pipeline.dispatch import is_parked, trajectory_retry
+from trajectories.pipeline.llm import llm_configured
 from trajectories.prompt_versions import (
     prompt_active,
     prompt_default_restore,
@@ -46,7 +46,8 @@ from trajectories.prompt_versions import (
     prompt_version_save,
     prompt_versions,
 )
-from trajectories.services import trajectory_relabel
+from trajectories.recording import deletion
+from trajectories.recording.judgments import trajectory_relabel
 
 PAGE_SIZE = 50
 DETAIL_TEMPLATE = "trajectories/detail.html"
@@ -209,7 +210,7 @@ def trajectory_delete(request, bank_id, trajectory_id):
     error = ""
     if request.POST.get("confirm") == "1":
         try:
-            deleted = retention.trajectory_delete(trajectory=trajectory, user=request.user)
+            deleted = deletion.trajectory_delete(trajectory=trajectory, user=request.user)
         except DomainError as exc:
             error = exc.message
         else:
@@ -226,7 +227,7 @@ def trajectory_delete(request, bank_id, trajectory_id):
         "trajectory": trajectory,
         "items": selectors.trajectory_derived_items(trajectory=trajectory),
         "judgments": trajectory.judgments.count(),
-        "busy": trajectory.status in retention.BUSY,
+        "busy": trajectory.status in deletion.BUSY,
         "error": error,
     }
     return render(request, "trajectories/delete_confirm.html", context, status=409 if error else 200)

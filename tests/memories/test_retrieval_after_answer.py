@@ -31,7 +31,7 @@ from reasoningbank_site.ids import uuid7, uuid7_issued_at
 from tests import factories
 from tests.helpers import gunicorn_serving, post_over_http
 from trajectories.models import Trajectory
-from trajectories.services import trajectory_ingest_batch
+from trajectories.recording.batch import trajectory_ingest_batch
 
 LESSON = ("Sign in before acting", "Use when the task needs an account.", "Log in first and confirm the session.")
 QUERY = "log into my account and list my orders"

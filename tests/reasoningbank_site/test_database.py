@@ -6,7 +6,7 @@ from accounts.services.audit import audit_event
 from reasoningbank_site import db
 from reasoningbank_site.db import insert_together, insert_unless_taken
 from trajectories.models import Trajectory
-from trajectories.services import EXTERNAL_ID_CONSTRAINT
+from trajectories.recording.ingest import EXTERNAL_ID_CONSTRAINT
 
 
 def test_database_is_postgres_with_pgvector(db):

@@ -14,7 +14,7 @@ from reasoningbank_site import celery as celery_module
 from tests import factories
 from tests.worker import redis_broker  # noqa: F401
 from trajectories.models import Status, Trajectory
-from trajectories.sweeper import pipeline_sweep
+from trajectories.pipeline.sweeper import pipeline_sweep
 
 pytestmark = pytest.mark.django_db(transaction=True)  # on_commit publishes really run
 

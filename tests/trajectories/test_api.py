@@ -15,7 +15,7 @@ from tests import factories
 from tests.trajectories.conftest import queued_tasks
 from tests.trajectories.payloads import ANTHROPIC_MESSAGES, ANTHROPIC_SYSTEM, NATIVE_STEPS, OPENAI_MESSAGES
 from trajectories.models import Judgment, Trajectory
-from trajectories.services import judgment_record
+from trajectories.recording.judgments import judgment_record
 
 URL = "/api/v1/trajectories"
 BATCH_URL = "/api/v1/trajectories/batch"

@@ -10,9 +10,9 @@ from django.utils import timezone
 
 from tests import factories
 from trajectories.models import JudgmentSource, PromptName, Trajectory
+from trajectories.pipeline.judge import judge_prompt_build
 from trajectories.prompt_versions import prompt_of, prompt_version_save
 from trajectories.prompts import prompt_load
-from trajectories.stages import judge_prompt_build
 
 CHAT_API = "/api/v1/export/chat.jsonl"
 EVAL_API = "/api/v1/export/judge-eval.jsonl"

@@ -17,7 +17,7 @@ from tests import factories
 from tests.factories import make_arm, make_items, with_holdout
 from trajectories import lift, lift_stats
 from trajectories.models import Trajectory
-from trajectories.services import retrieval_outcomes_rebuild
+from trajectories.recording.judgments import retrieval_outcomes_rebuild
 
 Z95 = 1.959963984540054  # the 97.5% normal quantile, written out
 

@@ -18,7 +18,8 @@ from memories.services.tallies import retrieval_tally_created
 from tests.factories import make_items, with_holdout
 from trajectories import lift
 from trajectories.models import JudgmentSource, Trajectory
-from trajectories.services import judgment_record, retrieval_outcomes_rebuild, trajectory_ingest
+from trajectories.recording.ingest import trajectory_ingest
+from trajectories.recording.judgments import judgment_record, retrieval_outcomes_rebuild
 
 STEPS = [{"kind": "action", "content": "search"}, {"kind": "answer", "content": "done"}]
 

@@ -29,7 +29,7 @@ from tests import factories
 from tests.trajectories.fixtures import make_otlp_fixtures
 from trajectories import otlp
 from trajectories.models import TraceSpan, Trajectory
-from trajectories.sweeper import pipeline_sweep
+from trajectories.pipeline.sweeper import pipeline_sweep
 
 PATH = "/api/v1/otel/v1/traces"
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -11,8 +11,8 @@ from memories import services as memory_services
 from memories.models import MemoryItem
 from tests.factories import bulk_items
 from trajectories.models import COMMENT_MAX, Comment, JudgmentSource, Trajectory
-from trajectories.retention import trajectory_delete
-from trajectories.services import judgment_record
+from trajectories.recording.deletion import trajectory_delete
+from trajectories.recording.judgments import judgment_record
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 

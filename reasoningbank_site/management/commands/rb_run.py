@@ -40,7 +40,7 @@ from memories.models import ItemStatus, MemoryItem
 from reasoningbank_site import embedded
 from reasoningbank_site.demo import ADMIN_PASSWORD, ADMIN_USERNAME, DEMO, DEMO_QUERY, demo_token_path
 from reasoningbank_site.metrics import multiprocess_dir_prepare
-from trajectories.llm import llm_configured
+from trajectories.pipeline.llm import llm_configured
 
 READY_TIMEOUT = 120.0
 STOP_TIMEOUT = 20.0

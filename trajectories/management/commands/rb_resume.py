@@ -6,9 +6,9 @@ every trajectory parked after temporary LLM errors, at once and with a fresh bud
 from django.core.management.base import BaseCommand
 
 from reasoningbank_site.text import counted
-from trajectories.dispatch import parked, trajectories_resume
-from trajectories.llm import llm_configured
-from trajectories.sweeper import pipeline_sweep
+from trajectories.pipeline.dispatch import parked, trajectories_resume
+from trajectories.pipeline.llm import llm_configured
+from trajectories.pipeline.sweeper import pipeline_sweep
 
 
 class Command(BaseCommand):

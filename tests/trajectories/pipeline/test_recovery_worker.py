@@ -1,4 +1,4 @@
-"""Nothing stuck, with a real worker (issue 15): an LLM down longer than the
+"""Nothing stuck, with a real worker: an LLM down longer than the
 retry budget, then back → every trajectory finishes with no human action; a
 publish lost to a frozen Redis → the dispatcher sends it once Redis returns,
 processed once; a database that refuses the worker → its task is retried,

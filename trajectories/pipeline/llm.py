@@ -14,7 +14,7 @@ import logging
 import openai
 from django.conf import settings
 
-from trajectories.llm_metrics import llm_measured, llm_tokens_count
+from trajectories.pipeline.llm_metrics import llm_measured, llm_tokens_count
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def _status_message(exc: openai.APIStatusError) -> str:
 def chat(*, model: str, messages: list[dict], temperature: float = 0.0, purpose: str = "other") -> str:
     """Send one chat completion and return the answer text (may be empty).
     Raises LLMTransientError (retry later) or LLMPermanentError. ``purpose``
-    (judge, distill, experiment) labels the call's metrics (trajectories.llm_metrics)."""
+    (judge, distill, experiment) labels the call's metrics (trajectories.pipeline.llm_metrics)."""
     client = get_client()
     try:
         response = client.chat.completions.create(model=model, messages=messages, temperature=temperature)

@@ -1,4 +1,4 @@
-"""Prometheus metrics of the LLM calls (``trajectories.llm.chat``), by model
+"""Prometheus metrics of the LLM calls (``trajectories.pipeline.llm.chat``), by model
 and purpose (judge, distill, experiment): calls by outcome (ok, transient,
 permanent), their latency, and the tokens the endpoint reported.
 

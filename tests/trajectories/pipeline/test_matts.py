@@ -9,9 +9,9 @@ from memories.models import ItemOrigin, ItemStatus, MemoryItem
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import FAILURE_ITEMS, ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
 from trajectories.models import Status
-from trajectories.services import trajectory_relabel
-from trajectories.stages import trajectory_group_distill
-from trajectories.sweeper import pipeline_sweep
+from trajectories.pipeline.matts import trajectory_group_distill
+from trajectories.pipeline.sweeper import pipeline_sweep
+from trajectories.recording.judgments import trajectory_relabel
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 
@@ -173,7 +173,7 @@ def test_complete_group_without_llm_resumes_when_one_is_set(
     assert "RB_LLM_BASE_URL" in b.status_detail
 
     from tests.fake_llm import FakeLLM
-    from trajectories import llm
+    from trajectories.pipeline import llm
 
     server = FakeLLM().start()
     try:

@@ -1,4 +1,4 @@
-"""A human relabel (trajectories.services.trajectory_relabel): supersede the
+"""A human relabel (trajectories.recording.judgments.trajectory_relabel): supersede the
 proposed items, flag the approved ones, re-distill; the audit log records it."""
 
 import pytest
@@ -10,7 +10,7 @@ from reasoningbank_site.errors import Invalid
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import FAILURE_ITEMS, ITEMS_MD, JUDGE_SUCCESS
 from trajectories.models import JudgmentSource, Status
-from trajectories.services import trajectory_relabel
+from trajectories.recording.judgments import trajectory_relabel
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 

@@ -14,7 +14,7 @@ that runs out parks its rows (``awaiting_llm``, or its MaTTS group stays
 resumes them with a fresh budget once the endpoint answers a probe, and a
 reviewer's Retry or ``rb_resume --retry-transient`` resumes them at once.
 
-This module never imports trajectories.services or tasks (services import it)."""
+This module never imports trajectories.recording or the tasks (recording imports it)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from accounts.services import audit_record
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.errors import Conflict
 from trajectories.models import Status, Trajectory
-from trajectories.transitions import trajectory_move_many
+from trajectories.pipeline.transitions import trajectory_move_many
 
 PROCESS = "trajectories.process"
 # One message for the rows of one ingest transaction (a batch): a worker publishes PROCESS for each.

@@ -16,8 +16,8 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from reasoningbank_site.db import update_sql, without_waiting_for_disk
 from trajectories.models import Status, Trajectory
+from trajectories.pipeline.commits import commit_without_waiting_for_disk
 
 S = Status
 
@@ -93,79 +93,35 @@ def trajectory_move_on(
 
 def trajectory_take(trajectory_id: int, *, from_: str | Iterable[str], to: str, detail: str = "") -> bool:
     """``trajectory_move`` for the move by which a stage takes a row before it
-    asks the LLM (to judging, to distilling), committed without waiting for the write-ahead
-    log to reach the disk (``synchronous_commit`` off for this one statement,
-    which outside a transaction is its own: one round trip, no BEGIN or
-    COMMIT; the flush is most of such a move's cost). Other workers see it at
-    once all the same; only a database crash in the next fraction of a second
-    can lose it, and a lost move leaves the row in the status before it, as
-    if this worker had died before taking it: the stage's status check under
-    its row lock then drops its result, and the sweeper or the task's
-    redelivery runs the stage again. The stages' results are committed
-    durably as ever. Inside a caller's transaction it is a plain move (that
-    transaction's commit is not this move's to weaken)."""
+    asks the LLM (to judging, to distilling), committed without waiting for the
+    write-ahead log to reach the disk (commit_without_waiting_for_disk: the
+    flush is most of such a move's cost). Other workers see it at once all the
+    same; only a database crash in the next fraction of a second can lose it,
+    and a lost move leaves the row in the status before it, as if this worker
+    had died before taking it: the stage's status check under its row lock
+    then drops its result, and the sweeper or the task's redelivery runs the
+    stage again. The stages' results are committed durably as ever. Inside a
+    caller's transaction it is a plain move (that transaction's commit is not
+    this move's to weaken)."""
     sources = _checked(from_, to)
-    return _move_one(trajectory_id, sources=sources, to=to, detail=detail, wait_for_disk=connection.in_atomic_block)
+    if connection.in_atomic_block:
+        return _move_one(trajectory_id, sources=sources, to=to, detail=detail)
+    with transaction.atomic():
+        commit_without_waiting_for_disk()
+        return _move_one(trajectory_id, sources=sources, to=to, detail=detail)
 
 
 def _move_one(
-    trajectory_id: int,
-    *,
-    sources: list[str],
-    to: str,
-    detail: str,
-    also: dict | None = None,
-    wait_for_disk: bool = True,
-    parks: bool = True,
+    trajectory_id: int, *, sources: list[str], to: str, detail: str, also: dict | None = None, parks: bool = True
 ) -> bool:
     """The compare-and-set UPDATE of one row, its sources checked: what
     ``trajectory_move_many`` writes (``parks``: a move to awaiting_llm clears
-    ``enqueued_at``), by the statement the ORM's ``update`` writes, compiled
-    once per shape when every value is plain (issue 14: compiling it was
-    ~0.5 ms of Python a move). ``wait_for_disk=False``: as trajectory_take."""
+    ``enqueued_at``)."""
     if not sources:
         return False
     fields = {"enqueued_at": None} if parks and to == Status.AWAITING_LLM else {}
     values = {"status": to, "status_detail": detail, "updated_at": timezone.now(), **fields, **(also or {})}
-    sql, params = _move_sql(trajectory_id, sources=sources, values=values, wait_for_disk=wait_for_disk)
-    with transaction.mark_for_rollback_on_error(), connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.rowcount == 1
-
-
-def _move_sql(
-    trajectory_id: int, *, sources: list[str], values: dict, wait_for_disk: bool, cached: bool = True
-) -> tuple[str, tuple]:
-    """_move_one's statement and parameters: the ORM's (``update(**values)`` on
-    the row still in one of ``sources``), from the cache when no value is an
-    expression; values prepared as the update compiler does."""
-    sources = list(dict.fromkeys(sources))  # as the IN lookup: each once, in order
-    if not cached or any(hasattr(v, "resolve_expression") for v in values.values()):
-        return update_sql(_move_queryset(trajectory_id, sources=sources, wait_for_disk=wait_for_disk), values)
-    prepared = {}
-    for name, value in values.items():
-        field = Trajectory._meta.get_field(name)
-        if hasattr(value, "prepare_database_save"):
-            value = value.prepare_database_save(field)  # a model instance: its key (a foreign key only)
-        prepared[name] = field.get_db_prep_save(value, connection=connection)
-    shape = (tuple((name, v is None) for name, v in prepared.items()), len(sources), wait_for_disk)
-    sql = _MOVE_STATEMENTS.get(shape)
-    if sql is None:  # compiled once per shape: the values' names (and which are NULL) and the sources' number
-        sql = _MOVE_STATEMENTS[shape] = _move_sql(
-            trajectory_id, sources=sources, values=values, wait_for_disk=wait_for_disk, cached=False
-        )[0]
-    pk = Trajectory._meta.pk.get_db_prep_value(trajectory_id, connection)
-    return sql, (*(v for v in prepared.values() if v is not None), pk, *sources)
-
-
-_MOVE_STATEMENTS: dict[tuple, str] = {}
-
-
-def _move_queryset(trajectory_id: int, *, sources: list[str], wait_for_disk: bool) -> QuerySet[Trajectory]:
-    rows = Trajectory.objects.filter(pk=trajectory_id)
-    if not wait_for_disk:
-        rows = without_waiting_for_disk(rows)
-    return rows.filter(status__in=sources)
+    return Trajectory.objects.filter(pk=trajectory_id, status__in=sources).update(**values) == 1
 
 
 def trajectory_mark_needs_attention(*, trajectory_id: int, detail: str) -> None:

@@ -1,5 +1,5 @@
 """What one distillation writes, and in how many model calls and queries
-(issue 14 goal 6: the pipeline's overhead per trajectory): the items and the
+(the pipeline's overhead per trajectory): the items and the
 new experience's task embedded in one batch, the items' first versions and
 audit events in one insert each, lessons found again written as supports
 together — with the same rows as one at a time."""
@@ -85,23 +85,24 @@ def test_a_trajectory_teaching_known_lessons_is_judged_and_distilled_in_a_bounde
             [str(later.public_id)],
         )
         assert [v.action for v in item.versions.order_by("number")] == ["created", "supported"]
-    # 15 of the pipeline (it was 30): the row read once (its bank, its LLM judgments' versions, the bank's active
-    # prompts), the take; under the row lock (the active prompts read again) the judgments, the judgment, and the
+    # 16 of the pipeline: the row read once (its bank, its LLM judgments' versions, the bank's active
+    # prompts), the take; the judge's commit not waiting for disk; under the row lock (the active prompts read again)
+    # the judgments, the judgment, and the
     # verdict with the move on to distilling (one UPDATE); under the lock the experience, the near-duplicate search
     # and its scan settings, the items locked, their latest versions (read after the lock: a concurrent writer's
     # version is then seen), one counter update, ONE
     # insert of the supports, versions and audit events, and the move to done that links the experience. Plus the
     # test transaction's savepoints (4) and the row read back at the end.
-    assert len(captured) <= 20, "\n".join(q["sql"][:90] for q in captured.captured_queries)
+    assert len(captured) <= 21, "\n".join(q["sql"][:90] for q in captured.captured_queries)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_only_the_take_and_the_verdict_commit_without_waiting_for_disk(fake_llm, make_trajectory):
-    """As in a worker (no test transaction around it): the take is one statement
-    of its own, and the judge's transaction (judgment, verdict, taken for
-    distillation) commits without waiting for the WAL flush with no statement of
-    its own; the items' transaction waits for disk, nothing leaks into the
-    connection's next transaction, and another connection sees every row."""
+    """As in a worker (no test transaction around it): the take's transaction
+    and the judge's transaction (judgment, verdict, taken for distillation)
+    commit without waiting for the WAL flush; the items' transaction waits for
+    disk, nothing leaks into the connection's next transaction, and another
+    connection sees every row."""
     fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
     t = make_trajectory()
 
@@ -110,8 +111,11 @@ def test_only_the_take_and_the_verdict_commit_without_waiting_for_disk(fake_llm,
 
     statements = [q["sql"] for q in captured.captured_queries]
     weakened = [n for n, sql in enumerate(statements) if "synchronous_commit" in sql]
-    assert [statements[n].split()[0] for n in weakened] == ["UPDATE", "SELECT"], statements
-    assert "FOR UPDATE" in statements[weakened[1]]
+    # each right after its BEGIN: the take's UPDATE, the judge's read of its row under the lock
+    assert [statements[n - 1] for n in weakened] == ["BEGIN", "BEGIN"], statements
+    assert [statements[n + 1].split()[0] for n in weakened] == ["UPDATE", "SELECT"], statements
+    assert "FOR UPDATE" in statements[weakened[1] + 1]
+    assert statements[weakened[0] + 2] == "COMMIT"  # the take is a transaction of its own
     with connection.cursor() as cursor:
         cursor.execute("SHOW synchronous_commit")
         assert cursor.fetchone()[0] == "on"

@@ -1,4 +1,4 @@
-"""The sweeper (trajectories.sweeper): trajectories left waiting for an LLM
+"""The sweeper (trajectories.pipeline.sweeper): trajectories left waiting for an LLM
 resume once one is configured, rows a dead worker left in judging or
 distilling are redone without duplicates, and ``rb_resume`` reports."""
 
@@ -7,8 +7,8 @@ import pytest
 from memories.models import MemoryItem
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
-from trajectories import stages, sweeper
 from trajectories.models import Judgment, Status, Trajectory
+from trajectories.pipeline import judge, sweeper
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 
@@ -22,7 +22,7 @@ def test_no_llm_waits_then_resumes(no_llm, settings, make_trajectory, django_cap
     assert report.resumed_awaiting_llm == []  # still no endpoint: nothing to do
 
     from tests.fake_llm import FakeLLM
-    from trajectories import llm
+    from trajectories.pipeline import llm
 
     server = FakeLLM().start()
     try:
@@ -70,7 +70,7 @@ def test_sweeper_redoes_stuck_distilling_without_duplicates(
 
     fake_llm.reply(JUDGE_SUCCESS)
     t = make_trajectory()
-    stages.trajectory_judge(trajectory_id=t.pk)
+    judge.trajectory_judge(trajectory_id=t.pk)
     Trajectory.objects.filter(pk=t.pk).update(status=Status.DISTILLING, updated_at=timezone.now() - timedelta(hours=1))
     fake_llm.reply(ITEMS_MD)
     with django_capture_on_commit_callbacks(execute=True):

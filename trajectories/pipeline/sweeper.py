@@ -2,7 +2,7 @@
 LLM endpoint left behind, and enqueues it again. Run every minute by Celery
 beat (``trajectories.sweep``, on the maintenance queue) and on demand by
 ``manage.py rb_resume``. What is queued is marked on the rows
-(trajectories.dispatch), so nothing queued and not yet stale is sent twice."""
+(trajectories.pipeline.dispatch), so nothing queued and not yet stale is sent twice."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from django.utils import timezone
 
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.text import counted
-from trajectories.dispatch import (
+from trajectories.models import Status, Trajectory
+from trajectories.pipeline.dispatch import (
     DISTILL_GROUP,
     not_scheduled_after,
     parked,
@@ -23,11 +24,10 @@ from trajectories.dispatch import (
     trajectories_resume,
     trajectory_enqueue,
 )
-from trajectories.llm import llm_configured, llm_probe
-from trajectories.models import Status, Trajectory
+from trajectories.pipeline.llm import llm_configured, llm_probe
+from trajectories.pipeline.rows import NO_LLM_DETAIL
+from trajectories.pipeline.transitions import trajectory_move_many
 from trajectories.services import otlp_traces_close_idle
-from trajectories.stages import NO_LLM_DETAIL
-from trajectories.transitions import trajectory_move_many
 
 
 @dataclass

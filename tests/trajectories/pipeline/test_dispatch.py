@@ -1,4 +1,4 @@
-"""Nothing stuck (issue 15): the row is the queue entry (``enqueued_at``), the
+"""Nothing stuck: the row is the queue entry (``enqueued_at``), the
 dispatcher sends what a failed publish left, the sweeper never re-sends what
 is queued or scheduled, each stage has its own LLM retry budget, and a stage
 that runs out on temporary errors waits for the endpoint (not for a human):
@@ -23,8 +23,8 @@ from tests.conftest import queued_tasks
 from tests.factories import process_trajectory
 from tests.fake_llm import Scripted
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
-from trajectories import dispatch, sweeper
 from trajectories.models import Judgment, Status, Trajectory
+from trajectories.pipeline import dispatch, sweeper
 
 pytestmark = pytest.mark.django_db
 
@@ -277,7 +277,7 @@ def test_the_happy_path_marks_the_queue_entry_in_the_insert_itself(
     with CaptureQueriesContext(connection) as queries, django_capture_on_commit_callbacks(execute=True):
         t = make_trajectory()
     writes = [q["sql"] for q in queries if "trajectories_trajectory" in q["sql"] and not q["sql"].startswith("SELECT")]
-    # the one write is the insert (insert_together's: WITH i0 AS (INSERT …) SELECT …), no UPDATE after it
+    # the one write is the insert, no UPDATE after it
     insert = 'INSERT INTO "trajectories_trajectory"'
     assert len(writes) == 1 and insert in writes[0] and "UPDATE" not in writes[0] and "enqueued_at" in writes[0], writes
     assert queued_tasks(broker_queue, before) == [("trajectories.process", f"({t.pk},)")]
