@@ -12,6 +12,7 @@ from accounts.auth import TokenAuth, api_responses
 from reasoningbank_site.errors import NotFound, TooLarge
 from trajectories import lift, otlp, retention, selectors, services
 from trajectories.models import Trajectory
+from trajectories.otlp.buffer import otlp_spans_ingest
 from trajectories.schemas import (
     BatchIn,
     BatchOut,
@@ -296,5 +297,5 @@ def otlp_traces(request):
         content_encoding=request.META.get("HTTP_CONTENT_ENCODING", ""),
         max_bytes=limit,
     )
-    result = services.otlp_spans_ingest(bank=request.bank, token=request.api_token, spans=spans)
+    result = otlp_spans_ingest(bank=request.bank, token=request.api_token, spans=spans)
     return otlp.export_response(request, rejected=result.rejected, warnings=result.warnings)

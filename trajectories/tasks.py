@@ -33,6 +33,7 @@ from trajectories.dispatch import (
 from trajectories.experiments import experiment_fail, experiment_run
 from trajectories.llm import LLMTransientError
 from trajectories.models import Status, Trajectory
+from trajectories.otlp.close import otlp_traces_close
 from trajectories.retention import trajectory_steps_purge_expired
 from trajectories.stages import CONTRAST_CALL, trajectory_advance, trajectory_distill, trajectory_group_distill
 from trajectories.sweeper import pipeline_sweep
@@ -106,6 +107,14 @@ def trajectory_group_distill_task(self, bank_id: int, group_id: str, force: bool
     except LLMTransientError as exc:
         members = Trajectory.objects.filter(bank_id=bank_id, group_id=group_id, status=Status.WAITING_GROUP)
         return _retry_or_park(self, exc, members, "MaTTS contrast distillation")
+
+
+@shared_task(name="trajectories.otlp_close", ignore_result=True, acks_late=True, **db_outage_retry())
+def otlp_traces_close_task(bank_id: int, trace_ids: list[str]) -> None:
+    """Close the traces whose root span an OTLP export carried (see trajectories.otlp.close)."""
+    report = otlp_traces_close(bank_id=bank_id, trace_ids=trace_ids)
+    if report.failed:
+        log.warning("OTLP close: dropped %s: %s", counted(len(report.failed), "trace"), report.failed)
 
 
 @shared_task(name="trajectories.sweep", ignore_result=True, acks_late=True)
