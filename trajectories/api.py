@@ -253,7 +253,9 @@ def _otlp_content(json_schema: dict) -> dict:
         "`OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer rb_…`). Protobuf or JSON, optionally gzip. "
         "Spans that are agent work (GenAI semantic conventions, OpenInference) are buffered per trace; "
         "when the root span arrives (or the trace is idle for RB_OTLP_IDLE_SECONDS) the trace becomes one "
-        "trajectory whose `external_id` is the trace id. Answers and errors are in the request's encoding."
+        "trajectory whose `external_id` is the trace id (built by a worker after the export is answered). "
+        "An export completes at most RB_MAX_BATCH traces: the spans of traces whose root span comes later in it "
+        "are rejected (`partialSuccess`). Answers and errors are in the request's encoding."
     ),
     openapi_extra={
         "requestBody": {
