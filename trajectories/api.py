@@ -1,4 +1,4 @@
-"""Agent API for trajectories: thin adapters over trajectories.services and
+"""Agent API for trajectories: thin adapters over trajectories.recording and
 trajectories.selectors. The bank is the token's."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from ninja import Query, Router, Status
 
 from accounts.auth import TokenAuth, api_responses
 from reasoningbank_site.errors import NotFound, TooLarge
-from trajectories import lift, otlp, selectors, services
+from trajectories import lift, otlp, selectors
 from trajectories.models import Trajectory
+from trajectories.otlp.buffer import otlp_spans_ingest
 from trajectories.recording import batch, deletion, ingest
 from trajectories.schemas import (
     BatchIn,
@@ -253,7 +254,9 @@ def _otlp_content(json_schema: dict) -> dict:
         "`OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer rb_…`). Protobuf or JSON, optionally gzip. "
         "Spans that are agent work (GenAI semantic conventions, OpenInference) are buffered per trace; "
         "when the root span arrives (or the trace is idle for RB_OTLP_IDLE_SECONDS) the trace becomes one "
-        "trajectory whose `external_id` is the trace id. Answers and errors are in the request's encoding."
+        "trajectory whose `external_id` is the trace id (built by a worker after the export is answered). "
+        "An export completes at most RB_MAX_BATCH traces: the spans of traces whose root span comes later in it "
+        "are rejected (`partialSuccess`). Answers and errors are in the request's encoding."
     ),
     openapi_extra={
         "requestBody": {
@@ -297,5 +300,5 @@ def otlp_traces(request):
         content_encoding=request.META.get("HTTP_CONTENT_ENCODING", ""),
         max_bytes=limit,
     )
-    result = services.otlp_spans_ingest(bank=request.bank, token=request.api_token, spans=spans)
+    result = otlp_spans_ingest(bank=request.bank, token=request.api_token, spans=spans)
     return otlp.export_response(request, rejected=result.rejected, warnings=result.warnings)

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from trajectories import otlp, services
+from trajectories import otlp
 from trajectories.models import TraceSpan, Trajectory
+from trajectories.otlp.buffer import otlp_spans_ingest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -157,23 +158,28 @@ def test_huge_tool_result_is_clipped_not_refused():
 
 
 @pytest.mark.django_db
-def test_ingest_is_idempotent_and_closes_on_the_root(bank):
+@pytest.mark.usefixtures("eager_celery")
+def test_ingest_is_idempotent_and_closes_on_the_root(bank, django_capture_on_commit_callbacks):
     spans = decoded("otlp_genai.json")
     root = next(s for s in spans if otlp.is_root(s))
     children = [s for s in spans if s is not root]
-    first = services.otlp_spans_ingest(bank=bank, token=None, spans=children)
-    again = services.otlp_spans_ingest(bank=bank, token=None, spans=children)
+    first = otlp_spans_ingest(bank=bank, token=None, spans=children)
+    again = otlp_spans_ingest(bank=bank, token=None, spans=children)
     assert (first.accepted, first.ignored, again.accepted) == (4, 2, 4)
     assert TraceSpan.objects.filter(bank=bank).count() == 4
-    closed = services.otlp_spans_ingest(bank=bank, token=None, spans=[root])
-    assert [t.external_id for t in closed.trajectories] == [root["trace_id"]]
+    with django_capture_on_commit_callbacks(execute=True):  # the close a worker runs after commit
+        closed = otlp_spans_ingest(bank=bank, token=None, spans=[root])
+    assert closed.closing == [root["trace_id"]]
+    assert [t.external_id for t in Trajectory.objects.filter(bank=bank)] == [root["trace_id"]]
     assert Trajectory.objects.get(bank=bank).step_count == 9
     assert not TraceSpan.objects.exists()
 
 
 @pytest.mark.django_db
-def test_trajectory_page_shows_the_trace_and_step_durations(client, owner, bank):
-    services.otlp_spans_ingest(bank=bank, token=None, spans=decoded("otlp_genai.json"))
+@pytest.mark.usefixtures("eager_celery")
+def test_trajectory_page_shows_the_trace_and_step_durations(client, owner, bank, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        otlp_spans_ingest(bank=bank, token=None, spans=decoded("otlp_genai.json"))
     trajectory = Trajectory.objects.get(bank=bank)
     client.force_login(owner)
     html = client.get(

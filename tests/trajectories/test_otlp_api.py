@@ -34,7 +34,8 @@ from trajectories.pipeline.sweeper import pipeline_sweep
 PATH = "/api/v1/otel/v1/traces"
 FIXTURES = Path(__file__).parent / "fixtures"
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Eager Celery: the close a root span enqueues runs in the request thread, as a worker would run it.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eager_celery")]
 
 
 def fixture(name: str) -> dict:

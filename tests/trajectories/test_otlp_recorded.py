@@ -100,6 +100,7 @@ def tools_in_start_order(document: dict, prefix: str) -> list[str]:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("eager_celery")  # the close a root span enqueues runs inline
 def test_pydantic_ai_run_becomes_one_trajectory(live_server, bank, token):
     document = fixture("otlp_pydantic_ai.json")
     post_in_batches(live_server.url, token, document, encoding="json")
@@ -139,6 +140,7 @@ def test_pydantic_ai_run_becomes_one_trajectory(live_server, bank, token):
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("eager_celery")  # the close a root span enqueues runs inline
 def test_openai_agents_openinference_run_becomes_one_trajectory(live_server, bank, token):
     document = fixture("otlp_openai_agents_openinference.json")
     post_in_batches(live_server.url, token, document, encoding="protobuf")

@@ -16,6 +16,7 @@ from django.utils import timezone
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.text import counted
 from trajectories.models import Status, Trajectory
+from trajectories.otlp.close import otlp_traces_close_idle
 from trajectories.pipeline.dispatch import (
     DISTILL_GROUP,
     not_scheduled_after,
@@ -27,7 +28,6 @@ from trajectories.pipeline.dispatch import (
 from trajectories.pipeline.llm import llm_configured, llm_probe
 from trajectories.pipeline.rows import NO_LLM_DETAIL
 from trajectories.pipeline.transitions import trajectory_move_many
-from trajectories.services import otlp_traces_close_idle
 
 
 @dataclass
@@ -39,6 +39,7 @@ class SweepReport:
     resumed_groups: list[tuple[int, str]] = field(default_factory=list)
     groups_closed: list[tuple[int, str]] = field(default_factory=list)
     otlp_traces_closed: list[tuple[int, str]] = field(default_factory=list)
+    otlp_traces_failed: list[tuple[int, str, str]] = field(default_factory=list)  # (bank, trace, why): dropped
 
     @property
     def total(self) -> int:
@@ -52,6 +53,7 @@ class SweepReport:
                 self.resumed_groups,
                 self.groups_closed,
                 self.otlp_traces_closed,
+                self.otlp_traces_failed,
             )
         )
 
@@ -67,6 +69,8 @@ class SweepReport:
             f"closed {counted(len(self.groups_closed), 'expired MaTTS group')}: {[g for _b, g in self.groups_closed]}",
             f"closed {counted(len(self.otlp_traces_closed), 'idle OTLP trace')} into trajectories: "
             f"{[t for _b, t in self.otlp_traces_closed]}",
+            f"dropped {counted(len(self.otlp_traces_failed), 'OTLP trace')} that could not become trajectories: "
+            f"{[f'{t} ({why})' for _b, t, why in self.otlp_traces_failed]}",
         ]
 
 
@@ -81,7 +85,8 @@ def pipeline_sweep(
     only when their ``retry_at`` has come, with a fresh budget); MaTTS groups
     waiting longer than ``group_wait_seconds`` are closed with what arrived;
     OTLP traces idle for ``otlp_idle_seconds`` become trajectories (their
-    root span never came). A row queued since, or whose scheduled retry is
+    root span never came; one that cannot is dropped and reported, and never
+    stops the others). A row queued since, or whose scheduled retry is
     not due, is left alone. Safe to run concurrently with workers: every move
     is compare-and-set, every re-send claims its rows first."""
     stale = timedelta(seconds=settings.RB_PIPELINE_STALE_SECONDS if stale_seconds is None else stale_seconds)
@@ -152,5 +157,6 @@ def pipeline_sweep(
         if key not in report.groups_closed and key not in report.resumed_groups:
             report.groups_closed.append(key)
             enqueue_on_commit(DISTILL_GROUP, key[0], key[1], True)
-    report.otlp_traces_closed = otlp_traces_close_idle(idle_seconds=otlp_idle_seconds)
+    idle = otlp_traces_close_idle(idle_seconds=otlp_idle_seconds)
+    report.otlp_traces_closed, report.otlp_traces_failed = idle.closed, idle.failed
     return report

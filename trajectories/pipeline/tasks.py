@@ -26,6 +26,7 @@ from django.db.models import QuerySet
 from reasoningbank_site.celery import db_outage_retry
 from reasoningbank_site.text import counted
 from trajectories.models import Status, Trajectory
+from trajectories.otlp.close import otlp_traces_close
 from trajectories.pipeline.advance import trajectory_advance
 from trajectories.pipeline.dispatch import (
     pipeline_dispatch,
@@ -109,6 +110,14 @@ def trajectory_group_distill_task(self, bank_id: int, group_id: str, force: bool
     except LLMTransientError as exc:
         members = Trajectory.objects.filter(bank_id=bank_id, group_id=group_id, status=Status.WAITING_GROUP)
         return _retry_or_park(self, exc, members, "MaTTS contrast distillation")
+
+
+@shared_task(name="trajectories.otlp_close", ignore_result=True, acks_late=True, **db_outage_retry())
+def otlp_traces_close_task(bank_id: int, trace_ids: list[str]) -> None:
+    """Close the traces whose root span an OTLP export carried (see trajectories.otlp.close)."""
+    report = otlp_traces_close(bank_id=bank_id, trace_ids=trace_ids)
+    if report.failed:
+        log.warning("OTLP close: dropped %s: %s", counted(len(report.failed), "trace"), report.failed)
 
 
 @shared_task(name="trajectories.sweep", ignore_result=True, acks_late=True)
