@@ -26,6 +26,13 @@ from trajectories.tasks import trajectory_steps_purge_task
 URL = "/api/v1/trajectories/{}"
 
 
+@pytest.fixture
+def token(bank):
+    """These tests read and delete runs the factories made (sent by no token): only a token with the
+    review scope reaches another token's runs."""
+    return factories.make_token(bank, scopes=("retrieve", "ingest", "review"))
+
+
 def _age(trajectory, days):
     Trajectory.objects.filter(pk=trajectory.pk).update(created_at=timezone.now() - timedelta(days=days))
 
