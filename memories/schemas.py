@@ -30,6 +30,14 @@ FilterTag = Annotated[str, AfterValidator(_one_tag)]
 AgentName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 
 
+class BodyIn(BaseModel):
+    """A JSON request body: an unknown field is a 422 naming it (``extra_forbidden``), never silently
+    dropped. A plain pydantic model rather than a ninja Schema, like trajectories.schemas.TrajectoryIn:
+    a Schema that forbids extras validates every body twice."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 def _known_keys(data: Any, allowed: tuple[str, ...], what: str) -> Any:
     if isinstance(data, dict):
         unknown = [str(key) for key in data if key not in allowed]
@@ -126,7 +134,7 @@ class RetrieveFiltersIn(BaseModel):
 QUERY_MAX_LENGTH = 8000
 
 
-class RetrieveIn(Schema):
+class RetrieveIn(BodyIn):
     query: CleanStr = Field(
         ...,
         min_length=1,
@@ -259,7 +267,7 @@ SEEN_VERSION_HELP = (
 )
 
 
-class ApproveIn(Schema):
+class ApproveIn(BodyIn):
     """Approve (an empty body or ``{}`` is fine)."""
 
     seen_version: int | None = Field(None, description=SEEN_VERSION_HELP)
@@ -270,7 +278,7 @@ class ApproveIn(Schema):
     )
 
 
-class RejectIn(Schema):
+class RejectIn(BodyIn):
     seen_version: int | None = Field(None, description=SEEN_VERSION_HELP)
     reason: CleanStr = Field(
         ..., max_length=2000, description="Why it should not be served (required).", examples=["Too site-specific."]
@@ -284,7 +292,7 @@ class RejectIn(Schema):
         return value.strip()
 
 
-class EditIn(Schema):
+class EditIn(BodyIn):
     """Fields left out (or null) stay as they are."""
 
     title: CleanStr | None = Field(None, examples=["Sign in before looking for order data"])

@@ -72,6 +72,7 @@ class World:
     theirs: Side
     users: dict = field(default_factory=dict)
     secrets: dict = field(default_factory=dict)
+    tokens: dict = field(default_factory=dict)
 
 
 def _side(team, label: str) -> Side:
@@ -128,6 +129,11 @@ def world(db) -> World:
         "retrieve_only": services.api_token_create(bank=bank, name="ro", scopes=["retrieve"]).secret,
         "ingest_only": services.api_token_create(bank=bank, name="io", scopes=["ingest"]).secret,
     }
+    # Tokens without the review scope reach only the runs they sent (API matrix below).
+    for name, scopes in (("own_runs_ingest", ["ingest"]), ("own_runs_retrieve_ingest", ["retrieve", "ingest"])):
+        issued = services.api_token_create(bank=bank, name=name, scopes=scopes)
+        w.secrets[name] = issued.secret
+        w.tokens[name] = issued.token
     revoked = services.api_token_create(bank=bank, name="revoked", scopes=["retrieve", "ingest"])
     services.api_token_revoke(token=revoked.token)
     expired = services.api_token_create(
@@ -490,6 +496,30 @@ def test_api_token_of_this_bank_reaches_its_objects_and_only_them(client, world)
                     f"this-bank token {endpoint.method} {endpoint.path} on their object: {theirs.status_code} {_code(theirs)}"
                 )
     _report(problems)
+
+
+@pytest.mark.parametrize("caller", ["own_runs_ingest", "own_runs_retrieve_ingest"])
+def test_api_token_without_review_reaches_only_the_runs_it_sent(client, world, caller):
+    """Inside its own bank, a token without the review scope gets 404 on every endpoint that names a run
+    another token sent (as if absent), and reaches its own runs; a review token (``this_bank`` above)
+    reaches every run of the bank."""
+    token = world.tokens[caller]
+    problems = []
+    for endpoint in api_endpoints():
+        if "trajectory_id" not in endpoint.params:
+            continue
+        own = Trajectory.objects.create(
+            bank=world.ours.bank, token=token, task="Own run", steps=[{"index": 0, "kind": "answer"}], step_count=1
+        )
+        for target, expected in ((world.ours.trajectory, 404), (own, 200)):
+            url = endpoint.path.replace("{trajectory_id}", str(target.public_id))
+            response = _call(client, endpoint, url, world.secrets[caller])
+            if response.status_code != expected:
+                problems.append(f"{caller} {endpoint.method} {url}: {response.status_code}, expected {expected}")
+            if expected == 404 and (_code(response) != "not_found" or "Our own" in _body(response)):
+                problems.append(f"{caller} {endpoint.method} {url}: {_code(response)} reveals another token's run")
+    _report(problems)
+    assert Trajectory.objects.filter(pk=world.ours.trajectory.pk).exists()
 
 
 def test_api_token_of_another_bank_gets_404_on_our_objects(client, world):

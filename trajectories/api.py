@@ -1,5 +1,12 @@
 """Agent API for trajectories: thin adapters over trajectories.recording and
-trajectories.selectors. The bank is the token's."""
+trajectories.selectors. The bank is the token's.
+
+Who reaches which run: a token with the ``review`` scope reads and deletes
+every run of its bank (what a review tool needs); any other token (``ingest``,
+with or without ``retrieve``) only the runs it sent itself: another token's
+run answers 404, as if absent. An ``external_id`` belongs to the token that
+first sent it: another token sending it again gets 409
+``external_id_taken``, never the first run's id."""
 
 from __future__ import annotations
 
@@ -9,7 +16,7 @@ from django.urls import reverse
 from ninja import Query, Router, Status
 
 from accounts.auth import TokenAuth, api_responses
-from reasoningbank_site.errors import NotFound, TooLarge
+from reasoningbank_site.errors import Conflict, NotFound, TooLarge
 from trajectories import lift, otlp, selectors
 from trajectories.models import Trajectory
 from trajectories.otlp.buffer import otlp_spans_ingest
@@ -31,18 +38,45 @@ def _url(trajectory: Trajectory) -> str:
     return reverse("api-v1:trajectory_detail", kwargs={"trajectory_id": trajectory.public_id})
 
 
+def _sent_by_another_token(request, trajectory: Trajectory) -> bool:
+    return trajectory.token_id != request.api_token.pk
+
+
+def _trajectory_for(request, trajectory_id: str) -> Trajectory:
+    """The run ``trajectory_id`` of the token's bank, if this token may reach it (see the module docstring)."""
+    try:
+        trajectory = selectors.trajectory_get_for_bank(bank=request.bank, public_id=trajectory_id)
+    except Trajectory.DoesNotExist:
+        trajectory = None
+    if trajectory is None or (
+        not request.api_token.has_scope("review") and _sent_by_another_token(request, trajectory)
+    ):
+        raise NotFound("No such trajectory in this bank.")
+    return trajectory
+
+
+def _external_id_taken(external_id: str | None) -> Conflict:
+    return Conflict(
+        f"The external_id {external_id!r} is already used in this bank by another token; send a different external_id.",
+        code="external_id_taken",
+    )
+
+
 @router.post(
     "/trajectories",
     auth=TokenAuth(scope="ingest"),
-    response=api_responses({202: TrajectoryAcceptedOut, 200: TrajectoryAcceptedOut}, 413),
+    response=api_responses({202: TrajectoryAcceptedOut, 200: TrajectoryAcceptedOut}, 409, 413),
     summary="Send one trajectory",
     description=(
         "Stores the run and queues it for judging and distillation. A repeated `external_id` "
-        "answers 200 with the same `id` and `duplicate: true`."
+        "answers 200 with the same `id` and `duplicate: true`; an `external_id` another token of the "
+        "bank sent first answers 409 `external_id_taken`."
     ),
 )
 def trajectory_create(request, payload: TrajectoryIn):
     trajectory, created = ingest.trajectory_ingest(bank=request.bank, token=request.api_token, data=payload)
+    if not created and _sent_by_another_token(request, trajectory):
+        raise _external_id_taken(payload.external_id)
     body = {"id": trajectory.public_id, "status": trajectory.status, "url": _url(trajectory), "duplicate": not created}
     return Status(202 if created else 200, body)
 
@@ -52,13 +86,19 @@ def trajectory_create(request, payload: TrajectoryIn):
     auth=TokenAuth(scope="ingest"),
     response=api_responses({200: BatchOut}, 413),
     summary="Send many trajectories",
-    description="Each item is validated and stored on its own; the answer says, per item, which succeeded and why others failed.",
+    description=(
+        "Each item is validated and stored on its own; the answer says, per item, which succeeded and why others "
+        "failed (an `external_id` another token of the bank sent first: `external_id_taken`)."
+    ),
 )
 def trajectory_batch(request, payload: BatchIn):
     results = batch.trajectory_ingest_batch(bank=request.bank, token=request.api_token, items=payload.trajectories)
     rows = []
     for result in results:
-        if result.ok:
+        if result.ok and not result.created and _sent_by_another_token(request, result.trajectory):
+            error = _external_id_taken(result.trajectory.external_id)
+            rows.append({"index": result.index, "ok": False, "error": {"detail": error.message, "code": error.code}})
+        elif result.ok:
             rows.append(
                 {
                     "index": result.index,
@@ -70,8 +110,8 @@ def trajectory_batch(request, payload: BatchIn):
             )
         else:
             rows.append({"index": result.index, "ok": False, "error": result.error})
-    accepted = sum(1 for r in results if r.ok)
-    return {"results": rows, "accepted": accepted, "failed": len(results) - accepted}
+    accepted = sum(1 for row in rows if row["ok"])
+    return {"results": rows, "accepted": accepted, "failed": len(rows) - accepted}
 
 
 @router.get(
@@ -80,12 +120,10 @@ def trajectory_batch(request, payload: BatchIn):
     response=api_responses({200: TrajectoryOut}, 404),
     url_name="trajectory_detail",
     summary="A trajectory's status, verdict and derived items",
+    description="A run this token sent (any run of the bank for a token with the `review` scope); others answer 404.",
 )
 def trajectory_detail(request, trajectory_id: str):
-    try:
-        trajectory = selectors.trajectory_get_for_bank(bank=request.bank, public_id=trajectory_id)
-    except Trajectory.DoesNotExist:
-        raise NotFound("No such trajectory in this bank.") from None
+    trajectory = _trajectory_for(request, trajectory_id)
     return {
         "id": trajectory.public_id,
         "status": trajectory.status,
@@ -114,16 +152,14 @@ def trajectory_detail(request, trajectory_id: str):
     response=api_responses({200: TrajectoryDeletedOut}, 404, 409),
     summary="Delete a trajectory (personal data)",
     description=(
-        "Deletes the trajectory, its judgments and any buffered OTLP spans of its trace, audited (who, when, its id "
+        "Deletes a run this token sent (any run of the bank for a token with the `review` scope; others answer "
+        "404): the trajectory, its judgments and any buffered OTLP spans of its trace, audited (who, when, its id "
         "and external id; not its content). Memory items distilled from it stay, marked as coming from a deleted "
         "trajectory. 409 `trajectory_in_flight` while a worker judges or distills it; retry after a few seconds."
     ),
 )
 def trajectory_delete(request, trajectory_id: str):
-    try:
-        trajectory = selectors.trajectory_get_for_bank(bank=request.bank, public_id=trajectory_id)
-    except Trajectory.DoesNotExist:
-        raise NotFound("No such trajectory in this bank.") from None
+    trajectory = _trajectory_for(request, trajectory_id)
     deleted = deletion.trajectory_delete(trajectory=trajectory, token=request.api_token)
     return {"id": deleted.public_id, "external_id": deleted.external_id, "items_kept": deleted.items_kept}
 

@@ -1,8 +1,9 @@
 """The export API: the Export page's datasets for scripts, streamed as JSON
 Lines. Trajectory datasets need the ``review`` scope: they hold every run of
 the bank (tasks, steps, answers) and every verdict, which is what a review
-tool reads — an agent's ``ingest`` token only reads back its own runs, and a
-``retrieve`` token only approved memories. The memories in the
+tool reads — a token without ``review`` reads back only the runs it sent
+itself (``GET /trajectories/{id}``, trajectories/api.py), and a ``retrieve``
+token only approved memories. The memories in the
 `reasoning-bank` library's format are the approved items ``GET /memories``
 already serves, so ``retrieve`` suffices there."""
 

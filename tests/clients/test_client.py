@@ -254,6 +254,35 @@ def test_404_another_banks_trajectory(client, rb_url, other_bank):
         client.memory(str(uuid.uuid4()))
 
 
+class RecordingTransport(httpx.HTTPTransport):
+    """The real transport, keeping the raw path of every request it sends."""
+
+    def __init__(self):
+        super().__init__()
+        self.paths: list[bytes] = []
+
+    def handle_request(self, request):
+        self.paths.append(request.url.raw_path)
+        return super().handle_request(request)
+
+
+@pytest.mark.parametrize("bad_id", ["../../../metrics", "..", "a/b?c#d"])
+def test_an_id_stays_one_segment_of_its_path(rb_url, bank, bad_id):
+    """An id is percent-encoded into its own path segment: ``../../../metrics`` must not
+    reach /metrics (nor ``..`` the API root)."""
+    transport = RecordingTransport()
+    secret = factories.make_token(bank, scopes=("retrieve", "ingest", "review"))
+    with Client(rb_url, secret, retry=FAST_RETRY, transport=transport) as client:
+        for call in (client.trajectory, client.memory, client.review_item):
+            with pytest.raises(rb.APIError) as e:
+                call(bad_id)
+            assert e.value.status in (404, 422), e.value
+    prefixes = (b"/api/v1/trajectories/", b"/api/v1/memories/", b"/api/v1/review/items/")
+    for path, prefix in zip(transport.paths, prefixes, strict=True):
+        segment = path.removeprefix(prefix)
+        assert path.startswith(prefix) and b"/" not in segment and segment not in (b".", b".."), path
+
+
 def test_422_names_the_field(client):
     with pytest.raises(rb.ValidationError) as e:
         client.record(TASK, steps=STEPS, outcome="maybe")

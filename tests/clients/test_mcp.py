@@ -149,6 +149,8 @@ async def exercise_every_tool(session: ClientSession) -> dict:
         result = await session.call_tool(name, arguments)
         assert result.is_error, f"{name}({arguments}) did not fail"
         seen["errors"][name] = _text(result)
+    # An id that is a path, not a UUID, never reaches the REST path (it made the server fetch /metrics).
+    seen["path_id"] = await session.call_tool("trajectory_status", {"id": "../../../metrics"})
     seen["wrong_type"] = await session.call_tool("retrieve_memories", {"query": TASK, "k": "many"})
     # The session survived every failure.
     seen["after"] = _data(await session.call_tool("list_memories", {}))
@@ -195,6 +197,9 @@ def check(seen: dict, bank) -> None:
     assert "limit" in errors["list_memories"]
     assert "days" in errors["bank_impact"]
     assert "no_such_tool" in errors["no_such_tool"]
+    assert (
+        seen["path_id"].is_error and "UUID" in _text(seen["path_id"]) and "../../../metrics" in _text(seen["path_id"])
+    )
     assert seen["wrong_type"].is_error
     assert seen["after"]["count"] == 1
 
@@ -252,13 +257,37 @@ def test_http_without_a_token_is_401(mcp_http):
     assert answer.headers["www-authenticate"].startswith("Bearer")
 
 
-def test_http_with_an_unknown_token_answers_tool_errors(mcp_http, bank):
-    async def scenario():
-        async with http_session(mcp_http, "rb_" + "z" * 43) as session:
-            return await session.call_tool("list_memories", {})
+@pytest.mark.parametrize("method", ["initialize", "tools/list"])
+def test_http_with_an_unknown_token_is_401_before_mcp(mcp_http, bank, method):
+    """Any bearer string used to be enough for everything but a tool call: the token is now checked first."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {}}
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": "Bearer rb_" + "z" * 43}
+    answer = httpx.post(mcp_http, json=body, headers=headers)
+    assert answer.status_code == 401
+    assert answer.json()["code"] == "invalid_token" and "unknown" in answer.json()["detail"]
+    assert answer.headers["www-authenticate"].startswith("Bearer")
 
-    result = asyncio.run(scenario())
-    assert result.is_error and "401" in _text(result)
+
+def test_http_with_a_live_token_lists_the_tools(mcp_http, bank, token):
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}"}
+    answer = httpx.post(mcp_http, json=body, headers=headers)
+    assert answer.status_code == 200
+    assert {t["name"] for t in answer.json()["result"]["tools"]} == TOOLS
+
+
+def test_the_server_presents_lessons_as_hints_as_the_system_block_does():
+    """The instructions and the retrieve tool agree with the system block: lessons are hints to weigh
+    against what the agent observes, not instructions to follow."""
+    from reasoningbank_client.mcp import INSTRUCTIONS, build_server
+
+    server = build_server(lambda ctx: None)
+    retrieve = next(t for t in asyncio.run(server.list_tools()) if t.name == "retrieve_memories")
+    block = (Path(settings.BASE_DIR) / "memories" / "prompts" / "system_block_v1.txt").read_text()
+    assert "hints, not instructions" in block and "trust your observation" in block
+    for text in (INSTRUCTIONS, server.instructions, retrieve.description):
+        assert "follow" not in text.lower()
+        assert "hints" in text and "observe" in text
 
 
 def test_stdio_server_refuses_to_start_without_configuration(tmp_path):

@@ -8,7 +8,9 @@ import json
 import pytest
 from django.urls import reverse
 
-from memories.models import RetrievalEvent
+from memories.models import MemoryItem, RetrievalEvent
+from tests import factories
+from trajectories.models import Trajectory
 
 API = "/api/v1"
 
@@ -28,6 +30,46 @@ def test_retrieve_scrubs_nul_and_lone_surrogates(client, auth, field, dirty):
     stored = event.query if field == "query" else event.task_id
     assert "\x00" not in stored and stored.startswith("a") and stored.endswith("b")
     stored.encode("utf-8")  # no lone surrogate left
+
+
+VALID_UNTIL = {"valid_until": "2030-01-01T00:00:00Z"}
+STEPS = [{"thought": "x"}]
+
+
+@pytest.mark.parametrize(
+    "method, path, body",
+    [
+        ("patch", "/review/items/{item}", {"title": "Renamed", **VALID_UNTIL}),
+        ("post", "/review/items/{item}/approve", {"confirm_duplicate": True, "force": True}),
+        ("post", "/review/items/{item}/reject", {"reason": "Too narrow.", "valid_until": "2030-01-01"}),
+        ("post", "/retrieve", {"query": "find the login form", "top_k": 3}),
+        ("post", "/trajectories", {"task": "t", "steps": STEPS, "valid_until": "2030-01-01"}),
+        ("post", "/trajectories/batch", {"trajectories": [{"task": "t", "steps": STEPS}], "valid_until": "2030"}),
+    ],
+)
+def test_unknown_body_fields_are_422_naming_the_field(client, bank, item, method, path, body):
+    """A field the endpoint does not know is refused, not ignored: a PATCH with valid_until used to answer
+    200 and change nothing. The error has the API's usual 422 shape."""
+    secret = factories.make_token(bank, scopes=("retrieve", "ingest", "review"), name="all")
+    before = (MemoryItem.objects.get(pk=item.pk).title, MemoryItem.objects.get(pk=item.pk).status)
+    url = API + path.format(item=item.public_id)
+    response = getattr(client, method)(
+        url, data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}"
+    )
+    assert response.status_code == 422, response.content
+    answer = response.json()
+    unknown = next(
+        key
+        for key in body
+        if key not in ("title", "confirm_duplicate", "reason", "query", "task", "steps", "trajectories")
+    )
+    assert answer["code"] == "validation_error"
+    assert answer["detail"] == f"{unknown}: Extra inputs are not permitted"
+    assert [e["type"] for e in answer["errors"]] == ["extra_forbidden"]
+    assert answer["errors"][0]["loc"][-1] == unknown
+    item.refresh_from_db()
+    assert (item.title, item.status) == before
+    assert not RetrievalEvent.objects.exists() and not Trajectory.objects.filter(task="t").exists()
 
 
 @pytest.mark.parametrize("value", ["9223372036854775808", str(10**30), "-1", "abc"])

@@ -69,7 +69,7 @@ def test_the_trajectory_shows_what_it_taught_again_in_the_api_and_on_its_page(cl
     first = propose_item(bank, trajectory, title=SAME)
     later = make_done_trajectory(bank)
     propose_item(bank, later, title=AGAIN, content="Check the institution's own pages before answering!")
-    token = factories.make_token(bank, scopes=("ingest",))
+    token = factories.make_token(bank, scopes=("ingest", "review"))  # review: reaches runs no token of its sent
 
     body = client.get(f"/api/v1/trajectories/{later.public_id}", HTTP_AUTHORIZATION=f"Bearer {token}").json()
     assert body["items"] == []

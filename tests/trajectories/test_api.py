@@ -138,6 +138,69 @@ def test_repeated_external_id_returns_same_id(client, auth, bank, other_bank):
     assert theirs.json()["id"] != first.json()["id"]
 
 
+def test_external_id_of_another_token_is_409_without_its_id(client, auth, bank):
+    """A second token of the bank replaying an external_id learns neither the run's id nor anything else."""
+    payload = {"task": "t", "steps": [{"thought": "x"}], "external_id": "run-7"}
+    first = post(client, payload, auth).json()["id"]
+    for scopes in (("ingest",), ("retrieve", "ingest"), ("ingest", "review")):
+        other = bearer(factories.make_token(bank, scopes=scopes, name="-".join(scopes)))
+        replay = post(client, payload, other)
+        assert replay.status_code == 409, replay.content
+        assert replay.json()["code"] == "external_id_taken"
+        assert "already used in this bank by another token" in replay.json()["detail"]
+        assert first not in replay.content.decode()
+        batch = post(
+            client,
+            {"trajectories": [payload, {**payload, "external_id": "run-8-" + "-".join(scopes)}]},
+            other,
+            url=BATCH_URL,
+        )
+        assert batch.status_code == 200
+        results = batch.json()["results"]
+        assert results[0] == {
+            "index": 0,
+            "ok": False,
+            "id": None,
+            "status": None,
+            "duplicate": None,
+            "error": {"detail": replay.json()["detail"], "code": "external_id_taken", "errors": None},
+        }
+        assert results[1]["ok"] is True and batch.json()["accepted"] == 1 and batch.json()["failed"] == 1
+        assert first not in batch.content.decode()
+    # The token that sent it first still gets its idempotent answer, single and batched.
+    assert post(client, payload, auth).json() | {"url": None} == {
+        "id": first,
+        "status": "received",
+        "url": None,
+        "duplicate": True,
+    }
+    assert post(client, {"trajectories": [payload]}, auth, url=BATCH_URL).json()["results"][0]["id"] == first
+    assert Trajectory.objects.filter(bank=bank, external_id="run-7").count() == 1
+
+
+@pytest.mark.parametrize("scopes", [("ingest",), ("retrieve", "ingest")])
+def test_a_token_without_review_reaches_only_its_own_runs(client, auth, bank, scopes):
+    mine = bearer(factories.make_token(bank, scopes=scopes, name="mine"))
+    own = post(client, VALID, mine).json()["id"]
+    others = post(client, VALID, auth).json()["id"]
+    tokenless = factories.make_trajectory(bank).public_id  # sent by a token since deleted, or made in the UI
+    for their_id in (others, tokenless):
+        for method in ("get", "delete"):
+            response = getattr(client, method)(f"{URL}/{their_id}", **mine)
+            assert response.status_code == 404, (method, response.content)
+            assert response.json() == {"detail": "No such trajectory in this bank.", "code": "not_found"}
+    assert Trajectory.objects.filter(public_id=others).exists()
+    assert client.get(f"{URL}/{own}", **mine).status_code == 200
+    assert client.delete(f"{URL}/{own}", **mine).status_code == 200
+
+
+def test_a_review_token_reaches_every_run_of_its_bank(client, auth, bank):
+    reviewer = bearer(factories.make_token(bank, scopes=("ingest", "review"), name="review"))
+    others = post(client, VALID, auth).json()["id"]
+    assert client.get(f"{URL}/{others}", **reviewer).json()["id"] == others
+    assert client.delete(f"{URL}/{others}", **reviewer).status_code == 200
+
+
 # --- auth -----------------------------------------------------------------------------
 
 

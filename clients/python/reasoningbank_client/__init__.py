@@ -1,7 +1,8 @@
 """Python client of the ReasoningBank service.
 
-``client`` owns ``Client`` / ``AsyncClient`` (one method per API endpoint,
-retries, typed errors); ``run`` the ``client.run(...)`` context managers;
+``client`` owns ``Client`` and ``async_client`` ``AsyncClient`` (one method
+per API endpoint, retries, typed errors), both built on ``base`` (request
+paths and bodies, answers); ``run`` the ``client.run(...)`` context managers;
 ``types`` the answers as dataclasses; ``errors`` the exceptions; ``retry``
 the retry policy; ``adapters`` the conversion of agent-framework traces
 (OpenAI Agents SDK, LangChain) into messages the service reads; ``compat``

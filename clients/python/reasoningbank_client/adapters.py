@@ -10,8 +10,13 @@ Accepted by ``to_messages``:
   ``{"type": "human"|"ai"|"tool"|..., ...}`` or ``{"type": ..., "data": {...}}``);
 - chat-completions or Anthropic messages, passed through unchanged.
 
-Kept in one module so that, once the service reads the raw shapes itself,
-this shrinks to a pass-through."""
+The service reads the Responses and LangChain shapes itself too
+(trajectories/normalize.py), so a raw list would be accepted; the client
+still converts because ``to_messages`` and ``trajectory_body`` are public and
+promise chat-completions messages, with the final answer guessed on this
+side (an Agents SDK run result's ``final_output`` is only here). Objects
+(run results, pydantic or LangChain messages) must become JSON here in any
+case."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from reasoningbank_client.client import AsyncClient
+from reasoningbank_client.async_client import AsyncClient
 from reasoningbank_client.errors import ConfigurationError
 from reasoningbank_client.types import MemoryItem as ServiceMemoryItem
 

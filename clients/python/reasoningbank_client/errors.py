@@ -47,7 +47,8 @@ class NotFoundError(APIError):
 
 
 class ConflictError(APIError):
-    """409."""
+    """409: a review decision the item's state refuses, a trajectory still in flight, or an
+    ``external_id`` another token of the bank sent first (code ``external_id_taken``)."""
 
 
 class PayloadTooLargeError(APIError):

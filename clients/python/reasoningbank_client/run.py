@@ -24,7 +24,8 @@ from reasoningbank_client.errors import RBError
 from reasoningbank_client.types import MemoryItem, Recorded, Retrieval
 
 if TYPE_CHECKING:
-    from reasoningbank_client.client import AsyncClient, Client
+    from reasoningbank_client.async_client import AsyncClient
+    from reasoningbank_client.client import Client
 
 log = logging.getLogger("reasoningbank_client")
 

@@ -18,6 +18,13 @@ from trajectories.recording.judgments import retrieval_outcomes_rebuild, traject
 URL = "/api/v1/trajectories/{}"
 
 
+@pytest.fixture
+def token(bank):
+    """These tests read and delete runs the factories made (sent by no token): only a token with the
+    review scope reaches another token's runs."""
+    return factories.make_token(bank, scopes=("retrieve", "ingest", "review"))
+
+
 def _delete(client, trajectory_id, secret):
     return client.delete(URL.format(trajectory_id), HTTP_AUTHORIZATION=f"Bearer {secret}")
 

@@ -22,6 +22,13 @@ from trajectories.recording.retention import trajectory_steps_purge_expired
 URL = "/api/v1/trajectories/{}"
 
 
+@pytest.fixture
+def token(bank):
+    """The API reads here are of runs the factories made (sent by no token): only a token with the
+    review scope reaches another token's runs."""
+    return factories.make_token(bank, scopes=("retrieve", "ingest", "review"))
+
+
 def _age(trajectory, days):
     Trajectory.objects.filter(pk=trajectory.pk).update(created_at=timezone.now() - timedelta(days=days))
 
