@@ -41,7 +41,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from reasoningbank_site.errors import TooLarge, Undecodable, UnsupportedMediaType
-from trajectories.normalize import MAX_STEP_CONTENT_CHARS
+from trajectories.ingest import MAX_STEP_CONTENT_CHARS
 
 URL_NAME = "otlp_traces"
 PROTOBUF = "application/x-protobuf"

@@ -36,8 +36,8 @@ from reasoningbank_site.errors import DomainError, Invalid, TooLarge
 from reasoningbank_site.text import counted
 from trajectories import otlp
 from trajectories.dispatch import trajectories_enqueue, trajectory_enqueue
+from trajectories.ingest import NormalizeError, inferred_final_answer, normalize_trajectory
 from trajectories.models import InputFormat, Judgment, JudgmentSource, Label, Status, TraceSpan, Trajectory
-from trajectories.normalize import NormalizeError, inferred_final_answer, normalize_trajectory
 from trajectories.schemas import TrajectoryIn
 from trajectories.transitions import trajectory_move, trajectory_move_many
 
