@@ -2,7 +2,15 @@
 
 import json
 
-from tests.trajectories.ingest.shapes import assert_step_shape, compact_steps
+import pytest
+
+from tests.trajectories.ingest.shapes import (
+    ESCAPING_NAME,
+    UNPRINTABLE_NAMES,
+    assert_name_refused,
+    assert_step_shape,
+    compact_steps,
+)
 from tests.trajectories.payloads import ANTHROPIC_MESSAGES, ANTHROPIC_SYSTEM
 from trajectories.ingest import detect_message_format, normalize_trajectory
 
@@ -53,3 +61,13 @@ def test_anthropic_message_objects_with_type_message_stay_anthropic():
     steps, fmt = normalize_trajectory(messages=messages, system=ANTHROPIC_SYSTEM)
     assert fmt == "anthropic"
     assert steps == normalize_trajectory(messages=ANTHROPIC_MESSAGES, system=ANTHROPIC_SYSTEM)[0]
+
+
+@pytest.mark.parametrize("name", [ESCAPING_NAME, *UNPRINTABLE_NAMES])
+@pytest.mark.parametrize("block_type", ["tool_use", "server_tool_use"])
+def test_tool_names_with_line_breaks_or_control_characters_are_refused(block_type, name):
+    block = {"type": block_type, "id": "toolu_1", "name": name, "input": {}}
+    assert_name_refused(
+        "messages[1].content[0].name",
+        messages=[{"role": "user", "content": "q"}, {"role": "assistant", "content": [block]}],
+    )

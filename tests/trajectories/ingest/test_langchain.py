@@ -1,9 +1,19 @@
 """Serialized LangChain messages (trajectories.ingest.langchain)."""
 
+import json
+
 import pytest
 
 from tests.trajectories.fixtures import make_fixtures
-from tests.trajectories.ingest.shapes import DATES_ANSWER, LANGCHAIN_FIXTURES, assert_step_shape, compact_steps
+from tests.trajectories.ingest.shapes import (
+    DATES_ANSWER,
+    ESCAPING_NAME,
+    LANGCHAIN_FIXTURES,
+    UNPRINTABLE_NAMES,
+    assert_name_refused,
+    assert_step_shape,
+    compact_steps,
+)
 from trajectories.ingest import inferred_final_answer, normalize_trajectory
 
 
@@ -57,3 +67,32 @@ def test_langchain_invalid_tool_call_chunk_types_and_openai_kwargs():
         ("tool_call", "bad JSON", "g", "{bad", "c2", True),
     ]
     assert inferred_final_answer(steps, fmt) == ""  # the agent's last act was a tool call
+
+
+@pytest.mark.parametrize("name", [ESCAPING_NAME, *UNPRINTABLE_NAMES])
+@pytest.mark.parametrize(
+    "message, loc",
+    [
+        ({"type": "ai", "content": "", "tool_calls": [{"name": "NAME", "args": {}, "id": "c1"}]}, "tool_calls[0].name"),
+        (
+            {"type": "ai", "content": "", "invalid_tool_calls": [{"name": "NAME", "args": "{", "id": "c1"}]},
+            "invalid_tool_calls[0].name",
+        ),
+        (
+            {"type": "ai", "content": [{"type": "tool_use", "name": "NAME", "input": {}, "id": "c1"}]},
+            "content[0].name",
+        ),
+        (
+            {
+                "type": "ai",
+                "content": "",
+                "additional_kwargs": {"tool_calls": [{"id": "c1", "function": {"name": "NAME", "arguments": "{}"}}]},
+            },
+            "tool_calls[0].name",
+        ),
+        ({"type": "tool", "content": "ok", "tool_call_id": "c1", "name": "NAME"}, "name"),
+    ],
+)
+def test_tool_names_with_line_breaks_or_control_characters_are_refused(message, loc, name):
+    message = json.loads(json.dumps(message).replace('"NAME"', json.dumps(name)))
+    assert_name_refused(f"messages[1].{loc}", messages=[{"type": "human", "content": "q"}, message])

@@ -9,7 +9,7 @@ import pytest
 from reasoningbank_site.text import scrub_text
 from tests.conftest import skip_unless
 from tests.trajectories.fixtures import make_fixtures
-from tests.trajectories.ingest.shapes import DATES_ANSWER, KETTLE_ANSWER, LANGCHAIN_FIXTURES
+from tests.trajectories.ingest.shapes import DATES_ANSWER, ESCAPING_NAME, KETTLE_ANSWER, LANGCHAIN_FIXTURES
 from tests.trajectories.payloads import ANTHROPIC_MESSAGES, ANTHROPIC_SYSTEM, NATIVE_STEPS, OPENAI_MESSAGES
 from trajectories.ingest import MAX_STEP_CONTENT_CHARS, NormalizeError, inferred_final_answer, normalize_trajectory
 
@@ -200,3 +200,39 @@ def test_api_unknown_or_broken_shapes_are_a_clear_422(client, auth, messages, ne
     detail = response.json()["detail"]
     assert needle in detail
     assert Trajectory.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"steps": [{"kind": "tool_call", "name": ESCAPING_NAME}]}, "steps[0].name"),
+        ({"steps": [{"tool": ESCAPING_NAME, "observation": "3 results"}]}, "steps[0].tool"),
+        (
+            {
+                "messages": [
+                    {"role": "user", "content": "q"},
+                    {"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": ESCAPING_NAME}}]},
+                ]
+            },
+            "messages[1].tool_calls[0].function.name",
+        ),
+    ],
+)
+def test_api_refuses_a_tool_name_that_is_not_one_line(client, auth, body, field):
+    from trajectories.models import Trajectory
+
+    response = _post(client, {"task": "t", **body}, auth)
+    assert response.status_code == 422, response.content
+    error = response.json()
+    assert error["code"] == "validation_error"
+    assert error["detail"].startswith(f"{field}: must not contain control characters or line breaks")
+    assert Trajectory.objects.count() == 0
+
+
+def test_a_step_name_is_checked_whatever_reader_made_it():
+    from trajectories.ingest.shared import check_steps
+
+    check_steps([{"index": 0, "kind": "tool_call", "content": "", "name": "search web"}])
+    with pytest.raises(NormalizeError) as info:
+        check_steps([{"index": 0, "kind": "tool_call", "content": "", "name": "search\nweb"}])
+    assert info.value.loc == "step 0 (tool_call).name"

@@ -1,6 +1,16 @@
 """OpenAI chat-completions messages (trajectories.ingest.openai_chat)."""
 
-from tests.trajectories.ingest.shapes import assert_step_shape, compact_steps
+import json
+
+import pytest
+
+from tests.trajectories.ingest.shapes import (
+    ESCAPING_NAME,
+    UNPRINTABLE_NAMES,
+    assert_name_refused,
+    assert_step_shape,
+    compact_steps,
+)
 from tests.trajectories.payloads import OPENAI_MESSAGES
 from trajectories.ingest import normalize_trajectory
 
@@ -46,3 +56,24 @@ def test_openai_arguments_as_object_and_reasoning_and_legacy_function_call():
         ("tool_result", "ok", "legacy", None, None, None),
         ("user", "[image]", None, None, None, None),
     ]
+
+
+@pytest.mark.parametrize("name", [ESCAPING_NAME, *UNPRINTABLE_NAMES])
+@pytest.mark.parametrize(
+    "message, loc",
+    [
+        (
+            {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "NAME"}}]},
+            "messages[1].tool_calls[0].function.name",
+        ),
+        (
+            {"role": "assistant", "tool_calls": [{"id": "c1", "type": "custom", "custom": {"name": "NAME"}}]},
+            "messages[1].tool_calls[0].function.name",
+        ),
+        ({"role": "assistant", "function_call": {"name": "NAME", "arguments": "{}"}}, "messages[1].function_call.name"),
+        ({"role": "tool", "tool_call_id": "c1", "name": "NAME", "content": "ok"}, "messages[1].name"),
+    ],
+)
+def test_tool_names_with_line_breaks_or_control_characters_are_refused(message, loc, name):
+    message = json.loads(json.dumps(message).replace('"NAME"', json.dumps(name)))
+    assert_name_refused(loc, messages=[{"role": "user", "content": "q"}, message])

@@ -3,8 +3,17 @@ returns them (trajectories.ingest.responses)."""
 
 import json
 
+import pytest
+
 from tests.trajectories.fixtures import make_fixtures
-from tests.trajectories.ingest.shapes import KETTLE_ANSWER, assert_step_shape, compact_steps
+from tests.trajectories.ingest.shapes import (
+    ESCAPING_NAME,
+    KETTLE_ANSWER,
+    UNPRINTABLE_NAMES,
+    assert_name_refused,
+    assert_step_shape,
+    compact_steps,
+)
 from trajectories.ingest import inferred_final_answer, normalize_trajectory
 
 
@@ -112,3 +121,20 @@ def test_responses_message_items_without_tools():
     assert fmt == "openai_responses"
     assert compact_steps(steps) == [("user", "q", None, None, None, None), ("action", "a", None, None, None, None)]
     assert inferred_final_answer(steps, fmt) == "a"
+
+
+@pytest.mark.parametrize("name", [ESCAPING_NAME, *UNPRINTABLE_NAMES])
+@pytest.mark.parametrize(
+    "item, loc",
+    [
+        ({"type": "function_call", "name": "NAME", "call_id": "c1", "arguments": "{}"}, "messages[1].name"),
+        ({"type": "custom_tool_call", "name": "NAME", "call_id": "c1", "input": "x"}, "messages[1].name"),
+        ({"type": "mcp_call", "name": "NAME", "id": "m1", "arguments": "{}"}, "messages[1].name"),
+        # a built-in call's type names its tool; an unknown item's type names its step
+        ({"type": "NAME_call", "id": "b1"}, "messages[1].type"),
+        ({"type": "mcp_NAME", "id": "u1"}, "messages[1].type"),
+    ],
+)
+def test_tool_names_with_line_breaks_or_control_characters_are_refused(item, loc, name):
+    item = {key: value.replace("NAME", name) if isinstance(value, str) else value for key, value in item.items()}
+    assert_name_refused(loc, messages=[{"role": "user", "content": "q"}, item])
