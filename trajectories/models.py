@@ -52,7 +52,7 @@ class Trajectory(models.Model):
     token = models.ForeignKey(ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="trajectories")
     task = models.TextField()
     task_id = models.CharField(max_length=200, blank=True, db_index=True)
-    # Normalized steps; see trajectories.normalize for the shape of one step.
+    # Normalized steps; see trajectories.ingest for the shape of one step.
     steps = models.JSONField(default=list)
     step_count = models.PositiveIntegerField(default=0)
     input_format = models.CharField(max_length=16, choices=InputFormat.choices, default=InputFormat.STEPS)

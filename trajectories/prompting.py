@@ -21,7 +21,8 @@ _OUR_TAGS = re.compile(
 
 def neutralize(text: str) -> str:
     """Make ``text`` unable to open or close one of our delimiting tags (it is
-    data: a trajectory must not end its own block and talk to the model)."""
+    data: a trajectory must not end its own block and talk to the model).
+    Every field of a record goes through it on its way into a prompt."""
     return _OUR_TAGS.sub(lambda m: "&lt;" + m.group(1) + m.group(2), text or "")
 
 
@@ -33,13 +34,20 @@ def _cut_middle(text: str, limit: int) -> str:
     return f"{head}\n[… {len(text) - len(head) - len(tail)} characters cut …]\n{tail}"
 
 
+def _one_line(value: object) -> str:
+    """A label field on one line: line breaks in it could forge a step of their own."""
+    return " ".join(str(value).split())
+
+
 def _render_step(step: dict, per_step: int) -> str:
-    kind = str(step.get("kind", "step"))
-    label = kind + (f" {step['name']}" if step.get("name") else "") + (" [ERROR]" if step.get("is_error") else "")
+    kind = _one_line(step.get("kind", "step"))
+    name = _one_line(step.get("name") or "")
+    label = kind + (f" {name}" if name else "") + (" [ERROR]" if step.get("is_error") else "")
     content = str(step.get("content") or "")
     if step.get("arguments"):
         content = f"{content}\narguments: {step['arguments']}".strip()
-    return f"[step {step.get('index', '?')}] {label}:\n{neutralize(_cut_middle(content, per_step))}"
+    index = neutralize(_one_line(step.get("index", "?")))
+    return f"[step {index}] {neutralize(label)}:\n{neutralize(_cut_middle(content, per_step))}"
 
 
 def render_steps(steps: list[dict], budget: int) -> str:
@@ -106,7 +114,7 @@ def render_group(members: list[Trajectory]) -> str:
     budget = settings.RB_PROMPT_CHAR_BUDGET
     per = max(2000, budget // max(1, len(members)))
     blocks = [
-        render_trajectory(m, budget=per, tag="rollout", attrs=f' n="{n}" verdict="{m.verdict}"')
+        render_trajectory(m, budget=per, tag="rollout", attrs=f' n="{n}" verdict="{neutralize(m.verdict)}"')
         for n, m in enumerate(members, start=1)
     ]
     return "<rollouts>\n" + "\n".join(blocks) + "\n</rollouts>"

@@ -1,6 +1,6 @@
 """Input and output shapes of the trajectory API. Validation here is about
 types and sizes only; turning steps/messages into normalized steps is
-trajectories.normalize, called by the service.
+trajectories.ingest, called by the service.
 
 Inputs are plain pydantic models, not ninja Schemas: a Schema with
 extra="forbid" validates twice (once on the dict, once through its ORM

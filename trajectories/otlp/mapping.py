@@ -1,7 +1,7 @@
 """The spans of one trace → one trajectory.
 
 The spans in start order become native ``{kind, content}`` steps
-(trajectories.normalize reads them), each step keeping the duration of the
+(trajectories.ingest reads them), each step keeping the duration of the
 span it came from (``duration_ms``, on the first step of a span). The task is
 the agent invocation's input, else the first user message; the final answer
 the agent's output, else the model's last text reply.

@@ -16,8 +16,8 @@ from accounts.models import ApiToken, Bank
 from memories.models import RetrievalEvent
 from memories.services import retrieval_logs_awaited, retrieval_outcomes_apply, retrievals_lock_for_outcomes
 from reasoningbank_site.errors import DomainError, Invalid, TooLarge
+from trajectories.ingest import NormalizeError, inferred_final_answer, normalize_trajectory
 from trajectories.models import Judgment, JudgmentSource, Label, Trajectory
-from trajectories.normalize import NormalizeError, inferred_final_answer, normalize_trajectory
 from trajectories.pipeline.dispatch import trajectories_enqueue
 from trajectories.schemas import TrajectoryIn
 
@@ -152,7 +152,7 @@ def trajectory_ingest(
 ) -> tuple[Trajectory, bool]:
     """Store one trajectory for ``bank``; return ``(trajectory, created)``.
 
-    Promises: steps/messages are normalized (trajectories.normalize) and the
+    Promises: steps/messages are normalized (trajectories.ingest) and the
     input format recorded; a repeated ``external_id`` in the bank returns the
     existing trajectory with ``created=False`` — also when concurrent requests
     race (the unique constraint decides) and whatever else the repeat

@@ -11,7 +11,7 @@ Accepted by ``to_messages``:
 - chat-completions or Anthropic messages, passed through unchanged.
 
 The service reads the Responses and LangChain shapes itself too
-(trajectories/normalize.py), so a raw list would be accepted; the client
+(trajectories/ingest/), so a raw list would be accepted; the client
 still converts because ``to_messages`` and ``trajectory_body`` are public and
 promise chat-completions messages, with the final answer guessed on this
 side (an Agents SDK run result's ``final_output`` is only here). Objects
