@@ -17,6 +17,7 @@ trajectory's ``metadata.otlp.warnings``; mapping never raises on values."""
 from __future__ import annotations
 
 import math
+import re
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -58,10 +59,15 @@ class _Steps:
             if value in (None, ""):
                 continue
             step[key] = value if isinstance(value, bool) else m.clip(m.text(value))
+            if key == "name":  # ingest refuses a multi-line tool name; a span's is folded onto one line instead
+                step[key] = _ONE_LINE.sub(" ", step[key]).strip() or "tool"
         if timed and self.pending_duration is not None:
             step["duration_ms"] = self.pending_duration
             self.pending_duration = None
         self.steps.append(step)
+
+
+_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
 
 def _name(attrs: dict, key: str, out: _Steps) -> str | None:
