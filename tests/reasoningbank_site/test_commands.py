@@ -125,9 +125,10 @@ def _processes_mentioning(text: str) -> list[str]:
 @pytest.mark.worker
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="checks for leftover processes through /proc")
 def test_rb_run_serves_the_demo_and_leaves_no_process_behind(tmp_path):
-    """The whole `make run` stack in a fresh data dir: banner, retrieve and
-    ingest with the banner's token, Ctrl-C stops everything; a second start on
-    the same data exits non-zero naming the child that died."""
+    """The whole `make run` stack in a fresh data dir: banner (its curl
+    examples run as pasted), retrieve and ingest with the banner's token,
+    Ctrl-C stops everything; a second start on the same data survives its
+    worker, web server and PostgreSQL being killed; a third starts clean."""
     data_dir = tmp_path / "data"
     stack = stack_env(data_dir)
 
