@@ -151,16 +151,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-BALANCED_WORKER = "reasoningbank_site.gunicorn_worker.BalancedThreadWorker"
-
-
 def start_server(
     *, port: int | None = None, workers: int = 1, threads: int = 1, root: Path | None = None
 ) -> tuple[subprocess.Popen, str]:
     """gunicorn serving the bench database on 127.0.0.1:``port`` (a free one
     when None) from this checkout, or from ``root`` (another checkout, for a
-    before/after), with production's worker class when ``threads`` > 1 (one
-    thread: gunicorn's sync worker); returns once the OpenAPI document answers."""
+    before/after), with production's worker class when ``threads`` > 1 (gthread;
+    one thread: gunicorn's sync worker); returns once the OpenAPI document answers."""
     port = port or free_port()
     env = {**os.environ, "RB_DATABASE_NAME": BENCH_DB, "DEBUG": "0", "LOG_LEVEL": "WARNING"}
     cmd = [
@@ -179,8 +176,8 @@ def start_server(
         "--timeout",
         "120",
     ]
-    if threads > 1 and ((root or ROOT) / "reasoningbank_site" / "gunicorn_worker.py").exists():
-        cmd += ["--worker-class", BALANCED_WORKER]  # as docker/entrypoint.sh (a checkout from before it: gthread)
+    if threads > 1:
+        cmd += ["--worker-class", "gthread"]  # as docker/entrypoint.sh
     proc = subprocess.Popen(cmd, cwd=root or ROOT, env=env)
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 120

@@ -1,9 +1,9 @@
 #!/bin/sh
 # One image, several roles:
 #   migrate apply the migrations, then exit (compose runs it once, before web and workers start)
-#   web     gunicorn on :8000 (WEB_CONCURRENCY processes × WEB_THREADS threads: the threads overlap the
-#           requests' database and broker waits and share their process's embedding model; a process
-#           takes a new connection only while a thread of it is free: reasoningbank_site/gunicorn_worker.py);
+#   web     gunicorn on :8000 (WEB_CONCURRENCY processes × WEB_THREADS threads of its stock gthread worker:
+#           the threads overlap the requests' database and broker waits and share their process's embedding
+#           model; each keeps one database connection, so processes × threads bounds the web's connections);
 #           with RB_MIGRATE_ON_START=1 it migrates first (a single-container run)
 #   worker  a Celery worker (scale it: `docker compose up --scale worker=3`)
 #   beat    the Celery beat scheduler (run exactly one)
@@ -32,7 +32,7 @@ case "$role" in
       --bind "0.0.0.0:${PORT:-8000}" \
       --workers "${WEB_CONCURRENCY:-2}" \
       --threads "${WEB_THREADS:-4}" \
-      --worker-class reasoningbank_site.gunicorn_worker.BalancedThreadWorker \
+      --worker-class gthread \
       --timeout "${GUNICORN_TIMEOUT:-60}" \
       --forwarded-allow-ips "${FORWARDED_ALLOW_IPS:-127.0.0.1}" \
       --access-logfile - \

@@ -1,10 +1,12 @@
 """Liveness and readiness for orchestrators and ``make run``.
 
 ``/healthz``: the process answers (no database, no broker) — restart it if not.
-``/readyz``: JSON with each check — database, broker (short timeout), the
-embedding model loaded in this process, migrations applied — 200 when all
-pass, 503 otherwise (send it no traffic yet). Each check runs under a hard
-deadline, so a frozen broker or database makes /readyz answer 503, never hang."""
+``/readyz``: database, broker (short timeout), the embedding model loaded in
+this process, migrations applied — 200 when all pass, 503 otherwise (send it
+no traffic yet). Each check runs under a hard deadline, so a frozen broker or
+database makes /readyz answer 503, never hang. Each check's name, outcome,
+reason and timing are in the answer only for those who may read /metrics
+(its token, or loopback without one): the reasons name hosts and errors."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from kombu import Connection
 
 from memories import embeddings
 from reasoningbank_site.celery import app as celery_app
+from reasoningbank_site.metrics import may_read_metrics
 from reasoningbank_site.text import counted
 
 CHECK_TIMEOUT = 2.0
@@ -109,4 +112,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 def readyz(request: HttpRequest) -> JsonResponse:
     results = _run_all()
     ready = all(result["ok"] for result in results.values())
-    return JsonResponse({"status": "ready" if ready else "not ready", "checks": results}, status=200 if ready else 503)
+    answer: dict = {"status": "ready" if ready else "not ready"}
+    if may_read_metrics(request):
+        answer["checks"] = results
+    return JsonResponse(answer, status=200 if ready else 503)

@@ -176,7 +176,8 @@ def multiprocess_dir_prepare(data_dir: Path) -> dict[str, str]:
     return {"PROMETHEUS_MULTIPROC_DIR": str(folder)}
 
 
-def _allowed(request: HttpRequest) -> bool:
+def may_read_metrics(request: HttpRequest) -> bool:
+    """The token when RB_METRICS_TOKEN is set, else a request from this machine (/readyz's details too)."""
     token = settings.RB_METRICS_TOKEN
     if token:
         sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
@@ -185,7 +186,7 @@ def _allowed(request: HttpRequest) -> bool:
 
 
 def metrics(request: HttpRequest) -> HttpResponse:
-    if not _allowed(request):
+    if not may_read_metrics(request):
         raise Http404
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()

@@ -5,8 +5,8 @@ text cannot hold it) and lone surrogates (UTF-8 cannot encode them) — both
 legal in JSON — by U+FFFD / '?'. API schemas use it through ``CleanStr``
 (an annotated ``str``), whole JSON bodies through ``scrub_text``, the UI's
 imported files likewise. Django form fields already refuse NUL
-(``ProhibitNullCharactersValidator``). ``one_line`` makes any text safe for
-an email header; ``pretty_json`` pretty-prints agent JSON of any depth."""
+(``ProhibitNullCharactersValidator``). ``pretty_json`` pretty-prints agent
+JSON of any depth."""
 
 from __future__ import annotations
 
@@ -93,12 +93,6 @@ def _scrub_if_str(value: Any) -> Any:
 
 # A str field of an API schema: NUL and lone surrogates are replaced before validation.
 CleanStr = Annotated[str, BeforeValidator(_scrub_if_str)]
-
-
-def one_line(text: str) -> str:
-    """``text`` with every control character (CR/LF included) replaced by a
-    space: safe in an email subject (Django raises BadHeaderError on CR/LF)."""
-    return "".join(" " if ord(ch) < 32 or ord(ch) == 127 else ch for ch in str(text)).strip()
 
 
 def has_control_chars(text: str) -> bool:

@@ -62,7 +62,7 @@ def test_the_web_role_does_not_migrate_by_itself(tmp_path):
     calls = _entrypoint(tmp_path, "web")
     assert len(calls) == 1 and calls[0].startswith("gunicorn reasoningbank_site.wsgi:application "), calls
     assert "--workers 2" in calls[0]
-    assert "--worker-class reasoningbank_site.gunicorn_worker.BalancedThreadWorker" in calls[0]
+    assert "--worker-class gthread" in calls[0]
 
 
 def test_the_migrate_role_migrates_and_nothing_else(tmp_path):

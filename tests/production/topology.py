@@ -536,7 +536,7 @@ class Topology:
                     "--threads",
                     "4",
                     "--worker-class",
-                    "reasoningbank_site.gunicorn_worker.BalancedThreadWorker",
+                    "gthread",
                     "--timeout",
                     "60",
                     "--access-logfile",

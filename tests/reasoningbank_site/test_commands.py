@@ -11,7 +11,6 @@ import subprocess
 import sys
 
 import pytest
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
@@ -20,6 +19,7 @@ from memories.models import MemoryItem
 from reasoningbank_site.demo import DEMO_ITEMS, DEMO_QUERY, DEMO_TRAJECTORIES
 from tests import factories
 from tests.helpers import http_session, retrieve, run
+from tests.reasoningbank_site.rb_run_stack import http_json, rb_run_start, rb_run_stop, stack_env
 from tests.worker import wait_for
 from trajectories.models import Trajectory
 
@@ -122,89 +122,49 @@ def _processes_mentioning(text: str) -> list[str]:
     return found
 
 
-def _http(method: str, url: str, token: str, body: dict | None = None) -> tuple[int, dict]:
-    import json
-    import urllib.error
-    import urllib.request
-
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(
-        url, data=data, method=method, headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"{}")
-
-
 @pytest.mark.worker
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="checks for leftover processes through /proc")
 def test_rb_run_serves_the_demo_and_leaves_no_process_behind(tmp_path):
-    """The whole `make run` stack in a fresh data dir: banner, retrieve and
-    ingest with the banner's token, Ctrl-C stops everything; a second start on
-    the same data exits non-zero naming the child that died."""
+    """The whole `make run` stack in a fresh data dir: banner (its curl
+    examples run as pasted), retrieve and ingest with the banner's token,
+    Ctrl-C stops everything; a second start on the same data survives its
+    worker, web server and PostgreSQL being killed; a third starts clean."""
     data_dir = tmp_path / "data"
-    with socket.socket() as sock, socket.socket() as mcp_sock:
-        sock.bind(("127.0.0.1", 0))
-        mcp_sock.bind(("127.0.0.1", 0))
-        port, mcp_port = sock.getsockname()[1], mcp_sock.getsockname()[1]
-    drop = {
-        "DATABASE_URL",
-        "RB_DATABASE_NAME",
-        "REDIS_URL",
-        "CELERY_BROKER_URL",
-        "RB_BROKER_DIR",
-        "RB_LLM_BASE_URL",
-        "OPENAI_API_KEY",
-    }
-    env = {k: v for k, v in os.environ.items() if k not in drop}
-    env.update(RB_DATA_DIR=str(data_dir), RB_PORT=str(port), RB_MCP_PORT=str(mcp_port), PYTHONUNBUFFERED="1")
+    stack = stack_env(data_dir)
 
     def start(log_name: str):
         log = tmp_path / log_name
-        proc = subprocess.Popen(
-            [sys.executable, str(settings.BASE_DIR / "manage.py"), "rb_run"],
-            env=env,
-            cwd=settings.BASE_DIR,
-            stdin=subprocess.DEVNULL,
-            stdout=log.open("w"),
-            stderr=subprocess.STDOUT,
-        )
-
-        def banner():
-            if proc.poll() is not None:
-                pytest.fail(f"rb_run exited with {proc.returncode}:\n{log.read_text()}")
-            return "Press Ctrl-C" in log.read_text()
-
-        try:
-            wait_for(banner, timeout=240, interval=0.5, what="rb_run's banner")
-        except BaseException:
-            proc.kill()
-            raise
-        return proc, log
+        return rb_run_start(stack, log), log
 
     proc, log = start("run1.log")
     try:
         text = log.read_text()
         assert "awaiting_llm" in text and "RB_LLM_BASE_URL" in text
         token = re.search(r"API token: (rb_\S+)", text).group(1)
-        assert token == (data_dir / "demo-token.txt").read_text().strip()
-        base = f"http://127.0.0.1:{port}/api/v1"
-        status, body = _http("POST", f"{base}/retrieve", token, {"query": DEMO_QUERY})
+        assert token == stack.token()
+        assert text.count(token) == 1, "the secret is printed once; the examples read it from its file"
+        base = stack.api
+        # The banner's shell lines, run as a user pastes them, with the port it printed.
+        pasted = _banner_commands(text)
+        assert len(pasted) == 3, text
+        done = subprocess.run(["bash", "-ec", "\n".join(pasted[:2])], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and json.loads(done.stdout)["items"], (done.stdout, done.stderr)
+        done = subprocess.run(["bash", "-ec", f"{pasted[0]}\n{pasted[2]}"], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and json.loads(done.stdout)["status"] == "received", (done.stdout, done.stderr)
+        status, body = http_json("POST", f"{base}/retrieve", token, {"query": DEMO_QUERY})
         assert status == 200 and body["items"], body
-        status, body = _http(
+        status, body = http_json(
             "POST",
             f"{base}/trajectories",
             token,
             {"task": "Find a cable", "steps": [{"kind": "answer", "content": "done"}]},
         )
         assert status == 202, body
-        assert _http("POST", f"{base}/retrieve", "rb_wrong", {"query": "x"})[0] == 401
+        assert http_json("POST", f"{base}/retrieve", "rb_wrong", {"query": "x"})[0] == 401
 
         # The MCP server the banner names serves the same approved memories.
         mcp_url = re.search(r"MCP: +(http://\S+/mcp)", text).group(1)
-        assert mcp_url == f"http://127.0.0.1:{mcp_port}/mcp"
+        assert mcp_url == f"http://127.0.0.1:{stack.mcp_port}/mcp"
 
         async def mcp_retrieve():
             async with http_session(mcp_url, token) as session:
@@ -215,12 +175,7 @@ def test_rb_run_serves_the_demo_and_leaves_no_process_behind(tmp_path):
         served = json.loads(answer.content[0].text)
         assert served["retrieval_id"] and served["items"], served
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(90)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            pytest.fail(f"rb_run did not stop on SIGINT:\n{log.read_text()}")
+        rb_run_stop(proc, log)
     assert proc.returncode == 0, log.read_text()
     assert "Stopped." in log.read_text()
     wait_for(
@@ -249,21 +204,21 @@ def test_rb_run_serves_the_demo_and_leaves_no_process_behind(tmp_path):
     # Third start: clean (whatever PostgreSQL server was left is adopted), serves, and Ctrl-C stops everything.
     proc, log = start("run3.log")
     try:
-        status, body = _http("POST", f"{base}/retrieve", token, {"query": DEMO_QUERY})
+        status, body = http_json("POST", f"{base}/retrieve", token, {"query": DEMO_QUERY})
         assert status == 200 and body["items"], body
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(90)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            pytest.fail(f"rb_run did not stop on SIGINT:\n{log.read_text()}")
+        rb_run_stop(proc, log)
     assert proc.returncode == 0, log.read_text()
     wait_for(
         lambda: not _processes_mentioning(str(data_dir)),
         timeout=60,
         what=f"every process of the stack to exit: {_processes_mentioning(str(data_dir))}",
     )
+
+
+def _banner_commands(text: str) -> list[str]:
+    """The banner's shell lines: the token read from its file, then the curl examples."""
+    return [line.strip() for line in text.splitlines() if line.strip().startswith(("RB_TOKEN=", "curl "))]
 
 
 def _pids_of(data_dir, marker: str) -> list[int]:
@@ -286,7 +241,7 @@ def _crash_parts_and_check_recovery(proc, log, data_dir, base: str, token: str) 
     os.kill(worker[0], signal.SIGKILL)
     wait_for(lambda: said("the worker process is back"), timeout=120, what="rb_run to restart the worker")
     assert "the worker process exited (code -9); restarting it" in log.read_text()
-    status, body = _http(
+    status, body = http_json(
         "POST",
         f"{base}/trajectories",
         token,
@@ -294,17 +249,18 @@ def _crash_parts_and_check_recovery(proc, log, data_dir, base: str, token: str) 
     )
     assert status == 202, body
     wait_for(
-        lambda: _http("GET", f"{base}/trajectories/{body['id']}", token)[1].get("status") == "awaiting_llm",
+        lambda: http_json("GET", f"{base}/trajectories/{body['id']}", token)[1].get("status") == "awaiting_llm",
         timeout=60,
         what="the restarted worker to take the trajectory (no LLM configured: awaiting_llm)",
     )
 
     # The web server dies: restarted, serving again.
-    web = _pids_of(data_dir, "runserver")
+    # gunicorn's master (its session's leader); its workers go with it.
+    web = [pid for pid in _pids_of(data_dir, "gunicorn") if os.getsid(pid) == pid]
     assert len(web) == 1, _processes_mentioning(str(data_dir))
     os.kill(web[0], signal.SIGKILL)
     wait_for(lambda: said("the web process is back"), timeout=60, what="rb_run to restart the web server")
-    assert _http("GET", f"{base}/trajectories/{body['id']}", token)[1]["status"] == "awaiting_llm"
+    assert http_json("GET", f"{base}/trajectories/{body['id']}", token)[1]["status"] == "awaiting_llm"
 
     # The PostgreSQL postmaster dies: rb_run starts it again and /readyz answers 200 again.
     postmaster = int((data_dir / "pg" / "postmaster.pid").read_text().split()[0])
@@ -314,13 +270,13 @@ def _crash_parts_and_check_recovery(proc, log, data_dir, base: str, token: str) 
 
     def readyz_ok() -> bool:
         try:
-            return _http("GET", ready, token)[0] == 200
+            return http_json("GET", ready, token)[0] == 200
         except OSError:
             return False
 
     # (The restarted web server also loads its embedding model before it says ready.)
     wait_for(readyz_ok, timeout=120, what="/readyz to answer 200 after the database came back")
     assert int((data_dir / "pg" / "postmaster.pid").read_text().split()[0]) != postmaster
-    status, body = _http("POST", f"{base}/retrieve", token, {"query": DEMO_QUERY})
+    status, body = http_json("POST", f"{base}/retrieve", token, {"query": DEMO_QUERY})
     assert status == 200 and body["items"], body
     assert proc.poll() is None, "rb_run itself kept running throughout"

@@ -3,10 +3,14 @@ settings when DATABASE_URL is unset), migrations, demo data, a Celery worker
 with beat, the web server and the MCP server -- supervised, and all stopped
 together on Ctrl-C.
 
+The web server is gunicorn with its threaded worker, as production runs it
+(docker/entrypoint.sh): WEB_CONCURRENCY processes x WEB_THREADS threads, so
+the web's database connections are bounded however many clients connect.
 Children run in their own session so a terminal Ctrl-C reaches only this
 process, which then stops each child the way that child shuts down cleanly
-(celery: SIGTERM = warm shutdown; runserver: SIGINT, so its atexit handlers
-detach it from the embedded PostgreSQL). A child that dies is restarted with
+(celery and gunicorn: SIGTERM, a warm shutdown that finishes the requests and
+tasks at hand; gunicorn's workers exit through their atexit handlers, which
+detach them from the embedded PostgreSQL). A child that dies is restarted with
 a back-off (1 s, doubling to 30 s; five quick deaths in a row stop the
 stack); an embedded PostgreSQL server that dies is started again, and the
 children reconnect to it. If this process is killed outright, each child gets
@@ -16,19 +20,13 @@ if it can, else left running and adopted by the next start."""
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import functools
 import json
 import os
 import shlex
 import signal
 import socket
-import subprocess
 import sys
-import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
@@ -40,6 +38,7 @@ from memories.models import ItemStatus, MemoryItem
 from reasoningbank_site import embedded
 from reasoningbank_site.demo import ADMIN_PASSWORD, ADMIN_USERNAME, DEMO, DEMO_QUERY, demo_token_path
 from reasoningbank_site.metrics import multiprocess_dir_prepare
+from reasoningbank_site.supervisor import Child, port_is_free, say
 from trajectories.pipeline.llm import llm_configured
 
 READY_TIMEOUT = 120.0
@@ -53,103 +52,20 @@ POSTGRES_CHECK_EVERY = 1.0
 PG_RETRY = 0.5  # seconds before trying again to start a dead PostgreSQL; doubles per failure, up to 30 s
 
 
-def _die_with_parent(signum: int, parent: int) -> None:
-    """Runs in the child before exec (Linux): if rb_run is killed outright, the
-    kernel sends the child its stop signal instead of leaving it running."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signum)  # PR_SET_PDEATHSIG; tied to the thread that forks: always rb_run's main thread
-    except OSError:
-        return
-    if os.getppid() != parent:  # rb_run died before prctl took effect
-        os.kill(os.getpid(), signum)
-
-
-def _say(text: str) -> None:
-    try:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-    except (BrokenPipeError, ValueError):
-        pass
-
-
-@dataclass
-class Child:
-    name: str
-    argv: list[str]
-    stop_signal: int
-    ready_marker: str
-    proc: subprocess.Popen | None = None
-    ready: threading.Event = field(default_factory=threading.Event)
-    started_at: float = 0.0
-    starts: int = 0
-    quick_deaths: int = 0  # deaths in a row, each soon after its start
-    restart_at: float | None = None  # when a dead child is due to start again
-
-    def start(self, env: dict[str, str], cwd: Path) -> None:
-        """Start (or restart) the process; call from rb_run's main thread (PR_SET_PDEATHSIG)."""
-        self.ready = threading.Event()
-        self.starts += 1
-        self.started_at = time.monotonic()
-        self.restart_at = None
-        self.proc = subprocess.Popen(
-            self.argv,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            bufsize=1,
-            errors="replace",
-            start_new_session=True,
-            preexec_fn=(
-                functools.partial(_die_with_parent, self.stop_signal, os.getpid())
-                if sys.platform.startswith("linux")
-                else None
-            ),
-        )
-        threading.Thread(
-            target=self._relay, args=(self.proc, self.ready, self.starts), daemon=True, name=f"relay-{self.name}"
-        ).start()
-
-    def _relay(self, proc: subprocess.Popen, ready: threading.Event, start: int) -> None:
-        assert proc.stdout
-        for line in proc.stdout:
-            if self.ready_marker in line and not ready.is_set():
-                ready.set()
-                if start > 1:
-                    _say(f"rb_run: the {self.name} process is back (pid {proc.pid}, restart {start - 1}).")
-            try:
-                sys.stdout.write(f"[{self.name}] {line}")
-                sys.stdout.flush()
-            except (BrokenPipeError, ValueError):
-                pass
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def signal(self, signum: int) -> None:
-        # The main process only: it shuts its own pool down (warm shutdown).
-        if self.alive():
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.send_signal(signum)
-
-    def kill_leftovers(self) -> None:
-        """SIGKILL whatever is left in the child's process group (its session)."""
-        if self.proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-
-    def wait(self, timeout: float) -> bool:
-        if self.proc is None:
-            return True
-        try:
-            self.proc.wait(timeout)
-            return True
-        except subprocess.TimeoutExpired:
-            return False
+def web_argv(host: str, port: int) -> list[str]:
+    """The web server `make run` starts: gunicorn's stock threaded worker, as
+    docker/entrypoint.sh starts production's. Each thread keeps one database
+    connection (plus a few per process for the retrieve path's overlap:
+    reasoningbank_site.db.while_running), so the web holds a fixed number of
+    connections, well below PostgreSQL's max_connections, however many
+    agents connect at once."""
+    return [
+        *[sys.executable, "-m", "gunicorn", "reasoningbank_site.wsgi:application", "--bind", f"{host}:{port}"],
+        *["--workers", os.environ.get("WEB_CONCURRENCY") or "2", "--threads", os.environ.get("WEB_THREADS") or "4"],
+        *["--worker-class", "gthread", "--timeout", "60", "--access-logfile", "-"],
+        # gunicorn's control socket is one path per user (~/.gunicorn): a second stack would take it over.
+        "--no-control-socket",
+    ]
 
 
 def worker_argv(data_dir: Path, *, beat: bool = True) -> list[str]:
@@ -162,16 +78,6 @@ def worker_argv(data_dir: Path, *, beat: bool = True) -> list[str]:
         *["--concurrency", "2", "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
         *["--hostname", f"rb_run@{socket.gethostname()}"],
     ]
-
-
-def port_is_free(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 class Command(BaseCommand):
@@ -254,9 +160,10 @@ class Command(BaseCommand):
         )
         web = Child(
             name="web",
-            argv=[sys.executable, str(base / "manage.py"), "runserver", f"{host}:{port}", "--noreload"],
-            stop_signal=signal.SIGINT,
-            ready_marker="Quit the server with",
+            argv=web_argv(host, port),
+            stop_signal=signal.SIGTERM,
+            # The socket listens from here on; a connection made while the workers warm up waits in its backlog.
+            ready_marker="Listening at: ",
         )
         mcp = Child(
             name="mcp",
@@ -335,7 +242,7 @@ class Command(BaseCommand):
             if child.restart_at is not None:
                 if now >= child.restart_at and not self.stopping:
                     child.start(self.child_env, Path(settings.BASE_DIR))
-                    _say(f"rb_run: restarted the {child.name} process (pid {child.proc.pid}).")
+                    say(f"rb_run: restarted the {child.name} process (pid {child.proc.pid}).")
                 continue
             code = child.proc.poll() if child.proc else None
             if code is None:
@@ -352,7 +259,7 @@ class Command(BaseCommand):
                 return 1
             delay = min(RESTART_BACKOFF * 2 ** (child.quick_deaths - 1), RESTART_BACKOFF_MAX)
             child.restart_at = now + delay
-            _say(f"rb_run: the {child.name} process exited (code {code}); restarting it in {delay:g} s.")
+            say(f"rb_run: the {child.name} process exited (code {code}); restarting it in {delay:g} s.")
         self._watch_postgres(now)
         return 0
 
@@ -363,17 +270,17 @@ class Command(BaseCommand):
         pid = embedded.postgres_pid(self.data_dir)
         if pid is not None:
             if self.pg_down_since is not None:
-                _say(f"rb_run: PostgreSQL is back (pid {pid}) after {now - self.pg_down_since:.1f} s.")
+                say(f"rb_run: PostgreSQL is back (pid {pid}) after {now - self.pg_down_since:.1f} s.")
                 self.pg_down_since, self.pg_backoff = None, PG_RETRY
             return
         if self.pg_down_since is None:
             self.pg_down_since = now
-            _say("rb_run: the embedded PostgreSQL server is gone; starting it again…")
+            say("rb_run: the embedded PostgreSQL server is gone; starting it again…")
         try:
             embedded.postgres_restart(self.data_dir)
         except Exception as exc:
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            _say(f"rb_run: PostgreSQL did not start yet ({reason}); trying again in {self.pg_backoff:g} s.")
+            say(f"rb_run: PostgreSQL did not start yet ({reason}); trying again in {self.pg_backoff:g} s.")
             self.pg_check_at = time.monotonic() + self.pg_backoff
             self.pg_backoff = min(self.pg_backoff * 2, RESTART_BACKOFF_MAX)
         else:
@@ -412,23 +319,19 @@ class Command(BaseCommand):
         url = f"http://{host}:{port}"
         token_file = demo_token_path()
         token = token_file.read_text().strip() if token_file.exists() else "<no demo token: run manage.py rb_demo>"
-        retrieve = (
-            f"curl -s {url}/api/v1/retrieve -H 'Authorization: Bearer {token}' -H 'Content-Type: application/json' -d "
-            + shlex.quote(json.dumps({"query": DEMO_QUERY}))
-        )
-        trajectory = (
-            f"curl -s {url}/api/v1/trajectories -H 'Authorization: Bearer {token}' -H 'Content-Type: application/json' -d "
-            + shlex.quote(
-                json.dumps(
-                    {
-                        "task": "Find the cheapest USB-C cable of at least 2 m",
-                        "steps": [
-                            {"kind": "action", "content": "search('USB-C cable 2m'); sort('price')"},
-                            {"kind": "answer", "content": "Added a 2 m USB-C cable for $5.99 to the cart."},
-                        ],
-                        "outcome": "success",
-                    }
-                )
+        # The examples read the token from its file, so the secret is printed once (terminal scroll-back, logs).
+        auth = """-H "Authorization: Bearer $RB_TOKEN" -H 'Content-Type: application/json' -d """
+        retrieve = f"curl -s {url}/api/v1/retrieve {auth}" + shlex.quote(json.dumps({"query": DEMO_QUERY}))
+        trajectory = f"curl -s {url}/api/v1/trajectories {auth}" + shlex.quote(
+            json.dumps(
+                {
+                    "task": "Find the cheapest USB-C cable of at least 2 m",
+                    "steps": [
+                        {"kind": "action", "content": "search('USB-C cable 2m'); sort('price')"},
+                        {"kind": "answer", "content": "Added a 2 m USB-C cable for $5.99 to the cart."},
+                    ],
+                    "outcome": "success",
+                }
             )
         )
         if llm_configured():
@@ -452,6 +355,8 @@ class Command(BaseCommand):
                     f"API token: {token}  (demo bank {DEMO['team']['slug']}/{DEMO['bank']['slug']}; kept in {token_file})",
                     llm,
                     "",
+                    "In a shell, with the token:",
+                    f"  RB_TOKEN=$(cat {shlex.quote(str(token_file))})",
                     "Retrieve memories:",
                     f"  {retrieve}",
                     "Send a trajectory:",
