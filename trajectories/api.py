@@ -10,7 +10,10 @@ from ninja import Query, Router, Status
 
 from accounts.auth import TokenAuth, api_responses
 from reasoningbank_site.errors import NotFound, TooLarge
-from trajectories import lift, otlp, retention, selectors, services
+from trajectories import otlp, retention, selectors, services
+from trajectories.impact.arms import ArmStats
+from trajectories.impact.items import item_outcomes
+from trajectories.impact.report import bank_impact, window_start
 from trajectories.models import Trajectory
 from trajectories.schemas import (
     BatchIn,
@@ -129,7 +132,7 @@ def trajectory_delete(request, trajectory_id: str):
 IMPACT_ITEMS = 20
 
 
-def _arm(stats: lift.ArmStats) -> dict:
+def _arm(stats: ArmStats) -> dict:
     return {
         "arm": stats.arm,
         "retrievals": stats.retrievals,
@@ -163,9 +166,9 @@ def _arm(stats: lift.ArmStats) -> dict:
     ),
 )
 def impact(request, days: int | None = Query(None, ge=1, le=3650, description="Window in days; omit for all time.")):
-    since = lift.window_start(days)
-    report = lift.bank_lift(bank=request.bank, since=since)
-    items = lift.item_outcomes(bank=request.bank, since=since, limit=IMPACT_ITEMS, lift=report)
+    since = window_start(days)
+    report = bank_impact(bank=request.bank, since=since)
+    items = item_outcomes(bank=request.bank, since=since, limit=IMPACT_ITEMS, report=report)
     d, found = report.difference, report.assessment
     return {
         "days": days,

@@ -33,7 +33,14 @@ from memories.services import ProposedItem, experience_create, memory_items_prop
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.db import SelectCompiledOnce, queryset_as_get, without_waiting_for_disk
 from reasoningbank_site.text import counted
-from trajectories.few_shot import distill_examples, judge_examples
+from trajectories.judging.few_shot import distill_examples, judge_examples
+from trajectories.judging.prompt_versions import (
+    FEW_SHOT_SUFFIX,
+    ActivePrompt,
+    active_prompt_versions,
+    prompt_active,
+    prompt_active_among,
+)
 from trajectories.llm import (
     LLMPermanentError,
     LLMTransientError,
@@ -44,13 +51,6 @@ from trajectories.llm import (
 )
 from trajectories.models import Judgment, JudgmentSource, Label, PromptName, Status, Trajectory
 from trajectories.parsing import parse_judge_answer, parse_memory_items
-from trajectories.prompt_versions import (
-    FEW_SHOT_SUFFIX,
-    ActivePrompt,
-    active_prompt_versions,
-    prompt_active,
-    prompt_active_among,
-)
 from trajectories.prompting import excerpt, render_group, render_trajectory
 from trajectories.prompts import prompt_fill
 from trajectories.services import judgment_record

@@ -30,7 +30,7 @@ from trajectories.dispatch import (
     trajectories_park,
     trajectories_schedule_retry,
 )
-from trajectories.experiments import experiment_fail, experiment_run
+from trajectories.judging.experiments import experiment_fail, experiment_run
 from trajectories.llm import LLMTransientError
 from trajectories.models import Status, Trajectory
 from trajectories.retention import trajectory_steps_purge_expired

@@ -12,8 +12,8 @@ from reasoningbank_site.db import without_waiting_for_disk
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
 from trajectories import stages
+from trajectories.judging.prompt_versions import active_prompt_versions
 from trajectories.models import JudgmentSource, PromptVersion, Status, Trajectory
-from trajectories.prompt_versions import active_prompt_versions
 from trajectories.tasks import retry_countdown
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from django.db.models import Exists, OuterRef, Prefetch
 
 from accounts.models import Bank
+from trajectories.judging.prompt_versions import FEW_SHOT_SUFFIX, ActivePrompt, prompt_of
 from trajectories.models import Judgment, JudgmentSource, Label, PromptName, PromptVersion, Trajectory
-from trajectories.prompt_versions import FEW_SHOT_SUFFIX, ActivePrompt, prompt_of
 from trajectories.prompts import prompt_load
 from trajectories.stages import judge_prompt_build
 

@@ -9,8 +9,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tests import factories
+from trajectories.judging.prompt_versions import prompt_of, prompt_version_save
 from trajectories.models import JudgmentSource, PromptName, Trajectory
-from trajectories.prompt_versions import prompt_of, prompt_version_save
 from trajectories.prompts import prompt_load
 from trajectories.stages import judge_prompt_build
 
