@@ -85,8 +85,8 @@ class ImpactReport:
     @property
     def baseline(self) -> float:
         """The holdout's success rate once it has MIN_PER_ARM judged
-        retrievals, else FALLBACK_BASELINE (the API's ``item_baseline``; items
-        are no longer flagged against it)."""
+        retrievals, else FALLBACK_BASELINE (the API's ``item_baseline``, shown
+        for reference: items are compared with their own withheld retrievals)."""
         if self.holdout.units >= MIN_PER_ARM:
             return self.holdout.rate
         return FALLBACK_BASELINE
