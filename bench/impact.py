@@ -154,7 +154,8 @@ def main() -> None:
 
     from memories.models import RetrievalEvent, RetrievalTally
     from tests import factories
-    from trajectories import lift
+    from trajectories.impact.items import item_outcomes
+    from trajectories.impact.report import bank_impact
     from trajectories.models import Trajectory
 
     bank, user = _seed(args.trajectories)
@@ -174,8 +175,8 @@ def main() -> None:
     in_process = []
     for _ in range(args.runs):
         started = time.perf_counter()
-        report = lift.bank_lift(bank=bank)
-        lift.item_outcomes(bank=bank, lift=report, limit=20)
+        report = bank_impact(bank=bank)
+        item_outcomes(bank=bank, report=report, limit=20)
         in_process.append((time.perf_counter() - started) * 1000)
 
     proc, base = start_server()
@@ -227,7 +228,7 @@ def main() -> None:
     print("| request | p50 ms | p95 ms |\n|---|---|---|")
     for name, p50, p95 in rows:
         print(f"| {name} | {p50:.1f} | {p95:.1f} |")
-    print(f"| in-process bank_lift + item_outcomes | {pct(in_process, 50):.1f} | {pct(in_process, 95):.1f} |")
+    print(f"| in-process bank_impact + item_outcomes | {pct(in_process, 50):.1f} | {pct(in_process, 95):.1f} |")
 
 
 if __name__ == "__main__":

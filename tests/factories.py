@@ -211,7 +211,7 @@ def bulk_items(bank, n: int, status=ItemStatus.PROPOSED) -> list[MemoryItem]:
     )
 
 
-# --- impact (trajectories.lift): retrievals by arm, with their trajectories ------------------
+# --- impact (trajectories.impact): retrievals by arm, with their trajectories ---------------
 
 
 def with_holdout(bank, fraction=0.5):

@@ -17,7 +17,10 @@ from ninja import Query, Router, Status
 
 from accounts.auth import TokenAuth, api_responses
 from reasoningbank_site.errors import Conflict, NotFound, TooLarge
-from trajectories import lift, otlp, selectors
+from trajectories import otlp, selectors
+from trajectories.impact.arms import ArmStats
+from trajectories.impact.items import item_outcomes
+from trajectories.impact.report import bank_impact, window_start
 from trajectories.models import Trajectory
 from trajectories.otlp.buffer import otlp_spans_ingest
 from trajectories.recording import batch, deletion, ingest
@@ -167,7 +170,7 @@ def trajectory_delete(request, trajectory_id: str):
 IMPACT_ITEMS = 20
 
 
-def _arm(stats: lift.ArmStats) -> dict:
+def _arm(stats: ArmStats) -> dict:
     return {
         "arm": stats.arm,
         "retrievals": stats.retrievals,
@@ -201,9 +204,9 @@ def _arm(stats: lift.ArmStats) -> dict:
     ),
 )
 def impact(request, days: int | None = Query(None, ge=1, le=3650, description="Window in days; omit for all time.")):
-    since = lift.window_start(days)
-    report = lift.bank_lift(bank=request.bank, since=since)
-    items = lift.item_outcomes(bank=request.bank, since=since, limit=IMPACT_ITEMS, lift=report)
+    since = window_start(days)
+    report = bank_impact(bank=request.bank, since=since)
+    items = item_outcomes(bank=request.bank, since=since, limit=IMPACT_ITEMS, report=report)
     d, found = report.difference, report.assessment
     return {
         "days": days,

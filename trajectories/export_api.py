@@ -15,8 +15,8 @@ from ninja import Field, Query, Router, Schema
 
 from accounts.auth import TokenAuth, api_responses
 from memories import selectors as memory_selectors
-from trajectories import datasets
 from trajectories.exports import export_name, jsonl_response
+from trajectories.judging import datasets
 
 router = Router(tags=["export"])
 

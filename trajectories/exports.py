@@ -20,7 +20,7 @@ from accounts.access import bank_for_user
 from accounts.models import Bank
 from memories import selectors as memory_selectors
 from memories.models import ItemStatus
-from trajectories import datasets
+from trajectories.judging import datasets
 from trajectories.models import Judgment, JudgmentSource, Trajectory
 
 

@@ -83,7 +83,7 @@ class Trajectory(models.Model):
     steps_purged_at = models.DateTimeField(null=True, blank=True)
     steps_purged_days = models.PositiveIntegerField(null=True, blank=True)  # the retention then in force
 
-    # The row is the queue entry (trajectories.dispatch): when a task for it was last handed to the
+    # The row is the queue entry (trajectories.pipeline.dispatch): when a task for it was last handed to the
     # broker. Set in the INSERT (ingest enqueues every new row); NULL when that publish failed, or
     # nothing is queued for it (awaiting_llm), so the dispatcher and the sweeper know what to send.
     enqueued_at = models.DateTimeField(null=True, blank=True, default=timezone.now)

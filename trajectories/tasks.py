@@ -8,14 +8,14 @@ from celery import shared_task
 from django.conf import settings
 
 from reasoningbank_site.celery import db_outage_retry
-from trajectories.experiments import experiment_fail, experiment_run
+from trajectories.judging.experiments import experiment_fail, experiment_run
 from trajectories.pipeline.llm import LLMTransientError
 from trajectories.pipeline.tasks import retry_countdown  # importing the module registers the pipeline's tasks
 
 
 @shared_task(bind=True, name="trajectories.experiment_run", ignore_result=True, acks_late=True, **db_outage_retry())
 def experiment_run_task(self, experiment_id: int) -> None:
-    """Run a judge experiment's cases (trajectories.experiments); progress is on its row."""
+    """Run a judge experiment's cases (trajectories.judging.experiments); progress is on its row."""
     try:
         experiment_run(experiment_id=experiment_id)
     except LLMTransientError as exc:

@@ -6,7 +6,7 @@ change appends; ``embedding`` keeps items searchable (inline embed, enqueue,
 refresh, sweeper); ``duplicates`` records supporting evidence (a lesson
 distilled again, an item merged in) on the item that holds it; ``imports``
 turns uploaded records into proposed items; ``experiences`` owns past tasks;
-``retrieval`` answers (and logs) what an agent is served, holdout arm included; ``tallies`` keeps the Impact report's sums; ``collaboration``
+``retrieval`` answers (and logs) what an agent is served, holdout arm included; ``impact_tallies`` keeps the Impact report's sums; ``collaboration``
 holds several reviewers together (the version check of a decision, presence, queue slices). Refusals are domain errors
 (``reasoningbank_site.errors``)."""
 
@@ -24,6 +24,14 @@ from memories.services.duplicates import (
 )
 from memories.services.embedding import memory_item_embed_refresh, memory_items_embed_pending
 from memories.services.experiences import experience_create
+from memories.services.impact_tallies import (
+    retrieval_outcome_change,
+    retrieval_outcomes_apply,
+    retrieval_tallies_compact,
+    retrieval_tallies_rebuild,
+    retrievals_lock_for_outcomes,
+    retrievals_locked_for_outcomes,
+)
 from memories.services.imports import IMPORT_MAX_ITEMS, ImportReport, memory_items_import
 from memories.services.items import (
     ProposedItem,
@@ -48,14 +56,6 @@ from memories.services.retrieval import (
     retrieval_warm_up,
 )
 from memories.services.reverts import memory_item_last_decision, memory_item_revert
-from memories.services.tallies import (
-    retrieval_outcome_change,
-    retrieval_outcomes_apply,
-    retrieval_tallies_compact,
-    retrieval_tallies_rebuild,
-    retrievals_lock_for_outcomes,
-    retrievals_locked_for_outcomes,
-)
 from memories.services.transitions import ITEM_REVERTS, ITEM_TRANSITIONS, item_status_move
 
 __all__ = [

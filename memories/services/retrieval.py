@@ -27,7 +27,7 @@ from memories.selectors.retrieval import (
     experiences_search,
     system_block_render,
 )
-from memories.services.tallies import retrieval_tally_for
+from memories.services.impact_tallies import retrieval_tally_for
 from reasoningbank_site.after_response import after_response
 from reasoningbank_site.db import insert_without_waiting_for_disk
 from reasoningbank_site.errors import Invalid

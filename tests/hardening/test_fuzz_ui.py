@@ -30,8 +30,8 @@ from accounts.services import BANK_SETTINGS
 from memories.services import review_assignment_create
 from tests import factories
 from trajectories.comments import comment_add
+from trajectories.judging.prompt_versions import prompt_version_save
 from trajectories.models import Experiment, ExperimentStatus
-from trajectories.prompt_versions import prompt_version_save
 from trajectories.prompts import prompt_load
 
 HOSTILE = {

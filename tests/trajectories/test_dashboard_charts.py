@@ -1,4 +1,4 @@
-"""Issue 13, the dashboard's charts: the per-day / per-week series from real
+"""The dashboard's charts: the per-day / per-week series from real
 rows (items moved through the review services, trajectories and judgments
 dated by updating their timestamps), the n/a rule for rates from too few
 cases, the SVG the dashboard draws from them, the bounded query count, and

@@ -12,9 +12,9 @@ from memories.services import memory_item_approve, memory_item_reject
 from tests.factories import process_trajectory, propose_item, record_verdict
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
 from trajectories import prompting
-from trajectories.datasets import judge_eval_rows
-from trajectories.few_shot import in_holdout
 from trajectories.ingest import normalize_trajectory
+from trajectories.judging.datasets import judge_eval_rows
+from trajectories.judging.few_shot import in_holdout
 from trajectories.models import JudgmentSource, Status, Trajectory
 from trajectories.prompts import NAMES, prompt_load
 

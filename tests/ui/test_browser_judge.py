@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from tests import factories
-from tests.trajectories.test_experiments import CANDIDATE_MARK, judge_by_version, labelled
+from tests.trajectories.judging.test_experiments import CANDIDATE_MARK, judge_by_version, labelled
+from trajectories.judging.prompt_versions import prompt_active
 from trajectories.models import Experiment, PromptVersion
-from trajectories.prompt_versions import prompt_active
 from trajectories.prompts import prompt_load
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

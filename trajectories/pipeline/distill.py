@@ -12,13 +12,13 @@ from memories.embeddings import embeddings_prefetched, item_embedding_text
 from memories.models import ItemOrigin
 from memories.services import ProposedItem, experience_create, memory_items_propose
 from reasoningbank_site.text import counted
-from trajectories.few_shot import distill_examples
+from trajectories.judging.few_shot import distill_examples
+from trajectories.judging.prompt_versions import FEW_SHOT_SUFFIX, prompt_active_among
 from trajectories.models import Label, Status, Trajectory
 from trajectories.pipeline.llm import distill_model_for
 from trajectories.pipeline.llm_calls import DISTILL_CALL, items_parser, llm_ask
 from trajectories.pipeline.rows import DISTILLING_DETAIL, trajectory_row
 from trajectories.pipeline.transitions import trajectory_move, trajectory_take
-from trajectories.prompt_versions import FEW_SHOT_SUFFIX, prompt_active_among
 from trajectories.prompting import render_trajectory
 from trajectories.prompts import prompt_fill
 

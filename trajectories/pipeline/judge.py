@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from trajectories.few_shot import judge_examples
+from trajectories.judging.few_shot import judge_examples
+from trajectories.judging.prompt_versions import (
+    FEW_SHOT_SUFFIX,
+    ActivePrompt,
+    active_prompt_versions,
+    prompt_active_among,
+)
 from trajectories.models import JudgmentSource, PromptName, Status, Trajectory
 from trajectories.parsing import parse_judge_answer
 from trajectories.pipeline.commits import commit_without_waiting_for_disk
@@ -20,7 +26,6 @@ from trajectories.pipeline.llm import judge_model_for
 from trajectories.pipeline.llm_calls import JUDGE_CALL, llm_ask
 from trajectories.pipeline.rows import DISTILLING_DETAIL, trajectory_row
 from trajectories.pipeline.transitions import trajectory_move, trajectory_move_on, trajectory_take
-from trajectories.prompt_versions import FEW_SHOT_SUFFIX, ActivePrompt, active_prompt_versions, prompt_active_among
 from trajectories.prompting import render_trajectory
 from trajectories.prompts import prompt_fill
 from trajectories.recording.judgments import judgment_record

@@ -10,13 +10,13 @@ from memories.models import Experience, ItemOrigin
 from memories.services import ProposedItem, experience_create, memory_items_propose
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.text import counted
+from trajectories.judging.prompt_versions import prompt_active
 from trajectories.models import PromptName, Status, Trajectory
 from trajectories.pipeline.distill import step_indexes
 from trajectories.pipeline.llm import distill_model_for, llm_configured
 from trajectories.pipeline.llm_calls import CONTRAST_CALL, items_parser, llm_ask
 from trajectories.pipeline.rows import NO_LLM_DETAIL
 from trajectories.pipeline.transitions import trajectory_move, trajectory_move_many
-from trajectories.prompt_versions import prompt_active
 from trajectories.prompting import render_group
 from trajectories.prompts import prompt_fill
 

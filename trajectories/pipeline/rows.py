@@ -6,8 +6,8 @@ from __future__ import annotations
 from django.db.models import JSONField
 from django.db.models.expressions import RawSQL
 
+from trajectories.judging.prompt_versions import active_prompt_versions
 from trajectories.models import Judgment, JudgmentSource, Trajectory
-from trajectories.prompt_versions import active_prompt_versions
 
 NO_LLM_DETAIL = "No LLM endpoint is configured (RB_LLM_BASE_URL); it resumes when one is set. Humans can judge it and write items meanwhile."
 DISTILLING_DETAIL = "Distilling memory items."

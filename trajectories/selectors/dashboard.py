@@ -15,7 +15,7 @@ from django.utils import timezone
 from accounts.models import Bank
 from memories.models import ItemStatus, MemoryItem, MemoryItemVersion
 from reasoningbank_site.text import counted
-from trajectories.lift_stats import wilson_interval
+from trajectories.impact.statistics import wilson_interval
 from trajectories.models import Judgment, JudgmentSource, Label, Status, Trajectory
 
 

@@ -1,4 +1,4 @@
-"""Reads for long trajectories (issue 13): one page of a trajectory's steps
+"""Reads for long trajectories: one page of a trajectory's steps
 under a filter (a step kind, its errors, its cited steps) with jumps to its
 errors, cited steps and last step wherever they are; and a MaTTS group's
 rollouts side by side with the contrast items distilled from them."""

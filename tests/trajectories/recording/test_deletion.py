@@ -11,7 +11,7 @@ from django.urls import reverse
 from accounts.models import AuditEvent, Role
 from memories.models import Experience, RetrievalEvent
 from tests import factories
-from trajectories import lift
+from trajectories.impact.report import bank_impact
 from trajectories.models import Judgment, Status, Trajectory
 from trajectories.recording.judgments import retrieval_outcomes_rebuild, trajectory_relabel
 
@@ -94,15 +94,15 @@ def test_api_delete_of_another_bank_or_unknown_or_in_flight(client, bank, token,
 def test_api_delete_takes_its_outcome_out_of_the_impact_report(client, bank, token):
     events = factories.make_arm(bank, "treatment", successes=2, failures=1, fraction=0.2)
     factories.make_arm(bank, "holdout", successes=1, fraction=0.2)
-    before = lift.bank_lift(bank=bank).treatment
+    before = bank_impact(bank=bank).treatment
     assert (before.judged, before.successes) == (3, 2)
     gone = Trajectory.objects.get(retrieval=events[0])  # a success
     assert _delete(client, gone.public_id, token).status_code == 200
-    after = lift.bank_lift(bank=bank).treatment
+    after = bank_impact(bank=bank).treatment
     assert (after.judged, after.successes) == (2, 1)
     assert RetrievalEvent.objects.filter(pk=events[0].pk, linked=0, judged=0, successes=0, query="").exists()
     retrieval_outcomes_rebuild(bank=bank)  # the counters agree with a rebuild from the rows
-    rebuilt = lift.bank_lift(bank=bank).treatment
+    rebuilt = bank_impact(bank=bank).treatment
     assert (rebuilt.judged, rebuilt.successes) == (2, 1)
 
 

@@ -14,9 +14,10 @@ import pytest
 
 from memories.models import ItemSide, RetrievalEvent, RetrievalTally
 from memories.services import retrieval_tallies_compact
-from memories.services.tallies import retrieval_tally_created
+from memories.services.impact_tallies import retrieval_tally_created
 from tests.factories import make_items, with_holdout
-from trajectories import lift
+from trajectories.impact.items import ItemComparison, item_outcomes
+from trajectories.impact.report import bank_impact, window_start
 from trajectories.models import JudgmentSource, Trajectory
 from trajectories.recording.ingest import trajectory_ingest
 from trajectories.recording.judgments import judgment_record, retrieval_outcomes_rebuild
@@ -26,8 +27,8 @@ STEPS = [{"kind": "action", "content": "search"}, {"kind": "answer", "content": 
 
 def snapshot(bank) -> dict:
     """What a user reads on the page: both arms, the difference, each item's sides."""
-    report = lift.bank_lift(bank=bank)
-    items = lift.item_outcomes(bank=bank, lift=report)
+    report = bank_impact(bank=bank)
+    items = item_outcomes(bank=bank, report=report)
     arms = {
         name: (s.retrievals, s.triggered, s.units, round(s.y_sum, 9), round(s.y_sq_sum, 9), s.trajectories)
         for name, s in (("treatment", report.treatment), ("holdout", report.holdout))
@@ -178,9 +179,9 @@ def test_per_item_randomisation_compares_served_with_left_out_and_ignores_the_ho
     Trajectory.objects.bulk_create(Trajectory(bank=bank, task="t", retrieval=e, verdict="failure") for e in holdout)
     retrieval_outcomes_rebuild(bank=bank)
 
-    report = lift.bank_lift(bank=bank)
-    rows = {o.public_id: o for o in lift.item_outcomes(bank=bank, lift=report)}
-    assert report.item_comparison == lift.ItemComparison.RANDOMISED
+    report = bank_impact(bank=bank)
+    rows = {o.public_id: o for o in item_outcomes(bank=bank, report=report)}
+    assert report.item_comparison == ItemComparison.RANDOMISED
     bad = rows[hurting.public_id]
     assert (bad.served_units, bad.withheld_units) == (30, 30)  # the 30 holdout retrievals are not its "withheld"
     assert bad.difference == pytest.approx(6 / 30 - 21 / 30)
@@ -199,9 +200,9 @@ def test_without_per_item_randomisation_items_are_compared_with_the_holdout_arm(
     )
     Trajectory.objects.bulk_create(Trajectory(bank=bank, task="t", retrieval=e, verdict="success") for e in events)
     retrieval_outcomes_rebuild(bank=bank)
-    report = lift.bank_lift(bank=bank)
-    (row,) = lift.item_outcomes(bank=bank, lift=report)
-    assert report.item_comparison == lift.ItemComparison.HOLDOUT_ARM
+    report = bank_impact(bank=bank)
+    (row,) = item_outcomes(bank=bank, report=report)
+    assert report.item_comparison == ItemComparison.HOLDOUT_ARM
     assert (row.served_units, row.withheld_units) == (12, 10)
     assert RetrievalTally.objects.filter(item=item.public_id, side=ItemSide.HOLDOUT).exists()
 
@@ -227,10 +228,10 @@ def test_a_fraction_changed_and_changed_back_within_a_day_starts_the_period_at_m
     stamped(bank, 0.5, at(day, 11))  # the second 0.5 period starts here, on the same day
     stamped(bank, 0.5, at(day + timedelta(days=1), 9), arm="holdout")
     retrieval_outcomes_rebuild(bank=bank)
-    period = lift.bank_lift(bank=bank).period
+    period = bank_impact(bank=bank).period
     # That day's tallies hold both 0.5 periods, so only the days after it are compared.
     assert period.fraction == 0.5 and period.after == at(day + timedelta(days=1), 0)
-    report = lift.bank_lift(bank=bank)
+    report = bank_impact(bank=bank)
     assert (report.treatment.retrievals, report.holdout.retrievals, report.period.excluded) == (0, 1, 3)
 
 
@@ -242,25 +243,25 @@ def test_a_period_that_starts_mid_day_keeps_that_day(bank):
     stamped(bank, 0.2, at(day, 11))
     stamped(bank, 0.2, at(day, 12), arm="holdout")
     retrieval_outcomes_rebuild(bank=bank)
-    report = lift.bank_lift(bank=bank)
+    report = bank_impact(bank=bank)
     assert report.period.fraction == 0.2 and report.period.after == at(day, 9)
     assert (report.treatment.retrievals, report.holdout.retrievals, report.period.excluded) == (1, 1, 2)
 
 
 def test_windows_start_at_midnight_utc():
     now = datetime(2026, 5, 10, 15, 30, tzinfo=UTC)
-    assert lift.window_start(7, now=now) == datetime(2026, 5, 3, tzinfo=UTC)
-    assert lift.window_start(None, now=now) is None
+    assert window_start(7, now=now) == datetime(2026, 5, 3, tzinfo=UTC)
+    assert window_start(None, now=now) is None
 
 
 def test_report_queries_do_not_grow_with_data(bank, django_assert_max_num_queries):
     live_bank(bank, 3)
     with django_assert_max_num_queries(6):
-        report = lift.bank_lift(bank=bank)
+        report = bank_impact(bank=bank)
     with django_assert_max_num_queries(2):  # the tallies' aggregate and the items' titles
-        lift.item_outcomes(bank=bank, lift=report)
+        item_outcomes(bank=bank, report=report)
     live_bank(bank, 4)  # twice the data, and a second batch of items
     with django_assert_max_num_queries(6):
-        report = lift.bank_lift(bank=bank)
+        report = bank_impact(bank=bank)
     with django_assert_max_num_queries(2):
-        assert lift.item_outcomes(bank=bank, lift=report)
+        assert item_outcomes(bank=bank, report=report)

@@ -1,4 +1,4 @@
-"""Experiments (trajectories.experiments): the fake LLM answers differently
+"""Experiments (trajectories.judging.experiments): the fake LLM answers differently
 per prompt version, so each judge's agreement with the reviewers is known in
 advance; the held-out split, resuming, failing, promoting; the Judge page by
 role; and the dashboard's agreement and distillation per version."""
@@ -17,10 +17,10 @@ from memories.services import memory_item_approve, memory_item_edit, memory_item
 from reasoningbank_site.errors import Conflict, Invalid
 from tests.factories import make_member, propose_item, record_verdict
 from tests.fake_llm import Scripted
-from trajectories.experiments import arm_result, experiment_promote, experiment_run, experiment_start
-from trajectories.few_shot import in_holdout
+from trajectories.judging.experiments import arm_result, experiment_promote, experiment_run, experiment_start
+from trajectories.judging.few_shot import in_holdout
+from trajectories.judging.prompt_versions import prompt_active, prompt_version_save
 from trajectories.models import Experiment, ExperimentStatus, JudgmentSource
-from trajectories.prompt_versions import prompt_active, prompt_version_save
 from trajectories.prompts import prompt_load
 from trajectories.selectors import distill_outcomes_by_version, judge_agreement_by_version
 

@@ -1,5 +1,5 @@
 """Simulated banks with known effects, analysed by the real statistics
-(trajectories.lift_stats.assess and item_effects), to check what the Impact
+(trajectories.impact: verdicts.assess and statistics.item_effects), to check what the Impact
 page promises: interval coverage, false verdicts under continuous
 monitoring, false per-item flags, and power.
 
@@ -10,17 +10,27 @@ retrievals send back a MaTTS-style group of 2–4 trajectories of the same
 task. Treatment adds ``effect`` to the success probability, and each served
 item adds its own effect. Pure Python with a seeded ``random.Random``.
 
-Run the full harness (the README table):
-``python -m trajectories.lift_simulation --banks 2000``."""
+Run the full harness (the table in the docs):
+
+    .venv/bin/python bench/impact_simulation.py --banks 2000
+
+tests/bench/test_impact_simulation.py runs it fast and seeded."""
 
 from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
-from trajectories.lift_stats import ArmSums, Decision, assess, item_effects
+# Run as a script, the app's packages are one level up.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from trajectories.impact.arms import ArmSums
+from trajectories.impact.statistics import item_effects
+from trajectories.impact.verdicts import Decision, assess
 
 FRACTIONS = (0.1, 0.2, 0.5)
 TOPICS = 6
@@ -149,7 +159,7 @@ def peeking(banks: int, seed: int = 2, judged: int = 2000, look_every: int = 50)
     """No effect; look after every ``look_every`` judged trajectories up to
     ``judged`` and stop at the first verdict: the share of banks ever told
     "helps" or "hurts" — by the page's rule, and (for contrast) by the
-    fixed-horizon interval with 30 retrievals per arm, the old rule."""
+    fixed-horizon interval with 30 retrievals per arm, a naive rule."""
     rng = random.Random(seed)
     false_verdicts = false_fixed = 0
     for n in range(banks):

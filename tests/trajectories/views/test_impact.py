@@ -144,7 +144,7 @@ def test_query_count_does_not_grow_with_data(client, owner, bank, django_assert_
         make_arm(bank, "treatment", successes=5, failures=5, items=items[n : n + 3])
         make_arm(bank, "holdout", successes=3, failures=7, items=items[n : n + 3])
     client.force_login(owner)
-    # session + user, membership, bank, 4 lift queries (period ×2, arms, excluded), item aggregate, item titles.
+    # session + user, membership, bank, 4 report queries (period ×2, arms, excluded), item aggregate, item titles.
     with django_assert_max_num_queries(10):
         response = client.get(impact_url(bank))
     assert len(response.context["items"]) == 30

@@ -1,9 +1,13 @@
 """The Impact report's maintained sums (RetrievalTally): what a retrieval, a
 trajectory linked to it and a change of its verdict add, appended as signed
 rows; their compaction (beat); and a rebuild from the retrievals' counters.
+The report reads them in trajectories.impact.tallies. It lives in memories,
+not in trajectories.impact, because retrieval_perform (memories) appends a
+retrieval's row in the retrieval's own statement and memories never imports
+trajectories.
 
 A retrieval's outcome lives on its RetrievalEvent (``linked``, ``judged``,
-``successes``, ``steps``); trajectories.services changes it through
+``successes``, ``steps``); trajectories.recording changes it through
 ``retrieval_outcome_change`` (``retrieval_outcomes_apply`` for many at once:
 an ingested batch) — the one place a verdict reaches the report — with the
 retrieval row locked, so the per-retrieval success share ``y`` moves
@@ -95,14 +99,14 @@ COUNTERS = ("linked", "judged", "successes", "steps")
 
 def retrievals_lock_for_outcomes(retrievals: QuerySet[RetrievalEvent]) -> list[RetrievalEvent]:
     """Lock ``retrievals`` in primary-key order (two callers taking the same
-    rows in different orders would deadlock: issue 17) and load what
+    rows in different orders would deadlock) and load what
     retrieval_outcomes_apply reads. Call inside a transaction."""
     return list(retrievals_locked_for_outcomes(retrievals))
 
 
 def retrievals_locked_for_outcomes(retrievals: QuerySet[RetrievalEvent]) -> QuerySet[RetrievalEvent]:
     """The queryset retrievals_lock_for_outcomes runs, unevaluated: for a
-    statement compiled once (db.instances_fetched, issue 14)."""
+    statement compiled once (db.instances_fetched)."""
     return retrievals.select_for_update().only(*OUTCOME_FIELDS).order_by("pk")
 
 
@@ -150,7 +154,7 @@ def retrieval_outcomes_apply(*, events: list[RetrievalEvent], changes: dict[int,
 
 def _counters_save(events: list[RetrievalEvent]) -> None:
     """One UPDATE writing the outcome counters of ``events`` (Django's
-    bulk_update builds a CASE per column and row: 70 ms for 34 rows)."""
+    bulk_update builds a CASE per column and row, slow for a batch)."""
     sql = (
         f"UPDATE {RetrievalEvent._meta.db_table} AS r SET "
         + ", ".join(f"{name} = v.{name}" for name in COUNTERS)
@@ -277,7 +281,7 @@ GROUP BY 1, 2, 3, 4, 5, 6
 def retrieval_tallies_rebuild(*, bank_id: int) -> None:
     """Replace a bank's tallies with sums computed from its retrievals'
     counters (after a bulk load, or to repair). The counters themselves are
-    trajectories' to rebuild (trajectories.services.retrieval_outcomes_rebuild)."""
+    trajectories' to rebuild (trajectories.recording.judgments.retrieval_outcomes_rebuild)."""
     RetrievalTally.objects.filter(bank_id=bank_id).delete()
     sql = _REBUILD_SQL.format(retrieval=RetrievalEvent._meta.db_table, tally=RetrievalTally._meta.db_table)
     params = {

@@ -2,7 +2,7 @@
 on or off) agree with the bank's reviewers more than the current one?
 
 Both judges read the same cases: the bank's human-judged trajectories of the
-held-out split (trajectories.few_shot.in_holdout), which few-shot examples
+held-out split (trajectories.judging.few_shot.in_holdout), which few-shot examples
 never come from, so a candidate cannot score by having seen the answers. The
 human verdict is the truth; per judge we report accuracy, the false-success
 rate (judged success where the reviewer said failure — the costly error) and
@@ -25,13 +25,18 @@ from accounts.models import Bank
 from accounts.services import audit_record, bank_update_settings
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.errors import Conflict, Invalid, Unavailable
-from trajectories.few_shot import HOLDOUT_PERCENT, human_labelled, in_holdout
+from trajectories.judging.few_shot import HOLDOUT_PERCENT, human_labelled, in_holdout
+from trajectories.judging.prompt_versions import (
+    prompt_active,
+    prompt_default_restore,
+    prompt_of,
+    prompt_version_activate,
+)
 from trajectories.models import Experiment, ExperimentStatus, Label, PromptName, PromptVersion, Trajectory
 from trajectories.parsing import parse_judge_answer
 from trajectories.pipeline.judge import judge_prompt_build
 from trajectories.pipeline.llm import LLMPermanentError, chat, llm_configured
 from trajectories.pipeline.llm_calls import JUDGE_REMINDER
-from trajectories.prompt_versions import prompt_active, prompt_default_restore, prompt_of, prompt_version_activate
 from trajectories.selectors import Rate
 
 log = logging.getLogger(__name__)

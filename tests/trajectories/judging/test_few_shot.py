@@ -1,4 +1,4 @@
-"""Reviewers' decisions as few-shot examples (trajectories.few_shot): chosen
+"""Reviewers' decisions as few-shot examples (trajectories.judging.few_shot): chosen
 by similarity, never the trajectory at hand, its task_id or the held-out
 split, bounded in characters, recorded as ``+fs`` in the version, and off
 unless the bank turns them on (a validated setting)."""
@@ -15,7 +15,7 @@ from memories.models import ItemStatus
 from memories.services import memory_item_approve, memory_item_reject
 from tests.factories import process_trajectory, propose_item, record_verdict
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE
-from trajectories.few_shot import distill_examples, in_holdout, judge_examples
+from trajectories.judging.few_shot import distill_examples, in_holdout, judge_examples
 from trajectories.models import JudgmentSource
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]

@@ -9,9 +9,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tests import factories
+from trajectories.judging.prompt_versions import prompt_of, prompt_version_save
 from trajectories.models import JudgmentSource, PromptName, Trajectory
 from trajectories.pipeline.judge import judge_prompt_build
-from trajectories.prompt_versions import prompt_of, prompt_version_save
 from trajectories.prompts import prompt_load
 
 CHAT_API = "/api/v1/export/chat.jsonl"

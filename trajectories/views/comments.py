@@ -1,6 +1,5 @@
-"""HTML views for several reviewers (issue 13) that span items and
-trajectories: comments on an item or a trajectory (viewers read, reviewers
-write, authors delete their own) and the per-reviewer statistics page.
+"""Comments on an item or a trajectory (session auth): viewers read,
+reviewers write, authors delete their own.
 
 The comments block is loaded into the item page, the focus view and the
 trajectory page by htmx (``trajectories/comments_slot.html``); without
@@ -13,7 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_http_methods
 
 from accounts.access import bank_for_user
 from accounts.models import Role
@@ -24,7 +23,6 @@ from reasoningbank_site.views_helpers import post_action
 from trajectories import selectors
 from trajectories.comments import comment_add, comment_delete, comments_on
 from trajectories.models import COMMENT_MAX, Comment, Trajectory
-from trajectories.selectors.reviewers import BAR_STEP, CHART_HEIGHT, MIN_CASES, PERIODS, reviewer_stats
 
 COMMENTS_TEMPLATE = "trajectories/comments.html"
 
@@ -124,23 +122,3 @@ def comment_remove(request, bank_id, comment_id):
             "trajectories:trajectory_comments", bank_id=bank.public_id, trajectory_id=comment.trajectory.public_id
         )
     return _comments_answer(request, bank, membership, item=comment.item, trajectory=comment.trajectory, error=error)
-
-
-@login_required
-@require_GET
-def reviewers(request, bank_id):
-    """Per-reviewer statistics over the last 14 or 30 days."""
-    bank, membership = bank_for_user(request, bank_id)
-    days = int(request.GET["days"]) if request.GET.get("days") in {str(p) for p in PERIODS} else PERIODS[0]
-    rows = reviewer_stats(bank=bank, days=days)
-    context = {
-        "bank": bank,
-        "membership": membership,
-        "rows": rows,
-        "days": days,
-        "periods": PERIODS,
-        "min_cases": MIN_CASES,
-        "chart_height": CHART_HEIGHT,
-        "chart_width": days * BAR_STEP,
-    }
-    return render(request, "trajectories/reviewers.html", context)

@@ -6,7 +6,7 @@ active, and going back to the default. Every change is audited.
 The version string a Judgment or MemoryItem records says exactly which words
 were used: ``judge/v1`` for the default file, ``judge@bank-7-v3`` for the
 bank's third version, with ``+fs`` appended when reviewers' decisions were
-shown as examples (trajectories.few_shot)."""
+shown as examples (trajectories.judging.few_shot)."""
 
 from __future__ import annotations
 

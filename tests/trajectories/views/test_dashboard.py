@@ -1,0 +1,37 @@
+"""The dashboard page through Django's test client: its empty state, its
+counts and judge agreement, and the refresh of its live region."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+
+from tests.factories import make_done_trajectory, propose_item
+from trajectories.models import Judgment
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def test_dashboard_empty_state_and_llm_notice(client, owner, bank, settings):
+    settings.RB_LLM_BASE_URL = ""
+    client.force_login(owner)
+    html = client.get(reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})).content.decode()
+    assert "curl -X POST http://testserver/api/v1/trajectories" in html
+    assert reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id}) in html
+    assert "awaiting_llm" in html
+
+
+def test_dashboard_counts_and_agreement(client, owner, bank):
+    agree, disagree = make_done_trajectory(bank), make_done_trajectory(bank, status="awaiting_llm")
+    make_done_trajectory(bank, status="needs_attention")
+    for t, human in ((agree, "success"), (disagree, "failure")):
+        Judgment.objects.create(trajectory=t, source="llm", label="success", prompt_version="v1")
+        Judgment.objects.create(trajectory=t, source="human", label=human, author=owner)
+    propose_item(bank, agree)
+    client.force_login(owner)
+    url = reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})
+    html = client.get(url).content.decode()
+    # Two cases are too few for a rate: n/a, with the counts (never "0%" from one case).
+    assert '<p class="stat">n/a</p>' in html and "agree on 1 of 2 trajectories" in html
+    assert "curl -X POST" not in html
+    live = client.get(url, HTTP_HX_TARGET="live", **HTMX).content.decode()
+    assert live.lstrip().startswith('<div id="live"') and 'hx-trigger="every 5s"' in live

@@ -1,0 +1,47 @@
+"""The per-reviewer statistics page through Django's test client."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+
+from memories import services as memory_services
+from memories.models import MemoryItem
+from tests.factories import bulk_items
+from trajectories.models import JudgmentSource, Trajectory
+from trajectories.recording.judgments import judgment_record
+
+
+def _row(html: str, username: str) -> str:
+    return html.split(f'data-reviewer="{username}"')[1].split("</tr>")[0]
+
+
+def test_reviewer_stats_count_decisions_and_agreement_with_cases(client, bank, owner, alice, bob, viewer):
+    items = bulk_items(bank, 3)
+    for item in items:
+        memory_services.memory_item_approve(item=item, author=alice)
+    for item in items[:2]:  # bob overturns two of alice's approvals
+        memory_services.memory_item_archive(item=MemoryItem.objects.get(pk=item.pk), author=bob)
+    trajectories = [Trajectory.objects.create(bank=bank, task=f"task {n}", steps=[]) for n in range(5)]
+    for n, t in enumerate(trajectories):
+        judge_said = "failure" if n == 4 else "success"
+        judgment_record(trajectory=t, source=JudgmentSource.LLM, label=judge_said, prompt_version="judge/v1")
+        judgment_record(trajectory=t, source=JudgmentSource.HUMAN, label="success", author=alice)
+    for n, t in enumerate(trajectories[:4]):  # bob agrees on three verdicts, not on the fourth
+        judgment_record(trajectory=t, source=JudgmentSource.HUMAN, label="failure" if n == 3 else "success", author=bob)
+
+    client.force_login(viewer)
+    html = client.get(reverse("trajectories:reviewers", kwargs={"bank_id": bank.public_id})).content.decode()
+
+    alice_row, bob_row, owner_row = _row(html, "alice"), _row(html, "bob"), _row(html, "owner")
+    assert 'data-reviewer="viewer' not in html  # viewers do not review
+    # alice: 3 approvals; 2 overturned (disagree) + 3 verdicts agreed + 1 not = 6 cases, 3 agree
+    assert "<td data-peers>50% (3 of 6)</td>" in alice_row
+    assert "<td data-judge>80% (4 of 5)</td>" in alice_row  # the judge said failure once
+    assert '<td class="num">3</td><td class="num">0</td><td class="num">0</td>' in alice_row
+    assert "<td data-peers>50% (3 of 6)</td>" in bob_row
+    assert "<td data-judge>n/a (4 cases)</td>" in bob_row  # 3 of 4: too few to state a share
+    assert "<td data-judge>n/a (0 cases)</td>" in owner_row and "0%" not in owner_row
+    assert "8 decisions in 14 days, at most 8 a day" in alice_row  # 3 approvals + 5 verdicts, all today
+    assert alice_row.count("<rect") == 1
+    thirty = client.get(reverse("trajectories:reviewers", kwargs={"bank_id": bank.public_id}), {"days": "30"})
+    assert "in 30 days" in _row(thirty.content.decode(), "alice")

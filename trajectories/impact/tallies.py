@@ -1,0 +1,202 @@
+"""Reads of the Impact report's maintained sums (memories.RetrievalTally,
+written by memories.services.impact_tallies): the holdout-fraction period to
+compare, and the period's sums per arm and per item and side. A few rows per
+day and item, so nothing here reads the trajectories, and each query reads at
+most a day of retrievals."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+
+from django.db import connection
+from django.db.models import Q
+
+from accounts.models import Bank
+from memories.models import Arm, RetrievalEvent, RetrievalTally
+from trajectories.impact.arms import ArmStats, percent
+
+
+@dataclass
+class Period:
+    """The holdout-fraction period analysed: retrievals assigned with
+    ``fraction`` (None: recorded before fractions were), created after
+    ``after`` (None: from the first). ``excluded`` retrievals of the window
+    belong to other periods and are not compared."""
+
+    fraction: float | None = None
+    after: datetime | None = None
+    excluded: int = 0
+    first_day: date | None = None  # the first UTC day summed (the day of ``after``, or the next)
+
+    @property
+    def fraction_pct(self) -> float | None:
+        return percent(self.fraction)
+
+
+def window_days(since: datetime | None, until: datetime | None) -> tuple[date | None, date | None]:
+    """The window as whole UTC days: [first, last) (a partial day at ``since``
+    counts whole; one at ``until`` does not)."""
+    return (
+        since.astimezone(UTC).date() if since is not None else None,
+        until.astimezone(UTC).date() if until is not None else None,
+    )
+
+
+def _day_bounds(day: date) -> tuple[datetime, datetime]:
+    start = datetime.combine(day, time.min, tzinfo=UTC)
+    return start, start + timedelta(days=1)
+
+
+def _tallies(bank: Bank, first: date | None, last: date | None):
+    tallies = RetrievalTally.objects.filter(bank=bank)
+    if first is not None:
+        tallies = tallies.filter(day__gte=first)
+    if last is not None:
+        tallies = tallies.filter(day__lt=last)
+    return tallies
+
+
+def _same_fraction(fraction: float | None) -> Q:
+    return Q(holdout_fraction__isnull=True) if fraction is None else Q(holdout_fraction=fraction)
+
+
+def latest_period(bank: Bank, first: date | None, last: date | None) -> Period | None:
+    """The latest holdout-fraction period of the window with a holdout (or
+    with fractions not recorded); None when every retrieval of the window was
+    assigned with fraction 0. The days come from the tallies and the exact
+    moments from that day's retrievals, so every query reads at most a day of
+    retrievals (the index on bank, created_at). A period starts at ``after``,
+    the last change; when that day also had retrievals of an earlier period
+    with the same fraction (A → B → A in one day), it starts at the next
+    midnight instead, since a day's tallies cannot be split."""
+    arm_rows = _tallies(bank, first, last).filter(item__isnull=True, retrievals__gt=0)
+    holdout_on = Q(holdout_fraction__isnull=True) | Q(holdout_fraction__gt=0)
+    latest_day = arm_rows.filter(holdout_on).order_by("-day").values_list("day", flat=True).first()
+    if latest_day is None:
+        return None
+    start, end = _day_bounds(latest_day)
+    events = RetrievalEvent.objects.filter(bank=bank)
+    latest = (
+        events.filter(holdout_on, created_at__gte=start, created_at__lt=end)
+        .order_by("-created_at", "-id")
+        .values_list("holdout_fraction", "created_at")
+        .first()
+    )
+    if latest is None:  # tallies without their retrievals (deleted): nothing to compare
+        return None
+    fraction, at = latest
+    other_days = (
+        arm_rows.filter(day__lte=latest_day)
+        .exclude(_same_fraction(fraction))
+        .order_by("-day")
+        .values_list("day", flat=True)
+        .distinct()[:2]
+    )
+    boundary = None
+    for day in other_days:  # the latest day may hold other fractions only after `at`: then the day before
+        day_start, day_end = _day_bounds(day)
+        boundary = (
+            events.filter(created_at__gte=day_start, created_at__lt=min(day_end, at))
+            .exclude(_same_fraction(fraction))
+            .order_by("-created_at")
+            .values_list("created_at", flat=True)
+            .first()
+        )
+        if boundary is not None:
+            break
+    period = Period(fraction=fraction, after=boundary)
+    if boundary is not None:
+        day_start, day_end = _day_bounds(boundary.astimezone(UTC).date())
+        period.first_day = day_start.date()
+        if events.filter(_same_fraction(fraction), created_at__gte=day_start, created_at__lt=boundary).exists():
+            period.first_day, period.after = day_end.date(), day_end
+    return period
+
+
+def _in_period(period: Period | None, params: dict) -> str:
+    """SQL: whether a tally row belongs to ``period`` (fills ``params``)."""
+    if period is None:
+        return "true"
+    condition = "holdout_fraction IS NULL" if period.fraction is None else "holdout_fraction = %(fraction)s"
+    params["fraction"] = period.fraction
+    if period.first_day is not None:
+        condition += " AND day >= %(first_day)s"
+        params["first_day"] = period.first_day
+    return condition
+
+
+def _window_sql(first: date | None, last: date | None, params: dict) -> str:
+    where = "bank_id = %(bank)s"
+    if first is not None:
+        where += " AND day >= %(first)s"
+        params["first"] = first
+    if last is not None:
+        where += " AND day < %(last)s"
+        params["last"] = last
+    return where
+
+
+# Per arm: the window's tallies split into the period's and the others
+# (whose retrievals are only counted as excluded).
+_ARMS_SQL = """
+SELECT arm, ({in_period}) AS in_period,
+       SUM(retrievals), SUM(triggered), SUM(units), SUM(y_sum), SUM(y_sq_sum),
+       SUM(trajectories), SUM(judged), SUM(successes), SUM(steps)
+FROM {tally}
+WHERE {window} AND item IS NULL
+GROUP BY 1, 2
+"""
+
+
+def arm_sums(bank: Bank, first: date | None, last: date | None, period: Period | None) -> tuple[dict, int]:
+    """The period's arms, and how many of the window's retrievals are outside it."""
+    params = {"bank": bank.pk}
+    sql = _ARMS_SQL.format(
+        tally=RetrievalTally._meta.db_table,
+        window=_window_sql(first, last, params),
+        in_period=_in_period(period, params),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    arms = {Arm.TREATMENT.value: ArmStats(arm=Arm.TREATMENT.value), Arm.HOLDOUT.value: ArmStats(arm=Arm.HOLDOUT.value)}
+    excluded = 0
+    for arm, in_period, retrievals, triggered, units, y_sum, y_sq_sum, trajectories, judged, successes, steps in rows:
+        if not in_period:
+            excluded += retrievals
+        elif arm in arms:
+            stats = arms[arm]
+            stats.retrievals, stats.triggered, stats.units = retrievals, triggered, units
+            stats.y_sum, stats.y_sq_sum = float(y_sum), max(0.0, float(y_sq_sum))
+            stats.trajectories, stats.judged, stats.successes = trajectories, judged, successes
+            stats.steps_sum, stats.steps_n = int(steps), judged
+    return arms, excluded
+
+
+# Per item and side (ItemSide) over the period's tallies: judged retrievals
+# (units), Σy, judged trajectories and successes.
+_ITEMS_SQL = """
+SELECT item, side, SUM(units), SUM(y_sum), SUM(judged), SUM(successes)
+FROM {tally}
+WHERE {window} AND item IS NOT NULL AND ({in_period})
+GROUP BY item, side
+"""
+
+
+def item_side_sums(bank: Bank, first: date | None, last: date | None, period: Period | None) -> dict:
+    params = {"bank": bank.pk}
+    sql = _ITEMS_SQL.format(
+        tally=RetrievalTally._meta.db_table,
+        window=_window_sql(first, last, params),
+        in_period=_in_period(period, params),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    sides: dict[uuid.UUID, dict[str, tuple[int, float, int, int]]] = {}
+    for item, side, units, y_sum, judged, successes in rows:
+        if units > 0:
+            sides.setdefault(item, {})[side] = (units, float(y_sum), judged, successes)
+    return sides

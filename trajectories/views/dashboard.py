@@ -1,0 +1,38 @@
+"""The bank's dashboard (session auth): pipeline counts, the review
+backlog, judge agreement, recent activity and the charts; its counts refresh
+every few seconds."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
+
+from accounts.access import bank_for_user
+from reasoningbank_site.views_helpers import template_for
+from trajectories import selectors
+from trajectories.dashboard_charts import dashboard_charts
+from trajectories.pipeline.llm import llm_configured
+
+
+@login_required
+def dashboard(request, bank_id):
+    bank, membership = bank_for_user(request, bank_id)
+    counts = selectors.status_counts(bank=bank)
+    total = sum(n for _, _, n in counts)
+    context = {
+        "bank": bank,
+        "membership": membership,
+        "counts": counts,
+        "total": total,
+        "backlog": selectors.review_backlog(bank=bank),
+        "agreement": selectors.judge_human_agreement(bank=bank),
+        "min_cases": selectors.MIN_CASES,
+        "agreement_by_version": selectors.judge_agreement_by_version(bank=bank),
+        "distill_by_version": selectors.distill_outcomes_by_version(bank=bank),
+        "activity": selectors.recent_activity(bank=bank),
+        # The 5-second refresh redraws the counts only; the charts come with the whole page.
+        "charts": [] if request.htmx else dashboard_charts(bank=bank),
+        "llm_configured": llm_configured(),
+        "api_base": request.build_absolute_uri("/api/v1/"),
+    }
+    return render(request, template_for(request, "trajectories/dashboard.html", {"live": "live"}), context)
