@@ -11,14 +11,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.core.paginator import Paginator
 from playwright.sync_api import expect
 
 from accounts.models import ApiToken, Role
 from accounts.services import api_token_create
-from memories import views
 from memories.models import ItemStatus, MemoryItem
 from memories.services import memory_item_create
+from memories.views import queue
 from tests import factories
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -35,7 +34,7 @@ def reviewer_user(team):
 @pytest.fixture
 def small_pages(monkeypatch):
     """Queue pages of PAGE_SIZE rows, so n / p have pages to go to."""
-    monkeypatch.setattr(views, "_page", lambda qs, number, size=PAGE_SIZE: Paginator(qs, size).get_page(number))
+    monkeypatch.setattr(queue, "PAGE_SIZE", PAGE_SIZE)
 
 
 # What each lesson teaches: twenty different lessons (cosine similarity ≤ 0.58 between any two, edited or not).
