@@ -1,4 +1,4 @@
-"""Several reviewers on one queue (issue 13): a decision carries the version
+"""Several reviewers on one queue: a decision carries the version
 of the item its page showed and loses, naming the other reviewer's decision,
 when the item changed since; who has an item open; slices of the queue
 assigned to reviewers."""
@@ -374,7 +374,7 @@ def test_the_queue_with_slices_and_presence_stays_within_a_few_queries(
         services.review_presence_touch(item=item, user=bob)
     client.force_login(alice)
     url = _url("review", bank)
-    # 11 measured: session, user, bank with membership, slices (+ their items), the page (its rows' versions and
+    # 11: session, user, bank with membership, slices (+ their items), the page (its rows' versions and
     # presence read with them), a query per slice for the rows' assignees, the agent dropdown
     with django_assert_max_num_queries(11):
         html = client.get(url).content.decode()
