@@ -1,12 +1,13 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from accounts import email_verification, views
+from accounts import email_verification
+from accounts.views import account, audit, banks, teams, tokens
 from reasoningbank_site.security import ThrottledPasswordResetView
 
 app_name = "accounts"
 urlpatterns: list = [
-    path("", views.home, name="home"),
+    path("", account.home, name="home"),
     # Account (Django's auth views; templates in templates/registration/)
     path(
         "accounts/login/",
@@ -14,7 +15,7 @@ urlpatterns: list = [
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="accounts:login"), name="logout"),
-    path("accounts/signup/", views.signup, name="signup"),
+    path("accounts/signup/", account.signup, name="signup"),
     path("accounts/verify/<uidb64>/<token>/", email_verification.verify_email, name="verify_email"),
     path(
         "accounts/password-reset/",
@@ -33,28 +34,28 @@ urlpatterns: list = [
     ),
     path("accounts/reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     # Teams (the actions are POST only; members are named by a posted membership id)
-    path("teams/new/", views.team_create, name="team_create"),
-    path("teams/<uuid:team_id>/", views.team_detail, name="team"),
-    path("teams/<uuid:team_id>/invite/", views.team_invite, name="team_invite"),
-    path("teams/<uuid:team_id>/members/role/", views.member_change_role, name="member_change_role"),
-    path("teams/<uuid:team_id>/members/remove/", views.member_remove, name="member_remove"),
-    path("teams/<uuid:team_id>/leave/", views.team_leave, name="team_leave"),
+    path("teams/new/", teams.team_create, name="team_create"),
+    path("teams/<uuid:team_id>/", teams.team_detail, name="team"),
+    path("teams/<uuid:team_id>/invite/", teams.team_invite, name="team_invite"),
+    path("teams/<uuid:team_id>/members/role/", teams.member_change_role, name="member_change_role"),
+    path("teams/<uuid:team_id>/members/remove/", teams.member_remove, name="member_remove"),
+    path("teams/<uuid:team_id>/leave/", teams.team_leave, name="team_leave"),
     path(
         "teams/<uuid:team_id>/invitations/<uuid:invitation_id>/revoke/",
-        views.invitation_revoke,
+        teams.invitation_revoke,
         name="invitation_revoke",
     ),
-    path("teams/<uuid:team_id>/banks/new/", views.bank_create, name="bank_create"),
-    path("teams/<uuid:team_id>/audit/", views.team_audit, name="team_audit"),
-    path("teams/<uuid:team_id>/audit.csv", views.team_audit_csv, name="team_audit_csv"),
-    path("invitations/<str:secret>/", views.invitation_accept, name="invitation_accept"),
+    path("teams/<uuid:team_id>/banks/new/", banks.bank_create, name="bank_create"),
+    path("teams/<uuid:team_id>/audit/", audit.team_audit, name="team_audit"),
+    path("teams/<uuid:team_id>/audit.csv", audit.team_audit_csv, name="team_audit_csv"),
+    path("invitations/<str:secret>/", teams.invitation_accept, name="invitation_accept"),
     # Banks (archive, unarchive and the token actions are POST only)
-    path("banks/<uuid:bank_id>/settings/", views.bank_settings, name="bank_settings"),
-    path("banks/<uuid:bank_id>/archive/", views.bank_archive, name="bank_archive"),
-    path("banks/<uuid:bank_id>/unarchive/", views.bank_unarchive, name="bank_unarchive"),
-    path("banks/<uuid:bank_id>/tokens/", views.bank_tokens, name="bank_tokens"),
-    path("banks/<uuid:bank_id>/tokens/new/", views.token_create, name="token_create"),
-    path("banks/<uuid:bank_id>/tokens/<uuid:token_id>/revoke/", views.token_revoke, name="token_revoke"),
-    path("banks/<uuid:bank_id>/audit/", views.bank_audit, name="bank_audit"),
-    path("banks/<uuid:bank_id>/audit.csv", views.bank_audit_csv, name="bank_audit_csv"),
+    path("banks/<uuid:bank_id>/settings/", banks.bank_settings, name="bank_settings"),
+    path("banks/<uuid:bank_id>/archive/", banks.bank_archive, name="bank_archive"),
+    path("banks/<uuid:bank_id>/unarchive/", banks.bank_unarchive, name="bank_unarchive"),
+    path("banks/<uuid:bank_id>/tokens/", tokens.bank_tokens, name="bank_tokens"),
+    path("banks/<uuid:bank_id>/tokens/new/", tokens.token_create, name="token_create"),
+    path("banks/<uuid:bank_id>/tokens/<uuid:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),
+    path("banks/<uuid:bank_id>/audit/", audit.bank_audit, name="bank_audit"),
+    path("banks/<uuid:bank_id>/audit.csv", audit.bank_audit_csv, name="bank_audit_csv"),
 ]

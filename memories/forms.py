@@ -1,6 +1,7 @@
 """Forms of the review pages: they parse and validate; services do the work."""
 
 import json
+import re
 import uuid
 
 from django import forms
@@ -8,35 +9,28 @@ from django import forms
 from accounts.models import MAX_TOP_K
 from memories.models import TAG_MAX_LENGTH, TAGS_MAX, ItemOrigin, ItemStatus, MemoryItem, normalize_tags
 from memories.selectors import RetrievalFilters
-from reasoningbank_site.formfields import (
-    BoundedDateField,
-    PlainCheckboxInput,
-    PlainDateInput,
-    PlainLabelsMixin,
-    PlainSelect,
-    PlainTextInput,
-    agent_select,
-)
+from memories.selectors import collaboration as collab
+from reasoningbank_site.formfields import BoundedDateField, agent_select
 from reasoningbank_site.text import scrub_text
 
 VERDICT_CHOICES = [("", "any verdict"), ("success", "success"), ("failure", "failure")]
 
 
-class ReviewFilterForm(PlainLabelsMixin, forms.Form):
-    """The queue's filters; its widgets and labels are printed by Python (the same HTML, without the template engine)."""
+class ReviewFilterForm(forms.Form):
+    """The queue's filters."""
 
     q = forms.CharField(
         required=False,
         max_length=200,
         label="Search",
-        widget=PlainTextInput(attrs={"type": "search", "placeholder": "title, description, content"}),
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": "title, description, content"}),
     )
-    origin = forms.ChoiceField(required=False, choices=[("", "any origin"), *ItemOrigin.choices], widget=PlainSelect)
-    verdict = forms.ChoiceField(required=False, choices=VERDICT_CHOICES, widget=PlainSelect)
+    origin = forms.ChoiceField(required=False, choices=[("", "any origin"), *ItemOrigin.choices])
+    verdict = forms.ChoiceField(required=False, choices=VERDICT_CHOICES)
     agent = forms.CharField(required=False, max_length=200)
-    date_from = BoundedDateField(required=False, label="From", widget=PlainDateInput(attrs={"type": "date"}))
-    date_to = BoundedDateField(required=False, label="To", widget=PlainDateInput(attrs={"type": "date"}))
-    dup = forms.BooleanField(required=False, label="Has near-duplicate", widget=PlainCheckboxInput)
+    date_from = BoundedDateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
+    date_to = BoundedDateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
+    dup = forms.BooleanField(required=False, label="Has near-duplicate")
 
     def __init__(self, *args, agents=tuple, **kwargs):
         """``agents``: a callable giving the dropdown's agent names (called only to render it)."""
@@ -58,13 +52,13 @@ class ReviewFilterForm(PlainLabelsMixin, forms.Form):
         }
 
 
-class ItemListFilterForm(PlainLabelsMixin, forms.Form):
-    status = forms.ChoiceField(required=False, choices=[("", "all"), *ItemStatus.choices], widget=PlainSelect)
+class ItemListFilterForm(forms.Form):
+    status = forms.ChoiceField(required=False, choices=[("", "all"), *ItemStatus.choices])
     q = forms.CharField(
         required=False,
         max_length=200,
         label="Search",
-        widget=PlainTextInput(attrs={"type": "search", "placeholder": "title, description, content"}),
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": "title, description, content"}),
     )
 
 
@@ -264,3 +258,41 @@ class PlaygroundForm(forms.Form):
             agents=agents,
             metadata=data.get("metadata") or {},
         )
+
+
+UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+class AssignmentForm(forms.Form):
+    """A slice of the review queue given to a reviewer: criteria, listed items, or both."""
+
+    reviewer = forms.ModelChoiceField(queryset=None, empty_label="choose a reviewer")
+    origin = forms.ChoiceField(required=False, choices=[("", "any origin"), *ItemOrigin.choices])
+    verdict = forms.ChoiceField(required=False, choices=VERDICT_CHOICES)
+    agent = forms.CharField(required=False, max_length=200)
+    tag = forms.CharField(required=False, max_length=40)
+    items = forms.CharField(
+        required=False,
+        max_length=50_000,
+        label="Listed items",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "item ids or links, one a line (optional)"}),
+        help_text="These items are in the slice too, whatever the criteria.",
+    )
+    note = forms.CharField(required=False, max_length=200)
+
+    def __init__(self, *args, bank, agents=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["reviewer"].queryset = collab.team_reviewers(bank=bank)
+        self.fields["reviewer"].label_from_instance = lambda user: user.get_username()
+        self.fields["agent"].widget = forms.Select(choices=[("", "any agent"), *((a, a) for a in agents)])
+
+    def clean_items(self) -> list[uuid.UUID]:
+        """One item a line, as its id or a link to it (an item link ends with the item's id)."""
+        ids = []
+        for line in (self.cleaned_data["items"] or "").splitlines():
+            found = UUID_RE.findall(line)
+            if found:
+                ids.append(uuid.UUID(found[-1]))
+            elif line.strip():
+                raise forms.ValidationError(f"Not an item id or link: {line.strip()[:80]}")
+        return ids

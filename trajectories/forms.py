@@ -2,23 +2,22 @@
 
 from django import forms
 
-from reasoningbank_site.formfields import PlainLabelsMixin, PlainSelect, PlainTextInput, agent_select
+from reasoningbank_site.formfields import agent_select
 from trajectories.models import Label, PromptName, PromptVersion, Status
 from trajectories.prompts import MAX_PROMPT_CHARS, prompt_problems
 
 
-class TrajectoryFilterForm(PlainLabelsMixin, forms.Form):
+class TrajectoryFilterForm(forms.Form):
     q = forms.CharField(
         required=False,
         max_length=200,
         label="Search",
-        widget=PlainTextInput(attrs={"type": "search", "placeholder": "task, answer or task id"}),
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": "task, answer or task id"}),
     )
-    status = forms.ChoiceField(required=False, choices=[("", "any status"), *Status.choices], widget=PlainSelect)
+    status = forms.ChoiceField(required=False, choices=[("", "any status"), *Status.choices])
     verdict = forms.ChoiceField(
         required=False,
         choices=[("", "any verdict"), *Label.choices, ("none", "no verdict yet")],
-        widget=PlainSelect,
     )
     agent = forms.CharField(required=False, max_length=200)
 

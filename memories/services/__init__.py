@@ -1,6 +1,6 @@
-"""Writes of the memories app, one module per sub-domain. ``items`` owns an
-item's life (propose, create, edit, approve, reject, archive, supersede, flag,
-merge, keep both); ``reverts`` takes a decision back (undo, revert); ``transitions`` owns the status table every status move goes
+"""Writes of the memories app, one module per sub-domain. ``items`` makes an
+item (propose, create, edit); ``decisions`` moves its status (approve, reject,
+archive, supersede, flag, merge, keep both); ``reverts`` takes a decision back (undo, revert); ``transitions`` owns the status table every status move goes
 through; ``versions`` owns the row lock and the version + audit record each
 change appends; ``embedding`` keeps items searchable (inline embed, enqueue,
 refresh, sweeper); ``duplicates`` records supporting evidence (a lesson
@@ -16,6 +16,15 @@ from memories.services.collaboration import (
     review_assignment_create,
     review_assignment_delete,
     review_presence_touch,
+)
+from memories.services.decisions import (
+    memory_item_approve,
+    memory_item_archive,
+    memory_item_flag,
+    memory_item_keep_both,
+    memory_item_merge,
+    memory_item_reject,
+    memory_item_supersede,
 )
 from memories.services.duplicates import (
     memory_item_support_merged,
@@ -35,16 +44,9 @@ from memories.services.impact_tallies import (
 from memories.services.imports import IMPORT_MAX_ITEMS, ImportReport, memory_items_import
 from memories.services.items import (
     ProposedItem,
-    memory_item_approve,
-    memory_item_archive,
     memory_item_create,
     memory_item_edit,
-    memory_item_flag,
-    memory_item_keep_both,
-    memory_item_merge,
     memory_item_propose,
-    memory_item_reject,
-    memory_item_supersede,
     memory_items_propose,
 )
 from memories.services.retrieval import (

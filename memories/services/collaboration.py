@@ -1,4 +1,4 @@
-"""Several reviewers on one queue (issue 13): the version check every decision
+"""Several reviewers on one queue: the version check every decision
 can carry (optimistic concurrency), who has an item open (presence), and the
 slices of the queue given to reviewers (assignments)."""
 

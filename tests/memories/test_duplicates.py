@@ -1,4 +1,4 @@
-"""Duplicates (issue 13): a lesson distilled again becomes supporting evidence
+"""Duplicates: a lesson distilled again becomes supporting evidence
 on the item that holds it; approving next to an approved near-duplicate asks
 for confirmation; merging keeps the merged item's text; the comparison page;
 retrieval serves one item per lesson. Real embeddings (MiniLM) throughout."""

@@ -1,4 +1,4 @@
-"""Scoped retrieval (issue 9, part 4): item tags (the one rule, edits in the
+"""Scoped retrieval: item tags (the one rule, edits in the
 history and audit, export/import), and `filters` on POST /api/v1/retrieve —
 tags any/all, the source trajectories' agent and metadata — applied inside the
 vector search, so a selective filter still gets k items."""

@@ -1,4 +1,4 @@
-"""Taking a decision back (issue 13): memory_item_revert (the toast's Undo and
+"""Taking a decision back: memory_item_revert (the toast's Undo and
 the history's Revert), the undo offers the decision views make, and the focus
 view keeping the queue's filters. Services against the real database; views
 through Django's test client."""

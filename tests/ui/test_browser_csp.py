@@ -1,4 +1,4 @@
-"""Issue 12: the CSP holds in a real browser — every page (htmx included)
+"""The CSP holds in a real browser — every page (htmx included)
 loads with no Content-Security-Policy violation and no JavaScript error."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Duplicates in real Chromium (issue 13): the queue previews content and
+"""Duplicates in real Chromium: the queue previews content and
 counts support; `a` on an item with an approved near-duplicate asks first —
 Esc cancels (the item stays proposed), Enter approves anyway."""
 

@@ -1,5 +1,4 @@
-"""The review queue worked by keyboard only, in a real headless Chromium
-(issue 13, "Keyboard flow" and "Slow actions and mistakes"): 20 items
+"""The review queue worked by keyboard only, in a real headless Chromium: 20 items
 decided — approved, rejected with a reason, edited then approved — with
 page.keyboard alone (no Tab, no clicks, no focus() from the test), keys
 pressed while an action is in flight, and Undo (the toast's button, the
@@ -11,14 +10,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.core.paginator import Paginator
 from playwright.sync_api import expect
 
 from accounts.models import ApiToken, Role
 from accounts.services import api_token_create
-from memories import views
 from memories.models import ItemStatus, MemoryItem
 from memories.services import memory_item_create
+from memories.views import queue
 from tests import factories
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -35,13 +33,12 @@ def reviewer_user(team):
 @pytest.fixture
 def small_pages(monkeypatch):
     """Queue pages of PAGE_SIZE rows, so n / p have pages to go to."""
-    monkeypatch.setattr(views, "_page", lambda qs, number, size=PAGE_SIZE: Paginator(qs, size).get_page(number))
+    monkeypatch.setattr(queue, "PAGE_SIZE", PAGE_SIZE)
 
 
 # What each lesson teaches: twenty different lessons (cosine similarity ≤ 0.58 between any two, edited or not).
-# Texts that differed only by their number or name were near-duplicates of each other (0.95): once they are
-# embedded, approving one is refused as a duplicate of the one approved before, and the flow stops (it did once in
-# a full run).
+# Texts that differ only by a number or name are near-duplicates of each other: once they are embedded, approving
+# one is refused as a duplicate of the one approved before, and the flow stops.
 LESSONS = [
     ("the login form", "Submit the username and password, then check the account menu appears."),
     ("paginated tables", "Click next until it disappears and collect the rows of every page."),

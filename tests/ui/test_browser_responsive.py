@@ -1,4 +1,4 @@
-"""Issue 13: the pages are usable on a phone. In a real Chromium at 390×844
+"""The pages are usable on a phone. In a real Chromium at 390×844
 (an iPhone 12–15's viewport), every main page of a bank full of long text —
 long titles, long usernames and e-mails, audit diffs, tokens, charts — fits
 the screen: the page itself never scrolls sideways (wide tables scroll inside

@@ -1,7 +1,7 @@
-"""A 600-step trajectory and a MaTTS group in a real Chromium (issue 13,
-"Long trajectories"): the jumps scroll to the final answer and open the page
-of an error, the errors filter shows only error steps, the verdict stays in
-view at the bottom of the page, and the group page fits a 390 px phone."""
+"""A 600-step trajectory and a MaTTS group in a real Chromium: the jumps
+scroll to the final answer and open the page of an error, the errors filter
+shows only error steps, the verdict stays in view at the bottom of the page,
+and the group page fits a 390 px phone."""
 
 from __future__ import annotations
 

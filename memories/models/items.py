@@ -1,10 +1,6 @@
-"""What a bank knows: memory items, the past experiences they came from, and
-the record of what was served to whom.
-
-An *Experience* is the paper's memory-bank entry: one past task (its query
-text and embedding) and the items distilled from it. Trajectories point at the
-experience they fed (trajectories → memories), so this app never imports the
-trajectories app."""
+"""Memory items: what each one says, its status and origin, every version of it, and the evidence that
+supports it (later distillations of the same lesson, items merged into it).
+Also the limits and the tag rule every writer of an item shares."""
 
 import re
 import uuid
@@ -17,11 +13,10 @@ from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
 
 from accounts.models import ApiToken, Bank
-from reasoningbank_site.ids import uuid7
+from memories.models.experiences import EMBEDDING_DIM, Experience
 from reasoningbank_site.search import SearchColumn
-from reasoningbank_site.text import counted, is_cut
+from reasoningbank_site.text import is_cut
 
-EMBEDDING_DIM = 384
 # Stated once: the model fields, the services' checks and the import's messages use these.
 TITLE_MAX = 200
 REASON_MAX = 200
@@ -67,29 +62,6 @@ def normalize_tags(values) -> list[str]:
     if len(tags) > TAGS_MAX:
         raise ValueError(f"at most {TAGS_MAX} tags (got {len(tags)})")
     return sorted(tags)
-
-
-class Experience(models.Model):
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="experiences")
-    task = models.TextField()
-    task_id = models.CharField(max_length=200, blank=True, db_index=True)
-    embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        indexes = [
-            HnswIndex(
-                name="experience_embedding_hnsw",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return self.task[:80]
 
 
 class ItemStatus(models.TextChoices):
@@ -173,9 +145,8 @@ class MemoryItem(models.Model):
             GinIndex(name="memoryitem_tags_gin", fields=["tags"]),
             GinIndex(name="memoryitem_source_agents_gin", fields=["source_agents"]),
             GinIndex(name="memoryitem_source_meta_gin", fields=["source_metadata"], opclasses=["jsonb_path_ops"]),
-            # m=32 / ef_construction=128: with m=16 / 64, recall@10 at 100k items in tight clusters
-            # stayed at 0.90 with ef_search 100 (0.95 at 800); this graph reaches 0.99 at ef_search 200
-            # (bench/retrieval_recall.py, issue 14). Costs a slower build and ~2x the index's links.
+            # m=32 / ef_construction=128: a denser graph than the default keeps recall high on items in
+            # tight clusters (bench/retrieval_recall.py), for a slower build and about twice the links.
             HnswIndex(
                 name="memoryitem_embedding_hnsw",
                 fields=["embedding"],
@@ -236,103 +207,6 @@ class MemoryItemVersion(models.Model):
         return "the pipeline"
 
 
-class Arm(models.TextChoices):
-    TREATMENT = "treatment", "Served memories"
-    HOLDOUT = "holdout", "Holdout (memories withheld)"
-
-
-class RetrievalEvent(models.Model):
-    """One retrieve call. `results` lists what was served (or, in the holdout
-    arm, what would have been) as [{"id": "<uuid>", "score": 0.81}, ...]."""
-
-    # Time-ordered (UUID v7): ingest can tell a retrieval just answered, whose log may still be landing
-    # (the log is written after the answer: memories.services.retrieval), from one that never was.
-    public_id = models.UUIDField(default=uuid7, unique=True, editable=False)
-    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="retrievals")
-    token = models.ForeignKey(ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="retrievals")
-    query = models.TextField()
-    task_id = models.CharField(max_length=200, blank=True)
-    mode = models.CharField(max_length=16)
-    k = models.PositiveSmallIntegerField()
-    arm = models.CharField(max_length=16, choices=Arm.choices, default=Arm.TREATMENT)
-    results = models.JSONField(default=list)
-    # The bank's holdout fraction when this retrieval was assigned (null: before it was recorded);
-    # the Impact page never compares retrievals assigned under different fractions.
-    holdout_fraction = models.FloatField(null=True, blank=True)
-    # The filters the agent sent, normalized ({} when none): {"tags": {"any"|"all": [...]}, "agent": {"in": [...]}, "metadata": {...}}.
-    filters = models.JSONField(default=dict, blank=True)
-    # Per-item randomisation (treatment arm): the bank's item holdout fraction when this retrieval was
-    # made (null: before it was recorded) and the ids of `results` left out on their own.
-    item_holdout_fraction = models.FloatField(null=True, blank=True)
-    withheld = models.JSONField(default=list, blank=True)
-    # The outcome of this retrieval so far, kept by memories.services.retrieval_outcome_change: linked
-    # trajectories, judged ones, successes, and the judged ones' step count.
-    linked = models.PositiveIntegerField(default=0)
-    judged = models.PositiveIntegerField(default=0)
-    successes = models.PositiveIntegerField(default=0)
-    steps = models.PositiveBigIntegerField(default=0)
-    latency_ms = models.FloatField(default=0)
-    # Folded into the items' served counters (memory_items_count_served), off the request path.
-    served_counted = models.BooleanField(default=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        indexes = [
-            models.Index(fields=["bank", "created_at"]),
-            models.Index(fields=["id"], condition=models.Q(served_counted=False), name="retrieval_to_count"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.arm} retrieval of {counted(len(self.results), 'item')}"
-
-
-class ItemSide(models.TextChoices):
-    """How a candidate item took part in a retrieval (a RetrievalTally's per-item row)."""
-
-    SERVED = "served", "Served (no per-item randomisation)"
-    SERVED_RANDOMISED = "served_r", "Served, per-item randomisation on"
-    WITHHELD_RANDOMISED = "withheld_r", "Left out on its own (per-item randomisation)"
-    HOLDOUT = "holdout", "Withheld with everything (holdout arm)"
-
-
-class RetrievalTally(models.Model):
-    """Signed contributions to the Impact report's sums, per bank, UTC day of
-    the retrieval, holdout fraction, arm, and (per-item rows) item and side.
-    Appended on the write paths (a retrieval, a linked trajectory, a verdict
-    change: never an update, so writers never wait on each other) and merged
-    per key by ``retrieval_tallies_compact`` (beat). The report sums every row
-    of a key, merged or not, so it is exact at any time and reads
-    O(days × items) rows, not the trajectories."""
-
-    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+", db_index=False)
-    day = models.DateField()
-    holdout_fraction = models.FloatField(null=True, blank=True)
-    arm = models.CharField(max_length=16, choices=Arm.choices)
-    item = models.UUIDField(null=True, blank=True)  # null: the arm's row
-    side = models.CharField(max_length=16, choices=ItemSide.choices, blank=True)
-    retrievals = models.IntegerField(default=0)
-    triggered = models.IntegerField(default=0)  # retrievals that served, or would have served, an item
-    units = models.IntegerField(default=0)  # triggered retrievals with a judged trajectory
-    y_sum = models.FloatField(default=0)  # Σ per-retrieval success share over the units
-    y_sq_sum = models.FloatField(default=0)
-    trajectories = models.IntegerField(default=0)  # linked to triggered retrievals
-    judged = models.IntegerField(default=0)
-    successes = models.IntegerField(default=0)
-    steps = models.BigIntegerField(default=0)  # step count of the judged ones
-    compacted = models.BooleanField(default=False)
-
-    class Meta:
-        indexes = [
-            models.Index(fields=["bank", "day"], name="tally_bank_day"),
-            # The arm rows alone (a few per day): the period's look-ups and the arms' sums.
-            models.Index(fields=["bank", "day"], condition=models.Q(item__isnull=True), name="tally_bank_day_arms"),
-            models.Index(fields=["id"], condition=models.Q(compacted=False), name="tally_to_compact"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.day} {self.arm} {self.item or ''} {self.side}"
-
-
 class SupportKind(models.TextChoices):
     DISTILLED = "distilled", "Distilled again"
     MERGED = "merged", "Merged in by a reviewer"
@@ -369,67 +243,3 @@ class MemoryItemSupport(models.Model):
 
     def __str__(self) -> str:
         return f"support of {self.item_id} ({self.kind})"
-
-
-# --- several reviewers (issue 13): who has an item open, and who reviews which slice of the queue ---
-
-
-class ReviewPresence(models.Model):
-    """A reviewer has ``item`` open in the focus view: refreshed by the page's
-    heartbeat, shown to the others until ``last_seen`` is older than the expiry."""
-
-    item = models.ForeignKey(MemoryItem, on_delete=models.CASCADE, related_name="+")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    last_seen = models.DateTimeField()
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["item", "user"], name="reviewpresence_unique_item_user")]
-        indexes = [models.Index(fields=["item", "last_seen"])]
-
-    def __str__(self) -> str:
-        return f"{self.user_id} on {self.item_id}"
-
-
-class ReviewAssignment(models.Model):
-    """A slice of a bank's review queue given to one reviewer: the proposed
-    items matching every criterion set (origin, verdict, agent, tag) plus the
-    explicitly listed items. No criterion and no items: the whole queue."""
-
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="review_assignments")
-    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    origin = models.CharField(max_length=20, choices=ItemOrigin.choices, blank=True)
-    verdict = models.CharField(max_length=16, blank=True)
-    agent = models.CharField(max_length=200, blank=True)
-    tag = models.CharField(max_length=TAG_MAX_LENGTH, blank=True)
-    items = models.ManyToManyField(MemoryItem, blank=True, related_name="+")
-    note = models.CharField(max_length=200, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["created_at", "id"]
-        indexes = [models.Index(fields=["bank", "reviewer"])]
-
-    def __str__(self) -> str:
-        return f"{self.reviewer_id}: {self.describe()}"
-
-    @property
-    def has_criteria(self) -> bool:
-        return bool(self.origin or self.verdict or self.agent or self.tag)
-
-    def describe(self) -> str:
-        """The criteria in words: "origin failure, tag auth" ("the whole queue" when none is
-        set; with listed items and no criterion the slice is those items alone)."""
-        parts = []
-        if self.origin:
-            parts.append(f"origin {self.origin}")
-        if self.verdict:
-            parts.append(f"verdict {self.verdict}")
-        if self.agent:
-            parts.append(f"agent {self.agent}")
-        if self.tag:
-            parts.append(f"tag {self.tag}")
-        return ", ".join(parts) if parts else "the whole queue"

@@ -1,0 +1,52 @@
+"""What a bank knows: memory items, the past experiences they came from, the
+record of what was served to whom, and who reviews what. Every model and
+shared limit is importable from here (``from memories.models import X``)."""
+
+from memories.models.experiences import EMBEDDING_DIM, Experience
+from memories.models.items import (
+    CONTENT_MAX,
+    DESCRIPTION_MAX,
+    REASON_MAX,
+    SOURCE_METADATA_MAX,
+    TAG_MAX_LENGTH,
+    TAG_PATTERN,
+    TAGS_MAX,
+    TITLE_MAX,
+    ItemOrigin,
+    ItemStatus,
+    MemoryItem,
+    MemoryItemSupport,
+    MemoryItemVersion,
+    SupportKind,
+    item_search_vector,
+    normalize_tags,
+)
+from memories.models.retrieval import Arm, ItemSide, RetrievalEvent, RetrievalTally
+from memories.models.review import ReviewAssignment, ReviewPresence
+
+__all__ = [
+    "CONTENT_MAX",
+    "DESCRIPTION_MAX",
+    "EMBEDDING_DIM",
+    "REASON_MAX",
+    "SOURCE_METADATA_MAX",
+    "TAGS_MAX",
+    "TAG_MAX_LENGTH",
+    "TAG_PATTERN",
+    "TITLE_MAX",
+    "Arm",
+    "Experience",
+    "ItemOrigin",
+    "ItemSide",
+    "ItemStatus",
+    "MemoryItem",
+    "MemoryItemSupport",
+    "MemoryItemVersion",
+    "RetrievalEvent",
+    "RetrievalTally",
+    "ReviewAssignment",
+    "ReviewPresence",
+    "SupportKind",
+    "item_search_vector",
+    "normalize_tags",
+]

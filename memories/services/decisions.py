@@ -1,0 +1,184 @@
+"""Decisions on an item's status: approve, reject, archive, supersede (through
+the transition table), flag for review, and the near-duplicate answers (merge,
+keep both)."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import ApiToken
+from memories.models import REASON_MAX, ItemStatus, MemoryItem
+from memories.selectors.duplicates import approved_duplicates
+from memories.services.collaboration import item_version_check
+from memories.services.duplicates import memory_item_support_merged
+from memories.services.embedding import item_embed_enqueue, item_embedding_is_current
+from memories.services.transitions import item_status_move
+from memories.services.versions import item_lock, item_version_record
+from reasoningbank_site.errors import Conflict, DuplicateApproval, Invalid
+
+
+@transaction.atomic
+def memory_item_approve(
+    *,
+    item: MemoryItem,
+    author,
+    confirm_duplicate: bool = False,
+    seen_version: int | None = None,
+    token: ApiToken | None = None,
+) -> MemoryItem:
+    """Make the item servable. Answers at once: when its embedding is
+    missing or stale, an embed task is enqueued after commit and the item is
+    served from the moment it is embedded (retrieval skips items without a
+    current embedding; the retrieval answer counts them as pending).
+    Approving an approved item clears a review flag if it has one (and is
+    otherwise a no-op). ``token``: the API token acting instead of a user
+    (the review API), recorded in the history and the audit log. Raises
+    StaleVersion when ``seen_version`` is given and the item changed since;
+    DuplicateApproval (nothing changed) when an approved item of the bank is
+    at or above its duplicate threshold, unless ``confirm_duplicate``;
+    Conflict for a superseded item."""
+    item_version_check(item=item, seen_version=seen_version)
+    if not confirm_duplicate and item.status != ItemStatus.APPROVED:
+        duplicates = approved_duplicates(item=item, threshold=item.bank.duplicate_threshold)
+        if duplicates:
+            best = duplicates[0]
+            raise DuplicateApproval(
+                f"“{item.title}” is a near-duplicate of the approved “{best.item.title}” "
+                f"(similarity {best.similarity:.2f}): confirm to serve both, or merge them.",
+                duplicates=duplicates,
+            )
+
+    def approval(item: MemoryItem) -> list[str]:
+        item.approved_at = timezone.now()
+        item.approved_by = author
+        item.status_reason = ""
+        item.needs_review_reason = ""
+        return ["approved_at", "approved_by", "status_reason", "needs_review_reason"]
+
+    moved = item_status_move(item=item, to=ItemStatus.APPROVED, author=author, prepare=approval, token=token)
+    if moved and not item_embedding_is_current(item):
+        item_embed_enqueue(item.pk)
+    if not moved and item.needs_review_reason:
+        item.needs_review_reason = ""
+        item.save(update_fields=["needs_review_reason", "updated_at"])
+        item_version_record(item=item, action="approved", author=author, note="review flag cleared", token=token)
+    return item
+
+
+@transaction.atomic
+def memory_item_reject(
+    *, item: MemoryItem, author, reason: str = "", seen_version: int | None = None, token: ApiToken | None = None
+) -> MemoryItem:
+    """Decline a proposed item, keeping ``reason``. Rejecting a rejected item
+    is a no-op (``token`` as for memory_item_approve). Raises Conflict for
+    any other status (an approved item is archived instead); StaleVersion
+    when ``seen_version`` is given and the item changed since."""
+    item_version_check(item=item, seen_version=seen_version)
+    item_status_move(item=item, to=ItemStatus.REJECTED, author=author, reason=reason or "", token=token)
+    return item
+
+
+@transaction.atomic
+def memory_item_archive(*, item: MemoryItem, author, seen_version: int | None = None) -> MemoryItem:
+    """Stop serving an approved item (it can be approved again later).
+    Archiving an archived item is a no-op. Raises Conflict otherwise;
+    StaleVersion when ``seen_version`` is given and the item changed since."""
+    item_version_check(item=item, seen_version=seen_version)
+    item_status_move(item=item, to=ItemStatus.ARCHIVED, author=author)
+    return item
+
+
+@transaction.atomic
+def memory_item_supersede(*, item: MemoryItem, reason: str) -> MemoryItem:
+    """Retire a proposed or approved item that a newer judgment or item
+    replaces (system action, no author); terminal. Superseding a superseded
+    item is a no-op. Raises Conflict for rejected or archived items."""
+    item_status_move(item=item, to=ItemStatus.SUPERSEDED, reason=reason or "")
+    return item
+
+
+@transaction.atomic
+def memory_item_flag(*, item: MemoryItem, reason: str) -> MemoryItem:
+    """Ask reviewers to look at an approved item again (it keeps being
+    served): sets ``needs_review_reason`` (cut to REASON_MAX characters).
+    Raises Invalid for an empty reason, Conflict for an item that is not
+    approved."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise Invalid("A flag needs a reason.")
+    item_lock(item)
+    if item.status != ItemStatus.APPROVED:
+        raise Conflict(f"Only approved items can be flagged; this one is {item.status}.")
+    item.needs_review_reason = reason[:REASON_MAX]
+    item.save(update_fields=["needs_review_reason", "updated_at"])
+    item_version_record(item=item, action="flagged", note=reason)
+    return item
+
+
+@transaction.atomic
+def memory_item_merge(
+    *, item: MemoryItem, into: MemoryItem, author, note: str = "", seen_version: int | None = None
+) -> MemoryItem:
+    """Merge ``item`` into its near-duplicate ``into``: ``into`` stays (and is
+    approved if it was only proposed), ``item`` is superseded with a reason
+    naming ``into`` and ``author`` (a "merged" version by ``author``).
+    ``item``'s text as it is now (reviewers' edits included) is kept on
+    ``into`` as supporting evidence, with a "merged-in" version in its
+    history; ``into``'s own text is not changed. Returns ``into``. Raises Invalid for the
+    same item or items of different banks; Conflict for a target that is
+    rejected, archived or superseded, or an item that is already retired;
+    StaleVersion when ``seen_version`` (of ``item``) is given and it changed since."""
+    if item.pk == into.pk:
+        raise Invalid("An item cannot be merged into itself.")
+    if item.bank_id != into.bank_id:
+        raise Invalid("Both items must belong to the same bank.")
+    item_version_check(item=item, seen_version=seen_version)
+    if into.status not in (ItemStatus.PROPOSED, ItemStatus.APPROVED):
+        raise Conflict(f"The target is {into.status}; merge into a proposed or approved item.")
+    if item.status in (ItemStatus.SUPERSEDED, ItemStatus.ARCHIVED):
+        raise Conflict(f"This item is already {item.status}.")
+    if into.status == ItemStatus.PROPOSED:
+        into = memory_item_approve(item=into, author=author, confirm_duplicate=True)
+    who = author.get_username() if author is not None else "someone"
+    reason = f"Merged into “{into.title}” ({into.public_id}) by {who}."
+    if note.strip():
+        reason += f" {note.strip()}"
+    item_lock(into)  # the target first, as the approval above locks it
+    # The reviewer's act, in the item's history as "merged by <reviewer>" (not a pipeline supersede).
+    item_status_move(item=item, to=ItemStatus.SUPERSEDED, author=author, reason=reason, action="merged")
+    similarity = next(
+        (
+            float(d["similarity"])
+            for d in item.near_duplicates or []
+            if isinstance(d, dict)
+            and d.get("id") == str(into.public_id)
+            and isinstance(d.get("similarity"), (int, float))
+        ),
+        None,
+    )
+    memory_item_support_merged(into=into, item=item, author=author, similarity=similarity)
+    return into
+
+
+@transaction.atomic
+def memory_item_keep_both(*, item: MemoryItem, author, seen_version: int | None = None) -> MemoryItem:
+    """A reviewer's answer to the near-duplicate suggestions: not duplicates.
+    The suggestions are cleared (so the item leaves the "has near-duplicate"
+    filter) and recorded in a "kept-both" version naming them; a proposed
+    item is then approved as a lesson of its own. Raises Conflict when the
+    item has no suggestions, or cannot be approved; StaleVersion when
+    ``seen_version`` is given and the item changed since."""
+    item_version_check(item=item, seen_version=seen_version)
+    item_lock(item)
+    if not item.near_duplicates:
+        raise Conflict("This item has no near-duplicate suggestions to dismiss.")
+    if item.status not in (ItemStatus.PROPOSED, ItemStatus.APPROVED):
+        raise Conflict(f"A {item.status} item cannot be kept.")
+    titles = ", ".join(f"“{d.get('title', '?')}” ({d.get('similarity', 0):.2f})" for d in item.near_duplicates)
+    item.near_duplicates = []
+    item.save(update_fields=["near_duplicates", "updated_at"])
+    item_version_record(item=item, action="kept-both", author=author, note=f"Not a duplicate of {titles}.")
+    if item.status == ItemStatus.PROPOSED:
+        item = memory_item_approve(item=item, author=author, confirm_duplicate=True)
+    return item

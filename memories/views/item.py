@@ -1,0 +1,115 @@
+"""One item: its page, the same page as the review queue's focus view (with
+the source trajectory beside it and the queue's neighbours), and an item set
+beside one of its near-duplicates."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Q
+from django.http import Http404
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from accounts.access import bank_for_user
+from accounts.models import Role
+from memories import selectors, services
+from memories.forms import ItemEditForm, RejectForm
+from memories.models import MemoryItem
+from memories.views.decisions import pop_undo, posted_queue_query, queue_filters, queue_query
+from reasoningbank_site.views_helpers import template_for
+
+ITEM_TEMPLATE = "memories/item_detail.html"
+
+
+def item_or_404(bank, item_id) -> MemoryItem:
+    try:
+        return selectors.item_for_bank(bank=bank, public_id=item_id)
+    except MemoryItem.DoesNotExist:
+        raise Http404("No such item.") from None
+
+
+def item_url(bank, item, *, focus: bool) -> str:
+    name = "memories:review_focus" if focus else "memories:item_detail"
+    return reverse(name, kwargs={"bank_id": bank.public_id, "item_id": item.public_id})
+
+
+def queue_neighbours(bank, item, filters: dict) -> tuple[MemoryItem | None, MemoryItem | None]:
+    """The proposed items just before and after ``item`` in queue order, in the queue narrowed by ``filters``."""
+    queue = selectors.review_queue(bank=bank, **filters).exclude(pk=item.pk)
+    before = Q(created_at__lt=item.created_at) | Q(created_at=item.created_at, id__lt=item.id)
+    after = Q(created_at__gt=item.created_at) | Q(created_at=item.created_at, id__gt=item.id)
+    previous = queue.filter(before).order_by("-created_at", "-id").first()
+    following = queue.filter(after).order_by("created_at", "id").first()
+    return previous, following
+
+
+def item_context(
+    request, bank, membership, item, *, focus: bool, edit_form=None, reject_form=None, merge_error="", duplicate=None
+):
+    can_write = membership.has_role(Role.REVIEWER)
+    editing = edit_form is not None or (request.GET.get("edit") == "1" and can_write)
+    if editing and edit_form is None:
+        edit_form = ItemEditForm(instance=item)
+    supports = selectors.item_supports(item=item)
+    context = {
+        "bank": bank,
+        "membership": membership,
+        "can_write": can_write,
+        "item": item,
+        "focus": focus,
+        "here": item_url(bank, item, focus=focus),
+        "editing": editing,
+        "edit_form": edit_form,
+        "reject_form": reject_form or RejectForm(),
+        "merge_error": merge_error,
+        "duplicate": duplicate,  # a DuplicateApproval to confirm
+        "supports": supports,
+        "support_trajectories": selectors.supports_trajectory_ids(supports),
+        "duplicates": selectors.item_near_duplicates(item=item),
+        "history": selectors.item_history(item=item),
+        "revertible": tuple(services.ITEM_REVERTS),
+        "sources": selectors.item_sources(item=item),
+    }
+    if focus:
+        queue = posted_queue_query(request) if request.method == "POST" else queue_query(request.GET)
+        context["queue_qs"] = queue
+        context["previous"], context["following"] = queue_neighbours(bank, item, queue_filters(bank, queue))
+    return context
+
+
+def _item_page(request, bank_id, item_id, *, focus: bool):
+    bank, membership = bank_for_user(request, bank_id)
+    item = item_or_404(bank, item_id)
+    context = item_context(request, bank, membership, item, focus=focus)
+    context["undo"] = pop_undo(request)
+    return render(request, template_for(request, ITEM_TEMPLATE, {"item-panel": "panel"}), context)
+
+
+@login_required
+@require_GET
+def item_detail(request, bank_id, item_id):
+    return _item_page(request, bank_id, item_id, focus=False)
+
+
+@login_required
+@require_GET
+def review_focus(request, bank_id, item_id):
+    """One proposed item with its source trajectory beside it; a decision
+    taken here moves on to the next item in the queue."""
+    return _item_page(request, bank_id, item_id, focus=True)
+
+
+@login_required
+@require_GET
+def item_compare(request, bank_id, item_id, other_id):
+    """An item and one of its near-duplicates side by side, with a word diff of their text."""
+    bank, membership = bank_for_user(request, bank_id)
+    item, other = item_or_404(bank, item_id), item_or_404(bank, other_id)
+    context = {
+        "bank": bank,
+        "membership": membership,
+        "can_write": membership.has_role(Role.REVIEWER),
+        "comparison": selectors.items_compare(item=item, other=other),
+    }
+    return render(request, "memories/item_compare.html", context)

@@ -1,0 +1,175 @@
+"""The review queue: proposed items, oldest first, filterable, decided in bulk
+or one row at a time (htmx answers with the row)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect, render
+from django.template.backends.utils import csrf_input
+from django.urls import reverse
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_http_methods
+
+from accounts.access import bank_for_user
+from accounts.models import Role
+from memories import selectors, services
+from memories.forms import BulkActionForm, ReviewFilterForm
+from memories.models import MemoryItem
+from memories.selectors import collaboration as collab
+from memories.views.decisions import (
+    offer_undo,
+    pop_undo,
+    posted_queue_query,
+    posted_version,
+    queue_query,
+    undo_offer,
+    with_query,
+)
+from reasoningbank_site.errors import DomainError, DuplicateApproval
+from reasoningbank_site.search import SearchPaginator
+from reasoningbank_site.security import safe_next_url
+from reasoningbank_site.text import counted
+from reasoningbank_site.views_helpers import redirect_after_post, reverse_each, template_for, toast
+
+PAGE_SIZE = 50
+ROW_TEMPLATE = "memories/review.html#row"
+
+
+def queue_row_links(request, bank, items, queue_qs: str) -> dict:
+    """What the queue rows (``review.html#row``) link to and post, made once for
+    the page rather than by a ``{% url %}`` and ``{% csrf_token %}`` per row:
+    each item's ``focus_url`` and ``open_url`` (with the queue's filters
+    ``queue_qs``), ``pid`` and ``seen`` (its public id and ``seen_version``
+    as the row prints them several times: text made once, not converted and
+    escaped at each use); returns the context's ``review_url`` (the
+    decisions' form action), ``here`` (where they come back to) and
+    ``csrf_input`` (the forms' token field)."""
+    focus = reverse_each("memories:review_focus", "item_id", bank_id=bank.public_id)
+    for item in items:
+        item.focus_url = focus(item.public_id)
+        item.open_url = with_query(item.focus_url, queue_qs)
+        item.pid = mark_safe(item.public_id)  # a UUID: nothing to escape
+        # "" where the caller did not annotate the row (a reverted row: the decision then checks no version)
+        item.seen = mark_safe(getattr(item, "seen_version", ""))
+    return {
+        "review_url": reverse("memories:review", kwargs={"bank_id": bank.public_id}),
+        "here": request.get_full_path(),
+        "csrf_input": csrf_input(request),
+        "queue_qs": queue_qs,
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def review(request, bank_id):
+    """GET: proposed items, oldest first, filterable. POST: approve or reject
+    the checked items (bulk), or one row's item (htmx answers with that row)."""
+    if request.method == "POST":
+        return _review_post(request, bank_id)
+    bank, membership = bank_for_user(request, bank_id)
+    form = ReviewFilterForm(request.GET or None, agents=partial(selectors.review_agents, bank=bank))
+    queue = selectors.review_queue(bank=bank, **(form.filters() if request.GET else {}))
+    assignments, mine = collab.bank_assignments(bank=bank), request.GET.get("assigned") == "me"
+    if mine:
+        queue = collab.queue_assigned_to(queue, assignments=assignments, user=request.user)
+    rows = collab.queue_rows_read_along(queue, user=request.user)
+    page = SearchPaginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
+    collab.queue_rows_annotate(items=page.object_list, assignments=assignments)
+    context = {
+        **queue_row_links(request, bank, page.object_list, queue_query(request.GET)),
+        "bank": bank,
+        "membership": membership,
+        "can_write": membership.has_role(Role.REVIEWER),
+        "form": form,
+        "page": page,
+        "filtered": bool(request.GET),
+        "assigned_to_me": mine,
+        "row_error": "",  # what a row answering a decision shows (set, so 50 rows do not each look it up in vain)
+        "duplicate": None,
+        "undo": pop_undo(request),
+    }
+    return render(request, template_for(request, "memories/review.html", {"queue": "queue"}), context)
+
+
+def _review_post(request, bank_id):
+    bank, _membership = bank_for_user(request, bank_id, role=Role.REVIEWER)
+    form = BulkActionForm(request.POST)
+    back = safe_next_url(request, reverse("memories:review", kwargs={"bank_id": bank.public_id}))
+    if not form.is_valid():
+        message = "; ".join(e for errs in form.errors.values() for e in errs)
+        if request.htmx:
+            return toast(request, message)
+        messages.error(request, message)
+        return redirect(back)
+    action, reason = form.cleaned_data["action"], form.cleaned_data["reason"].strip()
+    if action == "reject" and not reason:
+        if request.htmx:
+            return toast(request, "A rejection needs a reason.")
+        messages.error(request, "A rejection needs a reason.")
+        return redirect(back)
+    items = list(selectors.items_by_public_ids(bank=bank, public_ids=form.cleaned_data["items"]).order_by("created_at"))
+    confirm = request.POST.get("confirm_duplicate") == "1"
+    done, failed, unconfirmed = [], [], []
+    for item in items:
+        try:
+            seen = posted_version(request, f"seen-{item.public_id}")  # the version its row showed
+            if action == "approve":
+                services.memory_item_approve(
+                    item=item, author=request.user, confirm_duplicate=confirm, seen_version=seen
+                )
+            else:
+                services.memory_item_reject(item=item, author=request.user, reason=reason, seen_version=seen)
+            done.append(item)
+        except DuplicateApproval as exc:
+            unconfirmed.append((item, exc))
+        except DomainError as exc:
+            failed.append((item, str(exc)))
+    if request.htmx and request.POST.get("row"):
+        return _row_answer(request, bank, items[0] if items else None, action, failed, unconfirmed)
+    verb = "approved" if action == "approve" else "rejected"
+    if done:
+        messages.success(request, f"{counted(len(done), 'item')} {verb}.")
+    if unconfirmed:
+        titles = ", ".join(f"“{item.title}”" for item, _ in unconfirmed)
+        messages.warning(
+            request,
+            f"Not approved, as near-duplicates of approved items: {titles}. "
+            "Open each to compare, then confirm or merge.",
+        )
+    for item, error in failed:
+        messages.error(request, f"“{item.title}”: {error}")
+    missing = len(form.cleaned_data["items"]) - len(items)
+    if missing:
+        messages.error(request, f"{counted(missing, 'selected item')} not found in this bank.")
+    return redirect_after_post(request, back)
+
+
+def _row_answer(request, bank, item, action: str, failed, unconfirmed):
+    """A decision taken on one queue row (htmx): the row again, with the refusal
+    or the duplicate to confirm, else with a toast offering Undo."""
+    if item is None:
+        return toast(request, "That item no longer exists.")
+    item = collab.queue_rows_read_along(MemoryItem.objects.filter(pk=item.pk), user=request.user).get()
+    collab.queue_rows_annotate(items=[item], assignments=collab.bank_assignments(bank=bank))
+    queue = posted_queue_query(request)
+    context = {
+        **queue_row_links(request, bank, [item], queue),
+        "bank": bank,
+        "item": item,
+        "can_write": True,
+        "row_error": failed[0][1] if failed else "",
+        "duplicate": unconfirmed[0][1] if unconfirmed else None,
+    }
+    response = render(request, ROW_TEMPLATE, context)
+    if failed or unconfirmed:
+        return response
+    text = f"{'Approved' if action == 'approve' else 'Rejected'} “{item.title}”."
+    target = f"#item-{item.public_id}"
+    return offer_undo(
+        request,
+        response,
+        undo_offer(request, bank, item, text=text, focus=False, queue=queue, target=target, row=True),
+    )

@@ -1,0 +1,73 @@
+"""The retrieval playground: what a query would retrieve, without logging a retrieval."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+
+from memories import services
+from memories.models import RetrievalEvent
+from memories.services import memory_item_create
+from tests.factories import propose_item
+from tests.memories.views import HTMX
+
+
+def test_playground_shows_approved_items_without_logging_a_retrieval(client, viewer, owner, bank):
+    # Even a bank that holds every agent retrieval out shows what the treatment arm would get.
+    bank.holdout_fraction = 1.0
+    bank.save(update_fields=["holdout_fraction"])
+    approved = memory_item_create(
+        bank=bank,
+        title="Confirm opening hours on the official site",
+        description="Use for questions about when a place is open.",
+        content="Look for the opening hours on the venue's own website.",
+        author=owner,
+        status="approved",
+    )
+    memory_item_create(
+        bank=bank, title="Unreviewed idea about opening hours", description="d", content="c", author=owner
+    )
+    client.force_login(viewer)
+    url = reverse("memories:playground", kwargs={"bank_id": bank.public_id})
+    html = client.get(url, {"q": "When is the museum open on Sunday?"}).content.decode()
+    assert approved.title in html and "Unreviewed idea" not in html
+    assert "System block" in html
+    assert RetrievalEvent.objects.count() == 0
+    approved.refresh_from_db()
+    assert approved.served_count == 0
+    assert client.get(url, {"q": "   "}).status_code == 200
+
+
+def test_playground_filters_by_tags_agent_and_metadata(client, viewer, owner, bank):
+    bank.min_similarity = -1.0
+    bank.save(update_fields=["min_similarity"])
+    hours = propose_item(
+        bank,
+        title="Confirm opening hours on the official site",
+        source_agents=["museum-bot"],
+        source_metadata=[{"env": "prod", "city": "Lyon"}],
+    )
+    services.memory_item_edit(item=hours, author=owner, tags=["hours"])
+    services.memory_item_approve(item=hours, author=owner)
+    tickets = propose_item(bank, title="Buy tickets online before going", source_agents=["ticket-bot"])
+    services.memory_item_approve(item=tickets, author=owner)
+    client.force_login(viewer)
+    url = reverse("memories:playground", kwargs={"bank_id": bank.public_id})
+    query = {"q": "When is the museum open on Sunday?"}
+
+    def shown(**filters):
+        html = client.get(url, {**query, **filters}, **HTMX).content.decode()
+        assert 'id="results"' in html
+        return [title for title in (hours.title, tickets.title) if title in html]
+
+    assert shown() == [hours.title, tickets.title]
+    assert shown(tags="Hours") == [hours.title]
+    assert shown(tags="hours tickets", tags_mode="all") == []
+    assert shown(agent="ticket-bot, nobody") == [tickets.title]
+    assert shown(metadata="city=Lyon\nenv=prod") == [hours.title]
+    assert shown(metadata="env=dev") == []
+    assert "matching the filters" in client.get(url, {**query, "metadata": "env=dev"}).content.decode()
+    bad = client.get(url, {**query, "tags": "no/slash", "metadata": "no equals sign"}).content.decode()
+    assert "may only hold letters" in bad and "Line 1: write key=value." in bad
+    assert RetrievalEvent.objects.count() == 0
+    # Hostile values are read as text, never a 500.
+    assert client.get(url, {**query, "metadata": 'env="\\u0000"\nx=NaN\ny=' + "[" * 3000}).status_code == 200
