@@ -18,8 +18,8 @@ _MEMBERSHIP_FIELDS = ("id", "role", "created_at")
 def bank_for_user(request, bank_public_id, role: str = Role.VIEWER) -> tuple[Bank, Membership]:
     """The bank (with its team) and the user's membership, or Http404 /
     PermissionDenied as described above. One query: the bank with its team
-    and the membership's fields (every bank page asks; two ORM queries were
-    ~1 ms of Python)."""
+    and the membership's fields: every bank page asks, so it is one query
+    rather than two."""
     if not request.user.is_authenticated:
         raise Http404
     bank = (

@@ -28,7 +28,7 @@ from reasoningbank_site.text import counted
 router = Router(tags=["memories"])
 
 MAX_PAGE = 100
-MAX_OFFSET = 1_000_000_000  # keeps OFFSET far inside PostgreSQL's bigint (a larger one was a 500)
+MAX_OFFSET = 1_000_000_000  # keeps OFFSET far inside PostgreSQL's bigint: a larger one is a 422, not a database error
 
 
 class PageIn(Schema):
@@ -109,7 +109,7 @@ def retrieve(request, payload: RetrieveIn):
         warnings.append("This bank has no approved memories yet.")
     # Built as RetrieveOut without validating it: django-ninja serialises an instance of the response's own
     # schema as it is. Every value here is already of its field's type (our own rows), and validating them
-    # cost ~0.4 ms of each retrieval (issue 14); tests hold the bytes to what validation gives.
+    # would be a noticeable share of each retrieval; tests hold the bytes to what validation gives.
     return RetrieveOut.model_construct(
         retrieval_id=result.event.public_id,
         mode=result.event.mode,

@@ -78,8 +78,8 @@ def _runtime() -> str:
 
 def _threads() -> int:
     # One short query per request: extra intra-op threads only fight the web
-    # and database processes for cores (measured on 2 busy cores: ~35 ms with
-    # 1 thread vs ~500 ms with 2). Scale out with processes instead.
+    # and database processes for cores, which makes a query slower, not faster
+    # (see docs/configuration.md). Scale out with processes instead.
     return max(1, int(getattr(settings, "RB_EMBEDDING_THREADS", 1) or 1))
 
 

@@ -3,8 +3,8 @@ same file names and format — a stock kombu client reads and writes the same
 queue) with a consumer that keeps up with the pipeline. Settings selects it
 (CELERY_BROKER_TRANSPORT) whenever the broker URL is ``filesystem://``.
 
-Stock kombu 5 held the embedded pipeline at ≈ 2 tasks/s whatever a task cost
-(bench/pipeline_throughput.py), for three reasons:
+Stock kombu 5 caps the embedded pipeline's throughput whatever a task costs
+(bench/pipeline_throughput.py; figures in bench/README.md), for three reasons:
 
 1. After a poll that delivers nothing, the worker sleeps the whole polling
    interval (1 s). With late acks and prefetch = concurrency, a worker whose
@@ -15,15 +15,16 @@ Stock kombu 5 held the embedded pipeline at ≈ 2 tasks/s whatever a task cost
    to ``polling_interval`` (RB_BROKER_POLLING_INTERVAL), a delivery resets it;
    and while the prefetch window is full the worker polls again as soon as a
    slot frees (a counter checked every ``BUSY_POLL``, no file system access).
-   An idle worker costs what it did; the next task is taken within ~10 ms.
-2. ``_get`` listed the folder, sorted every name and popped names off the
+   An idle worker polls no more often than stock kombu's; the next task is
+   taken within ``BUSY_POLL`` of a slot freeing.
+2. kombu's ``_get`` lists the folder, sorts every name and pops names off the
    front of the list one by one — quadratic in the backlog — for each queue
    polled (the task queue, the worker's pidbox, ...), so a queue with no
-   message of its own scanned the whole backlog. Here: one listing, only the
+   message of its own scans the whole backlog. Here: one listing, only the
    queue's own names, oldest first.
-3. A claimed message was moved to the system temp dir — a copy and a delete
+3. kombu moves a claimed message to the system temp dir — a copy and a delete
    when that is another file system, which two consumers can both copy — and
-   a publisher created the file before writing it, so a consumer could claim
+   its publisher creates the file before writing it, so a consumer can claim
    it empty. Here a publisher writes a hidden temporary file and renames it
    into the queue, and a consumer claims a message by renaming it into the
    processed folder next to the queue: both atomic, one winner.

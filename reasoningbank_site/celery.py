@@ -56,8 +56,9 @@ def _registered_task(name: str):
 
 class _Kept(threading.local):
     """This thread's broker connection and producer, kept between publishes
-    (a fresh connection per publish cost 5 ms on Redis and 20-45 ms on the
-    embedded broker, whose queue declaration lists the queue folder)."""
+    (a fresh connection per publish pays a connect on Redis, and on the
+    embedded broker a queue declaration that lists the queue folder; figures
+    in bench/README.md)."""
 
     connection = None
     producer = None

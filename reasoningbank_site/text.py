@@ -233,7 +233,7 @@ def ago(moment, *, now=None, seconds: bool = False) -> str:
 def _since_within_a_day(minutes: int, language: str | None) -> str:
     """``timesince`` of a moment ``minutes`` whole minutes ago, under a day: it
     then depends on nothing else (no months or years to count; seconds are
-    dropped), so a page of rows formats each count once (``timesince`` costs
-    ~20 µs, a fifth of a list row's rendering)."""
+    dropped), so a page of rows formats each count once (``timesince`` is a
+    large share of a list row's rendering)."""
     now = datetime(2000, 1, 1, tzinfo=UTC)
     return timesince(now - timedelta(minutes=minutes), now)

@@ -7,8 +7,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank_site.settings")
 application = get_wsgi_application()
 
 # Warm up before this process accepts a request (gunicorn loads the app in each worker before
-# it listens): the URLconf imported (every view and API module: ~0.3 s, which the first request
-# paid once the model no longer imported torch), the embedding model loaded, one query embedded,
+# it listens): the URLconf imported (every view and API module, which the first request would
+# otherwise pay for), the embedding model loaded, one query embedded,
 # one vector search run, so the first retrieval after a restart costs what any other does
 # (bench/retrieval_restart.py measures it).
 # Here rather than in AppConfig.ready, so management commands and the test suite never pay for it.

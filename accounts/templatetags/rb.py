@@ -35,7 +35,8 @@ BANK_PAGES = [
 @cache
 def _bank_page_links(script_prefix: str, urlconf) -> tuple:
     """(url name, label, link) of each bank page, ``link(public_id)`` its path (reverse_each): reversed once per
-    script prefix and URLconf, the ones current when called (11 resolver walks were ~0.3 ms of every bank page)."""
+    script prefix and URLconf, the ones current when called: every bank page prints them all, so a resolver walk
+    for each would be paid on every page."""
     return tuple((name, label, reverse_each(name, "bank_id")) for name, label in BANK_PAGES)
 
 
@@ -60,7 +61,7 @@ def ago(value) -> str:
 @register.filter(expects_localtime=True)
 def iso(value) -> str:
     """``date:'c'`` (ISO 8601, in the current time zone) without the format
-    machinery: ~12 µs a row through ``date``, for a "… ago" cell's title."""
+    machinery, which ``date`` runs for every row, for a "… ago" cell's title."""
     if not isinstance(value, datetime.date):
         return ""
     return mark_safe(value.isoformat())  # digits, "-", ":", "T", "+" and ".": nothing to escape
@@ -70,8 +71,8 @@ def iso(value) -> str:
 @stringfilter
 def clip(value: str, length: int) -> str:
     """``truncatechars`` with a fast path for ASCII text (no combining
-    characters, already NFC), which it cuts by slicing: a list row's preview
-    cost ~25 µs through ``Truncator``, whatever the text's length."""
+    characters, already NFC), which it cuts by slicing: ``Truncator``
+    normalises and walks the text on every call, and a list has a preview per row."""
     length = int(length)
     if length <= 0 or not value.isascii():
         return Truncator(value).chars(length)

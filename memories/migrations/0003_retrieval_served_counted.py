@@ -10,8 +10,8 @@ class Migration(migrations.Migration):
         ('memories', '0002_retrieval_indexes'),
     ]
 
-    # Retrievals logged before this migration were counted inside their request:
-    # they start as counted; new ones start uncounted and are folded by a task.
+    # Rows present when this runs were counted inside their request, so they
+    # start as counted; rows added afterwards start uncounted and a task folds them.
     operations = [
         migrations.AddField(
             model_name='retrievalevent',

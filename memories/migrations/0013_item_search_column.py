@@ -1,7 +1,7 @@
 """Text search reads a stored tsvector column (not declared on the model, so no
 ORM query reads it) instead of an expression index: the same text and GIN
-index name, but checking an item outside the index no longer re-parses its text
-(~10 µs a row, 300 ms when the planner walked 30k rows; issue 14 goal 5). And
+index name, and checking an item outside the index reads the stored vector
+rather than parsing its text again (see docs/architecture.md, full-text search). And
 an index on (bank, updated_at): the item list's order, so a page is an index walk."""
 
 from django.db import migrations, models

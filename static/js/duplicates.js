@@ -1,4 +1,4 @@
-// The approval's duplicate check (issue 13): the server answers an approve of a
+// The approval's duplicate check: the server answers an approve of a
 // near-duplicate of an approved item with a <dialog data-dup-confirm open> holding
 // a real form (confirm_duplicate=1). Here it becomes a modal: the confirm button has
 // focus, so Enter approves anyway; Esc (or Cancel) closes it and the item stays

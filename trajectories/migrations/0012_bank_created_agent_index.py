@@ -1,6 +1,6 @@
 """The (bank, created_at) index also carries ``agent``: the review queue's and the trajectory list's agent dropdown
-(the agents of a bank's latest 5,000 trajectories) is then an Index Only Scan instead of 5,000 heap rows read
-(issue 14 goal 5). The new index is built before the old one is dropped: lists by date never lose their index."""
+(the agents of a bank's latest 5,000 trajectories) is then an Index Only Scan instead of 5,000 heap rows read.
+The new index is built before the old one is dropped: lists by date never lose their index."""
 
 from django.db import migrations, models
 
