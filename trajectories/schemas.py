@@ -327,7 +327,8 @@ class ImpactOut(Schema):
     guardrails: list[ImpactGuardrailOut] = Field(..., description="Checks that withhold the verdict when one fails.")
     power: ImpactPowerOut
     item_baseline: float = Field(
-        ..., description="The holdout's success rate (0.5 while it is small); items are no longer flagged against it."
+        ...,
+        description="The holdout's success rate (0.5 while it is small); items are compared with their own withheld retrievals.",
     )
     item_comparison: Literal["randomised", "holdout_arm"] = Field(
         ...,
