@@ -175,7 +175,7 @@ export class Client {
   }
 
   /** A trajectory's status, verdict, judgments and derived items. */
-  trajectory(id: string): Promise<Trajectory> {
+  async trajectory(id: string): Promise<Trajectory> {
     return this.send("GET", apiPath("trajectories", id));
   }
 
@@ -213,7 +213,7 @@ export class Client {
     }
   }
 
-  memory(id: string): Promise<MemoryItem> {
+  async memory(id: string): Promise<MemoryItem> {
     return this.send("GET", apiPath("memories", id));
   }
 
@@ -239,20 +239,20 @@ export class Client {
   }
 
   /** One item (any status) with its source trajectories and near-duplicates. */
-  reviewItem(id: string): Promise<ReviewItem> {
+  async reviewItem(id: string): Promise<ReviewItem> {
     return this.send("GET", apiPath("review", "items", id));
   }
 
-  approveItem(id: string, options: Record<string, unknown> = {}): Promise<ReviewItem> {
+  async approveItem(id: string, options: Record<string, unknown> = {}): Promise<ReviewItem> {
     return this.send("POST", apiPath("review", "items", id, "approve"), { json: options });
   }
 
-  rejectItem(id: string, reason: string, options: Record<string, unknown> = {}): Promise<ReviewItem> {
+  async rejectItem(id: string, reason: string, options: Record<string, unknown> = {}): Promise<ReviewItem> {
     return this.send("POST", apiPath("review", "items", id, "reject"), { json: { reason, ...options } });
   }
 
   /** Change the text or tags (fields left out stay as they are). */
-  editItem(id: string, edit: ItemEdit): Promise<ReviewItem> {
+  async editItem(id: string, edit: ItemEdit): Promise<ReviewItem> {
     return this.send("PATCH", apiPath("review", "items", id), { json: withoutUndefined(edit) });
   }
 

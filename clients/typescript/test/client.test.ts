@@ -56,10 +56,9 @@ test("record() then wait() follows the real pipeline to done", async () => {
   const done = await rb.wait(recorded.id, { timeout: 90, interval: 0.2 });
   assert.equal(done.status, "done");
   assert.equal(done.verdict, "success");
-  assert.deepEqual(
-    done.items.map((i) => [i.title, i.status]),
-    [["Read opening hours on the official site", "proposed"]],
-  );
+  // Proposed anew, or (when an earlier run of this suite proposed it first) found again as support.
+  const distilled = [...done.items, ...(done.supported_items ?? [])].map((i) => i.title);
+  assert.deepEqual(distilled, ["Read opening hours on the official site"]);
   assert.equal(done.external_id, recorded.external_id);
   assert.ok(done.step_count >= STEPS.length);
 });
