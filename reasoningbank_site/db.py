@@ -1,111 +1,21 @@
-"""Small database helpers shared by the apps' services."""
+"""Database helpers the trajectories app's services still use. Nothing else
+imports them: each goes once its last caller uses the ORM (``bulk_create``,
+``update``, querysets) instead, and then this module."""
 
 from __future__ import annotations
 
-import enum
-import re
-import threading
 import weakref
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from functools import cache, lru_cache
 
-from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.db import DEFAULT_DB_ALIAS, close_old_connections, connection, connections, transaction
-from django.db.backends.postgresql.base import ServerBindingCursor
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.models import BooleanField, Model, QuerySet, UniqueConstraint
 from django.db.models.constants import OnConflict
 from django.db.models.expressions import RawSQL
 from django.db.models.query import MAX_GET_RESULTS, get_related_populators
 from django.db.models.sql import InsertQuery, Query, UpdateQuery
 from django.db.transaction import TransactionManagementError
-from psycopg import sql as psycopg_sql
-
-# while_running's threads: one per web thread (docker/entrypoint.sh's WEB_THREADS default), so a request never
-# waits for another's; each keeps its own database connection, as a web thread does.
-_BESIDE_THREADS = 4
-_beside: list[ThreadPoolExecutor] = []
-_beside_lock = threading.Lock()
-
-
-def while_running(during: Callable[[], object], fn: Callable[..., object], /, **kwargs):
-    """``fn(**kwargs)`` (database work) and ``during()`` (other work, e.g. the
-    embedding model's) at the same time: ``fn`` in a thread of a small
-    per-process pool, on that thread's own connection (checked, replaced and
-    kept as a request's is: close_old_connections around it), ``during`` in
-    this thread, where the model call leaves Python free for ``fn``. Returns
-    what ``fn`` returns, or raises what it raised, once both are done. Inside
-    a transaction ``fn`` could not see its writes from another connection:
-    there ``during()``, then ``fn`` here."""
-    if connection.in_atomic_block:
-        during()
-        return fn(**kwargs)
-    if not _beside:
-        with _beside_lock:
-            if not _beside:  # created in the process that uses it: threads do not survive a fork
-                _beside.append(ThreadPoolExecutor(max_workers=_BESIDE_THREADS, thread_name_prefix="db-beside"))
-    future = _beside[0].submit(_on_own_connection, fn, kwargs)
-    during()
-    return future.result()
-
-
-def while_running_stop() -> None:
-    """Stop while_running's threads, each closing its own database connection
-    first (a test run's end: the test database cannot be dropped while they
-    hold sessions on it). The next while_running starts new ones."""
-    with _beside_lock:
-        if not _beside:
-            return
-        pool = _beside.pop()
-    # As many tasks as threads, each held until all run: every thread takes exactly one.
-    together = threading.Barrier(_BESIDE_THREADS)
-
-    def close_own() -> None:
-        together.wait(timeout=30)
-        connections.close_all()
-
-    for done in [pool.submit(close_own) for _ in range(_BESIDE_THREADS)]:
-        done.result()
-    pool.shutdown(wait=True)
-
-
-def _on_own_connection(fn: Callable[..., object], kwargs: dict):
-    close_old_connections()
-    try:
-        return fn(**kwargs)
-    finally:
-        close_old_connections()
-
-
-def insert_without_waiting_for_disk(*objs: Model) -> None:
-    """Insert the unsaved model instances ``objs`` (none referring to another
-    of them) in ONE statement whose commit does not wait for the WAL flush
-    (``synchronous_commit = off``: the transaction stays atomic and is durable
-    within ~3 × wal_writer_delay; a crash of the database server, not of the
-    app, in that window loses it whole; inside a caller's transaction, for
-    the rest of it): atomic on its own, one round trip instead of BEGIN, SET,
-    one INSERT each, COMMIT. Each instance gets its primary key and is saved
-    as ``create`` leaves it; an ``auto_now``/``auto_now_add`` field the caller
-    set keeps its value (so another of ``objs`` can be derived from it), an
-    empty one is filled in as ``create`` would. No model signals are sent,
-    and ``save()`` overrides are not called: only for models that have
-    neither. The statement is compiled once per tuple of models (its SQL
-    depends on nothing else when every value is plain: ``_insert_values``);
-    each call only prepares the values, as Django's insert compiler does
-    (``_prepared``)."""
-    fields, values, plain = _insert_values([[obj] for obj in objs])
-    if plain:
-        sql = _insert_sql_cached(tuple(type(obj) for obj in objs))
-        params = [p for group_fields, rows in zip(fields, values, strict=True) for p in _prepared(group_fields, rows)]
-    else:
-        sql, params = _insert_sql(objs)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    for obj, pk in zip(objs, row, strict=True):
-        obj.pk = pk
-        obj._state.adding, obj._state.db = False, connection.alias
 
 
 def _insert_fields(model: type[Model]) -> list:
@@ -127,7 +37,7 @@ def _insert_ctes(groups: Sequence[Sequence[Model]]) -> tuple[list[str], list]:
     """One WITH part ``i<n> AS (INSERT … RETURNING pk)`` per group of one
     model's instances, as Django's insert compiler writes it (values as they
     are: raw, pre_save done), and their parameters: what insert_together and
-    insert_without_waiting_for_disk put in their one statement."""
+    insert_unless_taken put in their one statement."""
     parts, params = [], []
     for objs in groups:
         model = type(objs[0])
@@ -141,31 +51,10 @@ def _insert_ctes(groups: Sequence[Sequence[Model]]) -> tuple[list[str], list]:
     return parts, params
 
 
-def _insert_sql(objs) -> tuple[str, list]:
-    """insert_without_waiting_for_disk's statement for ``objs`` (one row each)
-    and its parameters."""
-    parts, params = _insert_ctes([[obj] for obj in objs])
-    returned = ", ".join(
-        f"(SELECT {connection.ops.quote_name(o._meta.pk.column)} FROM i{n})" for n, o in enumerate(objs)
-    )
-    sql = (
-        f"WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)), {', '.join(parts)} "
-        f"SELECT {returned} FROM async_commit"
-    )
-    return sql, params
-
-
-@cache
-def _insert_sql_cached(models: tuple[type[Model], ...]) -> str:
-    """_insert_sql's statement for instances of ``models`` with plain values:
-    one placeholder per field, whatever the values."""
-    return _insert_sql([model() for model in models])[0]
-
-
 def without_waiting_for_disk(queryset: QuerySet) -> QuerySet:
     """``queryset`` filtered by ``set_config('synchronous_commit', 'off', true)``:
     the transaction that runs a statement of it that finds a row commits
-    without waiting for the WAL flush (as insert_without_waiting_for_disk),
+    without waiting for the WAL flush,
     with no SET statement of its own; an UPDATE of it run outside a
     transaction is its own: one round trip, no BEGIN or COMMIT. The
     condition is evaluated for the rows the other conditions leave (a row
@@ -188,7 +77,7 @@ def insert_together(*groups: Sequence[Model]) -> None:
     No model signals are sent, and ``save()`` overrides are not called: only
     for models that have neither (as ``bulk_create``). The statement is
     compiled once per shape (the models and their numbers of rows) when every
-    value is plain, as insert_without_waiting_for_disk's."""
+    value is plain."""
     groups = tuple(list(g) for g in groups if g)
     if not groups:
         return
@@ -354,18 +243,13 @@ def update_sql(queryset: QuerySet, values: dict) -> tuple[str, tuple]:
     return query.get_compiler(connection=connection).as_sql()
 
 
-def instances_fetched(
-    model: type[Model], sql: str, params, *, server_binding: bool = False, prepared: bool = False
-) -> list:
+def instances_fetched(model: type[Model], sql: str, params) -> list:
     """What ``list(model.objects.raw(sql, params))`` returns (instances from
     the columns named after their fields, the others as attributes; field
     values through the converters the ORM's compiler lists; missing fields
     deferred), without RawQuerySet's per-call resolution of the columns: for
-    a statement compiled once (issue 14). ``server_binding``: the parameters
-    are sent apart from the statement, for the server to bind
-    (server_bound_cursor), instead of quoted into it; ``prepared`` (with
-    it): the statement is prepared on the connection (server_bound_cursor)."""
-    with server_bound_cursor(prepared=prepared) if server_binding else connection.cursor() as cursor:
+    a statement compiled once (issue 14)."""
+    with connection.cursor() as cursor:
         cursor.execute(sql, params)
         names, positions, converters, extra = _instances_layout(model, tuple(c.name for c in cursor.description))
         rows = cursor.fetchall()
@@ -380,85 +264,6 @@ def instances_fetched(
             setattr(instance, name, row[pos])
         instances.append(instance)
     return instances
-
-
-_PLACEHOLDER = re.compile(r"%%|%s")
-
-
-def constants_inlined(sql: str, params: Sequence, *, kept: Callable[[object], bool]) -> tuple[str, tuple]:
-    """``sql`` with each of ``params`` written into its text as a quoted
-    literal (psycopg's own quoting), but those ``kept`` says to leave as
-    parameters: the statement and its remaining parameters. For a statement
-    compiled once and prepared (server_bound_cursor), whose plan must be the
-    one for these values. Only ints and strings are written in."""
-    remaining = []
-    values = iter(params)
-
-    def write(match: re.Match) -> str:
-        if match.group() == "%%":
-            return "%%"
-        value = next(values)
-        if kept(value):
-            remaining.append(value)
-            return "%s"
-        value = value.value if isinstance(value, enum.Enum) else value
-        if type(value) not in (int, str):
-            raise TypeError(f"only ints and strings are written into a statement, not {type(value).__name__}")
-        return psycopg_sql.Literal(value).as_string(None).replace("%", "%%")
-
-    inlined = _PLACEHOLDER.sub(write, sql)
-    if next(values, _END) is not _END:
-        raise ValueError("more parameters than placeholders")
-    return inlined, tuple(remaining)
-
-
-_END = object()
-
-
-class _PreparingCursor(ServerBindingCursor):
-    """A server-binding cursor whose every statement is prepared on its
-    connection (psycopg's ``prepare=True``): parsed once per connection, then
-    only bound and executed; PostgreSQL plans it with each call's values for
-    its first five executions, then keeps a generic plan if that costs no
-    more (``plan_cache_mode``)."""
-
-    def execute(self, query, params=None, *, prepare=None, binary=None):
-        return super().execute(query, params, prepare=True, binary=binary)
-
-
-# psycopg prepares nothing on a connection whose prepare_threshold is None (how Django opens them) and, with a
-# number, every statement a server-binding cursor runs that many times. This one: only those asked for.
-_ONLY_WHEN_ASKED = 2**31 - 1
-
-
-def server_bound_cursor(*, prepared: bool = False):
-    """``connection.cursor()`` (Django's wrapper: the health check, the execute
-    wrappers, the query log, the errors as Django's), whose parameters the
-    server binds: psycopg's Cursor sends them apart from the statement, where
-    the default ClientCursor quotes each into its text. For a statement with
-    a large parameter: quoting a query vector's ~4 KB literal into the search
-    cost ~0.2 ms of Python per retrieval (issue 14).
-
-    Not prepared by default (Django sets psycopg's prepare_threshold to None):
-    each execution is planned with its own values, as a client-bound one is.
-    ``prepared`` (unless settings.DB_PREPARED_STATEMENTS is off: behind a
-    pooler that cannot keep them, PgBouncer before 1.21 in transaction mode):
-    for a statement run on every request whose plan is the same for any of
-    its parameters; planning the token statement cost ~0.45 ms of each API
-    request, the search's ~0.3 ms (issue 14). A statement whose plan depends
-    on a parameter's value (a bank id: a small bank among large ones) must
-    have it in its text instead."""
-    wrapper = connection.cursor()
-    raw = connection.connection
-    if prepared and settings.DB_PREPARED_STATEMENTS:
-        if raw.prepare_threshold is None:
-            raw.prepare_threshold = _ONLY_WHEN_ASKED
-        bound = _PreparingCursor(raw)
-    else:
-        bound = ServerBindingCursor(raw)
-    client_bound, wrapper.cursor = wrapper.cursor, bound
-    client_bound.close()
-    return wrapper
 
 
 @lru_cache(maxsize=64)

@@ -124,15 +124,12 @@ if DATABASE_URL:
             DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 60), conn_health_checks=True
         )
     }
-    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-        DATABASES["default"]["ENGINE"] = "reasoningbank_site.postgres"  # the health check without a round trip
     EMBEDDED_POSTGRES = False
 else:
     _host, _port = embedded.postgres_address(DATA_DIR)
     DATABASES = {
         "default": {
-            # Django's PostgreSQL backend whose health check costs no round trip (reasoningbank_site/postgres).
-            "ENGINE": "reasoningbank_site.postgres",
+            "ENGINE": "django.db.backends.postgresql",
             "NAME": embedded.DB_NAME,
             "USER": "postgres",
             "HOST": _host,
@@ -144,9 +141,6 @@ else:
         }
     }
     EMBEDDED_POSTGRES = True
-# Statements run on every request (the API's token check, the retrieve search) are prepared on each connection
-# (reasoningbank_site.db.server_bound_cursor); off behind a pooler that cannot keep prepared statements.
-DB_PREPARED_STATEMENTS = envbool("DB_PREPARED_STATEMENTS", True)
 # Lets a test-spawned worker process use the test database pytest created.
 if envstr("RB_DATABASE_NAME"):
     DATABASES["default"]["NAME"] = envstr("RB_DATABASE_NAME")
