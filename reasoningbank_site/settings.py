@@ -124,12 +124,15 @@ if DATABASE_URL:
             DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 60), conn_health_checks=True
         )
     }
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        DATABASES["default"]["ENGINE"] = "reasoningbank_site.postgres"  # the health check without a round trip
     EMBEDDED_POSTGRES = False
 else:
     _host, _port = embedded.postgres_address(DATA_DIR)
     DATABASES = {
         "default": {
-            "ENGINE": "django.db.backends.postgresql",
+            # Django's PostgreSQL backend whose health check costs no round trip (reasoningbank_site/postgres).
+            "ENGINE": "reasoningbank_site.postgres",
             "NAME": embedded.DB_NAME,
             "USER": "postgres",
             "HOST": _host,

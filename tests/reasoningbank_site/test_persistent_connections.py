@@ -5,6 +5,11 @@ killed — is replaced by the health check on the next request, never reused
 into an error. Real gunicorn (one sync worker, as in production) serving the
 test database."""
 
+import select
+import time
+from unittest import mock
+
+import psycopg
 import pytest
 import requests
 from django.db import connection
@@ -54,3 +59,19 @@ def test_a_worker_keeps_its_connection_and_replaces_a_broken_one(gunicorn, bank)
     assert response.json()["count"] == 0
     replaced = _server_backends()
     assert len(replaced) == 1 and replaced != first
+
+
+def test_the_health_check_asks_the_server_only_when_the_connection_heard_from_it(db):
+    """The health check (reasoningbank_site/postgres) costs no round trip on a
+    quiet connection, and still finds one the server terminated."""
+    connection.ensure_connection()
+    raw = connection.connection
+    with mock.patch.object(type(raw), "cursor", side_effect=AssertionError("the health check made a round trip")):
+        assert connection.is_usable()
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [raw.info.backend_pid])
+    deadline = time.monotonic() + 10
+    while not select.select([raw.fileno()], [], [], 0.1)[0]:  # the termination message arrives
+        assert time.monotonic() < deadline
+    assert not connection.is_usable()
+    connection.close()
