@@ -336,6 +336,43 @@ def test_the_log_commits_without_waiting_for_disk_and_nothing_else_does(bank, we
     assert MemoryItem.objects.get(pk=result.items[0][0].pk).served_count == 1
 
 
+@pytest.mark.parametrize("duplicate_threshold", [None, 0.9])
+@pytest.mark.parametrize("task_id", ["", "t-login"])
+def test_the_compiled_search_is_the_query_the_orm_builds(bank, web_items, task_id, duplicate_threshold):
+    """approved_items_search_counted runs a statement compiled once per bank and
+    shape: with this call's vector and task id it is, byte for byte, the
+    statement the ORM builds for it, and it finds what the ORM's query finds."""
+    search = selectors.retrieval.search
+    vector = [random.uniform(-1, 1) for _ in range(384)]
+    fetch = 20 if duplicate_threshold is not None else 10
+    has_approved, pending = search._counts_expressions(bank=bank)
+    qs = search._approved_items_qs(
+        bank=bank,
+        vector=vector,
+        k=fetch,
+        exclude_task_id=task_id,
+        filters=selectors.NO_FILTERS,
+        with_embedding=duplicate_threshold is not None,
+    ).annotate(bank_has_approved=has_approved, bank_pending=pending)
+    sql, params = qs.query.sql_with_params()
+    if duplicate_threshold is not None:
+        sql = search._similarities_sql(qs, sql, order=search.SEARCH_ORDER)
+    compiled, marked = search._counted_search_sql(
+        bank.pk, search.embedding_model_name(), fetch, duplicate_threshold is not None, bool(task_id)
+    )
+    filled = [
+        search._vector_text(vector) if p is search._VECTOR else task_id if p is search._TASK else p for p in marked
+    ]
+    assert (compiled, filled) == (sql, list(params))
+    found, counts = selectors.approved_items_search_counted(
+        bank=bank, vector=vector, k=10, min_similarity=-1, exclude_task_id=task_id
+    )
+    orm = sorted(qs, key=lambda item: (item.distance, item.pk)) if duplicate_threshold is None else None
+    if orm is not None:
+        assert [item.pk for item, _ in found] == [item.pk for item in orm]
+        assert (counts.has_approved, counts.pending) == (orm[0].bank_has_approved, orm[0].bank_pending)
+
+
 def test_only_what_is_served_is_fetched(bank, web_items):
     """The search reads the fields the answer shows (SERVED_FIELDS): the dates,
     JSON and arrays it does not show stay in the database."""
