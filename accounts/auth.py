@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from ninja import Schema
 from ninja.security import HttpBearer
 
-from accounts.services import TokenUse, api_token_touch, api_token_use, hash_token
-from reasoningbank_site.db import while_running
+from accounts.services import TokenUse, api_token_touch, api_token_use
 from reasoningbank_site.errors import Forbidden, NotAuthenticated, RateLimited
 
 
@@ -37,45 +35,19 @@ class TokenAuth(HttpBearer):
     """``Authorization: Bearer rb_…``. Unknown, revoked or expired → 401;
     a live token without ``scope`` → 403; an archived bank → 403 ``bank_archived``;
     over the bank's ``rate_limit_per_minute`` → 429 ``rate_limited`` with
-    ``Retry-After``. Sets ``request.api_token`` and ``request.bank``.
-
-    ``early(request)``, when given, is work the endpoint will need that does
-    not depend on who is asking (the retrieve API's query embedding): for a
-    token this process accepted the last time it was presented, it runs in
-    this thread while the token's statement runs in another
-    (db.while_running), so the two overlap. It must not answer or raise:
-    a refused token's request is answered as any other. An unknown or
-    refused token still costs one statement and nothing else."""
+    ``Retry-After``. Sets ``request.api_token`` and ``request.bank``. The
+    lookup and the rate count are one statement (api_token_use): one round
+    trip per request."""
 
     openapi_scheme = "bearer"
-    _ACCEPTED_MAX = 10_000
 
-    def __init__(self, scope: str | None, *, early: Callable[[Any], None] | None = None):
+    def __init__(self, scope: str | None):
         # scope None: any live token of the bank (e.g. "which bank is this token for?").
         self.scope = scope
-        self.early = early
-        # Hashes of the tokens accepted the last time they were presented here (at most _ACCEPTED_MAX).
-        self._accepted: dict[str, None] = {}
         super().__init__()
 
     def authenticate(self, request, token: str):
-        raw = token.strip()
-        seen = hash_token(raw) if self.early is not None else ""
-        # The lookup and the rate count are one statement (api_token_use): one round trip per request.
-        try:
-            if seen in self._accepted:
-                use = while_running(lambda: self.early(request), api_token_use, raw=raw, scope=self.scope)
-            else:
-                use = api_token_use(raw=raw, scope=self.scope)
-            api_token = self._accepted_token(request, use)
-        except Exception:
-            self._accepted.pop(seen, None)
-            raise
-        if seen:
-            if len(self._accepted) >= self._ACCEPTED_MAX:
-                self._accepted.clear()
-            self._accepted[seen] = None
-        return api_token
+        return self._accepted_token(request, api_token_use(raw=token.strip(), scope=self.scope))
 
     def _accepted_token(self, request, use: TokenUse):
         api_token = use.token

@@ -72,7 +72,8 @@ def bench_bank():
 
 def retrievals_logged(bank, before: int, answered: int, timeout: float = 30.0) -> int:
     """Wait until ``answered`` retrievals more than ``before`` are logged for
-    ``bank`` (a log is written just after its answer: issue 14), assert that
+    ``bank`` (a log is written before its answer; a tree compared with
+    ``--compare`` may write it just after), assert that
     every one is, and return the count: a benchmark whose answers were not
     all logged did less than a user's requests do."""
     from memories.models import RetrievalEvent

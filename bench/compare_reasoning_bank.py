@@ -214,7 +214,7 @@ def run(
                     exact = set(_exact_search(bank, vector, K))
                     recalls.append(len(ours & exact) / K)
                     lib_recalls.append(len(theirs & exact) / K)
-                retrievals_logged(bank, logged_before, 3 + 1 + 2 * len(texts))  # every answer logged (just after it)
+                retrievals_logged(bank, logged_before, 3 + 1 + 2 * len(texts))  # every answer logged
                 rows.append(
                     {
                         "size": n,

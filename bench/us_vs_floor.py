@@ -22,7 +22,7 @@ between calls close together; needs ``--threads``: a sync worker closes each).
 embedding, search, the rest, and the log written after the answer) as p50s,
 from an in-process run through the real WSGI handler after the HTTP rounds
 (no effect on the figures above). Every answer over HTTP is asserted to have
-been logged (the log is written just after the answer).
+been logged.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ def server_parts(bank, secret: str, texts: list[str], floor) -> str:
     its statement and Python), ``sql``: the other statements before the answer
     (the search), from sending each to its rows (``other_statements``: how
     many); ``rest``: Django, django-ninja, middleware and the services' own
-    Python; ``after_answer``: what runs once the response is closed (the log),
+    Python; ``after_answer``: what runs once the response is closed (nothing
+    here; the log of a tree that writes it after its answer),
     outside ``total``."""
     import importlib
     import io

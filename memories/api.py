@@ -3,17 +3,15 @@ Thin: parse → selector/service → shape."""
 
 from __future__ import annotations
 
-import json
 from uuid import UUID
 
 from ninja import Field, Query, Router, Schema
 
 from accounts.auth import TokenAuth, api_responses
 from memories import selectors
-from memories.embeddings import EmbeddingModelError, embed_text
+from memories.embeddings import EmbeddingModelError
 from memories.models import MemoryItem
 from memories.schemas import (
-    QUERY_MAX_LENGTH,
     ApprovedMemoryOut,
     MemoryListOut,
     RetrieveFiltersIn,
@@ -59,24 +57,10 @@ def _memory_out(item: MemoryItem) -> dict:
     }
 
 
-def _query_embedded(request) -> None:
-    """The retrieve API's early work (TokenAuth): the query's embedding, while
-    the token is checked, from the raw body. A body RetrieveIn would not read,
-    or a model that fails, leaves nothing: the view then embeds as usual
-    (and answers 503 for the model)."""
-    try:
-        query = json.loads(request.body).get("query")
-        text = query.strip() if isinstance(query, str) and len(query) <= QUERY_MAX_LENGTH else ""
-        if text:
-            request.query_embedding = (text, embed_text(text))
-    except Exception:  # not JSON, not an object, too large, no model: the view's own parsing answers it
-        return
-
-
 @router.post(
     "/retrieve",
     response=api_responses({200: RetrieveOut}, 413, 503),
-    auth=TokenAuth(scope="retrieve", early=_query_embedded),
+    auth=TokenAuth(scope="retrieve"),
     summary="Retrieve memories for a task",
 )
 def retrieve(request, payload: RetrieveIn):
@@ -85,9 +69,7 @@ def retrieve(request, payload: RetrieveIn):
     what may be served (tags, source agent, source metadata)."""
     if not payload.query.strip():
         raise Invalid("query: must contain more than whitespace")
-    early = getattr(request, "query_embedding", None)
     try:
-        vector = early[1] if early and early[0] == payload.query.strip() else None
         result = retrieval_perform(
             bank=request.bank,
             query=payload.query,
@@ -95,7 +77,6 @@ def retrieve(request, payload: RetrieveIn):
             task_id=payload.task_id,
             token=request.api_token,
             filters=_filters(payload.filters),
-            vector=vector,
         )
     except EmbeddingModelError as exc:
         raise Unavailable(f"The embedding model is not available: {exc}", code="embedding_unavailable") from exc

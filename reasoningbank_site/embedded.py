@@ -64,11 +64,19 @@ def _prune_dead_handles(server) -> None:
     exits, counting pids in a file; a process killed hard (SIGKILL, OOM) never
     removes its pid, which would keep the server running forever after the
     others exit. Drop the pids of processes that are gone."""
-    with server._lock:  # pgserver's own inter-process lock around that file
-        pids = server.global_process_id_list._get()
+    with _pgserver_lock(server):
+        pids = server.global_process_id_list.get_and_add(os.getpid())  # this process is on it already (start)
         live = [pid for pid in pids if _alive(pid)]
         if live != pids:
             server.global_process_id_list.put(live)
+
+
+def _pgserver_lock(server):
+    """pgserver's own inter-process lock around its pid file and server start
+    (the lock file it names, ``lock_path``, taken the way it takes it)."""
+    import fasteners
+
+    return fasteners.InterProcessLock(server.lock_path)
 
 
 def _alive(pid: int) -> bool:
@@ -86,12 +94,14 @@ def _before_detach(server) -> None:
     processes killed hard (so the last one out can stop the server even when
     `make run` itself was SIGKILLed), and look at the postmaster again (it may
     have been restarted since this process attached: pgserver would not stop
-    a server it thinks is already gone)."""
+    a server it thinks is already gone). ensure_postgres_running adopts a
+    running server, so it is only called when one runs."""
     with contextlib.suppress(Exception):
         _prune_dead_handles(server)
         info = _postmaster(server.pgdata)
-        if info is not None:
-            server._postmaster_info = info
+        if info is not None and info.is_running():
+            with _pgserver_lock(server):
+                server.ensure_postgres_running()
 
 
 def _postmaster(pgdata: Path):
@@ -132,7 +142,7 @@ def postgres_restart(data_dir: Path) -> int:
         # Dead but not yet reaped (a zombie): PostgreSQL would refuse to start, pgserver would adopt it.
         raise RuntimeError(f"the old server (pid {old.pid}) has not exited yet")
     server = pgserver.get_server(pgdata, cleanup_mode="stop")  # this process's handle
-    with server._lock:
+    with _pgserver_lock(server):
         server.ensure_pgdata_inited()  # as root: lets the server's own user reach the folder again
         server.ensure_postgres_running()
     _ensure_database(server)

@@ -200,7 +200,7 @@ def _ordered_keys(qs: QuerySet, keys: list[tuple[str, bool]]) -> list | None:
 def _without_text_match(qs: QuerySet) -> tuple[QuerySet, object]:
     """``qs`` without its text match, and that match (None, and ``qs``
     unchanged, unless it is one of the AND-ed filters)."""
-    qs = qs._chain()
+    qs = qs.all()  # a copy whose filters can be changed here
     where = qs.query.where
     matches = [c for c in where.children if isinstance(getattr(c, "lhs", None), SearchColumn)]
     if where.connector != "AND" or where.negated or len(matches) != 1:

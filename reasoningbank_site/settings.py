@@ -144,9 +144,6 @@ else:
         }
     }
     EMBEDDED_POSTGRES = True
-# Statements run on every request (the API's token check, the retrieve search) are prepared on each connection
-# (reasoningbank_site.db.server_bound_cursor); off behind a pooler that cannot keep prepared statements.
-DB_PREPARED_STATEMENTS = envbool("DB_PREPARED_STATEMENTS", True)
 # Lets a test-spawned worker process use the test database pytest created.
 if envstr("RB_DATABASE_NAME"):
     DATABASES["default"]["NAME"] = envstr("RB_DATABASE_NAME")

@@ -12,7 +12,6 @@ import pytest
 from django.conf import settings as django_settings
 
 from accounts.models import Role
-from reasoningbank_site import db
 from reasoningbank_site.celery import app as celery_app
 from tests import factories
 from tests.fake_llm import FakeLLM
@@ -28,15 +27,6 @@ def pytest_configure(config):
     django_settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     get_hashers.cache_clear()
     get_hashers_by_algorithm.cache_clear()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _while_running_threads_closed(django_db_setup, django_db_blocker):
-    """db.while_running's threads keep their own connections (as web threads
-    do): closed before the test database is dropped."""
-    yield
-    with django_db_blocker.unblock():
-        db.while_running_stop()
 
 
 def skip_unless(condition: bool, reason: str) -> None:

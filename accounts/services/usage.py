@@ -14,7 +14,6 @@ from django.utils import timezone
 
 from accounts.models import ApiToken, Bank, Team
 from accounts.services.tokens import TOKEN_PREFIX, hash_token
-from reasoningbank_site.db import server_bound_cursor
 
 
 @dataclass(frozen=True)
@@ -43,9 +42,9 @@ def _decision(*, count: int, limit: int, epoch: int, window_start_epoch: int) ->
 
 
 # The set_config makes the upsert's own commit return without waiting for the
-# WAL flush (synchronous_commit off for its transaction only; see
-# reasoningbank_site.db.without_waiting_for_disk): a per-minute counter
-# is not worth a disk flush on every request's path.
+# WAL flush (synchronous_commit off for its transaction only, in the statement
+# itself: no BEGIN, SET or COMMIT round trips): a per-minute counter is not
+# worth a disk flush on every request's path.
 _HIT_SQL = (
     "INSERT INTO accounts_tokenusage (token_id, window_start, count) "
     "SELECT {token_id}, %s, 1 FROM {source}(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit "
@@ -138,7 +137,7 @@ def api_token_use(*, raw: str, scope: str | None, now: datetime | None = None) -
     now = now or timezone.now()
     epoch, window_start_epoch, window_start = _window(now)
     params = [hash_token(raw), now, window_start, *([scope] if scope is not None else [])]
-    with server_bound_cursor(prepared=True) as cur:  # the same plan for every token: planned once per connection
+    with connection.cursor() as cur:
         cur.execute(_token_use_sql(scoped=scope is not None), params)
         row = cur.fetchone()
     if row is None:

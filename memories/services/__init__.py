@@ -52,7 +52,6 @@ from memories.services.items import (
 from memories.services.retrieval import (
     RetrievalResult,
     memory_items_count_served,
-    retrieval_logs_awaited,
     retrieval_perform,
     retrieval_preview,
     retrieval_warm_up,
@@ -91,7 +90,6 @@ __all__ = [
     "memory_items_import",
     "memory_items_propose",
     "memory_items_support_record",
-    "retrieval_logs_awaited",
     "retrieval_outcome_change",
     "retrieval_outcomes_apply",
     "retrieval_perform",

@@ -9,16 +9,12 @@ import copy
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import NamedTuple
 
-from django.db import connection, transaction
 from django.db.models import Case, F, PositiveIntegerField, Value, When
-from django.db.transaction import TransactionManagementError
 
 from memories.models import Experience, ItemStatus, MemoryItem, MemoryItemSupport, SupportKind
 from memories.services.versions import VersionChange, items_version_record
-from reasoningbank_site.db import instances_fetched, update_sql
 
 SUPPORTABLE_STATUSES = (ItemStatus.PROPOSED, ItemStatus.APPROVED)
 
@@ -43,11 +39,11 @@ def _trajectory_ids(cited_steps, experience: Experience | None) -> list[str]:
 def _supports_add(entries: Sequence[tuple[MemoryItem, MemoryItemSupport, VersionChange]]) -> None:
     """Store ``(item, support, change)`` entries: every item's
     ``support_count`` in one update (an item supported twice grows by two),
-    then the support rows, the versions and the audit events in one insert.
+    then the support rows, the versions and the audit events (one insert each).
     The caller holds the items' row locks."""
     grown = Counter(item.pk for item, _support, _change in entries)
-    with transaction.mark_for_rollback_on_error(), connection.cursor() as cursor:
-        cursor.execute(*_support_counts_update(grown))
+    growth = Case(*(When(pk=pk, then=Value(n)) for pk, n in grown.items()), output_field=PositiveIntegerField())
+    MemoryItem.objects.filter(pk__in=grown).update(support_count=F("support_count") + growth)
     for item, _support, _change in entries:
         item.support_count += 1
     items_version_record(
@@ -127,10 +123,7 @@ def memory_items_support_record(
         return []
     bank = sightings[0].proposal.bank
     locked = {
-        str(item.public_id): item
-        for item in instances_fetched(
-            MemoryItem, *_items_locked({s.item_public_id for s in sightings}, bank_id=bank.pk)
-        )
+        str(item.public_id): item for item in _items_locked({s.item_public_id for s in sightings}, bank_id=bank.pk)
     }
     trajectories: dict[int | None, list[str]] = {}  # the proposals share their experience: its trajectories once
     if experience_trajectory_ids is not None:
@@ -173,47 +166,11 @@ def memory_item_support_merged(*, into: MemoryItem, item: MemoryItem, author, si
     _supports_add([(into, support, VersionChange(item=into, action="merged-in", author=author, note=note))])
 
 
-# Statements compiled once per number of items (issue 14: building and compiling them through the ORM was ~1 ms of
-# Python each, every distillation); each is the ORM's, byte for byte (tests/memories/test_propose_many.py).
-
-
-def _items_locked_queryset(public_ids, *, bank_id: int):
-    return (
+def _items_locked(public_ids, *, bank_id: int):
+    """The bank's items ``public_ids``, locked (SELECT … FOR UPDATE: the caller holds a transaction)."""
+    return list(
         MemoryItem.objects.select_for_update()
         .filter(bank_id=bank_id, public_id__in=public_ids)
         .defer("embedding")  # not needed here; read on access (loaded lazily) like any deferred field
         .order_by("pk")  # in id order: two workers locking the same items never wait on each other in a cycle
     )
-
-
-def _items_locked(public_ids, *, bank_id: int) -> tuple[str, tuple]:
-    """The SELECT … FOR UPDATE of the bank's items ``public_ids`` in id order
-    (the caller holds a transaction) and its parameters."""
-    if connection.get_autocommit():
-        raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
-    field = MemoryItem._meta.get_field("public_id")
-    ids = list(dict.fromkeys(field.get_db_prep_value(p, connection) for p in public_ids))  # as the IN lookup
-    return _items_locked_sql(len(ids)), (bank_id, *ids)
-
-
-@lru_cache(maxsize=32)
-def _items_locked_sql(count: int) -> str:
-    return _items_locked_queryset([uuid.UUID(int=n) for n in range(count)], bank_id=0).query.sql_with_params()[0]
-
-
-def _support_counts_queryset_values(grown: Counter) -> tuple:
-    """The ORM's update of ``grown``'s items: each ``support_count`` grows by its count."""
-    rows = MemoryItem.objects.filter(pk__in=grown)
-    growth = Case(*(When(pk=pk, then=Value(n)) for pk, n in grown.items()), output_field=PositiveIntegerField())
-    return rows, {"support_count": F("support_count") + growth}
-
-
-def _support_counts_update(grown: Counter) -> tuple[str, tuple]:
-    """That update's statement and parameters (each item's key and count, then the keys)."""
-    keys = [int(pk) for pk in grown]
-    return _support_counts_sql(len(keys)), (*(v for pk in keys for v in (pk, grown[pk])), *keys)
-
-
-@lru_cache(maxsize=32)
-def _support_counts_sql(count: int) -> str:
-    return update_sql(*_support_counts_queryset_values(Counter({n: 1 for n in range(1, count + 1)})))[0]

@@ -7,12 +7,10 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import DatabaseError, transaction
-from django.utils import timezone
+from django.db import DatabaseError, connection, transaction
 
 from accounts.models import ApiToken, Bank, RetrievalMode
 from memories.embeddings import embed_text, load_now
@@ -28,10 +26,7 @@ from memories.selectors.retrieval import (
     system_block_render,
 )
 from memories.services.impact_tallies import retrieval_tally_for
-from reasoningbank_site.after_response import after_response
-from reasoningbank_site.db import insert_without_waiting_for_disk
 from reasoningbank_site.errors import Invalid
-from reasoningbank_site.ids import uuid7_issued_at
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +52,6 @@ def retrieval_preview(
     k: int | None = None,
     task_id: str = "",
     filters: RetrievalFilters = NO_FILTERS,
-    vector=None,
 ) -> RetrievalResult:
     """What an agent of ``bank`` would be served for ``query`` (treatment
     arm), without logging or counting anything — the playground's view and
@@ -68,16 +62,14 @@ def retrieval_preview(
     what was learnt from that same task; ``filters`` (tags, source agent,
     source metadata) narrow what may be served inside the vector search; no two
     items at or above bank.duplicate_threshold are served together (the better
-    one stays, the next candidates fill up to k). ``vector``: the stripped
-    query's embedding when the caller has it already. Raises Invalid for an
+    one stays, the next candidates fill up to k). Raises Invalid for an
     empty query (and EmbeddingModelError when the model cannot be loaded)."""
     started = time.perf_counter()
     query = (query or "").strip()
     if not query:
         raise Invalid("The query is empty.")
     k = min(max(int(k if k is not None else bank.top_k), 1), MAX_K)
-    if vector is None:
-        vector = embed_text(query)
+    vector = embed_text(query)
     if bank.retrieval_mode == RetrievalMode.EXPERIENCES:
         pairs = experiences_search(
             bank=bank,
@@ -118,7 +110,6 @@ def retrieval_perform(
     task_id: str = "",
     token: ApiToken | None = None,
     filters: RetrievalFilters = NO_FILTERS,
-    vector=None,
 ) -> RetrievalResult:
     """Answer an agent's retrieval (see retrieval_preview) and log it. With
     probability bank.holdout_fraction the retrieval is in the holdout arm:
@@ -128,14 +119,13 @@ def retrieval_perform(
     item is then left out on its own with probability
     bank.item_holdout_fraction (per-item randomisation): the agent gets the
     others (fewer than k), and the event records which were left out, so the
-    Impact page can measure each item's own effect. Writes (during a request:
-    once the response is sent, see after_response) one RetrievalEvent
+    Impact page can measure each item's own effect. Writes one RetrievalEvent
     (with the ``filters``) and its RetrievalTally row and nothing else: the
     served items' counters are folded from the events later
     (``memory_items_count_served``), so concurrent retrievals of the same
     items never lock the same rows. Raises as retrieval_preview does."""
     started = time.perf_counter()
-    result = retrieval_preview(bank=bank, query=query, k=k, task_id=task_id, filters=filters, vector=vector)
+    result = retrieval_preview(bank=bank, query=query, k=k, task_id=task_id, filters=filters)
     recorded = [{"id": str(item.public_id), "score": score} for item, score in result.items]
     if bank.holdout_fraction > 0 and random.random() < bank.holdout_fraction:
         result.arm, result.items, result.system_block = Arm.HOLDOUT, [], ""
@@ -161,56 +151,23 @@ def retrieval_perform(
         filters=filters.as_dict(),
         latency_ms=round(result.latency_ms, 2),
     )
-    result.event.created_at = timezone.now()  # what auto_now_add would set; the tally's day comes from it
-    # The log is not on the answer's path (issue 14): during a request it is written once the answer is
-    # sent, on the request's thread and connection (its id, time-ordered, is already in the answer; a
-    # trajectory that arrives with it first waits for it: retrieval_logs_awaited). Nor is it worth a WAL
-    # flush or a transaction of its own: the event and its tally row are one statement, whose commit
-    # returns before its WAL reaches disk (atomic, and durable within wal_writer_delay). Lost only if
-    # the web process is killed in the milliseconds between the answer and the write, or the database
-    # server crashes in that window — never half of it.
-    after_response(_retrieval_log, result.event)
+    _retrieval_log(result.event)
     return result
 
 
 def _retrieval_log(event: RetrievalEvent) -> None:
-    insert_without_waiting_for_disk(event, retrieval_tally_for(event=event))
-
-
-RETRIEVAL_LOG_GRACE_S = 2.0  # how long after its answer a retrieval's log may still be landing (it takes ms)
-
-
-def retrieval_logs_awaited(public_ids, fetch: Callable[[set], dict]) -> dict:
-    """``fetch(ids)`` (the caller's lookup: found retrievals by public id) of
-    ``public_ids``, waiting for the logs of those not found yet that were
-    answered less than RETRIEVAL_LOG_GRACE_S ago (their UUID v7 says when):
-    a retrieval's log is written just after its answer (retrieval_perform),
-    so an agent that sends its trajectory at once may arrive first. Polls,
-    2 ms at first, up to 50 ms apart, until each is found or past its
-    deadline; an id older than that, not a v7, another bank's (logged, so
-    not landing: one more lookup tells), or not logged by then is simply not
-    found. Costs nothing when everything is found at once."""
-    wanted = set(public_ids)
-    found = fetch(wanted)
-    delay, elsewhere = 0.002, None
-    while True:
-        now = time.time()
-        waiting = {i for i in wanted - found.keys() if _log_deadline(i, now) > now}
-        if waiting and elsewhere is None:
-            elsewhere = set(RetrievalEvent.objects.filter(public_id__in=waiting).values_list("public_id", flat=True))
-        waiting -= elsewhere or set()
-        if not waiting:
-            return found
-        time.sleep(min(delay, max(_log_deadline(i, now) for i in waiting) - now))
-        found.update(fetch(waiting))
-        delay = min(delay * 2, 0.05)
-
-
-def _log_deadline(public_id: uuid.UUID, now: float) -> float:
-    issued = uuid7_issued_at(public_id)
-    if issued is None or issued > now + 1.0:  # not time-ordered, or from the future beyond clock skew
-        return 0.0
-    return issued + RETRIEVAL_LOG_GRACE_S
+    """Insert ``event`` and its tally row, atomically, before the answer leaves
+    (a trajectory sent right after it finds it). The commit does not wait for
+    the WAL flush (``synchronous_commit`` off for this transaction only: a
+    crash of the database server, not of the app, in the next few ms loses
+    it whole, never half): a log is not worth a disk flush on every
+    retrieval's path. Inside a caller's transaction (no savepoint: an error
+    leaves that transaction anyway) the setting holds for the rest of it."""
+    with transaction.atomic(savepoint=False):
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = off")
+        event.save(force_insert=True)
+        retrieval_tally_for(event=event).save(force_insert=True)
 
 
 WARM_UP_QUERY = "warm up the query embedding and the vector search"

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
+from django.db import transaction
 from django.db.models import Model
 
 from accounts.models import ApiToken
 from accounts.services.audit import audit_event
 from memories.models import MemoryItem, MemoryItemVersion
-from reasoningbank_site.db import insert_together, instances_fetched
 
 _AUDITED_FIELDS = ("title", "description", "content", "status", "tags")
 
@@ -53,21 +52,19 @@ def items_version_record(
     insert_with: Sequence[Model] = (),
 ) -> list[MemoryItemVersion]:
     """``item_version_record`` for several changes at once, in order, in two
-    queries whatever their number (the items' latest versions, one insert of
-    the versions and the audit events). An item may appear more than once:
+    to four queries whatever their number (the items' latest versions, then
+    one insert each of ``insert_with``, the versions and the audit events). An item may appear more than once:
     its versions follow each other (each one's audit ``before`` is the one
     recorded just before it). The latest versions are read here, in a
     statement of their own after the caller took the items' row locks: read
     in the locking statement, they would come from its snapshot, taken before
     a concurrent writer it waited for committed its version (a duplicate
     number). ``insert_with``: unsaved rows
-    of one other model, referring to no version or event, inserted in the
-    same statement (a change's supports)."""
+    of one other model, referring to no version or event, inserted with them
+    (a change's supports)."""
     if not changes:
         return []
-    latest = {
-        v.item_id: v for v in instances_fetched(MemoryItemVersion, *_latest_versions({c.item.pk for c in changes}))
-    }
+    latest = {v.item_id: v for v in _latest_versions({c.item.pk for c in changes})}
     versions, events = [], []
     for change in changes:
         item, previous = change.item, latest.get(change.item.pk)
@@ -101,11 +98,12 @@ def items_version_record(
                 after=after,
             )
         )
-    insert_together(insert_with, versions, events)
+    _insert(insert_with, versions, events)
     return versions
 
 
-def _latest_versions_queryset(item_ids):
+def _latest_versions(item_ids):
+    """The latest version of each of ``item_ids``."""
     return (
         MemoryItemVersion.objects.filter(item_id__in=item_ids)
         .order_by("item_id", "-number")
@@ -114,21 +112,18 @@ def _latest_versions_queryset(item_ids):
     )
 
 
-def _latest_versions(item_ids) -> tuple[str, tuple]:
-    """The latest version of each of ``item_ids`` (the statement the ORM writes, compiled once per number of
-    items: issue 14) and its parameters."""
-    ids = list(dict.fromkeys(int(pk) for pk in item_ids))  # as the IN lookup: each once, in order
-    return _latest_versions_sql(len(ids)), tuple(ids)
-
-
-@lru_cache(maxsize=32)
-def _latest_versions_sql(count: int) -> str:
-    return _latest_versions_queryset(list(range(1, count + 1))).query.sql_with_params()[0]
+def _insert(*groups: Sequence[Model]) -> None:
+    """One ``bulk_create`` per non-empty group of one model's unsaved rows,
+    together: in the caller's transaction, or in one of their own."""
+    with transaction.atomic(savepoint=False):
+        for rows in groups:
+            if rows:
+                type(rows[0]).objects.bulk_create(rows)
 
 
 def items_created_record(*, items: list[MemoryItem], note: str = "") -> list[MemoryItemVersion]:
     """``item_version_record(action="created")`` for items just inserted (no
-    version yet, no author), in one insert whatever their number."""
+    version yet, no author), in two inserts whatever their number."""
     versions = [
         MemoryItemVersion(
             item=item,
@@ -149,5 +144,5 @@ def items_created_record(*, items: list[MemoryItem], note: str = "") -> list[Mem
         if note:
             after["note"] = note
         events.append(audit_event(action="memory_item.created", bank=item.bank, obj=item, after=after))
-    insert_together(versions, events)
+    _insert(versions, events)
     return versions

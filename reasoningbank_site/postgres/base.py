@@ -2,35 +2,25 @@
 (settings: ``ENGINE = "reasoningbank_site.postgres"``).
 
 With ``CONN_HEALTH_CHECKS`` Django checks a persistent connection before the
-first query of every request; its check is a ``SELECT 1``, one more round trip
-on every request's path (issue 14: each is felt on the retrieve API, more so
-on a busy machine). A connection that broke while idle — the server restarted
-or terminated it, a proxy dropped it — has something to read: the server's
-termination message or the end of the stream. So: nothing to read → usable, as
-the ``SELECT 1`` would have found; anything to read → Django's ``SELECT 1``
-decides (it fails on a closed connection, and the connection is replaced).
-
-And Django's query log (DEBUG, CaptureQueriesContext) shows a statement
-prepared on the connection (reasoningbank_site.db.server_bound_cursor) too."""
+first query of every request with a ``SELECT 1``: one more round trip on
+every request's path, each of which waits for the database process to be
+scheduled (on a busy machine, milliseconds). A connection that broke while
+idle (the server restarted or terminated it, a proxy dropped it) has something
+to read: the server's termination message or the end of the stream. So:
+nothing to read → usable, as the ``SELECT 1`` would have found; anything to
+read → Django's ``SELECT 1`` decides (it fails on a closed connection, and the
+connection is replaced). Remove this package (and set ENGINE back to
+``django.db.backends.postgresql``) once a request's round trips are cheap
+where it runs: the behaviour is Django's either way."""
 
 from __future__ import annotations
 
 import select
 
-from django.db.backends.postgresql import base, operations
-
-
-class DatabaseOperations(operations.DatabaseOperations):
-    def last_executed_query(self, cursor, sql, params):
-        # psycopg keeps no text of a prepared statement's execution (Django would log None): the statement as
-        # sent, its parameters as placeholders.
-        text = super().last_executed_query(cursor, sql, params)
-        return sql if text is None else text
+from django.db.backends.postgresql import base
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
-    ops_class = DatabaseOperations
-
     def is_usable(self) -> bool:
         raw = self.connection
         if raw is None or raw.closed or raw.broken:

@@ -333,7 +333,7 @@ def test_experience_mode_filters_the_experiences_items(bank, owner):
 def test_filtered_retrieval_query_count_is_bounded(bank, owner, shop, django_assert_max_num_queries):
     filters = selectors.RetrievalFilters(tags_any=("checkout",), agents=("shop-bot/1.3",), metadata={"env": "prod"})
     retrieval_perform(bank=bank, query="warm up the model", filters=filters)
-    # The same 5 statements as without filters (test_retrieval_query_count_does_not_grow_with_items).
-    with django_assert_max_num_queries(5):
+    # The same 7 statements as without filters (test_retrieval_query_count_does_not_grow_with_items).
+    with django_assert_max_num_queries(7):
         result = retrieval_perform(bank=bank, query=QUERY, k=10, filters=filters)
     assert [item.title for item, _ in result.items] == ["Apply coupons on the cart page"]

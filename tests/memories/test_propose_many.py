@@ -2,20 +2,17 @@
 near-duplicate query, one insert) gives the items, vectors and near-duplicates
 that proposing them one after the other gave."""
 
-from collections import Counter
-
 import numpy as np
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from pgvector import Vector
 
 from accounts.models import AuditEvent
 from memories.embeddings import embed_text, item_embedding_hash, item_embedding_text
-from memories.models import MemoryItem, MemoryItemVersion
+from memories.models import MemoryItem
 from memories.selectors import near_duplicates_search, near_duplicates_search_many, retrieval
-from memories.services import ProposedItem, duplicates, memory_item_create, memory_items_propose, versions
-from reasoningbank_site.db import instances_fetched, update_sql
+from memories.services import ProposedItem, memory_item_create, memory_items_propose
 from reasoningbank_site.errors import Invalid
 from tests import factories
 
@@ -150,7 +147,7 @@ def test_search_many_equals_search_one_by_one(owner):
     assert any(many) and near_duplicates_search_many(bank=bank, vectors=[]) == []
     with connection.cursor() as cursor:  # its short literals are the model's float32 vectors exactly
         for vector in vectors:
-            short, ours = retrieval._vector_literal(vector), Vector(vector).to_text()
+            short, ours = retrieval.vector_literal(vector), Vector(vector).to_text()
             cursor.execute("SELECT %s::vector::text = %s::vector::text, %s::vector = %s::vector", [short, ours] * 2)
             assert cursor.fetchone() == (True, True) and len(short) < len(ours)
             assert np.array_equal(np.array(short[1:-1].split(","), dtype=np.float32), vector)
@@ -161,33 +158,3 @@ def test_a_bad_item_stores_none_of_the_set(bank):
     with pytest.raises(Invalid, match="title"):
         memory_items_propose(bank=bank, proposals=proposals, origin="success")
     assert not MemoryItem.objects.filter(bank=bank).exists()
-
-
-def test_consolidations_statements_are_the_ones_the_orm_writes(owner):
-    """The items' lock, their counters' update and their latest versions are
-    compiled once per number of items (issue 14): each is the ORM's statement
-    with the ORM's parameters, and reads the instances the ORM reads."""
-    bank = _bank_with_seeds(owner)
-    items = list(MemoryItem.objects.filter(bank=bank).order_by("-pk"))
-
-    def state(instances):
-        return [{k: v for k, v in vars(i).items() if k != "_state"} for i in instances]
-
-    with transaction.atomic():
-        for some in (items[:1], items[:3], items):
-            public_ids = {str(i.public_id) for i in some}
-            locked = duplicates._items_locked_queryset(public_ids, bank_id=bank.pk)
-            sql, params = duplicates._items_locked(public_ids, bank_id=bank.pk)
-            assert (sql, params) == locked.query.sql_with_params() and sql.endswith("FOR UPDATE")
-            fetched = instances_fetched(MemoryItem, sql, params)
-            assert len(fetched) == len(some) and state(fetched) == state(locked)
-            assert fetched[0].get_deferred_fields() == {"embedding"} and isinstance(fetched[0].tags, list)
-
-            grown = Counter({i.pk: n for n, i in enumerate(some, start=1)})
-            assert duplicates._support_counts_update(grown) == update_sql(
-                *duplicates._support_counts_queryset_values(grown)
-            )
-            ids = {i.pk for i in some}
-            orm = versions._latest_versions_queryset(ids)
-            assert versions._latest_versions(ids) == orm.query.sql_with_params()
-            assert state(instances_fetched(MemoryItemVersion, *versions._latest_versions(ids))) == state(orm)

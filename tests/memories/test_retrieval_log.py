@@ -1,8 +1,7 @@
-"""A retrieval's log (its RetrievalEvent and the tally row) is one statement
-of its own, committed when the answer leaves (issue 14: it was BEGIN, SET
-LOCAL, two INSERTs, COMMIT): written exactly once, whole, and visible to
-every other connection, with the instance the service returns matching the
-stored row."""
+"""A retrieval's log (its RetrievalEvent and the tally row) is one transaction
+of its own (SET LOCAL synchronous_commit, two INSERTs), committed before the
+answer leaves: written exactly once, whole, and visible to every other
+connection, with the instance the service returns matching the stored row."""
 
 import json
 
@@ -23,15 +22,21 @@ def _from_another_connection(sql, params=()):
         return other.execute(sql, params).fetchall()
 
 
-def test_each_retrieval_logs_one_event_and_one_tally_row_in_one_statement(bank, approved):
+def test_each_retrieval_logs_one_event_and_one_tally_row_in_one_transaction(bank, approved):
     bank.min_similarity = -1.0
     item = approved(bank, "Sign in through the login form first", "Use when the task needs an account.", "Log in.")
     retrieval_perform(bank=bank, query="warm up", k=1)  # the connection and the model, not measured
     with CaptureQueriesContext(connection) as captured:
         result = retrieval_perform(bank=bank, query="open the sign in page", k=2, task_id="t-1")
     statements = [q["sql"] for q in captured.captured_queries]
-    assert len(statements) == 2  # the search (with its counts) and the log
-    assert "INSERT INTO" in statements[1] and "synchronous_commit" in statements[1]
+    # The search (with its counts), then the log's transaction.
+    assert [s.split(" (")[0] for s in statements[1:]] == [
+        "BEGIN",
+        "SET LOCAL synchronous_commit = off",
+        'INSERT INTO "memories_retrievalevent"',
+        'INSERT INTO "memories_retrievaltally"',
+        "COMMIT",
+    ], statements
 
     event = result.event
     rows = _from_another_connection(
@@ -54,11 +59,10 @@ def test_each_retrieval_logs_one_event_and_one_tally_row_in_one_statement(bank, 
     assert RetrievalTally.objects.filter(bank=bank).count() == 2
 
 
-def test_a_retrieval_over_the_api_is_three_statements_and_logs_what_it_answered(client, auth, bank, approved):
+def test_a_retrieval_over_the_api_is_two_statements_and_a_log_and_logs_what_it_answered(client, auth, bank, approved):
     """POST /api/v1/retrieve: the token check with its rate count, the search
-    with its counts, the log (issue 14) — and the logged event is the answer.
-    A token accepted before is checked on db.while_running's connection while
-    this thread embeds the query: two statements here, the count there."""
+    with its counts, the log (a transaction: SET LOCAL and two INSERTs) — and
+    the logged event is the answer."""
     bank.min_similarity = -1.0
     bank.save(update_fields=["min_similarity"])
     approved(bank, "Sign in through the login form first", "Use when the task needs an account.", "Log in.")
@@ -69,8 +73,10 @@ def test_a_retrieval_over_the_api_is_three_statements_and_logs_what_it_answered(
         response = client.post("/api/v1/retrieve", data=body, content_type="application/json", **auth)
     assert response.status_code == 200, response.content
     statements = [q["sql"] for q in captured.captured_queries]
-    assert len(statements) == 2, statements
-    assert "memories_memoryitem" in statements[0] and "INSERT INTO" in statements[1]
+    assert len(statements) == 7, statements
+    assert "accounts_apitoken" in statements[0] and "memories_memoryitem" in statements[1]
+    assert statements[2:4] == ["BEGIN", "SET LOCAL synchronous_commit = off"] and statements[-1] == "COMMIT"
+    assert all(s.startswith("INSERT INTO") for s in statements[4:6])
     assert TokenUsage.objects.get(token__bank=bank).count == 2  # both requests checked and counted
     answer = response.json()
     event = RetrievalEvent.objects.get(public_id=answer["retrieval_id"])

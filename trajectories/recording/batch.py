@@ -14,7 +14,7 @@ from django.db import DatabaseError, transaction
 
 from accounts.models import ApiToken, Bank
 from memories.models import RetrievalEvent
-from memories.services import retrieval_logs_awaited, retrievals_lock_for_outcomes
+from memories.services import retrievals_lock_for_outcomes
 from reasoningbank_site.errors import DomainError, Invalid, TooLarge
 from trajectories.models import Trajectory
 from trajectories.recording.ingest import (
@@ -169,12 +169,7 @@ def _lock_linked_retrievals(*, bank: Bank, items: list[Any]) -> dict[uuid.UUID, 
             continue
     if not ids:
         return {}
-    # A retrieval answered a moment ago may not be logged yet (retrieval_logs_awaited); one that lands
-    # while this waits is locked after the others, which as a rule have lower pks (inserted before it).
-    return retrieval_logs_awaited(
-        ids,
-        lambda wanted: {
-            r.public_id: r
-            for r in retrievals_lock_for_outcomes(RetrievalEvent.objects.filter(bank=bank, public_id__in=wanted))
-        },
-    )
+    return {
+        r.public_id: r
+        for r in retrievals_lock_for_outcomes(RetrievalEvent.objects.filter(bank=bank, public_id__in=ids))
+    }

@@ -14,7 +14,7 @@ from django.db import IntegrityError, connection, transaction
 
 from accounts.models import ApiToken, Bank
 from memories.models import RetrievalEvent
-from memories.services import retrieval_logs_awaited, retrieval_outcomes_apply, retrievals_lock_for_outcomes
+from memories.services import retrieval_outcomes_apply, retrievals_lock_for_outcomes
 from reasoningbank_site.errors import DomainError, Invalid, TooLarge
 from trajectories.ingest import NormalizeError, inferred_final_answer, normalize_trajectory
 from trajectories.models import Judgment, JudgmentSource, Label, Trajectory
@@ -43,14 +43,10 @@ def _retrieval_for(*, bank: Bank, retrieval_id) -> RetrievalEvent | None:
     """The bank's retrieval ``retrieval_id``, locked for its outcome counters (see built_stored)."""
     if retrieval_id is None:
         return None
-    # A retrieval answered a moment ago may not be logged yet (retrieval_logs_awaited).
-    found = retrieval_logs_awaited(
-        [retrieval_id],
-        lambda ids: {
-            r.public_id: r
-            for r in retrievals_lock_for_outcomes(RetrievalEvent.objects.filter(bank=bank, public_id=retrieval_id))
-        },
-    )
+    found = {
+        r.public_id: r
+        for r in retrievals_lock_for_outcomes(RetrievalEvent.objects.filter(bank=bank, public_id=retrieval_id))
+    }
     if not found:
         raise unknown_retrieval(retrieval_id)
     return found[retrieval_id]

@@ -55,10 +55,8 @@ PG_RETRY = 0.5  # seconds before trying again to start a dead PostgreSQL; double
 def web_argv(host: str, port: int) -> list[str]:
     """The web server `make run` starts: gunicorn's stock threaded worker, as
     docker/entrypoint.sh starts production's. Each thread keeps one database
-    connection (plus a few per process for the retrieve path's overlap:
-    reasoningbank_site.db.while_running), so the web holds a fixed number of
-    connections, well below PostgreSQL's max_connections, however many
-    agents connect at once."""
+    connection, so the web holds a fixed number of connections, well below
+    PostgreSQL's max_connections, however many agents connect at once."""
     return [
         *[sys.executable, "-m", "gunicorn", "reasoningbank_site.wsgi:application", "--bind", f"{host}:{port}"],
         *["--workers", os.environ.get("WEB_CONCURRENCY") or "2", "--threads", os.environ.get("WEB_THREADS") or "4"],

@@ -1,0 +1,55 @@
+"""What a retrieval may serve beyond the bank and status: its filters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Q
+
+
+@dataclass(frozen=True)
+class RetrievalFilters:
+    """What a retrieval may serve, beyond the bank and status: items carrying
+    any of ``tags_any`` and all of ``tags_all``, learnt from a trajectory of
+    one of ``agents``, whose source trajectories' metadata includes
+    ``metadata`` (JSON containment: every key with that value, nested objects
+    matched partially). Empty parts do not filter. Items written by hand or
+    imported have no source agent or metadata, so those filters leave them out."""
+
+    tags_any: tuple[str, ...] = ()
+    tags_all: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()
+    metadata: dict = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.tags_any or self.tags_all or self.agents or self.metadata)
+
+    def q(self, prefix: str = "") -> Q:
+        """The filters as a Q on MemoryItem (``prefix`` for a related item, e.g. "items__");
+        every lookup has a GIN index, and all of them run inside the vector search."""
+        q = Q()
+        if self.tags_any:
+            q &= Q(**{f"{prefix}tags__overlap": list(self.tags_any)})
+        if self.tags_all:
+            q &= Q(**{f"{prefix}tags__contains": list(self.tags_all)})
+        if self.agents:
+            q &= Q(**{f"{prefix}source_agents__overlap": list(self.agents)})
+        if self.metadata:
+            # source_metadata is a list of objects: [{...}] is contained when one of them contains {...}.
+            q &= Q(**{f"{prefix}source_metadata__contains": [self.metadata]})
+        return q
+
+    def as_dict(self) -> dict:
+        """The filters in the API's shape (recorded on the RetrievalEvent); {} when none."""
+        out: dict = {}
+        tags = {key: list(values) for key, values in (("any", self.tags_any), ("all", self.tags_all)) if values}
+        if tags:
+            out["tags"] = tags
+        if self.agents:
+            out["agent"] = {"in": list(self.agents)}
+        if self.metadata:
+            out["metadata"] = self.metadata
+        return out
+
+
+NO_FILTERS = RetrievalFilters()

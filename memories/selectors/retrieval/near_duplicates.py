@@ -1,0 +1,100 @@
+"""The near-duplicate search behind proposals: a bank's proposed or approved
+items nearest to a new lesson's embedding."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from django.db import connection, transaction
+from pgvector.django import CosineDistance
+
+from accounts.models import Bank
+from memories.models import ItemStatus, MemoryItem
+from memories.selectors.retrieval.scan import HNSW_EF_SEARCH, hnsw_iterative_scan, hnsw_scan
+
+# Near-duplicate suggestions: cosine similarity at or above which an item is suggested, and how many.
+NEAR_DUPLICATE_SIMILARITY = 0.85
+NEAR_DUPLICATE_LIMIT = 3
+
+
+def near_duplicates_search(
+    *, bank: Bank, vector, exclude_pk: int | None = None, statuses=(ItemStatus.PROPOSED, ItemStatus.APPROVED)
+) -> list[dict]:
+    """The up-to-NEAR_DUPLICATE_LIMIT proposed or approved items (or those in
+    ``statuses``) of ``bank`` nearest to ``vector`` with cosine similarity ≥
+    NEAR_DUPLICATE_SIMILARITY, most similar first, as ``{"id", "title",
+    "similarity"}`` dicts (the shape stored in ``MemoryItem.near_duplicates``)."""
+    qs = MemoryItem.objects.filter(bank=bank, status__in=list(statuses), embedding__isnull=False)
+    if exclude_pk is not None:
+        qs = qs.exclude(pk=exclude_pk)
+    rows = (
+        qs.annotate(distance=CosineDistance("embedding", vector))
+        .only("public_id", "title")
+        .order_by("distance")[:NEAR_DUPLICATE_LIMIT]
+    )
+    with hnsw_scan(ef_search=HNSW_EF_SEARCH):
+        rows = sorted(rows, key=lambda r: r.distance)
+    return [
+        {"id": str(r.public_id), "title": r.title, "similarity": round(1.0 - float(r.distance), 4)}
+        for r in rows
+        if 1.0 - float(r.distance) >= NEAR_DUPLICATE_SIMILARITY
+    ]
+
+
+_NEAR_DUPLICATES_MANY_SQL = """
+SELECT q.n, m.public_id, m.title, m.distance
+FROM unnest(%(vectors)s::vector[]) WITH ORDINALITY AS q(v, n)
+CROSS JOIN LATERAL (
+    SELECT i.public_id, i.title, i.embedding <=> q.v AS distance
+    FROM {table} i
+    WHERE i.bank_id = %(bank)s AND i.status = ANY(%(statuses)s) AND i.embedding IS NOT NULL
+    ORDER BY i.embedding <=> q.v
+    LIMIT %(limit)s
+) m
+ORDER BY q.n, m.distance
+"""
+
+
+def vector_literal(vector) -> str:
+    """``vector`` as pgvector's text literal. A float32 array (the model's) is
+    written with 9 significant digits, enough for each element to parse back
+    (pgvector reads them with ``strtof``) to the very same float32, for a
+    third of the time of the shortest repr of each as a double."""
+    if isinstance(vector, np.ndarray) and vector.dtype == np.float32 and vector.ndim == 1:
+        return "[" + _float32_format(len(vector)) % tuple(vector.tolist()) + "]"
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+@lru_cache(maxsize=4)
+def _float32_format(n: int) -> str:
+    return ",".join(["%.9g"] * n)
+
+
+def near_duplicates_search_many(*, bank: Bank, vectors) -> list[list[dict]]:
+    """``near_duplicates_search`` for several vectors in one query (one
+    nearest-neighbour scan per vector, joined laterally): one list per vector,
+    in order."""
+    if not len(vectors):
+        return []
+    literals = [vector_literal(vector) for vector in vectors]
+    found: list[list[dict]] = [[] for _ in literals]
+    # No savepoint inside a caller's transaction (an error leaves it anyway): the settings then hold until its end.
+    with transaction.atomic(savepoint=False):
+        hnsw_iterative_scan(ef_search=HNSW_EF_SEARCH)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _NEAR_DUPLICATES_MANY_SQL.format(table=MemoryItem._meta.db_table),
+                {
+                    "vectors": literals,
+                    "bank": bank.pk,
+                    "statuses": [ItemStatus.PROPOSED.value, ItemStatus.APPROVED.value],
+                    "limit": NEAR_DUPLICATE_LIMIT,
+                },
+            )
+            rows = cursor.fetchall()
+    for n, public_id, title, distance in rows:
+        similarity = 1.0 - float(distance)
+        if similarity >= NEAR_DUPLICATE_SIMILARITY:
+            found[n - 1].append({"id": str(public_id), "title": title, "similarity": round(similarity, 4)})
+    return found
