@@ -3,12 +3,13 @@ Thin: parse → selector/service → shape."""
 
 from __future__ import annotations
 
+from typing import Literal
 from uuid import UUID
 
 from ninja import Field, Query, Router, Schema
 
 from accounts.auth import TokenAuth, api_responses
-from memories import selectors
+from memories import selectors, skill_files
 from memories.embeddings import EmbeddingModelError
 from memories.models import MemoryItem
 from memories.schemas import (
@@ -130,3 +131,40 @@ def memories_detail(request, memory_id: UUID):
     except MemoryItem.DoesNotExist:
         raise NotFound("No approved memory with this id in this bank.") from None
     return _memory_out(item)
+
+
+class SkillsExportIn(Schema):
+    format: Literal["skill", "zip", "agents"] = Field(
+        "skill",
+        description="skill: SKILL.md; zip: the Agent Skills folder `<name>/SKILL.md` zipped; "
+        "agents: a section for AGENTS.md / CLAUDE.md between begin/end markers.",
+    )
+    name: str = Field(
+        "",
+        max_length=200,
+        description="The skill's name (default: the bank's slug): 1-64 lower-case letters, digits and hyphens.",
+    )
+
+
+_SKILL_FILES = {
+    200: {
+        "description": "The approved lessons as markdown (skill, agents) or a zip archive (zip).",
+        "content": {"text/markdown": {"schema": {"type": "string"}}, "application/zip": {"schema": {"type": "string"}}},
+    }
+}
+
+
+@router.get(
+    "/export/skills",
+    auth=TokenAuth(scope="retrieve"),
+    response=api_responses({}),
+    tags=["export"],
+    summary="Approved memories as Agent Skills / AGENTS.md files",
+    openapi_extra={"responses": _SKILL_FILES},
+)
+def export_skills(request, params: Query[SkillsExportIn]):
+    """The bank's approved lessons, grouped by tag, as files an agent reads
+    without calling the service, with the bank's content version."""
+    lessons = selectors.bank_lessons(bank=request.bank)
+    name = skill_files.skill_name(lessons, params.name)
+    return skill_files.export_response(lessons, fmt=params.format, name=name)

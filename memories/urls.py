@@ -11,6 +11,7 @@ urlpatterns = [
     path("banks/<uuid:bank_id>/items/new/", items.item_create, name="item_create"),
     path("banks/<uuid:bank_id>/items/export.jsonl", import_export.items_export, name="items_export"),
     path("banks/<uuid:bank_id>/items/import/", import_export.items_import, name="items_import"),
+    path("banks/<uuid:bank_id>/items/skills/<str:filename>", import_export.items_skills, name="items_skills"),
     path(ITEM, item.item_detail, name="item_detail"),
     # The item page's actions (POST only; the focus view posts focus=1 to move on after a decision)
     path(ITEM + "edit/", item_actions.item_edit, name="item_edit"),

@@ -3,7 +3,8 @@ agents are served (vector search over approved items and experiences, the
 near-duplicate search, the approved lists of the agent API, the system block);
 ``review`` owns the review pages' reads (queue, item list and counts, one item
 with its near-duplicates, history and source trajectories); ``export`` owns the
-JSON Lines exports (ours, and the `reasoning-bank` library's format); ``duplicates`` owns an item's
+JSON Lines exports (ours, and the `reasoning-bank` library's format); ``skills`` the approved
+lessons for the Agent Skills and AGENTS.md files; ``duplicates`` owns an item's
 supporting evidence, the approval's duplicate check and the side-by-side comparison. Writes live in
 ``memories.services``."""
 
@@ -60,6 +61,7 @@ from memories.selectors.review import (
     review_agents,
     review_queue,
 )
+from memories.selectors.skills import BankLessons, bank_lessons
 
 __all__ = [
     "EXPORT_FIELDS",
@@ -73,6 +75,7 @@ __all__ = [
     "REASONING_BANK_FIELDS",
     "REASONING_BANK_SOURCES",
     "SYSTEM_BLOCK_VERSION",
+    "BankLessons",
     "Comparison",
     "EmbeddingCounts",
     "ItemSources",
@@ -85,6 +88,7 @@ __all__ = [
     "approved_items_list",
     "approved_items_search",
     "approved_items_search_counted",
+    "bank_lessons",
     "embedding_counts",
     "experiences_search",
     "hnsw_ef_search",

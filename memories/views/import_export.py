@@ -1,5 +1,5 @@
-"""A bank's items out as JSON Lines, and in (another bank's export, or
-hand-written JSON) as proposed items for review."""
+"""A bank's items out as JSON Lines or as Agent Skills / AGENTS.md files,
+and in (another bank's export, or hand-written JSON) as proposed items for review."""
 
 from __future__ import annotations
 
@@ -7,17 +7,20 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import StreamingHttpResponse
+from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from accounts.access import bank_for_user
 from accounts.models import Role
-from memories import selectors, services
+from memories import selectors, services, skill_files
 from memories.forms import ImportForm
 from memories.models import ItemStatus
 from reasoningbank_site.text import counted
+
+# The skill downloads' URLs name the file (so a saved link says what it is), each one export format.
+SKILL_FILES = {"SKILL.md": "skill", "skill.zip": "zip", "agents-section.md": "agents"}
 
 
 @login_required
@@ -34,6 +37,20 @@ def items_export(request, bank_id):
     name = f"{bank.team.slug}-{bank.slug}-{status or 'all'}-memories.jsonl"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
+
+
+@login_required
+@require_http_methods(["GET"])
+def items_skills(request, bank_id, filename):
+    """The approved lessons as files: ``SKILL.md``, the skill folder zipped
+    (``skill.zip``, holding ``<name>/SKILL.md``) or the AGENTS.md section
+    (``agents-section.md``). Viewers may download, as they read every item."""
+    bank, _membership = bank_for_user(request, bank_id)
+    fmt = SKILL_FILES.get(filename)
+    if fmt is None:
+        raise Http404("No such export.")
+    lessons = selectors.bank_lessons(bank=bank)
+    return skill_files.export_response(lessons, fmt=fmt, name=skill_files.skill_name(lessons))
 
 
 @login_required
