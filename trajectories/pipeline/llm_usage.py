@@ -3,22 +3,36 @@ model) and for the trajectories it was about. ``trajectories.pipeline.llm.chat``
 calls ``llm_usage_record`` once the endpoint answered; the reads are in
 ``trajectories.selectors.llm_usage``.
 
-Counting is concurrency-safe without locks held across the call: the row is
-made if missing (``INSERT … ON CONFLICT DO NOTHING``), then added to with one
-``UPDATE … SET n = n + k``, which PostgreSQL serializes per row."""
+One raw-SQL statement per call, because the ORM has no additive upsert
+(``bulk_create(update_conflicts=True)`` overwrites): ``INSERT … ON CONFLICT DO
+UPDATE SET n = n + EXCLUDED.n`` is atomic per row, so concurrent calls lose no
+count, and it costs the pipeline one round trip per LLM call. The rows are
+inserted from a SELECT of the bank and trajectories that still exist: one
+deleted while the LLM answered is skipped, not an error."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 
-from django.db import DatabaseError, transaction
-from django.db.models import F
+from django.db import connection
 from django.utils import timezone
 
-from trajectories.models import LLM_MODEL_NAME_MAX, LLMUsage, TrajectoryLLMUsage
+from trajectories.models import LLM_MODEL_NAME_MAX
 
-log = logging.getLogger(__name__)
+ADDED = """calls = {table}.calls + 1,
+        prompt_tokens = {table}.prompt_tokens + EXCLUDED.prompt_tokens,
+        completion_tokens = {table}.completion_tokens + EXCLUDED.completion_tokens"""
+RECORD_SQL = f"""
+WITH bank_usage AS (
+    INSERT INTO trajectories_llmusage (bank_id, day, stage, model, calls, prompt_tokens, completion_tokens)
+    SELECT id, %(day)s, %(stage)s, %(model)s, 1, %(prompt)s, %(completion)s FROM accounts_bank WHERE id = %(bank)s
+    ON CONFLICT (bank_id, day, stage, model) DO UPDATE SET {ADDED.format(table="trajectories_llmusage")}
+)
+INSERT INTO trajectories_trajectoryllmusage (trajectory_id, stage, model, calls, prompt_tokens, completion_tokens)
+SELECT id, %(stage)s, %(model)s, 1, %(prompt)s, %(completion)s
+FROM trajectories_trajectory WHERE id = ANY(%(trajectories)s) ORDER BY id
+ON CONFLICT (trajectory_id, stage, model) DO UPDATE SET {ADDED.format(table="trajectories_trajectoryllmusage")}
+"""
 
 
 def usage_tokens(usage) -> tuple[int, int]:
@@ -34,30 +48,17 @@ def llm_usage_record(
     *, bank_id: int, stage: str, model: str, usage, trajectory_ids: Iterable[int] = (), day=None
 ) -> None:
     """Adds one call and its ``usage`` (None when the endpoint sent none: the call still counts) to the
-    bank's row for ``day`` (today, UTC) and to each trajectory's row. Never raises for a database
-    error: a bank or trajectory deleted while the LLM answered loses only this call's count. Called
-    outside any transaction, as LLM calls are (a foreign key is checked when its transaction commits)."""
+    bank's row for ``day`` (today, UTC) and to the row of each of ``trajectory_ids`` (those that
+    exist), under ``stage`` and ``model``. Database errors propagate, as any write's in the pipeline."""
     prompt, completion = usage_tokens(usage)
-    model = model[:LLM_MODEL_NAME_MAX]
-    added = {"calls": F("calls") + 1, "prompt_tokens": F("prompt_tokens") + prompt}
-    added["completion_tokens"] = F("completion_tokens") + completion
-    day = day or timezone.now().date()
-    try:
-        with transaction.atomic():
-            LLMUsage.objects.bulk_create(
-                [LLMUsage(bank_id=bank_id, day=day, stage=stage, model=model)], ignore_conflicts=True
-            )
-            LLMUsage.objects.filter(bank_id=bank_id, day=day, stage=stage, model=model).update(**added)
-    except DatabaseError:
-        log.warning("LLM usage of bank %s not counted: the bank is gone", bank_id, exc_info=True)
-    ids = sorted(set(trajectory_ids))
-    if not ids:
-        return
-    try:
-        with transaction.atomic():
-            TrajectoryLLMUsage.objects.bulk_create(
-                [TrajectoryLLMUsage(trajectory_id=i, stage=stage, model=model) for i in ids], ignore_conflicts=True
-            )
-            TrajectoryLLMUsage.objects.filter(trajectory_id__in=ids, stage=stage, model=model).update(**added)
-    except DatabaseError:
-        log.warning("LLM usage of trajectories %s not counted: one is gone", ids, exc_info=True)
+    params = {
+        "bank": bank_id,
+        "day": day or timezone.now().date(),
+        "stage": stage,
+        "model": model[:LLM_MODEL_NAME_MAX],
+        "prompt": prompt,
+        "completion": completion,
+        "trajectories": sorted(set(trajectory_ids)),
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(RECORD_SQL, params)
