@@ -1,8 +1,9 @@
 """Prometheus metrics at /metrics: request latency by route (the retrieve
 route is ``api/v1/retrieve``: its latency is that route's), trajectories by
 state, the oldest trajectory waiting in ``received`` and in each state that
-waits, the embedding backlog, the broker's queue depth, and the LLM calls
-(trajectories.pipeline.llm_metrics: calls by outcome, latency, tokens).
+waits, the embedding backlog, the broker's queue depth, the LLM calls
+(trajectories.pipeline.llm_metrics: calls by outcome, latency, tokens), and
+each bank's LLM tokens and estimated cost per stage, read from the database.
 
 Who may read them: with ``RB_METRICS_TOKEN`` set, a request carrying
 ``Authorization: Bearer <token>``; without it, only requests from this
@@ -27,7 +28,7 @@ from django.db.models import Count, Min, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from memories.embeddings import embedding_model_name
@@ -35,6 +36,7 @@ from memories.models import ItemStatus, MemoryItem
 from reasoningbank_site.celery import app as celery_app
 from trajectories.models import Status, Trajectory
 from trajectories.pipeline import llm_metrics  # noqa: F401  (names this process's multiprocess files; the LLM metrics)
+from trajectories.selectors.llm_usage import llm_usage_by_bank
 
 REQUEST_LATENCY = Histogram(
     "rb_http_request_duration_seconds",
@@ -106,6 +108,32 @@ class DatabaseCollector:
         yield GaugeMetricFamily(
             "rb_embedding_backlog", "Proposed and approved items without a current embedding.", value=backlog
         )
+
+
+class BankLLMUsageCollector:
+    """Each bank's LLM tokens and estimated cost per stage, summed from the usage rows at scrape time
+    (so every process's calls count, and a restart loses nothing). Labelled "team/bank" by slug: a
+    handful of series per bank that has called the LLM, none for the others."""
+
+    def collect(self):
+        tokens = CounterMetricFamily(
+            "rb_bank_llm_tokens",
+            "LLM tokens the endpoint reported for a bank's calls, by stage and kind (prompt, completion).",
+            labels=["bank", "stage", "kind"],
+        )
+        cost = CounterMetricFamily(
+            "rb_bank_llm_cost_usd",
+            "Estimated cost in USD of a bank's LLM calls by stage, at the current RB_LLM_PRICES; "
+            "models without a price are left out (no series when none has one).",
+            labels=["bank", "stage"],
+        )
+        for usage in llm_usage_by_bank():
+            tokens.add_metric([usage.bank, usage.stage, "prompt"], usage.prompt_tokens)
+            tokens.add_metric([usage.bank, usage.stage, "completion"], usage.completion_tokens)
+            if usage.cost is not None:
+                cost.add_metric([usage.bank, usage.stage], usage.cost)
+        yield tokens
+        yield cost
 
 
 def _queue_names() -> list[str]:
@@ -195,6 +223,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
         registry = CollectorRegistry()
         registry.register(_ProcessMetrics())
     registry.register(DatabaseCollector())
+    registry.register(BankLLMUsageCollector())
     registry.register(QueueCollector())
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from kombu import Exchange, Queue
 
 from reasoningbank_site import embedded
+from trajectories.pipeline.llm_prices import llm_prices_parse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -338,6 +339,8 @@ RB_PIPELINE_STALE_SECONDS = envint("RB_PIPELINE_STALE_SECONDS", 900)
 # (GET /models, this timeout) shows the endpoint answers again.
 RB_LLM_RESUME_AFTER = envfloat("RB_LLM_RESUME_AFTER", 300.0)
 RB_LLM_PROBE_TIMEOUT = envfloat("RB_LLM_PROBE_TIMEOUT", 5.0)
+# Per-model prices for the LLM usage panel and /metrics, USD per million tokens (trajectories.pipeline.llm_prices).
+RB_LLM_PRICES = llm_prices_parse(envstr("RB_LLM_PRICES"))
 RB_MATTS_GROUP_WAIT_SECONDS = envint("RB_MATTS_GROUP_WAIT_SECONDS", 600)
 RB_PROMPT_CHAR_BUDGET = envint("RB_PROMPT_CHAR_BUDGET", 24000)
 # OTLP traces: a trace whose root span never arrives becomes a trajectory after this many idle seconds.

@@ -4,6 +4,7 @@ per test, so the real ``openai`` client code path runs against it.
     fake_llm.reply('{"verdict": "success", "rationale": "..."}')   # queue answers in order
     fake_llm.error(429, retry_after=1)                             # then a rate limit
     fake_llm.reply("...", delay=2.0)                               # an answer slower than the client timeout
+    fake_llm.reply("...", usage={"prompt_tokens": 7, "completion_tokens": 3})  # usage as sent (None: none)
     fake_llm.responder = lambda messages: "..."                    # or answer by content (when the queue is empty)
     fake_llm.down = True                                           # every request answers 503 (an outage)
 
@@ -31,6 +32,9 @@ class Scripted:
     delay: float = 0.0
     headers: dict = field(default_factory=dict)
     raw_body: bytes | None = None
+    # The answer's usage field: True counts words (prompt: every message's; completion: the answer's),
+    # None leaves the field out, a dict is sent as it is.
+    usage: dict | bool | None = True
 
 
 class FakeLLM:
@@ -49,8 +53,8 @@ class FakeLLM:
         )
 
     # --- scripting -----------------------------------------------------------------
-    def reply(self, text: str, *, delay: float = 0.0) -> FakeLLM:
-        self.script.append(Scripted(text=text, delay=delay))
+    def reply(self, text: str, *, delay: float = 0.0, usage: dict | bool | None = True) -> FakeLLM:
+        self.script.append(Scripted(text=text, delay=delay, usage=usage))
         return self
 
     def error(self, status: int, message: str = "scripted error", *, retry_after: float | None = None) -> FakeLLM:
@@ -140,8 +144,17 @@ class FakeLLM:
                             "finish_reason": "stop",
                         }
                     ],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                 }
+                if scripted.usage is True:
+                    prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+                    completion = len(scripted.text.split())
+                    payload["usage"] = {
+                        "prompt_tokens": prompt,
+                        "completion_tokens": completion,
+                        "total_tokens": prompt + completion,
+                    }
+                elif scripted.usage is not None:
+                    payload["usage"] = scripted.usage
                 self._send(scripted.status, json.dumps(payload).encode(), scripted.headers)
 
             def _send(self, status: int, body: bytes, headers: dict | None = None):

@@ -169,15 +169,15 @@ def experiment_start(
     return experiment
 
 
-def _ask(model: str, prompt: str) -> str | None:
+def _ask(model: str, prompt: str, *, bank_id: int) -> str | None:
     """The judge's label for ``prompt`` (one reminder when the answer has
     none), or None. LLM errors propagate."""
     messages = [{"role": "user", "content": prompt}]
-    answer = chat(model=model, messages=messages, purpose="experiment")
+    answer = chat(model=model, messages=messages, purpose="experiment", bank_id=bank_id)
     parsed = parse_judge_answer(answer)
     if parsed is None:
         messages += [{"role": "assistant", "content": answer or "(empty)"}, {"role": "user", "content": JUDGE_REMINDER}]
-        parsed = parse_judge_answer(chat(model=model, messages=messages, purpose="experiment"))
+        parsed = parse_judge_answer(chat(model=model, messages=messages, purpose="experiment", bank_id=bank_id))
     return parsed.label if parsed else None
 
 
@@ -213,7 +213,7 @@ def experiment_run(*, experiment_id: int) -> bool:
                     trajectory=t, prompt=prompt_of(name=PromptName.JUDGE, version=version), few_shot=few_shot
                 )
                 try:
-                    case[arm] = _ask(model or settings.RB_LLM_MODEL, prompt)
+                    case[arm] = _ask(model or settings.RB_LLM_MODEL, prompt, bank_id=experiment.bank_id)
                 except LLMPermanentError as exc:
                     experiment_fail(experiment_id=experiment.pk, error=f"The {arm} judge's LLM call failed: {exc}")
                     return False

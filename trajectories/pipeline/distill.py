@@ -16,7 +16,7 @@ from trajectories.judging.few_shot import distill_examples
 from trajectories.judging.prompt_versions import FEW_SHOT_SUFFIX, prompt_active_among
 from trajectories.models import Label, Status, Trajectory
 from trajectories.pipeline.llm import distill_model_for
-from trajectories.pipeline.llm_calls import DISTILL_CALL, items_parser, llm_ask
+from trajectories.pipeline.llm_calls import DISTILL_CALL, SEQUENTIAL_CALL, items_parser, llm_ask
 from trajectories.pipeline.rows import DISTILLING_DETAIL, trajectory_row
 from trajectories.pipeline.transitions import trajectory_move, trajectory_take
 from trajectories.prompting import render_trajectory
@@ -78,7 +78,7 @@ def distill_row(t: Trajectory) -> bool:
     prompt, version = _distill_prompt(t, name, block, max_items=str(MAX_ITEMS))
     model = distill_model_for(t.bank)
     items = llm_ask(
-        DISTILL_CALL,
+        SEQUENTIAL_CALL if origin == ItemOrigin.MATTS_SEQUENTIAL else DISTILL_CALL,
         rows=Trajectory.objects.filter(pk=t.pk),
         running=Status.DISTILLING,
         back_to=Status.JUDGED,
@@ -86,6 +86,8 @@ def distill_row(t: Trajectory) -> bool:
         version=version,
         prompt=prompt,
         parse=items_parser(MAX_ITEMS),
+        bank_id=t.bank_id,
+        trajectory_ids=[t.pk],
     )
     if items is None:
         return False

@@ -87,6 +87,8 @@ def judge_row(t: Trajectory, *, distill_next: bool) -> bool:
         version=version,
         prompt=prompt,
         parse=parse_judge_answer,
+        bank_id=t.bank_id,
+        trajectory_ids=[t.pk],
     )
     if parsed is None:
         return False

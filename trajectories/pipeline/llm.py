@@ -10,11 +10,13 @@ from __future__ import annotations
 import functools
 import json
 import logging
+from collections.abc import Iterable
 
 import openai
 from django.conf import settings
 
 from trajectories.pipeline.llm_metrics import llm_measured, llm_tokens_count
+from trajectories.pipeline.llm_usage import llm_usage_record
 
 log = logging.getLogger(__name__)
 
@@ -91,10 +93,20 @@ def _status_message(exc: openai.APIStatusError) -> str:
 
 
 @llm_measured(transient=LLMTransientError)
-def chat(*, model: str, messages: list[dict], temperature: float = 0.0, purpose: str = "other") -> str:
+def chat(
+    *,
+    model: str,
+    messages: list[dict],
+    temperature: float = 0.0,
+    purpose: str = "other",
+    bank_id: int | None = None,
+    trajectory_ids: Iterable[int] = (),
+) -> str:
     """Send one chat completion and return the answer text (may be empty).
     Raises LLMTransientError (retry later) or LLMPermanentError. ``purpose``
-    (judge, distill, experiment) labels the call's metrics (trajectories.pipeline.llm_metrics)."""
+    (judge, distill, matts, experiment) labels the call's metrics (trajectories.pipeline.llm_metrics);
+    with ``bank_id`` the answer's tokens are counted for the bank and ``trajectory_ids`` under
+    that stage (trajectories.pipeline.llm_usage)."""
     client = get_client()
     try:
         response = client.chat.completions.create(model=model, messages=messages, temperature=temperature)
@@ -112,7 +124,10 @@ def chat(*, model: str, messages: list[dict], temperature: float = 0.0, purpose:
         raise LLMTransientError(f"The LLM endpoint answered something that is not a chat completion: {exc}") from exc
     except openai.OpenAIError as exc:
         raise LLMPermanentError(f"LLM client error: {exc}") from exc
-    llm_tokens_count(model=model, purpose=purpose, usage=getattr(response, "usage", None))
+    usage = getattr(response, "usage", None)
+    llm_tokens_count(model=model, purpose=purpose, usage=usage)
+    if bank_id is not None:
+        llm_usage_record(bank_id=bank_id, stage=purpose, model=model, usage=usage, trajectory_ids=trajectory_ids)
     choices = getattr(response, "choices", None) or []
     if not choices:
         raise LLMTransientError(f"The LLM endpoint answered with no chat completion: {str(response)[:200]!r}")

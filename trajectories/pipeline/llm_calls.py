@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from django.db.models import F, QuerySet
@@ -44,7 +44,7 @@ class LLMCall:
     expected: str  # "parseable verdict"
     reminder: str  # sent once when the first answer has nothing parseable
     attempts: str  # the row's counter of this stage's transient failures (its own retry budget)
-    purpose: str = "distill"  # the LLM metrics' purpose label: "judge" or "distill"
+    purpose: str = "distill"  # the stage its tokens count under (LLMStage) and the LLM metrics' purpose label
 
 
 JUDGE_CALL = LLMCall(
@@ -68,7 +68,10 @@ CONTRAST_CALL = LLMCall(
     expected="complete memory item",
     reminder=DISTILL_REMINDER,
     attempts="contrast_attempts",
+    purpose="matts",
 )
+# Distilling a trajectory with its refinements (MaTTS sequential): a distillation counted as MaTTS.
+SEQUENTIAL_CALL = replace(DISTILL_CALL, purpose="matts")
 
 
 def llm_ask(
@@ -81,16 +84,20 @@ def llm_ask(
     version: str,
     prompt: str,
     parse: Callable[[str], T | None],
+    bank_id: int,
+    trajectory_ids: list[int],
 ) -> T | None:
     """Ask ``model``; when ``parse`` finds nothing in the answer, remind it once.
     Returns the parsed answer, or None after moving ``rows`` (those still
     ``running``) to ``needs_attention``: on a permanent LLM error, or when the
     second answer is unparseable too. On a transient error the rows go back to
     ``back_to`` with the stage's failure counted, and LLMTransientError is
-    re-raised (``exc.call`` names the stage) for the task to retry."""
+    re-raised (``exc.call`` names the stage) for the task to retry. The tokens count for ``bank_id`` and
+    ``trajectory_ids`` (the rows') under the call's stage."""
     messages = [{"role": "user", "content": prompt}]
+    counted = {"purpose": call.purpose, "bank_id": bank_id, "trajectory_ids": trajectory_ids}
     try:
-        answer = chat(model=model, messages=messages, purpose=call.purpose)
+        answer = chat(model=model, messages=messages, **counted)
         parsed = parse(answer)
         if parsed is None:
             log.info("%s answer had nothing parseable; asking once more (%s)", call.who, version)
@@ -98,7 +105,7 @@ def llm_ask(
                 {"role": "assistant", "content": answer or "(empty)"},
                 {"role": "user", "content": call.reminder},
             ]
-            answer = chat(model=model, messages=messages, purpose=call.purpose)
+            answer = chat(model=model, messages=messages, **counted)
             parsed = parse(answer)
     except LLMTransientError as exc:
         trajectory_move_many(

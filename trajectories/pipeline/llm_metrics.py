@@ -1,5 +1,5 @@
 """Prometheus metrics of the LLM calls (``trajectories.pipeline.llm.chat``), by model
-and purpose (judge, distill, experiment): calls by outcome (ok, transient,
+and purpose (judge, distill, matts, experiment): calls by outcome (ok, transient,
 permanent), their latency, and the tokens the endpoint reported.
 
 The calls happen in Celery worker processes; with ``PROMETHEUS_MULTIPROC_DIR``

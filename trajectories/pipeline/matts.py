@@ -93,6 +93,8 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
         version=version,
         prompt=prompt,
         parse=items_parser(MAX_ITEMS_PARALLEL),
+        bank_id=bank.pk,
+        trajectory_ids=ids,
     )
     if items is None:
         return False

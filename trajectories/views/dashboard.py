@@ -1,6 +1,6 @@
 """The bank's dashboard (session auth): pipeline counts, the review
-backlog, judge agreement, recent activity and the charts; its counts refresh
-every few seconds."""
+backlog, judge agreement, recent activity, the charts and the LLM usage; its
+counts refresh every few seconds."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from reasoningbank_site.views_helpers import template_for
 from trajectories import selectors
 from trajectories.dashboard_charts import dashboard_charts
 from trajectories.pipeline.llm import llm_configured
+from trajectories.selectors.llm_usage import bank_llm_usage
 
 
 @login_required
@@ -32,6 +33,7 @@ def dashboard(request, bank_id):
         "activity": selectors.recent_activity(bank=bank),
         # The 5-second refresh redraws the counts only; the charts come with the whole page.
         "charts": [] if request.htmx else dashboard_charts(bank=bank),
+        "llm_usage": None if request.htmx else bank_llm_usage(bank=bank),
         "llm_configured": llm_configured(),
         "api_base": request.build_absolute_uri("/api/v1/"),
     }

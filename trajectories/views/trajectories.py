@@ -26,6 +26,7 @@ from trajectories.pipeline.dispatch import is_parked, trajectory_retry
 from trajectories.pipeline.llm import llm_configured
 from trajectories.recording import deletion
 from trajectories.recording.judgments import trajectory_relabel
+from trajectories.selectors.llm_usage import trajectory_llm_usage
 
 PAGE_SIZE = 50
 DETAIL_TEMPLATE = "trajectories/detail.html"
@@ -84,6 +85,7 @@ def _detail_context(bank, membership, trajectory, relabel_form=None, *, steps_qu
     )
     kwargs = {"bank_id": bank.public_id, "trajectory_id": trajectory.public_id}
     detail_url = reverse("trajectories:detail", kwargs=kwargs)
+    llm_lines, llm_total = trajectory_llm_usage(trajectory=trajectory)
     return {
         "bank": bank,
         "membership": membership,
@@ -103,6 +105,8 @@ def _detail_context(bank, membership, trajectory, relabel_form=None, *, steps_qu
         "llm_configured": llm_configured(),
         "can_delete": membership.has_role(Role.ADMIN),
         "parked": is_parked(trajectory),
+        "llm_lines": llm_lines,
+        "llm_total": llm_total,
     }
 
 
