@@ -93,9 +93,13 @@ def address_refusal(ip: IPAddress, *, allow_private: bool) -> str | None:
         return f"{ip} is a cloud metadata address"
     if ip.is_link_local:
         return f"{ip} is a link-local address (where cloud metadata services answer)"
-    if ip.is_multicast or ip.is_unspecified or ip.is_reserved:
+    if ip.is_multicast or ip.is_unspecified:
         return f"{ip} is not a unicast address"
-    if ip.is_global or allow_private:
+    if ip.is_global and not ip.is_private:
+        return None
+    if ip.is_reserved and not ip.is_loopback:
+        return f"{ip} is a reserved address"
+    if allow_private:
         return None
     return f"{ip} is a private or loopback address ({ALLOW_PRIVATE_HINT})"
 

@@ -85,8 +85,9 @@ def _post(subscription: WebhookSubscription, headers: dict[str, str], body: str)
         # trust_env off: a proxy from the environment would connect to the name, not the checked address.
         with httpx.Client(timeout=settings.RB_WEBHOOK_TIMEOUT, follow_redirects=False, trust_env=False) as client:
             request = client.build_request("POST", url, headers=headers, content=body.encode(), extensions=extensions)
-            with client.send(request, stream=True) as response:
-                return answer(response.status_code)
+            response = client.send(request, stream=True)
+            response.close()  # the body is not read
+            return answer(response.status_code)
     except httpx.TimeoutException:
         return answer(None, f"no answer within {settings.RB_WEBHOOK_TIMEOUT:g} s")
     except httpx.HTTPError as exc:

@@ -166,7 +166,7 @@ def webhook_delivery_redeliver(*, delivery: WebhookDelivery, actor=None) -> None
     """Send a finished delivery again (same webhook-id, fresh signature), with
     a new round of retries. Raises AccountsConflict while it is still being
     delivered, or when its subscription is disabled."""
-    subscription = delivery.subscription
+    subscription = WebhookSubscription.objects.select_related("bank__team").get(pk=delivery.subscription_id)
     if not subscription.enabled:
         raise AccountsConflict("This webhook is disabled: enable it before redelivering.")
     changed = WebhookDelivery.objects.filter(
