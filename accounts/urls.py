@@ -61,11 +61,11 @@ urlpatterns: list = [
     path("banks/<uuid:bank_id>/webhooks/new/", webhooks.webhook_create, name="webhook_create"),
     path("banks/<uuid:bank_id>/webhooks/<uuid:webhook_id>/", webhooks.webhook_detail, name="webhook_detail"),
     path("banks/<uuid:bank_id>/webhooks/<uuid:webhook_id>/enable/", webhooks.webhook_enable, name="webhook_enable"),
-    path("banks/<uuid:bank_id>/webhooks/<uuid:webhook_id>/remove/", webhooks.webhook_delete, name="webhook_delete"),
     path(
         "banks/<uuid:bank_id>/webhooks/<uuid:webhook_id>/deliveries/<uuid:delivery_id>/redeliver/",
         webhooks.delivery_redeliver,
         name="delivery_redeliver",
     ),
+    path("banks/<uuid:bank_id>/webhooks/<uuid:webhook_id>/remove/", webhooks.webhook_delete, name="webhook_delete"),
     path("banks/<uuid:bank_id>/audit.csv", audit.bank_audit_csv, name="bank_audit_csv"),
 ]
