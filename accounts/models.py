@@ -328,3 +328,7 @@ class AuditEvent(models.Model):
         if self.actor_token_id:
             return f"token {self.actor_token.prefix}… ({self.actor_token.name})"
         return "system"
+
+
+# Defined in their own module (the webhooks package); imported here so Django registers them with this app.
+from accounts.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookSubscription  # noqa: E402, F401

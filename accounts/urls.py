@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
 from accounts import email_verification
-from accounts.views import account, audit, banks, teams, tokens
+from accounts.views import account, audit, banks, teams, tokens, webhooks
 from reasoningbank_site.security import ThrottledPasswordResetView
 
 app_name = "accounts"
@@ -57,5 +57,15 @@ urlpatterns: list = [
     path("banks/<uuid:bank_id>/tokens/new/", tokens.token_create, name="token_create"),
     path("banks/<uuid:bank_id>/tokens/<uuid:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),
     path("banks/<uuid:bank_id>/audit/", audit.bank_audit, name="bank_audit"),
+    path("banks/<uuid:bank_id>/webhooks/", webhooks.bank_webhooks, name="bank_webhooks"),
+    path("banks/<uuid:bank_id>/webhooks/new/", webhooks.webhook_create, name="webhook_create"),
+    path("banks/<uuid:bank_id>/webhooks/<uuid:webhook_id>/", webhooks.webhook_detail, name="webhook_detail"),
+    path("banks/<uuid:bank_id>/webhooks/<uuid:webhook_id>/enable/", webhooks.webhook_enable, name="webhook_enable"),
+    path(
+        "banks/<uuid:bank_id>/webhooks/<uuid:webhook_id>/deliveries/<uuid:delivery_id>/redeliver/",
+        webhooks.delivery_redeliver,
+        name="delivery_redeliver",
+    ),
+    path("banks/<uuid:bank_id>/webhooks/<uuid:webhook_id>/remove/", webhooks.webhook_delete, name="webhook_delete"),
     path("banks/<uuid:bank_id>/audit.csv", audit.bank_audit_csv, name="bank_audit_csv"),
 ]

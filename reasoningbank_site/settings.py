@@ -309,6 +309,10 @@ CELERY_BEAT_SCHEDULE: dict = {
     "trajectories-purge-steps": {"task": "trajectories.purge_steps", "schedule": 3600.0},
     # Publishes trajectories whose publish at ingest failed (the row is the queue entry).
     "trajectories-dispatch": {"task": "trajectories.dispatch", "schedule": envfloat("RB_DISPATCH_INTERVAL", 5.0)},
+    # Re-sends webhook deliveries whose queued attempt was lost (broker down, worker gone).
+    "accounts-webhooks-sweep": {"task": "accounts.webhooks_sweep", "schedule": 60.0},
+    # Sends impact.verdict to the subscriptions whose bank's Impact verdict changed.
+    "trajectories-webhook-verdicts": {"task": "trajectories.webhook_verdicts", "schedule": 300.0},
 }
 # --- Queues: beat's housekeeping has its own queue, so it never waits behind a pipeline backlog.
 # A worker started without -Q consumes both; a dedicated one can take `-Q maintenance`.
@@ -322,6 +326,16 @@ CELERY_TASK_ROUTES = {entry["task"]: {"queue": "maintenance"} for entry in CELER
 # discarded, and the retry does not count against the LLM budget.
 RB_DB_RETRY_BACKOFF = envfloat("RB_DB_RETRY_BACKOFF", 2.0)
 RB_DB_RETRY_BACKOFF_MAX = envfloat("RB_DB_RETRY_BACKOFF_MAX", 60.0)
+
+# --- Webhooks (accounts.webhooks) ------------------------------------------------
+# Allow receivers on private and loopback addresses (self-hosted); link-local and metadata stay refused.
+RB_WEBHOOK_ALLOW_PRIVATE = envbool("RB_WEBHOOK_ALLOW_PRIVATE", False)
+RB_WEBHOOK_TIMEOUT = envfloat("RB_WEBHOOK_TIMEOUT", 10.0)
+# Attempts per delivery; the pause before attempt n+1 is RB_WEBHOOK_RETRY_BACKOFF * 2**(n-1) s, at most 1 h.
+RB_WEBHOOK_MAX_ATTEMPTS = envint("RB_WEBHOOK_MAX_ATTEMPTS", 8)
+RB_WEBHOOK_RETRY_BACKOFF = envfloat("RB_WEBHOOK_RETRY_BACKOFF", 30.0)
+# A subscription whose last this-many deliveries all failed (after their retries) is disabled.
+RB_WEBHOOK_DISABLE_AFTER = envint("RB_WEBHOOK_DISABLE_AFTER", 5)
 
 # --- LLM (OpenAI-compatible endpoint) -----------------------------------------
 RB_LLM_BASE_URL = envstr("RB_LLM_BASE_URL")

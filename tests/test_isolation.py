@@ -39,6 +39,7 @@ SEARCH = "OTHER-TEAM"  # matches their data in any substring search; never the w
 # Pages whose GET needs more than the viewer role (url name → minimum role).
 GET_MIN_ROLE = {
     "accounts:bank_create": Role.ADMIN,
+    "accounts:bank_webhooks": Role.ADMIN,
     "memories:item_create": Role.REVIEWER,
     "memories:items_import": Role.REVIEWER,
 }

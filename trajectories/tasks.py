@@ -8,6 +8,7 @@ from celery import shared_task
 from django.conf import settings
 
 from reasoningbank_site.celery import db_outage_retry
+from trajectories.impact.announce import impact_verdicts_announce
 from trajectories.judging.experiments import experiment_fail, experiment_run
 from trajectories.pipeline.llm import LLMTransientError
 from trajectories.pipeline.tasks import retry_countdown  # importing the module registers the pipeline's tasks
@@ -26,3 +27,9 @@ def experiment_run_task(self, experiment_id: int) -> None:
         raise self.retry(
             exc=exc, countdown=retry_countdown(retries, exc.retry_after), max_retries=settings.RB_LLM_MAX_RETRIES
         ) from exc
+
+
+@shared_task(name="trajectories.webhook_verdicts", ignore_result=True)
+def webhook_verdicts() -> None:
+    """Send impact.verdict where a bank's Impact verdict changed (trajectories.impact.announce)."""
+    impact_verdicts_announce()

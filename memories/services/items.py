@@ -28,6 +28,7 @@ from memories.services.duplicates import Sighting, memory_items_support_record
 from memories.services.embedding import item_embed_enqueue, item_embed_inline, items_embed_inline
 from memories.services.transitions import EDITABLE_STATUSES
 from memories.services.versions import item_lock, item_version_record, items_created_record
+from memories.services.webhook_events import items_status_announce
 from reasoningbank_site.errors import Conflict, Invalid
 from reasoningbank_site.text import cut_text
 
@@ -210,6 +211,7 @@ def memory_items_propose(
             item.near_duplicates = sorted(candidates, key=lambda d: -d["similarity"])[:NEAR_DUPLICATE_LIMIT]
         MemoryItem.objects.bulk_create(items)
         items_created_record(items=items, note=f"distilled ({origin})")
+        items_status_announce(items=items)
     return result
 
 
@@ -255,6 +257,7 @@ def memory_item_create(
         item.approved_by = author
     item.save()
     item_version_record(item=item, action="created", author=author, note=note)
+    items_status_announce(items=[item])
     if status == ItemStatus.PROPOSED:
         item_embed_enqueue(item.pk)
     return item

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from memories.models import ItemStatus, MemoryItem
 from memories.services.versions import item_lock, item_version_record
+from memories.services.webhook_events import items_status_announce
 from reasoningbank_site.errors import Conflict
 
 S = ItemStatus
@@ -62,7 +63,8 @@ def item_status_move(
     and the version's note; ``prepare(item)`` sets what else the move changes
     and returns those field names; ``action`` names the version when the move
     is part of a larger act (a merge); ``token`` is the API token that acted.
-    Returns True when the item moved. Raises Conflict when ITEM_TRANSITIONS
+    Returns True when the item moved (its webhook event, if any, is
+    sent after commit). Raises Conflict when ITEM_TRANSITIONS
     does not allow the move. ``revert=True`` takes a decision back instead:
     ITEM_REVERTS says which, and the version's action is "reverted"."""
     item_lock(item)
@@ -82,4 +84,5 @@ def item_status_move(
     item_version_record(
         item=item, action="reverted" if revert else (action or to), author=author, note=reason or "", token=token
     )
+    items_status_announce(items=[item])
     return True

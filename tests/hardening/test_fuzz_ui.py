@@ -25,7 +25,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from accounts import services
-from accounts.models import Invitation, Membership, Role
+from accounts.models import Invitation, Membership, Role, WebhookDelivery, WebhookSubscription
 from accounts.services import BANK_SETTINGS
 from memories.services import review_assignment_create
 from tests import factories
@@ -69,6 +69,8 @@ SKIPPED = {
     "accounts:invitation_accept": "its secret is a path segment (test_accounts_security.py)",
     "accounts:team": "reads no input (its forms post to the action views)",
     "accounts:bank_tokens": "reads no input (its forms post to the action views)",
+    "accounts:bank_webhooks": "reads no input (its forms post to the action views)",
+    "accounts:webhook_detail": "reads no input (its forms post to the action views)",
     "memories:items_import": "a file upload: test_import_form_survives_hostile_files below",
     "memories:item_compare": "reads no input (its two items are path segments)",
     "memories:items_skills": "reads no input (the file is a path segment; an unknown one is a 404: test_skill_files.py)",
@@ -102,6 +104,8 @@ class Scene:
     experiment: object  # a finished experiment, to promote
     assignment: object = None  # a slice of the queue, to remove
     comment: object = None  # the owner's comment on the item, to delete
+    webhook: object = None  # a webhook of the bank (enabled, redelivered, removed last)
+    delivery: object = None  # its failed delivery, to redeliver
 
 
 def _form_value(value) -> str:
@@ -136,6 +140,12 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
         "accounts:bank_unarchive": [("post", {"next": ""})],
         "accounts:token_create": [("post", {"name": "agent", "scopes": "retrieve", "expires_at": ""})],
         "accounts:token_revoke": [("post", {"next": ""})],
+        "accounts:webhook_create": [
+            ("post", {"url": "http://127.0.0.1:9/fuzz", "events": "item.approved", "description": "d"})
+        ],
+        "accounts:webhook_enable": [("post", {})],
+        "accounts:delivery_redeliver": [("post", {})],
+        "accounts:webhook_delete": [("post", {})],  # the last of its URLs: it removes the webhook
         "accounts:bank_audit": [("get", {**AUDIT_FILTERS, "page": ""})],
         "accounts:bank_audit_csv": [("get", AUDIT_FILTERS)],
         # memories
@@ -266,6 +276,8 @@ def _url(target: Target, s: Scene) -> str:
         "experiment_id": s.experiment,
         "assignment_id": s.assignment,
         "comment_id": s.comment,
+        "webhook_id": s.webhook,
+        "delivery_id": s.delivery,
     }
     kwargs = {name: "judge" if name == "name" else objects[name].public_id for name in target.kwargs}
     return reverse(target.name, kwargs=kwargs)
@@ -302,6 +314,12 @@ def scene(owner, team, bank) -> Scene:
     )
     scene.assignment = review_assignment_create(bank=bank, reviewer=owner, author=owner, tag="fuzz")
     scene.comment = comment_add(bank=bank, author=owner, body="To be deleted.", item=item)
+    scene.webhook = WebhookSubscription.objects.create(
+        bank=bank, url="http://127.0.0.1:9/x", events=["item.approved"], secret="whsec_Zm96eg=="
+    )
+    scene.delivery = WebhookDelivery.objects.create(
+        subscription=scene.webhook, event="item.approved", payload={}, status="failed"
+    )
     return scene
 
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from trajectories.models import Status, Trajectory
 from trajectories.pipeline.commits import commit_without_waiting_for_disk
+from trajectories.pipeline.webhook_events import needs_attention_move
 
 S = Status
 
@@ -66,7 +67,10 @@ def trajectory_move_many(
     sources = _checked(from_, to)
     fields = {"enqueued_at": None} if to == Status.AWAITING_LLM else {}
     fields.update(also or {})
-    return rows.filter(status__in=sources).update(status=to, status_detail=detail, updated_at=timezone.now(), **fields)
+    values = {"status": to, "status_detail": detail, "updated_at": timezone.now(), **fields}
+    if to == Status.NEEDS_ATTENTION:  # announced to webhooks
+        return needs_attention_move(rows.filter(status__in=sources), values)
+    return rows.filter(status__in=sources).update(**values)
 
 
 def trajectory_move(
@@ -121,7 +125,10 @@ def _move_one(
         return False
     fields = {"enqueued_at": None} if parks and to == Status.AWAITING_LLM else {}
     values = {"status": to, "status_detail": detail, "updated_at": timezone.now(), **fields, **(also or {})}
-    return Trajectory.objects.filter(pk=trajectory_id, status__in=sources).update(**values) == 1
+    rows = Trajectory.objects.filter(pk=trajectory_id, status__in=sources)
+    if to == Status.NEEDS_ATTENTION:  # announced to webhooks
+        return needs_attention_move(rows, values) == 1
+    return rows.update(**values) == 1
 
 
 def trajectory_mark_needs_attention(*, trajectory_id: int, detail: str) -> None:

@@ -1,0 +1,132 @@
+"""Which receivers a webhook may call. A receiver is refused when its host
+is a cloud metadata name, or when any address it resolves to is link-local,
+a metadata address, or not unicast; private and loopback addresses are
+refused too unless RB_WEBHOOK_ALLOW_PRIVATE is on (self-hosted receivers).
+The check runs when a subscription is made and again before every attempt,
+and the attempt connects to the address that was checked, so a DNS answer
+that changes in between (rebinding) cannot send it elsewhere."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+from django.conf import settings
+
+from accounts.services.errors import AccountsInvalid
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+MAX_URL_LENGTH = 2000
+
+# Names that answer with instance credentials on the major clouds.
+METADATA_HOSTS = frozenset(
+    {
+        "metadata",
+        "metadata.google.internal",
+        "metadata.goog",
+        "metadata.azure.com",
+        "instance-data",
+        "instance-data.ec2.internal",
+    }
+)
+# Metadata and platform addresses outside 169.254.0.0/16 (AWS IPv6, Alibaba, Azure's wire server).
+METADATA_NETWORKS = tuple(
+    ipaddress.ip_network(n) for n in ("fd00:ec2::254/128", "100.100.100.200/32", "168.63.129.16/32")
+)
+ALLOW_PRIVATE_HINT = "set RB_WEBHOOK_ALLOW_PRIVATE=true to allow private networks for a self-hosted receiver"
+
+
+class ReceiverRefused(AccountsInvalid):
+    """The URL is not one a webhook may call (the message says why)."""
+
+    code = "webhook_url_refused"
+
+
+@dataclass(frozen=True)
+class Receiver:
+    """A checked URL, split into what an attempt needs."""
+
+    url: str
+    scheme: str
+    host: str
+    port: int
+    path: str  # path and query, at least "/"
+
+
+def receiver_parse(url: str) -> Receiver:
+    """``url`` checked for shape (http or https, a host, no credentials) and
+    for a metadata host name. Raises ReceiverRefused."""
+    url = (url or "").strip()
+    if not url:
+        raise ReceiverRefused("Give the receiver's URL (http:// or https://).")
+    if len(url) > MAX_URL_LENGTH:
+        raise ReceiverRefused(f"The URL is longer than {MAX_URL_LENGTH} characters.")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ReceiverRefused(f"This is not a valid URL: {exc}.") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ReceiverRefused(f"Webhook URLs must start with http:// or https://, not {parts.scheme or 'nothing'}:.")
+    host = (parts.hostname or "").rstrip(".")
+    if not host:
+        raise ReceiverRefused("The URL has no host.")
+    if parts.username is not None or parts.password is not None:
+        raise ReceiverRefused("Put no user name or password in the URL: verify the signature instead.")
+    if host in METADATA_HOSTS:
+        raise ReceiverRefused(f"{host} is a cloud metadata address; webhooks never call it.")
+    scheme = parts.scheme.lower()
+    path = urlunsplit(("", "", parts.path or "/", parts.query, ""))
+    return Receiver(url=url, scheme=scheme, host=host, port=port or (443 if scheme == "https" else 80), path=path)
+
+
+def address_refusal(ip: IPAddress, *, allow_private: bool) -> str | None:
+    """Why a webhook may not call ``ip``, or None when it may."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = ip.ipv4_mapped or ip.sixtofour
+        if embedded is not None:
+            ip = embedded
+    if any(ip in network for network in METADATA_NETWORKS):
+        return f"{ip} is a cloud metadata address"
+    if ip.is_link_local:
+        return f"{ip} is a link-local address (where cloud metadata services answer)"
+    if ip.is_multicast or ip.is_unspecified:
+        return f"{ip} is not a unicast address"
+    if ip.is_global and not ip.is_private:
+        return None
+    if ip.is_reserved and not ip.is_loopback:
+        return f"{ip} is a reserved address"
+    if allow_private:
+        return None
+    return f"{ip} is a private or loopback address ({ALLOW_PRIVATE_HINT})"
+
+
+def receiver_addresses(receiver: Receiver) -> list[IPAddress]:
+    """The addresses ``receiver``'s host resolves to now, every one of them
+    allowed (settings.RB_WEBHOOK_ALLOW_PRIVATE). Raises ReceiverRefused when
+    the host does not resolve or any address is refused (a name that also
+    answers with a refused address could be made to use it)."""
+    try:
+        found = socket.getaddrinfo(receiver.host, receiver.port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ReceiverRefused(f"The host {receiver.host} could not be resolved ({exc}).") from None
+    addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0].split("%")[0]) for info in found))
+    if not addresses:
+        raise ReceiverRefused(f"The host {receiver.host} has no address.")
+    allow_private = settings.RB_WEBHOOK_ALLOW_PRIVATE
+    for ip in addresses:
+        refusal = address_refusal(ip, allow_private=allow_private)
+        if refusal:
+            shown = "" if receiver.host == str(ip) else f"{receiver.host} resolves to "
+            raise ReceiverRefused(f"Webhooks may not call this URL: {shown}{refusal}.")
+    return addresses
+
+
+def receiver_check(url: str) -> Receiver:
+    """``url`` parsed and its host's addresses checked (receiver_parse, then receiver_addresses)."""
+    receiver = receiver_parse(url)
+    receiver_addresses(receiver)
+    return receiver

@@ -1,0 +1,115 @@
+"""A bank's webhook pages: the owner adds one (the secret shown once), sees
+the delivery log with status codes and redelivers; lower roles get 403,
+another team's members 404."""
+
+import pytest
+from django.urls import reverse
+
+from accounts.models import WebhookDelivery, WebhookSubscription
+from accounts.webhooks.subscriptions import webhook_subscription_create
+from tests import factories
+from tests.webhook_receiver import Receiver
+
+
+@pytest.fixture
+def receiver(settings):
+    settings.RB_WEBHOOK_ALLOW_PRIVATE = True
+    settings.RB_WEBHOOK_RETRY_BACKOFF = 0.01
+    settings.RB_WEBHOOK_MAX_ATTEMPTS = 2
+    r = Receiver(statuses=[500, 500, 204]).start()
+    yield r
+    r.stop()
+
+
+def page(bank, name="bank_webhooks", **kwargs):
+    return reverse(f"accounts:{name}", kwargs={"bank_id": bank.public_id, **kwargs})
+
+
+def test_owner_adds_sees_secret_once_then_log_and_redelivers(
+    as_, people, bank, trajectory, receiver, eager_celery, django_capture_on_commit_callbacks
+):
+    client = as_(people["owner"])
+    assert client.get(page(bank)).status_code == 200
+    response = client.post(
+        page(bank, "webhook_create"), {"url": receiver.url, "events": ["item.proposed"], "description": "CI"}
+    )
+    html = response.content.decode()
+    secret = response.context["issued"].secret
+    assert response.status_code == 200 and secret in html and "no-store" in response["Cache-Control"]
+    assert secret not in client.get(page(bank)).content.decode()  # once
+    webhook = WebhookSubscription.objects.get()
+    with django_capture_on_commit_callbacks(execute=True):
+        factories.propose_item(bank, trajectory)
+    detail = page(bank, "webhook_detail", webhook_id=webhook.public_id)
+    html = client.get(detail).content.decode()
+    assert "item.proposed" in html and html.count('class="attempt">500<') == 2 and "failed" in html
+    delivery = WebhookDelivery.objects.get()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            page(bank, "delivery_redeliver", webhook_id=webhook.public_id, delivery_id=delivery.public_id)
+        )
+    assert response.status_code == 302
+    html = client.get(detail).content.decode()
+    assert html.count('class="attempt">500<') == 2 and 'class="attempt">204<' in html and "delivered" in html
+    assert [r.answered for r in receiver.received] == [500, 500, 204]
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [("ftp://example.com/x", "http:// or https://"), ("http://169.254.169.254/", "link-local")],
+)
+def test_add_refuses_bad_urls_with_the_reason(as_, people, bank, settings, url, message):
+    response = as_(people["admin"]).post(page(bank, "webhook_create"), {"url": url, "events": ["item.approved"]})
+    assert response.status_code == 200 and message in response.content.decode()
+    assert not WebhookSubscription.objects.exists()
+
+
+def test_add_without_events_lists_them(as_, people, bank):
+    response = as_(people["owner"]).post(page(bank, "webhook_create"), {"url": "https://example.com/"})
+    assert "Choose at least one event: item.proposed" in response.content.decode()
+
+
+def test_disabled_webhook_shows_its_notice_and_can_be_enabled(as_, people, bank, settings):
+    settings.RB_WEBHOOK_ALLOW_PRIVATE = True
+    webhook = webhook_subscription_create(bank=bank, url="http://127.0.0.1:9/x", events="item.approved").subscription
+    WebhookSubscription.objects.filter(pk=webhook.pk).update(
+        disabled_at="2030-01-01T00:00Z", disabled_reason="Disabled after 5 deliveries in a row failed"
+    )
+    client = as_(people["owner"])
+    assert "Disabled after 5 deliveries" in client.get(page(bank)).content.decode()
+    client.post(page(bank, "webhook_enable", webhook_id=webhook.public_id))
+    assert WebhookSubscription.objects.get().enabled
+    client.post(page(bank, "webhook_delete", webhook_id=webhook.public_id))
+    assert not WebhookSubscription.objects.exists()
+
+
+@pytest.mark.parametrize(("who", "status"), [("reviewer", 403), ("viewer", 403), ("stranger", 404)])
+def test_only_admins_and_owners_manage_webhooks(as_, people, bank, settings, who, status):
+    settings.RB_WEBHOOK_ALLOW_PRIVATE = True
+    webhook = webhook_subscription_create(bank=bank, url="http://127.0.0.1:9/x", events="item.approved").subscription
+    client = as_(people[who])
+    assert client.get(page(bank)).status_code == status
+    assert client.get(page(bank, "webhook_detail", webhook_id=webhook.public_id)).status_code == status
+    response = client.post(page(bank, "webhook_create"), {"url": "http://127.0.0.1:9/y", "events": ["item.approved"]})
+    assert response.status_code == status
+    assert client.post(page(bank, "webhook_delete", webhook_id=webhook.public_id)).status_code == status
+    assert WebhookSubscription.objects.count() == 1
+
+
+def test_another_banks_webhook_is_404(as_, people, bank, other_bank, settings):
+    settings.RB_WEBHOOK_ALLOW_PRIVATE = True
+    theirs = webhook_subscription_create(bank=other_bank, url="http://127.0.0.1:9/x", events="item.approved")
+    client = as_(people["owner"])
+    assert client.get(page(bank, "webhook_detail", webhook_id=theirs.subscription.public_id)).status_code == 404
+    assert client.post(page(bank, "webhook_delete", webhook_id=theirs.subscription.public_id)).status_code == 404
+
+
+def test_anonymous_is_sent_to_login(client, bank):
+    response = client.get(page(bank))
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_settings_page_links_webhooks_for_admins(as_, people, bank):
+    link = page(bank)
+    assert link in as_(people["admin"]).get(page(bank, "bank_settings")).content.decode()
+    assert link not in as_(people["viewer"]).get(page(bank, "bank_settings")).content.decode()
