@@ -1,37 +1,16 @@
 """One env-driven settings module. Every knob is an environment variable and
-is listed in the README's configuration table."""
+is listed in docs/configuration.md."""
 
-import os
 from datetime import timedelta
 from pathlib import Path
 
 from kombu import Exchange, Queue
 
 from reasoningbank_site import embedded
+from reasoningbank_site.env import envbool, envfloat, envint, envstr
 from trajectories.pipeline.llm_prices import llm_prices_parse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-
-def envstr(name: str, default: str = "") -> str:
-    return os.environ.get(name, default)
-
-
-def envbool(name: str, default: bool = False) -> bool:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
-def envint(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    return int(value) if value not in (None, "") else default
-
-
-def envfloat(name: str, default: float) -> float:
-    value = os.environ.get(name)
-    return float(value) if value not in (None, "") else default
 
 
 DATA_DIR = embedded.default_data_dir(BASE_DIR)
