@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 from django.test import Client
+from django.urls import reverse
 
 from memories.models import Arm, MemoryItem, RetrievalEvent
 from memories.services import memory_items_count_served
@@ -209,3 +210,19 @@ def test_malformed_run_fields_and_unknown_fields_are_422(client, auth, extra):
     response = _post(client, auth, {"query": OBSERVATIONS[0], **extra})
     assert response.status_code == 422, response.content
     assert response.json()["detail"]
+
+
+def test_the_trajectory_page_lists_its_run_s_retrievals(client, auth, owner, stranger, bank, lessons):
+    answers = _run(client, auth)
+    body = {"task": OBSERVATIONS[0], "steps": STEPS, "retrieval_id": answers[0]["retrieval_id"]}
+    response = client.post("/api/v1/trajectories", data=json.dumps(body), content_type="application/json", **auth)
+    trajectory = Trajectory.objects.get(public_id=response.json()["id"])
+    url = reverse("trajectories:detail", kwargs={"bank_id": bank.public_id, "trajectory_id": trajectory.public_id})
+    client.force_login(owner)
+    page = client.get(url).content.decode()
+    assert "Retrievals of this run" in page
+    listed = [page.index(f'data-retrieval="{a["retrieval_id"]}"') for a in answers]
+    assert listed == sorted(listed), "first one first"
+    assert all(o in page for o in OBSERVATIONS)
+    client.force_login(stranger)
+    assert client.get(url).status_code == 404
