@@ -60,14 +60,15 @@ def _memory_out(item: MemoryItem) -> dict:
 
 @router.post(
     "/retrieve",
-    response=api_responses({200: RetrieveOut}, 413, 503),
+    response=api_responses({200: RetrieveOut}, 404, 413, 503),
     auth=TokenAuth(scope="retrieve"),
     summary="Retrieve memories for a task",
 )
 def retrieve(request, payload: RetrieveIn):
     """Approved memories of the token's bank most relevant to `query`, and a
     `system_block` to put in the agent's system prompt. `filters` narrow
-    what may be served (tags, source agent, source metadata)."""
+    what may be served (tags, source agent, source metadata). `run_id`
+    makes it a later step of a run: same arm, nothing served twice."""
     if not payload.query.strip():
         raise Invalid("query: must contain more than whitespace")
     try:
@@ -78,6 +79,8 @@ def retrieve(request, payload: RetrieveIn):
             task_id=payload.task_id,
             token=request.api_token,
             filters=_filters(payload.filters),
+            run_id=payload.run_id,
+            include_served=payload.include_served,
         )
     except EmbeddingModelError as exc:
         raise Unavailable(f"The embedding model is not available: {exc}", code="embedding_unavailable") from exc
@@ -94,6 +97,7 @@ def retrieve(request, payload: RetrieveIn):
     # would be a noticeable share of each retrieval; tests hold the bytes to what validation gives.
     return RetrieveOut.model_construct(
         retrieval_id=result.event.public_id,
+        run_id=result.run_id or result.event.public_id,
         mode=result.event.mode,
         items=[
             ScoredMemoryOut.model_construct(

@@ -165,6 +165,18 @@ class RetrieveIn(BodyIn):
         ),
         examples=[{"tags": {"any": ["checkout"]}, "agent": "shop-bot/1.3", "metadata": {"env": "prod"}}],
     )
+    run_id: UUID | None = Field(
+        None,
+        description=(
+            "Retrieve again at a later step of a run: the `run_id` (or any `retrieval_id`) an earlier retrieval "
+            "of the run returned. The retrieval takes the run's arm (holdout or served), and items already "
+            "served in the run are not served again unless `include_served`. Unknown or another bank's: 404."
+        ),
+        examples=["9b2e6f70-1d3a-4a55-8c1e-0f7b2d9e4c21"],
+    )
+    include_served: bool = Field(
+        False, description="With `run_id`: serve items again that were already served earlier in the run."
+    )
 
 
 class MemoryOut(Schema):
@@ -187,6 +199,14 @@ class RetrieveOut(Schema):
     retrieval_id: UUID = Field(
         ...,
         description="Send it back as `retrieval_id` with the trajectory, so outcomes can be tied to what was served.",
+        examples=["9b2e6f70-1d3a-4a55-8c1e-0f7b2d9e4c21"],
+    )
+    run_id: UUID = Field(
+        ...,
+        description=(
+            "The run this retrieval belongs to: the retrieval_id of the run's first retrieval (this one's own, "
+            "for a first retrieval). Send it as `run_id` to retrieve again at a later step."
+        ),
         examples=["9b2e6f70-1d3a-4a55-8c1e-0f7b2d9e4c21"],
     )
     mode: str = Field(..., description="items or experiences (a bank setting).", examples=["items"])

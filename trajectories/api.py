@@ -16,6 +16,7 @@ from django.urls import reverse
 from ninja import Query, Router, Status
 
 from accounts.auth import TokenAuth, api_responses
+from memories.selectors import run_retrievals
 from reasoningbank_site.errors import Conflict, NotFound, TooLarge
 from trajectories import otlp, selectors
 from trajectories.impact.arms import ArmStats
@@ -146,6 +147,7 @@ def trajectory_detail(request, trajectory_id: str):
         "external_id": trajectory.external_id,
         "group_id": trajectory.group_id,
         "steps_purged_at": trajectory.steps_purged_at,
+        "retrieval_ids": [r.public_id for r in run_retrievals(first_id=trajectory.retrieval_id)],
     }
 
 

@@ -216,6 +216,11 @@ class TrajectoryOut(Schema):
     steps_purged_at: datetime | None = Field(
         None, description="When the bank's retention deleted the steps and final answer (null: kept)."
     )
+    retrieval_ids: list[UUID] = Field(
+        default_factory=list,
+        description="The retrievals of this trajectory's run, first one first: the retrieval_id it was sent with "
+        "and every later step retrieved with that run_id ([] when it was sent without a retrieval_id).",
+    )
 
 
 class TrajectoryDeletedOut(Schema):

@@ -20,6 +20,9 @@ class RetrievalEvent(models.Model):
     # (the log is written after the answer: memories.services.retrieval), from one that never was.
     public_id = models.UUIDField(default=uuid7, unique=True, editable=False)
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="retrievals")
+    # A later retrieval of a step-level run: the run's first retrieval, which decided the arm and alone carries
+    # the run's outcome and tallies (so Impact counts a run once). Null for a first or single retrieval.
+    run = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="later_steps")
     token = models.ForeignKey(ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="retrievals")
     query = models.TextField()
     task_id = models.CharField(max_length=200, blank=True)

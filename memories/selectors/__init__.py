@@ -43,6 +43,7 @@ from memories.selectors.retrieval import (
     hnsw_iterative_scan,
     near_duplicates_search,
     near_duplicates_search_many,
+    run_retrievals,
     system_block_preamble,
     system_block_render,
 )
@@ -108,6 +109,7 @@ __all__ = [
     "near_duplicates_search_many",
     "review_agents",
     "review_queue",
+    "run_retrievals",
     "supports_trajectory_ids",
     "system_block_preamble",
     "system_block_render",

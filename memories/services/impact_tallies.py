@@ -247,7 +247,7 @@ WITH e AS (
                AS trig,
            CASE WHEN r.judged > 0 THEN r.successes::float / r.judged END AS y
     FROM {retrieval} r
-    WHERE r.bank_id = %(bank)s
+    WHERE r.bank_id = %(bank)s AND r.run_id IS NULL  -- a run counts once, through its first retrieval
 ), arms AS (
     INSERT INTO {tally} (bank_id, day, holdout_fraction, arm, item, side, retrievals, triggered, units, y_sum,
                          y_sq_sum, trajectories, judged, successes, steps, compacted)

@@ -107,6 +107,13 @@ async def exercise_every_tool(session: ClientSession) -> dict:
 
     retrieved = _data(await session.call_tool("retrieve_memories", {"query": TASK, "k": 2, "task_id": "shop-17"}))
     seen["retrieved"] = retrieved
+    seen["next_step"] = _data(
+        await session.call_tool("retrieve_memories", {"query": "12 results", "run_id": retrieved["run_id"]})
+    )
+    seen["bad_run"] = _text(await session.call_tool("retrieve_memories", {"query": TASK, "run_id": "../metrics"}))
+    seen["foreign_run"] = _text(
+        await session.call_tool("retrieve_memories", {"query": TASK, "run_id": "00000000-0000-4000-8000-000000000000"})
+    )
     seen["filtered_in"] = _data(
         await session.call_tool(
             "retrieve_memories", {"query": TASK, "filters": {"tags": {"any": ["Shopping"]}, "agent": "shop-bot/1.3"}}
@@ -183,6 +190,11 @@ def check(seen: dict, bank) -> None:
     retrieved = seen["retrieved"]
     assert [i["title"] for i in retrieved["items"]] == ["Use the coupon when buying the cheapest cable in the shop"]
     assert "Use the coupon" in retrieved["system_block"]
+    # A later step of the same run: the run's one lesson was served already, so it is not repeated.
+    assert retrieved["run_id"] == retrieved["retrieval_id"] and seen["next_step"]["run_id"] == retrieved["run_id"]
+    assert seen["next_step"]["items"] == [] and seen["next_step"]["system_block"] == ""
+    assert "run_id must be the run_id" in seen["bad_run"]
+    assert "not a retrieval of this bank" in seen["foreign_run"] and "404" in seen["foreign_run"]
     row = Trajectory.objects.get(public_id=seen["recorded"]["id"])
     assert row.bank_id == bank.pk and row.agent == "mcp" and row.task_id == "shop-17"
     assert str(row.retrieval.public_id) == retrieved["retrieval_id"]

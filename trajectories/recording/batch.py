@@ -20,6 +20,7 @@ from trajectories.models import Trajectory
 from trajectories.recording.ingest import (
     BuiltTrajectory,
     built_stored,
+    run_firsts,
     trajectory_build,
     trajectory_ingest,
     unknown_retrieval,
@@ -144,7 +145,7 @@ def trajectory_ingest_batch(*, bank: Bank, token: ApiToken | None, items: list[A
             else:
                 results[index] = BatchItemResult(index=index, trajectory=trajectory, created=created)
         return [results[i] for i in range(len(items))]
-    built_stored([b for _i, b in new], list(retrievals.values()))
+    built_stored([b for _i, b in new], list({r.pk: r for r in retrievals.values()}.values()))  # one per run
     by_external_id = {b.payload.external_id: b.trajectory for _i, b in new if b.payload.external_id}
     for index, b in new:
         results[index] = BatchItemResult(index=index, trajectory=b.trajectory, created=True)
@@ -158,7 +159,8 @@ def _lock_linked_retrievals(*, bank: Bank, items: list[Any]) -> dict[uuid.UUID, 
     does: linking updates a retrieval's outcome counters under its row lock,
     and two batches taking the same rows in different orders would deadlock.
     Returns the bank's retrievals found (loaded
-    for their counters), by public id. Unknown or malformed ids are left to the items."""
+    for their counters), by public id; a later step of a run answers with its
+    run's first retrieval (see run_firsts). Unknown or malformed ids are left to the items."""
     ids = set()
     for item in items:
         if not isinstance(item, dict):
@@ -169,7 +171,11 @@ def _lock_linked_retrievals(*, bank: Bank, items: list[Any]) -> dict[uuid.UUID, 
             continue
     if not ids:
         return {}
-    return {
-        r.public_id: r
-        for r in retrievals_lock_for_outcomes(RetrievalEvent.objects.filter(bank=bank, public_id__in=ids))
-    }
+    firsts = {r.public_id: r for r in retrievals_lock_for_outcomes(run_firsts(bank=bank, public_ids=ids))}
+    if ids - firsts.keys():  # later steps of runs: each answers with its run's first retrieval
+        by_pk = {r.pk: r for r in firsts.values()}
+        later = RetrievalEvent.objects.filter(bank=bank, public_id__in=ids - firsts.keys(), run__isnull=False)
+        firsts.update(
+            (public_id, by_pk[run]) for public_id, run in later.values_list("public_id", "run_id") if run in by_pk
+        )
+    return firsts

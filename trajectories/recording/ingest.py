@@ -11,6 +11,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import QuerySet
+from django.db.models.functions import Coalesce
 
 from accounts.models import ApiToken, Bank
 from memories.models import RetrievalEvent
@@ -43,13 +45,20 @@ def _retrieval_for(*, bank: Bank, retrieval_id) -> RetrievalEvent | None:
     """The bank's retrieval ``retrieval_id``, locked for its outcome counters (see built_stored)."""
     if retrieval_id is None:
         return None
-    found = {
-        r.public_id: r
-        for r in retrievals_lock_for_outcomes(RetrievalEvent.objects.filter(bank=bank, public_id=retrieval_id))
-    }
+    found = retrievals_lock_for_outcomes(run_firsts(bank=bank, public_ids=[retrieval_id]))
     if not found:
         raise unknown_retrieval(retrieval_id)
-    return found[retrieval_id]
+    return found[0]
+
+
+def run_firsts(*, bank: Bank, public_ids) -> QuerySet[RetrievalEvent]:
+    """The bank's retrievals that carry the outcome of the retrievals
+    ``public_ids``: each one's run's first retrieval (itself, for a first or
+    single retrieval): a trajectory sent with a later step's retrieval_id is
+    linked to its run, which counts once. A subquery, so locking the result
+    locks only those rows."""
+    firsts = RetrievalEvent.objects.filter(bank=bank, public_id__in=public_ids).values(first=Coalesce("run_id", "pk"))
+    return RetrievalEvent.objects.filter(bank=bank, pk__in=firsts)
 
 
 def unknown_retrieval(retrieval_id) -> Invalid:
@@ -165,7 +174,8 @@ def trajectory_ingest(
     Raises pydantic.ValidationError when ``data`` is a dict that does not fit
     TrajectoryIn; TooLarge ``too_many_steps`` beyond settings.RB_MAX_STEPS;
     Invalid for steps/messages that cannot be
-    normalized or a retrieval_id that is not this bank's.
+    normalized or a retrieval_id that is not this bank's. A retrieval_id of
+    a later step of a run links the run's first retrieval.
     """
     payload = data if isinstance(data, TrajectoryIn) else TrajectoryIn.model_validate(data)
     try:

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_http_methods
 
 from accounts.access import bank_for_user
 from accounts.models import Role
+from memories.selectors import run_retrievals
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.search import SearchPaginator
 from reasoningbank_site.text import counted
@@ -106,6 +107,7 @@ def _detail_context(bank, membership, trajectory, relabel_form=None, *, steps_qu
         "can_delete": membership.has_role(Role.ADMIN),
         "parked": is_parked(trajectory),
         "llm_lines": llm_lines,
+        "run_retrievals": run_retrievals(first_id=trajectory.retrieval_id),
         "llm_total": llm_total,
     }
 

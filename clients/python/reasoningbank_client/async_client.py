@@ -73,8 +73,11 @@ class AsyncClient(_Base):
         k: int | None = None,
         task_id: str | None = None,
         filters: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+        include_served: bool = False,
     ) -> Retrieval:
-        body = self._retrieve_body(query, k, task_id, filters)
+        """As Client.retrieve."""
+        body = self._retrieve_body(query, k, task_id, filters, run_id, include_served)
         return Retrieval.from_dict(await self._send("POST", "retrieve", json=body))
 
     async def record(

@@ -133,8 +133,19 @@ class _Base:
 
     # --- request bodies -------------------------------------------------------------------------
     @staticmethod
-    def _retrieve_body(query: str, k: int | None, task_id: str | None, filters: Mapping[str, Any] | None) -> dict:
+    def _retrieve_body(
+        query: str,
+        k: int | None,
+        task_id: str | None,
+        filters: Mapping[str, Any] | None,
+        run_id: str | None = None,
+        include_served: bool = False,
+    ) -> dict:
         body: dict[str, Any] = {"query": query}
+        if run_id:
+            body["run_id"] = str(run_id)
+        if include_served:
+            body["include_served"] = True
         if k is not None:
             body["k"] = k
         if task_id:

@@ -84,9 +84,14 @@ class Client(_Base):
         k: int | None = None,
         task_id: str | None = None,
         filters: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+        include_served: bool = False,
     ) -> Retrieval:
-        """Approved memories most relevant to ``query`` and a ``system_block`` for the system prompt."""
-        return Retrieval.from_dict(self._send("POST", "retrieve", json=self._retrieve_body(query, k, task_id, filters)))
+        """Approved memories most relevant to ``query`` and a ``system_block`` for the system prompt.
+        With ``run_id`` (a ``Retrieval.run_id``), a later step of that run: same arm, and items already
+        served in the run are left out unless ``include_served``."""
+        body = self._retrieve_body(query, k, task_id, filters, run_id, include_served)
+        return Retrieval.from_dict(self._send("POST", "retrieve", json=body))
 
     def record(
         self,

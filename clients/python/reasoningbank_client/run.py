@@ -3,11 +3,15 @@
     with client.run("Buy the cheapest USB-C cable", task_id="shop-17") as run:
         answer = my_agent(task, system=run.system_block)   # run.items: the memories served
         run.step(thought="Search first", action="search('usb-c')", observation="12 results")
+        hints = run.retrieve("12 results; the cheapest is out of stock")  # step-level: same run, new lessons
         run.final_answer = answer
         run.outcome = "success"                            # or leave None: the service's judge decides
 
 On exit the run is recorded with the ``retrieval_id`` of the entry's
-retrieval (so outcomes count toward the bank's lift). When the block raises
+retrieval (so outcomes count toward the bank's lift). ``run.retrieve(observation)``
+retrieves again at any step with the current observation as the query: in
+the same run (the same arm), never serving an item the run already got, and
+every retrieval is linked to the recorded trajectory. When the block raises
 an ``Exception``, the run is recorded as a failure with the error as its
 last step, and the exception propagates; a failure to record then is
 logged, never raised over the original error. ``KeyboardInterrupt`` and
@@ -55,7 +59,8 @@ class _RunState:
         self.group_id = group_id
         self.group_size = group_size
         self.external_id = external_id or str(uuid.uuid4())  # fixed up front: recording stays idempotent
-        self.retrieval: Retrieval | None = None
+        self.retrieval: Retrieval | None = None  # the run's first retrieval, recorded with the trajectory
+        self.retrievals: list[Retrieval] = []  # every retrieval of the run, first one first
         self.steps: list[dict[str, Any]] = []
         self.messages: Any = None
         self.final_answer: str | None = None
@@ -106,6 +111,21 @@ class _RunState:
     def _retrieve_args(self) -> dict[str, Any]:
         return {"k": self.k, "task_id": self.task_id, "filters": self.filters}
 
+    def _step_args(self, k: int | None, filters: Mapping[str, Any] | None, include_served: bool) -> dict[str, Any]:
+        return {
+            "k": self.k if k is None else k,
+            "task_id": self.task_id,
+            "filters": self.filters if filters is None else filters,
+            "run_id": self.retrieval.run_id if self.retrieval else None,
+            "include_served": include_served,
+        }
+
+    def _retrieved(self, retrieval: Retrieval) -> Retrieval:
+        if self.retrieval is None:
+            self.retrieval = retrieval
+        self.retrievals.append(retrieval)
+        return retrieval
+
     def _record_args(self, exc: BaseException | None) -> dict[str, Any]:
         metadata = dict(self.metadata)
         steps = list(self.steps)
@@ -141,8 +161,22 @@ class Run(_RunState):
 
     def __enter__(self) -> Run:
         if self.should_retrieve:
-            self.retrieval = self._client.retrieve(self.task, **self._retrieve_args())
+            self._retrieved(self._client.retrieve(self.task, **self._retrieve_args()))
         return self
+
+    def retrieve(
+        self,
+        observation: str,
+        *,
+        k: int | None = None,
+        filters: Mapping[str, Any] | None = None,
+        include_served: bool = False,
+    ) -> Retrieval:
+        """Retrieve again at this step, with ``observation`` as the query: in this run's arm, leaving
+        out items the run was already served (unless ``include_served``). The first retrieval of a
+        run opened with ``retrieve=False`` starts the run. ``k`` and ``filters`` default to the run's."""
+        args = self._step_args(k, filters, include_served)
+        return self._retrieved(self._client.retrieve(observation, **args))
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         if not _records(exc):
@@ -162,8 +196,20 @@ class AsyncRun(_RunState):
 
     async def __aenter__(self) -> AsyncRun:
         if self.should_retrieve:
-            self.retrieval = await self._client.retrieve(self.task, **self._retrieve_args())
+            self._retrieved(await self._client.retrieve(self.task, **self._retrieve_args()))
         return self
+
+    async def retrieve(
+        self,
+        observation: str,
+        *,
+        k: int | None = None,
+        filters: Mapping[str, Any] | None = None,
+        include_served: bool = False,
+    ) -> Retrieval:
+        """As Run.retrieve."""
+        args = self._step_args(k, filters, include_served)
+        return self._retrieved(await self._client.retrieve(observation, **args))
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         if not _records(exc):

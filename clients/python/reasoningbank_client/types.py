@@ -65,13 +65,15 @@ class MemoryPage:
 @dataclass
 class Retrieval:
     """The answer of ``retrieve``: put ``system_block`` in the system prompt and
-    send ``retrieval_id`` back with the trajectory."""
+    send ``retrieval_id`` back with the trajectory. ``run_id`` names the run it
+    belongs to (its first retrieval's id): pass it to retrieve again at a later step."""
 
     retrieval_id: str
     mode: str
     items: list[MemoryItem]
     system_block: str
     warnings: list[str] = field(default_factory=list)
+    run_id: str = ""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Retrieval:
@@ -79,6 +81,7 @@ class Retrieval:
             cls,
             data,
             retrieval_id=str(data["retrieval_id"]),
+            run_id=str(data.get("run_id") or data["retrieval_id"]),
             items=[MemoryItem.from_dict(i) for i in data.get("items") or []],
             warnings=list(data.get("warnings") or []),
         )
@@ -180,6 +183,7 @@ class Trajectory:
     step_count: int = 0
     external_id: str | None = None
     group_id: str = ""
+    retrieval_ids: list[str] = field(default_factory=list)  # its run's retrievals, first one first
 
     @property
     def settled(self) -> bool:
@@ -192,6 +196,7 @@ class Trajectory:
             cls,
             data,
             id=str(data["id"]),
+            retrieval_ids=[str(r) for r in data.get("retrieval_ids") or []],
             judgments=[Judgment.from_dict(j) for j in data.get("judgments") or []],
             items=[DerivedItem.from_dict(i) for i in data.get("items") or []],
             created_at=parse_datetime(data.get("created_at")),

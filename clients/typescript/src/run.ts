@@ -4,6 +4,7 @@
  *     const answer = await client.run("Buy the cheapest USB-C cable", { task_id: "shop-17" }, async (run) => {
  *       const answer = await myAgent(run.task, { system: run.systemBlock });
  *       run.step({ thought: "Search first", action: "search('usb-c')", observation: "12 results" });
+ *       const hints = await run.retrieve("12 results; the cheapest is out of stock"); // step-level retrieval
  *       run.finalAnswer = answer;
  *       run.outcome = "success"; // or leave it unset: the service's judge decides
  *       return answer;
@@ -22,6 +23,7 @@ import type {
   RetrieveFilters,
   Retrieval,
   Step,
+  StepRetrieveOptions,
 } from "./types.js";
 
 export interface RunOptions {
@@ -44,7 +46,10 @@ export class Run {
   readonly task: string;
   readonly options: RunOptions;
   readonly externalId: string;
+  /** The run's first retrieval: its id is recorded with the run. */
   retrieval: Retrieval | undefined;
+  /** Every retrieval of the run, first one first. */
+  readonly retrievals: Retrieval[] = [];
   readonly steps: Step[] = [];
   messages: Message[] | undefined;
   system: string | undefined;
@@ -75,6 +80,28 @@ export class Run {
 
   get retrievalId(): string | undefined {
     return this.retrieval?.retrieval_id;
+  }
+
+  /**
+   * Retrieve again at this step with `observation` as the query: in this run's arm, leaving out the
+   * items the run was already served (unless `include_served`). In a run started with `retrieve: false`
+   * the first call starts the run. `k` and `filters` default to the run's.
+   */
+  async retrieve(observation: string, options: StepRetrieveOptions = {}): Promise<Retrieval> {
+    const retrieval = await this.client.retrieve(observation, {
+      k: options.k ?? this.options.k,
+      task_id: this.options.task_id,
+      filters: options.filters ?? this.options.filters,
+      run_id: this.retrieval ? (this.retrieval.run_id ?? this.retrieval.retrieval_id) : undefined,
+      include_served: options.include_served,
+    });
+    return this.retrieved(retrieval);
+  }
+
+  private retrieved(retrieval: Retrieval): Retrieval {
+    this.retrieval ??= retrieval;
+    this.retrievals.push(retrieval);
+    return retrieval;
   }
 
   /** Add one native step (give at least one field). */
@@ -127,11 +154,13 @@ export class Run {
   /** Retrieve, call `fn`, record (see `Client.run`). */
   async execute<T>(fn: (run: Run) => T | Promise<T>): Promise<T> {
     if (this.options.retrieve !== false) {
-      this.retrieval = await this.client.retrieve(this.task, {
-        k: this.options.k,
-        task_id: this.options.task_id,
-        filters: this.options.filters,
-      });
+      this.retrieved(
+        await this.client.retrieve(this.task, {
+          k: this.options.k,
+          task_id: this.options.task_id,
+          filters: this.options.filters,
+        }),
+      );
     }
     let result: T;
     try {

@@ -35,6 +35,17 @@ export interface RetrieveOptions {
   k?: number;
   task_id?: string;
   filters?: RetrieveFilters;
+  /** A later step of a run: the `run_id` an earlier retrieval of the run returned (same arm, nothing served twice). */
+  run_id?: string;
+  /** With `run_id`: serve items again that the run was already served. */
+  include_served?: boolean;
+}
+
+/** What `run.retrieve(observation)` may change; the rest is the run's. */
+export interface StepRetrieveOptions {
+  k?: number;
+  filters?: RetrieveFilters;
+  include_served?: boolean;
 }
 
 /** One native step; give at least one field. */
@@ -99,6 +110,8 @@ export interface Retrieval {
   /** The memories, ready for the system prompt ("" when none). */
   system_block: string;
   warnings: string[];
+  /** The run it belongs to: its first retrieval's id (this one's own for a first retrieval). */
+  run_id: string;
 }
 
 export interface Recorded {
@@ -155,6 +168,8 @@ export interface Trajectory {
   external_id: string | null;
   group_id: string;
   steps_purged_at?: string | null;
+  /** The retrievals of its run, first one first. */
+  retrieval_ids?: string[];
 }
 
 export interface MemoryPage {

@@ -35,6 +35,7 @@ from memories.selectors.retrieval.served import (
     SYSTEM_BLOCK_VERSION,
     approved_item_get,
     approved_items_list,
+    run_retrievals,
     system_block_preamble,
     system_block_render,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "hnsw_session_settings",
     "near_duplicates_search",
     "near_duplicates_search_many",
+    "run_retrievals",
     "system_block_preamble",
     "system_block_render",
     "vector_literal",

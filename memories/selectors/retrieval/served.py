@@ -1,15 +1,16 @@
 """What agents are shown besides a search: the system block served with a
-retrieval, and the agent API's lists of approved items."""
+retrieval, the agent API's lists of approved items, and a run's retrievals."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
 
+from django.db import models
 from django.db.models import QuerySet
 
 from accounts.models import Bank
-from memories.models import ItemStatus, MemoryItem
+from memories.models import ItemStatus, MemoryItem, RetrievalEvent
 
 SYSTEM_BLOCK_VERSION = "system_block_v1"
 _PROMPTS = Path(__file__).resolve().parent.parent.parent / "prompts"
@@ -44,3 +45,15 @@ def approved_item_get(*, bank: Bank, public_id) -> MemoryItem:
     """One approved item of ``bank`` by public id. Raises MemoryItem.DoesNotExist
     for an unknown id, another bank's item, or one not approved."""
     return approved_items_list(bank=bank).get(public_id=public_id)
+
+
+def run_retrievals(*, first_id: int | None) -> list[RetrievalEvent]:
+    """The retrievals of the run whose first retrieval has primary key
+    ``first_id`` (what a trajectory links), first one first; [] for None."""
+    if first_id is None:
+        return []
+    return list(
+        RetrievalEvent.objects.filter(models.Q(pk=first_id) | models.Q(run_id=first_id))
+        .order_by("pk")
+        .only("pk", "public_id", "query", "arm", "results", "withheld", "created_at")
+    )
