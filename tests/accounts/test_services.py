@@ -86,7 +86,7 @@ def test_invitation_is_emailed_used_once_and_expires(team, owner, owner_m):
     assert issued.url.startswith("http://testserver/invitations/")
     assert issued.secret not in Invitation.objects.get().token_hash
     joiner = factories.make_user()
-    joiner.email = "new@example.com"  # invitations are bound to the invited address (issue 12)
+    joiner.email = "new@example.com"  # invitations are bound to the invited address
     joiner.save(update_fields=["email"])
     membership = services.invitation_accept(secret=issued.secret, user=joiner)
     assert membership.role == Role.REVIEWER and membership.team == team

@@ -289,6 +289,11 @@ class Postgres:
         with self._connect() as conn:
             return conn.execute(sql, params).fetchone()[0]
 
+    def ids(self, sql: str, params: tuple = ()) -> list:
+        """The first column of every row ``sql`` returns."""
+        with self._connect() as conn:
+            return [row[0] for row in conn.execute(sql, params).fetchall()]
+
 
 class Redis:
     """redis-server on a free loopback port, with an append-only file (as the compose file runs it)."""

@@ -36,7 +36,7 @@ def test_insert_together_stores_several_models_rows_in_one_statement_each_with_i
 
 
 def test_insert_together_statement_is_the_one_the_insert_compiler_writes(bank, item):
-    """insert_together compiles its statement once per shape (issue 14): for
+    """insert_together compiles its statement once per shape: for
     groups of one row and of several (UNNEST, one array per column), its SQL
     and parameters are what Django's insert compiler writes for the instances."""
     from memories.models import MemoryItemSupport, MemoryItemVersion
@@ -68,7 +68,7 @@ def test_insert_together_statement_is_the_one_the_insert_compiler_writes(bank, i
 
 
 def test_insert_unless_taken_inserts_once_by_the_orms_statement(bank, django_assert_num_queries):
-    """insert_unless_taken (issue 14): one statement inserts the row, or finds its values of the constraint
+    """insert_unless_taken: one statement inserts the row, or finds its values of the constraint
     taken and inserts nothing; the statement, compiled once per model and constraint, is the one
     ``bulk_create(ignore_conflicts=True)`` runs with the constraint's partial unique index as its only
     arbiter and the key returned."""

@@ -1,5 +1,5 @@
 """A web worker keeps its database connection between requests (CONN_MAX_AGE,
-on the embedded server too: a new connection cost ~6 ms of every retrieval),
+on the embedded server too: a new connection per request slows every retrieval),
 and a connection broken behind its back — the database restarted, the backend
 killed — is replaced by the health check on the next request, never reused
 into an error. Real gunicorn (one sync worker, as in production) serving the

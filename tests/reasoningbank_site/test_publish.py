@@ -1,4 +1,4 @@
-"""enqueue_on_commit publishes on a kept broker connection (issue 14 goal 6):
+"""enqueue_on_commit publishes on a kept broker connection:
 a transaction's tasks go out together on one connection, those of a rolled-back
 savepoint never, and a kept connection the broker dropped is replaced without
 losing the task. Counted on a real Redis (its own connection counter)."""

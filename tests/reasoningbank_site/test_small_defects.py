@@ -1,4 +1,4 @@
-"""Issue 13's small defects: the role-change message names the new role,
+"""Small wording and display details: the role-change message names the new role,
 "just now" instead of "0 minutes ago", counts with their noun in the right
 number (never "item(s)"), and one origin badge on the item page when it
 already names the verdict."""

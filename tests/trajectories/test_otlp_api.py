@@ -1,4 +1,4 @@
-"""OTLP/HTTP trace ingestion (issue 10) over real HTTP: the real OpenTelemetry
+"""OTLP/HTTP trace ingestion over real HTTP: the real OpenTelemetry
 SDK exports to the live server (protobuf, and gzip), OTLP/JSON bodies made by
 the SDK's own encoder are posted by hand, span sets in the conventions of two
 instrumentations (tests/trajectories/fixtures/otlp_genai.json and
