@@ -89,7 +89,7 @@ def _redis_broker(tmp: Path) -> Iterator[Broker]:
     try:
         import redis
 
-        client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1)
+        client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=5)
 
         def answers() -> bool:
             if proc.poll() is not None:
@@ -101,7 +101,7 @@ def _redis_broker(tmp: Path) -> Iterator[Broker]:
             except redis.ConnectionError:
                 return False
 
-        wait_for(answers, timeout=20, what="redis-server to answer PING")
+        wait_for(answers, timeout=60, what="redis-server to answer PING")
         url = f"redis://127.0.0.1:{port}/0"
         yield Broker("redis", url, {"visibility_timeout": 3600}, {"CELERY_BROKER_URL": url}, proc)
     finally:

@@ -6,6 +6,7 @@ every tool answers a tool error with the service's message, and the session
 keeps working."""
 
 import asyncio
+import functools
 import json
 import os
 import socket
@@ -25,6 +26,9 @@ from memories.services import memory_item_edit
 from tests import factories
 from tests.helpers import free_port, http_session, wait_for
 from trajectories.models import Trajectory
+
+# The server answers on a loaded machine too: a generous timeout instead of httpx's 5 s.
+http_post = functools.partial(httpx.post, timeout=60)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -250,7 +254,7 @@ def test_http_scopes_are_the_rest_apis(mcp_http, bank, cable_lesson):
 
 def test_http_without_a_token_is_401(mcp_http):
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
-    answer = httpx.post(mcp_http, json=body, headers={"Accept": "application/json, text/event-stream"})
+    answer = http_post(mcp_http, json=body, headers={"Accept": "application/json, text/event-stream"})
     assert answer.status_code == 401
     assert answer.json()["code"] == "missing_token"
     assert answer.headers["www-authenticate"].startswith("Bearer")
@@ -261,7 +265,7 @@ def test_http_with_an_unknown_token_is_401_before_mcp(mcp_http, bank, method):
     """The token is checked before any MCP method, not only before a tool call."""
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {}}
     headers = {"Accept": "application/json, text/event-stream", "Authorization": "Bearer rb_" + "z" * 43}
-    answer = httpx.post(mcp_http, json=body, headers=headers)
+    answer = http_post(mcp_http, json=body, headers=headers)
     assert answer.status_code == 401
     assert answer.json()["code"] == "invalid_token" and "unknown" in answer.json()["detail"]
     assert answer.headers["www-authenticate"].startswith("Bearer")
@@ -270,7 +274,7 @@ def test_http_with_an_unknown_token_is_401_before_mcp(mcp_http, bank, method):
 def test_http_with_a_live_token_lists_the_tools(mcp_http, bank, token):
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}"}
-    answer = httpx.post(mcp_http, json=body, headers=headers)
+    answer = http_post(mcp_http, json=body, headers=headers)
     assert answer.status_code == 200
     assert {t["name"] for t in answer.json()["result"]["tools"]} == TOOLS
 

@@ -131,7 +131,7 @@ def test_c_postgres_restart_answers_503_during_and_recovers_without_restarting_a
             except httpx.HTTPError:
                 return False
 
-        wait_until(answers_2xx, timeout=30, what="the API to answer 2xx again")
+        wait_until(answers_2xx, timeout=90, what="the API to answer 2xx again")
         after = _post(api, prod, f"Find the opening hours, after ({marker})")
         assert after.status_code == 202, after.text
         final = prod.wait_finished(api, [before_id, after.json()["id"]], timeout=90)
@@ -161,12 +161,12 @@ def test_d_llm_down_longer_than_the_retry_budget_then_back_every_trajectory_fini
             ids.append(response.json()["id"])
         # Down until every trajectory has used its whole retry budget and is parked (needs_attention today,
         # awaiting_llm once transient exhaustion is resumable), and a little longer.
-        prod.wait_finished(api, ids, timeout=60, states=("needs_attention", "awaiting_llm"))
+        prod.wait_finished(api, ids, timeout=120, states=("needs_attention", "awaiting_llm"))
         assert all(prod.llm.calls_with(marker) >= attempts for marker in markers), prod.llm.prompts
         time.sleep(2)
         prod.llm.down = False  # back; nobody does anything
         try:
-            final = prod.wait_finished(api, ids, timeout=30, states=("done",))
+            final = prod.wait_finished(api, ids, timeout=120, states=("done",))
         except TopologyError:
             states = [api.get(f"/trajectories/{i}").json() for i in ids]
             pytest.fail(f"not every trajectory finished: {[(s['status'], s['status_detail']) for s in states]}")

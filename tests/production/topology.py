@@ -687,7 +687,7 @@ class Topology:
         return None
 
     # --- the agent API, as an agent calls it ---------------------------------------------------------
-    def client(self, timeout: float = 10.0) -> httpx.Client:
+    def client(self, timeout: float = 60.0) -> httpx.Client:
         return httpx.Client(
             base_url=f"{self.base_url}/api/v1", headers={"Authorization": f"Bearer {self.token}"}, timeout=timeout
         )

@@ -30,7 +30,7 @@ def _publish(connection: Connection, *bodies) -> None:
         producer.publish(body, routing_key="celery", declare=[QUEUE], serializer="json")
 
 
-def _drain(connection: Connection, count: int, timeout: float = 5.0) -> list:
+def _drain(connection: Connection, count: int, timeout: float = 60.0) -> list:
     got = []
     with Consumer(connection, [QUEUE], accept=["json"], callbacks=[lambda body, msg: (got.append(body), msg.ack())]):
         deadline = time.monotonic() + timeout
@@ -83,7 +83,7 @@ def test_two_consumers_take_each_message_exactly_once(tmp_path):
         with _connection(tmp_path, polling_interval=0.05) as conn:
             callback = [lambda body, msg: (taken.append(body["n"]), msg.ack())]
             with Consumer(conn, [QUEUE], accept=["json"], callbacks=callback):
-                deadline = time.monotonic() + 10
+                deadline = time.monotonic() + 120  # a guard against hanging: the loop ends once all are taken
                 while len(taken) < 200 and time.monotonic() < deadline:
                     with contextlib.suppress(TimeoutError):
                         conn.drain_events(timeout=0.2)

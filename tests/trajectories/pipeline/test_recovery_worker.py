@@ -96,7 +96,7 @@ def test_llm_down_longer_than_the_budget_then_back_every_trajectory_finishes(fak
     Trajectory.objects.filter(pk__in=[t.pk for t in rows]).update(retry_at=timezone.now())
     swept = _finished(celery_worker, "trajectories.sweep")
     enqueue_on_commit("trajectories.sweep")
-    wait_for(lambda: fake_llm.probes >= 1, timeout=30, what="the sweeper to probe the endpoint")
+    wait_for(lambda: fake_llm.probes >= 1, timeout=60, what="the sweeper to probe the endpoint")
     wait_for(lambda: _finished(celery_worker, "trajectories.sweep") > swept, timeout=60, what="the sweep to finish")
     assert len(fake_llm.requests) == calls_while_down
     assert _all(rows, lambda t: t.status == Status.AWAITING_LLM)
@@ -169,7 +169,7 @@ def test_a_task_that_finds_the_database_down_is_retried_not_discarded(fake_llm, 
         rows = _ingest(client, 1)
         wait_for(
             lambda: celery_worker.log().count("OperationalError") >= 2 and " retry: Retry in " in celery_worker.log(),
-            timeout=30,
+            timeout=90,
             what="the worker to retry the task while the database refuses it",
         )
         assert _all(rows, lambda t: t.status == Status.RECEIVED)
