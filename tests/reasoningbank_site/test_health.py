@@ -39,7 +39,7 @@ def test_readyz_is_ready_once_the_model_is_loaded(client):
 def test_readyz_is_not_ready_while_the_model_cannot_load(client, settings, tmp_path):
     settings.RB_EMBEDDING_MODEL = str(tmp_path / "no-such-model")
     # The first /readyz starts loading (this process did not preload); the error lands shortly after.
-    wait_for(lambda: client.get("/readyz") and embeddings.model_load_error(), timeout=30, what="the load error")
+    wait_for(lambda: client.get("/readyz") and embeddings.model_load_error(), timeout=180, what="the load error")
     response = client.get("/readyz")
     assert response.status_code == 503
     check = response.json()["checks"]["embedding_model"]

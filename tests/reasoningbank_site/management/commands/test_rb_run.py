@@ -103,7 +103,7 @@ def test_rb_run_serves_the_demo_and_leaves_no_process_behind(tmp_path):
     assert "Stopped." in log.read_text()
     wait_for(
         lambda: not _processes_mentioning(str(data_dir)),
-        timeout=60,
+        timeout=180,
         what=f"every process of the stack to exit: {_processes_mentioning(str(data_dir))}",
     )
 
@@ -120,7 +120,7 @@ def test_rb_run_serves_the_demo_and_leaves_no_process_behind(tmp_path):
         raise
     wait_for(
         lambda: not [p for p in _processes_mentioning(str(data_dir)) if "postgres" not in p],
-        timeout=60,
+        timeout=180,
         what=f"the children of the killed rb_run to exit: {_processes_mentioning(str(data_dir))}",
     )
 
@@ -134,7 +134,7 @@ def test_rb_run_serves_the_demo_and_leaves_no_process_behind(tmp_path):
     assert proc.returncode == 0, log.read_text()
     wait_for(
         lambda: not _processes_mentioning(str(data_dir)),
-        timeout=60,
+        timeout=180,
         what=f"every process of the stack to exit: {_processes_mentioning(str(data_dir))}",
     )
 
@@ -162,7 +162,7 @@ def _crash_parts_and_check_recovery(proc, log, data_dir, base: str, token: str) 
     worker = [pid for pid in _pids_of(data_dir, "celery") if os.getsid(pid) == pid]
     assert len(worker) == 1, _processes_mentioning(str(data_dir))
     os.kill(worker[0], signal.SIGKILL)
-    wait_for(lambda: said("the worker process is back"), timeout=120, what="rb_run to restart the worker")
+    wait_for(lambda: said("the worker process is back"), timeout=180, what="rb_run to restart the worker")
     assert "the worker process exited (code -9); restarting it" in log.read_text()
     status, body = http_json(
         "POST",
@@ -173,7 +173,7 @@ def _crash_parts_and_check_recovery(proc, log, data_dir, base: str, token: str) 
     assert status == 202, body
     wait_for(
         lambda: http_json("GET", f"{base}/trajectories/{body['id']}", token)[1].get("status") == "awaiting_llm",
-        timeout=60,
+        timeout=180,
         what="the restarted worker to take the trajectory (no LLM configured: awaiting_llm)",
     )
 
@@ -182,13 +182,13 @@ def _crash_parts_and_check_recovery(proc, log, data_dir, base: str, token: str) 
     web = [pid for pid in _pids_of(data_dir, "gunicorn") if os.getsid(pid) == pid]
     assert len(web) == 1, _processes_mentioning(str(data_dir))
     os.kill(web[0], signal.SIGKILL)
-    wait_for(lambda: said("the web process is back"), timeout=60, what="rb_run to restart the web server")
+    wait_for(lambda: said("the web process is back"), timeout=180, what="rb_run to restart the web server")
     assert http_json("GET", f"{base}/trajectories/{body['id']}", token)[1]["status"] == "awaiting_llm"
 
     # The PostgreSQL postmaster dies: rb_run starts it again and /readyz answers 200 again.
     postmaster = int((data_dir / "pg" / "postmaster.pid").read_text().split()[0])
     os.kill(postmaster, signal.SIGKILL)
-    wait_for(lambda: said("PostgreSQL is back"), timeout=60, what="rb_run to restart PostgreSQL")
+    wait_for(lambda: said("PostgreSQL is back"), timeout=180, what="rb_run to restart PostgreSQL")
     ready = base.replace("/api/v1", "/readyz")
 
     def readyz_ok() -> bool:
@@ -198,7 +198,7 @@ def _crash_parts_and_check_recovery(proc, log, data_dir, base: str, token: str) 
             return False
 
     # (The restarted web server also loads its embedding model before it says ready.)
-    wait_for(readyz_ok, timeout=120, what="/readyz to answer 200 after the database came back")
+    wait_for(readyz_ok, timeout=240, what="/readyz to answer 200 after the database came back")
     assert int((data_dir / "pg" / "postmaster.pid").read_text().split()[0]) != postmaster
     status, body = http_json("POST", f"{base}/retrieve", token, {"query": DEMO_QUERY})
     assert status == 200 and body["items"], body
