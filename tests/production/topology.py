@@ -92,7 +92,8 @@ def free_port() -> int:
 
 
 def wait_until(predicate: Callable[[], object], *, timeout: float, what: str, interval: float = 0.2):
-    """Poll ``predicate`` until it returns something truthy (returned), or raise TopologyError."""
+    """Poll ``predicate`` until it returns something truthy (returned), or raise TopologyError.
+    (Not tests.helpers.wait_for: bench/ drives the topology outside pytest.)"""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
