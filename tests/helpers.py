@@ -8,13 +8,29 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 from io import StringIO
 from pathlib import Path
 
+import pytest
 from django.core.management import call_command
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+
+
+def wait_for(
+    predicate: Callable[[], object], *, timeout: float = 60.0, interval: float = 0.25, what: str = "condition"
+):
+    """Poll ``predicate`` until it returns something truthy; return that, or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
 
 
 def run(*args, **options) -> tuple[str, str]:
@@ -59,17 +75,23 @@ def gunicorn_serving(*options: str, env: dict[str, str] | None = None) -> tuple[
     argv = [sys.executable, "-m", "gunicorn", "reasoningbank_site.wsgi", *options, "-b", f"127.0.0.1:{port}"]
     proc = subprocess.Popen(argv, cwd=ROOT, env=env)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
+
+    def answers() -> bool:
+        if proc.poll() is not None:
+            pytest.fail(f"gunicorn exited with code {proc.returncode} before it answered")
         try:
-            urllib.request.urlopen(f"{base}/healthz", timeout=2).read()
-            return proc, base
+            urllib.request.urlopen(f"{base}/healthz", timeout=5).read()
+            return True
         except OSError:  # not listening yet, or busy starting
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                proc.wait()
-                raise AssertionError("gunicorn did not start") from None
-            time.sleep(0.2)
+            return False
+
+    try:
+        wait_for(answers, timeout=120, what="gunicorn to answer /healthz")
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    return proc, base
 
 
 def post_over_http(url: str, token: str, body: dict) -> tuple[int, dict]:

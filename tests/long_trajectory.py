@@ -1,4 +1,4 @@
-"""A long run for the trajectory page tests (issue 13, "Long trajectories"):
+"""A long run for the trajectory page tests:
 600 steps of thought → tool call → tool result, 15 of them errors, every
 7th result a long page dump, the final answer last; and a MaTTS group of
 rollouts of one task. Stored through the real ingestion service."""

@@ -22,9 +22,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,24 +34,10 @@ from django.db import connection
 from reasoningbank_site import embedded
 from reasoningbank_site.celery import app as celery_app
 from tests.conftest import skip_unless, which
-from tests.helpers import free_port
+from tests.helpers import free_port, wait_for
 
 READY_TIMEOUT = 90.0
 STOP_TIMEOUT = 30.0
-
-
-def wait_for(
-    predicate: Callable[[], object], *, timeout: float = 60.0, interval: float = 0.25, what: str = "condition"
-):
-    """Poll ``predicate`` until it returns something truthy; return that, or fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
 
 
 @dataclass
@@ -104,7 +89,7 @@ def _redis_broker(tmp: Path) -> Iterator[Broker]:
     try:
         import redis
 
-        client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1)
+        client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=5)
 
         def answers() -> bool:
             if proc.poll() is not None:
@@ -116,7 +101,7 @@ def _redis_broker(tmp: Path) -> Iterator[Broker]:
             except redis.ConnectionError:
                 return False
 
-        wait_for(answers, timeout=20, what="redis-server to answer PING")
+        wait_for(answers, timeout=60, what="redis-server to answer PING")
         url = f"redis://127.0.0.1:{port}/0"
         yield Broker("redis", url, {"visibility_timeout": 3600}, {"CELERY_BROKER_URL": url}, proc)
     finally:

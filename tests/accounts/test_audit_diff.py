@@ -1,4 +1,4 @@
-"""Issue 13: audit entries show their before/after as readable changes —
+"""Audit entries show their before/after as readable changes —
 "field: old → new", long text as a word diff — escaped, while the CSV
 export keeps the raw JSON."""
 

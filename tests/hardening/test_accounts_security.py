@@ -1,4 +1,4 @@
-"""Issue 12: login and password-reset throttling, invitations bound to the
+"""Login and password-reset throttling, invitations bound to the
 invited address, unique signup emails, optional email verification."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 12, API side: hostile input answers a 4xx JSON error (or is
+"""Hostile input to the API: answers a 4xx JSON error (or is
 scrubbed), never a 500 or an HTML page."""
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ STEPS = [{"thought": "x"}]
     ],
 )
 def test_unknown_body_fields_are_422_naming_the_field(client, bank, item, method, path, body):
-    """A field the endpoint does not know is refused, not ignored: a PATCH with valid_until used to answer
-    200 and change nothing. The error has the API's usual 422 shape."""
+    """A field the endpoint does not know is refused, not ignored (a PATCH with valid_until answering 200
+    and changing nothing would mislead the caller). The error has the API's usual 422 shape."""
     secret = factories.make_token(bank, scopes=("retrieve", "ingest", "review"), name="all")
     before = (MemoryItem.objects.get(pk=item.pk).title, MemoryItem.objects.get(pk=item.pk).status)
     url = API + path.format(item=item.public_id)

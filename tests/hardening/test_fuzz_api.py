@@ -1,4 +1,4 @@
-"""Fuzz of the agent API (issue 12): schemathesis generates requests from the
+"""Fuzz of the agent API: schemathesis generates requests from the
 live OpenAPI document (all operations, all checks, fixed seed, bounded
 examples) and sends them to a real server with a real token. Any 5xx — or
 any other check schemathesis makes (response schema, status codes, content

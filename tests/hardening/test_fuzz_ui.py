@@ -1,4 +1,4 @@
-"""Generated fuzz of every UI form (issue 12): each field of each form and
+"""Generated fuzz of every UI form: each field of each form and
 each GET filter gets hostile values — NUL, lone surrogates (as raw bytes),
 huge numbers and dates, deeply nested JSON, CR/LF, a 1 MB string — sent as
 the logged-in owner. Any 5xx fails. Bounded: one request per (target, field,

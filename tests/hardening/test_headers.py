@@ -1,4 +1,4 @@
-"""Issue 12: CSP, Permissions-Policy, production security settings behind
+"""CSP, Permissions-Policy, production security settings behind
 RB_SECURE=1, and no inline script/handlers in templates (the CSP forbids them)."""
 
 from __future__ import annotations

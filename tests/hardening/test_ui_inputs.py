@@ -1,5 +1,5 @@
-"""Issue 12, UI side: each reproduced 500 is now a form error, a 404, or
-renders. Every test here failed before the fix."""
+"""Hostile input to the UI: what once answered 500 is a form error, a 404,
+or renders."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Migrations are their own step (issue 15): the compose file runs a one-shot
-`migrate` service every app service waits for, and the web role no longer
-migrates by itself (unless RB_MIGRATE_ON_START=1, for a single-container run).
+"""Migrations are their own step: the compose file runs a one-shot
+`migrate` service every app service waits for, and the web role does not
+migrate by itself (unless RB_MIGRATE_ON_START=1, for a single-container run).
 No Docker engine here: the compose file is parsed, and docker/entrypoint.sh is
 run for real with stand-ins for `python` and `gunicorn` that record their
 command lines."""

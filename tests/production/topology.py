@@ -92,7 +92,8 @@ def free_port() -> int:
 
 
 def wait_until(predicate: Callable[[], object], *, timeout: float, what: str, interval: float = 0.2):
-    """Poll ``predicate`` until it returns something truthy (returned), or raise TopologyError."""
+    """Poll ``predicate`` until it returns something truthy (returned), or raise TopologyError.
+    (Not tests.helpers.wait_for: bench/ drives the topology outside pytest.)"""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -288,6 +289,11 @@ class Postgres:
     def count(self, sql: str, params: tuple = ()) -> int:
         with self._connect() as conn:
             return conn.execute(sql, params).fetchone()[0]
+
+    def ids(self, sql: str, params: tuple = ()) -> list:
+        """The first column of every row ``sql`` returns."""
+        with self._connect() as conn:
+            return [row[0] for row in conn.execute(sql, params).fetchall()]
 
 
 class Redis:
@@ -682,7 +688,7 @@ class Topology:
         return None
 
     # --- the agent API, as an agent calls it ---------------------------------------------------------
-    def client(self, timeout: float = 10.0) -> httpx.Client:
+    def client(self, timeout: float = 60.0) -> httpx.Client:
         return httpx.Client(
             base_url=f"{self.base_url}/api/v1", headers={"Authorization": f"Bearer {self.token}"}, timeout=timeout
         )

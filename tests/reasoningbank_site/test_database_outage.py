@@ -1,4 +1,4 @@
-"""A database outage answers 503 with Retry-After, never 500 (issue 15 point 6):
+"""A database outage answers 503 with Retry-After, never 500:
 the live server is pointed at a port where nothing listens, so every new
 connection is really refused; pointed back, it recovers without a restart."""
 

@@ -1,4 +1,4 @@
-"""Issue 13: styled 404 / 403 / 500 pages with DEBUG off (500.html renders
+"""Styled 404 / 403 / 500 pages with DEBUG off (500.html renders
 with no context processor and no database), the API's 404 stays JSON, and
 the favicon answers at /favicon.ico."""
 

@@ -48,7 +48,7 @@ def test_not_ready_is_503_to_anyone_and_its_reason_only_to_loopback(settings, tm
     response = remote.get("/readyz")
     assert (response.status_code, response.json()) == (503, {"status": "not ready"})
     # Loading the missing model starts in the background on the first /readyz; its error lands shortly after.
-    wait_for(embeddings.model_load_error, timeout=30, what="the load error")
+    wait_for(embeddings.model_load_error, timeout=180, what="the load error")
     check = Client().get("/readyz").json()["checks"]["embedding_model"]
     assert check["ok"] is False and "no-such-model" in check["detail"]
     assert "no-such-model" not in remote.get("/readyz").content.decode()

@@ -1,4 +1,4 @@
-"""Issue 13's small defects: the role-change message names the new role,
+"""Small wording and display details: the role-change message names the new role,
 "just now" instead of "0 minutes ago", counts with their noun in the right
 number (never "item(s)"), and one origin badge on the item page when it
 already names the verdict."""
@@ -12,7 +12,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
@@ -65,15 +64,6 @@ def test_counts_take_the_right_noun():
     assert counted(1, "item") == "1 item"
     assert counted(0, "item") == "0 items"
     assert counted(2, "trajectory", "trajectories") == "2 trajectories"
-
-
-def test_rb_resume_says_trajectories_not_trajectory_ies(settings):
-    settings.RB_LLM_BASE_URL = ""
-    out = io.StringIO()
-    call_command("rb_resume", stdout=out)
-    text = out.getvalue()
-    assert "0 trajectories" in text and "0 actions enqueued." in text
-    assert "(ies)" not in text and "(s)" not in text
 
 
 def _texts(path: Path):

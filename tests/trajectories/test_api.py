@@ -65,7 +65,7 @@ def test_post_round_trip_normalizes(client, auth, bank, token, extra, input_form
     assert trajectory.input_format == input_format
     assert [s["kind"] for s in trajectory.steps[:5]] == kinds
     assert trajectory.step_count == len(trajectory.steps)
-    # messages: the agent's last text reply is the final answer (issue 9); native steps: never guessed
+    # messages: the agent's last text reply is the final answer; native steps: never guessed
     expected_answer = {
         "openai": "The kettle costs 34.50 but is out of stock, so I could not add it.",
         "anthropic": "Fixed the format string; the test passes now.",

@@ -11,14 +11,12 @@ from datetime import datetime, time, timedelta
 
 import pytest
 from django.db import connection
-from django.template.loader import render_to_string
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
 from memories.models import MemoryItemVersion
 from memories.services import memory_item_approve, memory_item_flag, memory_item_reject
-from reasoningbank_site.charts import Point, Series, time_chart
 from tests.factories import make_trajectory, propose_item, record_verdict
 from trajectories import selectors
 from trajectories.dashboard_charts import dashboard_charts
@@ -158,21 +156,3 @@ def test_chart_queries_do_not_grow_with_the_data(bank, owner):
         t = make_trajectory(bank, status="done", verdict="success", task=f"t {days_ago}")
         Trajectory.objects.filter(pk=t.pk).update(created_at=at(days_ago))
     assert queries() == empty == 4
-
-
-def test_no_text_reaches_the_svg_unescaped():
-    chart = time_chart(
-        chart_id="chart-x",
-        title='<script>alert("t")</script>',
-        desc="</desc><script>",
-        x_labels=["<b>Mon</b>", "Tue"],
-        series=[Series('<img src=x onerror="y">', "line", "success", [Point(0.5, "<i>half</i>"), Point(None, "n/a")])],
-        y_label="<y>",
-        x_label="<x>",
-        percent=True,
-    )
-    html = render_to_string("includes/chart_time.html", {"chart": chart})
-    assert "<script>" not in html and "<b>" not in html and "<img" not in html and "<i>" not in html
-    assert "&lt;script&gt;alert(&quot;t&quot;)&lt;/script&gt;" in html
-    assert "&lt;b&gt;Mon&lt;/b&gt;: &lt;i&gt;half&lt;/i&gt;" in html  # the dot's tooltip
-    assert html.count("<circle") == 1 and html.count(">n/a<title>") == 1

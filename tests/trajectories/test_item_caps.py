@@ -1,4 +1,4 @@
-"""Distilled item text is capped (issue 15 point 7): a runaway model answer is
+"""Distilled item text is capped: a runaway model answer is
 cut visibly in the parser, the services enforce the limits, and reviewers see
 the cut on the item page."""
 

@@ -1,4 +1,4 @@
-"""A long trajectory's page (issue 13): one page of steps at a time, jumps
+"""A long trajectory's page: one page of steps at a time, jumps
 to its errors / cited steps / final answer, the kind filter (whole page and
 htmx fragment), and the MaTTS group page with its rollouts and contrast
 items — by role, and 404 for another bank."""

@@ -1,4 +1,4 @@
-"""OTLP/HTTP trace ingestion (issue 10) over real HTTP: the real OpenTelemetry
+"""OTLP/HTTP trace ingestion over real HTTP: the real OpenTelemetry
 SDK exports to the live server (protobuf, and gzip), OTLP/JSON bodies made by
 the SDK's own encoder are posted by hand, span sets in the conventions of two
 instrumentations (tests/trajectories/fixtures/otlp_genai.json and
@@ -8,6 +8,7 @@ google.rpc.Status in the request's encoding."""
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 from pathlib import Path
@@ -30,6 +31,9 @@ from tests.trajectories.fixtures import make_otlp_fixtures
 from trajectories import otlp
 from trajectories.models import TraceSpan, Trajectory
 from trajectories.pipeline.sweeper import pipeline_sweep
+
+# The server answers on a loaded machine too: a generous timeout instead of httpx's 5 s.
+http_post = functools.partial(httpx.post, timeout=60)
 
 PATH = "/api/v1/otel/v1/traces"
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -64,7 +68,7 @@ def document_of(triples) -> dict:
 
 def post_json(url: str, token: str, document, **headers) -> httpx.Response:
     body = document if isinstance(document, bytes) else json.dumps(document).encode()
-    return httpx.post(
+    return http_post(
         url + PATH,
         content=body,
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json", **headers},
@@ -299,7 +303,7 @@ def test_wrong_scope_is_403_status_in_the_request_encoding(live_server, bank):
         pass
     assert exporter.export(memory.get_finished_spans()) == SpanExportResult.FAILURE
     provider.shutdown()
-    response = httpx.post(
+    response = http_post(
         live_server.url + PATH,
         content=encode_spans(memory.get_finished_spans()).SerializeToString(),
         headers={"Authorization": f"Bearer {retrieve_only}", "Content-Type": otlp.PROTOBUF},
@@ -310,7 +314,7 @@ def test_wrong_scope_is_403_status_in_the_request_encoding(live_server, bank):
 
 
 def test_no_token_is_401(live_server, db):
-    response = httpx.post(live_server.url + PATH, content=b"{}", headers={"Content-Type": "application/json"})
+    response = http_post(live_server.url + PATH, content=b"{}", headers={"Content-Type": "application/json"})
     assert response.status_code == 401 and "Bearer" in response.json()["message"]
 
 
@@ -328,7 +332,7 @@ def test_garbage_is_400_with_a_status(live_server, token, content_type, body, en
     headers = {"Authorization": f"Bearer {token}", "Content-Type": content_type}
     if encoding:
         headers["Content-Encoding"] = encoding
-    response = httpx.post(live_server.url + PATH, content=body, headers=headers)
+    response = http_post(live_server.url + PATH, content=body, headers=headers)
     assert response.status_code == 400, response.text
     assert response.headers["Content-Type"] == content_type
     if content_type == otlp.JSON:
@@ -348,7 +352,7 @@ def test_oversized_and_gzip_bombs_are_413(live_server, token, settings):
     assert len(bomb) < 10_000
     response = post_json(live_server.url, token, bomb, **{"Content-Encoding": "gzip"})
     assert response.status_code == 413
-    response = httpx.post(
+    response = http_post(
         live_server.url + PATH,
         content=b"\x00" * 20_000,
         headers={"Authorization": f"Bearer {token}", "Content-Type": otlp.PROTOBUF},
@@ -358,7 +362,7 @@ def test_oversized_and_gzip_bombs_are_413(live_server, token, settings):
 
 
 def test_unknown_media_type_is_415(live_server, token):
-    response = httpx.post(
+    response = http_post(
         live_server.url + PATH,
         content=b"hello",
         headers={"Authorization": f"Bearer {token}", "Content-Type": "text/plain"},
@@ -375,7 +379,7 @@ def test_invalid_ids_are_rejected_as_partial_success(live_server, bank, token):
     partial = response.json()["partialSuccess"]
     assert partial["rejectedSpans"] == "2" and "invalid span_id" in partial["errorMessage"]
     # Protobuf answers carry the same partial_success.
-    response = httpx.post(
+    response = http_post(
         live_server.url + PATH,
         content=json.dumps(document_of(broken)).encode(),
         headers={"Authorization": f"Bearer {token}", "Content-Type": otlp.JSON},
@@ -389,7 +393,7 @@ def test_rate_limited_is_429_with_retry_after(live_server, bank):
     token = factories.make_token(bank)
     document = document_of(spans_of(fixture("otlp_genai.json"))[:1])
     assert post_json(live_server.url, token, document).status_code == 200
-    response = httpx.post(
+    response = http_post(
         live_server.url + PATH,
         content=b"",
         headers={"Authorization": f"Bearer {token}", "Content-Type": otlp.PROTOBUF},
@@ -400,7 +404,7 @@ def test_rate_limited_is_429_with_retry_after(live_server, bank):
 
 
 def test_protobuf_success_answer_is_an_export_response(live_server, token):
-    response = httpx.post(
+    response = http_post(
         live_server.url + PATH,
         content=b"",
         headers={"Authorization": f"Bearer {token}", "Content-Type": otlp.PROTOBUF},

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
-import time
 
 import psycopg
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from memories.models import MemoryItem
 from reasoningbank_site import celery as celery_module
@@ -66,6 +67,11 @@ def _ingest(client, n: int) -> list[Trajectory]:
     return list(Trajectory.objects.filter(public_id__in=ids))
 
 
+def _finished(worker, task_name: str) -> int:
+    """How many ``task_name`` tasks the worker has finished (its log says so for each)."""
+    return len(re.findall(rf"Task {re.escape(task_name)}\[[^\]]+\] succeeded", worker.log()))
+
+
 def _all(rows: list[Trajectory], predicate) -> bool:
     for row in rows:
         row.refresh_from_db()
@@ -85,11 +91,13 @@ def test_llm_down_longer_than_the_budget_then_back_every_trajectory_finishes(fak
     calls_while_down = len(fake_llm.requests)
     assert calls_while_down == 6
 
-    # Still down: a sweep probes the endpoint once and resumes nothing.
-    time.sleep(1.2)  # RB_LLM_RESUME_AFTER
+    # Still down: a sweep probes the endpoint once and resumes nothing. The resume time is moved
+    # to now rather than waited for.
+    Trajectory.objects.filter(pk__in=[t.pk for t in rows]).update(retry_at=timezone.now())
+    swept = _finished(celery_worker, "trajectories.sweep")
     enqueue_on_commit("trajectories.sweep")
-    wait_for(lambda: fake_llm.probes >= 1, timeout=30, what="the sweeper to probe the endpoint")
-    time.sleep(1.0)
+    wait_for(lambda: fake_llm.probes >= 1, timeout=60, what="the sweeper to probe the endpoint")
+    wait_for(lambda: _finished(celery_worker, "trajectories.sweep") > swept, timeout=60, what="the sweep to finish")
     assert len(fake_llm.requests) == calls_while_down
     assert _all(rows, lambda t: t.status == Status.AWAITING_LLM)
 
@@ -127,15 +135,20 @@ def test_a_publish_lost_to_a_frozen_redis_is_dispatched_after_it_returns(
         os.kill(celery_broker.process.pid, signal.SIGCONT)
     assert _all(rows, lambda t: t.enqueued_at is None)  # nothing reached the broker: left to the dispatcher
 
-    time.sleep(settings.RB_BROKER_RETRY_AFTER)  # this process tries the broker again after this
+    monkeypatch.setitem(celery_module._broker_down_until, "until", 0.0)  # this process's back-off is over
     enqueue_on_commit("trajectories.dispatch")  # beat, a few seconds later
     wait_for(lambda: _all(rows, lambda t: t.status == Status.DONE), timeout=60, what="the dispatched trajectories")
     # (A publish that timed out may still land once Redis thaws: then that row's second task finds it done.)
     assert "dispatcher: published" in celery_worker.log()
     assert Judgment.objects.filter(trajectory__in=rows, source="llm").count() == 3
     assert len(fake_llm.requests) == 6  # processed once each
+    dispatched = _finished(celery_worker, "trajectories.dispatch")
     enqueue_on_commit("trajectories.dispatch")
-    time.sleep(1.0)
+    wait_for(
+        lambda: _finished(celery_worker, "trajectories.dispatch") > dispatched,
+        timeout=60,
+        what="the second dispatch to finish",
+    )
     assert celery_worker.log().count("dispatcher: published") == 1  # nothing left to send
 
 
@@ -156,7 +169,7 @@ def test_a_task_that_finds_the_database_down_is_retried_not_discarded(fake_llm, 
         rows = _ingest(client, 1)
         wait_for(
             lambda: celery_worker.log().count("OperationalError") >= 2 and " retry: Retry in " in celery_worker.log(),
-            timeout=30,
+            timeout=90,
             what="the worker to retry the task while the database refuses it",
         )
         assert _all(rows, lambda t: t.status == Status.RECEIVED)

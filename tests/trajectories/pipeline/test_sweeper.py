@@ -1,6 +1,6 @@
 """The sweeper (trajectories.pipeline.sweeper): trajectories left waiting for an LLM
 resume once one is configured, rows a dead worker left in judging or
-distilling are redone without duplicates, and ``rb_resume`` reports."""
+distilling are redone without duplicates."""
 
 import pytest
 
@@ -80,20 +80,3 @@ def test_sweeper_redoes_stuck_distilling_without_duplicates(
     assert t.status == Status.DONE
     assert MemoryItem.objects.filter(bank=t.bank).count() == 2
     assert Judgment.objects.filter(trajectory=t).count() == 1
-
-
-def test_rb_resume_command_reports(fake_llm, make_trajectory, django_capture_on_commit_callbacks):
-    from io import StringIO
-
-    from django.core.management import call_command
-
-    t = make_trajectory()
-    # As a move to awaiting_llm leaves it: nothing queued for it.
-    Trajectory.objects.filter(pk=t.pk).update(status=Status.AWAITING_LLM, enqueued_at=None)
-    fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
-    out = StringIO()
-    with django_capture_on_commit_callbacks(execute=True):
-        call_command("rb_resume", stdout=out)
-    assert f"resumed 1 trajectory awaiting an LLM: [{t.pk}]" in out.getvalue()
-    t.refresh_from_db()
-    assert t.status == Status.DONE

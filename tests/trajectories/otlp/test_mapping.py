@@ -14,7 +14,7 @@ from trajectories import otlp
 from trajectories.models import TraceSpan, Trajectory
 from trajectories.otlp.buffer import otlp_spans_ingest
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 
