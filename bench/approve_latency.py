@@ -1,4 +1,5 @@
-"""How long the first approval after a start takes (issue 13: it hung 23 s).
+"""How long the first approval after a start takes, with the embedding
+enqueued and with it done inside the request.
 
     RB_DATA_DIR=/tmp/rb-bench .venv/bin/python bench/approve_latency.py [--items 5]
 
@@ -7,10 +8,10 @@ after a restart), on the bench database: ``--items`` proposed items whose
 embedding is missing (just edited, the embed task not run yet) are
 approved one after the other with ``memory_item_approve``.
 
-- ``enqueue`` (now): the approval commits without embedding and enqueues
+- ``enqueue`` (what the service does): the approval commits without embedding and enqueues
   ``memories.embed_item``; asserted per item: approved, no embedding yet.
-- ``inline`` (before): what the approval used to do first — embed the item
-  in the request (``item_embed_inline``) — then the same approval; asserted:
+- ``inline`` (the alternative it avoids): embed the item first, in the
+  request (``item_embed_inline``) — then the same approval; asserted:
   approved with a current embedding.
 
 Prints the first and the later approvals' times per mode."""

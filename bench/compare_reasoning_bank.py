@@ -187,8 +187,8 @@ def run(
                 }
                 times: dict[str, list[float]] = {name: [] for name in sides}
                 # Every order of the sides in turn, so each follows each other side as often as the others:
-                # a rotation had us follow the library (whose ~1 s scan leaves the caches cold) in 2 of 3 rounds
-                # and the floor in 1 of 3, which put a cold request at our median.
+                # the library's full scan leaves the caches cold, and a plain rotation would put us after it in
+                # 2 of 3 rounds, a cold request at our median.
                 orders = list(itertools.permutations(sides))
                 after: dict[tuple[str, str], list[float]] = {}  # (side, what ran just before it) → ms
                 previous = "warm-up"
@@ -208,8 +208,8 @@ def run(
                 kept.close()
                 p50 = {name: statistics.median(values) for name, values in times.items()}
                 recalls, lib_recalls = [], []
-                # The exact searches (a scan of every row) run after the timed rounds: one between them left the
-                # next request's caches cold (36.6 ms for the floor right after one, 14.3 otherwise).
+                # The exact searches (a scan of every row) run after the timed rounds: one between them would
+                # leave the next request's caches cold.
                 for vector, ours, theirs in answered:
                     exact = set(_exact_search(bank, vector, K))
                     recalls.append(len(ours & exact) / K)

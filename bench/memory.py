@@ -12,7 +12,7 @@ PSS divides shared pages between the processes sharing them — machine-wide, so
 other programs mapping the same libraries lower it —; USS is a process's private
 pages; RSS counts shared library pages once per process). The real total lies
 between the USS sum and the RSS sum; the PSS sum is its estimate.
-Prints one line per process and the totals against the 2 GB goal of issue 14."""
+Prints one line per process and the totals against the 2 GB memory budget."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ private ``redis-server`` when one is on PATH) a child process commits
 ``--rounds`` transactions that each enqueue ``--tasks`` tasks, two ways,
 alternating round by round:
 
-- **fresh**: a new broker connection per task, as enqueue_on_commit did
-  before (the code of that version, inlined below);
+- **fresh**: a new broker connection per task (the alternative the kept
+  connection avoids, inlined below);
 - **kept**: ``enqueue_on_commit`` (this thread's kept connection, the
   transaction's tasks published back to back by one on_commit callback).
 
@@ -32,7 +32,7 @@ from common import free_port, pct, setup_django
 
 
 def _fresh_publish(app, settings, task, args) -> None:
-    """enqueue_on_commit's publish before the kept connection (7f4b1fe)."""
+    """A publish on a new broker connection of its own: what the kept connection saves."""
     timeout = settings.RB_BROKER_PUBLISH_TIMEOUT
     options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
     with app.connection_for_write(connect_timeout=timeout, transport_options=options) as connection:

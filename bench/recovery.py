@@ -1,4 +1,4 @@
-"""Recovery times on the production topology (issue 15): the processes of
+"""Recovery times on the production topology: the processes of
 tests/production/topology.py (PostgreSQL via DATABASE_URL, redis-server,
 migrate as its own step, gunicorn with 2 workers, two Celery workers, beat, a
 fake LLM), the same faults as tests/production, timed:
@@ -42,7 +42,7 @@ def _check_done(finals: dict[str, dict]) -> None:
     for final in finals.values():
         assert final["status"] == "done", final
         assert [j["source"] for j in final["judgments"]] == ["llm"], final
-        # New proposals, or supporting evidence on the items an earlier run proposed (consolidation).
+        # New proposals, or supporting evidence on items already proposed in this bench database (consolidation).
         assert len(final["items"]) + len(final["supported_items"]) == ITEMS, final
 
 

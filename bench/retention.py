@@ -6,7 +6,7 @@ bulk (a few queries per batch of 1,000 rows, not one per trajectory).
 Seeds one bank with ``n`` finished trajectories older than its 30-day
 retention (6 steps, ~1.5 KB each), ``n/10`` recent ones and ``n/10`` old ones
 still in the pipeline, then runs ``trajectory_steps_purge_expired`` and
-asserts exactly the old finished ones were purged, one audit event was written,
+asserts exactly the expired finished ones were purged, one audit event was written,
 and a second run is a no-op."""
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def main() -> None:
     from trajectories.models import Trajectory
     from trajectories.recording.retention import trajectory_steps_purge_expired
 
-    Bank.objects.filter(step_retention_days__isnull=False).update(step_retention_days=None)  # earlier runs' banks
+    Bank.objects.filter(step_retention_days__isnull=False).update(step_retention_days=None)  # banks other runs left
     bank = seed(args.n)
     with CaptureQueriesContext(connection) as queries:
         started = time.perf_counter()

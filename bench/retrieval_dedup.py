@@ -1,4 +1,4 @@
-"""What serving one item per lesson costs (issue 13): the retrieval search
+"""What serving one item per lesson costs: the retrieval search
 (``approved_items_search_counted``, one query) without and with the bank's
 duplicate threshold, which fetches 2·k candidates with their mutual cosine
 similarities (computed by PostgreSQL in the same query) and drops the

@@ -4,8 +4,8 @@
 
 A bank with a handful of approved items (embedded by the real model) that
 every query serves in some order — the case where concurrent retrievals touch
-the same rows (issue 17: served counters bumped inside each request
-deadlocked). ``--clients`` threads send ``--requests`` each to gunicorn
+the same rows (served counters bumped inside each request would deadlock
+them). ``--clients`` threads send ``--requests`` each to gunicorn
 (2 workers × 8 threads) on loopback. Asserts that every answer is a 200
 serving k items, then folds the served counters and checks they add up.
 Prints requests/s, latency percentiles and errors."""

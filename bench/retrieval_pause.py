@@ -1,6 +1,6 @@
 """A retrieve after a pause, over a kept connection and over a new one: what
-an agent sees when it calls again after thinking for a second (issue 14,
-session 10), every request with a query of its own.
+an agent sees when it calls again after thinking for a second, every
+request with a query of its own.
 
     RB_DATA_DIR=/tmp/rb-ret-bench .venv/bin/python bench/retrieval_pause.py [--size 100000] [--rounds 30] [--pause 0.9]
 
@@ -52,8 +52,8 @@ def run(size: int, rounds: int, pause: float, threads: int) -> dict[str, list[fl
 
     data = _reset_and_load(size, np.random.default_rng(7), embed_texts(CENTRE_TEXTS), kind="text", reuse=True)
     bank, secret = data["bank"], data["secret"]
-    # A different query for every request: a query near one searched just before finds the index pages warm
-    # (a first version sent "<text> (kept)" then "<text> (new)", and the second looked 3× faster for that).
+    # A different query for every request: a query near one searched just before finds the index pages warm,
+    # which would flatter whichever kind runs second.
     texts = [QUERY_TEXTS[i % len(QUERY_TEXTS)] + f" (#{i})" for i in range(4 * rounds + 3)]
 
     def floor(text: str) -> float:

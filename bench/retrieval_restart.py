@@ -4,8 +4,8 @@ embedding thread each), and as soon as it accepts
 connections send 20 retrievals one after another, timing each, then 30 more
 as the steady state; stop it and do it again. Each worker warms up before it
 accepts (reasoningbank_site/wsgi.py: model loaded, one query embedded, one
-vector search), so no request should wait for the model; the goal (issue 14)
-is no request slower than 3× the steady p50, the first included. Also prints
+vector search), so no request should wait for the model; the goal is no
+request slower than 3× the steady p50, the first included. Also prints
 each web worker's RSS and PSS (PSS splits shared pages, so the sum is what
 the workers cost together).
 

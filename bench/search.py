@@ -1,4 +1,4 @@
-"""Search pages at scale (issue 14, goal 5: ≤ 30 ms server time at 100k).
+"""Search pages at scale (goal: ≤ 30 ms server time at 100k rows).
 
 Uses the bank of ``bench/pages.py`` (database ``rb_bench_pages``: 100k
 trajectories and 100k memory items in one bank, seeded on the first run and
@@ -21,9 +21,10 @@ Python CPU comes from one run, with the load beside each figure.
 With ``--before-root DIR`` (another checkout of the code, e.g. the commit
 before, exported with ``git archive``), both checkouts also serve the same
 database through gunicorn (1 worker each) and every page is fetched from both
-alternately over HTTP: the before/after ratio comes from one run. (The code
-before searched through expression indexes that migration 0010 replaced: they
-are created beside the new ones for the comparison, ``bench_before_*``.)
+alternately over HTTP: the before/after ratio comes from one run. (A
+checkout older than migration 0010 searches through the expression indexes
+0010 drops: they are created beside the current ones for the comparison,
+``bench_before_*``.)
 
     RB_DATA_DIR=/tmp/rb-bench .venv/bin/python bench/search.py [--n 100000] [--runs 30] [--compare DIR] [--before-root DIR]
 
@@ -101,7 +102,8 @@ def expected_texts(bank, page: str, q: str) -> list[str]:
 
 def check(label: str, status: int, html: str, expected: list[str], *, count: bool = True) -> None:
     """A 200 showing every expected text (with ``count`` False, the rows only:
-    the code before counted every match, where this one says "1000+")."""
+    a checkout compared with ``--before-root`` may count every match, where
+    this one says "1000+")."""
     assert status == 200, (label, status)
     for text in expected if count else [t for t in expected if not t.endswith((" proposed", " in all"))]:
         assert text in html, (label, "missing", text)
@@ -196,7 +198,7 @@ def main() -> None:
     with connection.cursor() as cur:
         cur.execute("VACUUM ANALYZE memories_memoryitem")
         cur.execute("VACUUM ANALYZE trajectories_trajectory")
-        if args.before_root:  # the code before searched through these expression indexes (dropped by 0010)
+        if args.before_root:  # a checkout older than 0010 searches through these expression indexes (0010 drops them)
             for sql in BEFORE_INDEXES:
                 cur.execute(sql)
     client = Client()

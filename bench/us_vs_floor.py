@@ -1,4 +1,4 @@
-"""Goal 1 of issue 14 without the reasoning-bank library: ``POST /api/v1/retrieve``
+"""The retrieval goal without the reasoning-bank library: ``POST /api/v1/retrieve``
 through gunicorn (bench/common.py) against the floor (in-process query embedding
 + the production SQL search, ``approved_items_search``), interleaved per query
 (every order of the sides in turn), on the items compare_reasoning_bank.py loads
@@ -205,7 +205,7 @@ def run(
                     measure(text)
             times: dict[str, list[float]] = {name: [] for name in sides}
             # Every order in turn: each side goes first, and follows each other side, as often as the others
-            # (a rotation of one order had one server follow the in-process floor, warm, twice as often).
+            # (a rotation of one order would have one server follow the in-process floor, warm, twice as often).
             orders = list(itertools.permutations(sides))
             for i, text in enumerate(texts):
                 for name in orders[i % len(orders)]:

@@ -324,7 +324,7 @@ def test_assigning_a_slice_filters_the_queue_and_names_the_assignee(client, owne
     b = Client()
     b.force_login(bob)
     assert "No proposed item matches" in b.get(_url("review", bank), {"assigned": "me"}).content.decode()
-    searched = b.get(_url("review", bank), {"assigned": "me", "q": "source"})  # nothing to search in (was a 500)
+    searched = b.get(_url("review", bank), {"assigned": "me", "q": "source"})  # an empty queue to search in
     assert searched.status_code == 200 and "No proposed item matches" in searched.content.decode()
 
     remove = reverse(

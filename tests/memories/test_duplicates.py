@@ -290,7 +290,7 @@ def test_retrieval_never_serves_two_duplicates_and_still_fills_k(bank, owner):
 
     _settings(bank, duplicate_threshold=1.0)
     served = [item.pk for item, _ in retrieval_preview(bank=bank, query=query, k=3).items]
-    assert {items[0].pk, twin.pk} <= set(served)  # only identical text counts now: both served
+    assert {items[0].pk, twin.pk} <= set(served)  # at 1.0 only identical text counts: both served
 
 
 def test_viewers_read_the_compare_page_without_merge_buttons(client, bank, owner, viewer):

@@ -1,10 +1,10 @@
-"""Issue 17: concurrent retrievals that serve the same items must never fail.
+"""Concurrent retrievals that serve the same items must never fail.
 
 A fleet of agents shares one bank: 16 clients retrieve at once over real HTTP
 from a live server (one thread and one database connection per request), all
-serving the same approved items in different orders. Before the fix the
-served counters were bumped by a multi-row UPDATE inside each request, and
-two requests locking the same rows in different orders deadlocked (500)."""
+serving the same approved items in different orders. Served counters bumped
+by a multi-row UPDATE inside each request would lock the same rows in
+different orders and deadlock two requests (a 500)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def test_sixteen_concurrent_clients_sharing_items_all_get_their_lessons(live_ser
     failures = [(status, body.get("detail")) for status, body in answers if status != 200]
     assert failures == [], f"{len(failures)} of {len(jobs)} retrievals failed, e.g. {failures[:3]}"
     assert all(len(body["items"]) == 4 for _status, body in answers), "every client is served all four lessons"
-    # Each log is written just after its answer (issue 14): every one lands.
+    # Each log is written just after its answer, off the agent's wait: every one lands.
     deadline = time.monotonic() + 30
     while RetrievalEvent.objects.filter(bank=bank).count() < len(jobs) and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -1,7 +1,7 @@
 """The vector-scan settings (iterative scan, ef_search, no JIT) are session
 defaults of every database connection, set once when it opens, so a
 retrieval's search is one statement instead of BEGIN, set_config, search,
-COMMIT (issue 14). They must hold on a connection that replaced one the
+COMMIT. They must hold on a connection that replaced one the
 database dropped, and a connection that did not get them is never trusted."""
 
 import psycopg

@@ -1,5 +1,5 @@
-"""Text search on the review queue, the item list and the trajectory list
-(issue 14, point 5): PostgreSQL full-text search over a GIN expression index,
+"""Text search on the review queue, the item list and the trajectory list:
+PostgreSQL full-text search over a GIN expression index,
 every typed word matched as a word prefix, any input safe."""
 
 from __future__ import annotations

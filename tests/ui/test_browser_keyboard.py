@@ -294,7 +294,7 @@ def test_revert_from_the_history_and_a_revert_that_is_no_longer_valid(page, live
     expect(page.locator("#item-panel .badge.approved").first).to_be_visible()
     page.get_by_role("button", name="Archive").click()
     expect(page.locator("#item-panel .badge.archived").first).to_be_visible()
-    # The approval is no longer the latest decision: its Revert is refused, saying why.
+    # The archiving supersedes the approval: its Revert is refused, saying why.
     page.locator(".history li", has_text="approved by").get_by_role("button", name="Revert").click()
     expect(page.locator("#item-panel")).to_contain_text("can no longer be reverted: it was archived by")
     item.refresh_from_db()
