@@ -45,7 +45,7 @@ def webhook_subscription_create(
     """Subscribe ``url`` to ``events`` of ``bank`` with a new signing secret
     (returned once, ``whsec_`` + base64 of 32 random bytes). Raises
     AccountsInvalid for an unknown or missing event (the message lists the
-    valid ones), ReceiverRefused for a URL that is not http(s), does not
+    valid ones), ReceiverRefused for a URL that is not http or https, does not
     resolve or is refused (accounts.webhooks.addresses), AccountsConflict
     when the bank has MAX_SUBSCRIPTIONS_PER_BANK already."""
     names = events_parse(events)
