@@ -44,6 +44,7 @@ from kombu.utils.json import dumps, loads
 from kombu.utils.objects import cached_property
 
 BUSY_POLL = 0.01
+POLL_ONCE = 1e-9  # a timeout kombu's drain_events has always passed after one empty poll
 
 
 class Channel(filesystem.Channel):
@@ -97,8 +98,18 @@ class Transport(filesystem.Transport):
         self._wait = BUSY_POLL  # the current back-off; a delivery resets it
 
     def _window_full(self) -> bool:
-        """A consuming channel has as many unacked messages as its prefetch allows (its pool is busy)."""
-        return any(channel._consumers and not channel.qos.can_consume() for channel in self.channels)
+        """A consuming channel has as many unacked messages as its prefetch allows (its pool is busy); a
+        channel that only publishes has no prefetch limit, so it never counts."""
+        return any(not channel.qos.can_consume() for channel in self.channels)
+
+    def _poll_once(self, connection) -> bool:
+        """One poll of the queues through kombu's own drain_events: deliver a
+        message (True), or find none (False) without sleeping."""
+        try:
+            super().drain_events(connection, timeout=POLL_ONCE)
+        except TimeoutError:  # socket.timeout
+            return False
+        return True
 
     def drain_events(self, connection, timeout=None):
         """Deliver one message. After an empty poll, wait the current back-off
@@ -108,11 +119,7 @@ class Transport(filesystem.Transport):
         started = monotonic()
         ceiling = max(self.polling_interval or BUSY_POLL, BUSY_POLL)
         while True:
-            try:
-                self.cycle.get(self._deliver, timeout=timeout)
-            except Empty:
-                pass
-            else:
+            if self._poll_once(connection):
                 self._wait = BUSY_POLL
                 return
             end = started + timeout if timeout is not None else float("inf")
