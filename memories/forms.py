@@ -10,7 +10,7 @@ from accounts.models import MAX_TOP_K
 from memories.models import TAG_MAX_LENGTH, TAGS_MAX, ItemOrigin, ItemStatus, MemoryItem, normalize_tags
 from memories.selectors import RetrievalFilters
 from memories.selectors import collaboration as collab
-from reasoningbank_site.formfields import BoundedDateField, agent_select
+from reasoningbank_site.formfields import BoundedDateField, FlatSelect, agent_select
 from reasoningbank_site.text import scrub_text
 
 VERDICT_CHOICES = [("", "any verdict"), ("success", "success"), ("failure", "failure")]
@@ -25,8 +25,8 @@ class ReviewFilterForm(forms.Form):
         label="Search",
         widget=forms.TextInput(attrs={"type": "search", "placeholder": "title, description, content"}),
     )
-    origin = forms.ChoiceField(required=False, choices=[("", "any origin"), *ItemOrigin.choices])
-    verdict = forms.ChoiceField(required=False, choices=VERDICT_CHOICES)
+    origin = forms.ChoiceField(required=False, choices=[("", "any origin"), *ItemOrigin.choices], widget=FlatSelect)
+    verdict = forms.ChoiceField(required=False, choices=VERDICT_CHOICES, widget=FlatSelect)
     agent = forms.CharField(required=False, max_length=200)
     date_from = BoundedDateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
     date_to = BoundedDateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))

@@ -39,12 +39,19 @@ class BoundedDateTimeField(forms.DateTimeField):
             )
 
 
+class FlatSelect(forms.Select):
+    """Django's Select, its options written in place rather than each through an include
+    (widgets/flat_select.html): same HTML, and a long list renders in a fraction of the time."""
+
+    template_name = "widgets/flat_select.html"
+
+
 def agent_select(agents: Callable[[], Iterable[str]]) -> forms.Select:
     """The "any agent" dropdown of a list's filters. ``agents()`` (a query) is
     called when the dropdown renders, not when the form filters: the htmx list
     that typing in the search box fetches has no dropdown to fill."""
     choices = cache(lambda: [("", "any agent"), *((a, a) for a in agents())])  # rendering iterates them twice
-    return forms.Select(choices=CallableChoiceIterator(choices))
+    return FlatSelect(choices=CallableChoiceIterator(choices))
 
 
 def validate_one_line(value: str) -> None:
