@@ -226,3 +226,40 @@ def test_the_trajectory_page_lists_its_run_s_retrievals(client, auth, owner, str
     assert all(o in page for o in OBSERVATIONS)
     client.force_login(stranger)
     assert client.get(url).status_code == 404
+
+
+@pytest.mark.django_db(transaction=True)
+def test_steps_of_one_run_sent_at_once_never_serve_an_item_twice(bank, token, approved):
+    """Six later steps of one run, each on its own connection at the same moment: the run's first
+    retrieval is locked while a step chooses, so the steps take turns and no item is served twice."""
+    import threading
+
+    from django.db import connection
+
+    bank.min_similarity = -1.0
+    bank.save(update_fields=["min_similarity"])
+    for lesson in LESSONS:
+        approved(bank, *lesson)
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    first = _post(Client(), auth, {"query": OBSERVATIONS[0], "k": 1}).json()
+    start, answers, errors = threading.Barrier(6), [], []
+
+    def step(n: int) -> None:
+        try:
+            start.wait(timeout=60)
+            response = _post(Client(), auth, {"query": OBSERVATIONS[n % 3], "k": 1, "run_id": first["run_id"]})
+            answers.append((response.status_code, response.json()))
+        except Exception as exc:  # reported by the assertion below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=step, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == [] and [status for status, _ in answers] == [200] * 6, (errors, answers)
+    served = [item["id"] for item in first["items"]] + [item["id"] for _, a in answers for item in a["items"]]
+    assert len(served) == 7 and len(set(served)) == 7, served
+    assert RetrievalEvent.objects.filter(bank=bank).count() == 7
