@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 
@@ -28,6 +28,7 @@ from memories.selectors.retrieval import (
     system_block_render,
 )
 from memories.services.impact_tallies import candidate_ids, retrieval_tally_for
+from reasoningbank_site.commits import commit_without_waiting_for_disk
 from reasoningbank_site.errors import Invalid, NotFound
 
 log = logging.getLogger(__name__)
@@ -302,8 +303,7 @@ def _retrieval_log(event: RetrievalEvent) -> None:
     retrieval's path. Inside a caller's transaction (no savepoint: an error
     leaves that transaction anyway) the setting holds for the rest of it."""
     with transaction.atomic(savepoint=False):
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit = off")
+        commit_without_waiting_for_disk()
         event.save(force_insert=True)
         retrieval_tally_for(event=event).save(force_insert=True)
 

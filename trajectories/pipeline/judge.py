@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from reasoningbank_site.commits import commit_without_waiting_for_disk
 from trajectories.judging.few_shot import judge_examples
 from trajectories.judging.prompt_versions import (
     FEW_SHOT_SUFFIX,
@@ -21,7 +22,6 @@ from trajectories.judging.prompt_versions import (
 )
 from trajectories.models import JudgmentSource, PromptName, Status, Trajectory
 from trajectories.parsing import parse_judge_answer
-from trajectories.pipeline.commits import commit_without_waiting_for_disk
 from trajectories.pipeline.llm import judge_model_for
 from trajectories.pipeline.llm_calls import JUDGE_CALL, llm_ask
 from trajectories.pipeline.rows import DISTILLING_DETAIL, trajectory_row

@@ -16,8 +16,8 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from reasoningbank_site.commits import commit_without_waiting_for_disk
 from trajectories.models import Status, Trajectory
-from trajectories.pipeline.commits import commit_without_waiting_for_disk
 from trajectories.pipeline.webhook_events import needs_attention_move
 
 S = Status
