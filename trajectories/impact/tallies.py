@@ -138,6 +138,19 @@ def _window_sql(first: date | None, last: date | None, params: dict) -> str:
     return where
 
 
+def _period_rows(template: str, bank: Bank, first: date | None, last: date | None, period: Period | None) -> list:
+    """The rows of one of the sums below (``template``) over the bank's tallies in the window and period."""
+    params = {"bank": bank.pk}
+    sql = template.format(
+        tally=RetrievalTally._meta.db_table,
+        window=_window_sql(first, last, params),
+        in_period=_in_period(period, params),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
 # Per arm: the window's tallies split into the period's and the others
 # (whose retrievals are only counted as excluded).
 _ARMS_SQL = """
@@ -152,15 +165,7 @@ GROUP BY 1, 2
 
 def arm_sums(bank: Bank, first: date | None, last: date | None, period: Period | None) -> tuple[dict, int]:
     """The period's arms, and how many of the window's retrievals are outside it."""
-    params = {"bank": bank.pk}
-    sql = _ARMS_SQL.format(
-        tally=RetrievalTally._meta.db_table,
-        window=_window_sql(first, last, params),
-        in_period=_in_period(period, params),
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+    rows = _period_rows(_ARMS_SQL, bank, first, last, period)
     arms = {Arm.TREATMENT.value: ArmStats(arm=Arm.TREATMENT.value), Arm.HOLDOUT.value: ArmStats(arm=Arm.HOLDOUT.value)}
     excluded = 0
     for arm, in_period, retrievals, triggered, units, y_sum, y_sq_sum, trajectories, judged, successes, steps in rows:
@@ -186,15 +191,7 @@ GROUP BY item, side
 
 
 def item_side_sums(bank: Bank, first: date | None, last: date | None, period: Period | None) -> dict:
-    params = {"bank": bank.pk}
-    sql = _ITEMS_SQL.format(
-        tally=RetrievalTally._meta.db_table,
-        window=_window_sql(first, last, params),
-        in_period=_in_period(period, params),
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+    rows = _period_rows(_ITEMS_SQL, bank, first, last, period)
     sides: dict[uuid.UUID, dict[str, tuple[int, float, int, int]]] = {}
     for item, side, units, y_sum, judged, successes in rows:
         if units > 0:
