@@ -39,7 +39,6 @@ from memories.services.impact_tallies import (
     retrieval_tallies_compact,
     retrieval_tallies_rebuild,
     retrievals_lock_for_outcomes,
-    retrievals_locked_for_outcomes,
 )
 from memories.services.imports import IMPORT_MAX_ITEMS, ImportReport, memory_items_import
 from memories.services.items import (
@@ -98,7 +97,6 @@ __all__ = [
     "retrieval_tallies_rebuild",
     "retrieval_warm_up",
     "retrievals_lock_for_outcomes",
-    "retrievals_locked_for_outcomes",
     "review_assignment_create",
     "review_assignment_delete",
     "review_presence_touch",

@@ -101,13 +101,7 @@ def retrievals_lock_for_outcomes(retrievals: QuerySet[RetrievalEvent]) -> list[R
     """Lock ``retrievals`` in primary-key order (two callers taking the same
     rows in different orders would deadlock) and load what
     retrieval_outcomes_apply reads. Call inside a transaction."""
-    return list(retrievals_locked_for_outcomes(retrievals))
-
-
-def retrievals_locked_for_outcomes(retrievals: QuerySet[RetrievalEvent]) -> QuerySet[RetrievalEvent]:
-    """The queryset retrievals_lock_for_outcomes runs, unevaluated: for a
-    statement compiled once (db.instances_fetched)."""
-    return retrievals.select_for_update().only(*OUTCOME_FIELDS).order_by("pk")
+    return list(retrievals.select_for_update().only(*OUTCOME_FIELDS).order_by("pk"))
 
 
 @transaction.atomic
