@@ -17,7 +17,7 @@ from ninja import Query, Router, Status
 
 from accounts.auth import TokenAuth, api_responses
 from memories.selectors import run_retrievals
-from reasoningbank_site.errors import Conflict, NotFound, TooLarge
+from reasoningbank_site.errors import NotFound, TooLarge
 from trajectories import otlp, selectors
 from trajectories.impact.arms import ArmStats
 from trajectories.impact.items import item_outcomes
@@ -59,13 +59,6 @@ def _trajectory_for(request, trajectory_id: str) -> Trajectory:
     return trajectory
 
 
-def _external_id_taken(external_id: str | None) -> Conflict:
-    return Conflict(
-        f"The external_id {external_id!r} is already used in this bank by another token; send a different external_id.",
-        code="external_id_taken",
-    )
-
-
 @router.post(
     "/trajectories",
     auth=TokenAuth(scope="ingest"),
@@ -79,8 +72,6 @@ def _external_id_taken(external_id: str | None) -> Conflict:
 )
 def trajectory_create(request, payload: TrajectoryIn):
     trajectory, created = ingest.trajectory_ingest(bank=request.bank, token=request.api_token, data=payload)
-    if not created and _sent_by_another_token(request, trajectory):
-        raise _external_id_taken(payload.external_id)
     body = {"id": trajectory.public_id, "status": trajectory.status, "url": _url(trajectory), "duplicate": not created}
     return Status(202 if created else 200, body)
 
@@ -99,10 +90,7 @@ def trajectory_batch(request, payload: BatchIn):
     results = batch.trajectory_ingest_batch(bank=request.bank, token=request.api_token, items=payload.trajectories)
     rows = []
     for result in results:
-        if result.ok and not result.created and _sent_by_another_token(request, result.trajectory):
-            error = _external_id_taken(result.trajectory.external_id)
-            rows.append({"index": result.index, "ok": False, "error": {"detail": error.message, "code": error.code}})
-        elif result.ok:
+        if result.ok:
             rows.append(
                 {
                     "index": result.index,

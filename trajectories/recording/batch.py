@@ -20,6 +20,7 @@ from trajectories.models import Trajectory
 from trajectories.recording.ingest import (
     BuiltTrajectory,
     built_stored,
+    external_id_repeat,
     run_firsts,
     trajectory_build,
     trajectory_ingest,
@@ -121,7 +122,12 @@ def trajectory_ingest_batch(*, bank: Bank, token: ApiToken | None, items: list[A
     for index, b in built:
         external_id = b.payload.external_id
         if external_id in known:
-            results[index] = BatchItemResult(index=index, trajectory=known[external_id], created=False)
+            try:
+                results[index] = BatchItemResult(
+                    index=index, trajectory=external_id_repeat(known[external_id], token), created=False
+                )
+            except DomainError as exc:
+                results[index] = _item_error(index, exc)
         elif external_id in seen:
             repeats.append((index, external_id))
         else:

@@ -17,7 +17,7 @@ from django.db.models.functions import Coalesce
 from accounts.models import ApiToken, Bank
 from memories.models import RetrievalEvent
 from memories.services import retrieval_outcomes_apply, retrievals_lock_for_outcomes
-from reasoningbank_site.errors import DomainError, Invalid, TooLarge
+from reasoningbank_site.errors import Conflict, DomainError, Invalid, TooLarge
 from trajectories.ingest import NormalizeError, inferred_final_answer, normalize_trajectory
 from trajectories.models import Judgment, JudgmentSource, Label, Trajectory
 from trajectories.pipeline.dispatch import trajectories_enqueue
@@ -161,7 +161,8 @@ def trajectory_ingest(
     input format recorded; a repeated ``external_id`` in the bank returns the
     existing trajectory with ``created=False`` — also when concurrent requests
     race (the unique constraint decides) and whatever else the repeat
-    carries (its errors are not raised); a new trajectory is committed (with
+    carries (its errors are not raised) — to the token that sent it
+    (external_id_repeat); a new trajectory is committed (with
     the caller's transaction, if any) and then enqueued for
     ``trajectories.process``; a trusted agent signal
     (bank.trust_agent_outcome: ``outcome``, else ``reward`` against
@@ -184,7 +185,7 @@ def trajectory_ingest(
         existing = _by_external_id(bank, payload.external_id)
         if existing is None:
             raise
-        return existing, False
+        return external_id_repeat(existing, token), False
     try:
         if payload.retrieval_id is None and built.signal is None:
             # Nothing else to write: one statement, committed before the enqueue.
@@ -198,7 +199,7 @@ def trajectory_ingest(
                 existing = _by_external_id(bank, payload.external_id)
                 if existing is None:
                     raise
-                return existing, False
+                return external_id_repeat(existing, token), False
             built.trajectory.retrieval_id = retrieval.pk if retrieval else None
             built.trajectory.save(force_insert=True)
             built_stored([built], [retrieval] if retrieval else [])
@@ -211,7 +212,20 @@ def trajectory_ingest(
         existing = _by_external_id(bank, payload.external_id)
         if existing is None:  # deleted since it was found taken: as Trajectory.objects.get raises
             raise Trajectory.DoesNotExist("Trajectory matching query does not exist.") from exc
-        return existing, False
+        return external_id_repeat(existing, token), False
+
+
+def external_id_repeat(existing: Trajectory, token: ApiToken | None) -> Trajectory:
+    """The run a repeated external_id names, for the token that first sent it. An
+    external_id belongs to that token: another token's repeat raises Conflict
+    ``external_id_taken``, which never shows the run's id."""
+    if existing.token_id != (token.pk if token else None):
+        raise Conflict(
+            f"The external_id {existing.external_id!r} is already used in this bank by another token; "
+            "send a different external_id.",
+            code="external_id_taken",
+        )
+    return existing
 
 
 def _insert_alone(trajectory: Trajectory) -> None:
