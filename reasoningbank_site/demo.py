@@ -24,6 +24,7 @@ from accounts.selectors import api_token_for_secret
 from accounts.services import api_token_create, api_token_revoke, bank_create, team_create
 from memories.models import ItemStatus, MemoryItem
 from memories.services import memory_item_create
+from reasoningbank_site.errors import Conflict
 from trajectories.recording.ingest import trajectory_ingest
 
 DEMO_FILE = Path(__file__).with_name("demo.json")
@@ -137,7 +138,10 @@ def _token(bank: Bank, admin, path: Path, notes: list[str]) -> ApiToken:
 def _trajectories(bank: Bank, token: ApiToken, notes: list[str]) -> None:
     created = 0
     for data in DEMO_TRAJECTORIES:
-        _, is_new = trajectory_ingest(bank=bank, token=token, data=dict(data))
+        try:
+            _, is_new = trajectory_ingest(bank=bank, token=token, data=dict(data))
+        except Conflict:  # sent by the demo's earlier token, since replaced: the demo trajectory is there
+            is_new = False
         created += int(is_new)
     if created:
         notes.append(f"Sent {created} demo trajectories (they are judged and distilled by the worker).")
