@@ -16,6 +16,9 @@ from accounts.models import Bank
 from memories.models import BankLearning, ItemStatus, MemoryItem, MemoryItemSupport, SupportKind
 from memories.models.learning import AGENT_VERSION_KEY
 
+# What a list row reads to show an item's lifecycle badges.
+LIFECYCLE_FIELDS = ("valid_until", "stale_reason", "retirement_reason", "suspended")
+
 
 def bank_learning(*, bank: Bank) -> BankLearning:
     """``bank``'s learning policy: its row, else an unsaved one with the defaults (reading never writes)."""
@@ -137,11 +140,15 @@ def lifecycle_items(*, bank: Bank, state: str) -> QuerySet[MemoryItem]:
     raise ValueError(f"unknown lifecycle state {state!r}")
 
 
+def item_expired(item: MemoryItem) -> bool:
+    return item.valid_until is not None and item.valid_until <= timezone.now()
+
+
 def item_lifecycle_states(item: MemoryItem) -> list[str]:
     """The lifecycle states ``item`` is in (for its badges), from its own fields."""
     states = []
     if item.status == ItemStatus.APPROVED:
-        if item.valid_until is not None and item.valid_until <= timezone.now():
+        if item_expired(item):
             states.append(LifecycleState.EXPIRED)
         if item.stale_reason:
             states.append(LifecycleState.STALE)
