@@ -192,7 +192,19 @@ class MemoryOut(Schema):
 
 
 class ScoredMemoryOut(MemoryOut):
-    score: float = Field(..., description="Cosine similarity (1 = identical).", examples=[0.71])
+    score: float = Field(
+        ...,
+        description="What the order follows: the similarity, plus utility_weight × utility when the bank ranks "
+        "by utility.",
+        examples=[0.71],
+    )
+    similarity: float = Field(..., description="Cosine similarity to the query (1 = identical).", examples=[0.71])
+    utility: float = Field(
+        ...,
+        description="Measured effect on success, shrunk toward 0 while n is small (docs/retrieval.md).",
+        examples=[0.0],
+    )
+    n: int = Field(..., description="Judged retrievals behind the utility.", examples=[0])
 
 
 class RetrieveOut(Schema):

@@ -1,5 +1,6 @@
 """How a bank learns after it serves: its per-bank policy (remembered
-rejections, validity, environment keys, retirement, utility ranking). The
+rejections, validity, environment keys, retirement, utility ranking's
+weight and shrinkage; the ranking switch itself is accounts.Bank.utility_ranking). The
 per-item state (validity, environment, staleness, retirement, suspension,
 replacement) lives on MemoryItem, where retrieval filters it inside the
 vector search."""
@@ -70,19 +71,16 @@ class BankLearning(models.Model):
         default=False,
         help_text="Stop serving an item Impact flags as hurting until a reviewer decides.",
     )
-    utility_ranking = models.BooleanField(
-        default=False,
-        help_text="Order retrieved items by similarity blended with their measured utility.",
-    )
     utility_weight = models.FloatField(
         default=0.5,
         validators=_between(0.0, 1.0, "Between 0 and 1."),
-        help_text="How much a utility of ±1 moves an item's score (similarity + weight × utility).",
+        help_text="With utility ranking: how much a utility of ±1 moves an item's score (similarity + weight × utility).",
     )
     utility_prior = models.PositiveIntegerField(
         default=20,
         validators=_between(1, 10000, "Between 1 and 10,000."),
-        help_text="Observations at which an item's measured effect counts half: fewer shrink it toward zero.",
+        help_text="With utility ranking: the judged retrievals at which an item's measured effect counts half; "
+        "fewer shrink it toward zero.",
     )
     updated_at = models.DateTimeField(auto_now=True)
 

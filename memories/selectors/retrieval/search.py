@@ -38,7 +38,18 @@ def _current_embedding_q(prefix: str = "") -> Q:
 # What is read of an item a search finds: the answer (the API's, the playground's), the system block, the
 # retrieval's log, and _scored's check that the embedding is current. The rest of the row is left in the
 # database (deferred): parsing 20 rows' dates, JSON and arrays cost about a millisecond per retrieval.
-SERVED_FIELDS = ("public_id", "title", "description", "content", "origin", "approved_at", "tags", "embedding_hash")
+SERVED_FIELDS = (
+    "public_id",
+    "title",
+    "description",
+    "content",
+    "origin",
+    "approved_at",
+    "tags",
+    "embedding_hash",
+    "outcome_effect",  # utility ranking's inputs (memories.services.retrieval.ranking)
+    "outcome_n",
+)
 SEARCH_ORDER = ("distance", "id")
 
 

@@ -16,7 +16,6 @@ BANK_LEARNING_SETTINGS = (
     "valid_days",
     "environment_keys",
     "suspend_when_hurting",
-    "utility_ranking",
     "utility_weight",
     "utility_prior",
 )

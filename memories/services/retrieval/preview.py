@@ -19,6 +19,7 @@ from memories.selectors.retrieval import (
     experiences_search,
     system_block_render,
 )
+from memories.services.retrieval.ranking import CANDIDATES_PER_SLOT, ranked, score_parts
 from reasoningbank_site.errors import Invalid
 
 
@@ -57,8 +58,11 @@ def retrieval_preview(
     items at or above bank.duplicate_threshold are served together (the better
     one stays, the next candidates fill up to k); items whose public id is in
     ``exclude`` are never served (items mode: the next candidates fill up to k,
-    within MAX_K). Raises Invalid for an empty query (and EmbeddingModelError
-    when the model cannot be loaded)."""
+    within MAX_K). With the bank's utility ranking on (items mode), CANDIDATES_PER_SLOT·k
+    candidates are fetched and the top k by similarity blended with utility
+    are served (``ranked``); every served item carries its ``score_parts``.
+    Raises Invalid for an empty query (and EmbeddingModelError when the model
+    cannot be loaded)."""
     started = time.perf_counter()
     query = (query or "").strip()
     if not query:
@@ -77,10 +81,11 @@ def retrieval_preview(
         )
         counts = embedding_counts(bank=bank)
     else:
+        candidates = k * CANDIDATES_PER_SLOT if bank.utility_ranking else k
         pairs, counts = approved_items_search_counted(
             bank=bank,
             vector=vector,
-            k=k + len(exclude),
+            k=candidates + len(exclude),
             min_similarity=bank.min_similarity,
             exclude_task_id=task_id or "",
             filters=filters,
@@ -88,8 +93,10 @@ def retrieval_preview(
         )
     if exclude:
         pairs = [(item, score) for item, score in pairs if str(item.public_id) not in exclude]
-        if bank.retrieval_mode != RetrievalMode.EXPERIENCES:
-            pairs = pairs[:k]
+    if bank.retrieval_mode == RetrievalMode.EXPERIENCES:
+        score_parts(pairs, bank=bank)  # an experience's items keep its order
+    else:
+        pairs = ranked(pairs, bank=bank)[:k]
     return RetrievalResult(
         items=pairs,
         system_block=system_block_render([item for item, _ in pairs]),
