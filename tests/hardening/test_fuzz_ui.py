@@ -187,6 +187,13 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
         "memories:item_merge": [("post", {"into": str(s.into.public_id), "note": "", "focus": "", "seen_version": ""})],
         "memories:item_keep_both": [("post", {"focus": "", "seen_version": ""})],
         "memories:item_revert": [("post", {"decision": "1", "focus": "", "queue": "", "row": "", "next": ""})],
+        "memories:item_lifecycle": [
+            (
+                "post",
+                {"action": "validity", "valid_until": "", "note": "", "replacement": "", "focus": "", "queue": ""},
+            ),
+            ("post", {"action": "supersede", "replacement": str(s.into.public_id), "seen_version": ""}),
+        ],
         "memories:playground": [("get", {"q": "opening hours", "k": "3"})],
         # several reviewers (a remove/delete reads nothing but its URL: the neutral request is the only one)
         "memories:review_presence": [("post", {})],

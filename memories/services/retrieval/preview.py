@@ -19,7 +19,7 @@ from memories.selectors.retrieval import (
     experiences_search,
     system_block_render,
 )
-from memories.services.retrieval.ranking import CANDIDATES_PER_SLOT, ranked, score_parts
+from memories.services.retrieval.ranking import ranked, ranking_candidates, score_parts
 from reasoningbank_site.errors import Invalid
 
 
@@ -58,7 +58,7 @@ def retrieval_preview(
     items at or above bank.duplicate_threshold are served together (the better
     one stays, the next candidates fill up to k); items whose public id is in
     ``exclude`` are never served (items mode: the next candidates fill up to k,
-    within MAX_K). With the bank's utility ranking on (items mode), CANDIDATES_PER_SLOT·k
+    within MAX_K). With the bank's utility ranking on (items mode), ranking_candidates(k)
     candidates are fetched and the top k by similarity blended with utility
     are served (``ranked``); every served item carries its ``score_parts``.
     Raises Invalid for an empty query (and EmbeddingModelError when the model
@@ -81,7 +81,7 @@ def retrieval_preview(
         )
         counts = embedding_counts(bank=bank)
     else:
-        candidates = k * CANDIDATES_PER_SLOT if bank.utility_ranking else k
+        candidates = ranking_candidates(k) if bank.utility_ranking else k
         pairs, counts = approved_items_search_counted(
             bank=bank,
             vector=vector,

@@ -11,8 +11,13 @@ from accounts.models import Bank
 from memories.models import BankLearning, MemoryItem
 from memories.selectors.learning import bank_learning
 
-# Phase one fetches this many times k candidates when ranking is on (within MAX_K).
-CANDIDATES_PER_SLOT = 2
+
+def ranking_candidates(k: int) -> int:
+    """How many semantic candidates phase one fetches for ``k`` served when
+    ranking is on: half as many again (at least 2 more). A utility moves a
+    score by at most the weight times the effect, so items far below the
+    k-th similarity cannot climb in; more candidates only cost search time."""
+    return k + max(2, k // 2)
 
 
 @dataclass(frozen=True)
