@@ -15,11 +15,10 @@ whether it holds)."""
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
 import numpy as np
-from common import pct, setup_django, start_server, stop_server
+from common import load_note, pct, setup_django, start_server, stop_server
 from retrieval import CLUSTERS, DIM, QUERY_TEXTS, _post, _reset_and_load, _unit
 
 GOAL = 1.1
@@ -115,7 +114,7 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     result = run(args.size, args.queries, args.reuse)
-    print(f"\n## Utility ranking on vs off ({os.cpu_count()} CPUs, {time.perf_counter() - started:.0f} s total)\n")
+    print(f"\n## Utility ranking on vs off ({load_note()}, {time.perf_counter() - started:.0f} s total)\n")
     print(_table(result))
 
 

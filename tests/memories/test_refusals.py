@@ -9,7 +9,7 @@ import pytest
 
 from memories.models import BankLearning, ItemStatus, MemoryItem, SupportKind
 from memories.selectors.learning import LifecycleState, bank_learning_state, item_repeats, lifecycle_items
-from memories.services import memory_item_approve, memory_item_reject
+from memories.services import memory_item_approve, memory_item_archive, memory_item_reject
 from memories.services.learning import bank_learning_update, memory_item_archive_as_wrong, memory_item_reopen
 from reasoningbank_site.errors import Conflict, Invalid
 from tests.factories import make_done_trajectory, propose_item
@@ -113,3 +113,17 @@ def test_learning_settings_refuse_bad_values_and_are_audited(bank, owner):
     bank_learning_update(bank=bank, actor=owner, environment_keys="site_version, model site_version")
     assert BankLearning.objects.get(bank=bank).environment_keys == ["site_version", "model"]
     assert bank.team.audit_events.filter(action="bank.update_learning").count() == 1
+
+
+def test_an_item_approved_again_is_no_longer_refused(bank, trajectory, owner):
+    item = propose_item(bank, trajectory, title=SAME)
+    memory_item_approve(item=item, author=owner)
+    memory_item_archive_as_wrong(item=item, author=owner, reason="wrong for now")
+
+    memory_item_approve(item=item, author=owner)
+    memory_item_archive(item=item, author=owner)  # a plain archive this time: not a refusal
+
+    item.refresh_from_db()
+    assert item.status == ItemStatus.ARCHIVED and not item.archived_as_wrong
+    again = propose_item(bank, make_done_trajectory(bank), title=AGAIN)
+    assert again.pk != item.pk and again.status == ItemStatus.PROPOSED  # queued, not recorded as a repeat

@@ -12,7 +12,7 @@ from memories.services.learning.retirement import (
     memory_items_outcomes_record,
 )
 from memories.services.learning.validity import (
-    approval_validity,
+    approval_lifecycle,
     items_environment_observe,
     memory_item_stale_clear,
     memory_item_validity_set,
@@ -21,7 +21,7 @@ from memories.services.learning.validity import (
 __all__ = [
     "BANK_LEARNING_SETTINGS",
     "ItemEffect",
-    "approval_validity",
+    "approval_lifecycle",
     "bank_learning_update",
     "items_environment_observe",
     "memory_item_archive_as_wrong",

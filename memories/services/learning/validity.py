@@ -23,16 +23,21 @@ from memories.services.versions import VersionChange, item_lock, item_version_re
 from reasoningbank_site.errors import Conflict, Invalid
 
 
-def approval_validity(item: MemoryItem) -> list[str]:
-    """On approval: an item without a future validity gets the bank's default
-    (``valid_days`` after now; none when the bank sets none). Returns the
-    fields set, for an item_status_move ``prepare``."""
+def approval_lifecycle(item: MemoryItem) -> list[str]:
+    """On approval (a move to approved): an item without a future validity
+    gets the bank's default (``valid_days`` after now; none when the bank
+    sets none), and an item approved again starts afresh (not archived as
+    wrong, stale, proposed for retirement or suspended). Returns the fields
+    set, for an item_status_move ``prepare``."""
     now = timezone.now()
-    if item.valid_until is not None and item.valid_until > now:
-        return []
-    days = bank_learning(bank=item.bank).valid_days
-    item.valid_until = now + timedelta(days=days) if days else None
-    return ["valid_until"]
+    fields = ["archived_as_wrong", "stale_reason", "stale_environment", "retirement_reason", "suspended"]
+    item.archived_as_wrong, item.stale_reason, item.stale_environment = False, "", {}
+    item.retirement_reason, item.suspended = "", False
+    if item.valid_until is None or item.valid_until <= now:
+        days = bank_learning(bank=item.bank).valid_days
+        item.valid_until = now + timedelta(days=days) if days else None
+        fields.append("valid_until")
+    return fields
 
 
 @transaction.atomic
