@@ -69,7 +69,7 @@ def test_each_state_has_a_queue_filter_and_a_badge(client, reviewer, bank, scene
     default = _queue(client, bank)
     assert scene["fresh"].title in default and scene["expired"].title not in default
     for state, key, badge in [
-        ("repeated", "rejected", None),
+        ("repeated", "rejected", 'data-lifecycle="repeated"'),
         ("expired", "expired", 'data-lifecycle="expired"'),
         ("retirement", "hurting", 'data-lifecycle="retirement"'),
         ("stale", "stale", 'data-lifecycle="stale"'),
@@ -80,7 +80,9 @@ def test_each_state_has_a_queue_filter_and_a_badge(client, reviewer, bank, scene
         assert not any(scene[name].title in page for name in others), state
         if badge:
             assert badge in page, state
-    assert "suspended" in _queue(client, bank, state="retirement")
+    retirement = _queue(client, bank, state="retirement")
+    assert "suspended" in retirement and "Impact says this item hurts" in retirement  # the evidence, in the row
+    assert "site_version is now" in _queue(client, bank, state="stale")
     assert _queue(client, bank, state="nonsense")  # an unknown state is ignored, never a 500
 
 
