@@ -7,10 +7,11 @@ import uuid
 from django import forms
 
 from accounts.models import MAX_TOP_K
-from memories.models import TAG_MAX_LENGTH, TAGS_MAX, ItemOrigin, ItemStatus, MemoryItem, normalize_tags
+from memories.models import TAG_MAX_LENGTH, TAGS_MAX, BankLearning, ItemOrigin, ItemStatus, MemoryItem, normalize_tags
 from memories.selectors import RetrievalFilters
 from memories.selectors import collaboration as collab
 from memories.selectors.learning import LifecycleState
+from memories.services.learning import BANK_LEARNING_SETTINGS
 from reasoningbank_site.formfields import BoundedDateField, FlatSelect, agent_select
 from reasoningbank_site.text import scrub_text
 
@@ -327,3 +328,24 @@ class LifecycleActionForm(forms.Form):
         if data.get("action") == "supersede" and not data.get("replacement"):
             self.add_error("replacement", "Give the id of the item that replaces it.")
         return data
+
+
+class BankLearningForm(forms.ModelForm):
+    """A bank's learning policy (memories.services.learning.bank_learning_update validates and audits it)."""
+
+    environment_keys = forms.CharField(
+        required=False,
+        max_length=700,
+        help_text=BankLearning._meta.get_field("environment_keys").help_text + " Separate them with commas.",
+    )
+
+    class Meta:
+        model = BankLearning
+        fields = BANK_LEARNING_SETTINGS
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.initial["environment_keys"] = ", ".join(self.instance.environment_keys or [])
+
+    def clean_environment_keys(self) -> list[str]:
+        return [key for key in re.split(r"[,\s]+", self.cleaned_data.get("environment_keys") or "") if key]

@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from memories.models import ItemStatus, MemoryItem
+from memories.models import BankLearning, ItemStatus, MemoryItem
 from memories.services import memory_item_approve, memory_item_reject
 from memories.services.learning import ItemEffect, bank_learning_update, memory_items_outcomes_record
 from tests.factories import make_done_trajectory, propose_item
@@ -161,3 +161,46 @@ def test_lifecycle_actions_need_a_reviewer_of_the_bank(client, viewer, stranger,
     assert client.post(url, {"action": "reopen"}).status_code == 404
     rejected.refresh_from_db()
     assert rejected.status == ItemStatus.REJECTED
+
+
+def test_the_learning_settings_page_is_read_by_members_and_changed_by_admins(client, owner, viewer, stranger, bank):
+    url = reverse("memories:bank_learning", kwargs={"bank_id": bank.public_id})
+    client.force_login(viewer)
+    page = client.get(url).content.decode()
+    assert "Learning after serving" in page and "admins and owners change them" in page
+    assert client.post(url, {"repeat_threshold": "0.9"}).status_code == 403
+    client.force_login(stranger)
+    assert client.get(url).status_code == 404
+
+    client.force_login(owner)
+    form = {
+        "repeat_threshold": "0.9",
+        "rejected_examples": "2",
+        "valid_days": "180",
+        "environment_keys": "site_version, model",
+        "utility_weight": "0.3",
+        "utility_prior": "40",
+        "suspend_when_hurting": "on",
+    }
+    refused = client.post(url, {**form, "repeat_threshold": "0.1", "environment_keys": "bad key!"})
+    assert refused.status_code == 200 and "Between 0.5 and 1." in refused.content.decode()
+    assert client.post(url, form).status_code == 302
+    learning = BankLearning.objects.get(bank=bank)
+    assert (learning.repeat_threshold, learning.valid_days, learning.environment_keys) == (
+        0.9,
+        180,
+        ["site_version", "model"],
+    )
+    assert learning.suspend_when_hurting and learning.utility_prior == 40
+    assert "site_version, model" in client.get(url).content.decode()
+    assert bank.team.audit_events.filter(action="bank.update_learning").count() == 1
+
+
+def test_utility_ranking_is_a_bank_setting_the_settings_page_shows(client, owner, bank):
+    url = reverse("accounts:bank_settings", kwargs={"bank_id": bank.public_id})
+    client.force_login(owner)
+    page = client.get(url).content.decode()
+    assert (
+        'name="utility_ranking"' in page
+        and reverse("memories:bank_learning", kwargs={"bank_id": bank.public_id}) in page
+    )
