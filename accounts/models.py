@@ -129,6 +129,14 @@ class Bank(models.Model):
         "(e.g. 0.1). The agent then gets fewer items; the Impact page compares each item's served and "
         "left-out outcomes to measure that item's own effect.",
     )
+    # Retrieval's second phase (memories.services.retrieval.ranking): the switch is on the bank row, which
+    # the token's query loads, so a bank that does not rank pays no query for it.
+    utility_ranking = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="Order served items by similarity blended with their measured utility (Impact's per-item "
+        "effects), instead of similarity alone. Its weight and shrinkage are learning settings.",
+    )
     judge_model = models.CharField(max_length=120, blank=True, help_text="Empty: the service default (RB_LLM_MODEL).")
     distill_model = models.CharField(max_length=120, blank=True, help_text="Empty: the service default (RB_LLM_MODEL).")
     trust_agent_outcome = models.BooleanField(

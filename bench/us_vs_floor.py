@@ -44,7 +44,7 @@ from retrieval import QUERY_TEXTS, _reset_and_load
 
 PARTS = (
     ("token", "accounts.auth", "api_token_use"),
-    ("embed", "memories.services.retrieval", "embed_text"),
+    ("embed", "memories.services.retrieval.preview", "embed_text"),
 )
 
 

@@ -101,9 +101,16 @@ def retrieve(request, payload: RetrieveIn):
         mode=result.event.mode,
         items=[
             ScoredMemoryOut.model_construct(
-                id=item.public_id, title=item.title, description=item.description, content=item.content, score=score
+                id=item.public_id,
+                title=item.title,
+                description=item.description,
+                content=item.content,
+                score=item.score_parts.score,
+                similarity=item.score_parts.similarity,
+                utility=item.score_parts.utility,
+                n=item.score_parts.n,
             )
-            for item, score in result.items
+            for item, _similarity in result.items
         ],
         system_block=result.system_block,
         warnings=warnings,

@@ -7,9 +7,11 @@ import uuid
 from django import forms
 
 from accounts.models import MAX_TOP_K
-from memories.models import TAG_MAX_LENGTH, TAGS_MAX, ItemOrigin, ItemStatus, MemoryItem, normalize_tags
+from memories.models import TAG_MAX_LENGTH, TAGS_MAX, BankLearning, ItemOrigin, ItemStatus, MemoryItem, normalize_tags
 from memories.selectors import RetrievalFilters
 from memories.selectors import collaboration as collab
+from memories.selectors.learning import LifecycleState
+from memories.services.learning import BANK_LEARNING_SETTINGS
 from reasoningbank_site.formfields import BoundedDateField, FlatSelect, agent_select
 from reasoningbank_site.text import scrub_text
 
@@ -31,6 +33,9 @@ class ReviewFilterForm(forms.Form):
     date_from = BoundedDateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
     date_to = BoundedDateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
     dup = forms.BooleanField(required=False, label="Has near-duplicate")
+    state = forms.ChoiceField(
+        required=False, label="State", choices=[("", "proposed"), *LifecycleState.choices], widget=FlatSelect
+    )
 
     def __init__(self, *args, agents=tuple, **kwargs):
         """``agents``: a callable giving the dropdown's agent names (called only to render it)."""
@@ -49,6 +54,7 @@ class ReviewFilterForm(forms.Form):
             "date_from": data.get("date_from"),
             "date_to": data.get("date_to"),
             "has_duplicate": bool(data.get("dup")),
+            "state": data.get("state") or "",
         }
 
 
@@ -296,3 +302,50 @@ class AssignmentForm(forms.Form):
             elif line.strip():
                 raise forms.ValidationError(f"Not an item id or link: {line.strip()[:80]}")
         return ids
+
+
+class LifecycleActionForm(forms.Form):
+    """The item page's lifecycle decisions (memories.views.lifecycle)."""
+
+    action = forms.ChoiceField(
+        choices=[
+            ("reopen", "Reopen"),
+            ("archive-wrong", "Archive as wrong"),
+            ("keep", "Keep in service"),
+            ("still-holds", "Still holds"),
+            ("validity", "Set validity"),
+            ("supersede", "Supersede"),
+        ]
+    )
+    note = forms.CharField(required=False, max_length=2000)
+    valid_until = BoundedDateField(required=False, label="Valid until")
+    replacement = forms.UUIDField(required=False)
+
+    def clean(self):
+        data = super().clean()
+        if data.get("action") == "archive-wrong" and not (data.get("note") or "").strip():
+            self.add_error("note", "Say why it is wrong: the reason is shown with its repeats.")
+        if data.get("action") == "supersede" and not data.get("replacement"):
+            self.add_error("replacement", "Give the id of the item that replaces it.")
+        return data
+
+
+class BankLearningForm(forms.ModelForm):
+    """A bank's learning policy (memories.services.learning.bank_learning_update validates and audits it)."""
+
+    environment_keys = forms.CharField(
+        required=False,
+        max_length=700,
+        help_text=BankLearning._meta.get_field("environment_keys").help_text + " Separate them with commas.",
+    )
+
+    class Meta:
+        model = BankLearning
+        fields = BANK_LEARNING_SETTINGS
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.initial["environment_keys"] = ", ".join(self.instance.environment_keys or [])
+
+    def clean_environment_keys(self) -> list[str]:
+        return [key for key in re.split(r"[,\s]+", self.cleaned_data.get("environment_keys") or "") if key]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import date
 from uuid import UUID
 
+from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from ninja import Field, Query, Router, Schema
@@ -15,9 +16,10 @@ from ninja import Field, Query, Router, Schema
 from accounts.auth import TokenAuth, api_responses
 from memories import selectors, services
 from memories.api import MAX_OFFSET, MAX_PAGE
-from memories.models import ItemOrigin, MemoryItem, MemoryItemVersion
+from memories.models import ItemOrigin, MemoryItemVersion
+from memories.review_answers import detail_out, item_get, item_out
+from memories.review_lifecycle import LifecycleStateIn, item_lifecycle_edit, lifecycle_router
 from memories.schemas import ApproveIn, EditIn, RejectIn, ReviewItemDetailOut, ReviewListOut
-from reasoningbank_site.errors import NotFound
 
 router = Router(tags=["review"])
 review_auth = TokenAuth(scope="review")
@@ -36,56 +38,11 @@ class ReviewQueueIn(Schema):
     date_from: date | None = Field(None, description="Proposed on or after this day (UTC).")
     date_to: date | None = Field(None, description="Proposed on or before this day (UTC).")
     has_duplicate: bool = Field(False, description="Only items with near-duplicate suggestions.")
-
-
-def _item_out(item: MemoryItem, version: int) -> dict:
-    return {
-        "id": item.public_id,
-        "title": item.title,
-        "description": item.description,
-        "content": item.content,
-        "status": item.status,
-        "origin": item.origin,
-        "verdict_label": item.verdict_label,
-        "tags": list(item.tags),
-        "near_duplicate_count": len(item.near_duplicates or []),
-        "needs_review_reason": item.needs_review_reason,
-        "created_at": item.created_at,
-        "updated_at": item.updated_at,
-        "version": version,
-    }
-
-
-def _detail_out(item: MemoryItem) -> dict:
-    sources = selectors.item_sources(item=item)
-    return {
-        **_item_out(item, services.item_current_version(item)),
-        "status_reason": item.status_reason,
-        "approved_at": item.approved_at,
-        "prompt_version": item.prompt_version,
-        "model": item.model,
-        "cited_steps": [c for c in item.cited_steps or [] if isinstance(c, dict)],
-        "sources": sources.trajectory_ids,
-        "sources_deleted": sources.deleted,
-        "near_duplicates": [
-            {
-                "id": d.item.public_id,
-                "title": d.item.title,
-                "description": d.item.description,
-                "content": d.item.content,
-                "status": d.item.status,
-                "similarity": d.similarity,
-            }
-            for d in selectors.item_near_duplicates(item=item)
-        ],
-    }
-
-
-def _item(request, item_id: UUID) -> MemoryItem:
-    try:
-        return selectors.item_for_bank(bank=request.bank, public_id=item_id)
-    except MemoryItem.DoesNotExist:
-        raise NotFound("No memory item with this id in this bank.") from None
+    state: LifecycleStateIn | None = Field(
+        None,
+        description="Instead of proposed items: refused items distilled again (repeated), approved items past "
+        "their validity (expired), stale ones, or those Impact proposes for retirement.",
+    )
 
 
 @router.get(
@@ -106,6 +63,7 @@ def review_queue(request, filters: Query[ReviewQueueIn]):
         date_to=filters.date_to,
         has_duplicate=filters.has_duplicate,
         text=filters.q.strip(),
+        state=filters.state.value if filters.state else "",
     )
     latest = MemoryItemVersion.objects.filter(item=OuterRef("pk")).order_by("-number").values("number")[:1]
     page = list(
@@ -113,7 +71,7 @@ def review_queue(request, filters: Query[ReviewQueueIn]):
             filters.offset : filters.offset + filters.limit
         ]
     )
-    return {"count": qs.count(), "items": [_item_out(item, item.version) for item in page]}
+    return {"count": qs.count(), "items": [item_out(item, item.version) for item in page]}
 
 
 @router.get(
@@ -122,11 +80,11 @@ def review_queue(request, filters: Query[ReviewQueueIn]):
     response=api_responses({200: ReviewItemDetailOut}, 404),
     summary="One item with its sources and near-duplicates",
 )
-def review_item(request, item_id: UUID):
+def reviewitem_get(request, item_id: UUID):
     """Any item of the bank (whatever its status), with the trajectories it
     was distilled from and the near-duplicates suggested when it was proposed
     (with their content, to compare)."""
-    return _detail_out(_item(request, item_id))
+    return detail_out(item_get(request, item_id))
 
 
 @router.post(
@@ -142,10 +100,10 @@ def review_approve(request, item_id: UUID, payload: ApproveIn | None = None):
     duplicate threshold (``duplicate_needs_confirmation``; send
     ``confirm_duplicate: true`` to approve it anyway) and a stale
     ``seen_version`` (``stale_version``)."""
-    item = _item(request, item_id)
+    item = item_get(request, item_id)
     options = payload.model_dump() if payload else {}
     item = services.memory_item_approve(item=item, author=None, token=request.api_token, **options)
-    return _detail_out(item)
+    return detail_out(item)
 
 
 @router.post(
@@ -157,9 +115,9 @@ def review_approve(request, item_id: UUID, payload: ApproveIn | None = None):
 def review_reject(request, item_id: UUID, payload: RejectIn):
     """Decline a proposed item, keeping the reason. Rejecting a rejected item
     is a no-op; any other status answers 409 (archive an approved item in the UI)."""
-    item = _item(request, item_id)
+    item = item_get(request, item_id)
     item = services.memory_item_reject(item=item, author=None, token=request.api_token, **payload.model_dump())
-    return _detail_out(item)
+    return detail_out(item)
 
 
 @router.patch(
@@ -170,7 +128,23 @@ def review_reject(request, item_id: UUID, payload: RejectIn):
 )
 def review_edit(request, item_id: UUID, payload: EditIn):
     """Change the title, description, content or tags (the status is kept;
-    changed text is embedded again). A superseded item answers 409."""
-    item = _item(request, item_id)
-    item = services.memory_item_edit(item=item, author=None, token=request.api_token, **payload.model_dump())
-    return _detail_out(item)
+    changed text is embedded again), its validity (``valid_until``: a moment
+    in the past answers 422; an explicit null removes it), or confirm that a
+    stale item still holds (``confirm_current``). A superseded item answers 409."""
+    item = item_get(request, item_id)
+    values = payload.model_dump()
+    valid_until, confirm_current = values.pop("valid_until"), values.pop("confirm_current")
+    with transaction.atomic():  # one version check for both parts
+        item = item_lifecycle_edit(
+            item=item,
+            token=request.api_token,
+            valid_until=valid_until,
+            set_validity="valid_until" in payload.model_fields_set,
+            confirm_current=confirm_current,
+            seen_version=values.pop("seen_version"),
+        )
+        item = services.memory_item_edit(item=item, author=None, token=request.api_token, **values)
+    return detail_out(item)
+
+
+router.add_router("", lifecycle_router)

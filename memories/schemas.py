@@ -192,7 +192,19 @@ class MemoryOut(Schema):
 
 
 class ScoredMemoryOut(MemoryOut):
-    score: float = Field(..., description="Cosine similarity (1 = identical).", examples=[0.71])
+    score: float = Field(
+        ...,
+        description="What the order follows: the similarity, plus utility_weight × utility when the bank ranks "
+        "by utility.",
+        examples=[0.71],
+    )
+    similarity: float = Field(..., description="Cosine similarity to the query (1 = identical).", examples=[0.71])
+    utility: float = Field(
+        ...,
+        description="Measured effect on success, shrunk toward 0 while n is small (docs/retrieval.md).",
+        examples=[0.0],
+    )
+    n: int = Field(..., description="Judged retrievals behind the utility.", examples=[0])
 
 
 class RetrieveOut(Schema):
@@ -248,6 +260,11 @@ class ReviewItemOut(Schema):
     tags: list[str]
     near_duplicate_count: int = Field(..., description="Near-duplicates suggested when it was proposed.")
     needs_review_reason: str = ""
+    valid_until: datetime | None = Field(None, description="Not served after this moment (null: no expiry).")
+    expired: bool = Field(False, description="Past its validity: not served, listed for re-review.")
+    stale_reason: str = Field("", description="Why it is stale (empty: it is not): a newer environment value.")
+    retirement_reason: str = Field("", description="Why Impact proposes retiring it (empty: it does not).")
+    suspended: bool = Field(False, description="Not served until a reviewer decides (the bank's choice).")
     created_at: datetime
     updated_at: datetime
     version: int = Field(
@@ -271,6 +288,14 @@ class NearDuplicateOut(Schema):
     similarity: float = Field(..., examples=[0.93])
 
 
+class RepeatOut(Schema):
+    title: str
+    content: str
+    similarity: float | None
+    trajectories: list[UUID]
+    created_at: datetime
+
+
 class ReviewItemDetailOut(ReviewItemOut):
     status_reason: str = Field("", description="Why it was rejected or superseded.")
     approved_at: datetime | None = None
@@ -280,6 +305,14 @@ class ReviewItemDetailOut(ReviewItemOut):
     sources: list[UUID] = Field(default_factory=list, description="Trajectories it was distilled from.")
     sources_deleted: int = Field(0, description="Source trajectories deleted since.")
     near_duplicates: list[NearDuplicateOut] = Field(default_factory=list)
+    environment: dict[str, Any] = Field(default_factory=dict, examples=[{"agent": "web-agent", "site_version": "3"}])
+    stale_environment: dict[str, Any] = Field(default_factory=dict, description="The newer values seen.")
+    retirement_evidence: dict[str, Any] = Field(default_factory=dict)
+    archived_as_wrong: bool = False
+    superseded_by: UUID | None = None
+    repeats: list[RepeatOut] = Field(
+        default_factory=list, description="Times it was distilled again after it was refused (rejected items)."
+    )
 
 
 SEEN_VERSION_HELP = (
@@ -321,3 +354,9 @@ class EditIn(BodyIn):
     tags: list[CleanStr] | None = Field(None, max_length=50, examples=[["auth", "web"]])
     note: CleanStr = Field("", max_length=2000, description="Why it was edited (kept in its history).")
     seen_version: int | None = Field(None, description=SEEN_VERSION_HELP)
+    valid_until: datetime | None = Field(
+        None,
+        description="Not served after this moment (in the future, with a time zone); an explicit null removes it.",
+        examples=["2027-06-30T00:00:00Z"],
+    )
+    confirm_current: bool = Field(False, description="A stale item still holds: adopt the newer environment.")

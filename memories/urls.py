@@ -1,6 +1,17 @@
 from django.urls import path
 
-from memories.views import assignments, import_export, item, item_actions, items, playground, presence, queue
+from memories.views import (
+    assignments,
+    import_export,
+    item,
+    item_actions,
+    items,
+    learning_settings,
+    lifecycle,
+    playground,
+    presence,
+    queue,
+)
 
 app_name = "memories"
 ITEM = "banks/<uuid:bank_id>/items/<uuid:item_id>/"
@@ -22,7 +33,9 @@ urlpatterns = [
     path(ITEM + "keep-both/", item_actions.item_keep_both, name="item_keep_both"),
     path(ITEM + "compare/<uuid:other_id>/", item.item_compare, name="item_compare"),
     path(ITEM + "revert/", item_actions.item_revert, name="item_revert"),
+    path(ITEM + "lifecycle/", lifecycle.item_lifecycle, name="item_lifecycle"),
     path("banks/<uuid:bank_id>/playground/", playground.playground, name="playground"),
+    path("banks/<uuid:bank_id>/learning/", learning_settings.bank_learning_settings, name="bank_learning"),
     # Several reviewers: the focus view's presence heartbeat, slices of the queue given to reviewers
     path("banks/<uuid:bank_id>/review/<uuid:item_id>/presence/", presence.review_presence, name="review_presence"),
     path("banks/<uuid:bank_id>/review/assignments/", assignments.review_assignments, name="review_assignments"),

@@ -431,7 +431,11 @@ def _api_url(endpoint: Endpoint, side: Side) -> str:
 
 # The smallest valid body of an endpoint whose body has a required field (else ``{}``): a 422 for the
 # body would come before the object lookup and hide whether the object is reachable.
-MINIMAL_BODY = {"/api/v1/review/items/{item_id}/reject": {"reason": "Isolation matrix."}}
+MINIMAL_BODY = {
+    "/api/v1/review/items/{item_id}/reject": {"reason": "Isolation matrix."},
+    "/api/v1/review/items/{item_id}/archive-as-wrong": {"reason": "Isolation matrix."},
+    "/api/v1/review/items/{item_id}/supersede": {"replacement": str(uuid.uuid4())},
+}
 
 
 def _call(client, endpoint: Endpoint, url: str, secret: str | None):

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from reasoningbank_site.celery import db_outage_retry
 from trajectories.impact.announce import impact_verdicts_announce
+from trajectories.impact.item_effects import item_effects_record_all
 from trajectories.judging.experiments import experiment_fail, experiment_run
 from trajectories.pipeline.llm import LLMTransientError
 from trajectories.pipeline.tasks import retry_countdown  # importing the module registers the pipeline's tasks
@@ -33,3 +34,10 @@ def experiment_run_task(self, experiment_id: int) -> None:
 def webhook_verdicts() -> None:
     """Send impact.verdict where a bank's Impact verdict changed (trajectories.impact.announce)."""
     impact_verdicts_announce()
+
+
+@shared_task(name="trajectories.item_effects", ignore_result=True)
+def item_effects() -> None:
+    """Keep Impact's per-item effects on the items and propose the harmful ones
+    for retirement (trajectories.impact.item_effects)."""
+    item_effects_record_all()

@@ -28,6 +28,7 @@ BANK_SETTINGS = [
     "few_shot_max_chars",
     "holdout_fraction",
     "item_holdout_fraction",
+    "utility_ranking",
     "rate_limit_per_minute",
     "step_retention_days",
 ]

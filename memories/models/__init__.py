@@ -21,6 +21,7 @@ from memories.models.items import (
     item_search_vector,
     normalize_tags,
 )
+from memories.models.learning import BankLearning
 from memories.models.retrieval import Arm, ItemSide, RetrievalEvent, RetrievalTally
 from memories.models.review import ReviewAssignment, ReviewPresence
 
@@ -35,6 +36,7 @@ __all__ = [
     "TAG_PATTERN",
     "TITLE_MAX",
     "Arm",
+    "BankLearning",
     "Experience",
     "ItemOrigin",
     "ItemSide",

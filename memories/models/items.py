@@ -137,6 +137,25 @@ class MemoryItem(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
 
+    # After serving (memories.models.learning): not served after valid_until; the environment it was
+    # learnt in; why it is stale or proposed for retirement (empty: it is not); suspended from serving
+    # until a reviewer decides; archived because it was wrong (its repeats are refused like a rejection's).
+    valid_until = models.DateTimeField(null=True, blank=True)
+    environment = models.JSONField(default=dict, blank=True, db_default={})
+    stale_reason = models.CharField(max_length=REASON_MAX, blank=True, db_default="")
+    stale_environment = models.JSONField(default=dict, blank=True, db_default={})  # the newer values seen
+    retirement_reason = models.TextField(blank=True, db_default="")
+    retirement_evidence = models.JSONField(default=dict, blank=True, db_default={})
+    suspended = models.BooleanField(default=False, db_default=False)
+    archived_as_wrong = models.BooleanField(default=False, db_default=False)
+    # Impact's per-item effect (served − withheld success rate) and the judged retrievals behind it,
+    # written by a periodic task; utility ranking shrinks it toward zero while outcome_n is small.
+    outcome_effect = models.FloatField(null=True, blank=True)
+    outcome_n = models.PositiveIntegerField(default=0, db_default=0)
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
+    )
+
     class Meta:
         indexes = [
             models.Index(fields=["bank", "status", "created_at"]),
@@ -210,6 +229,7 @@ class MemoryItemVersion(models.Model):
 class SupportKind(models.TextChoices):
     DISTILLED = "distilled", "Distilled again"
     MERGED = "merged", "Merged in by a reviewer"
+    REPEATED = "repeated", "Proposed again after rejection"
 
 
 class MemoryItemSupport(models.Model):

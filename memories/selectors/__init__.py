@@ -5,7 +5,8 @@ near-duplicate search, the approved lists of the agent API, the system block);
 with its near-duplicates, history and source trajectories); ``export`` owns the
 JSON Lines exports (ours, and the `reasoning-bank` library's format); ``skills`` the approved
 lessons for the Agent Skills and AGENTS.md files; ``duplicates`` owns an item's
-supporting evidence, the approval's duplicate check and the side-by-side comparison. Writes live in
+supporting evidence, the approval's duplicate check and the side-by-side comparison; ``learning`` (imported
+from ``memories.selectors.learning``) the bank's learning policy and the lifecycle states. Writes live in
 ``memories.services``."""
 
 from memories.selectors.duplicates import (

@@ -18,6 +18,7 @@ from django.db.models import Count, QuerySet
 
 from accounts.models import Bank
 from memories.models import ItemOrigin, ItemStatus, MemoryItem, MemoryItemVersion, item_search_vector
+from memories.selectors.learning import LIFECYCLE_FIELDS, lifecycle_items
 from reasoningbank_site.search import text_search
 
 LIST_FIELDS = (
@@ -37,6 +38,7 @@ LIST_FIELDS = (
     "cited_steps",
     "tags",
     "support_count",
+    *LIFECYCLE_FIELDS,
 )
 
 
@@ -56,9 +58,15 @@ def review_queue(
     date_to: date | None = None,
     has_duplicate: bool = False,
     text: str = "",
+    state: str = "",
 ) -> QuerySet[MemoryItem]:
-    """Proposed items of ``bank``, oldest first, narrowed by the queue filters."""
-    qs = MemoryItem.objects.filter(bank=bank, status=ItemStatus.PROPOSED)
+    """Proposed items of ``bank``, oldest first, narrowed by the queue filters;
+    with a ``state`` (LifecycleState), the items in that state instead."""
+    qs = (
+        lifecycle_items(bank=bank, state=state)
+        if state
+        else MemoryItem.objects.filter(bank=bank, status=ItemStatus.PROPOSED)
+    )
     if origin:
         qs = qs.filter(origin=origin)
     if verdict:

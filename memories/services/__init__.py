@@ -6,7 +6,10 @@ change appends; ``embedding`` keeps items searchable (inline embed, enqueue,
 refresh, sweeper); ``duplicates`` records supporting evidence (a lesson
 distilled again, an item merged in) on the item that holds it; ``imports``
 turns uploaded records into proposed items; ``experiences`` owns past tasks;
-``retrieval`` answers (and logs) what an agent is served, holdout arm included; ``impact_tallies`` keeps the Impact report's sums; ``collaboration``
+``retrieval`` answers (and logs) what an agent is served, holdout arm included
+(a package: ``preview``, ``logged``, ``ranking``, ``upkeep``); ``learning`` is what
+follows serving (refused lessons, validity and staleness, retirement, the bank's
+learning policy), imported from ``memories.services.learning``; ``impact_tallies`` keeps the Impact report's sums; ``collaboration``
 holds several reviewers together (the version check of a decision, presence, queue slices). Refusals are domain errors
 (``reasoningbank_site.errors``)."""
 

@@ -13,6 +13,7 @@ from memories.selectors.duplicates import approved_duplicates
 from memories.services.collaboration import item_version_check
 from memories.services.duplicates import memory_item_support_merged
 from memories.services.embedding import item_embed_enqueue, item_embedding_is_current
+from memories.services.learning.validity import approval_lifecycle
 from memories.services.transitions import item_status_move
 from memories.services.versions import item_lock, item_version_record
 from reasoningbank_site.errors import Conflict, DuplicateApproval, Invalid
@@ -54,7 +55,7 @@ def memory_item_approve(
         item.approved_by = author
         item.status_reason = ""
         item.needs_review_reason = ""
-        return ["approved_at", "approved_by", "status_reason", "needs_review_reason"]
+        return ["approved_at", "approved_by", "status_reason", "needs_review_reason", *approval_lifecycle(item)]
 
     moved = item_status_move(item=item, to=ItemStatus.APPROVED, author=author, prepare=approval, token=token)
     if moved and not item_embedding_is_current(item):

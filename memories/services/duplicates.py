@@ -106,7 +106,10 @@ class Sighting(NamedTuple):
 
 
 def memory_items_support_record(
-    *, sightings: Sequence[Sighting], experience_trajectory_ids: Sequence[str] | None = None
+    *,
+    sightings: Sequence[Sighting],
+    experience_trajectory_ids: Sequence[str] | None = None,
+    kind: str = SupportKind.DISTILLED,
 ) -> list[MemoryItemSupport | None]:
     """``memory_item_support_record`` for the proposals of one distillation (one
     bank), in order, in a constant number of queries: one SELECT … FOR UPDATE
@@ -118,7 +121,9 @@ def memory_items_support_record(
     item, with the ``support_count`` it had just after that support. None
     where that item no longer exists or is no longer proposed or approved.
     ``experience_trajectory_ids``: as for memory_items_propose (the
-    proposals share one experience)."""
+    proposals share one experience). ``kind`` REPEATED records each proposal
+    as a repeat of a rejected or archived-as-wrong item instead (a "repeated"
+    version; None where that item is no longer refused)."""
     if not sightings:
         return []
     bank = sightings[0].proposal.bank
@@ -131,16 +136,16 @@ def memory_items_support_record(
     entries, result = [], []
     for proposal, public_id, similarity in sightings:
         item = locked.get(str(public_id))
-        if item is None or item.status not in SUPPORTABLE_STATUSES:
+        if item is None or not _receives(item, kind):
             result.append(None)
             continue
         item.bank = bank  # the same bank (filtered above), with its team already loaded for the audit events
-        support = _support_of(
-            proposal, item=item, kind=SupportKind.DISTILLED, similarity=similarity, trajectories=trajectories
-        )
+        support = _support_of(proposal, item=item, kind=kind, similarity=similarity, trajectories=trajectories)
         where = ", ".join(f"trajectory {t[:8]}" for t in support.trajectory_ids) or "a trajectory"
-        note = f"Distilled again from {where} (similarity {similarity:.2f}): “{proposal.title}”."
-        entries.append((item, support, VersionChange(item=item, action="supported", note=note)))
+        again = "Refused lesson distilled again" if kind == SupportKind.REPEATED else "Distilled again"
+        note = f"{again} from {where} (similarity {similarity:.2f}): “{proposal.title}”."
+        action = "repeated" if kind == SupportKind.REPEATED else "supported"
+        entries.append((item, support, VersionChange(item=item, action=action, note=note)))
         result.append(support)
     if entries:
         _supports_add(entries)
@@ -152,6 +157,13 @@ def memory_items_support_record(
             support.item = copy.copy(item)
             support.item.support_count = count[item.pk]
     return result
+
+
+def _receives(item: MemoryItem, kind: str) -> bool:
+    """Whether ``item`` may receive a support of ``kind``."""
+    if kind == SupportKind.REPEATED:
+        return item.status == ItemStatus.REJECTED or (item.status == ItemStatus.ARCHIVED and item.archived_as_wrong)
+    return item.status in SUPPORTABLE_STATUSES
 
 
 def memory_item_support_merged(*, into: MemoryItem, item: MemoryItem, author, similarity: float | None) -> None:

@@ -20,8 +20,10 @@ from memories.models import (
     ItemOrigin,
     ItemStatus,
     MemoryItem,
+    SupportKind,
     normalize_tags,
 )
+from memories.selectors.learning import LearningState, bank_learning_state, item_environment
 from memories.selectors.retrieval import NEAR_DUPLICATE_LIMIT, NEAR_DUPLICATE_SIMILARITY, near_duplicates_search_many
 from memories.services.collaboration import item_version_check
 from memories.services.duplicates import Sighting, memory_items_support_record
@@ -136,6 +138,7 @@ def memory_items_propose(
     source_agents=(),
     source_metadata=(),
     experience_trajectory_ids: Sequence[str] | None = None,
+    learning: LearningState | None = None,
 ) -> list[MemoryItem]:
     """The items of one distillation, each as memory_item_propose makes it,
     for the cost of about one: one model call embeds them all, one query finds
@@ -151,9 +154,19 @@ def memory_items_propose(
     trajectories, oldest first, when the caller links them in this
     transaction but has not written the link yet (a new experience): a
     support without cited steps names them instead of reading them. Raises
-    Invalid (nothing stored) for an empty title or an unknown origin."""
+    Invalid (nothing stored) for an empty title or an unknown origin.
+
+    Before all that, a proposal at or above the bank's repeat threshold
+    (``BankLearning.repeat_threshold``) to a rejected or archived-as-wrong
+    item is recorded on that item as a repeat (a REPEATED support: its
+    source trajectories are evidence there) and never queued; the list holds
+    the refused item in its place, ``supported_by`` set likewise. Each new
+    item remembers its ``environment`` (``item_environment``). ``learning``:
+    the bank's LearningState when the caller read it already."""
     _check_origin(origin)
     agents, metadata = _provenance(source_agents, source_metadata)
+    learning = learning or bank_learning_state(bank=bank)
+    environment = item_environment(agents=agents, metadata=metadata, keys=learning.learning.environment_keys)
     items = [
         MemoryItem(
             bank=bank,
@@ -170,6 +183,7 @@ def memory_items_propose(
             verdict_label=verdict_label or "",
             source_agents=agents,
             source_metadata=metadata,
+            environment=environment,
         )
         for p in proposals
     ]
@@ -178,12 +192,23 @@ def memory_items_propose(
     items_embed_inline(items)
     # Refusals are raised above, before any write: inside the caller's transaction no savepoint is needed.
     with transaction.atomic(savepoint=False):
-        found = near_duplicates_search_many(bank=bank, vectors=[item.embedding for item in items])
+        repeated = {}
+        if learning.has_refused:
+            repeated = _repeats_record(
+                items,
+                bank=bank,
+                threshold=learning.learning.repeat_threshold,
+                experience_trajectory_ids=experience_trajectory_ids,
+            )
+        fresh = [item for n, item in enumerate(items) if n not in repeated]
+        if not fresh:
+            return [repeated[n] for n in range(len(items))]
+        found = near_duplicates_search_many(bank=bank, vectors=[item.embedding for item in fresh])
         # Consolidation: a lesson the bank already holds (at or above its duplicate threshold) is
         # recorded as supporting evidence on that item instead of becoming a second proposal.
-        again = [n for n in range(len(items)) if found[n] and found[n][0]["similarity"] >= bank.duplicate_threshold]
+        again = [n for n in range(len(fresh)) if found[n] and found[n][0]["similarity"] >= bank.duplicate_threshold]
         supports = memory_items_support_record(
-            sightings=[Sighting(items[n], found[n][0]["id"], found[n][0]["similarity"]) for n in again],
+            sightings=[Sighting(fresh[n], found[n][0]["id"], found[n][0]["similarity"]) for n in again],
             experience_trajectory_ids=experience_trajectory_ids,
         )
         supported: dict[int, MemoryItem] = {}
@@ -191,13 +216,11 @@ def memory_items_propose(
             if support is not None:
                 support.item.supported_by = support  # tells the caller this proposal was consolidated
                 supported[n] = support.item
-        if supported:
-            kept = [(n, item) for n, item in enumerate(items) if n not in supported]
-            found = [found[n] for n, _ in kept]
-            result = [supported.get(n, item) for n, item in enumerate(items)]
-            items = [item for _, item in kept]
-        else:
-            result = items
+        kept = [(n, item) for n, item in enumerate(fresh) if n not in supported]
+        found = [found[n] for n, _ in kept]
+        replaced = iter([supported.get(n, item) for n, item in enumerate(fresh)])
+        result = [repeated[n] if n in repeated else next(replaced) for n in range(len(items))]
+        items = [item for _, item in kept]
         for n, item in enumerate(items):
             earlier = [
                 {
@@ -213,6 +236,29 @@ def memory_items_propose(
         items_created_record(items=items, note=f"distilled ({origin})")
         items_status_announce(items=items)
     return result
+
+
+def _repeats_record(
+    items: list[MemoryItem], *, bank: Bank, threshold: float, experience_trajectory_ids
+) -> dict[int, MemoryItem]:
+    """Record each of ``items`` (embedded, unsaved) at or above ``threshold``
+    to a refused item as a repeat on the nearest one; by position, the refused
+    items (``supported_by`` set) that took them."""
+    found = near_duplicates_search_many(
+        bank=bank, vectors=[item.embedding for item in items], refused=True, min_similarity=threshold
+    )
+    hits = [n for n in range(len(items)) if found[n]]
+    supports = memory_items_support_record(
+        sightings=[Sighting(items[n], found[n][0]["id"], found[n][0]["similarity"]) for n in hits],
+        experience_trajectory_ids=experience_trajectory_ids,
+        kind=SupportKind.REPEATED,
+    )
+    repeated: dict[int, MemoryItem] = {}
+    for n, support in zip(hits, supports, strict=True):
+        if support is not None:
+            support.item.supported_by = support
+            repeated[n] = support.item
+    return repeated
 
 
 @transaction.atomic

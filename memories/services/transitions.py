@@ -13,12 +13,12 @@ from reasoningbank_site.errors import Conflict
 S = ItemStatus
 
 # Which status an item may move to from each status. Superseded is terminal;
-# an archived (or rejected) item can be approved again.
+# an archived (or rejected) item can be approved again, or reopened (proposed).
 ITEM_TRANSITIONS: dict[str, frozenset[str]] = {
     S.PROPOSED: frozenset({S.APPROVED, S.REJECTED, S.SUPERSEDED}),
     S.APPROVED: frozenset({S.ARCHIVED, S.SUPERSEDED}),
-    S.REJECTED: frozenset({S.APPROVED}),
-    S.ARCHIVED: frozenset({S.APPROVED}),
+    S.REJECTED: frozenset({S.APPROVED, S.PROPOSED}),
+    S.ARCHIVED: frozenset({S.APPROVED, S.PROPOSED}),
     S.SUPERSEDED: frozenset(),
 }
 

@@ -19,6 +19,7 @@ from memories import selectors, services
 from memories.forms import BulkActionForm, ReviewFilterForm
 from memories.models import MemoryItem
 from memories.selectors import collaboration as collab
+from memories.selectors.learning import LIFECYCLE_FIELDS
 from memories.views.decisions import (
     offer_undo,
     pop_undo,
@@ -83,6 +84,7 @@ ROW_FIELDS = (
     "seen",
     "public_id",
     "seen_version",
+    *LIFECYCLE_FIELDS,  # the lifecycle badges (memories/includes/lifecycle_badges.html)
 )
 
 

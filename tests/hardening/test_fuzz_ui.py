@@ -27,7 +27,9 @@ from django.utils import timezone
 from accounts import services
 from accounts.models import Invitation, Membership, Role, WebhookDelivery, WebhookSubscription
 from accounts.services import BANK_SETTINGS
+from memories.models import BankLearning
 from memories.services import review_assignment_create
+from memories.services.learning import BANK_LEARNING_SETTINGS
 from tests import factories
 from trajectories.comments import comment_add
 from trajectories.judging.prompt_versions import prompt_version_save
@@ -187,6 +189,16 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
         "memories:item_merge": [("post", {"into": str(s.into.public_id), "note": "", "focus": "", "seen_version": ""})],
         "memories:item_keep_both": [("post", {"focus": "", "seen_version": ""})],
         "memories:item_revert": [("post", {"decision": "1", "focus": "", "queue": "", "row": "", "next": ""})],
+        "memories:bank_learning": [
+            ("post", {name: _form_value(getattr(BankLearning(), name)) for name in BANK_LEARNING_SETTINGS})
+        ],
+        "memories:item_lifecycle": [
+            (
+                "post",
+                {"action": "validity", "valid_until": "", "note": "", "replacement": "", "focus": "", "queue": ""},
+            ),
+            ("post", {"action": "supersede", "replacement": str(s.into.public_id), "seen_version": ""}),
+        ],
         "memories:playground": [("get", {"q": "opening hours", "k": "3"})],
         # several reviewers (a remove/delete reads nothing but its URL: the neutral request is the only one)
         "memories:review_presence": [("post", {})],

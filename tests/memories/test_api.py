@@ -57,7 +57,7 @@ def test_retrieve_as_owner(client, auth, bank, items):
     body = response.json()
     assert body["mode"] == "items"
     assert body["items"][0]["id"] == str(items[0].public_id)
-    assert set(body["items"][0]) == {"id", "title", "description", "content", "score"}
+    assert set(body["items"][0]) == {"id", "title", "description", "content", "score", "similarity", "utility", "n"}
     assert body["items"][0]["title"] == LOGIN[0]
     assert 0 < body["items"][0]["score"] <= 1
     assert f"## {LOGIN[0]}" in body["system_block"]

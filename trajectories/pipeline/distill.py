@@ -9,14 +9,17 @@ from __future__ import annotations
 from django.db import transaction
 
 from memories.embeddings import embeddings_prefetched, item_embedding_text
-from memories.models import ItemOrigin
+from memories.models import ItemOrigin, SupportKind
+from memories.selectors.learning import LearningState, bank_learning_state
 from memories.services import ProposedItem, experience_create, memory_items_propose
+from memories.services.learning import items_environment_observe
 from reasoningbank_site.text import counted
 from trajectories.judging.few_shot import distill_examples
 from trajectories.judging.prompt_versions import FEW_SHOT_SUFFIX, prompt_active_among
 from trajectories.models import Label, Status, Trajectory
 from trajectories.pipeline.llm import distill_model_for
 from trajectories.pipeline.llm_calls import DISTILL_CALL, SEQUENTIAL_CALL, items_parser, llm_ask
+from trajectories.pipeline.refused import refused_lessons
 from trajectories.pipeline.rows import DISTILLING_DETAIL, trajectory_row
 from trajectories.pipeline.transitions import trajectory_move, trajectory_take
 from trajectories.prompting import render_trajectory
@@ -35,10 +38,10 @@ def step_indexes(t: Trajectory) -> set[int]:
     return {s.get("index") for s in (t.steps or []) if isinstance(s, dict) and isinstance(s.get("index"), int)}
 
 
-def _distill_prompt(t: Trajectory, name: str, block: str, **values: str) -> tuple[str, str]:
+def _distill_prompt(t: Trajectory, name: str, block: str, state: LearningState, **values: str) -> tuple[str, str]:
     prompt = prompt_active_among(name=name, versions=t.active_prompts)  # read with the row (trajectory_row)
     examples = distill_examples(trajectory=t, budget=t.bank.few_shot_max_chars) if t.bank.few_shot_enabled else ""
-    text = prompt_fill(prompt.text, trajectory=examples + block, **values)
+    text = prompt_fill(prompt.text, trajectory=examples + refused_lessons(t, state) + block, **values)
     return text, prompt.version + (FEW_SHOT_SUFFIX if examples else "")
 
 
@@ -75,7 +78,8 @@ def distill_row(t: Trajectory) -> bool:
     else:
         name, origin = "distill_failure", ItemOrigin.FAILURE
     block = f"Verdict given to this run by the reviewers (not part of the record): {t.verdict.upper()}\n\n{render_trajectory(t)}"
-    prompt, version = _distill_prompt(t, name, block, max_items=str(MAX_ITEMS))
+    state = bank_learning_state(bank=t.bank)  # read once: the prompt, the proposals and the environment use it
+    prompt, version = _distill_prompt(t, name, block, state, max_items=str(MAX_ITEMS))
     model = distill_model_for(t.bank)
     items = llm_ask(
         SEQUENTIAL_CALL if origin == ItemOrigin.MATTS_SEQUENTIAL else DISTILL_CALL,
@@ -132,14 +136,26 @@ def distill_row(t: Trajectory) -> bool:
             source_agents=[locked.agent],
             source_metadata=[locked.metadata],
             experience_trajectory_ids=None if link is None else [str(locked.public_id)],
+            learning=state,
+        )
+        items_environment_observe(
+            bank=locked.bank,
+            agent=locked.agent,
+            metadata=locked.metadata,
+            observed_at=locked.created_at,
+            learning=state.learning,
         )
         trajectory_move(t.pk, from_=Status.DISTILLING, to=Status.DONE, detail=_proposed_detail(proposed), also=link)
     return True
 
 
 def _proposed_detail(proposed) -> str:
-    again = sum(1 for item in proposed if getattr(item, "supported_by", None) is not None)
-    detail = f"{counted(len(proposed) - again, 'memory item')} proposed for review."
+    supports = [getattr(item, "supported_by", None) for item in proposed]
+    repeated = sum(1 for s in supports if s is not None and s.kind == SupportKind.REPEATED)
+    again = sum(1 for s in supports if s is not None) - repeated
+    detail = f"{counted(len(proposed) - again - repeated, 'memory item')} proposed for review."
     if again:
         detail += f" {again} the bank already holds, recorded as supporting evidence on it."
+    if repeated:
+        detail += f" {repeated} repeated a refused lesson, recorded on it as a repeat."
     return detail

@@ -48,7 +48,7 @@ FROM unnest(%(vectors)s::vector[]) WITH ORDINALITY AS q(v, n)
 CROSS JOIN LATERAL (
     SELECT i.public_id, i.title, i.embedding <=> q.v AS distance
     FROM {table} i
-    WHERE i.bank_id = %(bank)s AND i.status = ANY(%(statuses)s) AND i.embedding IS NOT NULL
+    WHERE i.bank_id = %(bank)s AND ({statuses}) AND i.embedding IS NOT NULL
     ORDER BY i.embedding <=> q.v
     LIMIT %(limit)s
 ) m
@@ -71,10 +71,19 @@ def _float32_format(n: int) -> str:
     return ",".join(["%.9g"] * n)
 
 
-def near_duplicates_search_many(*, bank: Bank, vectors) -> list[list[dict]]:
+# Which items a lesson is compared with: those it may duplicate, or those a reviewer refused
+# (rejected, or archived as wrong), whose repeats are never queued as new.
+_LIVE_STATUSES = "i.status = ANY(%(statuses)s)"
+_REFUSED_STATUSES = "i.status = 'rejected' OR (i.status = 'archived' AND i.archived_as_wrong)"
+
+
+def near_duplicates_search_many(
+    *, bank: Bank, vectors, refused: bool = False, min_similarity: float = NEAR_DUPLICATE_SIMILARITY
+) -> list[list[dict]]:
     """``near_duplicates_search`` for several vectors in one query (one
     nearest-neighbour scan per vector, joined laterally): one list per vector,
-    in order."""
+    in order. ``refused``: among the rejected and archived-as-wrong items
+    instead; ``min_similarity`` replaces NEAR_DUPLICATE_SIMILARITY."""
     if not len(vectors):
         return []
     literals = [vector_literal(vector) for vector in vectors]
@@ -84,7 +93,9 @@ def near_duplicates_search_many(*, bank: Bank, vectors) -> list[list[dict]]:
         hnsw_iterative_scan(ef_search=HNSW_EF_SEARCH)
         with connection.cursor() as cursor:
             cursor.execute(
-                _NEAR_DUPLICATES_MANY_SQL.format(table=MemoryItem._meta.db_table),
+                _NEAR_DUPLICATES_MANY_SQL.format(
+                    table=MemoryItem._meta.db_table, statuses=_REFUSED_STATUSES if refused else _LIVE_STATUSES
+                ),
                 {
                     "vectors": literals,
                     "bank": bank.pk,
@@ -95,6 +106,6 @@ def near_duplicates_search_many(*, bank: Bank, vectors) -> list[list[dict]]:
             rows = cursor.fetchall()
     for n, public_id, title, distance in rows:
         similarity = 1.0 - float(distance)
-        if similarity >= NEAR_DUPLICATE_SIMILARITY:
+        if similarity >= min_similarity:
             found[n - 1].append({"id": str(public_id), "title": title, "similarity": round(similarity, 4)})
     return found

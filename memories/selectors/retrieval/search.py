@@ -14,6 +14,7 @@ from pgvector.django import CosineDistance
 from accounts.models import MAX_TOP_K, Bank
 from memories.embeddings import embedding_model_name, item_embedding_hash
 from memories.models import Experience, ItemStatus, MemoryItem
+from memories.selectors.learning import servable_q
 from memories.selectors.retrieval.filters import NO_FILTERS, RetrievalFilters
 from memories.selectors.retrieval.scan import HNSW_EF_SEARCH, hnsw_ef_search, hnsw_scan
 
@@ -37,14 +38,27 @@ def _current_embedding_q(prefix: str = "") -> Q:
 # What is read of an item a search finds: the answer (the API's, the playground's), the system block, the
 # retrieval's log, and _scored's check that the embedding is current. The rest of the row is left in the
 # database (deferred): parsing 20 rows' dates, JSON and arrays cost about a millisecond per retrieval.
-SERVED_FIELDS = ("public_id", "title", "description", "content", "origin", "approved_at", "tags", "embedding_hash")
+SERVED_FIELDS = (
+    "public_id",
+    "title",
+    "description",
+    "content",
+    "origin",
+    "approved_at",
+    "tags",
+    "embedding_hash",
+    "outcome_effect",  # utility ranking's inputs (memories.services.retrieval.ranking)
+    "outcome_n",
+)
 SEARCH_ORDER = ("distance", "id")
 
 
 def _approved_items_qs(
     *, bank: Bank, vector, k: int, exclude_task_id: str, filters: RetrievalFilters, with_embedding: bool = False
 ) -> QuerySet:
-    qs = MemoryItem.objects.filter(_current_embedding_q(), filters.q(), bank=bank, status=ItemStatus.APPROVED)
+    qs = MemoryItem.objects.filter(
+        _current_embedding_q(), filters.q(), servable_q(), bank=bank, status=ItemStatus.APPROVED
+    )
     if exclude_task_id:
         qs = qs.exclude(source_task_id=exclude_task_id)
     qs = qs.annotate(distance=CosineDistance("embedding", vector))
@@ -278,7 +292,9 @@ def experiences_search(
     ``duplicate_threshold``, an item at or above it to one served before it
     is left out (``_distinct``)."""
     n = max(1, min(int(n), MAX_K))
-    approved_items = MemoryItem.objects.filter(filters.q(), experience=OuterRef("pk"), status=ItemStatus.APPROVED)
+    approved_items = MemoryItem.objects.filter(
+        filters.q(), servable_q(), experience=OuterRef("pk"), status=ItemStatus.APPROVED
+    )
     if exclude_task_id:
         approved_items = approved_items.exclude(source_task_id=exclude_task_id)
     qs = Experience.objects.filter(Exists(approved_items), bank=bank, embedding__isnull=False)
@@ -291,7 +307,7 @@ def experiences_search(
     scores = {pk: s for pk, s in scores.items() if s >= min_similarity}
     if not scores:
         return []
-    items = MemoryItem.objects.filter(filters.q(), experience_id__in=scores, status=ItemStatus.APPROVED)
+    items = MemoryItem.objects.filter(filters.q(), servable_q(), experience_id__in=scores, status=ItemStatus.APPROVED)
     if exclude_task_id:
         items = items.exclude(source_task_id=exclude_task_id)
     if duplicate_threshold is None:

@@ -11,6 +11,7 @@ from django.db.models import QuerySet
 
 from accounts.models import Bank
 from memories.models import ItemStatus, MemoryItem, RetrievalEvent
+from memories.selectors.learning import servable_q
 
 SYSTEM_BLOCK_VERSION = "system_block_v1"
 _PROMPTS = Path(__file__).resolve().parent.parent.parent / "prompts"
@@ -33,9 +34,10 @@ def system_block_render(items: list[MemoryItem], *, version: str = SYSTEM_BLOCK_
 
 
 def approved_items_list(*, bank: Bank) -> QuerySet[MemoryItem]:
-    """The bank's approved items, newest approval first (what agents may see)."""
+    """The bank's approved items that may be served (not expired or
+    suspended), newest approval first (what agents may see)."""
     return (
-        MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED)
+        MemoryItem.objects.filter(servable_q(), bank=bank, status=ItemStatus.APPROVED)
         .defer("embedding")
         .order_by("-approved_at", "-id")
     )

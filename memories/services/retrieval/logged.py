@@ -1,116 +1,23 @@
-"""Retrieval: what a bank serves an agent for a query (the playground's
-preview), and the logged retrieval with its holdout arm."""
+"""The logged retrieval: the holdout arm, per-item randomisation, step-level
+runs, and the event (with its tally row) written before the answer leaves."""
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 import uuid
-from dataclasses import dataclass, field
-from datetime import datetime
 
-from django.db import DatabaseError, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 
-from accounts.models import ApiToken, Bank, RetrievalMode
-from memories.embeddings import embed_text, load_now
-from memories.models import Arm, MemoryItem, RetrievalEvent
-from memories.selectors.retrieval import (
-    MAX_K,
-    NO_FILTERS,
-    RetrievalFilters,
-    any_items_search,
-    approved_items_search_counted,
-    embedding_counts,
-    experiences_search,
-    system_block_render,
-)
+from accounts.models import ApiToken, Bank
+from memories.models import Arm, RetrievalEvent
+from memories.selectors.retrieval import NO_FILTERS, RetrievalFilters, system_block_render
 from memories.services.impact_tallies import candidate_ids, retrieval_tally_for
+from memories.services.retrieval.preview import RetrievalResult, retrieval_preview
 from reasoningbank_site.commits import commit_without_waiting_for_disk
-from reasoningbank_site.errors import Invalid, NotFound
-
-log = logging.getLogger(__name__)
-
-
-@dataclass
-class RetrievalResult:
-    items: list[tuple[MemoryItem, float]]
-    system_block: str
-    pending_embeddings: int
-    mode: str
-    k: int
-    latency_ms: float
-    bank_has_approved: bool = field(default=True)
-    arm: str = field(default=Arm.TREATMENT)
-    event: RetrievalEvent | None = None  # None for a preview
-    withheld: list[MemoryItem] = field(default_factory=list)  # left out by per-item randomisation
-    run_id: uuid.UUID | None = None  # a later step of a run: the public id of the run's first retrieval
-
-
-def retrieval_preview(
-    *,
-    bank: Bank,
-    query: str,
-    k: int | None = None,
-    task_id: str = "",
-    filters: RetrievalFilters = NO_FILTERS,
-    exclude: frozenset[str] = frozenset(),
-) -> RetrievalResult:
-    """What an agent of ``bank`` would be served for ``query`` (treatment
-    arm), without logging or counting anything — the playground's view and
-    the first half of retrieval_perform. Items mode: the top-k approved
-    items by similarity to the query; experiences mode: all approved items
-    of the top-n most similar past tasks. ``k`` defaults to bank.top_k and
-    is capped at MAX_K; bank.min_similarity applies; a ``task_id`` excludes
-    what was learnt from that same task; ``filters`` (tags, source agent,
-    source metadata) narrow what may be served inside the vector search; no two
-    items at or above bank.duplicate_threshold are served together (the better
-    one stays, the next candidates fill up to k); items whose public id is in
-    ``exclude`` are never served (items mode: the next candidates fill up to k,
-    within MAX_K). Raises Invalid for an empty query (and EmbeddingModelError
-    when the model cannot be loaded)."""
-    started = time.perf_counter()
-    query = (query or "").strip()
-    if not query:
-        raise Invalid("The query is empty.")
-    k = min(max(int(k if k is not None else bank.top_k), 1), MAX_K)
-    vector = embed_text(query)
-    if bank.retrieval_mode == RetrievalMode.EXPERIENCES:
-        pairs = experiences_search(
-            bank=bank,
-            vector=vector,
-            n=k,
-            min_similarity=bank.min_similarity,
-            exclude_task_id=task_id or "",
-            filters=filters,
-            duplicate_threshold=bank.duplicate_threshold,
-        )
-        counts = embedding_counts(bank=bank)
-    else:
-        pairs, counts = approved_items_search_counted(
-            bank=bank,
-            vector=vector,
-            k=k + len(exclude),
-            min_similarity=bank.min_similarity,
-            exclude_task_id=task_id or "",
-            filters=filters,
-            duplicate_threshold=bank.duplicate_threshold,
-        )
-    if exclude:
-        pairs = [(item, score) for item, score in pairs if str(item.public_id) not in exclude]
-        if bank.retrieval_mode != RetrievalMode.EXPERIENCES:
-            pairs = pairs[:k]
-    return RetrievalResult(
-        items=pairs,
-        system_block=system_block_render([item for item, _ in pairs]),
-        pending_embeddings=counts.pending,
-        bank_has_approved=counts.has_approved,
-        mode=bank.retrieval_mode,
-        k=k,
-        latency_ms=(time.perf_counter() - started) * 1000.0,
-    )
+from reasoningbank_site.errors import NotFound
 
 
 def retrieval_perform(
@@ -306,81 +213,3 @@ def _retrieval_log(event: RetrievalEvent) -> None:
         commit_without_waiting_for_disk()
         event.save(force_insert=True)
         retrieval_tally_for(event=event).save(force_insert=True)
-
-
-WARM_UP_QUERY = "warm up the query embedding and the vector search"
-
-
-def retrieval_warm_up() -> None:
-    """Make this process's first retrieval cost what any other costs: load
-    the embedding model, embed one query (torch's first call allocates and
-    picks kernels), and run one vector search (opens the persistent database
-    connection, loads the catalog and the HNSW index's upper pages). Web
-    processes run it before they accept requests (wsgi.py). Never raises: a
-    model that cannot load is reported by /readyz (and retrievals answer 503),
-    a database that is down only leaves the search cold."""
-    if not load_now():
-        return
-    vector = embed_text(WARM_UP_QUERY)
-    try:
-        any_items_search(vector=vector)
-    except DatabaseError as exc:
-        log.warning("retrieval warm-up: the vector search failed (%s); the first retrieval pays for it", exc)
-
-
-COUNT_SERVED_BATCH = 5000
-
-
-def memory_items_count_served(*, batch: int = COUNT_SERVED_BATCH) -> int:
-    """Fold every retrieval not yet counted into its items' ``served_count``
-    and ``last_served_at`` (treatment arm only: the holdout arm served
-    nothing, and items left out by per-item randomisation), and return how
-    many retrievals were folded. Exactly once:
-    retrievals are claimed with ``FOR UPDATE SKIP LOCKED`` and marked in the
-    same transaction, so concurrent folds split the work; items are locked in
-    primary-key order, so folds never deadlock each other, and retrievals
-    themselves lock no item row. Runs from beat every few seconds."""
-    folded = 0
-    while True:
-        with transaction.atomic():
-            events = list(
-                RetrievalEvent.objects.select_for_update(skip_locked=True)
-                .filter(served_counted=False)
-                .order_by("pk")
-                .values_list("pk", "arm", "results", "withheld", "created_at")[:batch]
-            )
-            if not events:
-                return folded
-            served: dict[str, tuple[int, datetime]] = {}
-            for _pk, arm, results, withheld, created_at in events:
-                if arm != Arm.TREATMENT:
-                    continue
-                for entry in results or []:
-                    public_id = str(entry.get("id", "")) if isinstance(entry, dict) else ""
-                    if public_id in (withheld or []):
-                        continue  # left out by per-item randomisation: not served
-                    count, last = served.get(public_id, (0, created_at))
-                    served[public_id] = (count + 1, max(last, created_at))
-            items = list(
-                MemoryItem.objects.select_for_update()
-                .filter(public_id__in=[p for p in served if _is_uuid(p)])
-                .order_by("pk")
-                .only("pk", "public_id", "served_count", "last_served_at")
-            )
-            for item in items:
-                count, last = served[str(item.public_id)]
-                item.served_count += count
-                item.last_served_at = max(item.last_served_at, last) if item.last_served_at else last
-            MemoryItem.objects.bulk_update(items, ["served_count", "last_served_at"])
-            RetrievalEvent.objects.filter(pk__in=[pk for pk, *_ in events]).update(served_counted=True)
-            folded += len(events)
-        if len(events) < batch:
-            return folded
-
-
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True
