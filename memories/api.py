@@ -114,6 +114,7 @@ def retrieve(request, payload: RetrieveIn):
         ],
         system_block=result.system_block,
         warnings=warnings,
+        release=result.release,
     )
 
 

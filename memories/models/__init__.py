@@ -22,6 +22,7 @@ from memories.models.items import (
     normalize_tags,
 )
 from memories.models.learning import BankLearning
+from memories.models.releases import BankReleasing, PublishMode, Release, ReleaseMember, ReleaseSource
 from memories.models.retrieval import Arm, ItemSide, RetrievalEvent, RetrievalTally
 from memories.models.review import ReviewAssignment, ReviewPresence
 
@@ -37,6 +38,7 @@ __all__ = [
     "TITLE_MAX",
     "Arm",
     "BankLearning",
+    "BankReleasing",
     "Experience",
     "ItemOrigin",
     "ItemSide",
@@ -44,6 +46,10 @@ __all__ = [
     "MemoryItem",
     "MemoryItemSupport",
     "MemoryItemVersion",
+    "PublishMode",
+    "Release",
+    "ReleaseMember",
+    "ReleaseSource",
     "RetrievalEvent",
     "RetrievalTally",
     "ReviewAssignment",

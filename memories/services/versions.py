@@ -12,6 +12,7 @@ from django.db.models import Model
 from accounts.models import ApiToken
 from accounts.services.audit import audit_event
 from memories.models import MemoryItem, MemoryItemVersion
+from memories.services.releases import releases_items_changed
 
 _AUDITED_FIELDS = ("title", "description", "content", "status", "tags")
 
@@ -65,6 +66,7 @@ def items_version_record(
     if not changes:
         return []
     latest = {v.item_id: v for v in _latest_versions({c.item.pk for c in changes})}
+    statuses_before = [(c.item, latest[c.item.pk].status if c.item.pk in latest else None) for c in changes]
     versions, events = [], []
     for change in changes:
         item, previous = change.item, latest.get(change.item.pk)
@@ -99,6 +101,7 @@ def items_version_record(
             )
         )
     _insert(insert_with, versions, events)
+    releases_items_changed(changes=statuses_before)
     return versions
 
 
@@ -145,4 +148,5 @@ def items_created_record(*, items: list[MemoryItem], note: str = "") -> list[Mem
             after["note"] = note
         events.append(audit_event(action="memory_item.created", bank=item.bank, obj=item, after=after))
     _insert(versions, events)
+    releases_items_changed(changes=[(item, None) for item in items])
     return versions
