@@ -4,6 +4,7 @@ releases with word diffs of the changed items."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
@@ -16,10 +17,10 @@ from memories.models import (
     ItemStatus,
     MemoryItem,
     MemoryItemVersion,
-    PublishMode,
     Release,
     ReleaseMember,
 )
+from memories.selectors.export import EXPORT_FIELDS
 from memories.selectors.learning import servable_q
 from reasoningbank_site.errors import NotFound
 
@@ -34,43 +35,26 @@ def bank_releasing(*, bank: Bank) -> BankReleasing:
 
 @dataclass(frozen=True)
 class Serving:
-    """What a retrieval of a bank serves: the production release (number and
-    id; None before the bank's first release) and the canary with its share.
+    """What a retrieval of a bank serves: the production release's number
+    (None before the bank's first release) and the canary's with its share.
     ``production_is_draft``: production is the newest release of a bank that
     publishes automatically, so it holds exactly the approved set and the
-    search can filter on the status, as it always has."""
+    search filters on the status, as it always has."""
 
     production: int | None = None
-    production_id: int | None = None
     canary: int | None = None
-    canary_id: int | None = None
     canary_fraction: float = 0.0
     production_is_draft: bool = True
 
 
-NO_RELEASE = Serving()
-
-
 def release_serving(*, bank: Bank) -> Serving:
-    """``bank``'s Serving in one query (one indexed row, two joins)."""
-    row = (
-        BankReleasing.objects.filter(bank_id=bank.pk)
-        .values(
-            "mode", "latest", "production_id", "production__number", "canary_id", "canary__number", "canary_fraction"
-        )
-        .first()
-    )
-    if row is None:
-        return NO_RELEASE
-    canary = row["canary_id"] if row["canary_fraction"] > 0 else None
+    """``bank``'s Serving, from the labels copied on its row (no query)."""
+    canary = bank.release_canary if bank.release_canary_fraction > 0 else None
     return Serving(
-        production=row["production__number"],
-        production_id=row["production_id"],
-        canary=row["canary__number"] if canary else None,
-        canary_id=canary,
-        canary_fraction=row["canary_fraction"] if canary else 0.0,
-        production_is_draft=row["production_id"] is None
-        or (row["mode"] == PublishMode.AUTOMATIC and row["production__number"] == row["latest"]),
+        production=bank.release_production,
+        canary=canary,
+        canary_fraction=bank.release_canary_fraction if canary is not None else 0.0,
+        production_is_draft=not bank.release_filtered,
     )
 
 
@@ -161,13 +145,33 @@ class ReleaseDiff:
         }
 
 
+RELEASED_TEXT = (*DIFF_FIELDS, "tags")
+
+
+def versions_text_changed(pairs: dict[int, tuple[int, int]]) -> list[int]:
+    """The items of ``pairs`` (item pk → (old version, new version)) whose
+    text or tags differ between the two versions: a new version that only
+    recorded evidence or a status round trip is not a change of what is served.
+    One query, none for no pairs."""
+    if not pairs:
+        return []
+    wanted = Q(pk__in=[])
+    for pk, numbers in pairs.items():
+        wanted |= Q(item_id=pk, number__in=numbers)
+    texts = {
+        (v["item_id"], v["number"]): tuple(v[f] for f in RELEASED_TEXT)
+        for v in MemoryItemVersion.objects.filter(wanted).values("item_id", "number", *RELEASED_TEXT)
+    }
+    return [pk for pk, (old, new) in pairs.items() if texts.get((pk, old)) != texts.get((pk, new))]
+
+
 def versions_diff(old: dict[int, int], new: dict[int, int]) -> ReleaseDiff:
     """The diff of two snapshots (item pk → version): items added, changed
     (another version, with word diffs of title, description and content) and
     removed. Three queries whatever the size."""
     added = [pk for pk in new if pk not in old]
     removed = [pk for pk in old if pk not in new]
-    changed = [pk for pk in new if pk in old and old[pk] != new[pk]]
+    changed = versions_text_changed({pk: (old[pk], new[pk]) for pk in new if pk in old and old[pk] != new[pk]})
     items = {
         row["pk"]: row
         for row in MemoryItem.objects.filter(pk__in=[*added, *removed, *changed]).values("pk", "public_id", "title")
@@ -244,3 +248,50 @@ def release_texts_apply(pairs: list, *, number: int) -> None:
         text = texts.get(item.pk)
         if text is not None:
             item.title, item.description, item.content = text["title"], text["description"], text["content"]
+
+
+RELEASE_FORMAT = "reasoningbank.release/1"
+
+
+def release_export(*, release: Release) -> Iterator[dict]:
+    """``release`` as the items export's records (memory_items_export's
+    fields, each item with its text and tags as released), after one header
+    record ``{"release": {...}}`` saying which release of which bank it is."""
+    bank = release.bank
+    yield {
+        "release": {
+            "format": RELEASE_FORMAT,
+            "number": release.number,
+            "note": release.note,
+            "items": release.item_count,
+            "bank": f"{bank.team.slug}/{bank.slug}",
+            "created_at": release.created_at.isoformat(),
+        }
+    }
+    members = release_members(release=release).values_list("item_id", "version")
+    wanted = dict(members)
+    items = (
+        MemoryItem.objects.filter(pk__in=list(wanted))
+        .only("pk", "public_id", *EXPORT_FIELDS)
+        .order_by("created_at", "id")
+    )
+    released = ReleaseMember.objects.filter(
+        release_member_q(release.number), bank_id=bank.pk, item_id=OuterRef("item_id"), version=OuterRef("number")
+    )
+    versions = {
+        v["item_id"]: v
+        for v in MemoryItemVersion.objects.filter(Exists(released), item__bank_id=bank.pk).values(
+            "item_id", *DIFF_FIELDS, "tags"
+        )
+    }
+    for item in items:
+        row = {"id": str(item.public_id)}
+        for name in EXPORT_FIELDS:
+            value = getattr(item, name)
+            row[name] = value.isoformat() if hasattr(value, "isoformat") else value
+        released = versions.get(item.pk)
+        if released is not None:
+            row.update({f: released[f] for f in (*DIFF_FIELDS, "tags")})
+        row["status"] = ItemStatus.APPROVED
+        row["version"] = wanted[item.pk]
+        yield row

@@ -12,7 +12,7 @@ from django.db.models import Model
 from accounts.models import ApiToken
 from accounts.services.audit import audit_event
 from memories.models import MemoryItem, MemoryItemVersion
-from memories.services.releases import releases_items_changed
+from memories.services.releases import release_may_change, releases_items_changed
 
 _AUDITED_FIELDS = ("title", "description", "content", "status", "tags")
 
@@ -66,8 +66,7 @@ def items_version_record(
     if not changes:
         return []
     latest = {v.item_id: v for v in _latest_versions({c.item.pk for c in changes})}
-    statuses_before = [(c.item, latest[c.item.pk].status if c.item.pk in latest else None) for c in changes]
-    versions, events = [], []
+    versions, events, served_changes = [], [], []
     for change in changes:
         item, previous = change.item, latest.get(change.item.pk)
         version = MemoryItemVersion(
@@ -85,6 +84,8 @@ def items_version_record(
         )
         latest[item.pk] = version
         versions.append(version)
+        if release_may_change(previous=previous, version=version):
+            served_changes.append((item, previous.status if previous else None))
         before = {f: getattr(previous, f) for f in _AUDITED_FIELDS} if previous else None
         after = {f: getattr(version, f) for f in _AUDITED_FIELDS}
         if change.note:
@@ -101,7 +102,7 @@ def items_version_record(
             )
         )
     _insert(insert_with, versions, events)
-    releases_items_changed(changes=statuses_before)
+    releases_items_changed(changes=served_changes)
     return versions
 
 

@@ -24,6 +24,12 @@ from tests.memories.lessons import DATES, LOGIN
 QUERY = "How do I see my order history on the shop?"
 
 
+def _serving(bank):
+    """The bank's labels as a request loads them (a fresh bank row)."""
+    bank.refresh_from_db()
+    return release_serving(bank=bank)
+
+
 @pytest.fixture
 def two(bank):
     bank.min_similarity = -1.0  # both lessons are served whatever the query
@@ -33,6 +39,7 @@ def two(bank):
 
 
 def _served(bank) -> tuple[set[str], int | None]:
+    bank.refresh_from_db()  # as a request loads it
     result = retrieval_perform(bank=bank, query=QUERY, k=5)
     return {item.title for item, _ in result.items}, result.release
 
@@ -51,7 +58,7 @@ def test_every_change_of_the_approved_set_publishes_a_release_at_once_by_default
         .values_list("number", "added", "changed", "removed", "item_count")
     )
     assert releases == [(1, 1, 0, 0, 1), (2, 1, 0, 0, 2), (3, 0, 1, 0, 2), (4, 0, 0, 1, 1)]
-    serving = release_serving(bank=bank)
+    serving = _serving(bank)
     assert (serving.production, serving.production_is_draft) == (4, True)
     assert AuditEvent.objects.filter(action="release.published").count() == 4
     diff = release_diff(old=release_get(bank=bank, number=2), new=release_get(bank=bank, number=3))
@@ -98,6 +105,7 @@ def test_rollback_serves_the_earlier_release_at_once_with_its_text_and_never_del
     assert noop and "production already" in message
     message, noop = release_rollback(bank=bank, number=2, actor=owner)
     assert not noop and "publishes by hand" in message
+    bank.refresh_from_db()
     result = retrieval_perform(bank=bank, query=QUERY, k=5)
     served = {item.title: item.content for item, _ in result.items}
     # The archived item is served again, and the edited one with its text as released.
@@ -126,10 +134,10 @@ def test_a_canary_that_with_the_holdout_exceeds_100_percent_is_refused(bank, own
         with pytest.raises(Invalid, match="canary_fraction"):
             release_canary_set(bank=bank, number=1, fraction=bad, actor=owner)
     assert "canary for 70 %" in release_canary_set(bank=bank, number=1, fraction=0.7, actor=owner)
-    serving = release_serving(bank=bank)
+    serving = _serving(bank)
     assert (serving.canary, serving.canary_fraction, serving.production) == (1, 0.7, 2)
     assert "Release 1 is now production" in release_promote(bank=bank, actor=owner)
-    assert release_serving(bank=bank).canary is None
+    assert _serving(bank).canary is None
     with pytest.raises(Invalid, match="no canary"):
         release_promote(bank=bank, actor=owner)
 
@@ -140,9 +148,9 @@ def test_switching_back_to_automatic_publishes_the_draft_and_stops_the_canary(ba
     release_mode_set(bank=bank, mode=PublishMode.MANUAL, actor=owner)
     memory_item_approve(item=dates, author=owner, confirm_duplicate=True)
     release_publish(bank=bank, actor=owner, canary_fraction=0.5)
-    assert release_serving(bank=bank).canary == 2
+    assert _serving(bank).canary == 2
     outcome = release_mode_set(bank=bank, mode=PublishMode.AUTOMATIC, actor=owner)
     assert outcome.noop is False
-    serving = release_serving(bank=bank)
+    serving = _serving(bank)
     assert (serving.production, serving.canary, serving.production_is_draft) == (2, None, True)
     assert release_mode_set(bank=bank, mode=PublishMode.AUTOMATIC, actor=owner).noop

@@ -17,13 +17,33 @@ from reasoningbank_site.errors import Invalid
 
 def releasing_locked(*, bank: Bank) -> BankReleasing:
     """``bank``'s BankReleasing row, created on first use, locked (the caller
-    holds a transaction): publishes and label moves of one bank queue here."""
+    holds a transaction): publishes and label moves of one bank queue here.
+    Its ``bank`` is ``bank`` itself, so serving_sync updates the caller's copy too."""
     BankReleasing.objects.get_or_create(bank_id=bank.pk)
-    return (
+    releasing = (
         BankReleasing.objects.select_for_update(of=("self",))
-        .select_related("bank__team", "production", "canary")
+        .select_related("production", "canary")
         .get(bank_id=bank.pk)
     )
+    releasing.bank = bank
+    return releasing
+
+
+def serving_sync(releasing: BankReleasing) -> None:
+    """Copy ``releasing``'s labels onto its bank's row (and the bank instance),
+    where retrieval reads them: call after every change of the labels, the
+    mode or the newest release, in the same transaction."""
+    production = releasing.production if releasing.production_id else None
+    values = {
+        "release_production": production.number if production else None,
+        "release_canary": releasing.canary.number if releasing.canary_id else None,
+        "release_canary_fraction": releasing.canary_fraction if releasing.canary_id else 0.0,
+        "release_filtered": production is not None
+        and not (releasing.mode == PublishMode.AUTOMATIC and production.number == releasing.latest),
+    }
+    Bank.objects.filter(pk=releasing.bank.pk).update(**values)
+    for name, value in values.items():
+        setattr(releasing.bank, name, value)
 
 
 def canary_fraction_check(*, bank: Bank, fraction) -> float:
@@ -64,6 +84,7 @@ def _labels(releasing: BankReleasing) -> dict:
 
 def _save(releasing: BankReleasing, *, action: str, before: dict, actor=None, token=None, note: str = "") -> None:
     releasing.save()
+    serving_sync(releasing)
     after = _labels(releasing)
     if note:
         after["note"] = note

@@ -15,8 +15,8 @@ from accounts.models import Bank
 from accounts.services.audit import audit_record
 from memories.models import BankReleasing, ItemStatus, MemoryItem, PublishMode, Release, ReleaseMember, ReleaseSource
 from memories.models.releases import NOTE_MAX
-from memories.selectors.releases import draft_versions, open_versions
-from memories.services.releases.labels import canary_start, releasing_locked
+from memories.selectors.releases import draft_versions, open_versions, versions_text_changed
+from memories.services.releases.labels import canary_start, releasing_locked, serving_sync
 from reasoningbank_site.errors import Invalid
 
 
@@ -30,7 +30,7 @@ class ReleaseOutcome:
     noop: bool = False
 
 
-def _publish(
+def release_write(
     *,
     releasing: BankReleasing,
     source: str,
@@ -50,7 +50,9 @@ def _publish(
     current = open_versions(bank=bank, item_ids=scope)
     added = [pk for pk in draft if pk not in current]
     removed = [pk for pk in current if pk not in draft]
-    changed = [pk for pk in draft if pk in current and current[pk] != draft[pk]]
+    changed = versions_text_changed(
+        {pk: (current[pk], draft[pk]) for pk in draft if pk in current and current[pk] != draft[pk]}
+    )
     if not (added or removed or changed):
         return None
     number = releasing.latest + 1
@@ -107,7 +109,7 @@ def release_publish(
     if len(note) > NOTE_MAX:
         raise Invalid(f"note: at most {NOTE_MAX} characters (got {len(note)}).")
     releasing = releasing_locked(bank=bank)
-    release = _publish(releasing=releasing, source=ReleaseSource.PUBLISHED, note=note, actor=actor, token=token)
+    release = release_write(releasing=releasing, source=ReleaseSource.PUBLISHED, note=note, actor=actor, token=token)
     if release is None:
         return ReleaseOutcome(
             None, f"Nothing to publish: the draft is release {releasing.latest} as it stands.", noop=True
@@ -117,6 +119,7 @@ def release_publish(
         return ReleaseOutcome(release, f"Release {release.number} published as the canary.")
     releasing.production = release
     releasing.save(update_fields=["production", "updated_at"])
+    serving_sync(releasing)
     return ReleaseOutcome(release, f"Release {release.number} published; it is now production.")
 
 
@@ -137,16 +140,34 @@ def release_mode_set(*, bank: Bank, mode: str, actor=None, token=None) -> Releas
     releasing.save(update_fields=["mode", "updated_at"])
     release = None
     if mode == PublishMode.AUTOMATIC:
-        release = _publish(releasing=releasing, source=ReleaseSource.AUTOMATIC, actor=actor, token=token)
+        release = release_write(releasing=releasing, source=ReleaseSource.AUTOMATIC, actor=actor, token=token)
         newest = release or Release.objects.filter(bank=bank, number=releasing.latest).first()
         releasing.production = newest
         releasing.canary, releasing.canary_fraction, releasing.canary_started_at = None, 0, None
         releasing.save(update_fields=["production", "canary", "canary_fraction", "canary_started_at", "updated_at"])
+    serving_sync(releasing)
     audit_record(
         action="release.mode", bank=bank, user=actor, token=token, before={"mode": before}, after={"mode": mode}
     )
     word = "automatically: every change is published at once" if mode == PublishMode.AUTOMATIC else "by hand"
     return ReleaseOutcome(release, f"The bank now publishes {word}.")
+
+
+# Versions that change whether an approved item may be served, without changing its status or text.
+SERVING_ACTIONS = frozenset({"proposed-for-retirement", "kept", "validity"})
+RELEASED_FIELDS = ("title", "description", "content", "status", "tags")
+
+
+def release_may_change(*, previous, version) -> bool:
+    """Whether the item version ``version`` (after ``previous``, None for a
+    new item) may change what a release holds: its status, text or tags
+    changed, or its serving state (suspension, validity). A supporting
+    distillation, a flag or a merge note does not."""
+    if previous is None:
+        return True
+    return version.action in SERVING_ACTIONS or any(
+        getattr(previous, f) != getattr(version, f) for f in RELEASED_FIELDS
+    )
 
 
 def releases_items_changed(*, changes: Sequence[tuple[MemoryItem, str | None]]) -> None:
@@ -156,18 +177,21 @@ def releases_items_changed(*, changes: Sequence[tuple[MemoryItem, str | None]]) 
     at once as the next release, which becomes production. Items neither
     approved before nor now cost no query."""
     by_bank: dict[int, set[int]] = defaultdict(set)
+    banks: dict[int, Bank] = {}
     for item, before in changes:
         if item.status == ItemStatus.APPROVED or before == ItemStatus.APPROVED:
             by_bank[item.bank_id].add(item.pk)
+            banks[item.bank_id] = item.bank
     for bank_id, item_ids in by_bank.items():
         mode = BankReleasing.objects.filter(bank_id=bank_id).values_list("mode", flat=True).first()
         if mode == PublishMode.MANUAL:
             continue
         with transaction.atomic():
-            releasing = releasing_locked(bank=Bank(pk=bank_id))
+            releasing = releasing_locked(bank=banks[bank_id])
             if releasing.mode != PublishMode.AUTOMATIC:
                 continue
-            release = _publish(releasing=releasing, source=ReleaseSource.AUTOMATIC, item_ids=item_ids)
+            release = release_write(releasing=releasing, source=ReleaseSource.AUTOMATIC, item_ids=item_ids)
             if release is not None:
                 releasing.production = release
                 releasing.save(update_fields=["production", "updated_at"])
+                serving_sync(releasing)
