@@ -9,7 +9,7 @@ import json
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import StreamingHttpResponse
+from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -36,10 +36,18 @@ from memories.services.releases import (
     release_rollback,
 )
 from memories.services.releases.transfer import parse_release_lines, release_import
-from reasoningbank_site.errors import DomainError, Invalid
+from reasoningbank_site.errors import DomainError, Invalid, NotFound
 from trajectories.impact.releases import canary_verdict
 
 ADMIN_ACTIONS = frozenset({"mode", "auto_rollback"})
+
+
+def _release(bank, number):
+    """Release ``number`` (a string or int) of ``bank``, else 404."""
+    try:
+        return release_get(bank=bank, number=int(number))
+    except (NotFound, TypeError, ValueError):
+        raise Http404("No such release.") from None
 
 
 def _percent(value: str, name: str) -> float:
@@ -131,9 +139,9 @@ def releases(request, bank_id):
 def release_detail(request, bank_id, number: int):
     """Release ``number``: what changed from the one before (or ``?against=``), with word diffs."""
     bank, me = bank_for_user(request, bank_id)
-    release = release_get(bank=bank, number=number)
+    release = _release(bank, number)
     against = request.GET.get("against", "")
-    old = release_get(bank=bank, number=_number(against)) if against else release_previous(release=release)
+    old = _release(bank, against) if against else release_previous(release=release)
     context = {
         "bank": bank,
         "release": release,
@@ -150,7 +158,7 @@ def release_detail(request, bank_id, number: int):
 def release_export_download(request, bank_id, number: int):
     """Release ``number`` as JSON Lines: its header, then its items as released."""
     bank, _ = bank_for_user(request, bank_id)
-    release = release_get(bank=bank, number=number)
+    release = _release(bank, number)
     release.bank = bank
     lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in release_export(release=release))
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson")

@@ -157,10 +157,10 @@ def release_rollback(*, bank: Bank, number: int, actor=None, token=None) -> tupl
     are never deleted, only what is served changes. A bank that published
     automatically now publishes by hand (else its next change would publish
     over the rollback). Audited. Returns (message, noop): rolling back to the
-    production release is a no-op. Raises NotFound for an unknown number."""
+    production release stops the canary, and without one is a no-op. Raises NotFound for an unknown number."""
     releasing = releasing_locked(bank=bank)
     release = release_get(bank=bank, number=number)
-    if releasing.production_id == release.pk:
+    if releasing.production_id == release.pk and not releasing.canary_id:
         return f"Release {number} is production already: nothing to roll back.", True
     before = _labels(releasing)
     switched = _manual(releasing)
