@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from uuid import UUID
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import StreamingHttpResponse
@@ -20,7 +21,7 @@ from memories.selectors.releases import (
     bank_releasing,
     release_diff,
     release_export,
-    release_get,
+    release_lookup,
     release_previous,
     releases_list,
 )
@@ -41,6 +42,7 @@ auth = TokenAuth(scope="review")
 
 
 class ReleaseOut(Schema):
+    id: UUID = Field(..., description="The release's id; paths take it or the number.")
     number: int = Field(..., examples=[7])
     note: str = Field("", examples=["Login lessons reviewed"])
     source: str = Field(..., description="automatic, published or imported.", examples=["published"])
@@ -100,6 +102,7 @@ def _labels(releasing, release: Release) -> list[str]:
 
 def _release_out(releasing, release: Release) -> ReleaseOut:
     return ReleaseOut(
+        id=release.public_id,
         number=release.number,
         note=release.note,
         source=release.source,
@@ -138,16 +141,20 @@ def releases(request):
     )
 
 
-@router.get("/releases/{number}/diff", auth=auth, response=api_responses({200: dict}, 404), summary="A release's diff")
-def release_diff_get(request, number: int, against: int | None = None):
+@router.get(
+    "/releases/{release_id}/diff", auth=auth, response=api_responses({200: dict}, 404), summary="A release's diff"
+)
+def release_diff_get(request, release_id: str, against: str | None = None):
     """Items added, changed (with word diffs: [op, text] runs, op equal, delete or insert) and removed from
     release `against` (default: the one before) to release `number`."""
-    release = release_get(bank=request.bank, number=number)
-    old = release_get(bank=request.bank, number=against) if against is not None else release_previous(release=release)
+    release = release_lookup(bank=request.bank, ref=release_id)
+    old = release_lookup(bank=request.bank, ref=against) if against else release_previous(release=release)
     return {"from": old.number if old else None, "to": release.number, **release_diff(old=old, new=release).as_dict()}
 
 
-@router.post("/releases/publish", auth=auth, response=api_responses({200: ReleaseMoveOut}), summary="Publish the draft")
+@router.post(
+    "/releases/publish", auth=auth, response=api_responses({200: ReleaseMoveOut}, 413), summary="Publish the draft"
+)
 def releases_publish(request, payload: PublishIn):
     outcome = release_publish(
         bank=request.bank, token=request.api_token, note=payload.note, canary_fraction=payload.canary_fraction
@@ -156,36 +163,45 @@ def releases_publish(request, payload: PublishIn):
 
 
 @router.post(
-    "/releases/{number}/rollback",
+    "/releases/{release_id}/rollback",
     auth=auth,
-    response=api_responses({200: ReleaseMoveOut}, 404),
+    response=api_responses({200: ReleaseMoveOut}, 404, 413),
     summary="Make a release production",
 )
-def releases_rollback(request, number: int):
+def releases_rollback(request, release_id: str):
+    number = release_lookup(bank=request.bank, ref=release_id).number
     message, noop = release_rollback(bank=request.bank, number=number, token=request.api_token)
     return _move(request.bank, message, noop=noop)
 
 
 @router.post(
-    "/releases/{number}/canary",
+    "/releases/{release_id}/canary",
     auth=auth,
-    response=api_responses({200: ReleaseMoveOut}, 404),
+    response=api_responses({200: ReleaseMoveOut}, 404, 413),
     summary="Serve a release as the canary",
 )
-def releases_canary(request, number: int, payload: CanaryIn):
+def releases_canary(request, release_id: str, payload: CanaryIn):
+    number = release_lookup(bank=request.bank, ref=release_id).number
     message = release_canary_set(bank=request.bank, number=number, fraction=payload.fraction, token=request.api_token)
     return _move(request.bank, message)
 
 
 @router.post(
-    "/releases/canary/promote", auth=auth, response=api_responses({200: ReleaseMoveOut}), summary="Promote the canary"
+    "/releases/canary/promote",
+    auth=auth,
+    response=api_responses({200: ReleaseMoveOut}, 413),
+    summary="Promote the canary",
 )
 def releases_promote(request):
-    return _move(request.bank, release_promote(bank=request.bank, token=request.api_token))
+    message = release_promote(bank=request.bank, token=request.api_token)
+    return _move(request.bank, message or "There is no canary to promote.", noop=message is None)
 
 
 @router.post(
-    "/releases/canary/stop", auth=auth, response=api_responses({200: ReleaseMoveOut}), summary="Roll the canary back"
+    "/releases/canary/stop",
+    auth=auth,
+    response=api_responses({200: ReleaseMoveOut}, 413),
+    summary="Roll the canary back",
 )
 def releases_canary_stop(request):
     message = release_canary_stop(bank=request.bank, token=request.api_token)
@@ -195,7 +211,7 @@ def releases_canary_stop(request):
 @router.put(
     "/releases/settings",
     auth=auth,
-    response=api_responses({200: ReleaseMoveOut}),
+    response=api_responses({200: ReleaseMoveOut}, 413),
     summary="Publishing mode and automatic rollback",
 )
 def releases_settings(request, payload: ReleaseSettingsIn):
@@ -214,15 +230,18 @@ def releases_settings(request, payload: ReleaseSettingsIn):
 
 
 @router.get(
-    "/releases/{number}/export", auth=auth, response=api_responses({200: None}, 404), summary="Export a release (JSONL)"
+    "/releases/{release_id}/export",
+    auth=auth,
+    response=api_responses({200: None}, 404),
+    summary="Export a release (JSONL)",
 )
-def releases_export(request, number: int):
+def releases_export(request, release_id: str):
     """A header line `{"release": {...}}`, then one item per line (the items export's fields, as released)."""
-    release = release_get(bank=request.bank, number=number)
+    release = release_lookup(bank=request.bank, ref=release_id)
     release.bank = request.bank
     lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in release_export(release=release))
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
-    response["Content-Disposition"] = f'attachment; filename="{request.bank.slug}-release-{number}.jsonl"'
+    response["Content-Disposition"] = f'attachment; filename="{request.bank.slug}-release-{release_id}.jsonl"'
     return response
 
 
@@ -231,6 +250,13 @@ def releases_export(request, number: int):
     auth=auth,
     response=api_responses({200: ReleaseMoveOut}, 413),
     summary="Import a release (JSONL)",
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": "A release export: its header line, then one item per line.",
+            "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+        }
+    },
 )
 def releases_import(request):
     """The body is a release export: it becomes the bank's next release and production."""

@@ -20,9 +20,9 @@ urlpatterns = [
     ),
     path("banks/<uuid:bank_id>/impact/", impact.impact, name="impact"),
     path("banks/<uuid:bank_id>/releases/", releases.releases, name="releases"),
-    path("banks/<uuid:bank_id>/releases/<int:number>/", releases.release_detail, name="release_detail"),
+    path("banks/<uuid:bank_id>/releases/<uuid:release_id>/", releases.release_detail, name="release_detail"),
     path(
-        "banks/<uuid:bank_id>/releases/<int:number>/export.jsonl",
+        "banks/<uuid:bank_id>/releases/<uuid:release_id>/export.jsonl",
         releases.release_export_download,
         name="release_export",
     ),

@@ -4,6 +4,7 @@ releases with word diffs of the changed items."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -105,6 +106,22 @@ def release_get(*, bank: Bank, number: int) -> Release:
     release = Release.objects.filter(bank_id=bank.pk, number=number).select_related("created_by").first()
     if release is None:
         raise NotFound(f"Release {number} does not exist in this bank.")
+    return release
+
+
+def release_lookup(*, bank: Bank, ref) -> Release:
+    """Release ``ref`` of ``bank``: its number (digits) or its public id.
+    Raises NotFound for anything else, and for another bank's release."""
+    text = str(ref).strip()
+    if text.isdigit() and len(text) < 10:
+        return release_get(bank=bank, number=int(text))
+    try:
+        public_id = uuid.UUID(text)
+    except ValueError:
+        raise NotFound(f"Release {text[:40]!r} does not exist in this bank (a release number or id).") from None
+    release = Release.objects.filter(bank_id=bank.pk, public_id=public_id).select_related("created_by").first()
+    if release is None:
+        raise NotFound(f"Release {public_id} does not exist in this bank.")
     return release
 
 

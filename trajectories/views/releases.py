@@ -21,7 +21,7 @@ from memories.selectors.releases import (
     draft_diff,
     release_diff,
     release_export,
-    release_get,
+    release_lookup,
     release_previous,
     releases_list,
 )
@@ -42,11 +42,11 @@ from trajectories.impact.releases import canary_verdict
 ADMIN_ACTIONS = frozenset({"mode", "auto_rollback"})
 
 
-def _release(bank, number):
-    """Release ``number`` (a string or int) of ``bank``, else 404."""
+def _release(bank, ref):
+    """Release ``ref`` (its number or id) of ``bank``, else 404."""
     try:
-        return release_get(bank=bank, number=int(number))
-    except (NotFound, TypeError, ValueError):
+        return release_lookup(bank=bank, ref=ref)
+    except NotFound:
         raise Http404("No such release.") from None
 
 
@@ -78,7 +78,7 @@ def _act(request, bank, action: str) -> str:
             bank=bank, number=number, fraction=_percent(post.get("canary_percent", ""), "canary share"), actor=user
         )
     if action == "promote":
-        return release_promote(bank=bank, actor=user)
+        return release_promote(bank=bank, actor=user) or "There is no canary to promote."
     if action == "stop":
         return release_canary_stop(bank=bank, actor=user) or "There is no canary: nothing to roll back."
     if action == "rollback":
@@ -95,7 +95,7 @@ def _act(request, bank, action: str) -> str:
         if upload is None:
             raise Invalid("Choose a release file (.jsonl) to import.")
         return release_import(bank=bank, records=parse_release_lines(upload.read()), actor=user).message
-    raise Invalid(f"Unknown action {action!r}.")
+    raise Invalid(f"Unknown action {action[:40]!r}.")
 
 
 @login_required
@@ -136,18 +136,24 @@ def releases(request, bank_id):
 
 @login_required
 @require_GET
-def release_detail(request, bank_id, number: int):
-    """Release ``number``: what changed from the one before (or ``?against=``), with word diffs."""
+def release_detail(request, bank_id, release_id):
+    """Release ``release_id``: what changed from the one before (or ``?against=``), with word diffs."""
     bank, me = bank_for_user(request, bank_id)
-    release = _release(bank, number)
-    against = request.GET.get("against", "")
-    old = _release(bank, against) if against else release_previous(release=release)
+    release = _release(bank, release_id)
+    against, error = request.GET.get("against", ""), None
+    old = release_previous(release=release)
+    if against:
+        try:
+            old = release_lookup(bank=bank, ref=against)
+        except NotFound as exc:
+            error = f"{exc} Compared with the release before instead."
     context = {
         "bank": bank,
         "release": release,
         "old": old,
         "diff": release_diff(old=old, new=release),
         "releasing": bank_releasing(bank=bank),
+        "error": error,
         "can_review": me.has_role(Role.REVIEWER),
     }
     return render(request, "trajectories/release_detail.html", context)
@@ -155,12 +161,14 @@ def release_detail(request, bank_id, number: int):
 
 @login_required
 @require_GET
-def release_export_download(request, bank_id, number: int):
-    """Release ``number`` as JSON Lines: its header, then its items as released."""
+def release_export_download(request, bank_id, release_id):
+    """Release ``release_id`` as JSON Lines: its header, then its items as released."""
     bank, _ = bank_for_user(request, bank_id)
-    release = _release(bank, number)
+    release = _release(bank, release_id)
     release.bank = bank
     lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in release_export(release=release))
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
-    response["Content-Disposition"] = f'attachment; filename="{bank.team.slug}-{bank.slug}-release-{number}.jsonl"'
+    response["Content-Disposition"] = (
+        f'attachment; filename="{bank.team.slug}-{bank.slug}-release-{release.number}.jsonl"'
+    )
     return response

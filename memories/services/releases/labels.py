@@ -12,7 +12,7 @@ from accounts.services.audit import audit_record
 from memories.models import BankReleasing, PublishMode, Release
 from memories.models.releases import CANARY_FRACTION_MAX
 from memories.selectors.releases import release_get
-from reasoningbank_site.errors import Invalid
+from reasoningbank_site.errors import Conflict, Invalid
 
 
 def releasing_locked(*, bank: Bank) -> BankReleasing:
@@ -97,7 +97,7 @@ def canary_start(*, releasing: BankReleasing, release: Release, fraction, actor=
     """Serve ``release`` to ``fraction`` of retrievals (checked) from now on; audited."""
     fraction = canary_fraction_check(bank=releasing.bank, fraction=fraction)
     if releasing.production_id == release.pk:
-        raise Invalid(f"Release {release.number} is production already; a canary is another release.")
+        raise Conflict(f"Release {release.number} is production already; a canary is another release.")
     before = _labels(releasing)
     _manual(releasing)
     if releasing.canary_id != release.pk:
@@ -111,8 +111,8 @@ def release_canary_set(*, bank: Bank, number: int, fraction, actor=None, token=N
     """Serve release ``number`` of ``bank`` as the canary to ``fraction`` of
     all retrievals (holdout, production and canary shares add up to 1); the
     bank then publishes by hand, so the comparison holds still. Changing the
-    share of the running canary keeps its start. Raises NotFound, or Invalid
-    for a share that with the holdout exceeds 100 % or for the production release."""
+    share of the running canary keeps its start. Raises NotFound; Invalid
+    for a share that with the holdout exceeds 100 %; Conflict for the production release."""
     releasing = releasing_locked(bank=bank)
     canary_start(
         releasing=releasing, release=release_get(bank=bank, number=number), fraction=fraction, actor=actor, token=token
@@ -139,11 +139,12 @@ def release_canary_stop(*, bank: Bank, actor=None, token=None, note: str = "", a
 
 
 @transaction.atomic
-def release_promote(*, bank: Bank, actor=None, token=None) -> str:
-    """The canary becomes production (served to every retrieval not held out); audited. Raises Invalid without a canary."""
+def release_promote(*, bank: Bank, actor=None, token=None) -> str | None:
+    """The canary becomes production (served to every retrieval not held out);
+    audited. None when there is no canary (a no-op)."""
     releasing = releasing_locked(bank=bank)
     if not releasing.canary_id:
-        raise Invalid("There is no canary to promote.")
+        return None
     before = _labels(releasing)
     releasing.production = releasing.canary
     releasing.canary, releasing.canary_fraction, releasing.canary_started_at = None, 0, None

@@ -5,11 +5,12 @@ login to anonymous visitors."""
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 from django.urls import reverse
 
-from memories.models import BankReleasing, PublishMode
+from memories.models import BankReleasing, PublishMode, Release
 from memories.services import memory_item_approve, memory_item_edit
 from memories.services.embedding import memory_item_embed_refresh
 from tests.factories import make_done_trajectory, propose_item
@@ -28,8 +29,12 @@ def released(bank, owner):
     return login
 
 
-def _url(bank, name="trajectories:releases", **kw):
-    return reverse(name, kwargs={"bank_id": bank.public_id, **kw})
+def _url(bank, name="trajectories:releases", number=None):
+    if number is None:
+        return reverse(name, kwargs={"bank_id": bank.public_id})
+    release = Release.objects.filter(bank=bank, number=number).first()
+    release_id = release.public_id if release else uuid.uuid4()
+    return reverse(name, kwargs={"bank_id": bank.public_id, "release_id": release_id})
 
 
 def test_members_read_the_releases_and_a_releases_diff_with_word_diffs(client, bank, viewer, released):
@@ -42,7 +47,9 @@ def test_members_read_the_releases_and_a_releases_diff_with_word_diffs(client, b
     assert "Changes since release 2" in detail and "<ins>Open</ins>" in detail and "<del>" in detail
     assert client.get(_url(bank, "trajectories:release_detail", number=2) + "?against=1").status_code == 200
     assert client.get(_url(bank, "trajectories:release_detail", number=9)).status_code == 404
-    assert client.get(_url(bank, "trajectories:release_detail", number=2) + "?against=x").status_code == 404
+    unknown = client.get(_url(bank, "trajectories:release_detail", number=2) + "?against=x")
+    assert unknown.status_code == 200 and "Compared with the release before instead" in unknown.content.decode()
+    assert client.get(_url(bank, "trajectories:release_detail", number=3) + "?against=1").status_code == 200
     export = client.get(_url(bank, "trajectories:release_export", number=1))
     lines = [json.loads(line) for line in b"".join(export.streaming_content).decode().splitlines()]
     assert lines[0]["release"]["number"] == 1 and [r["title"] for r in lines[1:]] == [LOGIN["title"]]
