@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from accounts.models import AuditEvent
+from accounts.models import AuditEvent, RetrievalMode
 from memories.models import BankReleasing, PublishMode, Release, RetrievalEvent
 from memories.selectors.releases import draft_diff, release_diff, release_get, release_serving
 from memories.services import memory_item_approve, memory_item_archive, memory_item_edit, retrieval_perform
@@ -153,3 +153,16 @@ def test_switching_back_to_automatic_publishes_the_draft_and_stops_the_canary(ba
     serving = _serving(bank)
     assert (serving.production, serving.canary, serving.production_is_draft) == (2, None, True)
     assert release_mode_set(bank=bank, mode=PublishMode.AUTOMATIC, actor=owner).noop
+
+
+def test_experience_mode_serves_the_items_of_the_production_release(bank, owner, two):
+    login, dates = two
+    memory_item_approve(item=login, author=owner, confirm_duplicate=True)  # release 1
+    memory_item_approve(item=dates, author=owner, confirm_duplicate=True)  # release 2
+    bank.retrieval_mode = RetrievalMode.EXPERIENCES
+    bank.save(update_fields=["retrieval_mode"])
+    assert _served(bank) == ({LOGIN["title"], DATES["title"]}, 2)
+    release_rollback(bank=bank, number=1, actor=owner)
+    assert _served(bank) == ({LOGIN["title"]}, 1)
+    memory_item_archive(item=login, author=owner)  # the draft changes; release 1 is still served
+    assert _served(bank) == ({LOGIN["title"]}, 1)
