@@ -254,7 +254,8 @@ def releases_export(request, release_id: str):
         "requestBody": {
             "required": True,
             "description": "A release export: its header line, then one item per line.",
-            "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+            # Any content type is read as JSON Lines (application/x-ndjson is what the export answers).
+            "content": {"text/plain": {"schema": {"type": "string"}}},
         }
     },
 )
