@@ -211,15 +211,15 @@ def test_retrieval_query_count_does_not_grow_with_items(bank, approved, django_a
     bank.min_similarity = -1.0
     approved(bank, *LOGIN)
     retrieval_perform(bank=bank, query="warm up the model")
-    # Inside this test's transaction: the bank's release labels, a savepoint pair around the scan settings and
-    # the search (with its counts), then the log: its SET LOCAL, the event and the tally. Outside one, the
-    # labels, the search and the log: 5 (tests/memories/test_retrieval_log.py).
-    with django_assert_max_num_queries(8):
+    # Inside this test's transaction: a savepoint pair around the scan settings and the search (with its
+    # counts), then the log: its SET LOCAL, the event and the tally. Outside one, the search and the log: 4
+    # (tests/memories/test_retrieval_log.py).
+    with django_assert_max_num_queries(7):
         few = retrieval_perform(bank=bank, query="sign in page", k=20)
     for texts in (PAGINATION, DATE_PICKER):
         approved(bank, *texts)
     approved(bank, "Read error banners", "Use after submitting a form.", "Error banners explain what field is wrong.")
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(7):
         many = retrieval_perform(bank=bank, query="sign in page", k=20)
     assert len(few.items) == 1 and len(many.items) == 4
     # What the API and the playground show of each item was fetched with it (SERVED_FIELDS): no query per item.
