@@ -166,3 +166,19 @@ def test_experience_mode_serves_the_items_of_the_production_release(bank, owner,
     assert _served(bank) == ({LOGIN["title"]}, 1)
     memory_item_archive(item=login, author=owner)  # the draft changes; release 1 is still served
     assert _served(bank) == ({LOGIN["title"]}, 1)
+
+
+def test_a_step_level_run_keeps_the_release_of_its_first_retrieval(bank, owner, two):
+    login, dates = two
+    memory_item_approve(item=login, author=owner, confirm_duplicate=True)  # release 1
+    release_mode_set(bank=bank, mode=PublishMode.MANUAL, actor=owner)
+    memory_item_approve(item=dates, author=owner, confirm_duplicate=True)
+    release_publish(bank=bank, actor=owner, canary_fraction=0.5)  # release 2, the canary
+    bank.refresh_from_db()
+    firsts = [retrieval_perform(bank=bank, query=QUERY, k=5) for _ in range(40)]
+    by_release = {result.release: result for result in firsts}
+    assert set(by_release) == {1, 2}  # both arms drawn (a miss has probability 2^-39)
+    for number, first in by_release.items():
+        step = retrieval_perform(bank=bank, query=QUERY, k=5, run_id=first.event.public_id, include_served=True)
+        assert step.release == number and step.event.release == number
+        assert {item.title for item, _ in step.items} == {item.title for item, _ in first.items}
