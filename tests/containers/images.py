@@ -25,6 +25,7 @@ CONF = ROOT / "docker" / "ci" / "containers.conf"
 BASE = "localhost/rb-debian-python:bookworm"
 APP = "localhost/reasoningbank-service:ci"
 PREVIOUS = "localhost/reasoningbank-service:previous"
+EXPORT_STAGE = "localhost/reasoningbank-service:export-stage"
 POSTGRES = "localhost/rb-postgres:ci"
 REDIS = "localhost/rb-redis:ci"
 BASE_PACKAGES = "python3,python3-venv,ca-certificates,redis-server,libgomp1"
@@ -197,8 +198,12 @@ def build_redis() -> None:
     _timed(f"build {REDIS}", started)
 
 
+_built: set[str] = set()
+
+
 def build_all() -> None:
-    """Every image the container topology runs (cached layers make a second call quick)."""
-    build_app()
-    build_postgres()
-    build_redis()
+    """Every image the container topology runs, once per process (and layers cached across runs)."""
+    for name, build in (("app", build_app), ("postgres", build_postgres), ("redis", build_redis)):
+        if name not in _built:
+            build()
+            _built.add(name)

@@ -74,12 +74,13 @@ class Container:
 
     name: str
     run_args: list[str]
+    prefix: str = PREFIX
     starts: int = 0
     log_offset: int = 0
 
     @property
     def container(self) -> str:
-        return f"{PREFIX}-{self.name}"
+        return f"{self.prefix}-{self.name}"
 
     def create_and_start(self) -> Container:
         podman("rm", "--force", "--ignore", self.container)
@@ -213,6 +214,8 @@ class ContainerTopology(Topology):
 
     image: str = images.APP
     extra_env: dict[str, str] = field(default_factory=dict)
+    # Names every container and volume: topologies of different tests never touch each other's.
+    prefix: str = PREFIX
 
     def __post_init__(self):
         self.llm = LLM()
@@ -237,7 +240,7 @@ class ContainerTopology(Topology):
         args = []
         for volume in service.get("volumes", []):
             source, _, target = volume.partition(":")
-            args += ["--volume", f"{PREFIX}-{source}:{target}"]
+            args += ["--volume", f"{self.prefix}-{source}:{target}"]
         return args
 
     def app_env(self, service: str = "web") -> dict[str, str]:
@@ -282,7 +285,7 @@ class ContainerTopology(Topology):
             args += command
         else:
             args = self._app_args(service) + (extra or [])
-        container = Container(name or service, args)
+        container = Container(name or service, args, prefix=self.prefix)
         self.containers[container.name] = container
         return container
 
@@ -297,20 +300,7 @@ class ContainerTopology(Topology):
             with self._timed("db + redis healthy"):
                 for part in (self.postgres.service, self.redis.service):
                     wait_until(part.healthy, timeout=90, what=f"{part.name} to be healthy", interval=0.5)
-            with self._timed("migrate (one-shot container)"):
-                self.run_migrate()
-            self.web = self._container("web").create_and_start()
-            with self._timed("web ready"):
-                self.wait_web_ready()
-            self.timings["up to /readyz 200 (s)"] = round(time.monotonic() - started, 1)
-            self.worker_services = [
-                self._container(
-                    "worker", name=f"worker{n}", extra=["--concurrency", "1", "--hostname", f"worker{n}@%h"]
-                ).create_and_start()
-                for n in (1, 2)
-            ]
-            self.beat = self._container("beat").create_and_start()
-            self.mcp = self._container("mcp").create_and_start()
+            self._start_app(started)
             with self._timed("bank + token"):
                 self.token = self.manage("shell", "-c", SETUP_SCRIPT).strip().splitlines()[-1]
             with self._timed("workers ready"):
@@ -322,33 +312,62 @@ class ContainerTopology(Topology):
             raise
         return self
 
-    def run_migrate(self, image: str | None = None) -> None:
+    def _start_app(self, started: float) -> None:
+        """migrate (to completion), then web (until /readyz), then the workers, beat and mcp."""
+        with self._timed("migrate (one-shot container)"):
+            self.run_migrate()
+        self.web = self._container("web").create_and_start()
+        with self._timed("web ready"):
+            self.wait_web_ready()
+        self.timings["up to /readyz 200 (s)"] = round(time.monotonic() - started, 1)
+        self.worker_services = [
+            self._container(
+                "worker", name=f"worker{n}", extra=["--concurrency", "1", "--hostname", f"worker{n}@%h"]
+            ).create_and_start()
+            for n in (1, 2)
+        ]
+        self.beat = self._container("beat").create_and_start()
+        self.mcp = self._container("mcp").create_and_start()
+
+    def upgrade(self, image: str) -> str:
+        """A deploy of ``image``: stop the app's containers (data and volumes stay), migrate forward with the
+        new image, start everything on it. Returns the migrate step's log."""
+        for container in [*self.worker_services, self.beat, self.mcp, self.web]:
+            if container is not None:
+                container.stop(timeout=20)
+                container.remove()
+        self.image = image
+        started = time.monotonic()
+        self._start_app(started)
+        for worker in self.worker_services:
+            self.wait_worker_ready(worker)
+        return self.containers["migrate"].log()
+
+    def run_migrate(self) -> None:
         """The compose file's one-shot migrate service; web and workers start only after it exited 0."""
-        migrate = self._container("migrate")
-        if image:
-            migrate.run_args = self._app_args("migrate", image)
-        migrate.create_and_start()
+        migrate = self._container("migrate").create_and_start()
         podman("wait", migrate.container, timeout=600)
         code = migrate.exit_code()
         if code != 0:
             raise TopologyError(f"migrate exited {code}; web and workers stay down:\n{migrate.log()[-4000:]}")
 
-    def manage(self, *args: str, image: str | None = None) -> str:
+    def manage(self, *args: str, image: str | None = None, volume: str | None = None) -> str:
         """``docker compose run --rm web manage ...``: a one-off container with web's environment."""
         env = [f"--env={key}={value}" for key, value in self.app_env("web").items()]
-        done = podman("run", "--rm", *env, image or self.image, "manage", *args, check=False, timeout=300)
+        mount = ["--volume", volume] if volume else []
+        done = podman("run", "--rm", *env, *mount, image or self.image, "manage", *args, check=False, timeout=300)
         if done.returncode != 0:
             raise TopologyError(f"manage {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
         return done.stdout
 
     def _remove_all(self, *, volumes: bool) -> None:
         names = podman("ps", "--all", "--format", "{{.Names}}", check=False).stdout.split()
-        mine = [name for name in names if name.startswith(f"{PREFIX}-")]
+        mine = [name for name in names if name.startswith(f"{self.prefix}-")]
         if mine:
             podman("rm", "--force", "--time", "5", *mine, check=False)
         if volumes:
             for volume in podman("volume", "ls", "--format", "{{.Name}}", check=False).stdout.split():
-                if volume.startswith(f"{PREFIX}-"):
+                if volume.startswith(f"{self.prefix}-"):
                     podman("volume", "rm", "--force", volume, check=False)
 
     def stop(self) -> None:
