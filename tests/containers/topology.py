@@ -370,6 +370,9 @@ class ContainerTopology(Topology):
                 if volume.startswith(f"{self.prefix}-"):
                     podman("volume", "rm", "--force", volume, check=False)
 
+    def _remove_volume(self, name: str) -> None:
+        podman("volume", "rm", "--force", f"{self.prefix}-{name}")
+
     def stop(self) -> None:
         with self._timed("down"):
             for container in [*self.worker_services, self.beat, self.mcp, self.web]:
