@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import kubernetes_validate
 import pytest
 
@@ -52,3 +54,75 @@ def test_web_is_probed_on_healthz_and_readyz():
     web = _by_name("reasoningbank-web")["spec"]["template"]["spec"]["containers"][0]
     assert web["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert web["readinessProbe"]["httpGet"]["path"] == "/readyz"
+
+
+def test_the_rendered_web_deployment_runs_under_podman_kube_play_and_becomes_ready(built, tmp_path):
+    """What podman 4.3 cannot play is changed, and only that: the pod shares the host's network (so no
+    ports, and the probes name the port number), and the init container runs on its own first (kube play
+    fails to remove a finished init container there). The ConfigMap is played as is; the Secret is a
+    podman secret of the same name."""
+    import base64
+    import json
+
+    import httpx
+    import yaml
+
+    from tests.containers import images
+    from tests.containers.images import podman
+    from tests.containers.topology import ContainerTopology
+    from tests.production.topology import free_port, wait_until
+
+    top = ContainerTopology(prefix="rbct-kube")
+    port = free_port()
+    objects = render(image=images.APP)
+    config = next(obj for obj in objects if obj["kind"] == "ConfigMap")
+    web = next(obj for obj in objects if obj["kind"] == "Deployment" and obj["metadata"]["name"] == "reasoningbank-web")
+    pod = web["spec"]["template"]["spec"]
+    init = pod.pop("initContainers")[0]
+    container = pod["containers"][0]
+    container.pop("ports")
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        container[probe]["httpGet"]["port"] = port
+    web["spec"]["replicas"] = 1
+    played = tmp_path / "web.yaml"
+    secret = tmp_path / "secret.json"
+    try:
+        for part in (top.postgres.service, top.redis.service):
+            part.create_and_start()
+        for part in (top.postgres.service, top.redis.service):
+            wait_until(part.healthy, timeout=90, what=f"{part.name} to be healthy", interval=0.5)
+        config["data"].update({"REDIS_URL": top.redis.url, "PORT": str(port), "ALLOWED_HOSTS": "localhost,127.0.0.1"})
+        values = {"SECRET_KEY": "k" * 50, "DATABASE_URL": top.postgres.url}
+        secret.write_text(json.dumps({key: base64.b64encode(value.encode()).decode() for key, value in values.items()}))
+        podman("secret", "rm", "reasoningbank-secrets", check=False)
+        podman("secret", "create", "reasoningbank-secrets", str(secret))
+        env = [f"--env={key}={value}" for key, value in {**config["data"], **values}.items()]
+
+        def init_step() -> subprocess.CompletedProcess:
+            return podman(
+                "run", "--rm", "--no-healthcheck", *env, "--entrypoint", init["command"][0], images.APP,
+                *init["command"][1:], check=False, timeout=120,
+            )  # fmt: skip
+
+        top.run_migrate()  # the migrate Job's container: same image, args ["migrate"]
+        assert init_step().returncode == 0
+        played.write_text(yaml.safe_dump_all([config, web]))
+        done = podman("kube", "play", "--network", "host", str(played), check=False)
+        assert done.returncode == 0, done.stderr
+
+        def ready() -> bool:
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}/readyz", headers={"Host": "localhost"}, timeout=5).is_success
+            except httpx.HTTPError:
+                return False
+
+        wait_until(ready, timeout=180, what="the played web pod's /readyz")
+        names = podman("ps", "--format", "{{.Names}}").stdout.split()
+        assert "reasoningbank-web-pod-0-web" in names
+        inspect = json.loads(podman("inspect", "reasoningbank-web-pod-0-web").stdout)[0]
+        assert inspect["HostConfig"]["ReadonlyRootfs"] is True
+        assert inspect["Config"]["User"].split(":")[0] == "10001"
+    finally:
+        podman("kube", "down", str(played), check=False)
+        podman("secret", "rm", "reasoningbank-secrets", check=False)
+        top.stop()

@@ -219,6 +219,7 @@ class ContainerTopology(Topology):
 
     def __post_init__(self):
         self.llm = LLM()
+        self.llm_started = False
         self.db_port, self.redis_port, self.web_port, self.mcp_port = (free_port() for _ in range(4))
         self.base_url = f"http://127.0.0.1:{self.web_port}"
         self.token = ""
@@ -294,6 +295,7 @@ class ContainerTopology(Topology):
         started = time.monotonic()
         try:
             self.llm.start()
+            self.llm_started = True
             self._remove_all(volumes=True)
             for part in (self.postgres.service, self.redis.service):
                 part.create_and_start()
@@ -378,9 +380,10 @@ class ContainerTopology(Topology):
             for container in [*self.worker_services, self.beat, self.mcp, self.web]:
                 if container is not None:
                     container.stop(timeout=10)
-            with contextlib.suppress(Exception):
+            if self.llm_started:  # the fake LLM's shutdown() waits forever on a server never started
                 self.llm.reset()
                 self.llm.stop()
+                self.llm_started = False
             self._remove_all(volumes=True)
 
     def services(self) -> list[Container]:
