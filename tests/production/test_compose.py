@@ -47,9 +47,10 @@ def _entrypoint(tmp_path: Path, *args: str, **env: str) -> list[str]:
         stand_in = bin_dir / name
         stand_in.write_text(f'#!/bin/sh\necho "{name} $*" >> "{calls}"\n')
         stand_in.chmod(0o755)
+    configured = {"SECRET_KEY": "k" * 50, "DATABASE_URL": "postgres://u:p@db:5432/reasoningbank"}
     done = subprocess.run(
         ["sh", str(DOCKER / "entrypoint.sh"), *args],
-        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), **env},
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), **configured, **env},
         capture_output=True,
         text=True,
         timeout=30,
@@ -74,6 +75,13 @@ def test_a_single_container_run_migrates_first_with_rb_migrate_on_start(tmp_path
     assert calls[0] == "python manage.py migrate --noinput"
     assert calls[1].startswith("gunicorn reasoningbank_site.wsgi:application "), calls
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("service", [*APP_SERVICES, "migrate", "mcp"])
+def test_every_app_service_runs_on_a_read_only_root_with_a_memory_tmp(compose, service):
+    spec = compose["services"][service]
+    assert spec["read_only"] is True
+    assert spec["tmpfs"] == ["/tmp"]
 
 
 def test_the_entrypoint_is_executable():
