@@ -15,7 +15,11 @@ treats ``service_completed_successfully`` as merely "stopped"; here both hold as
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import re
+import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -97,7 +101,7 @@ class Container:
 
     def state(self) -> dict:
         done = podman("inspect", "--format", "{{json .State}}", self.container, check=False)
-        return yaml.safe_load(done.stdout) if done.returncode == 0 else {}
+        return json.loads(done.stdout) if done.returncode == 0 else {}
 
     def running(self) -> bool:
         return bool(self.state().get("Running"))
@@ -193,15 +197,9 @@ class ContainerRedis:
         wait_until(self.service.healthy, timeout=30, what="redis (container) to answer PING")
 
     def freeze(self) -> None:
-        import os
-        import signal
-
-        os.kill(self.service.pid, signal.SIGSTOP)
+        os.kill(self.service.pid, signal.SIGSTOP)  # redis-server's process, as the host sees it
 
     def thaw(self) -> None:
-        import os
-        import signal
-
         os.kill(self.service.pid, signal.SIGCONT)
 
     def stop(self) -> None:
@@ -400,9 +398,7 @@ class ContainerTopology(Topology):
 
 
 def podman_available() -> str:
-    """ "" when podman can run containers here, else why not."""
-    import shutil
-
+    """Why podman cannot run containers here; empty when it can."""
     for binary in ("podman", "runc"):
         if shutil.which(binary) is None:
             return f"{binary} is not installed (apt-get install podman runc mmdebstrap)"
