@@ -40,7 +40,9 @@ class TrajectoryFilterForm(forms.Form):
 class RelabelForm(forms.Form):
     label = forms.ChoiceField(choices=Label.choices, widget=forms.RadioSelect)
     reason = forms.CharField(
-        max_length=2000, widget=forms.Textarea(attrs={"rows": 2, "placeholder": "why the verdict is wrong"})
+        required=False,
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "why (optional): helps the next judge prompt"}),
     )
 
 

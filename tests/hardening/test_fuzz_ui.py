@@ -218,6 +218,7 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
         ],
         # Without confirm=1 it answers the confirmation page: the scene's trajectory must survive the fuzz.
         "trajectories:steps": [("get", {"kind": "", "page": ""})],
+        "trajectories:evidence": [("get", {"kind": "", "page": ""}), ("post", {"action": "agree"})],
         "trajectories:delete": [("post", {"confirm": ""})],
         "trajectories:impact": [("get", {"days": "30"})],
         "trajectories:export_chat": [("get", {"verdict": "success", "metadata": "1"})],

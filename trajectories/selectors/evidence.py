@@ -1,0 +1,55 @@
+"""What a reviewer needs beside an item to decide on it: the source
+trajectory's verdict, which kind of judgment set it, the judge's rationale,
+the outcome the agent claimed, and whether the two disagree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trajectories.models import Judgment, JudgmentSource, Trajectory
+
+# The order in which a kind of judgment sets the verdict (trajectories.recording.judgments).
+VERDICT_PRECEDENCE = (JudgmentSource.HUMAN, JudgmentSource.AGENT, JudgmentSource.LLM)
+
+
+@dataclass
+class Evidence:
+    trajectory: Trajectory
+    judgments: list[Judgment]
+    verdict_by: Judgment | None  # the judgment the verdict comes from
+    judge: Judgment | None  # the latest LLM judgment (its rationale)
+    humans: list[Judgment] = field(default_factory=list)
+
+    @property
+    def claimed(self) -> str:
+        return self.trajectory.outcome
+
+    @property
+    def disagrees(self) -> bool:
+        """The agent reported one outcome and the verdict says the other."""
+        t = self.trajectory
+        return bool(t.outcome and t.verdict and t.outcome != t.verdict)
+
+    @property
+    def judge_label(self) -> str:
+        return self.judge.label if self.judge else ""
+
+
+def trajectory_evidence(*, trajectory: Trajectory) -> Evidence:
+    """The evidence about ``trajectory``'s verdict, from its judgments (one query)."""
+    judgments = list(trajectory.judgments.select_related("author").order_by("created_at", "id"))
+    verdict_by = None
+    for source in VERDICT_PRECEDENCE:
+        of_source = [j for j in judgments if j.source == source]
+        if of_source:
+            verdict_by = of_source[-1]
+            break
+    llm = [j for j in judgments if j.source == JudgmentSource.LLM]
+    humans = [j for j in judgments if j.source == JudgmentSource.HUMAN]
+    return Evidence(
+        trajectory=trajectory,
+        judgments=judgments,
+        verdict_by=verdict_by,
+        judge=llm[-1] if llm else None,
+        humans=humans,
+    )
