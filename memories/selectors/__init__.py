@@ -59,6 +59,7 @@ from memories.selectors.review import (
     item_sources,
     item_status_counts,
     items_by_public_ids,
+    queue_rows_claimed,
     review_agents,
     review_queue,
 )
@@ -107,6 +108,7 @@ __all__ = [
     "memory_items_export_reasoning_bank",
     "near_duplicates_search",
     "near_duplicates_search_many",
+    "queue_rows_claimed",
     "review_agents",
     "review_queue",
     "run_retrievals",

@@ -14,7 +14,7 @@ from datetime import date
 from typing import NamedTuple
 
 from django.db import connection
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from accounts.models import Bank
 from memories.models import ItemOrigin, ItemStatus, MemoryItem, MemoryItemVersion, item_search_vector
@@ -22,6 +22,7 @@ from reasoningbank_site.search import text_search
 
 LIST_FIELDS = (
     "id",
+    "experience_id",
     "public_id",
     "bank_id",
     "title",
@@ -55,9 +56,11 @@ def review_queue(
     date_from: date | None = None,
     date_to: date | None = None,
     has_duplicate: bool = False,
+    disagreement: bool = False,
     text: str = "",
 ) -> QuerySet[MemoryItem]:
-    """Proposed items of ``bank``, oldest first, narrowed by the queue filters."""
+    """Proposed items of ``bank``, oldest first, narrowed by the queue filters
+    (``disagreement``: distilled from a trajectory whose reported outcome differs from its verdict)."""
     qs = MemoryItem.objects.filter(bank=bank, status=ItemStatus.PROPOSED)
     if origin:
         qs = qs.filter(origin=origin)
@@ -71,8 +74,29 @@ def review_queue(
         qs = qs.filter(created_at__date__lte=date_to)
     if has_duplicate:
         qs = qs.exclude(near_duplicates=[])
+    if disagreement:
+        qs = qs.filter(Exists(_disagreeing_trajectories().filter(experience_id=OuterRef("experience_id"))))
     qs = _search(qs, text)
     return qs.only(*LIST_FIELDS, "content").order_by("created_at", "id")  # rows preview the content
+
+
+def _disagreeing_trajectories() -> QuerySet:
+    """Trajectories whose agent reported one outcome while the verdict says the other."""
+    # The trajectory model by Bank's relation name: this app never imports the trajectories app.
+    trajectories = Bank._meta.get_field("trajectories").related_model.objects
+    return trajectories.filter(Q(outcome="success", verdict="failure") | Q(outcome="failure", verdict="success"))
+
+
+def queue_rows_claimed(*, items) -> None:
+    """Set ``claimed_outcome`` on each of ``items`` (a page of queue rows) distilled from a
+    trajectory whose reported outcome differs from its verdict: what the agent claimed (one query)."""
+    experiences = {item.experience_id for item in items if item.experience_id}
+    claimed: dict[int, str] = {}
+    if experiences:
+        rows = _disagreeing_trajectories().filter(experience_id__in=experiences).values_list("experience_id", "outcome")
+        claimed = dict(rows)
+    for item in items:
+        item.claimed_outcome = claimed.get(item.experience_id, "")
 
 
 def item_list(*, bank: Bank, status: str = "", text: str = "") -> QuerySet[MemoryItem]:

@@ -75,6 +75,7 @@ ROW_FIELDS = (
     "created_at",
     "support_count",
     "verdict_label",
+    "claimed_outcome",
     "near_duplicates",
     "reviewed_by",
     "assignees",
@@ -110,6 +111,7 @@ def review(request, bank_id):
     rows = collab.queue_rows_read_along(queue, user=request.user)
     page = SearchPaginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     collab.queue_rows_annotate(items=page.object_list, assignments=assignments)
+    selectors.queue_rows_claimed(items=page.object_list)
     context = {
         **queue_row_links(request, bank, page.object_list, queue_query(request.GET)),
         "rows": [queue_row(item) for item in page.object_list],
@@ -187,6 +189,7 @@ def _row_answer(request, bank, item, action: str, failed, unconfirmed):
         return toast(request, "That item no longer exists.")
     item = collab.queue_rows_read_along(MemoryItem.objects.filter(pk=item.pk), user=request.user).get()
     collab.queue_rows_annotate(items=[item], assignments=collab.bank_assignments(bank=bank))
+    selectors.queue_rows_claimed(items=[item])
     queue = posted_queue_query(request)
     context = {
         **queue_row_links(request, bank, [item], queue),

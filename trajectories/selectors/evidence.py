@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from trajectories.models import Judgment, JudgmentSource, Trajectory
+from django.db.models import Q
+
+from trajectories.models import Judgment, JudgmentSource, Label, Trajectory
 
 # The order in which a kind of judgment sets the verdict (trajectories.recording.judgments).
 VERDICT_PRECEDENCE = (JudgmentSource.HUMAN, JudgmentSource.AGENT, JudgmentSource.LLM)
@@ -52,4 +54,13 @@ def trajectory_evidence(*, trajectory: Trajectory) -> Evidence:
         verdict_by=verdict_by,
         judge=llm[-1] if llm else None,
         humans=humans,
+    )
+
+
+def disagreement_count(*, bank) -> int:
+    """How many of ``bank``'s trajectories the agent reported as one outcome and the verdict calls the other."""
+    return (
+        Trajectory.objects.filter(bank=bank)
+        .filter(Q(outcome=Label.SUCCESS, verdict=Label.FAILURE) | Q(outcome=Label.FAILURE, verdict=Label.SUCCESS))
+        .count()
     )
