@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 from django.db.models import Q
 
+from trajectories.judging.experiments import experiment_cases
+from trajectories.judging.few_shot import HOLDOUT_PERCENT
 from trajectories.models import Judgment, JudgmentSource, Label, Trajectory
 
 # The order in which a kind of judgment sets the verdict (trajectories.recording.judgments).
@@ -64,3 +66,25 @@ def disagreement_count(*, bank) -> int:
         .filter(Q(outcome=Label.SUCCESS, verdict=Label.FAILURE) | Q(outcome=Label.FAILURE, verdict=Label.SUCCESS))
         .count()
     )
+
+
+# Below about 30 held-out cases a judge's accuracy has a 95% interval wider than ±15 points, so an experiment
+# rarely tells two judges apart; it runs from the first held-out case.
+EXPERIMENT_CASES_WANTED = 30
+
+
+@dataclass
+class LabelNeeds:
+    labelled: int  # trajectories with a human label
+    held_out: int  # of them, in the experiments' held-out split
+    wanted: int  # held-out cases an experiment needs to tell judges apart
+    more_labels: int  # about how many more human labels that takes (only a share of task ids is held out)
+
+
+def human_label_needs(*, bank) -> LabelNeeds:
+    """How many human labels ``bank`` has, how many an experiment can use, and how many more it needs."""
+    labelled = Judgment.objects.filter(trajectory__bank=bank, source=JudgmentSource.HUMAN)
+    labelled = labelled.values("trajectory_id").distinct().count()
+    held_out = len(experiment_cases(bank=bank))
+    missing = max(0, EXPERIMENT_CASES_WANTED - held_out)
+    return LabelNeeds(labelled, held_out, EXPERIMENT_CASES_WANTED, -(-missing * 100 // HOLDOUT_PERCENT))

@@ -37,6 +37,7 @@ from trajectories.judging.prompt_versions import (
 )
 from trajectories.models import Experiment, ExperimentStatus, PromptName
 from trajectories.pipeline.llm import llm_configured
+from trajectories.selectors.evidence import human_label_needs
 
 JUDGE_TEMPLATE = "trajectories/judge.html"
 
@@ -94,6 +95,7 @@ def judge(request, bank_id):
         "prompts": [(name, label, prompt_active(bank=bank, name=name)) for name, label in PromptName.choices],
         "form": form,
         "cases": len(experiment_cases(bank=bank)),
+        "labels": human_label_needs(bank=bank),
         "holdout_percent": HOLDOUT_PERCENT,
         "experiments": [_experiment_view(e) for e in experiments_for_bank(bank=bank)],
         "llm_configured": llm_configured(),

@@ -95,3 +95,13 @@ def test_without_htmx_it_is_the_trajectory_page(client, owner, bank, judged):
     client.force_login(owner)
     response = client.get(evidence_url(bank, judged))
     assert response.status_code == 302 and response.url.endswith(f"/trajectories/{judged.public_id}/")
+
+
+def test_judge_page_counts_human_labels_and_says_how_many_an_experiment_needs(client, owner, bank, judged):
+    url = reverse("trajectories:judge", kwargs={"bank_id": bank.public_id})
+    client.force_login(owner)
+    assert "<strong>0</strong> trajectories have a human label" in client.get(url).content.decode()
+    client.post(evidence_url(bank, judged), {"action": "agree"}, **HTMX)
+    html = client.get(url).content.decode()
+    assert "<strong>1</strong> trajectory has a human label" in html
+    assert "An experiment needs about 30 held-out cases" in html
