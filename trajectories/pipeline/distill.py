@@ -133,11 +133,11 @@ def distill_row(t: Trajectory) -> bool:
             source_metadata=[locked.metadata],
             experience_trajectory_ids=None if link is None else [str(locked.public_id)],
         )
-        trajectory_move(t.pk, from_=Status.DISTILLING, to=Status.DONE, detail=_proposed_detail(proposed), also=link)
+        trajectory_move(t.pk, from_=Status.DISTILLING, to=Status.DONE, detail=proposed_detail(proposed), also=link)
     return True
 
 
-def _proposed_detail(proposed) -> str:
+def proposed_detail(proposed) -> str:
     again = sum(1 for item in proposed if getattr(item, "supported_by", None) is not None)
     detail = f"{counted(len(proposed) - again, 'memory item')} proposed for review."
     if again:
