@@ -9,6 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.template.backends.utils import csrf_input
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods
@@ -24,6 +25,7 @@ from memories.views.decisions import (
     pop_undo,
     posted_queue_query,
     posted_version,
+    queue_filters,
     queue_query,
     undo_offer,
     with_query,
@@ -182,6 +184,15 @@ def _review_post(request, bank_id):
     return redirect_after_post(request, back)
 
 
+def _append_queue_count(request, response, bank, queue: str) -> None:
+    """Send the heading's "N proposed" again (out of band) with a row's answer: the queue, as filtered, shrank."""
+    paginator = SearchPaginator(selectors.review_queue(bank=bank, **queue_filters(bank, queue)), PAGE_SIZE)
+    context = {"count": paginator.count, "capped": paginator.capped, "oob": True}
+    html = render_to_string("memories/review.html#count", context, request)
+    # In a <template>, which htmx unwraps: after a table row the HTML parser would move a bare span.
+    response.content += f"<template>{html}</template>".encode()
+
+
 def _row_answer(request, bank, item, action: str, failed, unconfirmed):
     """A decision taken on one queue row (htmx): the row again, with the refusal
     or the duplicate to confirm, else with a toast offering Undo."""
@@ -202,6 +213,7 @@ def _row_answer(request, bank, item, action: str, failed, unconfirmed):
     response = render(request, ROW_TEMPLATE, context)
     if failed or unconfirmed:
         return response
+    _append_queue_count(request, response, bank, queue)
     text = f"{'Approved' if action == 'approve' else 'Rejected'} “{item.title}”."
     target = f"#item-{item.public_id}"
     return offer_undo(
