@@ -152,6 +152,7 @@ class ItemCreateForm(ItemEditForm):
 
 class ImportForm(forms.Form):
     MAX_BYTES = 2 * 1024 * 1024
+    BAD_LINES_SHOWN = 20
 
     file = forms.FileField(
         help_text="A bank's export (JSON Lines), or a JSON array of objects with title, description and content. At most 2 MiB.",
@@ -174,16 +175,22 @@ class ImportForm(forms.Form):
                 raise forms.ValidationError(f"Not valid JSON: {exc}") from None
             except RecursionError:
                 raise forms.ValidationError("Not valid JSON: nested too deeply.") from None
-        records = []
+        records, bad = [], []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
                 records.append(json.loads(line))
             except ValueError as exc:
-                raise forms.ValidationError(f"Line {number} is not valid JSON: {exc}") from None
+                bad.append(f"Line {number} is not valid JSON: {exc}")
             except RecursionError:
-                raise forms.ValidationError(f"Line {number} is not valid JSON: nested too deeply.") from None
+                bad.append(f"Line {number} is not valid JSON: nested too deeply.")
+        if bad:
+            # Every bad line, so one upload shows all there is to fix (the first BAD_LINES_SHOWN of them).
+            shown = bad[: self.BAD_LINES_SHOWN]
+            if len(bad) > len(shown):
+                shown.append(f"… and {len(bad) - len(shown)} more bad lines.")
+            raise forms.ValidationError(shown)
         return scrub_text(records)
 
 
