@@ -191,7 +191,7 @@
     box.open = true;
     const form = box.querySelector("form[data-relabel]");
     const checked = form.querySelector("input[name=label]:checked");
-    const other = Array.from(form.querySelectorAll("input[name=label]")).find((r) => r.value !== box.dataset.verdict);
+    const other = Array.from(form.querySelectorAll("input[name=label]")).find((r) => r.value !== box.dataset.currentVerdict);
     (checked || other || form.querySelector("input[name=label]")).focus();
   }
 
