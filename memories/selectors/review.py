@@ -229,6 +229,23 @@ class ItemSources(NamedTuple):
     deleted: int  # source trajectories deleted since (their links are not shown)
 
 
+def trajectory_tasks(*, bank_id: int, public_ids) -> dict[str, str]:
+    """public id (string) → task of those of ``bank_id``'s trajectories among ``public_ids`` (one query), so
+    evidence lists name a trajectory by its task rather than by an id."""
+    keys = []
+    for value in public_ids:
+        try:
+            keys.append(uuid.UUID(str(value)))
+        except ValueError:
+            continue
+    if not keys:
+        return {}
+    # The trajectory model by Bank's relation name: this app never imports the trajectories app.
+    trajectories = Bank._meta.get_field("trajectories").related_model.objects
+    rows = trajectories.filter(bank_id=bank_id, public_id__in=keys).values_list("public_id", "task")
+    return {str(pid): task for pid, task in rows}
+
+
 def item_sources(*, item: MemoryItem) -> ItemSources:
     """The trajectories ``item`` was distilled from: those it cites, in
     citation order, else those of its experience; and how many of them were

@@ -16,6 +16,7 @@ from accounts.models import Role
 from memories import selectors, services
 from memories.forms import ItemEditForm, RejectForm
 from memories.models import MemoryItem
+from memories.selectors.review import trajectory_tasks
 from memories.views.decisions import pop_undo, posted_queue_query, queue_filters, queue_query
 from reasoningbank_site.views_helpers import template_for
 
@@ -32,6 +33,17 @@ def item_or_404(bank, item_id) -> MemoryItem:
 def item_url(bank, item, *, focus: bool) -> str:
     name = "memories:review_focus" if focus else "memories:item_detail"
     return reverse(name, kwargs={"bank_id": bank.public_id, "item_id": item.public_id})
+
+
+def queue_position(bank, item, filters: dict) -> tuple[int, int]:
+    """(where ``item`` stands in the queue narrowed by ``filters``, 1-based, or 0 when it is not in it; how many
+    items the queue holds): the focus view's "7 of 23"."""
+    queue = selectors.review_queue(bank=bank, **filters)
+    total = queue.count()
+    if item.status != "proposed" or not queue.filter(pk=item.pk).exists():
+        return 0, total
+    before = Q(created_at__lt=item.created_at) | Q(created_at=item.created_at, id__lt=item.id)
+    return queue.filter(before).count() + 1, total
 
 
 def queue_neighbours(bank, item, filters: dict) -> tuple[MemoryItem | None, MemoryItem | None]:
@@ -52,6 +64,12 @@ def item_context(
     if editing and edit_form is None:
         edit_form = ItemEditForm(instance=item)
     supports = selectors.item_supports(item=item)
+    sources = selectors.item_sources(item=item)
+    tasks = trajectory_tasks(
+        bank_id=bank.pk, public_ids=[*sources.trajectory_ids, *(t for s in supports for t in s.trajectory_ids)]
+    )
+    for support in supports:
+        support.trajectory_links = [(tid, tasks.get(tid, "")) for tid in support.trajectory_ids]
     context = {
         "bank": bank,
         "membership": membership,
@@ -69,12 +87,15 @@ def item_context(
         "duplicates": selectors.item_near_duplicates(item=item),
         "history": selectors.item_history(item=item),
         "revertible": tuple(services.ITEM_REVERTS),
-        "sources": selectors.item_sources(item=item),
+        "sources": sources,
+        "source_links": [(tid, tasks.get(tid, "")) for tid in sources.trajectory_ids],
     }
     if focus:
         queue = posted_queue_query(request) if request.method == "POST" else queue_query(request.GET)
         context["queue_qs"] = queue
-        context["previous"], context["following"] = queue_neighbours(bank, item, queue_filters(bank, queue))
+        filters = queue_filters(bank, queue)
+        context["previous"], context["following"] = queue_neighbours(bank, item, filters)
+        context["position"], context["queue_total"] = queue_position(bank, item, filters)
     return context
 
 
