@@ -7,9 +7,10 @@ import uuid
 from django import forms
 
 from accounts.models import MAX_TOP_K
-from memories.models import TAG_MAX_LENGTH, TAGS_MAX, ItemOrigin, ItemStatus, MemoryItem, normalize_tags
+from memories.models import GUIDELINES_MAX, TAG_MAX_LENGTH, TAGS_MAX, ItemOrigin, ItemStatus, MemoryItem, normalize_tags
 from memories.selectors import RetrievalFilters
 from memories.selectors import collaboration as collab
+from memories.services.review_policy import DECISIONS_MAX
 from reasoningbank_site.formfields import BoundedDateField, FlatSelect, agent_select
 from reasoningbank_site.text import scrub_text
 
@@ -305,3 +306,18 @@ class AssignmentForm(forms.Form):
             elif line.strip():
                 raise forms.ValidationError(f"Not an item id or link: {line.strip()[:80]}")
         return ids
+
+
+class ReviewPolicyForm(forms.Form):
+    guidelines = forms.CharField(
+        required=False,
+        max_length=GUIDELINES_MAX,
+        widget=forms.Textarea(attrs={"rows": 12, "class": "mono"}),
+        help_text="Markdown: what to approve, what to reject, examples. Shown beside the queue and each item.",
+    )
+    decisions_required = forms.IntegerField(
+        min_value=1,
+        max_value=DECISIONS_MAX,
+        label="Independent decisions per item",
+        help_text="1: the first reviewer's decision stands.",
+    )

@@ -23,11 +23,13 @@ from memories.models.items import (
 )
 from memories.models.retrieval import Arm, ItemSide, RetrievalEvent, RetrievalTally
 from memories.models.review import ReviewAssignment, ReviewPresence
+from memories.models.review_policy import GUIDELINES_MAX, ReviewPolicy
 
 __all__ = [
     "CONTENT_MAX",
     "DESCRIPTION_MAX",
     "EMBEDDING_DIM",
+    "GUIDELINES_MAX",
     "REASON_MAX",
     "SOURCE_METADATA_MAX",
     "TAGS_MAX",
@@ -45,6 +47,7 @@ __all__ = [
     "RetrievalEvent",
     "RetrievalTally",
     "ReviewAssignment",
+    "ReviewPolicy",
     "ReviewPresence",
     "SupportKind",
     "item_search_vector",

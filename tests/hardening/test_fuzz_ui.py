@@ -205,6 +205,7 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
             )
         ],
         "memories:review_assignment_remove": [("post", {})],
+        "memories:review_policy": [("post", {"guidelines": "Be *strict*.", "decisions_required": "1"})],
         "trajectories:item_comments": [("post", {"body": "A fuzzed comment."})],
         "trajectories:trajectory_comments": [("post", {"body": "A fuzzed comment."})],
         "trajectories:comment_remove": [("post", {})],
