@@ -79,3 +79,46 @@ def test_no_page_of_the_review_flow_scrolls_sideways(browser, live_server, owner
         assert LONG_TEAM_NAME in page.locator("h1").first.inner_text()  # the long name is on the page
     finally:
         context.close()
+
+
+def test_on_a_phone_the_nav_is_a_menu_and_the_first_queue_item_shows(browser, live_server, owner, flow):
+    context, page = _signed_in(browser, live_server, owner, 390, 844)
+    try:
+        page.goto(f"{live_server.url}{flow['review queue']}")
+        assert not page.locator(".banknav .navlinks a").first.is_visible()
+        menu = page.locator(".navmenu > summary")
+        assert menu.is_visible()
+        menu.click()
+        assert page.locator(".navmenu-links a", has_text="Judge").is_visible()
+        menu.click()
+        first = page.locator("#queue tr[data-row]").first
+        top = first.evaluate("(row) => row.getBoundingClientRect().top")
+        assert 0 <= top < 844 - 40, f"the first queue item starts at {top}px, below the fold"
+    finally:
+        context.close()
+
+
+def test_on_a_phone_the_focus_view_shows_the_steps_before_the_comments(browser, live_server, owner, flow):
+    context, page = _signed_in(browser, live_server, owner, 390, 844)
+    try:
+        page.goto(f"{live_server.url}{flow['focus view']}")
+        page.locator("#evidence article.step").first.wait_for()
+        page.locator("#comments h2").wait_for()
+        steps = page.locator("#evidence article.step").first.evaluate("(e) => e.getBoundingClientRect().top")
+        comments = page.locator("#comments").evaluate("(e) => e.getBoundingClientRect().top")
+        assert steps < comments
+    finally:
+        context.close()
+
+
+def test_at_1280_px_the_bank_nav_fits_on_one_line(browser, live_server, owner, flow):
+    context, page = _signed_in(browser, live_server, owner, 1280, 900)
+    try:
+        page.goto(f"{live_server.url}{flow['review queue']}")
+        tops = page.locator(".banknav .navlinks a").evaluate_all(
+            "(links) => links.map((a) => Math.round(a.getBoundingClientRect().top))"
+        )
+        assert len(tops) == 11 and len(set(tops)) == 1, tops
+        assert not page.locator(".navmenu").is_visible()
+    finally:
+        context.close()
