@@ -23,7 +23,7 @@ from memories.models.items import (
 )
 from memories.models.retrieval import Arm, ItemSide, RetrievalEvent, RetrievalTally
 from memories.models.review import ReviewAssignment, ReviewPresence
-from memories.models.review_policy import GUIDELINES_MAX, ReviewPolicy
+from memories.models.review_policy import GUIDELINES_MAX, ReviewPolicy, ReviewVote, VoteDecision
 
 __all__ = [
     "CONTENT_MAX",
@@ -49,7 +49,9 @@ __all__ = [
     "ReviewAssignment",
     "ReviewPolicy",
     "ReviewPresence",
+    "ReviewVote",
     "SupportKind",
+    "VoteDecision",
     "item_search_vector",
     "normalize_tags",
 ]

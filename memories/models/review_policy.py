@@ -2,6 +2,7 @@
 the queue and the focus view) and how many independent decisions an item
 needs. One row per bank, created on first use; absent means the defaults."""
 
+from django.conf import settings
 from django.db import models
 
 from accounts.models import Bank
@@ -19,3 +20,26 @@ class ReviewPolicy(models.Model):
 
     def __str__(self) -> str:
         return f"review policy of bank {self.bank_id}"
+
+
+class VoteDecision(models.TextChoices):
+    APPROVE = "approve", "Approve"
+    REJECT = "reject", "Reject"
+
+
+class ReviewVote(models.Model):
+    """One reviewer's independent decision on a proposed item, under a policy needing several.
+    Hidden from the other reviewers until the item has all the decisions it needs."""
+
+    item = models.ForeignKey("memories.MemoryItem", on_delete=models.CASCADE, related_name="review_votes")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    decision = models.CharField(max_length=8, choices=VoteDecision.choices)
+    reason = models.CharField(max_length=2000, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["item", "user"], name="reviewvote_unique_item_user")]
+        indexes = [models.Index(fields=["item", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.decision} on {self.item_id}"

@@ -20,6 +20,7 @@ from memories import selectors, services
 from memories.forms import BulkActionForm, ReviewFilterForm
 from memories.models import MemoryItem
 from memories.selectors import collaboration as collab
+from memories.services.review_votes import review_vote_cast, votes_needed
 from memories.views.decisions import (
     offer_undo,
     pop_undo,
@@ -149,11 +150,16 @@ def _review_post(request, bank_id):
         return redirect(back)
     items = list(selectors.items_by_public_ids(bank=bank, public_ids=form.cleaned_data["items"]).order_by("created_at"))
     confirm = request.POST.get("confirm_duplicate") == "1"
+    voting = votes_needed(bank=bank, membership=_membership)
     done, failed, unconfirmed = [], [], []
     for item in items:
         try:
             seen = posted_version(request, f"seen-{item.public_id}")  # the version its row showed
-            if action == "approve":
+            if voting:  # a policy of several decisions: this one is a vote, hidden from the others
+                review_vote_cast(
+                    item=item, author=request.user, decision=action, reason=reason, confirm_duplicate=confirm
+                )
+            elif action == "approve":
                 services.memory_item_approve(
                     item=item, author=request.user, confirm_duplicate=confirm, seen_version=seen
                 )
@@ -165,8 +171,10 @@ def _review_post(request, bank_id):
         except DomainError as exc:
             failed.append((item, str(exc)))
     if request.htmx and request.POST.get("row"):
-        return _row_answer(request, bank, items[0] if items else None, action, failed, unconfirmed)
+        return _row_answer(request, bank, items[0] if items else None, action, failed, unconfirmed, voting=voting)
     verb = "approved" if action == "approve" else "rejected"
+    if voting:
+        verb = f"given your decision ({action}; the others do not see it until all have decided)"
     if done:
         messages.success(request, f"{counted(len(done), 'item')} {verb}.")
     if unconfirmed:
@@ -193,7 +201,7 @@ def _append_queue_count(request, response, bank, queue: str) -> None:
     response.content += f"<template>{html}</template>".encode()
 
 
-def _row_answer(request, bank, item, action: str, failed, unconfirmed):
+def _row_answer(request, bank, item, action: str, failed, unconfirmed, *, voting: bool = False):
     """A decision taken on one queue row (htmx): the row again, with the refusal
     or the duplicate to confirm, else with a toast offering Undo."""
     if item is None:
@@ -215,6 +223,8 @@ def _row_answer(request, bank, item, action: str, failed, unconfirmed):
         return response
     _append_queue_count(request, response, bank, queue)
     text = f"{'Approved' if action == 'approve' else 'Rejected'} “{item.title}”."
+    if voting:
+        text = f"Your decision on “{item.title}” ({action}) is recorded."
     target = f"#item-{item.public_id}"
     return offer_undo(
         request,
