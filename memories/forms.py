@@ -10,6 +10,7 @@ from accounts.models import MAX_TOP_K
 from memories.models import GUIDELINES_MAX, TAG_MAX_LENGTH, TAGS_MAX, ItemOrigin, ItemStatus, MemoryItem, normalize_tags
 from memories.selectors import RetrievalFilters
 from memories.selectors import collaboration as collab
+from memories.selectors.review import QUEUE_SORTS
 from memories.services.review_policy import DECISIONS_MAX
 from reasoningbank_site.formfields import BoundedDateField, FlatSelect, agent_select
 from reasoningbank_site.text import scrub_text
@@ -33,11 +34,13 @@ class ReviewFilterForm(forms.Form):
     date_to = BoundedDateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
     dup = forms.BooleanField(required=False, label="Has near-duplicate")
     disagree = forms.BooleanField(required=False, label="Agent and judge disagree")
+    sort = forms.ChoiceField(required=False, label="Order", choices=(), widget=FlatSelect)
 
     def __init__(self, *args, agents=tuple, **kwargs):
         """``agents``: a callable giving the dropdown's agent names (called only to render it)."""
         super().__init__(*args, **kwargs)
         self.fields["agent"].widget = agent_select(agents)
+        self.fields["sort"].choices = [(key, label) for key, (label, _order) in QUEUE_SORTS.items()]
 
     def filters(self) -> dict:
         """The valid filters as selector keyword arguments (invalid ones dropped)."""
@@ -52,6 +55,7 @@ class ReviewFilterForm(forms.Form):
             "date_to": data.get("date_to"),
             "has_duplicate": bool(data.get("dup")),
             "disagreement": bool(data.get("disagree")),
+            "sort": data.get("sort") or "",
         }
 
 

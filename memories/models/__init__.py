@@ -23,7 +23,7 @@ from memories.models.items import (
 )
 from memories.models.retrieval import Arm, ItemSide, RetrievalEvent, RetrievalTally
 from memories.models.review import ReviewAssignment, ReviewPresence
-from memories.models.review_policy import GUIDELINES_MAX, ReviewPolicy, ReviewVote, VoteDecision
+from memories.models.review_policy import GUIDELINES_MAX, ReviewPolicy, ReviewVote, SavedQueueView, VoteDecision
 
 __all__ = [
     "CONTENT_MAX",
@@ -50,6 +50,7 @@ __all__ = [
     "ReviewPolicy",
     "ReviewPresence",
     "ReviewVote",
+    "SavedQueueView",
     "SupportKind",
     "VoteDecision",
     "item_search_vector",

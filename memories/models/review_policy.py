@@ -2,6 +2,8 @@
 the queue and the focus view) and how many independent decisions an item
 needs. One row per bank, created on first use; absent means the defaults."""
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 
@@ -43,3 +45,22 @@ class ReviewVote(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id}: {self.decision} on {self.item_id}"
+
+
+class SavedQueueView(models.Model):
+    """A reviewer's named set of queue filters (the queue's query string), offered as a link above the queue."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=80)
+    query = models.CharField(max_length=2000, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["bank", "user", "name"], name="savedqueueview_unique_bank_user_name")
+        ]
+
+    def __str__(self) -> str:
+        return self.name

@@ -58,9 +58,11 @@ def review_queue(
     has_duplicate: bool = False,
     disagreement: bool = False,
     text: str = "",
+    sort: str = "",
 ) -> QuerySet[MemoryItem]:
     """Proposed items of ``bank``, oldest first, narrowed by the queue filters
-    (``disagreement``: distilled from a trajectory whose reported outcome differs from its verdict)."""
+    (``disagreement``: distilled from a trajectory whose reported outcome differs from its verdict), in the
+    order ``sort`` names (QUEUE_SORTS; oldest first by default)."""
     qs = MemoryItem.objects.filter(bank=bank, status=ItemStatus.PROPOSED)
     if origin:
         qs = qs.filter(origin=origin)
@@ -77,7 +79,19 @@ def review_queue(
     if disagreement:
         qs = qs.filter(Exists(_disagreeing_trajectories().filter(experience_id=OuterRef("experience_id"))))
     qs = _search(qs, text)
-    return qs.only(*LIST_FIELDS, "content").order_by("created_at", "id")  # rows preview the content
+    qs = qs.only(*LIST_FIELDS, "content")  # rows preview the content
+    if sort == "disagreement":
+        qs = qs.annotate(disputed=Exists(_disagreeing_trajectories().filter(experience_id=OuterRef("experience_id"))))
+    return qs.order_by(*QUEUE_SORTS.get(sort, QUEUE_SORTS[""])[1])
+
+
+# The queue's orders: key → (label, ORDER BY); "" is the default, oldest first.
+QUEUE_SORTS = {
+    "": ("oldest first", ("created_at", "id")),
+    "newest": ("newest first", ("-created_at", "-id")),
+    "support": ("seen again most", ("-support_count", "created_at", "id")),
+    "disagreement": ("agent and judge disagree first", ("-disputed", "created_at", "id")),
+}
 
 
 def _disagreeing_trajectories() -> QuerySet:

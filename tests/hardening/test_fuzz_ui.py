@@ -205,6 +205,8 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
             )
         ],
         "memories:review_assignment_remove": [("post", {})],
+        "memories:saved_view_create": [("post", {"name": "fuzzed view", "queue": "dup=on"})],
+        "memories:saved_view_remove": [("post", {"view": "not-a-uuid"})],
         "memories:review_policy": [("post", {"guidelines": "Be *strict*.", "decisions_required": "1"})],
         "trajectories:item_comments": [("post", {"body": "A fuzzed comment."})],
         "trajectories:trajectory_comments": [("post", {"body": "A fuzzed comment."})],

@@ -56,3 +56,26 @@ def test_a_bank_without_disagreements_says_so(client, owner, bank):
     client.force_login(owner)
     html = client.get(reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})).content.decode()
     assert "No trajectory where the agent and the judge disagree." in html
+
+
+def test_sort_orders_the_queue_and_the_focus_view_follows_it(client, reviewer, bank):
+    disputed, agreed, silent = _scene(bank)
+    client.force_login(reviewer)
+    url = reverse("memories:review", kwargs={"bank_id": bank.public_id})
+    html = client.get(url, {"sort": "newest"}).content.decode()
+    assert html.index(silent.title) < html.index(agreed.title) < html.index(disputed.title)
+    html = client.get(url, {"sort": "disagreement"}).content.decode()
+    assert html.index(disputed.title) < html.index(agreed.title)
+    focus = reverse("memories:review_focus", kwargs={"bank_id": bank.public_id, "item_id": agreed.public_id})
+    page = client.get(focus, {"sort": "newest"}).content.decode()
+    assert "data-progress>2 of 3<" in page
+    assert f"/review/{disputed.public_id}/?sort=newest" in page.split("data-next", 1)[1][:300]
+    assert f"/review/{silent.public_id}/?sort=newest" in page.split("data-prev", 1)[1][:300]
+
+
+def test_an_unknown_sort_is_the_default_order(client, reviewer, bank):
+    disputed, agreed, _silent = _scene(bank)
+    client.force_login(reviewer)
+    url = reverse("memories:review", kwargs={"bank_id": bank.public_id})
+    html = client.get(url, {"sort": "'; drop"}).content.decode()
+    assert html.index(disputed.title) < html.index(agreed.title)

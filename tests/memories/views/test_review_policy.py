@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from memories.models import ReviewPolicy
+from memories.models import ReviewPolicy, SavedQueueView
 from memories.services.review_policy import review_policy_update
 
 HOSTILE = "# Approve\n\nOnly **general** lessons.\n\n<script>alert(1)</script> [x](javascript:alert(1))"
@@ -61,3 +61,30 @@ def test_another_team_and_anonymous(client, stranger, bank):
     client.force_login(stranger)
     assert client.get(policy_url(bank)).status_code == 404
     assert client.post(policy_url(bank), {"guidelines": "x", "decisions_required": "1"}).status_code == 404
+
+
+def test_a_reviewer_saves_the_queue_filters_as_a_view_and_opens_it_again(client, reviewer, alice, bank):
+    queue = reverse("memories:review", kwargs={"bank_id": bank.public_id})
+    client.force_login(reviewer)
+    html = client.get(queue, {"disagree": "on", "sort": "newest"}).content.decode()
+    assert 'name="queue" value="disagree=on&amp;sort=newest"' in html
+    save = reverse("memories:saved_view_create", kwargs={"bank_id": bank.public_id})
+    response = client.post(save, {"name": "  Disputed,  newest ", "queue": "disagree=on&sort=newest&page=3"})
+    assert response.status_code == 302 and response.url == f"{queue}?disagree=on&sort=newest"
+    html = client.get(queue).content.decode()
+    assert f'href="{queue}?disagree=on&amp;sort=newest" data-saved-view>Disputed, newest</a>' in html
+    view = SavedQueueView.objects.get()
+    client.force_login(alice)  # another reviewer sees their own views only, and cannot delete this one
+    assert "Disputed, newest" not in client.get(queue).content.decode()
+    remove = reverse("memories:saved_view_remove", kwargs={"bank_id": bank.public_id})
+    assert "No such saved view." in client.post(remove, {"view": str(view.public_id)}, follow=True).content.decode()
+    client.force_login(reviewer)
+    assert "Saved view deleted." in client.post(remove, {"view": str(view.public_id)}, follow=True).content.decode()
+    assert not SavedQueueView.objects.exists()
+
+
+def test_a_view_needs_a_name(client, reviewer, bank):
+    client.force_login(reviewer)
+    save = reverse("memories:saved_view_create", kwargs={"bank_id": bank.public_id})
+    assert "Name the view" in client.post(save, {"name": " ", "queue": "dup=on"}, follow=True).content.decode()
+    assert not SavedQueueView.objects.exists()
