@@ -34,6 +34,7 @@ class ReviewFilterForm(forms.Form):
     date_to = BoundedDateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
     dup = forms.BooleanField(required=False, label="Has near-duplicate")
     disagree = forms.BooleanField(required=False, label="Agent and judge disagree")
+    conflict = forms.BooleanField(required=False, label="Reviewers disagree")
     sort = forms.ChoiceField(required=False, label="Order", choices=(), widget=FlatSelect)
 
     def __init__(self, *args, agents=tuple, **kwargs):
@@ -55,6 +56,7 @@ class ReviewFilterForm(forms.Form):
             "date_to": data.get("date_to"),
             "has_duplicate": bool(data.get("dup")),
             "disagreement": bool(data.get("disagree")),
+            "conflict": bool(data.get("conflict")),
             "sort": data.get("sort") or "",
         }
 

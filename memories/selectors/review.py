@@ -20,6 +20,8 @@ from accounts.models import Bank
 from memories.models import ItemOrigin, ItemStatus, MemoryItem, MemoryItemVersion, item_search_vector
 from reasoningbank_site.search import text_search
 
+REVIEWERS_DISAGREE = "Reviewers disagree"  # how memories.services.review_votes marks a conflict
+
 LIST_FIELDS = (
     "id",
     "experience_id",
@@ -57,11 +59,13 @@ def review_queue(
     date_to: date | None = None,
     has_duplicate: bool = False,
     disagreement: bool = False,
+    conflict: bool = False,
     text: str = "",
     sort: str = "",
 ) -> QuerySet[MemoryItem]:
     """Proposed items of ``bank``, oldest first, narrowed by the queue filters
-    (``disagreement``: distilled from a trajectory whose reported outcome differs from its verdict), in the
+    (``disagreement``: distilled from a trajectory whose reported outcome differs from its verdict;
+    ``conflict``: its independent reviewer decisions disagree, for an owner or admin to resolve), in the
     order ``sort`` names (QUEUE_SORTS; oldest first by default)."""
     qs = MemoryItem.objects.filter(bank=bank, status=ItemStatus.PROPOSED)
     if origin:
@@ -78,6 +82,8 @@ def review_queue(
         qs = qs.exclude(near_duplicates=[])
     if disagreement:
         qs = qs.filter(Exists(_disagreeing_trajectories().filter(experience_id=OuterRef("experience_id"))))
+    if conflict:
+        qs = qs.filter(needs_review_reason__startswith=REVIEWERS_DISAGREE)
     qs = _search(qs, text)
     qs = qs.only(*LIST_FIELDS, "content")  # rows preview the content
     if sort == "disagreement":

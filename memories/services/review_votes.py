@@ -13,11 +13,10 @@ from django.db import transaction
 
 from accounts.models import Membership, Role
 from memories.models import REASON_MAX, ItemStatus, MemoryItem, ReviewPolicy, ReviewVote, VoteDecision
+from memories.selectors.review import REVIEWERS_DISAGREE as CONFLICT_PREFIX
 from memories.services.decisions import memory_item_approve, memory_item_reject
 from memories.services.versions import item_lock
 from reasoningbank_site.errors import Conflict, Invalid
-
-CONFLICT_PREFIX = "Reviewers disagree"
 
 
 @dataclass

@@ -106,3 +106,15 @@ def test_the_reviewers_page_shows_agreement_per_pair_and_per_bank(client, bank, 
     html = client.get(reverse("trajectories:reviewers", kwargs={"bank_id": bank.public_id})).content.decode()
     assert "alice · bob" in html and agreement.pairs[0].kappa.text in html
     assert f"data-fleiss>{agreement.fleiss.text}<" in html
+
+
+def test_conflicts_have_a_queue_filter_for_the_owner(client, bank, owner, alice, bob, two_needed):
+    disputed, agreed = bulk_items(bank, 2)
+    for item in (disputed, agreed):
+        review_vote_cast(item=item, author=alice, decision="approve")
+    review_vote_cast(item=disputed, author=bob, decision="reject", reason="too narrow")
+    client.force_login(owner)
+    html = client.get(
+        reverse("memories:review", kwargs={"bank_id": bank.public_id}), {"conflict": "on"}
+    ).content.decode()
+    assert f'id="item-{disputed.public_id}"' in html and f'id="item-{agreed.public_id}"' not in html
