@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
 
 from accounts.models import Membership, Role
 from memories.models import REASON_MAX, ItemStatus, MemoryItem, ReviewPolicy, ReviewVote, VoteDecision
@@ -97,3 +98,10 @@ def item_votes_visible(*, item: MemoryItem, user, membership: Membership) -> tup
     if membership.has_role(Role.ADMIN) or len(votes) >= decisions_required(bank=item.bank):
         return votes, mine
     return [v for v in votes if v.user_id == user.pk], mine
+
+
+def with_my_vote(rows, *, user):
+    """``rows`` (a queryset of items) annotated with ``my_vote``: ``user``'s own independent decision
+    ("approve" / "reject", None without one), the only one a reviewer sees before all are in."""
+    mine = ReviewVote.objects.filter(item=OuterRef("pk"), user=user).values("decision")[:1]
+    return rows.annotate(my_vote=Subquery(mine))

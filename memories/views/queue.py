@@ -20,7 +20,7 @@ from memories import selectors, services
 from memories.forms import BulkActionForm, ReviewFilterForm
 from memories.models import MemoryItem
 from memories.selectors import collaboration as collab
-from memories.services.review_votes import review_vote_cast, votes_needed
+from memories.services.review_votes import review_vote_cast, votes_needed, with_my_vote
 from memories.views.decisions import (
     offer_undo,
     pop_undo,
@@ -79,6 +79,7 @@ ROW_FIELDS = (
     "support_count",
     "verdict_label",
     "claimed_outcome",
+    "my_vote",
     "near_duplicates",
     "reviewed_by",
     "assignees",
@@ -111,7 +112,7 @@ def review(request, bank_id):
     assignments, mine = collab.bank_assignments(bank=bank), request.GET.get("assigned") == "me"
     if mine:
         queue = collab.queue_assigned_to(queue, assignments=assignments, user=request.user)
-    rows = collab.queue_rows_read_along(queue, user=request.user)
+    rows = with_my_vote(collab.queue_rows_read_along(queue, user=request.user), user=request.user)
     page = SearchPaginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     collab.queue_rows_annotate(items=page.object_list, assignments=assignments)
     selectors.queue_rows_claimed(items=page.object_list)
@@ -206,7 +207,8 @@ def _row_answer(request, bank, item, action: str, failed, unconfirmed, *, voting
     or the duplicate to confirm, else with a toast offering Undo."""
     if item is None:
         return toast(request, "That item no longer exists.")
-    item = collab.queue_rows_read_along(MemoryItem.objects.filter(pk=item.pk), user=request.user).get()
+    rows = collab.queue_rows_read_along(MemoryItem.objects.filter(pk=item.pk), user=request.user)
+    item = with_my_vote(rows, user=request.user).get()
     collab.queue_rows_annotate(items=[item], assignments=collab.bank_assignments(bank=bank))
     selectors.queue_rows_claimed(items=[item])
     queue = posted_queue_query(request)

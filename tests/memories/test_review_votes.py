@@ -118,3 +118,13 @@ def test_conflicts_have_a_queue_filter_for_the_owner(client, bank, owner, alice,
         reverse("memories:review", kwargs={"bank_id": bank.public_id}), {"conflict": "on"}
     ).content.decode()
     assert f'id="item-{disputed.public_id}"' in html and f'id="item-{agreed.public_id}"' not in html
+
+
+def test_a_queue_row_shows_the_reviewers_own_decision_only(client, bank, alice, bob, two_needed):
+    (item,) = bulk_items(bank, 1)
+    review_vote_cast(item=item, author=alice, decision="approve")
+    url = reverse("memories:review", kwargs={"bank_id": bank.public_id})
+    client.force_login(alice)
+    assert "you: approve</span>" in client.get(url).content.decode()
+    client.force_login(bob)
+    assert "data-my-vote" not in client.get(url).content.decode()
