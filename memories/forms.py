@@ -7,11 +7,22 @@ import uuid
 from django import forms
 
 from accounts.models import MAX_TOP_K
-from memories.models import TAG_MAX_LENGTH, TAGS_MAX, BankLearning, ItemOrigin, ItemStatus, MemoryItem, normalize_tags
+from memories.models import (
+    GUIDELINES_MAX,
+    TAG_MAX_LENGTH,
+    TAGS_MAX,
+    BankLearning,
+    ItemOrigin,
+    ItemStatus,
+    MemoryItem,
+    normalize_tags,
+)
 from memories.selectors import RetrievalFilters
 from memories.selectors import collaboration as collab
 from memories.selectors.learning import LifecycleState
+from memories.selectors.review import QUEUE_SORTS
 from memories.services.learning import BANK_LEARNING_SETTINGS
+from memories.services.review_policy import DECISIONS_MAX
 from reasoningbank_site.formfields import BoundedDateField, FlatSelect, agent_select
 from reasoningbank_site.text import scrub_text
 
@@ -36,11 +47,15 @@ class ReviewFilterForm(forms.Form):
     state = forms.ChoiceField(
         required=False, label="State", choices=[("", "proposed"), *LifecycleState.choices], widget=FlatSelect
     )
+    disagree = forms.BooleanField(required=False, label="Agent and judge disagree")
+    conflict = forms.BooleanField(required=False, label="Reviewers disagree")
+    sort = forms.ChoiceField(required=False, label="Order", choices=(), widget=FlatSelect)
 
     def __init__(self, *args, agents=tuple, **kwargs):
         """``agents``: a callable giving the dropdown's agent names (called only to render it)."""
         super().__init__(*args, **kwargs)
         self.fields["agent"].widget = agent_select(agents)
+        self.fields["sort"].choices = [(key, label) for key, (label, _order) in QUEUE_SORTS.items()]
 
     def filters(self) -> dict:
         """The valid filters as selector keyword arguments (invalid ones dropped)."""
@@ -55,6 +70,9 @@ class ReviewFilterForm(forms.Form):
             "date_to": data.get("date_to"),
             "has_duplicate": bool(data.get("dup")),
             "state": data.get("state") or "",
+            "disagreement": bool(data.get("disagree")),
+            "conflict": bool(data.get("conflict")),
+            "sort": data.get("sort") or "",
         }
 
 
@@ -156,6 +174,7 @@ class ItemCreateForm(ItemEditForm):
 
 class ImportForm(forms.Form):
     MAX_BYTES = 2 * 1024 * 1024
+    BAD_LINES_SHOWN = 20
 
     file = forms.FileField(
         help_text="A bank's export (JSON Lines), or a JSON array of objects with title, description and content. At most 2 MiB.",
@@ -178,16 +197,22 @@ class ImportForm(forms.Form):
                 raise forms.ValidationError(f"Not valid JSON: {exc}") from None
             except RecursionError:
                 raise forms.ValidationError("Not valid JSON: nested too deeply.") from None
-        records = []
+        records, bad = [], []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
                 records.append(json.loads(line))
             except ValueError as exc:
-                raise forms.ValidationError(f"Line {number} is not valid JSON: {exc}") from None
+                bad.append(f"Line {number} is not valid JSON: {exc}")
             except RecursionError:
-                raise forms.ValidationError(f"Line {number} is not valid JSON: nested too deeply.") from None
+                bad.append(f"Line {number} is not valid JSON: nested too deeply.")
+        if bad:
+            # Every bad line, so one upload shows all there is to fix (the first BAD_LINES_SHOWN of them).
+            shown = bad[: self.BAD_LINES_SHOWN]
+            if len(bad) > len(shown):
+                shown.append(f"… and {len(bad) - len(shown)} more bad lines.")
+            raise forms.ValidationError(shown)
         return scrub_text(records)
 
 
@@ -349,3 +374,18 @@ class BankLearningForm(forms.ModelForm):
 
     def clean_environment_keys(self) -> list[str]:
         return [key for key in re.split(r"[,\s]+", self.cleaned_data.get("environment_keys") or "") if key]
+
+
+class ReviewPolicyForm(forms.Form):
+    guidelines = forms.CharField(
+        required=False,
+        max_length=GUIDELINES_MAX,
+        widget=forms.Textarea(attrs={"rows": 12, "class": "mono"}),
+        help_text="Markdown: what to approve, what to reject, examples. Shown beside the queue and each item.",
+    )
+    decisions_required = forms.IntegerField(
+        min_value=1,
+        max_value=DECISIONS_MAX,
+        label="Independent decisions per item",
+        help_text="1: the first reviewer's decision stands.",
+    )

@@ -9,8 +9,10 @@ from memories.views import (
     learning_settings,
     lifecycle,
     playground,
+    policy,
     presence,
     queue,
+    saved_views,
 )
 
 app_name = "memories"
@@ -18,6 +20,9 @@ ITEM = "banks/<uuid:bank_id>/items/<uuid:item_id>/"
 urlpatterns = [
     path("banks/<uuid:bank_id>/review/", queue.review, name="review"),
     path("banks/<uuid:bank_id>/review/<uuid:item_id>/", item.review_focus, name="review_focus"),
+    path("banks/<uuid:bank_id>/review/policy/", policy.review_policy, name="review_policy"),
+    path("banks/<uuid:bank_id>/review/views/", saved_views.saved_view_create, name="saved_view_create"),
+    path("banks/<uuid:bank_id>/review/views/delete/", saved_views.saved_view_remove, name="saved_view_remove"),
     path("banks/<uuid:bank_id>/items/", items.items, name="items"),
     path("banks/<uuid:bank_id>/items/new/", items.item_create, name="item_create"),
     path("banks/<uuid:bank_id>/items/export.jsonl", import_export.items_export, name="items_export"),

@@ -24,11 +24,13 @@ from memories.models.items import (
 from memories.models.learning import BankLearning
 from memories.models.retrieval import Arm, ItemSide, RetrievalEvent, RetrievalTally
 from memories.models.review import ReviewAssignment, ReviewPresence
+from memories.models.review_policy import GUIDELINES_MAX, ReviewPolicy, ReviewVote, SavedQueueView, VoteDecision
 
 __all__ = [
     "CONTENT_MAX",
     "DESCRIPTION_MAX",
     "EMBEDDING_DIM",
+    "GUIDELINES_MAX",
     "REASON_MAX",
     "SOURCE_METADATA_MAX",
     "TAGS_MAX",
@@ -47,8 +49,12 @@ __all__ = [
     "RetrievalEvent",
     "RetrievalTally",
     "ReviewAssignment",
+    "ReviewPolicy",
     "ReviewPresence",
+    "ReviewVote",
+    "SavedQueueView",
     "SupportKind",
+    "VoteDecision",
     "item_search_vector",
     "normalize_tags",
 ]

@@ -60,6 +60,7 @@ from memories.selectors.review import (
     item_sources,
     item_status_counts,
     items_by_public_ids,
+    queue_rows_claimed,
     review_agents,
     review_queue,
 )
@@ -108,6 +109,7 @@ __all__ = [
     "memory_items_export_reasoning_bank",
     "near_duplicates_search",
     "near_duplicates_search_many",
+    "queue_rows_claimed",
     "review_agents",
     "review_queue",
     "run_retrievals",

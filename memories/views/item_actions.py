@@ -16,7 +16,8 @@ from accounts.access import bank_for_user
 from accounts.models import Role
 from memories import selectors, services
 from memories.forms import ItemEditForm, MergeForm, RejectForm
-from memories.models import MemoryItem
+from memories.models import MemoryItem, VoteDecision
+from memories.services.review_votes import review_vote_cast, votes_needed
 from memories.views.decisions import (
     append_toast,
     offer_undo,
@@ -123,6 +124,8 @@ def item_edit(request, bank_id, item_id):
 def item_approve(request, bank_id, item_id):
     t = _target(request, bank_id, item_id)
     confirm = request.POST.get("confirm_duplicate") == "1"
+    if votes_needed(bank=t.bank, membership=t.membership):
+        return _vote(request, t, VoteDecision.APPROVE, confirm=confirm)
     approve = partial(
         services.memory_item_approve,
         item=t.item,
@@ -140,6 +143,8 @@ def item_reject(request, bank_id, item_id):
     form = RejectForm(request.POST)
     if not form.is_valid():
         return _item_answer(request, t, reject_form=form)
+    if votes_needed(bank=t.bank, membership=t.membership):
+        return _vote(request, t, VoteDecision.REJECT, reason=form.cleaned_data["reason"])
     reject = partial(
         services.memory_item_reject,
         item=t.item,
@@ -148,6 +153,31 @@ def item_reject(request, bank_id, item_id):
         seen_version=posted_version(request),
     )
     return _act(request, t, reject, done=f"Rejected “{t.item.title}”.", undo=True, reject_form=form)
+
+
+def _vote(request, t: _Target, decision: str, *, reason: str = "", confirm: bool = False):
+    """A decision under a policy of several (memories.services.review_votes): recorded, hidden from the
+    others; the focus view moves on as after any decision."""
+    try:
+        outcome = review_vote_cast(
+            item=t.item, author=request.user, decision=decision, reason=reason, confirm_duplicate=confirm
+        )
+    except DuplicateApproval as exc:
+        return _item_answer(request, t, duplicate=exc)
+    except DomainError as exc:
+        messages.error(request, str(exc))
+        return _item_answer(request, t)
+    if outcome.applied:
+        messages.success(request, f"All {outcome.required} reviewers agreed: “{t.item.title}” is {decision}d.")
+    elif outcome.conflict:
+        messages.warning(request, "The reviewers disagree on this item: an owner or admin will decide.")
+    else:
+        messages.success(
+            request,
+            f"Your decision ({decision}) is recorded; {outcome.waiting} more reviewer"
+            f"{'s' if outcome.waiting != 1 else ''} to decide. The others do not see it until then.",
+        )
+    return _item_answer(request, t, decided=True)
 
 
 @login_required

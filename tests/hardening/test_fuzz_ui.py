@@ -217,6 +217,9 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
             )
         ],
         "memories:review_assignment_remove": [("post", {})],
+        "memories:saved_view_create": [("post", {"name": "fuzzed view", "queue": "dup=on"})],
+        "memories:saved_view_remove": [("post", {"view": "not-a-uuid"})],
+        "memories:review_policy": [("post", {"guidelines": "Be *strict*.", "decisions_required": "1"})],
         "trajectories:item_comments": [("post", {"body": "A fuzzed comment."})],
         "trajectories:trajectory_comments": [("post", {"body": "A fuzzed comment."})],
         "trajectories:comment_remove": [("post", {})],
@@ -230,6 +233,7 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
         ],
         # Without confirm=1 it answers the confirmation page: the scene's trajectory must survive the fuzz.
         "trajectories:steps": [("get", {"kind": "", "page": ""})],
+        "trajectories:evidence": [("get", {"kind": "", "page": ""}), ("post", {"action": "agree"})],
         "trajectories:delete": [("post", {"confirm": ""})],
         "trajectories:impact": [("get", {"days": "30"})],
         "trajectories:export_chat": [("get", {"verdict": "success", "metadata": "1"})],

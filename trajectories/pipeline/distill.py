@@ -145,11 +145,11 @@ def distill_row(t: Trajectory) -> bool:
             observed_at=locked.created_at,
             learning=state.learning,
         )
-        trajectory_move(t.pk, from_=Status.DISTILLING, to=Status.DONE, detail=_proposed_detail(proposed), also=link)
+        trajectory_move(t.pk, from_=Status.DISTILLING, to=Status.DONE, detail=proposed_detail(proposed), also=link)
     return True
 
 
-def _proposed_detail(proposed) -> str:
+def proposed_detail(proposed) -> str:
     supports = [getattr(item, "supported_by", None) for item in proposed]
     repeated = sum(1 for s in supports if s is not None and s.kind == SupportKind.REPEATED)
     again = sum(1 for s in supports if s is not None) - repeated

@@ -12,7 +12,7 @@ from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.text import counted
 from trajectories.judging.prompt_versions import prompt_active
 from trajectories.models import PromptName, Status, Trajectory
-from trajectories.pipeline.distill import step_indexes
+from trajectories.pipeline.distill import proposed_detail, step_indexes
 from trajectories.pipeline.llm import distill_model_for, llm_configured
 from trajectories.pipeline.llm_calls import CONTRAST_CALL, items_parser, llm_ask
 from trajectories.pipeline.rows import NO_LLM_DETAIL
@@ -110,7 +110,7 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
         experience = next((m.experience for m in locked if m.experience_id), None) or _ensure_experience(locked[0])
         Trajectory.objects.filter(pk__in=ids).update(experience=experience)
         steps_by_rollout = {n: step_indexes(m) for n, m in enumerate(locked, start=1)}
-        memory_items_propose(
+        proposed = memory_items_propose(
             bank=bank,
             proposals=[
                 ProposedItem(
@@ -138,6 +138,6 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
             Trajectory.objects.filter(pk__in=ids),
             from_=Status.DISTILLING,
             to=Status.DONE,
-            detail=f"Contrasted with {counted(len(ids) - 1, 'other rollout')}: {counted(len(items), 'item')} proposed.",
+            detail=f"Contrasted with {counted(len(ids) - 1, 'other rollout')}: {proposed_detail(proposed)}",
         )
     return True
