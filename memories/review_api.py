@@ -10,6 +10,7 @@ from uuid import UUID
 
 from django.db.models import OuterRef, Subquery
 from django.db.models.functions import Coalesce
+from django.http import JsonResponse
 from ninja import Field, Query, Router, Schema
 
 from accounts.auth import TokenAuth, api_responses
@@ -17,7 +18,7 @@ from memories import selectors, services
 from memories.api import MAX_OFFSET, MAX_PAGE
 from memories.models import ItemOrigin, MemoryItem, MemoryItemVersion
 from memories.schemas import ApproveIn, EditIn, RejectIn, ReviewItemDetailOut, ReviewListOut
-from reasoningbank_site.errors import NotFound
+from reasoningbank_site.errors import NotFound, RisksNeedConfirmation
 
 router = Router(tags=["review"])
 review_auth = TokenAuth(scope="review")
@@ -36,9 +37,10 @@ class ReviewQueueIn(Schema):
     date_from: date | None = Field(None, description="Proposed on or after this day (UTC).")
     date_to: date | None = Field(None, description="Proposed on or before this day (UTC).")
     has_duplicate: bool = Field(False, description="Only items with near-duplicate suggestions.")
+    has_risks: bool = Field(False, description="Only items with unconfirmed risk findings.")
 
 
-def _item_out(item: MemoryItem, version: int) -> dict:
+def _item_out(item: MemoryItem, version: int, risk_count: int = 0) -> dict:
     return {
         "id": item.public_id,
         "title": item.title,
@@ -49,6 +51,7 @@ def _item_out(item: MemoryItem, version: int) -> dict:
         "verdict_label": item.verdict_label,
         "tags": list(item.tags),
         "near_duplicate_count": len(item.near_duplicates or []),
+        "risk_count": risk_count,
         "needs_review_reason": item.needs_review_reason,
         "created_at": item.created_at,
         "updated_at": item.updated_at,
@@ -58,8 +61,10 @@ def _item_out(item: MemoryItem, version: int) -> dict:
 
 def _detail_out(item: MemoryItem) -> dict:
     sources = selectors.item_sources(item=item)
+    risks = selectors.item_risks(item=item)
     return {
-        **_item_out(item, services.item_current_version(item)),
+        **_item_out(item, services.item_current_version(item), sum(not f.confirmed for f in risks)),
+        "risks": [selectors.risk_out(f) for f in risks],
         "status_reason": item.status_reason,
         "approved_at": item.approved_at,
         "prompt_version": item.prompt_version,
@@ -106,14 +111,15 @@ def review_queue(request, filters: Query[ReviewQueueIn]):
         date_to=filters.date_to,
         has_duplicate=filters.has_duplicate,
         text=filters.q.strip(),
+        has_risks=filters.has_risks,
     )
     latest = MemoryItemVersion.objects.filter(item=OuterRef("pk")).order_by("-number").values("number")[:1]
     page = list(
-        qs.only(*LIST_FIELDS).annotate(version=Coalesce(Subquery(latest), 0))[
-            filters.offset : filters.offset + filters.limit
-        ]
+        qs.only(*LIST_FIELDS).annotate(
+            version=Coalesce(Subquery(latest), 0), risk_count=selectors.unconfirmed_risk_count()
+        )[filters.offset : filters.offset + filters.limit]
     )
-    return {"count": qs.count(), "items": [_item_out(item, item.version) for item in page]}
+    return {"count": qs.count(), "items": [_item_out(item, item.version, item.risk_count) for item in page]}
 
 
 @router.get(
@@ -140,11 +146,18 @@ def review_approve(request, item_id: UUID, payload: ApproveIn | None = None):
     Approving an approved item is a no-op; a superseded one answers 409, and
     so does an item whose approved near-duplicate is at or above the bank's
     duplicate threshold (``duplicate_needs_confirmation``; send
-    ``confirm_duplicate: true`` to approve it anyway) and a stale
-    ``seen_version`` (``stale_version``)."""
+    ``confirm_duplicate: true`` to approve it anyway), an item with
+    unconfirmed risk findings (``risks_need_confirmation``, the findings in
+    ``risks``; send ``confirm_risks: true`` to approve it anyway, recorded
+    with this token as who confirmed) and a stale ``seen_version``
+    (``stale_version``)."""
     item = _item(request, item_id)
     options = payload.model_dump() if payload else {}
-    item = services.memory_item_approve(item=item, author=None, token=request.api_token, **options)
+    try:
+        item = services.memory_item_approve(item=item, author=None, token=request.api_token, **options)
+    except RisksNeedConfirmation as exc:
+        body = {"detail": exc.message, "code": exc.code, "risks": [selectors.risk_out(f) for f in exc.findings]}
+        return JsonResponse(body, status=409)
     return _detail_out(item)
 
 

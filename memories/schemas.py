@@ -247,6 +247,7 @@ class ReviewItemOut(Schema):
     verdict_label: str = Field(..., description="The verdict it was distilled under (empty: not distilled).")
     tags: list[str]
     near_duplicate_count: int = Field(..., description="Near-duplicates suggested when it was proposed.")
+    risk_count: int = Field(0, description="Risk findings nobody has confirmed yet.")
     needs_review_reason: str = ""
     created_at: datetime
     updated_at: datetime
@@ -271,6 +272,13 @@ class NearDuplicateOut(Schema):
     similarity: float = Field(..., examples=[0.93])
 
 
+class RiskOut(Schema):
+    kind: str = Field(..., examples=["exfiltration"], description="What the risk scan found (see docs/security.md).")
+    excerpt: str = Field(..., description="The exact text it was found in.")
+    step: int | None = Field(None, description="The source trajectory's step it came from (null: the item's text).")
+    confirmed: bool = Field(False, description="A reviewer approved the item knowing of it.")
+
+
 class ReviewItemDetailOut(ReviewItemOut):
     status_reason: str = Field("", description="Why it was rejected or superseded.")
     approved_at: datetime | None = None
@@ -280,6 +288,7 @@ class ReviewItemDetailOut(ReviewItemOut):
     sources: list[UUID] = Field(default_factory=list, description="Trajectories it was distilled from.")
     sources_deleted: int = Field(0, description="Source trajectories deleted since.")
     near_duplicates: list[NearDuplicateOut] = Field(default_factory=list)
+    risks: list[RiskOut] = Field(default_factory=list, description="Risk findings (empty: none).")
 
 
 SEEN_VERSION_HELP = (
@@ -295,6 +304,11 @@ class ApproveIn(BodyIn):
         False,
         description="Approve even when an approved item of the bank is at or above its duplicate threshold "
         "(without it that answers 409 duplicate_needs_confirmation).",
+    )
+    confirm_risks: bool = Field(
+        False,
+        description="Approve an item with unconfirmed risk findings, recording you as having confirmed them "
+        "(without it that answers 409 risks_need_confirmation).",
     )
 
 

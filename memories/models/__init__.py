@@ -23,6 +23,7 @@ from memories.models.items import (
 )
 from memories.models.retrieval import Arm, ItemSide, RetrievalEvent, RetrievalTally
 from memories.models.review import ReviewAssignment, ReviewPresence
+from memories.models.risks import FindingSource, RiskFinding
 
 __all__ = [
     "CONTENT_MAX",
@@ -36,6 +37,7 @@ __all__ = [
     "TITLE_MAX",
     "Arm",
     "Experience",
+    "FindingSource",
     "ItemOrigin",
     "ItemSide",
     "ItemStatus",
@@ -46,6 +48,7 @@ __all__ = [
     "RetrievalTally",
     "ReviewAssignment",
     "ReviewPresence",
+    "RiskFinding",
     "SupportKind",
     "item_search_vector",
     "normalize_tags",

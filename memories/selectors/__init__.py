@@ -62,6 +62,14 @@ from memories.selectors.review import (
     review_agents,
     review_queue,
 )
+from memories.selectors.risks import (
+    has_unconfirmed_risks,
+    item_risks,
+    risk_counts,
+    risk_label,
+    risk_out,
+    unconfirmed_risk_count,
+)
 from memories.selectors.skills import BankLessons, bank_lessons
 
 __all__ = [
@@ -92,12 +100,14 @@ __all__ = [
     "bank_lessons",
     "embedding_counts",
     "experiences_search",
+    "has_unconfirmed_risks",
     "hnsw_ef_search",
     "hnsw_iterative_scan",
     "item_for_bank",
     "item_history",
     "item_list",
     "item_near_duplicates",
+    "item_risks",
     "item_sources",
     "item_status_counts",
     "item_supports",
@@ -109,8 +119,12 @@ __all__ = [
     "near_duplicates_search_many",
     "review_agents",
     "review_queue",
+    "risk_counts",
+    "risk_label",
+    "risk_out",
     "run_retrievals",
     "supports_trajectory_ids",
     "system_block_preamble",
     "system_block_render",
+    "unconfirmed_risk_count",
 ]

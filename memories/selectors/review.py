@@ -18,6 +18,7 @@ from django.db.models import Count, QuerySet
 
 from accounts.models import Bank
 from memories.models import ItemOrigin, ItemStatus, MemoryItem, MemoryItemVersion, item_search_vector
+from memories.selectors.risks import has_unconfirmed_risks
 from reasoningbank_site.search import text_search
 
 LIST_FIELDS = (
@@ -56,8 +57,10 @@ def review_queue(
     date_to: date | None = None,
     has_duplicate: bool = False,
     text: str = "",
+    has_risks: bool = False,
 ) -> QuerySet[MemoryItem]:
-    """Proposed items of ``bank``, oldest first, narrowed by the queue filters."""
+    """Proposed items of ``bank``, oldest first, narrowed by the queue filters
+    (``has_risks``: only items with unconfirmed risk findings)."""
     qs = MemoryItem.objects.filter(bank=bank, status=ItemStatus.PROPOSED)
     if origin:
         qs = qs.filter(origin=origin)
@@ -71,6 +74,8 @@ def review_queue(
         qs = qs.filter(created_at__date__lte=date_to)
     if has_duplicate:
         qs = qs.exclude(near_duplicates=[])
+    if has_risks:
+        qs = qs.filter(has_unconfirmed_risks())
     qs = _search(qs, text)
     return qs.only(*LIST_FIELDS, "content").order_by("created_at", "id")  # rows preview the content
 

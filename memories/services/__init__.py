@@ -56,6 +56,12 @@ from memories.services.retrieval import (
     retrieval_warm_up,
 )
 from memories.services.reverts import memory_item_last_decision, memory_item_revert
+from memories.services.risks import (
+    item_risks_pending,
+    memory_item_risk_rescan,
+    memory_item_risks_confirm,
+    memory_items_risk_scan,
+)
 from memories.services.transitions import ITEM_REVERTS, ITEM_TRANSITIONS, item_status_move
 
 __all__ = [
@@ -67,6 +73,7 @@ __all__ = [
     "RetrievalResult",
     "experience_create",
     "item_current_version",
+    "item_risks_pending",
     "item_status_move",
     "item_version_check",
     "memory_item_approve",
@@ -81,6 +88,8 @@ __all__ = [
     "memory_item_propose",
     "memory_item_reject",
     "memory_item_revert",
+    "memory_item_risk_rescan",
+    "memory_item_risks_confirm",
     "memory_item_supersede",
     "memory_item_support_merged",
     "memory_item_support_record",
@@ -88,6 +97,7 @@ __all__ = [
     "memory_items_embed_pending",
     "memory_items_import",
     "memory_items_propose",
+    "memory_items_risk_scan",
     "memory_items_support_record",
     "retrieval_outcome_change",
     "retrieval_outcomes_apply",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from memories.models import Experience, ItemOrigin
-from memories.services import ProposedItem, experience_create, memory_items_propose
+from memories.services import ProposedItem, experience_create, memory_items_propose, memory_items_risk_scan
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.text import counted
 from trajectories.judging.prompt_versions import prompt_active
@@ -110,7 +110,7 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
         experience = next((m.experience for m in locked if m.experience_id), None) or _ensure_experience(locked[0])
         Trajectory.objects.filter(pk__in=ids).update(experience=experience)
         steps_by_rollout = {n: step_indexes(m) for n, m in enumerate(locked, start=1)}
-        memory_items_propose(
+        proposed = memory_items_propose(
             bank=bank,
             proposals=[
                 ProposedItem(
@@ -134,6 +134,7 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
             source_agents=[m.agent for m in locked],
             source_metadata=[m.metadata for m in locked],
         )
+        memory_items_risk_scan(items=proposed, steps=[s for m in members for s in m.steps or []])
         trajectory_move_many(
             Trajectory.objects.filter(pk__in=ids),
             from_=Status.DISTILLING,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
+
+from memories.models import RiskFinding
 
 
 @dataclass(frozen=True)
@@ -26,8 +28,9 @@ class RetrievalFilters:
 
     def q(self, prefix: str = "") -> Q:
         """The filters as a Q on MemoryItem (``prefix`` for a related item, e.g. "items__");
-        every lookup has a GIN index, and all of them run inside the vector search."""
-        q = Q()
+        every lookup has a GIN index, and all of them run inside the vector search. Whatever the
+        filters, an item with a risk finding nobody confirmed is never served (``unconfirmed_risk_q``)."""
+        q = ~unconfirmed_risk_q(prefix)
         if self.tags_any:
             q &= Q(**{f"{prefix}tags__overlap": list(self.tags_any)})
         if self.tags_all:
@@ -50,6 +53,14 @@ class RetrievalFilters:
         if self.metadata:
             out["metadata"] = self.metadata
         return out
+
+
+def unconfirmed_risk_q(prefix: str = "") -> Q:
+    """Items with a risk finding nobody confirmed: negated, a NOT EXISTS probing the partial index
+    ``riskfinding_unconfirmed`` per candidate (a related item, ``prefix``, as a NOT IN)."""
+    if prefix:
+        return Q(**{f"{prefix}pk__in": RiskFinding.objects.filter(confirmed=False).values("item_id")})
+    return Q(Exists(RiskFinding.objects.filter(item=OuterRef("pk"), confirmed=False)))
 
 
 NO_FILTERS = RetrievalFilters()
