@@ -31,6 +31,7 @@ class ReviewFilterForm(forms.Form):
     date_from = BoundedDateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
     date_to = BoundedDateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
     dup = forms.BooleanField(required=False, label="Has near-duplicate")
+    risky = forms.BooleanField(required=False, label="Has risk findings")
 
     def __init__(self, *args, agents=tuple, **kwargs):
         """``agents``: a callable giving the dropdown's agent names (called only to render it)."""
@@ -49,6 +50,7 @@ class ReviewFilterForm(forms.Form):
             "date_from": data.get("date_from"),
             "date_to": data.get("date_to"),
             "has_duplicate": bool(data.get("dup")),
+            "has_risks": bool(data.get("risky")),
         }
 
 

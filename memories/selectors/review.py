@@ -18,7 +18,7 @@ from django.db.models import Count, QuerySet
 
 from accounts.models import Bank
 from memories.models import ItemOrigin, ItemStatus, MemoryItem, MemoryItemVersion, item_search_vector
-from memories.selectors.risks import has_unconfirmed_risks
+from memories.selectors.risks import has_unconfirmed_risks, unconfirmed_risk_count
 from reasoningbank_site.search import text_search
 
 LIST_FIELDS = (
@@ -77,6 +77,7 @@ def review_queue(
     if has_risks:
         qs = qs.filter(has_unconfirmed_risks())
     qs = _search(qs, text)
+    qs = qs.annotate(risk_count=unconfirmed_risk_count())
     return qs.only(*LIST_FIELDS, "content").order_by("created_at", "id")  # rows preview the content
 
 

@@ -44,14 +44,6 @@ def memory_item_approve(
     findings, unless ``confirm_risks`` (then recorded as confirmed by
     ``author``/``token``); Conflict for a superseded item."""
     item_version_check(item=item, seen_version=seen_version)
-    pending = item_risks_pending(item)  # an approved item too: an edit may have found new ones
-    if pending and not confirm_risks:
-        kinds = ", ".join(sorted({f.kind.replace("_", " ") for f in pending}))
-        raise RisksNeedConfirmation(
-            f"“{item.title}” has {counted(len(pending), 'unconfirmed risk finding')} ({kinds}): "
-            "read them, then confirm to approve it anyway.",
-            findings=pending,
-        )
     if not confirm_duplicate and item.status != ItemStatus.APPROVED:
         duplicates = approved_duplicates(item=item, threshold=item.bank.duplicate_threshold)
         if duplicates:
@@ -61,6 +53,15 @@ def memory_item_approve(
                 f"(similarity {best.similarity:.2f}): confirm to serve both, or merge them.",
                 duplicates=duplicates,
             )
+
+    pending = item_risks_pending(item)  # an approved item too: an edit may have found new ones
+    if pending and not confirm_risks:
+        kinds = ", ".join(sorted({f.kind.replace("_", " ") for f in pending}))
+        raise RisksNeedConfirmation(
+            f"“{item.title}” has {counted(len(pending), 'unconfirmed risk finding')} ({kinds}): "
+            "read them, then confirm to approve it anyway.",
+            findings=pending,
+        )
 
     def approval(item: MemoryItem) -> list[str]:
         item.approved_at = timezone.now()

@@ -76,6 +76,7 @@ ROW_FIELDS = (
     "support_count",
     "verdict_label",
     "near_duplicates",
+    "risk_count",
     "reviewed_by",
     "assignees",
     "open_url",
