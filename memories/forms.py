@@ -7,7 +7,7 @@ import uuid
 from django import forms
 
 from accounts.models import MAX_TOP_K
-from memories.models import TAG_MAX_LENGTH, TAGS_MAX, ItemOrigin, ItemStatus, MemoryItem, normalize_tags
+from memories.models import TAG_MAX_LENGTH, TAGS_MAX, ItemOrigin, ItemStatus, MemoryItem, TrustPolicy, normalize_tags
 from memories.selectors import RetrievalFilters
 from memories.selectors import collaboration as collab
 from reasoningbank_site.formfields import BoundedDateField, FlatSelect, agent_select
@@ -298,3 +298,42 @@ class AssignmentForm(forms.Form):
             elif line.strip():
                 raise forms.ValidationError(f"Not an item id or link: {line.strip()[:80]}")
         return ids
+
+
+class TrustPolicyForm(forms.ModelForm):
+    """The bank's trust policy (memories.models.TrustPolicy); the audit share is edited in percent."""
+
+    audit_percent = forms.IntegerField(min_value=0, max_value=100, label="Audit sample (%)")
+    auto_approve_agents = forms.CharField(
+        required=False, max_length=2000, label="Agent allow-list", help_text="Comma-separated; empty: any agent."
+    )
+
+    class Meta:
+        model = TrustPolicy
+        fields = ["min_tier", "auto_approve", "daily_llm_token_budget"]
+        labels = {
+            "min_tier": "Serve only items whose verdicts reach",
+            "auto_approve": "Approve safe items automatically",
+            "daily_llm_token_budget": "LLM tokens per day",
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["audit_percent"].initial = round(self.instance.audit_share * 100)
+        self.fields["auto_approve_agents"].initial = ", ".join(self.instance.auto_approve_agents)
+
+    def values(self) -> dict:
+        """The cleaned form as bank_trust_policy_update keyword arguments."""
+        data = self.cleaned_data
+        agents = [a.strip() for a in data["auto_approve_agents"].split(",") if a.strip()]
+        return {
+            **{name: data[name] for name in self.Meta.fields},
+            "auto_approve_agents": agents,
+            "audit_share": data["audit_percent"] / 100,
+        }
+
+
+class UndoSinceForm(forms.Form):
+    since = forms.DateTimeField(
+        label="Undo the policy's approvals since", widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
+    )

@@ -65,6 +65,7 @@ def _detail_out(item: MemoryItem) -> dict:
     return {
         **_item_out(item, services.item_current_version(item), sum(not f.confirmed for f in risks)),
         "risks": [selectors.risk_out(f) for f in risks],
+        "verdict_tier": selectors.tier_name(selectors.item_tier(item=item)),
         "status_reason": item.status_reason,
         "approved_at": item.approved_at,
         "prompt_version": item.prompt_version,

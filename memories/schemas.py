@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from ninja import Field, Schema
@@ -111,11 +111,16 @@ class RetrieveFiltersIn(BaseModel):
         ),
         examples=[{"env": "prod", "site": {"name": "shop"}}],
     )
+    tier: Literal["judge", "human", "verified"] | None = Field(
+        None,
+        description="Only items whose source verdicts all reach this trust tier (judge < human < verified); "
+        "items written by hand or imported count as human.",
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _keys(cls, data: Any) -> Any:
-        return scrub_text(_known_keys(data, ("tags", "agent", "metadata"), "filter"))
+        return scrub_text(_known_keys(data, ("tags", "agent", "metadata", "tier"), "filter"))
 
     @field_validator("metadata")
     @classmethod
@@ -289,6 +294,9 @@ class ReviewItemDetailOut(ReviewItemOut):
     sources_deleted: int = Field(0, description="Source trajectories deleted since.")
     near_duplicates: list[NearDuplicateOut] = Field(default_factory=list)
     risks: list[RiskOut] = Field(default_factory=list, description="Risk findings (empty: none).")
+    verdict_tier: str = Field(
+        "", description="The weakest trust tier of its source verdicts: judge, human or verified (empty: none)."
+    )
 
 
 SEEN_VERSION_HELP = (

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memories.views import assignments, import_export, item, item_actions, items, playground, presence, queue
+from memories.views import assignments, import_export, item, item_actions, items, playground, presence, queue, trust
 
 app_name = "memories"
 ITEM = "banks/<uuid:bank_id>/items/<uuid:item_id>/"
@@ -23,6 +23,9 @@ urlpatterns = [
     path(ITEM + "compare/<uuid:other_id>/", item.item_compare, name="item_compare"),
     path(ITEM + "revert/", item_actions.item_revert, name="item_revert"),
     path("banks/<uuid:bank_id>/playground/", playground.playground, name="playground"),
+    path("banks/<uuid:bank_id>/trust/", trust.trust, name="trust"),
+    path("banks/<uuid:bank_id>/trust/audit/<uuid:item_id>/", trust.trust_audit, name="trust_audit"),
+    path("banks/<uuid:bank_id>/trust/undo/", trust.trust_undo, name="trust_undo"),
     # Several reviewers: the focus view's presence heartbeat, slices of the queue given to reviewers
     path("banks/<uuid:bank_id>/review/<uuid:item_id>/presence/", presence.review_presence, name="review_presence"),
     path("banks/<uuid:bank_id>/review/assignments/", assignments.review_assignments, name="review_assignments"),

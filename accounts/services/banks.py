@@ -29,6 +29,7 @@ BANK_SETTINGS = [
     "holdout_fraction",
     "item_holdout_fraction",
     "rate_limit_per_minute",
+    "ingest_quota_per_day",
     "step_retention_days",
 ]
 

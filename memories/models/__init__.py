@@ -24,6 +24,7 @@ from memories.models.items import (
 from memories.models.retrieval import Arm, ItemSide, RetrievalEvent, RetrievalTally
 from memories.models.review import ReviewAssignment, ReviewPresence
 from memories.models.risks import FindingSource, RiskFinding
+from memories.models.trust import TIER_BY_NAME, TIER_NAMES, AuditVerdict, AutoApproval, TrustPolicy, VerdictTier
 
 __all__ = [
     "CONTENT_MAX",
@@ -34,8 +35,12 @@ __all__ = [
     "TAGS_MAX",
     "TAG_MAX_LENGTH",
     "TAG_PATTERN",
+    "TIER_BY_NAME",
+    "TIER_NAMES",
     "TITLE_MAX",
     "Arm",
+    "AuditVerdict",
+    "AutoApproval",
     "Experience",
     "FindingSource",
     "ItemOrigin",
@@ -50,6 +55,8 @@ __all__ = [
     "ReviewPresence",
     "RiskFinding",
     "SupportKind",
+    "TrustPolicy",
+    "VerdictTier",
     "item_search_vector",
     "normalize_tags",
 ]

@@ -8,6 +8,7 @@ lessons for the Agent Skills and AGENTS.md files; ``duplicates`` owns an item's
 supporting evidence, the approval's duplicate check and the side-by-side comparison. Writes live in
 ``memories.services``."""
 
+from memories.selectors.auto_approval import audit_sample_pending, auto_approval_stats, rejected_twin_exists
 from memories.selectors.duplicates import (
     Comparison,
     approved_duplicates,
@@ -71,6 +72,7 @@ from memories.selectors.risks import (
     unconfirmed_risk_count,
 )
 from memories.selectors.skills import BankLessons, bank_lessons
+from memories.selectors.trust import bank_policy_q, bank_trust_policy, item_tier, tier_name, tier_q
 
 __all__ = [
     "EXPORT_FIELDS",
@@ -97,7 +99,11 @@ __all__ = [
     "approved_items_list",
     "approved_items_search",
     "approved_items_search_counted",
+    "audit_sample_pending",
+    "auto_approval_stats",
     "bank_lessons",
+    "bank_policy_q",
+    "bank_trust_policy",
     "embedding_counts",
     "experiences_search",
     "has_unconfirmed_risks",
@@ -111,12 +117,14 @@ __all__ = [
     "item_sources",
     "item_status_counts",
     "item_supports",
+    "item_tier",
     "items_by_public_ids",
     "items_compare",
     "memory_items_export",
     "memory_items_export_reasoning_bank",
     "near_duplicates_search",
     "near_duplicates_search_many",
+    "rejected_twin_exists",
     "review_agents",
     "review_queue",
     "risk_counts",
@@ -126,5 +134,7 @@ __all__ = [
     "supports_trajectory_ids",
     "system_block_preamble",
     "system_block_render",
+    "tier_name",
+    "tier_q",
     "unconfirmed_risk_count",
 ]

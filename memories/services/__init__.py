@@ -63,6 +63,13 @@ from memories.services.risks import (
     memory_items_risk_scan,
 )
 from memories.services.transitions import ITEM_REVERTS, ITEM_TRANSITIONS, item_status_move
+from memories.services.trust import (
+    auto_approval_audit,
+    auto_approvals_undo,
+    bank_trust_policy_update,
+    memory_items_auto_approve,
+    memory_items_screen,
+)
 
 __all__ = [
     "IMPORT_MAX_ITEMS",
@@ -71,6 +78,9 @@ __all__ = [
     "ImportReport",
     "ProposedItem",
     "RetrievalResult",
+    "auto_approval_audit",
+    "auto_approvals_undo",
+    "bank_trust_policy_update",
     "experience_create",
     "item_current_version",
     "item_risks_pending",
@@ -93,11 +103,13 @@ __all__ = [
     "memory_item_supersede",
     "memory_item_support_merged",
     "memory_item_support_record",
+    "memory_items_auto_approve",
     "memory_items_count_served",
     "memory_items_embed_pending",
     "memory_items_import",
     "memory_items_propose",
     "memory_items_risk_scan",
+    "memory_items_screen",
     "memory_items_support_record",
     "retrieval_outcome_change",
     "retrieval_outcomes_apply",

@@ -9,7 +9,7 @@ import re
 from django import template
 
 from memories.models import MemoryItem
-from memories.selectors import item_risks, risk_label
+from memories.selectors import item_risks, item_tier, risk_label, tier_name
 
 register = template.Library()
 
@@ -52,3 +52,9 @@ def item_risk_findings(item: MemoryItem) -> list[dict]:
             }
         )
     return out
+
+
+@register.simple_tag
+def item_verdict_tier(item: MemoryItem) -> str:
+    """The item's trust tier as reviewers read it: "judge", "human", "verified", or "" (no verdict)."""
+    return tier_name(item_tier(item=item))

@@ -10,7 +10,7 @@ from django.db import transaction
 
 from memories.embeddings import embeddings_prefetched, item_embedding_text
 from memories.models import ItemOrigin
-from memories.services import ProposedItem, experience_create, memory_items_propose, memory_items_risk_scan
+from memories.services import ProposedItem, experience_create, memory_items_propose, memory_items_screen
 from reasoningbank_site.text import counted
 from trajectories.judging.few_shot import distill_examples
 from trajectories.judging.prompt_versions import FEW_SHOT_SUFFIX, prompt_active_among
@@ -133,7 +133,7 @@ def distill_row(t: Trajectory) -> bool:
             source_metadata=[locked.metadata],
             experience_trajectory_ids=None if link is None else [str(locked.public_id)],
         )
-        memory_items_risk_scan(items=proposed, steps=t.steps or [])
+        memory_items_screen(items=proposed, steps=t.steps or [], tier=locked.verdict_tier)
         trajectory_move(t.pk, from_=Status.DISTILLING, to=Status.DONE, detail=_proposed_detail(proposed), also=link)
     return True
 

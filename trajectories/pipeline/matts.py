@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from memories.models import Experience, ItemOrigin
-from memories.services import ProposedItem, experience_create, memory_items_propose, memory_items_risk_scan
+from memories.services import ProposedItem, experience_create, memory_items_propose, memory_items_screen
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.text import counted
 from trajectories.judging.prompt_versions import prompt_active
@@ -134,7 +134,11 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
             source_agents=[m.agent for m in locked],
             source_metadata=[m.metadata for m in locked],
         )
-        memory_items_risk_scan(items=proposed, steps=[s for m in members for s in m.steps or []])
+        memory_items_screen(
+            items=proposed,
+            steps=[s for m in members for s in m.steps or []],
+            tier=min(m.verdict_tier for m in locked),
+        )
         trajectory_move_many(
             Trajectory.objects.filter(pk__in=ids),
             from_=Status.DISTILLING,
