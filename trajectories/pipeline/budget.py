@@ -53,5 +53,5 @@ def budget_park(t: Trajectory, *, from_: str | list[str]) -> bool:
     retry_at = min(reset, now + RECHECK)
     if t.status == Status.AWAITING_LLM:  # parked already (a recheck): a new time to look again, no status move
         waiting = Trajectory.objects.filter(pk=t.pk, status=Status.AWAITING_LLM)
-        return bool(waiting.update(status_detail=detail, retry_at=retry_at, enqueued_at=None, updated_at=now))
+        return bool(waiting.update(status_detail=detail, retry_at=retry_at, enqueued_at=None))
     return trajectory_move(t.pk, from_=from_, to=Status.AWAITING_LLM, detail=detail, also={"retry_at": retry_at})
