@@ -12,6 +12,7 @@ from django.db.models import QuerySet
 
 from accounts.models import Bank
 from memories.models import ItemStatus, MemoryItem, RetrievalEvent
+from memories.selectors.retrieval.filters import NO_FILTERS
 
 SYSTEM_BLOCK_VERSION = "system_block_v2"
 # A lesson cannot open or close the tags that delimit lessons (it is data, not a message to the agent).
@@ -41,9 +42,10 @@ def system_block_render(items: list[MemoryItem], *, version: str = SYSTEM_BLOCK_
 
 
 def approved_items_list(*, bank: Bank) -> QuerySet[MemoryItem]:
-    """The bank's approved items, newest approval first (what agents may see)."""
+    """The bank's approved items, newest approval first (what agents may see: as retrieval, none with an
+    unconfirmed risk finding or refused by the bank's trust policy)."""
     return (
-        MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED)
+        MemoryItem.objects.filter(NO_FILTERS.q(), bank=bank, status=ItemStatus.APPROVED)
         .defer("embedding")
         .order_by("-approved_at", "-id")
     )
