@@ -17,6 +17,11 @@ REMOTE_EXECUTION = [
         _I,
     ),
     re.compile(r"\b(ba|z)?sh\s+(-c\s+)?[\"']?(<\(|\$\()\s*(curl|wget)\b", _I),
+    re.compile(
+        r"\b(curl|wget)\b[^\n]{0,200}?(&&|;)\s*(sudo\s+)?(chmod\s+\+x\s+\S+\s*(&&|;)\s*)?"
+        r"((ba|z)?sh\s+\S+|python3?\s+\S+|\./\S+)",
+        _I,
+    ),
     re.compile(r"\b(eval|exec|source)\s*[(\s]\s*[\"']?(\$\(|<\(|`)?\s*(curl|wget|requests\.get|urllib|urlopen)", _I),
     re.compile(r"\b(powershell|pwsh)\b[^\n]{0,40}\s-(e|enc|encodedcommand)\s+[A-Za-z0-9+/=]{16,}", _I),
     re.compile(r"\biex\s*\(\s*(new-object\s+net\.webclient|iwr|invoke-webrequest)", _I),

@@ -17,6 +17,25 @@ INJECTED = [
         r"(instructions?|prompts?|rules|directions|guidelines|directives|system\s+prompt|guardrails|policies)\b",
         _I,
     ),
+    re.compile(
+        r"\b(ignore|disregard|forget|override)\s+(all\s+|any\s+|the\s+|your\s+|every\s+|of\s+)*"
+        r"(safety|security|content|ethical|system|previous|prior|earlier|original)\s+"
+        r"(guidelines|rules|instructions|policies|restrictions|filters|constraints)\b",
+        _I,
+    ),
+    re.compile(
+        r"\b(ignore|disregard|forget)\s+(all\s+|of\s+)?(the\s+)?(above|everything(\s+(above|before|else|you\s+were\s+told|"
+        r"previously\s+said))?|prior\s+context|previous\s+context|what\s+you\s+were\s+told)\b",
+        _I,
+    ),
+    re.compile(r"\byour\s+(new|real|actual|true)\s+(task|goal|objective|mission|instructions?)\s+(is|are)\b", _I),
+    re.compile(r"(<\|im_start\|>|<\|im_end\|>|<\|system\|>|<\|endoftext\|>|\[/?INST\]|<</?SYS>>)", _I),
+    re.compile(
+        r"\b(print|reveal|output|repeat|show|leak|dump|disclose|include)\s+(me\s+)?(your|the)\s+"
+        r"(full\s+|entire\s+|hidden\s+|original\s+)?(system\s+prompt|initial\s+instructions|hidden\s+instructions)\b",
+        _I,
+    ),
+    re.compile(r"\b(respond|reply|answer|write)\s+only\s+in\s+(base64|hex|rot13|binary)\b", _I),
     re.compile(r"\bnew\s+(system\s+)?(instructions?|directives?|orders)\s*:", _I),
     re.compile(r"(\[|<)\s*/?\s*(system|admin|developer)(\s+(prompt|message|override|note))?\s*(\]|>)", _I),
     re.compile(r"\b(system|admin|developer)\s+(prompt|message|override|instructions?)\s*:", _I),
@@ -31,14 +50,17 @@ INJECTED = [
 
 ROLE_CHANGE = [
     re.compile(
-        r"\byou\s+are\s+now\s+(a|an|the|in|my|no\s+longer|free|dan|unrestricted|root|admin|administrator|"
+        r"\byou\s+are\s+now\s+(a|an|the|in|no\s+longer|free|dan|unrestricted|root|admin|administrator|"
         r"superuser|jailbroken|allowed|authori[sz]ed|permitted|operating\s+as|acting\s+as)\b",
         _I,
     ),
     re.compile(r"\bfrom\s+now\s+on,?\s+you\s+(are|will|must|shall|act|respond|obey)\b", _I),
     re.compile(
-        r"\b(act|behave|respond)\s+as\s+(an?\s+)?(unrestricted|unfiltered|jailbroken|root|superuser|admin)\b", _I
+        r"\b(act|behave|respond|pose)\s+as\s+(an?\s+|the\s+)?(system\s+)?(unrestricted|unfiltered|jailbroken|root|"
+        r"superuser|admin|administrator|developer\s+mode)\b",
+        _I,
     ),
+    re.compile(r"\byou\s+are\s+(now\s+)?(dan|jailbroken|unrestricted|unfiltered)\b", _I),
     re.compile(r"\bpretend\s+(to\s+be|you\s+are)\s+(an?\s+)?(different|unrestricted|system|admin|developer)", _I),
     re.compile(
         r"\b(enter|enable|switch\s+to|activate)\s+(developer|admin|god|jailbreak|dan|unrestricted)\s+mode\b", _I
@@ -52,7 +74,8 @@ DISABLED_SAFEGUARD = [
         r"(all\s+|the\s+|any\s+|every\s+|its\s+|their\s+)*"
         r"(security\s+|safety\s+|ssl\s+|tls\s+|certificate\s+|signature\s+|unit\s+|integration\s+|failing\s+|pre-commit\s+|ci\s+)*"
         r"(checks?|tests?|verification|validation|confirmations?|confirmation\s+prompts?|warnings?|2fa|mfa|"
-        r"linters?|hooks|code\s+review|approvals?|sandbox|antivirus|firewall|assertions)\b",
+        r"two-factor(\s+(prompt|authentication|check))?|2-step\s+verification|authentication|captcha|guardrails|"
+        r"linters?|hooks|code\s+review|review\s+step|approvals?|approval\s+step|sandbox|antivirus|firewall|assertions)\b",
         _I,
     ),
     re.compile(
@@ -70,6 +93,11 @@ DISABLED_SAFEGUARD = [
     ),
     re.compile(r"\bwithout\s+(any\s+)?(user\s+)?(confirmation|approval|consent|review)\b", _I),
     re.compile(r"\bauto-?(approve|confirm)\s+(all|every|any)\b", _I),
+    re.compile(
+        r"\b[A-Z_]*(VERIFY|VERIFICATION|CHECKS?|MFA|2FA|AUTH|SSL|TLS|SECURITY|SAFETY|SANDBOX)[A-Z_]*\s*=\s*"
+        r"['\"]?(false|0|off|no|disabled?)\b",
+        _I,
+    ),
 ]
 
 # A rule's match right after one of these words is advice against the act ("never skip the tests").
@@ -78,9 +106,14 @@ _NEGATION = re.compile(
 )
 
 
+# …or a negation earlier in the same clause, carried over an "or"/"nor" ("never change the payee or send…").
+_NEGATED_LIST = re.compile(r"(\b(never|not|no)|n't)\b[^.;:!?\n]{0,60}\b(or|nor)\s+$", _I)
+
+
 def negated(text: str, match: re.Match) -> bool:
     """Whether the words just before ``match`` turn it into a warning against it."""
-    return bool(_NEGATION.search(text[max(0, match.start() - 30) : match.start()]))
+    before = text[max(0, match.start() - 80) : match.start()]
+    return bool(_NEGATION.search(before[-30:]) or _NEGATED_LIST.search(before))
 
 
 def scan(text: str) -> list[Finding]:

@@ -23,7 +23,7 @@ _SENSITIVE = (
 )
 # A destination written out: a URL, an e-mail address, an IP address or a host name.
 _DESTINATION = re.compile(
-    r"(https?://[^\s)>\]\"']+|ftp://\S+|\b[\w.+-]+@[\w-]+(\.[\w-]+)+\b|\b\d{1,3}(\.\d{1,3}){3}(:\d+)?\b|"
+    r"(https?://[^\s)>\]\"']+|(s3|gs|sftp|ftp|smb|az)://\S+|\b[\w.+-]+@[\w-]+(\.[\w-]+)+\b|\b\d{1,3}(\.\d{1,3}){3}(:\d+)?\b|"
     r"\b[a-z0-9][a-z0-9-]*(\.[a-z0-9-]+)*\.(com|net|org|io|xyz|ru|cn|top|info|biz|co|me|site|online|dev|app|tk|cc|sh|ly)\b"
     r"|webhook|pastebin|ngrok)",
     _I,

@@ -4,6 +4,7 @@ are proposed and re-scanned on edit, approval that needs a confirmation
 an item with an unconfirmed finding."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -181,3 +182,11 @@ def test_agent_lists_and_skill_files_leave_out_unconfirmed_findings(client, bank
     assert client.get("/api/v1/memories", **auth).json()["items"] == []
     assert client.get(f"/api/v1/memories/{item.public_id}", **auth).status_code == 404
     assert "Restart the stuck service" not in client.get("/api/v1/export/skills", **auth).content.decode()
+
+
+def test_rules_on_phrasing_variants():
+    """More wordings of the same attacks and look-alikes (redteam/variants.json), text only: every attack
+    is flagged, no look-alike is."""
+    variants = json.loads((Path(__file__).parent / "redteam" / "variants.json").read_text())
+    assert [text for text in variants["attacks"] if not scan_text(text)] == []
+    assert [(text, scan_text(text)) for text in variants["benign"] if scan_text(text)] == []
