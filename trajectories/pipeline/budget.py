@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from memories.models import TrustPolicy
 from trajectories.models import LLMUsage, Status, Trajectory
-from trajectories.pipeline.transitions import trajectory_move
+from trajectories.pipeline.transitions import trajectory_move, trajectory_move_many
 
 # How often a parked row looks again (a raised budget is seen within this time).
 RECHECK = timedelta(minutes=5)
@@ -42,16 +42,38 @@ def _next_reset(now: datetime) -> datetime:
     return datetime.combine(now.astimezone(UTC).date() + timedelta(days=1), time(), tzinfo=UTC)
 
 
-def budget_park(t: Trajectory, *, from_: str | list[str]) -> bool:
-    """Park ``t`` (from status ``from_``) in ``awaiting_llm`` while its bank's budget is spent, saying so."""
-    now = timezone.now()
+def _waiting(now: datetime) -> tuple[str, datetime]:
+    """The status detail of a parked row, and when it looks again."""
     reset = _next_reset(now)
     detail = (
         "This bank's daily LLM token budget is spent. The trajectory waits (nothing is lost) and resumes by "
         f"itself when the budget resets ({reset:%Y-%m-%d %H:%M} UTC) or is raised on the bank's trust page."
     )
-    retry_at = min(reset, now + RECHECK)
+    return detail, min(reset, now + RECHECK)
+
+
+def budget_park(t: Trajectory, *, from_: str | list[str]) -> bool:
+    """Park ``t`` (from status ``from_``) in ``awaiting_llm`` while its bank's budget is spent, saying so."""
+    now = timezone.now()
+    detail, retry_at = _waiting(now)
     if t.status == Status.AWAITING_LLM:  # parked already (a recheck): a new time to look again, no status move
         waiting = Trajectory.objects.filter(pk=t.pk, status=Status.AWAITING_LLM)
         return bool(waiting.update(status_detail=detail, retry_at=retry_at, enqueued_at=None))
     return trajectory_move(t.pk, from_=from_, to=Status.AWAITING_LLM, detail=detail, also={"retry_at": retry_at})
+
+
+def group_budget_park(ids: list[int]) -> bool:
+    """When the bank of the MaTTS group members ``ids`` (waiting_group, locked by the caller) has spent its
+    budget, keep them waiting with a time to look again, saying so; True when they were parked."""
+    left = Trajectory.objects.filter(pk=ids[0]).annotate(left=BUDGET_LEFT).values_list("left", flat=True).first()
+    if left is None or left > 0:
+        return False
+    detail, retry_at = _waiting(timezone.now())
+    trajectory_move_many(
+        Trajectory.objects.filter(pk__in=ids),
+        from_=Status.WAITING_GROUP,
+        to=Status.WAITING_GROUP,
+        detail=detail,
+        also={"retry_at": retry_at, "enqueued_at": None},
+    )
+    return True

@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from accounts.services import bank_update_settings
 from memories.models import MemoryItem
 from memories.services import bank_trust_policy_update
 from tests.factories import process_trajectory
@@ -67,3 +68,26 @@ def test_yesterdays_tokens_do_not_count(bank, owner, fake_llm, make_trajectory):
     )
     fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
     assert process_trajectory(make_trajectory()).status == Status.DONE
+
+
+def test_a_matts_group_waits_for_the_budget_too(
+    bank, owner, fake_llm, make_trajectory, django_capture_on_commit_callbacks
+):
+    bank_update_settings(bank=bank, actor=None, trust_agent_outcome=True)  # verdicts without the judge
+    bank.refresh_from_db()
+    bank_trust_policy_update(bank=bank, actor=owner, daily_llm_token_budget=10)
+    _spend(bank, 10)
+    a = process_trajectory(make_trajectory(group_id="g", group_size=2, outcome="success"))
+    b = process_trajectory(make_trajectory(group_id="g", outcome="success", final_answer="Another answer."))
+    for t in (a, b):
+        t.refresh_from_db()
+        assert t.status == Status.WAITING_GROUP and "budget is spent" in t.status_detail and t.retry_at
+    assert fake_llm.requests == []
+
+    bank_trust_policy_update(bank=bank, actor=owner, daily_llm_token_budget=None)
+    Trajectory.objects.filter(pk__in=[a.pk, b.pk]).update(retry_at=timezone.now())
+    fake_llm.reply(ITEMS_MD)
+    with django_capture_on_commit_callbacks(execute=True):
+        sweeper.pipeline_sweep()
+    a.refresh_from_db()
+    assert a.status == Status.DONE and MemoryItem.objects.filter(experience=a.experience).exists()
