@@ -310,11 +310,12 @@ class TrustPolicyForm(forms.ModelForm):
 
     class Meta:
         model = TrustPolicy
-        fields = ["min_tier", "auto_approve", "daily_llm_token_budget"]
+        fields = ["min_tier", "auto_approve", "daily_llm_token_budget", "llm_risk_check"]
         labels = {
             "min_tier": "Serve only items whose verdicts reach",
             "auto_approve": "Approve safe items automatically",
             "daily_llm_token_budget": "LLM tokens per day",
+            "llm_risk_check": "Ask the LLM for a second opinion on each distillation's risks",
         }
 
     def __init__(self, *args, **kwargs):

@@ -43,6 +43,8 @@ class TrustPolicy(models.Model):
     audit_share = models.FloatField(default=0.10, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
     # LLM tokens (prompt + completion) the bank may spend per UTC day (empty: no budget).
     daily_llm_token_budget = models.PositiveBigIntegerField(null=True, blank=True)
+    # An LLM second opinion on each distillation's items (findings recorded with its prompt version).
+    llm_risk_check = models.BooleanField(default=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

@@ -58,6 +58,7 @@ from memories.services.retrieval import (
 from memories.services.reverts import memory_item_last_decision, memory_item_revert
 from memories.services.risks import (
     item_risks_pending,
+    memory_item_findings_add,
     memory_item_risk_rescan,
     memory_item_risks_confirm,
     memory_items_risk_scan,
@@ -91,6 +92,7 @@ __all__ = [
     "memory_item_create",
     "memory_item_edit",
     "memory_item_embed_refresh",
+    "memory_item_findings_add",
     "memory_item_flag",
     "memory_item_keep_both",
     "memory_item_last_decision",

@@ -14,7 +14,7 @@ from accounts.services.audit import audit_record
 from memories.models import FindingSource, ItemStatus, MemoryItem, RiskFinding
 from memories.risks import RULES_VERSION, Finding, Kind, scan_item, scan_text
 
-NEW_RISKS_REASON = "An edit brought new risk findings: not served until a reviewer approves it again, confirming them."
+NEW_RISKS_REASON = "New risk findings: not served until a reviewer approves it again, confirming them."
 
 
 def _row(item: MemoryItem, finding: Finding) -> RiskFinding:
@@ -106,3 +106,20 @@ def memory_item_risks_confirm(*, item: MemoryItem, author, token: ApiToken | Non
         after={"findings": [{"kind": f.kind, "excerpt": f.excerpt, "step": f.step} for f in pending]},
     )
     return len(pending)
+
+
+@transaction.atomic
+def memory_item_findings_add(*, item: MemoryItem, findings: Sequence[Finding], detector: str) -> list[RiskFinding]:
+    """Record ``findings`` of another detector (an LLM check: its prompt version) on ``item``,
+    skipping any the item already has; an approved item is flagged for review (and not served
+    until a reviewer approves it again, confirming)."""
+    have = set(RiskFinding.objects.filter(item=item).values_list("kind", "excerpt"))
+    rows = []
+    for finding in findings:
+        if (finding.kind, finding.excerpt) not in have:
+            have.add((finding.kind, finding.excerpt))
+            rows.append(RiskFinding(item=item, kind=finding.kind, excerpt=finding.excerpt, detector=detector))
+    RiskFinding.objects.bulk_create(rows)
+    if rows and MemoryItem.objects.filter(pk=item.pk, status=ItemStatus.APPROVED).exists():
+        MemoryItem.objects.filter(pk=item.pk).update(needs_review_reason=NEW_RISKS_REASON)
+    return rows

@@ -27,6 +27,7 @@ POLICY_FIELDS = (
     "auto_approve_agents",
     "audit_share",
     "daily_llm_token_budget",
+    "llm_risk_check",
 )
 AUTO_APPROVED_REASON = "Approved by the bank's trust policy (no risk finding, no twin, verdict tier met)."
 

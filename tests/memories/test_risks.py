@@ -11,11 +11,12 @@ import pytest
 from accounts.models import AuditEvent
 from memories import selectors
 from memories.models import ItemStatus, RiskFinding
-from memories.risks import Kind, scan_item, scan_text
+from memories.risks import Finding, Kind, scan_item, scan_text
 from memories.services import (
     memory_item_approve,
     memory_item_edit,
     memory_item_embed_refresh,
+    memory_item_findings_add,
     memory_items_risk_scan,
     retrieval_perform,
 )
@@ -190,3 +191,18 @@ def test_rules_on_phrasing_variants():
     variants = json.loads((Path(__file__).parent / "redteam" / "variants.json").read_text())
     assert [text for text in variants["attacks"] if not scan_text(text)] == []
     assert [(text, scan_text(text)) for text in variants["benign"] if scan_text(text)] == []
+
+
+def test_a_later_finding_on_an_approved_item_stops_serving_it(bank, approved):
+    bank.min_similarity = 0.0
+    item = approved(bank, "Restart the stuck service", "Use when a service hangs.", "Restart it with systemctl.")
+    found = memory_item_findings_add(
+        item=item, findings=[Finding(Kind.REMOTE_EXECUTION, "Restart it")], detector="llm:risk_check/v1"
+    )
+    assert len(found) == 1
+    assert (
+        memory_item_findings_add(item=item, findings=[Finding(Kind.REMOTE_EXECUTION, "Restart it")], detector="x") == []
+    )
+    item.refresh_from_db()
+    assert "risk findings" in item.needs_review_reason
+    assert retrieval_perform(bank=bank, query="the service hangs", k=3).items == []

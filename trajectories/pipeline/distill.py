@@ -17,6 +17,7 @@ from trajectories.judging.prompt_versions import FEW_SHOT_SUFFIX, prompt_active_
 from trajectories.models import Label, Status, Trajectory
 from trajectories.pipeline.llm import distill_model_for
 from trajectories.pipeline.llm_calls import DISTILL_CALL, SEQUENTIAL_CALL, items_parser, llm_ask
+from trajectories.pipeline.risk_check import risk_second_opinion
 from trajectories.pipeline.rows import DISTILLING_DETAIL, trajectory_row
 from trajectories.pipeline.transitions import trajectory_move, trajectory_take
 from trajectories.prompting import render_trajectory
@@ -135,6 +136,7 @@ def distill_row(t: Trajectory) -> bool:
         )
         memory_items_screen(items=proposed, steps=t.steps or [], tier=locked.verdict_tier)
         trajectory_move(t.pk, from_=Status.DISTILLING, to=Status.DONE, detail=_proposed_detail(proposed), also=link)
+    risk_second_opinion(bank=t.bank, items=proposed, trajectory_ids=[t.pk])  # after commit: it only adds findings
     return True
 
 
