@@ -15,6 +15,7 @@ from memories.models import (
     ItemOrigin,
     ItemStatus,
     MemoryItem,
+    TrustPolicy,
     normalize_tags,
 )
 from memories.selectors import RetrievalFilters
@@ -50,6 +51,7 @@ class ReviewFilterForm(forms.Form):
     disagree = forms.BooleanField(required=False, label="Agent and judge disagree")
     conflict = forms.BooleanField(required=False, label="Reviewers disagree")
     sort = forms.ChoiceField(required=False, label="Order", choices=(), widget=FlatSelect)
+    risky = forms.BooleanField(required=False, label="Has risk findings")
 
     def __init__(self, *args, agents=tuple, **kwargs):
         """``agents``: a callable giving the dropdown's agent names (called only to render it)."""
@@ -73,6 +75,7 @@ class ReviewFilterForm(forms.Form):
             "disagreement": bool(data.get("disagree")),
             "conflict": bool(data.get("conflict")),
             "sort": data.get("sort") or "",
+            "has_risks": bool(data.get("risky")),
         }
 
 
@@ -388,4 +391,44 @@ class ReviewPolicyForm(forms.Form):
         max_value=DECISIONS_MAX,
         label="Independent decisions per item",
         help_text="1: the first reviewer's decision stands.",
+    )
+
+
+class TrustPolicyForm(forms.ModelForm):
+    """The bank's trust policy (memories.models.TrustPolicy); the audit share is edited in percent."""
+
+    audit_percent = forms.IntegerField(min_value=0, max_value=100, label="Audit sample (%)")
+    auto_approve_agents = forms.CharField(
+        required=False, max_length=2000, label="Agent allow-list", help_text="Comma-separated; empty: any agent."
+    )
+
+    class Meta:
+        model = TrustPolicy
+        fields = ["min_tier", "auto_approve", "daily_llm_token_budget", "llm_risk_check"]
+        labels = {
+            "min_tier": "Serve only items whose verdicts reach",
+            "auto_approve": "Approve safe items automatically",
+            "daily_llm_token_budget": "LLM tokens per day",
+            "llm_risk_check": "Ask the LLM for a second opinion on each distillation's risks",
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["audit_percent"].initial = round(self.instance.audit_share * 100)
+        self.fields["auto_approve_agents"].initial = ", ".join(self.instance.auto_approve_agents)
+
+    def values(self) -> dict:
+        """The cleaned form as bank_trust_policy_update keyword arguments."""
+        data = self.cleaned_data
+        agents = [a.strip() for a in data["auto_approve_agents"].split(",") if a.strip()]
+        return {
+            **{name: data[name] for name in self.Meta.fields},
+            "auto_approve_agents": agents,
+            "audit_share": data["audit_percent"] / 100,
+        }
+
+
+class UndoSinceForm(forms.Form):
+    since = forms.DateTimeField(
+        label="Undo the policy's approvals since", widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
     )

@@ -13,6 +13,7 @@ from memories.views import (
     presence,
     queue,
     saved_views,
+    trust,
 )
 
 app_name = "memories"
@@ -41,6 +42,9 @@ urlpatterns = [
     path(ITEM + "lifecycle/", lifecycle.item_lifecycle, name="item_lifecycle"),
     path("banks/<uuid:bank_id>/playground/", playground.playground, name="playground"),
     path("banks/<uuid:bank_id>/learning/", learning_settings.bank_learning_settings, name="bank_learning"),
+    path("banks/<uuid:bank_id>/trust/", trust.trust, name="trust"),
+    path("banks/<uuid:bank_id>/trust/audit/<uuid:item_id>/", trust.trust_audit, name="trust_audit"),
+    path("banks/<uuid:bank_id>/trust/undo/", trust.trust_undo, name="trust_undo"),
     # Several reviewers: the focus view's presence heartbeat, slices of the queue given to reviewers
     path("banks/<uuid:bank_id>/review/<uuid:item_id>/presence/", presence.review_presence, name="review_presence"),
     path("banks/<uuid:bank_id>/review/assignments/", assignments.review_assignments, name="review_assignments"),

@@ -25,6 +25,8 @@ from memories.models.learning import BankLearning
 from memories.models.retrieval import Arm, ItemSide, RetrievalEvent, RetrievalTally
 from memories.models.review import ReviewAssignment, ReviewPresence
 from memories.models.review_policy import GUIDELINES_MAX, ReviewPolicy, ReviewVote, SavedQueueView, VoteDecision
+from memories.models.risks import FindingSource, RiskFinding
+from memories.models.trust import TIER_BY_NAME, TIER_NAMES, AuditVerdict, AutoApproval, TrustPolicy, VerdictTier
 
 __all__ = [
     "CONTENT_MAX",
@@ -36,10 +38,15 @@ __all__ = [
     "TAGS_MAX",
     "TAG_MAX_LENGTH",
     "TAG_PATTERN",
+    "TIER_BY_NAME",
+    "TIER_NAMES",
     "TITLE_MAX",
     "Arm",
+    "AuditVerdict",
+    "AutoApproval",
     "BankLearning",
     "Experience",
+    "FindingSource",
     "ItemOrigin",
     "ItemSide",
     "ItemStatus",
@@ -52,8 +59,11 @@ __all__ = [
     "ReviewPolicy",
     "ReviewPresence",
     "ReviewVote",
+    "RiskFinding",
     "SavedQueueView",
     "SupportKind",
+    "TrustPolicy",
+    "VerdictTier",
     "VoteDecision",
     "item_search_vector",
     "normalize_tags",

@@ -19,6 +19,7 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from accounts.models import Bank
 from memories.models import ItemOrigin, ItemStatus, MemoryItem, MemoryItemVersion, item_search_vector
 from memories.selectors.learning import LIFECYCLE_FIELDS, lifecycle_items
+from memories.selectors.risks import has_unconfirmed_risks, unconfirmed_risk_count
 from reasoningbank_site.search import text_search
 
 REVIEWERS_DISAGREE = "Reviewers disagree"  # how memories.services.review_votes marks a conflict
@@ -65,12 +66,14 @@ def review_queue(
     text: str = "",
     state: str = "",
     sort: str = "",
+    has_risks: bool = False,
 ) -> QuerySet[MemoryItem]:
     """Proposed items of ``bank``, narrowed by the queue filters
     (``disagreement``: distilled from a trajectory whose reported outcome differs from its verdict;
-    ``conflict``: its independent reviewer decisions disagree, for an owner or admin to resolve), in the
-    order ``sort`` names (QUEUE_SORTS; oldest first by default); with a ``state`` (LifecycleState), the
-    items in that state instead."""
+    ``conflict``: its independent reviewer decisions disagree, for an owner or admin to resolve;
+    ``has_risks``: only items with unconfirmed risk findings), in the order ``sort`` names
+    (QUEUE_SORTS; oldest first by default); with a ``state`` (LifecycleState), the items in that
+    state instead."""
     qs = (
         lifecycle_items(bank=bank, state=state)
         if state
@@ -92,7 +95,10 @@ def review_queue(
         qs = qs.filter(Exists(_disagreeing_trajectories().filter(experience_id=OuterRef("experience_id"))))
     if conflict:
         qs = qs.filter(needs_review_reason__startswith=REVIEWERS_DISAGREE)
+    if has_risks:
+        qs = qs.filter(has_unconfirmed_risks())
     qs = _search(qs, text)
+    qs = qs.annotate(risk_count=unconfirmed_risk_count())
     qs = qs.only(*LIST_FIELDS, "content")  # rows preview the content
     if sort == "disagreement":
         qs = qs.annotate(disputed=Exists(_disagreeing_trajectories().filter(experience_id=OuterRef("experience_id"))))

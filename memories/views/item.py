@@ -76,7 +76,17 @@ def queue_neighbours(bank, item, filters: dict) -> tuple[MemoryItem | None, Memo
 
 
 def item_context(
-    request, bank, membership, item, *, focus: bool, edit_form=None, reject_form=None, merge_error="", duplicate=None
+    request,
+    bank,
+    membership,
+    item,
+    *,
+    focus: bool,
+    edit_form=None,
+    reject_form=None,
+    merge_error="",
+    duplicate=None,
+    risks=None,
 ):
     can_write = membership.has_role(Role.REVIEWER)
     editing = edit_form is not None or (request.GET.get("edit") == "1" and can_write)
@@ -105,6 +115,7 @@ def item_context(
         "reject_form": reject_form or RejectForm(),
         "merge_error": merge_error,
         "duplicate": duplicate,  # a DuplicateApproval to confirm
+        "risk_confirmation": risks,  # a RisksNeedConfirmation to confirm
         "supports": supports,
         "support_trajectories": selectors.supports_trajectory_ids(supports),
         "duplicates": selectors.item_near_duplicates(item=item),

@@ -29,7 +29,7 @@ from memories.views.decisions import (
 )
 from memories.views.item import ITEM_TEMPLATE, item_context, item_or_404, item_url, queue_neighbours
 from memories.views.queue import ROW_TEMPLATE, queue_row_links
-from reasoningbank_site.errors import DomainError, DuplicateApproval
+from reasoningbank_site.errors import DomainError, DuplicateApproval, RisksNeedConfirmation
 from reasoningbank_site.security import safe_next_url
 from reasoningbank_site.views_helpers import htmx_template, post_action, redirect_after_post, toast
 
@@ -47,7 +47,15 @@ def _target(request, bank_id, item_id) -> _Target:
 
 
 def _item_answer(
-    request, t: _Target, *, decided=False, edit_form=None, reject_form=None, merge_error="", duplicate=None
+    request,
+    t: _Target,
+    *,
+    decided=False,
+    edit_form=None,
+    reject_form=None,
+    merge_error="",
+    duplicate=None,
+    risks=None,
 ):
     """How an item action answers. In the focus view a decision moves on to
     the next item of the queue (or the queue when none is left). Otherwise
@@ -62,7 +70,8 @@ def _item_answer(
             else reverse("memories:review", kwargs={"bank_id": t.bank.public_id})
         )
         return redirect_after_post(request, with_query(target, queue))
-    if edit_form is None and reject_form is None and not merge_error and duplicate is None and not request.htmx:
+    asking = duplicate is not None or risks is not None
+    if edit_form is None and reject_form is None and not merge_error and not asking and not request.htmx:
         return redirect(item_url(t.bank, t.item, focus=t.focus))
     t.item.refresh_from_db()
     context = item_context(
@@ -75,6 +84,7 @@ def _item_answer(
         reject_form=reject_form,
         merge_error=merge_error,
         duplicate=duplicate,
+        risks=risks,
     )
     return render(request, htmx_template(request, ITEM_TEMPLATE, "panel"), context)
 
@@ -89,6 +99,8 @@ def _act(request, t: _Target, call, *, done: str, decided: bool = True, undo: bo
         call()
     except DuplicateApproval as exc:
         return _item_answer(request, t, duplicate=exc)  # asks for confirmation
+    except RisksNeedConfirmation as exc:
+        return _item_answer(request, t, risks=exc)  # asks for confirmation
     except DomainError as exc:
         messages.error(request, str(exc))
         return _item_answer(request, t, **forms)
@@ -131,6 +143,7 @@ def item_approve(request, bank_id, item_id):
         item=t.item,
         author=request.user,
         confirm_duplicate=confirm,
+        confirm_risks=request.POST.get("confirm_risks") == "1",
         seen_version=posted_version(request),
     )
     return _act(request, t, approve, done=f"Approved “{t.item.title}”.", undo=True)

@@ -82,6 +82,7 @@ ROW_FIELDS = (
     "claimed_outcome",
     "my_vote",
     "near_duplicates",
+    "risk_count",
     "reviewed_by",
     "assignees",
     "open_url",

@@ -7,11 +7,12 @@ from __future__ import annotations
 from django.db import transaction
 
 from memories.models import Experience, ItemOrigin
-from memories.services import ProposedItem, experience_create, memory_items_propose
+from memories.services import ProposedItem, experience_create, memory_items_propose, memory_items_screen
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.text import counted
 from trajectories.judging.prompt_versions import prompt_active
 from trajectories.models import PromptName, Status, Trajectory
+from trajectories.pipeline.budget import group_budget_park
 from trajectories.pipeline.distill import proposed_detail, step_indexes
 from trajectories.pipeline.llm import distill_model_for, llm_configured
 from trajectories.pipeline.llm_calls import CONTRAST_CALL, items_parser, llm_ask
@@ -61,6 +62,8 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
                 detail=NO_LLM_DETAIL,
                 also={"enqueued_at": None},  # nothing queued: the sweeper resumes it once an LLM is set
             )
+            return False
+        if group_budget_park(ids):
             return False
         if len(ready) == 1:
             trajectory_move(
@@ -133,6 +136,11 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
             verdict_label="",
             source_agents=[m.agent for m in locked],
             source_metadata=[m.metadata for m in locked],
+        )
+        memory_items_screen(
+            items=proposed,
+            steps=[s for m in members for s in m.steps or []],
+            tier=min(m.verdict_tier for m in locked),
         )
         trajectory_move_many(
             Trajectory.objects.filter(pk__in=ids),
