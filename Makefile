@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format install bench clean-data docker-build docker-up
+.PHONY: run test test-containers lint format install bench clean-data docker-build docker-up backup restore
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,12 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# The production image and the compose topology under podman: builds the images, runs the fault tests
+# against the containers, the upgrade, backup/restore and the Kubernetes manifests' checks (needs podman,
+# runc and mmdebstrap; as root). `make test` runs these too, and skips them, saying why, without podman.
+test-containers: $(STAMP)
+	$(BIN)/python -m pytest tests/containers tests/production -k "containers or Containers" $(PYTEST_ARGS)
+
 # ruff (configured in pyproject.toml): lint, and check the formatting without changing files.
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -40,6 +46,15 @@ bench: $(STAMP)
 # Deletes the embedded database, broker queue and demo token (stop `make run` first).
 clean-data:
 	rm -rf "$${RB_DATA_DIR:-.data}"
+
+# The database (embedded, or DATABASE_URL's) to a pg_dump file: `make backup [BACKUP=path]`, and back:
+# `make restore BACKUP=path` (replaces what is there; stop `make run` first).
+backup: $(STAMP)
+	$(BIN)/python manage.py rb_backup $(BACKUP)
+
+restore: $(STAMP)
+	@test -n "$(BACKUP)" || { echo "make restore needs BACKUP=path/to/file.dump"; exit 2; }
+	$(BIN)/python manage.py rb_restore "$(BACKUP)"
 
 # Production stack (needs Docker and SECRET_KEY in the environment).
 docker-build:

@@ -168,6 +168,12 @@ class Bank(models.Model):
         validators=_between(0, MAX_RATE_LIMIT, f"Between 0 (no limit) and {MAX_RATE_LIMIT:,} per minute."),
         help_text="Requests per minute per token on the agent API; 0 means no limit.",
     )
+    ingest_quota_per_day = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=_between(1, MAX_RATE_LIMIT, f"Between 1 and {MAX_RATE_LIMIT:,} trajectories a day, or empty."),
+        help_text="Trajectories one token may send per UTC day; empty means no limit.",
+    )
     step_retention_days = models.PositiveIntegerField(
         null=True,
         blank=True,

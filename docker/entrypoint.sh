@@ -15,6 +15,20 @@ set -eu
 role="${1:-web}"
 [ "$#" -gt 0 ] && shift
 
+# A production container is configured by its environment alone: without these it would quietly make up a
+# per-container key and start an embedded database inside a throwaway filesystem. Stop with one line instead.
+case "$role" in
+  migrate|web|worker|beat|mcp|manage)
+    for name in SECRET_KEY DATABASE_URL; do
+      eval "value=\${$name:-}"
+      if [ -z "$value" ]; then
+        echo "reasoningbank: $name is not set; a production container needs SECRET_KEY and DATABASE_URL in its environment (docs/production.md)" >&2
+        exit 78
+      fi
+    done
+    ;;
+esac
+
 case "$role" in
   migrate)
     # A fresh deploy starts the shared Prometheus sums from zero (dead processes' files would linger).

@@ -11,7 +11,7 @@ from ninja import Field, Query, Router, Schema
 from accounts.auth import TokenAuth, api_responses
 from memories import selectors, skill_files
 from memories.embeddings import EmbeddingModelError
-from memories.models import MemoryItem
+from memories.models import TIER_BY_NAME, MemoryItem
 from memories.schemas import (
     ApprovedMemoryOut,
     MemoryListOut,
@@ -44,6 +44,7 @@ def _filters(payload: RetrieveFiltersIn | None) -> selectors.RetrievalFilters:
         tags_all=tuple(payload.tags.all) if payload.tags else (),
         agents=(agent,) if isinstance(agent, str) else tuple(agent.in_) if agent else (),
         metadata=payload.metadata,
+        min_tier=TIER_BY_NAME.get(payload.tier or "", 0),
     )
 
 

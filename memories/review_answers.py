@@ -12,7 +12,7 @@ from memories.selectors.learning import item_expired, item_repeats
 from reasoningbank_site.errors import NotFound
 
 
-def item_out(item: MemoryItem, version: int) -> dict:
+def item_out(item: MemoryItem, version: int, risk_count: int = 0) -> dict:
     return {
         "id": item.public_id,
         "title": item.title,
@@ -23,6 +23,7 @@ def item_out(item: MemoryItem, version: int) -> dict:
         "verdict_label": item.verdict_label,
         "tags": list(item.tags),
         "near_duplicate_count": len(item.near_duplicates or []),
+        "risk_count": risk_count,
         "needs_review_reason": item.needs_review_reason,
         "valid_until": item.valid_until,
         "expired": item_expired(item),
@@ -37,8 +38,11 @@ def item_out(item: MemoryItem, version: int) -> dict:
 
 def detail_out(item: MemoryItem) -> dict:
     sources = selectors.item_sources(item=item)
+    risks = selectors.item_risks(item=item)
     return {
-        **item_out(item, services.item_current_version(item)),
+        **item_out(item, services.item_current_version(item), sum(not f.confirmed for f in risks)),
+        "risks": [selectors.risk_out(f) for f in risks],
+        "verdict_tier": selectors.tier_name(selectors.item_tier(item=item)),
         "status_reason": item.status_reason,
         "approved_at": item.approved_at,
         "prompt_version": item.prompt_version,

@@ -11,6 +11,7 @@ from uuid import UUID
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.db.models.functions import Coalesce
+from django.http import JsonResponse
 from ninja import Field, Query, Router, Schema
 
 from accounts.auth import TokenAuth, api_responses
@@ -20,6 +21,7 @@ from memories.models import ItemOrigin, MemoryItemVersion
 from memories.review_answers import detail_out, item_get, item_out
 from memories.review_lifecycle import LifecycleStateIn, item_lifecycle_edit, lifecycle_router
 from memories.schemas import ApproveIn, EditIn, RejectIn, ReviewItemDetailOut, ReviewListOut
+from reasoningbank_site.errors import RisksNeedConfirmation
 
 router = Router(tags=["review"])
 review_auth = TokenAuth(scope="review")
@@ -43,6 +45,7 @@ class ReviewQueueIn(Schema):
         description="Instead of proposed items: refused items distilled again (repeated), approved items past "
         "their validity (expired), stale ones, or those Impact proposes for retirement.",
     )
+    has_risks: bool = Field(False, description="Only items with unconfirmed risk findings.")
 
 
 @router.get(
@@ -64,6 +67,7 @@ def review_queue(request, filters: Query[ReviewQueueIn]):
         has_duplicate=filters.has_duplicate,
         text=filters.q.strip(),
         state=filters.state.value if filters.state else "",
+        has_risks=filters.has_risks,
     )
     latest = MemoryItemVersion.objects.filter(item=OuterRef("pk")).order_by("-number").values("number")[:1]
     page = list(
@@ -71,7 +75,7 @@ def review_queue(request, filters: Query[ReviewQueueIn]):
             filters.offset : filters.offset + filters.limit
         ]
     )
-    return {"count": qs.count(), "items": [item_out(item, item.version) for item in page]}
+    return {"count": qs.count(), "items": [item_out(item, item.version, item.risk_count) for item in page]}
 
 
 @router.get(
@@ -98,11 +102,18 @@ def review_approve(request, item_id: UUID, payload: ApproveIn | None = None):
     Approving an approved item is a no-op; a superseded one answers 409, and
     so does an item whose approved near-duplicate is at or above the bank's
     duplicate threshold (``duplicate_needs_confirmation``; send
-    ``confirm_duplicate: true`` to approve it anyway) and a stale
-    ``seen_version`` (``stale_version``)."""
+    ``confirm_duplicate: true`` to approve it anyway), an item with
+    unconfirmed risk findings (``risks_need_confirmation``, the findings in
+    ``risks``; send ``confirm_risks: true`` to approve it anyway, recorded
+    with this token as who confirmed) and a stale ``seen_version``
+    (``stale_version``)."""
     item = item_get(request, item_id)
     options = payload.model_dump() if payload else {}
-    item = services.memory_item_approve(item=item, author=None, token=request.api_token, **options)
+    try:
+        item = services.memory_item_approve(item=item, author=None, token=request.api_token, **options)
+    except RisksNeedConfirmation as exc:
+        body = {"detail": exc.message, "code": exc.code, "risks": [selectors.risk_out(f) for f in exc.findings]}
+        return JsonResponse(body, status=409)
     return detail_out(item)
 
 

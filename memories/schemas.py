@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from ninja import Field, Schema
@@ -111,11 +111,16 @@ class RetrieveFiltersIn(BaseModel):
         ),
         examples=[{"env": "prod", "site": {"name": "shop"}}],
     )
+    tier: Literal["judge", "human", "verified"] | None = Field(
+        None,
+        description="Only items whose source verdicts all reach this trust tier (judge < human < verified); "
+        "items written by hand or imported count as human.",
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _keys(cls, data: Any) -> Any:
-        return scrub_text(_known_keys(data, ("tags", "agent", "metadata"), "filter"))
+        return scrub_text(_known_keys(data, ("tags", "agent", "metadata", "tier"), "filter"))
 
     @field_validator("metadata")
     @classmethod
@@ -264,6 +269,7 @@ class ReviewItemOut(Schema):
     verdict_label: str = Field(..., description="The verdict it was distilled under (empty: not distilled).")
     tags: list[str]
     near_duplicate_count: int = Field(..., description="Near-duplicates suggested when it was proposed.")
+    risk_count: int = Field(0, description="Risk findings nobody has confirmed yet.")
     needs_review_reason: str = ""
     valid_until: datetime | None = Field(None, description="Not served after this moment (null: no expiry).")
     expired: bool = Field(False, description="Past its validity: not served, listed for re-review.")
@@ -301,6 +307,13 @@ class RepeatOut(Schema):
     created_at: datetime
 
 
+class RiskOut(Schema):
+    kind: str = Field(..., examples=["exfiltration"], description="What the risk scan found (see docs/security.md).")
+    excerpt: str = Field(..., description="The exact text it was found in.")
+    step: int | None = Field(None, description="The source trajectory's step it came from (null: the item's text).")
+    confirmed: bool = Field(False, description="A reviewer approved the item knowing of it.")
+
+
 class ReviewItemDetailOut(ReviewItemOut):
     status_reason: str = Field("", description="Why it was rejected or superseded.")
     approved_at: datetime | None = None
@@ -318,6 +331,10 @@ class ReviewItemDetailOut(ReviewItemOut):
     repeats: list[RepeatOut] = Field(
         default_factory=list, description="Times it was distilled again after it was refused (rejected items)."
     )
+    risks: list[RiskOut] = Field(default_factory=list, description="Risk findings (empty: none).")
+    verdict_tier: str = Field(
+        "", description="The weakest trust tier of its source verdicts: judge, human or verified (empty: none)."
+    )
 
 
 SEEN_VERSION_HELP = (
@@ -333,6 +350,11 @@ class ApproveIn(BodyIn):
         False,
         description="Approve even when an approved item of the bank is at or above its duplicate threshold "
         "(without it that answers 409 duplicate_needs_confirmation).",
+    )
+    confirm_risks: bool = Field(
+        False,
+        description="Approve an item with unconfirmed risk findings, recording you as having confirmed them "
+        "(without it that answers 409 risks_need_confirmation).",
     )
 
 

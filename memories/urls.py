@@ -9,8 +9,11 @@ from memories.views import (
     learning_settings,
     lifecycle,
     playground,
+    policy,
     presence,
     queue,
+    saved_views,
+    trust,
 )
 
 app_name = "memories"
@@ -18,6 +21,9 @@ ITEM = "banks/<uuid:bank_id>/items/<uuid:item_id>/"
 urlpatterns = [
     path("banks/<uuid:bank_id>/review/", queue.review, name="review"),
     path("banks/<uuid:bank_id>/review/<uuid:item_id>/", item.review_focus, name="review_focus"),
+    path("banks/<uuid:bank_id>/review/policy/", policy.review_policy, name="review_policy"),
+    path("banks/<uuid:bank_id>/review/views/", saved_views.saved_view_create, name="saved_view_create"),
+    path("banks/<uuid:bank_id>/review/views/delete/", saved_views.saved_view_remove, name="saved_view_remove"),
     path("banks/<uuid:bank_id>/items/", items.items, name="items"),
     path("banks/<uuid:bank_id>/items/new/", items.item_create, name="item_create"),
     path("banks/<uuid:bank_id>/items/export.jsonl", import_export.items_export, name="items_export"),
@@ -36,6 +42,9 @@ urlpatterns = [
     path(ITEM + "lifecycle/", lifecycle.item_lifecycle, name="item_lifecycle"),
     path("banks/<uuid:bank_id>/playground/", playground.playground, name="playground"),
     path("banks/<uuid:bank_id>/learning/", learning_settings.bank_learning_settings, name="bank_learning"),
+    path("banks/<uuid:bank_id>/trust/", trust.trust, name="trust"),
+    path("banks/<uuid:bank_id>/trust/audit/<uuid:item_id>/", trust.trust_audit, name="trust_audit"),
+    path("banks/<uuid:bank_id>/trust/undo/", trust.trust_undo, name="trust_undo"),
     # Several reviewers: the focus view's presence heartbeat, slices of the queue given to reviewers
     path("banks/<uuid:bank_id>/review/<uuid:item_id>/presence/", presence.review_presence, name="review_presence"),
     path("banks/<uuid:bank_id>/review/assignments/", assignments.review_assignments, name="review_assignments"),

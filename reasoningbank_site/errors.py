@@ -106,3 +106,16 @@ class StaleVersion(Conflict):
         super().__init__(message)
         self.changes = changes or []
         self.current_version = current_version
+
+
+class RisksNeedConfirmation(Conflict):
+    """Approving would serve an item with risk findings nobody confirmed having
+    read. ``findings`` lists them (``memories.models.RiskFinding``); the caller
+    may approve anyway with ``confirm_risks=True``, which records who confirmed.
+    A Conflict, so the API answers 409."""
+
+    code = "risks_need_confirmation"
+
+    def __init__(self, message: str, *, findings=()):
+        super().__init__(message)
+        self.findings = list(findings)

@@ -237,3 +237,19 @@ def _since_within_a_day(minutes: int, language: str | None) -> str:
     large share of a list row's rendering)."""
     now = datetime(2000, 1, 1, tzinfo=UTC)
     return timesince(now - timedelta(minutes=minutes), now)
+
+
+_BANK_PROMPT = re.compile(r"^(?P<name>[a-z_]+)@bank-\d+-v(?P<number>\d+)(?P<fs>\+fs)?$")
+_FILE_PROMPT = re.compile(r"^(?P<name>[a-z_]+)/v(?P<number>\d+)(?P<fs>\+fs)?$")
+
+
+def prompt_version_label(version: str) -> str:
+    """A recorded prompt version as people read it, without the bank's internal id:
+    "judge@bank-7-v3+fs" → "judge v3 (custom) + examples", "judge/v1" → "judge v1 (default)";
+    anything else as it is."""
+    for pattern, kind in ((_BANK_PROMPT, "custom"), (_FILE_PROMPT, "default")):
+        match = pattern.match(version or "")
+        if match:
+            examples = " + examples" if match["fs"] else ""
+            return f"{match['name']} v{match['number']} ({kind}){examples}"
+    return version or ""

@@ -191,4 +191,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for reason, count in reasons.most_common():
         terminalreporter.write_line(f"  {count} x {reason}")
     if not IN_CI:
-        terminalreporter.write_line("  (under CI=true a missing redis-server or browser fails instead of skipping)")
+        terminalreporter.write_line(
+            "  (under CI=true a missing redis-server, browser, node or podman fails instead of skipping)"
+        )

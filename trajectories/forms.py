@@ -3,6 +3,7 @@
 from django import forms
 
 from reasoningbank_site.formfields import agent_select
+from reasoningbank_site.text import prompt_version_label
 from trajectories.models import Label, PromptName, PromptVersion, Status
 from trajectories.prompts import MAX_PROMPT_CHARS, prompt_problems
 
@@ -40,7 +41,9 @@ class TrajectoryFilterForm(forms.Form):
 class RelabelForm(forms.Form):
     label = forms.ChoiceField(choices=Label.choices, widget=forms.RadioSelect)
     reason = forms.CharField(
-        max_length=2000, widget=forms.Textarea(attrs={"rows": 2, "placeholder": "why the verdict is wrong"})
+        required=False,
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "why (optional): helps the next judge prompt"}),
     )
 
 
@@ -54,11 +57,12 @@ class PromptForm(forms.Form):
     note = forms.CharField(
         required=False, max_length=200, help_text="What changed and why, e.g. 'stricter about unverified claims'."
     )
+    # Off by default: an edit replaces the live judge only when asked, after an experiment compared the two.
     activate = forms.BooleanField(
         required=False,
-        initial=True,
+        initial=False,
         label="Use it now",
-        help_text="Unticked: saved as a candidate to try in an experiment first.",
+        help_text="Leave unticked to save a candidate and compare it with the one in use in an experiment first.",
     )
 
     def __init__(self, *args, name: str, **kwargs):
@@ -89,5 +93,7 @@ class ExperimentForm(forms.Form):
         super().__init__(*args, **kwargs)
         field = self.fields["candidate_prompt"]
         field.queryset = PromptVersion.objects.filter(bank=bank, name=PromptName.JUDGE).order_by("-number")
-        field.label_from_instance = lambda v: f"{v.version}{' (active)' if v.is_active else ''} {v.note}".strip()
+        field.label_from_instance = lambda v: (
+            f"{prompt_version_label(v.version)}{' (active)' if v.is_active else ''} {v.note}".strip()
+        )
         field.to_field_name = "public_id"

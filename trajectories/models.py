@@ -9,7 +9,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import ApiToken, Bank
-from memories.models import Experience, MemoryItem, RetrievalEvent
+from memories.models import Experience, MemoryItem, RetrievalEvent, VerdictTier
 from reasoningbank_site.search import SearchColumn
 
 
@@ -79,6 +79,8 @@ class Trajectory(models.Model):
     status_detail = models.TextField(blank=True, help_text="Why it needs attention, or what it waits for.")
     # The effective verdict (latest human, else trusted agent signal, else LLM), kept in step by services.
     verdict = models.CharField(max_length=16, choices=Label.choices, blank=True)
+    # Where that verdict came from (human, a trusted agent signal: verified, or the LLM judge), kept with it.
+    verdict_tier = models.PositiveSmallIntegerField(choices=VerdictTier.choices, default=VerdictTier.NONE)
     # Set when the bank's retention purged the raw record (steps, final answer); the rest stays.
     steps_purged_at = models.DateTimeField(null=True, blank=True)
     steps_purged_days = models.PositiveIntegerField(null=True, blank=True)  # the retention then in force

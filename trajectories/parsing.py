@@ -62,9 +62,12 @@ def _pick(d: dict, keys) -> object | None:
     return None
 
 
-# "Verdict: FAILURE", "**Status:** success", "Final verdict - Success", "> Result = failed"
+# "Verdict: FAILURE", "**Status:** success", "Final verdict - Success", "> Result = failed", 'Status: "success"'
+# (the quotes or markup closing the word belong to the verdict line, not to the rationale)
 _VERDICT_LINE = re.compile(
-    r"^[\s>*#_`-]*(?:final\s+|overall\s+)?(?:" + "|".join(VERDICT_KEYS) + r")[\s*_`]*[:=\-–—][\s*_`\"']*([A-Za-z]+)",
+    r"^[\s>*#_`-]*(?:final\s+|overall\s+)?(?:"
+    + "|".join(VERDICT_KEYS)
+    + r")[\s*_`]*[:=\-–—][\s*_`\"']*([A-Za-z]+)[*_`\"']*",
     re.IGNORECASE | re.MULTILINE,
 )
 

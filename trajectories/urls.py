@@ -1,7 +1,7 @@
 from django.urls import path
 
 from trajectories import exports
-from trajectories.views import comments, dashboard, impact, judge, releases, reviewers, trajectories
+from trajectories.views import comments, dashboard, evidence, impact, judge, releases, reviewers, trajectories
 
 app_name = "trajectories"
 urlpatterns = [
@@ -9,6 +9,11 @@ urlpatterns = [
     path("banks/<uuid:bank_id>/trajectories/", trajectories.trajectory_list, name="list"),
     path("banks/<uuid:bank_id>/trajectories/<uuid:trajectory_id>/", trajectories.trajectory_detail, name="detail"),
     path("banks/<uuid:bank_id>/trajectories/<uuid:trajectory_id>/steps/", trajectories.trajectory_steps, name="steps"),
+    path(
+        "banks/<uuid:bank_id>/trajectories/<uuid:trajectory_id>/evidence/",
+        evidence.trajectory_evidence_view,
+        name="evidence",
+    ),
     path("banks/<uuid:bank_id>/trajectories/<uuid:trajectory_id>/group/", trajectories.trajectory_group, name="group"),
     path(
         "banks/<uuid:bank_id>/trajectories/<uuid:trajectory_id>/delete/", trajectories.trajectory_delete, name="delete"

@@ -30,6 +30,7 @@ BANK_SETTINGS = [
     "item_holdout_fraction",
     "utility_ranking",
     "rate_limit_per_minute",
+    "ingest_quota_per_day",
     "step_retention_days",
 ]
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from accounts.models import ROLE_RANK, Invitation, InvitationState, Membership, Role, Team
 from accounts.services.audit import audit_record
-from accounts.services.errors import AccountsForbidden, AccountsInvalid, InvitationError
+from accounts.services.errors import AccountsConflict, AccountsForbidden, AccountsInvalid, InvitationError
 from accounts.services.teams import require_known_role, require_member_manager
 from accounts.services.tokens import hash_token
 
@@ -55,7 +55,8 @@ def invitation_create(
     host) makes the link absolute. Only admins+ invite; only owners invite
     owners. Only an account with ``email`` may accept it unless
     ``allow_any_email``. Raises AccountsInvalid for a bad role or email, AccountsForbidden
-    when the actor's role does not allow it."""
+    when the actor's role does not allow it, AccountsConflict when an account with
+    that email is already a member of ``team``."""
     email = email.strip()
     if not email or "@" not in email:
         raise AccountsInvalid("Give an email address to invite.")
@@ -63,6 +64,12 @@ def invitation_create(
     require_member_manager(actor_membership)
     if role == Role.OWNER and actor_membership.role != Role.OWNER:
         raise AccountsForbidden("Only owners invite owners.")
+    member = team.memberships.filter(user__email__iexact=email).select_related("user").first()
+    if member is not None:
+        raise AccountsConflict(
+            f"{email} is already a member of {team.name} ({member.user.get_username()}, {member.get_role_display()}): "
+            "change their role in the members list instead."
+        )
     secret = secrets.token_urlsafe(32)
     invitation = Invitation.objects.create(
         team=team,
@@ -89,6 +96,28 @@ def invitation_create(
     body = render_to_string("accounts/email/invitation_body.txt", context)
     transaction.on_commit(lambda: send_mail(subject=subject, message=body, from_email=None, recipient_list=[email]))
     return IssuedInvitation(invitation=invitation, secret=secret, url=url)
+
+
+def invitations_pending_for(*, user) -> list[Invitation]:
+    """The pending invitations addressed to ``user``'s email, to teams they are not in yet (newest first)."""
+    if not getattr(user, "email", ""):
+        return []
+    return list(
+        Invitation.objects.pending()
+        .filter(email__iexact=user.email)
+        .exclude(team__memberships__user=user)
+        .select_related("team", "invited_by")
+        .order_by("-created_at")
+    )
+
+
+def email_is_printed_only() -> bool:
+    """Whether mail goes nowhere a person reads it (the console or dummy backend): then an
+    invitation's link is only in the server's log, and the inviter must be told so."""
+    return settings.EMAIL_BACKEND in (
+        "django.core.mail.backends.console.EmailBackend",
+        "django.core.mail.backends.dummy.EmailBackend",
+    )
 
 
 def _usable(invitation: Invitation | None) -> Invitation:

@@ -12,6 +12,7 @@ from django.utils.text import Truncator, add_truncation_text, calculate_truncate
 
 from accounts.audit_diff import audit_changes as _audit_changes
 from reasoningbank_site.text import ago as _ago
+from reasoningbank_site.text import prompt_version_label
 from reasoningbank_site.views_helpers import reverse_each
 
 register = template.Library()
@@ -51,6 +52,12 @@ def bank_nav(context, bank):
         active = current == url or (url != "/" and current.startswith(url) and name != "trajectories:dashboard")
         links.append({"url": url, "label": label, "active": active})
     return {"bank_nav": links}
+
+
+@register.filter
+def prompt_label(value) -> str:
+    """A recorded prompt version without the bank's internal id (reasoningbank_site.text.prompt_version_label)."""
+    return prompt_version_label(str(value or ""))
 
 
 @register.filter

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods
 from accounts import email_verification, selectors
 from accounts.forms import SignupForm
 from accounts.models import Bank, Role
+from accounts.services import invitations
 from reasoningbank_site.security import safe_next_url
 
 
@@ -33,7 +34,8 @@ def home(request):
         }
         for m in memberships
     ]
-    return render(request, "accounts/home.html", {"teams": teams})
+    pending = invitations.invitations_pending_for(user=request.user)
+    return render(request, "accounts/home.html", {"teams": teams, "invitations": pending})
 
 
 @require_http_methods(["GET", "POST"])

@@ -15,6 +15,7 @@ from accounts import selectors, services
 from accounts.access import team_for_user
 from accounts.forms import InviteForm, RoleForm, TeamForm
 from accounts.models import Invitation, Membership, Role
+from accounts.services import invitations
 from accounts.views.account import bank_home_url
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.security import int_or_404
@@ -81,7 +82,16 @@ def team_invite(request, team_id):
         except DomainError as exc:
             messages.error(request, str(exc))
         else:
-            messages.success(request, f"Invitation emailed to {issued.invitation.email}.")
+            if invitations.email_is_printed_only():
+                # No mail leaves this server: the link is only in its log, so give it to the inviter to pass on.
+                messages.warning(
+                    request,
+                    f"Invitation for {issued.invitation.email} created, but email is not set up (RB_EMAIL_BACKEND "
+                    f"prints messages to the server's console): nothing was sent. Send them this link yourself, "
+                    f"it works once: {issued.url}",
+                )
+            else:
+                messages.success(request, f"Invitation emailed to {issued.invitation.email}.")
             return redirect("accounts:team", team_id=team.public_id)
     return _team_page(request, team, me, invite_form=form)
 

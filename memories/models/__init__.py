@@ -25,21 +25,30 @@ from memories.models.learning import BankLearning
 from memories.models.releases import BankReleasing, PublishMode, Release, ReleaseMember, ReleaseSource
 from memories.models.retrieval import Arm, ItemSide, RetrievalEvent, RetrievalTally
 from memories.models.review import ReviewAssignment, ReviewPresence
+from memories.models.review_policy import GUIDELINES_MAX, ReviewPolicy, ReviewVote, SavedQueueView, VoteDecision
+from memories.models.risks import FindingSource, RiskFinding
+from memories.models.trust import TIER_BY_NAME, TIER_NAMES, AuditVerdict, AutoApproval, TrustPolicy, VerdictTier
 
 __all__ = [
     "CONTENT_MAX",
     "DESCRIPTION_MAX",
     "EMBEDDING_DIM",
+    "GUIDELINES_MAX",
     "REASON_MAX",
     "SOURCE_METADATA_MAX",
     "TAGS_MAX",
     "TAG_MAX_LENGTH",
     "TAG_PATTERN",
+    "TIER_BY_NAME",
+    "TIER_NAMES",
     "TITLE_MAX",
     "Arm",
+    "AuditVerdict",
+    "AutoApproval",
     "BankLearning",
     "BankReleasing",
     "Experience",
+    "FindingSource",
     "ItemOrigin",
     "ItemSide",
     "ItemStatus",
@@ -53,8 +62,15 @@ __all__ = [
     "RetrievalEvent",
     "RetrievalTally",
     "ReviewAssignment",
+    "ReviewPolicy",
     "ReviewPresence",
+    "ReviewVote",
+    "RiskFinding",
+    "SavedQueueView",
     "SupportKind",
+    "TrustPolicy",
+    "VerdictTier",
+    "VoteDecision",
     "item_search_vector",
     "normalize_tags",
 ]

@@ -9,6 +9,7 @@ supporting evidence, the approval's duplicate check and the side-by-side compari
 from ``memories.selectors.learning``) the bank's learning policy and the lifecycle states. Writes live in
 ``memories.services``."""
 
+from memories.selectors.auto_approval import audit_sample_pending, auto_approval_stats, rejected_twin_exists
 from memories.selectors.duplicates import (
     Comparison,
     approved_duplicates,
@@ -60,10 +61,20 @@ from memories.selectors.review import (
     item_sources,
     item_status_counts,
     items_by_public_ids,
+    queue_rows_claimed,
     review_agents,
     review_queue,
 )
+from memories.selectors.risks import (
+    has_unconfirmed_risks,
+    item_risks,
+    risk_counts,
+    risk_label,
+    risk_out,
+    unconfirmed_risk_count,
+)
 from memories.selectors.skills import BankLessons, bank_lessons
+from memories.selectors.trust import bank_policy_q, bank_trust_policy, item_tier, tier_name, tier_q
 
 __all__ = [
     "EXPORT_FIELDS",
@@ -90,28 +101,43 @@ __all__ = [
     "approved_items_list",
     "approved_items_search",
     "approved_items_search_counted",
+    "audit_sample_pending",
+    "auto_approval_stats",
     "bank_lessons",
+    "bank_policy_q",
+    "bank_trust_policy",
     "embedding_counts",
     "experiences_search",
+    "has_unconfirmed_risks",
     "hnsw_ef_search",
     "hnsw_iterative_scan",
     "item_for_bank",
     "item_history",
     "item_list",
     "item_near_duplicates",
+    "item_risks",
     "item_sources",
     "item_status_counts",
     "item_supports",
+    "item_tier",
     "items_by_public_ids",
     "items_compare",
     "memory_items_export",
     "memory_items_export_reasoning_bank",
     "near_duplicates_search",
     "near_duplicates_search_many",
+    "queue_rows_claimed",
+    "rejected_twin_exists",
     "review_agents",
     "review_queue",
+    "risk_counts",
+    "risk_label",
+    "risk_out",
     "run_retrievals",
     "supports_trajectory_ids",
     "system_block_preamble",
     "system_block_render",
+    "tier_name",
+    "tier_q",
+    "unconfirmed_risk_count",
 ]

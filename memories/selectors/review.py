@@ -14,15 +14,19 @@ from datetime import date
 from typing import NamedTuple
 
 from django.db import connection
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from accounts.models import Bank
 from memories.models import ItemOrigin, ItemStatus, MemoryItem, MemoryItemVersion, item_search_vector
 from memories.selectors.learning import LIFECYCLE_FIELDS, lifecycle_items
+from memories.selectors.risks import has_unconfirmed_risks, unconfirmed_risk_count
 from reasoningbank_site.search import text_search
+
+REVIEWERS_DISAGREE = "Reviewers disagree"  # how memories.services.review_votes marks a conflict
 
 LIST_FIELDS = (
     "id",
+    "experience_id",
     "public_id",
     "bank_id",
     "title",
@@ -57,11 +61,19 @@ def review_queue(
     date_from: date | None = None,
     date_to: date | None = None,
     has_duplicate: bool = False,
+    disagreement: bool = False,
+    conflict: bool = False,
     text: str = "",
     state: str = "",
+    sort: str = "",
+    has_risks: bool = False,
 ) -> QuerySet[MemoryItem]:
-    """Proposed items of ``bank``, oldest first, narrowed by the queue filters;
-    with a ``state`` (LifecycleState), the items in that state instead."""
+    """Proposed items of ``bank``, narrowed by the queue filters
+    (``disagreement``: distilled from a trajectory whose reported outcome differs from its verdict;
+    ``conflict``: its independent reviewer decisions disagree, for an owner or admin to resolve;
+    ``has_risks``: only items with unconfirmed risk findings), in the order ``sort`` names
+    (QUEUE_SORTS; oldest first by default); with a ``state`` (LifecycleState), the items in that
+    state instead."""
     qs = (
         lifecycle_items(bank=bank, state=state)
         if state
@@ -79,8 +91,46 @@ def review_queue(
         qs = qs.filter(created_at__date__lte=date_to)
     if has_duplicate:
         qs = qs.exclude(near_duplicates=[])
+    if disagreement:
+        qs = qs.filter(Exists(_disagreeing_trajectories().filter(experience_id=OuterRef("experience_id"))))
+    if conflict:
+        qs = qs.filter(needs_review_reason__startswith=REVIEWERS_DISAGREE)
+    if has_risks:
+        qs = qs.filter(has_unconfirmed_risks())
     qs = _search(qs, text)
-    return qs.only(*LIST_FIELDS, "content").order_by("created_at", "id")  # rows preview the content
+    qs = qs.annotate(risk_count=unconfirmed_risk_count())
+    qs = qs.only(*LIST_FIELDS, "content")  # rows preview the content
+    if sort == "disagreement":
+        qs = qs.annotate(disputed=Exists(_disagreeing_trajectories().filter(experience_id=OuterRef("experience_id"))))
+    return qs.order_by(*QUEUE_SORTS.get(sort, QUEUE_SORTS[""])[1])
+
+
+# The queue's orders: key → (label, ORDER BY); "" is the default, oldest first.
+QUEUE_SORTS = {
+    "": ("oldest first", ("created_at", "id")),
+    "newest": ("newest first", ("-created_at", "-id")),
+    "support": ("seen again most", ("-support_count", "created_at", "id")),
+    "disagreement": ("agent and judge disagree first", ("-disputed", "created_at", "id")),
+}
+
+
+def _disagreeing_trajectories() -> QuerySet:
+    """Trajectories whose agent reported one outcome while the verdict says the other."""
+    # The trajectory model by Bank's relation name: this app never imports the trajectories app.
+    trajectories = Bank._meta.get_field("trajectories").related_model.objects
+    return trajectories.filter(Q(outcome="success", verdict="failure") | Q(outcome="failure", verdict="success"))
+
+
+def queue_rows_claimed(*, items) -> None:
+    """Set ``claimed_outcome`` on each of ``items`` (a page of queue rows) distilled from a
+    trajectory whose reported outcome differs from its verdict: what the agent claimed (one query)."""
+    experiences = {item.experience_id for item in items if item.experience_id}
+    claimed: dict[int, str] = {}
+    if experiences:
+        rows = _disagreeing_trajectories().filter(experience_id__in=experiences).values_list("experience_id", "outcome")
+        claimed = dict(rows)
+    for item in items:
+        item.claimed_outcome = claimed.get(item.experience_id, "")
 
 
 def item_list(*, bank: Bank, status: str = "", text: str = "") -> QuerySet[MemoryItem]:
@@ -211,6 +261,23 @@ DISTILLED_ORIGINS = (ItemOrigin.SUCCESS, ItemOrigin.FAILURE, ItemOrigin.MATTS_PA
 class ItemSources(NamedTuple):
     trajectory_ids: list[str]  # public ids (strings) of source trajectories that still exist
     deleted: int  # source trajectories deleted since (their links are not shown)
+
+
+def trajectory_tasks(*, bank_id: int, public_ids) -> dict[str, str]:
+    """public id (string) → task of those of ``bank_id``'s trajectories among ``public_ids`` (one query), so
+    evidence lists name a trajectory by its task rather than by an id."""
+    keys = []
+    for value in public_ids:
+        try:
+            keys.append(uuid.UUID(str(value)))
+        except ValueError:
+            continue
+    if not keys:
+        return {}
+    # The trajectory model by Bank's relation name: this app never imports the trajectories app.
+    trajectories = Bank._meta.get_field("trajectories").related_model.objects
+    rows = trajectories.filter(bank_id=bank_id, public_id__in=keys).values_list("public_id", "task")
+    return {str(pid): task for pid, task in rows}
 
 
 def item_sources(*, item: MemoryItem) -> ItemSources:

@@ -13,6 +13,8 @@ from django.utils import timezone
 
 from accounts.models import Bank
 from memories.models import ItemStatus, MemoryItem
+from memories.selectors.learning import servable_q
+from memories.selectors.retrieval.filters import NO_FILTERS
 
 VERSION_HASH_LENGTH = 12
 
@@ -49,7 +51,7 @@ def bank_lessons(*, bank: Bank) -> BankLessons:
     are in tag order with the untagged ones last; lessons in a group are
     oldest approval first, so a new approval adds to the end of its group."""
     items = (
-        MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED)
+        MemoryItem.objects.filter(servable_q(), NO_FILTERS.q(), bank=bank, status=ItemStatus.APPROVED)  # as served
         .annotate(version_number=Max("versions__number"))
         .only("public_id", "title", "description", "content", "tags", "approved_at")
         .order_by("approved_at", "id")

@@ -59,7 +59,21 @@ from memories.services.retrieval import (
     retrieval_warm_up,
 )
 from memories.services.reverts import memory_item_last_decision, memory_item_revert
+from memories.services.risks import (
+    item_risks_pending,
+    memory_item_findings_add,
+    memory_item_risk_rescan,
+    memory_item_risks_confirm,
+    memory_items_risk_scan,
+)
 from memories.services.transitions import ITEM_REVERTS, ITEM_TRANSITIONS, item_status_move
+from memories.services.trust import (
+    auto_approval_audit,
+    auto_approvals_undo,
+    bank_trust_policy_update,
+    memory_items_auto_approve,
+    memory_items_screen,
+)
 
 __all__ = [
     "IMPORT_MAX_ITEMS",
@@ -68,8 +82,12 @@ __all__ = [
     "ImportReport",
     "ProposedItem",
     "RetrievalResult",
+    "auto_approval_audit",
+    "auto_approvals_undo",
+    "bank_trust_policy_update",
     "experience_create",
     "item_current_version",
+    "item_risks_pending",
     "item_status_move",
     "item_version_check",
     "memory_item_approve",
@@ -77,6 +95,7 @@ __all__ = [
     "memory_item_create",
     "memory_item_edit",
     "memory_item_embed_refresh",
+    "memory_item_findings_add",
     "memory_item_flag",
     "memory_item_keep_both",
     "memory_item_last_decision",
@@ -84,13 +103,18 @@ __all__ = [
     "memory_item_propose",
     "memory_item_reject",
     "memory_item_revert",
+    "memory_item_risk_rescan",
+    "memory_item_risks_confirm",
     "memory_item_supersede",
     "memory_item_support_merged",
     "memory_item_support_record",
+    "memory_items_auto_approve",
     "memory_items_count_served",
     "memory_items_embed_pending",
     "memory_items_import",
     "memory_items_propose",
+    "memory_items_risk_scan",
+    "memory_items_screen",
     "memory_items_support_record",
     "retrieval_outcome_change",
     "retrieval_outcomes_apply",

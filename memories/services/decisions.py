@@ -14,9 +14,11 @@ from memories.services.collaboration import item_version_check
 from memories.services.duplicates import memory_item_support_merged
 from memories.services.embedding import item_embed_enqueue, item_embedding_is_current
 from memories.services.learning.validity import approval_lifecycle
+from memories.services.risks import item_risks_pending, memory_item_risks_confirm
 from memories.services.transitions import item_status_move
 from memories.services.versions import item_lock, item_version_record
-from reasoningbank_site.errors import Conflict, DuplicateApproval, Invalid
+from reasoningbank_site.errors import Conflict, DuplicateApproval, Invalid, RisksNeedConfirmation
+from reasoningbank_site.text import counted
 
 
 @transaction.atomic
@@ -25,6 +27,7 @@ def memory_item_approve(
     item: MemoryItem,
     author,
     confirm_duplicate: bool = False,
+    confirm_risks: bool = False,
     seen_version: int | None = None,
     token: ApiToken | None = None,
 ) -> MemoryItem:
@@ -38,7 +41,9 @@ def memory_item_approve(
     StaleVersion when ``seen_version`` is given and the item changed since;
     DuplicateApproval (nothing changed) when an approved item of the bank is
     at or above its duplicate threshold, unless ``confirm_duplicate``;
-    Conflict for a superseded item."""
+    RisksNeedConfirmation (nothing changed) when it has unconfirmed risk
+    findings, unless ``confirm_risks`` (then recorded as confirmed by
+    ``author``/``token``); Conflict for a superseded item."""
     item_version_check(item=item, seen_version=seen_version)
     if not confirm_duplicate and item.status != ItemStatus.APPROVED:
         duplicates = approved_duplicates(item=item, threshold=item.bank.duplicate_threshold)
@@ -50,6 +55,15 @@ def memory_item_approve(
                 duplicates=duplicates,
             )
 
+    pending = item_risks_pending(item)  # an approved item too: an edit may have found new ones
+    if pending and not confirm_risks:
+        kinds = ", ".join(sorted({f.kind.replace("_", " ") for f in pending}))
+        raise RisksNeedConfirmation(
+            f"“{item.title}” has {counted(len(pending), 'unconfirmed risk finding')} ({kinds}): "
+            "read them, then confirm to approve it anyway.",
+            findings=pending,
+        )
+
     def approval(item: MemoryItem) -> list[str]:
         item.approved_at = timezone.now()
         item.approved_by = author
@@ -58,6 +72,8 @@ def memory_item_approve(
         return ["approved_at", "approved_by", "status_reason", "needs_review_reason", *approval_lifecycle(item)]
 
     moved = item_status_move(item=item, to=ItemStatus.APPROVED, author=author, prepare=approval, token=token)
+    if pending:
+        memory_item_risks_confirm(item=item, author=author, token=token)
     if moved and not item_embedding_is_current(item):
         item_embed_enqueue(item.pk)
     if not moved and item.needs_review_reason:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+from django.db import transaction
 from django.db.models import Q
 
 from memories.embeddings import (
@@ -16,6 +17,7 @@ from memories.embeddings import (
     item_embedding_text,
 )
 from memories.models import ItemStatus, MemoryItem
+from memories.selectors.retrieval import NEAR_DUPLICATE_LIMIT, near_duplicates_search
 from reasoningbank_site.celery import enqueue_on_commit
 
 log = logging.getLogger(__name__)
@@ -70,7 +72,33 @@ def memory_item_embed_refresh(*, item_id: int) -> bool:
     updated = MemoryItem.objects.filter(
         pk=item.pk, title=item.title, description=item.description, content=item.content
     ).update(embedding=vector, embedding_hash=embedding_hash(text), embedding_model=embedding_model_name())
+    if updated and item.status == ItemStatus.PROPOSED:
+        item.embedding = vector
+        near_duplicates_refresh(item=item)
     return bool(updated)
+
+
+@transaction.atomic
+def near_duplicates_refresh(*, item: MemoryItem) -> list[dict]:
+    """Record ``item``'s near-duplicates by the one detector the proposal and the
+    approval check use (``near_duplicates_search``), for an item embedded after
+    it was written (by hand, imported, edited); the proposed items found name it
+    back, so each twin shows the other on its page and in the queue's filter.
+    Returns the suggestions stored on ``item``."""
+    found = near_duplicates_search(bank=item.bank, vector=item.embedding, exclude_pk=item.pk)
+    MemoryItem.objects.filter(pk=item.pk).update(near_duplicates=found)
+    item.near_duplicates = found
+    me = str(item.public_id)
+    for other in MemoryItem.objects.select_for_update().filter(
+        bank_id=item.bank_id, status=ItemStatus.PROPOSED, public_id__in=[d["id"] for d in found]
+    ):
+        entries = [d for d in other.near_duplicates or [] if not (isinstance(d, dict) and d.get("id") == me)]
+        similarity = next(d["similarity"] for d in found if d["id"] == str(other.public_id))
+        entries.append({"id": me, "title": item.title, "similarity": similarity})
+        entries.sort(key=lambda d: -float(d.get("similarity") or 0))
+        other.near_duplicates = entries[:NEAR_DUPLICATE_LIMIT]
+        other.save(update_fields=["near_duplicates"])
+    return found
 
 
 def memory_items_embed_pending(*, limit: int = 200) -> int:

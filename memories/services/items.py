@@ -28,6 +28,7 @@ from memories.selectors.retrieval import NEAR_DUPLICATE_LIMIT, NEAR_DUPLICATE_SI
 from memories.services.collaboration import item_version_check
 from memories.services.duplicates import Sighting, memory_items_support_record
 from memories.services.embedding import item_embed_enqueue, item_embed_inline, items_embed_inline
+from memories.services.risks import memory_item_risk_rescan, memory_item_risks_confirm
 from memories.services.transitions import EDITABLE_STATUSES
 from memories.services.versions import item_lock, item_version_record, items_created_record
 from memories.services.webhook_events import items_status_announce
@@ -279,7 +280,8 @@ def memory_item_create(
     so it is searchable at once); ``tags`` follow ``normalize_tags``; ``note``
     goes into the first version (where an import came from). Raises
     Invalid for an empty or too long title, description or content, bad
-    tags, another status, or an unknown origin."""
+    tags, another status, or an unknown origin. Its text is risk-scanned;
+    when it is created approved, ``author`` confirms the findings."""
     title = _clean_title(title)
     description = clean_text(description, name="description", limit=DESCRIPTION_MAX)
     content = clean_text(content, name="content", limit=CONTENT_MAX)
@@ -303,6 +305,8 @@ def memory_item_create(
         item.approved_by = author
     item.save()
     item_version_record(item=item, action="created", author=author, note=note)
+    if memory_item_risk_rescan(item=item) and status == ItemStatus.APPROVED:
+        memory_item_risks_confirm(item=item, author=author)  # who wrote it approved, knowing
     items_status_announce(items=[item])
     if status == ItemStatus.PROPOSED:
         item_embed_enqueue(item.pk)
@@ -359,4 +363,5 @@ def memory_item_edit(
     item_version_record(item=item, action="edited", author=author, note=note, token=token)
     if text_changed:
         item_embed_enqueue(item.pk)
+        memory_item_risk_rescan(item=item)
     return item

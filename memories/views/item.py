@@ -16,6 +16,8 @@ from accounts.models import Role
 from memories import selectors, services
 from memories.forms import ItemEditForm, RejectForm
 from memories.models import MemoryItem
+from memories.selectors.review import trajectory_tasks
+from memories.services.review_votes import decisions_required, item_votes_visible
 from memories.views.decisions import pop_undo, posted_queue_query, queue_filters, queue_query
 from reasoningbank_site.views_helpers import template_for
 
@@ -34,8 +36,37 @@ def item_url(bank, item, *, focus: bool) -> str:
     return reverse(name, kwargs={"bank_id": bank.public_id, "item_id": item.public_id})
 
 
+def _sorted_neighbours(queue, item) -> tuple[MemoryItem | None, MemoryItem | None, int, int]:
+    """Neighbours and position in a queue in another order than the default: from its ordered ids."""
+    ids = list(queue.values_list("pk", flat=True))
+    if item.pk not in ids:
+        return None, None, 0, len(ids)
+    at = ids.index(item.pk)
+    around = {i.pk: i for i in queue.model.objects.filter(pk__in=ids[max(0, at - 1) : at + 2])}
+    previous = around.get(ids[at - 1]) if at > 0 else None
+    following = around.get(ids[at + 1]) if at + 1 < len(ids) else None
+    return previous, following, at + 1, len(ids)
+
+
+def queue_position(bank, item, filters: dict) -> tuple[int, int]:
+    """(where ``item`` stands in the queue narrowed by ``filters``, 1-based, or 0 when it is not in it; how many
+    items the queue holds): the focus view's "7 of 23"."""
+    queue = selectors.review_queue(bank=bank, **filters)
+    total = queue.count()
+    if item.status != "proposed" or not queue.filter(pk=item.pk).exists():
+        return 0, total
+    before = Q(created_at__lt=item.created_at) | Q(created_at=item.created_at, id__lt=item.id)
+    return queue.filter(before).count() + 1, total
+
+
 def queue_neighbours(bank, item, filters: dict) -> tuple[MemoryItem | None, MemoryItem | None]:
-    """The proposed items just before and after ``item`` in queue order, in the queue narrowed by ``filters``."""
+    """The proposed items just before and after ``item`` in queue order, in the queue narrowed by ``filters``.
+    In another order than the default (``sort``), from the queue's ordered ids; an item no longer in the
+    queue (just decided) is followed by the first one still to decide."""
+    if filters.get("sort"):
+        queue = selectors.review_queue(bank=bank, **filters)
+        previous, following, position, _total = _sorted_neighbours(queue, item)
+        return (previous, following) if position else (None, queue.first())
     queue = selectors.review_queue(bank=bank, **filters).exclude(pk=item.pk)
     before = Q(created_at__lt=item.created_at) | Q(created_at=item.created_at, id__lt=item.id)
     after = Q(created_at__gt=item.created_at) | Q(created_at=item.created_at, id__gt=item.id)
@@ -45,14 +76,34 @@ def queue_neighbours(bank, item, filters: dict) -> tuple[MemoryItem | None, Memo
 
 
 def item_context(
-    request, bank, membership, item, *, focus: bool, edit_form=None, reject_form=None, merge_error="", duplicate=None
+    request,
+    bank,
+    membership,
+    item,
+    *,
+    focus: bool,
+    edit_form=None,
+    reject_form=None,
+    merge_error="",
+    duplicate=None,
+    risks=None,
 ):
     can_write = membership.has_role(Role.REVIEWER)
     editing = edit_form is not None or (request.GET.get("edit") == "1" and can_write)
     if editing and edit_form is None:
         edit_form = ItemEditForm(instance=item)
     supports = selectors.item_supports(item=item)
+    sources = selectors.item_sources(item=item)
+    tasks = trajectory_tasks(
+        bank_id=bank.pk, public_ids=[*sources.trajectory_ids, *(t for s in supports for t in s.trajectory_ids)]
+    )
+    for support in supports:
+        support.trajectory_links = [(tid, tasks.get(tid, "")) for tid in support.trajectory_ids]
+    votes, voted = item_votes_visible(item=item, user=request.user, membership=membership)
     context = {
+        "votes": votes,
+        "voted": voted,
+        "decisions_required": decisions_required(bank=bank),
         "bank": bank,
         "membership": membership,
         "can_write": can_write,
@@ -64,17 +115,26 @@ def item_context(
         "reject_form": reject_form or RejectForm(),
         "merge_error": merge_error,
         "duplicate": duplicate,  # a DuplicateApproval to confirm
+        "risk_confirmation": risks,  # a RisksNeedConfirmation to confirm
         "supports": supports,
         "support_trajectories": selectors.supports_trajectory_ids(supports),
         "duplicates": selectors.item_near_duplicates(item=item),
         "history": selectors.item_history(item=item),
         "revertible": tuple(services.ITEM_REVERTS),
-        "sources": selectors.item_sources(item=item),
+        "sources": sources,
+        "source_links": [(tid, tasks.get(tid, "")) for tid in sources.trajectory_ids],
     }
     if focus:
         queue = posted_queue_query(request) if request.method == "POST" else queue_query(request.GET)
         context["queue_qs"] = queue
-        context["previous"], context["following"] = queue_neighbours(bank, item, queue_filters(bank, queue))
+        filters = queue_filters(bank, queue)
+        if filters.get("sort"):
+            _p, _f, position, total = _sorted_neighbours(selectors.review_queue(bank=bank, **filters), item)
+            context["previous"], context["following"] = queue_neighbours(bank, item, filters)
+            context.update(position=position, queue_total=total)
+        else:
+            context["previous"], context["following"] = queue_neighbours(bank, item, filters)
+            context["position"], context["queue_total"] = queue_position(bank, item, filters)
     return context
 
 

@@ -16,7 +16,8 @@ from accounts.access import bank_for_user
 from accounts.models import Role
 from memories import selectors, services
 from memories.forms import ItemEditForm, MergeForm, RejectForm
-from memories.models import MemoryItem
+from memories.models import MemoryItem, VoteDecision
+from memories.services.review_votes import review_vote_cast, votes_needed
 from memories.views.decisions import (
     append_toast,
     offer_undo,
@@ -28,7 +29,7 @@ from memories.views.decisions import (
 )
 from memories.views.item import ITEM_TEMPLATE, item_context, item_or_404, item_url, queue_neighbours
 from memories.views.queue import ROW_TEMPLATE, queue_row_links
-from reasoningbank_site.errors import DomainError, DuplicateApproval
+from reasoningbank_site.errors import DomainError, DuplicateApproval, RisksNeedConfirmation
 from reasoningbank_site.security import safe_next_url
 from reasoningbank_site.views_helpers import htmx_template, post_action, redirect_after_post, toast
 
@@ -46,7 +47,15 @@ def _target(request, bank_id, item_id) -> _Target:
 
 
 def _item_answer(
-    request, t: _Target, *, decided=False, edit_form=None, reject_form=None, merge_error="", duplicate=None
+    request,
+    t: _Target,
+    *,
+    decided=False,
+    edit_form=None,
+    reject_form=None,
+    merge_error="",
+    duplicate=None,
+    risks=None,
 ):
     """How an item action answers. In the focus view a decision moves on to
     the next item of the queue (or the queue when none is left). Otherwise
@@ -61,7 +70,8 @@ def _item_answer(
             else reverse("memories:review", kwargs={"bank_id": t.bank.public_id})
         )
         return redirect_after_post(request, with_query(target, queue))
-    if edit_form is None and reject_form is None and not merge_error and duplicate is None and not request.htmx:
+    asking = duplicate is not None or risks is not None
+    if edit_form is None and reject_form is None and not merge_error and not asking and not request.htmx:
         return redirect(item_url(t.bank, t.item, focus=t.focus))
     t.item.refresh_from_db()
     context = item_context(
@@ -74,6 +84,7 @@ def _item_answer(
         reject_form=reject_form,
         merge_error=merge_error,
         duplicate=duplicate,
+        risks=risks,
     )
     return render(request, htmx_template(request, ITEM_TEMPLATE, "panel"), context)
 
@@ -88,6 +99,8 @@ def _act(request, t: _Target, call, *, done: str, decided: bool = True, undo: bo
         call()
     except DuplicateApproval as exc:
         return _item_answer(request, t, duplicate=exc)  # asks for confirmation
+    except RisksNeedConfirmation as exc:
+        return _item_answer(request, t, risks=exc)  # asks for confirmation
     except DomainError as exc:
         messages.error(request, str(exc))
         return _item_answer(request, t, **forms)
@@ -123,11 +136,14 @@ def item_edit(request, bank_id, item_id):
 def item_approve(request, bank_id, item_id):
     t = _target(request, bank_id, item_id)
     confirm = request.POST.get("confirm_duplicate") == "1"
+    if votes_needed(bank=t.bank, membership=t.membership):
+        return _vote(request, t, VoteDecision.APPROVE, confirm=confirm)
     approve = partial(
         services.memory_item_approve,
         item=t.item,
         author=request.user,
         confirm_duplicate=confirm,
+        confirm_risks=request.POST.get("confirm_risks") == "1",
         seen_version=posted_version(request),
     )
     return _act(request, t, approve, done=f"Approved “{t.item.title}”.", undo=True)
@@ -140,6 +156,8 @@ def item_reject(request, bank_id, item_id):
     form = RejectForm(request.POST)
     if not form.is_valid():
         return _item_answer(request, t, reject_form=form)
+    if votes_needed(bank=t.bank, membership=t.membership):
+        return _vote(request, t, VoteDecision.REJECT, reason=form.cleaned_data["reason"])
     reject = partial(
         services.memory_item_reject,
         item=t.item,
@@ -148,6 +166,31 @@ def item_reject(request, bank_id, item_id):
         seen_version=posted_version(request),
     )
     return _act(request, t, reject, done=f"Rejected “{t.item.title}”.", undo=True, reject_form=form)
+
+
+def _vote(request, t: _Target, decision: str, *, reason: str = "", confirm: bool = False):
+    """A decision under a policy of several (memories.services.review_votes): recorded, hidden from the
+    others; the focus view moves on as after any decision."""
+    try:
+        outcome = review_vote_cast(
+            item=t.item, author=request.user, decision=decision, reason=reason, confirm_duplicate=confirm
+        )
+    except DuplicateApproval as exc:
+        return _item_answer(request, t, duplicate=exc)
+    except DomainError as exc:
+        messages.error(request, str(exc))
+        return _item_answer(request, t)
+    if outcome.applied:
+        messages.success(request, f"All {outcome.required} reviewers agreed: “{t.item.title}” is {decision}d.")
+    elif outcome.conflict:
+        messages.warning(request, "The reviewers disagree on this item: an owner or admin will decide.")
+    else:
+        messages.success(
+            request,
+            f"Your decision ({decision}) is recorded; {outcome.waiting} more reviewer"
+            f"{'s' if outcome.waiting != 1 else ''} to decide. The others do not see it until then.",
+        )
+    return _item_answer(request, t, decided=True)
 
 
 @login_required

@@ -9,6 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.template.backends.utils import csrf_input
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods
@@ -20,11 +21,13 @@ from memories.forms import BulkActionForm, ReviewFilterForm
 from memories.models import MemoryItem
 from memories.selectors import collaboration as collab
 from memories.selectors.learning import LIFECYCLE_FIELDS
+from memories.services.review_votes import review_vote_cast, votes_needed, with_my_vote
 from memories.views.decisions import (
     offer_undo,
     pop_undo,
     posted_queue_query,
     posted_version,
+    queue_filters,
     queue_query,
     undo_offer,
     with_query,
@@ -76,7 +79,10 @@ ROW_FIELDS = (
     "created_at",
     "support_count",
     "verdict_label",
+    "claimed_outcome",
+    "my_vote",
     "near_duplicates",
+    "risk_count",
     "reviewed_by",
     "assignees",
     "open_url",
@@ -109,9 +115,10 @@ def review(request, bank_id):
     assignments, mine = collab.bank_assignments(bank=bank), request.GET.get("assigned") == "me"
     if mine:
         queue = collab.queue_assigned_to(queue, assignments=assignments, user=request.user)
-    rows = collab.queue_rows_read_along(queue, user=request.user)
+    rows = with_my_vote(collab.queue_rows_read_along(queue, user=request.user), user=request.user)
     page = SearchPaginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     collab.queue_rows_annotate(items=page.object_list, assignments=assignments)
+    selectors.queue_rows_claimed(items=page.object_list)
     context = {
         **queue_row_links(request, bank, page.object_list, queue_query(request.GET)),
         "rows": [queue_row(item) for item in page.object_list],
@@ -147,11 +154,16 @@ def _review_post(request, bank_id):
         return redirect(back)
     items = list(selectors.items_by_public_ids(bank=bank, public_ids=form.cleaned_data["items"]).order_by("created_at"))
     confirm = request.POST.get("confirm_duplicate") == "1"
+    voting = votes_needed(bank=bank, membership=_membership)
     done, failed, unconfirmed = [], [], []
     for item in items:
         try:
             seen = posted_version(request, f"seen-{item.public_id}")  # the version its row showed
-            if action == "approve":
+            if voting:  # a policy of several decisions: this one is a vote, hidden from the others
+                review_vote_cast(
+                    item=item, author=request.user, decision=action, reason=reason, confirm_duplicate=confirm
+                )
+            elif action == "approve":
                 services.memory_item_approve(
                     item=item, author=request.user, confirm_duplicate=confirm, seen_version=seen
                 )
@@ -163,8 +175,10 @@ def _review_post(request, bank_id):
         except DomainError as exc:
             failed.append((item, str(exc)))
     if request.htmx and request.POST.get("row"):
-        return _row_answer(request, bank, items[0] if items else None, action, failed, unconfirmed)
+        return _row_answer(request, bank, items[0] if items else None, action, failed, unconfirmed, voting=voting)
     verb = "approved" if action == "approve" else "rejected"
+    if voting:
+        verb = f"given your decision ({action}; the others do not see it until all have decided)"
     if done:
         messages.success(request, f"{counted(len(done), 'item')} {verb}.")
     if unconfirmed:
@@ -182,13 +196,24 @@ def _review_post(request, bank_id):
     return redirect_after_post(request, back)
 
 
-def _row_answer(request, bank, item, action: str, failed, unconfirmed):
+def _append_queue_count(request, response, bank, queue: str) -> None:
+    """Send the heading's "N proposed" again (out of band) with a row's answer: the queue, as filtered, shrank."""
+    paginator = SearchPaginator(selectors.review_queue(bank=bank, **queue_filters(bank, queue)), PAGE_SIZE)
+    context = {"count": paginator.count, "capped": paginator.capped, "oob": True}
+    html = render_to_string("memories/review.html#count", context, request)
+    # In a <template>, which htmx unwraps: after a table row the HTML parser would move a bare span.
+    response.content += f"<template>{html}</template>".encode()
+
+
+def _row_answer(request, bank, item, action: str, failed, unconfirmed, *, voting: bool = False):
     """A decision taken on one queue row (htmx): the row again, with the refusal
     or the duplicate to confirm, else with a toast offering Undo."""
     if item is None:
         return toast(request, "That item no longer exists.")
-    item = collab.queue_rows_read_along(MemoryItem.objects.filter(pk=item.pk), user=request.user).get()
+    rows = collab.queue_rows_read_along(MemoryItem.objects.filter(pk=item.pk), user=request.user)
+    item = with_my_vote(rows, user=request.user).get()
     collab.queue_rows_annotate(items=[item], assignments=collab.bank_assignments(bank=bank))
+    selectors.queue_rows_claimed(items=[item])
     queue = posted_queue_query(request)
     context = {
         **queue_row_links(request, bank, [item], queue),
@@ -201,7 +226,10 @@ def _row_answer(request, bank, item, action: str, failed, unconfirmed):
     response = render(request, ROW_TEMPLATE, context)
     if failed or unconfirmed:
         return response
+    _append_queue_count(request, response, bank, queue)
     text = f"{'Approved' if action == 'approve' else 'Rejected'} “{item.title}”."
+    if voting:
+        text = f"Your decision on “{item.title}” ({action}) is recorded."
     target = f"#item-{item.public_id}"
     return offer_undo(
         request,

@@ -1,8 +1,8 @@
 // The approval's duplicate check: the server answers an approve of a
 // near-duplicate of an approved item with a <dialog data-dup-confirm open> holding
 // a real form (confirm_duplicate=1). Here it becomes a modal: the confirm button has
-// focus, so Enter approves anyway; Esc (or Cancel) closes it and the item stays
-// proposed. Self-contained: keyboard.js needs no change.
+// focus, so Enter (or b) keeps both, approving anyway; m merges into the most similar
+// approved item; Esc (or Cancel) closes it and the item stays proposed. Self-contained: keyboard.js needs no change.
 (() => {
   "use strict";
   const SELECTOR = "dialog[data-dup-confirm]";
@@ -58,7 +58,16 @@
     "keydown",
     (event) => {
       const open = document.querySelector(SELECTOR + "[open]");
-      if (open && !["Enter", "Escape", "Tab", " "].includes(event.key)) event.stopPropagation();
+      if (!open) return;
+      // b keeps both (approve anyway), m merges into the most similar approved item.
+      const button = { b: "[data-dup-confirm-ok]", m: "[data-dup-merge]" }[event.key];
+      if (button && open.querySelector(button) && !event.ctrlKey && !event.metaKey && !event.altKey) {
+        event.preventDefault();
+        event.stopPropagation();
+        open.querySelector(button).click();
+        return;
+      }
+      if (!["Enter", "Escape", "Tab", " "].includes(event.key)) event.stopPropagation();
     },
     true,
   );

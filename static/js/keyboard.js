@@ -175,6 +175,34 @@
     if (dialog && !dialog.open) dialog.showModal();
   }
 
+  // The focus view's evidence panel: y agrees with the verdict (a human label, no reason); n opens the relabel form.
+  function agree() {
+    const form = document.querySelector("#evidence form[data-agree]");
+    if (!form) {
+      if (document.querySelector("#evidence form[data-relabel]")) return say("There is no verdict to agree with yet: n to label it.");
+      return say("y agrees with the source trajectory's verdict: open an item from the queue first.");
+    }
+    submit(form);
+  }
+
+  function relabel() {
+    const box = document.querySelector("#evidence [data-relabel-box]");
+    if (!box) return page(1); // no evidence panel: n is the next page of the queue
+    box.open = true;
+    const form = box.querySelector("form[data-relabel]");
+    const checked = form.querySelector("input[name=label]:checked");
+    const other = Array.from(form.querySelectorAll("input[name=label]")).find((r) => r.value !== box.dataset.currentVerdict);
+    (checked || other || form.querySelector("input[name=label]")).focus();
+  }
+
+  // s: leave this item undecided and go on (the next row, or the next item of the queue).
+  function skip() {
+    if (rows().length) return move(1);
+    const link = document.querySelector("[data-next]");
+    if (link) return void (window.location.href = link.href);
+    say("This is the last item of the queue: nothing to skip to.");
+  }
+
   function toggleSelected() {
     const box = focusedRow()?.querySelector("input[type=checkbox]");
     if (box) box.checked = !box.checked;
@@ -252,7 +280,9 @@
   const actions = {
     j: () => move(1),
     k: () => move(-1),
-    n: () => page(1),
+    n: relabel,
+    y: agree,
+    s: skip,
     p: () => page(-1),
     a: approve,
     r: reject,
@@ -285,6 +315,10 @@
       return;
     }
     if (event.key === "Enter" && target.closest && target.closest("a, button")) return;
+    if (event.key === "Enter" && target.type === "radio" && target.closest("form[data-relabel]")) {
+      event.preventDefault(); // browsers do not submit a form from a radio button
+      return void submit(target.form);
+    }
     if (event.key === "Escape") {
       // Esc outside a field: cancel an open edit, or close the focused row's reject field.
       if (cancelEdit() || closeReject(focusedRow())) event.preventDefault();

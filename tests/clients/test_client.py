@@ -48,6 +48,8 @@ def test_retrieve_returns_items_block_and_id(client, cable_lesson):
     assert [item.title for item in result.items] == ["Use the coupon when buying the cheapest cable in the shop"]
     assert result.items[0].id == str(cable_lesson.public_id)
     assert 0 < result.items[0].score <= 1
+    served = result.items[0]  # why it was served: with no outcome data the score is its similarity
+    assert (served.similarity, served.utility, served.n) == (served.score, 0.0, 0)
     assert "Use the coupon when buying the cheapest cable in the shop" in result.system_block
     uuid.UUID(result.retrieval_id)
     assert result.warnings == []

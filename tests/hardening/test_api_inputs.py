@@ -32,14 +32,13 @@ def test_retrieve_scrubs_nul_and_lone_surrogates(client, auth, field, dirty):
     stored.encode("utf-8")  # no lone surrogate left
 
 
-VALID_UNTIL = {"valid_until": "2030-01-01T00:00:00Z"}
 STEPS = [{"thought": "x"}]
 
 
 @pytest.mark.parametrize(
     "method, path, body",
     [
-        ("patch", "/review/items/{item}", {"title": "Renamed", **VALID_UNTIL}),
+        ("patch", "/review/items/{item}", {"title": "Renamed", "priority": 1}),
         ("post", "/review/items/{item}/approve", {"confirm_duplicate": True, "force": True}),
         ("post", "/review/items/{item}/reject", {"reason": "Too narrow.", "valid_until": "2030-01-01"}),
         ("post", "/retrieve", {"query": "find the login form", "top_k": 3}),
@@ -48,7 +47,7 @@ STEPS = [{"thought": "x"}]
     ],
 )
 def test_unknown_body_fields_are_422_naming_the_field(client, bank, item, method, path, body):
-    """A field the endpoint does not know is refused, not ignored (a PATCH with valid_until answering 200
+    """A field the endpoint does not know is refused, not ignored (a PATCH with a field answering 200
     and changing nothing would mislead the caller). The error has the API's usual 422 shape."""
     secret = factories.make_token(bank, scopes=("retrieve", "ingest", "review"), name="all")
     before = (MemoryItem.objects.get(pk=item.pk).title, MemoryItem.objects.get(pk=item.pk).status)

@@ -27,7 +27,7 @@ from django.utils import timezone
 from accounts import services
 from accounts.models import Invitation, Membership, Role, WebhookDelivery, WebhookSubscription
 from accounts.services import BANK_SETTINGS
-from memories.models import BankLearning, Release
+from memories.models import AutoApproval, BankLearning, Release
 from memories.services import memory_item_approve, review_assignment_create
 from memories.services.learning import BANK_LEARNING_SETTINGS
 from tests import factories
@@ -219,6 +219,24 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
             )
         ],
         "memories:review_assignment_remove": [("post", {})],
+        "memories:saved_view_create": [("post", {"name": "fuzzed view", "queue": "dup=on"})],
+        "memories:saved_view_remove": [("post", {"view": "not-a-uuid"})],
+        "memories:review_policy": [("post", {"guidelines": "Be *strict*.", "decisions_required": "1"})],
+        # trust: the policy, an audit answer (the scene's item is not auto-approved: a 404), the bulk undo
+        "memories:trust": [
+            (
+                "post",
+                {
+                    "min_tier": "2",
+                    "auto_approve": "",
+                    "auto_approve_agents": "",
+                    "audit_percent": "10",
+                    "daily_llm_token_budget": "",
+                },
+            )
+        ],
+        "memories:trust_audit": [("post", {"agree": "1"})],
+        "memories:trust_undo": [("post", {"since": "2000-01-01T00:00"})],
         "trajectories:item_comments": [("post", {"body": "A fuzzed comment."})],
         "trajectories:trajectory_comments": [("post", {"body": "A fuzzed comment."})],
         "trajectories:comment_remove": [("post", {})],
@@ -232,6 +250,7 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
         ],
         # Without confirm=1 it answers the confirmation page: the scene's trajectory must survive the fuzz.
         "trajectories:steps": [("get", {"kind": "", "page": ""})],
+        "trajectories:evidence": [("get", {"kind": "", "page": ""}), ("post", {"action": "agree"})],
         "trajectories:delete": [("post", {"confirm": ""})],
         "trajectories:impact": [("get", {"days": "30"})],
         "trajectories:releases": [
@@ -337,6 +356,7 @@ def scene(owner, team, bank) -> Scene:
     )
     scene.assignment = review_assignment_create(bank=bank, reviewer=owner, author=owner, tag="fuzz")
     scene.comment = comment_add(bank=bank, author=owner, body="To be deleted.", item=item)
+    AutoApproval.objects.create(item=item, bank=bank, sampled=True)  # the trust page's audit answers reach it
     scene.webhook = WebhookSubscription.objects.create(
         bank=bank, url="http://127.0.0.1:9/x", events=["item.approved"], secret="whsec_Zm96eg=="
     )

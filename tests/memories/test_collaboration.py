@@ -374,11 +374,12 @@ def test_the_queue_with_slices_and_presence_stays_within_a_few_queries(
         services.review_presence_touch(item=item, user=bob)
     client.force_login(alice)
     url = _url("review", bank)
-    # 11: session, user, bank with membership, slices (+ their items), the page (its rows' versions and
-    # presence read with them), a query per slice for the rows' assignees, the agent dropdown
-    with django_assert_max_num_queries(11):
+    # 13: session, user, bank with membership, slices (+ their items), the page (its rows' versions and
+    # presence read with them), a query per slice for the rows' assignees, the agent dropdown, the bank's
+    # guidelines and the reviewer's saved views
+    with django_assert_max_num_queries(13):
         html = client.get(url).content.decode()
     assert html.count("being reviewed by bob") == 10 and html.count("→ alice") == 3
-    with django_assert_max_num_queries(11):
+    with django_assert_max_num_queries(13):
         mine = client.get(url, {"assigned": "me"}).content.decode()
     assert mine.count('<tr id="item-') == 3

@@ -265,7 +265,7 @@ def test_filters_documented_in_openapi(client):
     schema = client.get("/api/v1/openapi.json").json()
     components = schema["components"]["schemas"]
     filters = components["RetrieveFiltersIn"]
-    assert set(filters["properties"]) == {"tags", "agent", "metadata"}
+    assert set(filters["properties"]) == {"tags", "agent", "metadata", "tier"}
     assert filters["additionalProperties"] is False and filters["examples"]
 
 

@@ -79,3 +79,13 @@ def test_archive_as_wrong_keep_and_supersede(client, bank, owner, trajectory, re
     wrong = _post(client, ITEM.format(other.public_id) + "/archive-as-wrong", review, {"reason": "wrong"})
     assert wrong.status_code == 409  # only an approved item is archived as wrong
     assert MemoryItem.objects.get(pk=other.pk).status == ItemStatus.PROPOSED
+
+
+def test_archive_as_wrong_is_recorded_with_the_token(client, bank, owner, trajectory, review):
+    item = memory_item_approve(item=propose_item(bank, trajectory, title="Click Save twice"), author=owner)
+
+    done = _post(client, ITEM.format(item.public_id) + "/archive-as-wrong", review, {"reason": "one click saves"})
+
+    assert done.status_code == 200 and done.json()["archived_as_wrong"] is True
+    version = MemoryItem.objects.get(pk=item.pk).versions.order_by("number").last()
+    assert version.action == "archived-as-wrong" and version.author_id is None and version.actor_token_id is not None

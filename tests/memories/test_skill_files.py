@@ -8,13 +8,16 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from datetime import timedelta
 
 import pytest
 import yaml
 from django.urls import reverse
+from django.utils import timezone
 from markdown_it import MarkdownIt
 
 from memories import skill_files
+from memories.models import MemoryItem
 from memories.selectors import bank_lessons, system_block_preamble
 from memories.services import memory_item_archive, memory_item_create, memory_item_edit, memory_item_reject
 from tests import factories
@@ -104,6 +107,17 @@ def test_skill_md_has_valid_front_matter_and_only_approved_lessons_grouped_by_ta
     ]
     assert system_block_preamble() in text and "Also tagged: web" in text
     assert not any(word in text for word in ("Proposed lesson", "Rejected lesson", "Archived lesson"))
+
+
+def test_expired_and_suspended_lessons_are_left_out_as_retrieval_leaves_them(bank, lessons):
+    first, second, _third, _fourth = lessons
+    MemoryItem.objects.filter(pk=first.pk).update(valid_until=timezone.now() - timedelta(days=1))
+    MemoryItem.objects.filter(pk=second.pk).update(suspended=True)
+
+    export = bank_lessons(bank=bank)
+
+    titles = {lesson.title for group in export.groups for lesson in group.lessons}
+    assert titles == {"Read the whole task first", "Search the site before the web"}
 
 
 def test_the_version_changes_with_what_is_approved_and_only_then(bank, owner, lessons):

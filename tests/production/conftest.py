@@ -1,11 +1,16 @@
-"""The production topology (tests/production/topology.py), started once for
-every test of this directory and torn down on every exit path: normal end,
-a failed start, Ctrl-C, SIGTERM (turned into KeyboardInterrupt here) and even
-SIGKILL of pytest (the children get SIGKILL from the kernel).
+"""The production topology, started once for every test of this directory in two forms, and torn down
+on every exit path:
 
-Each test gets it back healthy (anything a previous test left stopped,
-frozen or killed is started again, the fake LLM answers normally) and its
-processes' logs are printed after it, so pytest shows them under a failure."""
+- ``processes`` (tests/production/topology.py): PostgreSQL, Redis, gunicorn, Celery workers and beat as
+  local processes; normal end, a failed start, Ctrl-C, SIGTERM (turned into KeyboardInterrupt here) and
+  even SIGKILL of pytest (the children get SIGKILL from the kernel);
+- ``containers`` (tests/containers/topology.py): docker/compose.yaml's services as podman containers on
+  the images built from docker/Dockerfile. Without podman it is skipped (and says so); under CI=true a
+  missing podman fails instead.
+
+Each test gets it back healthy (anything a previous test left stopped, frozen or killed is started again,
+the fake LLM answers normally) and its processes' logs are printed after it, so pytest shows them under a
+failure."""
 
 from __future__ import annotations
 
@@ -22,19 +27,34 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-@pytest.fixture(scope="session")
-def topology() -> Iterator[Topology]:
-    skip_unless(
-        which("redis-server") is not None,
-        "redis-server is not installed (apt-get install redis-server): the production topology is not tested",
-    )
+def _topology(kind: str) -> Topology:
+    if kind == "processes":
+        skip_unless(
+            which("redis-server") is not None,
+            "redis-server is not installed (apt-get install redis-server): the production topology is not tested",
+        )
+        return Topology()
+    from tests.containers import images
+    from tests.containers.topology import ContainerTopology, podman_available
+
+    why = podman_available()
+    skip_unless(not why, f"{why}: the compose topology's fault tests against containers are not run")
+    try:
+        images.build_all()
+    except images.BuildError as exc:
+        pytest.fail(f"the images did not build: {exc}", pytrace=False)
+    return ContainerTopology()
+
+
+@pytest.fixture(scope="session", params=["processes", "containers"])
+def topology(request) -> Iterator[Topology]:
+    top = _topology(request.param)
     previous = signal.signal(signal.SIGTERM, _interrupt)
-    top = Topology()
     try:
         try:
             top.start()
         except TopologyError as exc:
-            pytest.fail(f"the production topology did not start: {exc}", pytrace=False)
+            pytest.fail(f"the production topology ({request.param}) did not start: {exc}", pytrace=False)
         yield top
     finally:
         top.stop()

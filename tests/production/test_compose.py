@@ -37,8 +37,9 @@ def test_web_workers_and_beat_start_only_after_migrate_completed(compose, servic
     assert depends["migrate"] == {"condition": "service_completed_successfully"}
 
 
-def _entrypoint(tmp_path: Path, *args: str, **env: str) -> list[str]:
-    """Run docker/entrypoint.sh with `python` and `gunicorn` replaced by recorders; return their command lines."""
+def _run_entrypoint(tmp_path: Path, *args: str, **env: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """Run docker/entrypoint.sh with `python` and `gunicorn` replaced by recorders; return the run and their
+    command lines. SECRET_KEY and DATABASE_URL are set unless ``env`` sets them (to "" to leave one out)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     calls = tmp_path / "calls.txt"
@@ -47,15 +48,22 @@ def _entrypoint(tmp_path: Path, *args: str, **env: str) -> list[str]:
         stand_in = bin_dir / name
         stand_in.write_text(f'#!/bin/sh\necho "{name} $*" >> "{calls}"\n')
         stand_in.chmod(0o755)
+    configured = {"SECRET_KEY": "k" * 50, "DATABASE_URL": "postgres://u:p@db:5432/reasoningbank"}
+    environment = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), **configured, **env}
     done = subprocess.run(
         ["sh", str(DOCKER / "entrypoint.sh"), *args],
-        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), **env},
+        env={key: value for key, value in environment.items() if value},
         capture_output=True,
         text=True,
         timeout=30,
     )
+    return done, calls.read_text().splitlines()
+
+
+def _entrypoint(tmp_path: Path, *args: str, **env: str) -> list[str]:
+    done, calls = _run_entrypoint(tmp_path, *args, **env)
     assert done.returncode == 0, done.stderr
-    return calls.read_text().splitlines()
+    return calls
 
 
 def test_the_web_role_does_not_migrate_by_itself(tmp_path):
@@ -74,6 +82,25 @@ def test_a_single_container_run_migrates_first_with_rb_migrate_on_start(tmp_path
     assert calls[0] == "python manage.py migrate --noinput"
     assert calls[1].startswith("gunicorn reasoningbank_site.wsgi:application "), calls
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("missing", ["SECRET_KEY", "DATABASE_URL"])
+@pytest.mark.parametrize("role", ["migrate", "web", "worker", "beat", "mcp", "manage"])
+def test_a_missing_setting_stops_every_role_with_one_line_before_anything_runs(tmp_path, role, missing):
+    done, calls = _run_entrypoint(tmp_path, role, **{missing: ""})
+    assert done.returncode == 78
+    assert done.stderr.splitlines() == [
+        f"reasoningbank: {missing} is not set; a production container needs SECRET_KEY and DATABASE_URL"
+        " in its environment (docs/production.md)"
+    ]
+    assert calls == []
+
+
+@pytest.mark.parametrize("service", [*APP_SERVICES, "migrate", "mcp"])
+def test_every_app_service_runs_on_a_read_only_root_with_a_memory_tmp(compose, service):
+    spec = compose["services"][service]
+    assert spec["read_only"] is True
+    assert spec["tmpfs"] == ["/tmp"]
 
 
 def test_the_entrypoint_is_executable():

@@ -186,6 +186,9 @@ class Service:
     def log_since_start(self) -> str:
         return self.log().rsplit(f"===== {self.name} start #{self.starts} =====", 1)[-1]
 
+    def killed_by_sigkill(self) -> bool:
+        return self.process is not None and self.process.returncode == -signal.SIGKILL
+
     def kill(self) -> None:
         """SIGKILL the whole process group, as a container or cgroup kill does."""
         if self.process is None:

@@ -15,6 +15,7 @@ from reasoningbank_site.text import (
     is_cut,
     json_depth,
     pretty_json,
+    prompt_version_label,
     scrub_text,
 )
 
@@ -90,3 +91,18 @@ def test_ago_says_just_now_under_a_minute_and_keeps_one_unit_in_seconds_mode():
     assert time_ago(now - timedelta(seconds=12), now=now, seconds=True) == "12 s ago"
     assert time_ago(now - timedelta(hours=2, minutes=5), now=now, seconds=True) == "2\xa0hours ago"
     assert time_ago(None) == ""
+
+
+@pytest.mark.parametrize(
+    ("recorded", "shown"),
+    [
+        ("judge@bank-2-v1", "judge v1 (custom)"),
+        ("judge@bank-17-v3+fs", "judge v3 (custom) + examples"),
+        ("distill_success/v1", "distill_success v1 (default)"),
+        ("judge/v1+fs", "judge v1 (default) + examples"),
+        ("something-else", "something-else"),
+        ("", ""),
+    ],
+)
+def test_prompt_versions_are_named_without_the_banks_internal_id(recorded, shown):
+    assert prompt_version_label(recorded) == shown

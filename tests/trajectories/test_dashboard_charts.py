@@ -156,3 +156,13 @@ def test_chart_queries_do_not_grow_with_the_data(bank, owner):
         t = make_trajectory(bank, status="done", verdict="success", task=f"t {days_ago}")
         Trajectory.objects.filter(pk=t.pk).update(created_at=at(days_ago))
     assert queries() == empty == 4
+
+
+def test_a_new_banks_weekly_rates_are_an_empty_state_not_twelve_weeks_of_na(client, owner, bank):
+    record_verdict(make_trajectory(bank), "success")
+    client.force_login(owner)
+    html = client.get(reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})).content.decode()
+    success = re.search(r'<figure class="chart empty" id="chart-success" data-chart-empty>(.*?)</figure>', html, re.S)
+    assert success and "Not enough data yet" in success.group(1)
+    assert ">n/a<" not in html
+    assert "<svg" in _figure(html, "chart-review")  # a chart with something to draw is still drawn

@@ -2,7 +2,7 @@
 
 import pytest
 
-from trajectories.parsing import parse_citations, parse_judge_answer, parse_memory_items
+from trajectories.parsing import JudgeAnswer, parse_citations, parse_judge_answer, parse_memory_items
 
 pytestmark = pytest.mark.usefixtures("eager_celery")
 
@@ -141,3 +141,16 @@ def test_rollout_citations():
     assert parse_citations(["R1S4", "R1S4"]) == [(1, 4)]
     assert parse_citations("none") == []
     assert parse_citations(5) == [(None, 5)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'The page matches.\nStatus: "success"',
+        "The page matches.\nStatus: 'success'",
+        "The page matches.\n**Status: `success`**",
+    ],
+)
+def test_quotes_around_the_verdict_word_do_not_stay_in_the_rationale(text):
+    answer = parse_judge_answer(text)
+    assert answer == JudgeAnswer("success", "The page matches.")

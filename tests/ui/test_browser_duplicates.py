@@ -9,7 +9,7 @@ import pytest
 from accounts.models import Role
 from accounts.services import bank_update_settings
 from memories.models import ItemStatus, MemoryItem
-from memories.services import memory_item_approve
+from memories.services import memory_item_approve, memory_item_create, memory_item_embed_refresh
 from tests import factories
 from tests.factories import make_done_trajectory, propose_item
 
@@ -63,3 +63,40 @@ def test_queue_preview_support_and_the_duplicate_confirmation(page, live_server,
     expect(twin_row.locator(".badge.approved")).to_be_visible()
     assert MemoryItem.objects.get(pk=twin.pk).status == ItemStatus.APPROVED
     assert MemoryItem.objects.get(pk=dates.pk).status == ItemStatus.PROPOSED
+
+
+def _twin_scene(bank, owner):
+    served = memory_item_create(bank=bank, status=ItemStatus.APPROVED, author=owner, **DATES)
+    twin = memory_item_create(bank=bank, author=owner, **{**DATES, "title": DATES["title"] + " (again)"})
+    memory_item_embed_refresh(item_id=twin.pk)
+    return served, twin
+
+
+def test_m_in_the_duplicate_dialog_merges_into_the_approved_twin(page, live_server, login, bank, owner):
+    from playwright.sync_api import expect
+
+    served, twin = _twin_scene(bank, owner)
+    login(page, live_server, owner, f"/banks/{bank.public_id}/review/")
+    page.keyboard.press("j")
+    page.keyboard.press("a")
+    dialog = page.locator("dialog[data-dup-confirm]")
+    expect(dialog.locator("[data-dup-merge]")).to_be_visible()
+    page.keyboard.press("m")
+    expect(page.get_by_text("Nothing to review.")).to_be_visible()  # nothing left: back to the queue
+    twin.refresh_from_db()
+    assert twin.status == ItemStatus.SUPERSEDED
+    assert served.supports.count() == 1
+
+
+def test_b_in_the_duplicate_dialog_keeps_both(page, live_server, login, bank, owner):
+    from playwright.sync_api import expect
+
+    _served, twin = _twin_scene(bank, owner)
+    login(page, live_server, owner, f"/banks/{bank.public_id}/review/{twin.public_id}/")
+    page.locator("[data-item]").wait_for()
+    page.keyboard.press("a")
+    expect(page.locator("dialog[data-dup-confirm] [data-dup-confirm-ok]")).to_be_focused()
+    page.keyboard.press("b")
+    page.wait_for_url(f"{live_server.url}/banks/{bank.public_id}/review/")
+    twin.refresh_from_db()
+    assert twin.status == ItemStatus.APPROVED

@@ -7,6 +7,7 @@ version; Celery runs eagerly in the live server's request thread."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from tests import factories
 from tests.trajectories.judging.test_experiments import CANDIDATE_MARK, judge_by_version, labelled
@@ -34,16 +35,17 @@ def test_edit_the_judge_prompt_run_an_experiment_and_promote(
 
     page.fill("#id_text", f"{CANDIDATE_MARK}\n{default}")
     page.fill("#id_note", "stricter")
-    page.uncheck("#id_activate")
+    expect(page.locator("#id_activate")).not_to_be_checked()  # an edit is a candidate unless asked
     page.click("#prompt-form button[type=submit]")
     version = f"judge@bank-{bank.pk}-v1"
+    shown = "judge v1 (custom)"  # its name without the bank's internal id
     page.wait_for_selector("#version-1")
-    assert page.locator("#in-use").inner_text() == "judge/v1"  # a candidate is not used yet
-    assert page.locator("#editing").inner_text() == version
+    assert page.locator("#in-use").inner_text() == "judge v1 (default)"  # a candidate is not used yet
+    assert page.locator("#editing").inner_text() == shown
     assert page.locator("#diff .diff-added").first.inner_text() == f"+ {CANDIDATE_MARK}"
 
     page.goto(f"{live_server.url}/banks/{bank.public_id}/judge/")
-    page.select_option("#id_candidate_prompt", label=f"{version} stricter")
+    page.select_option("#id_candidate_prompt", label=f"{shown} stricter")
     page.click("#experiment-form button[type=submit]")
     article = page.locator("article.experiment").first
     article.locator("[data-status=done]").wait_for()
@@ -52,6 +54,6 @@ def test_edit_the_judge_prompt_run_an_experiment_and_promote(
 
     article.get_by_role("button", name="Promote the candidate").click()
     page.locator("article.experiment .badge", has_text="promoted").wait_for()
-    assert page.locator("#prompt-judge code").inner_text() == version
+    assert page.locator("#prompt-judge code").inner_text() == shown
     assert prompt_active(bank=bank, name="judge").version == version
     assert Experiment.objects.get().promoted_by == owner

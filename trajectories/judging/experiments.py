@@ -25,6 +25,7 @@ from accounts.models import Bank
 from accounts.services import audit_record, bank_update_settings
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.errors import Conflict, Invalid, Unavailable
+from reasoningbank_site.text import prompt_version_label
 from trajectories.judging.few_shot import HOLDOUT_PERCENT, human_labelled, in_holdout
 from trajectories.judging.prompt_versions import (
     prompt_active,
@@ -103,9 +104,9 @@ def experiment_for_bank(*, bank: Bank, public_id) -> Experiment | None:
 
 
 def describe_judge(prompt: PromptVersion | None, model: str, few_shot: bool) -> str:
-    """A judge configuration in one line, e.g. "judge@bank-3-v2 · gpt-4o · few-shot"."""
+    """A judge configuration in one line, e.g. "judge v2 (custom) · gpt-4o · few-shot"."""
     version = prompt.version if prompt is not None else prompt_of(name=PromptName.JUDGE, version=None).version
-    return f"{version} · {model or settings.RB_LLM_MODEL or 'default model'} · " + (
+    return f"{prompt_version_label(version)} · {model or settings.RB_LLM_MODEL or 'default model'} · " + (
         "few-shot" if few_shot else "no examples"
     )
 

@@ -5,6 +5,7 @@ complete). The Celery task ``trajectories.process`` calls it."""
 from __future__ import annotations
 
 from trajectories.models import Status
+from trajectories.pipeline.budget import budget_park, budget_spent
 from trajectories.pipeline.distill import distill_row, distill_take
 from trajectories.pipeline.judge import judge_row
 from trajectories.pipeline.llm import llm_configured
@@ -38,6 +39,9 @@ def trajectory_advance(*, trajectory_id: int) -> None:
             if not llm_configured():
                 trajectory_move(t.pk, from_=Status.RECEIVED, to=Status.AWAITING_LLM, detail=NO_LLM_DETAIL)
                 return
+            if budget_spent(t):
+                budget_park(t, from_=Status.RECEIVED)
+                return
             # A MaTTS member waits for its group once judged; any other goes on to distillation, taken by the
             # judge's own transaction (never seen in judged: one commit fewer).
             distill_next = not t.group_id
@@ -61,6 +65,9 @@ def trajectory_advance(*, trajectory_id: int) -> None:
                 return
             if not llm_configured():
                 trajectory_move(t.pk, from_=Status.JUDGED, to=Status.AWAITING_LLM, detail=NO_LLM_DETAIL)
+                return
+            if budget_spent(t):
+                budget_park(t, from_=Status.JUDGED)
                 return
             if distill_take(t.pk):
                 distill_row(t)

@@ -11,7 +11,7 @@ from django.db import transaction
 from memories.embeddings import embeddings_prefetched, item_embedding_text
 from memories.models import ItemOrigin, SupportKind
 from memories.selectors.learning import LearningState, bank_learning_state
-from memories.services import ProposedItem, experience_create, memory_items_propose
+from memories.services import ProposedItem, experience_create, memory_items_propose, memory_items_screen
 from memories.services.learning import items_environment_observe
 from reasoningbank_site.text import counted
 from trajectories.judging.few_shot import distill_examples
@@ -20,6 +20,7 @@ from trajectories.models import Label, Status, Trajectory
 from trajectories.pipeline.llm import distill_model_for
 from trajectories.pipeline.llm_calls import DISTILL_CALL, SEQUENTIAL_CALL, items_parser, llm_ask
 from trajectories.pipeline.refused import refused_lessons
+from trajectories.pipeline.risk_check import risk_second_opinion
 from trajectories.pipeline.rows import DISTILLING_DETAIL, trajectory_row
 from trajectories.pipeline.transitions import trajectory_move, trajectory_take
 from trajectories.prompting import render_trajectory
@@ -145,11 +146,13 @@ def distill_row(t: Trajectory) -> bool:
             observed_at=locked.created_at,
             learning=state.learning,
         )
-        trajectory_move(t.pk, from_=Status.DISTILLING, to=Status.DONE, detail=_proposed_detail(proposed), also=link)
+        memory_items_screen(items=proposed, steps=t.steps or [], tier=locked.verdict_tier)
+        trajectory_move(t.pk, from_=Status.DISTILLING, to=Status.DONE, detail=proposed_detail(proposed), also=link)
+    risk_second_opinion(bank=t.bank, items=proposed, trajectory_ids=[t.pk])  # after commit: it only adds findings
     return True
 
 
-def _proposed_detail(proposed) -> str:
+def proposed_detail(proposed) -> str:
     supports = [getattr(item, "supported_by", None) for item in proposed]
     repeated = sum(1 for s in supports if s is not None and s.kind == SupportKind.REPEATED)
     again = sum(1 for s in supports if s is not None) - repeated

@@ -100,7 +100,7 @@ def judge_row(t: Trajectory, *, distill_next: bool) -> bool:
         commit_without_waiting_for_disk()
         locked = (
             Trajectory.objects.select_for_update()
-            .only("pk", "status", "verdict", "retrieval_id", "bank_id", "step_count")
+            .only("pk", "status", "verdict", "verdict_tier", "retrieval_id", "bank_id", "step_count")
             .annotate(active_prompts=active_prompt_versions())  # the distiller's words as of now
             .get(pk=t.pk)
         )
@@ -116,7 +116,7 @@ def judge_row(t: Trajectory, *, distill_next: bool) -> bool:
             locked=True,
             save_verdict=False,  # written with the status move below: one UPDATE
         )
-        verdict = {"verdict": locked.verdict}
+        verdict = {"verdict": locked.verdict, "verdict_tier": locked.verdict_tier}
         if distill_next:
             trajectory_move_on(
                 t.pk,

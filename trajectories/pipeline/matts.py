@@ -7,12 +7,13 @@ from __future__ import annotations
 from django.db import transaction
 
 from memories.models import Experience, ItemOrigin
-from memories.services import ProposedItem, experience_create, memory_items_propose
+from memories.services import ProposedItem, experience_create, memory_items_propose, memory_items_screen
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.text import counted
 from trajectories.judging.prompt_versions import prompt_active
 from trajectories.models import PromptName, Status, Trajectory
-from trajectories.pipeline.distill import step_indexes
+from trajectories.pipeline.budget import group_budget_park
+from trajectories.pipeline.distill import proposed_detail, step_indexes
 from trajectories.pipeline.llm import distill_model_for, llm_configured
 from trajectories.pipeline.llm_calls import CONTRAST_CALL, items_parser, llm_ask
 from trajectories.pipeline.rows import NO_LLM_DETAIL
@@ -62,6 +63,8 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
                 also={"enqueued_at": None},  # nothing queued: the sweeper resumes it once an LLM is set
             )
             return False
+        if group_budget_park(ids):
+            return False
         if len(ready) == 1:
             trajectory_move(
                 ids[0],
@@ -110,7 +113,7 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
         experience = next((m.experience for m in locked if m.experience_id), None) or _ensure_experience(locked[0])
         Trajectory.objects.filter(pk__in=ids).update(experience=experience)
         steps_by_rollout = {n: step_indexes(m) for n, m in enumerate(locked, start=1)}
-        memory_items_propose(
+        proposed = memory_items_propose(
             bank=bank,
             proposals=[
                 ProposedItem(
@@ -134,10 +137,15 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
             source_agents=[m.agent for m in locked],
             source_metadata=[m.metadata for m in locked],
         )
+        memory_items_screen(
+            items=proposed,
+            steps=[s for m in members for s in m.steps or []],
+            tier=min(m.verdict_tier for m in locked),
+        )
         trajectory_move_many(
             Trajectory.objects.filter(pk__in=ids),
             from_=Status.DISTILLING,
             to=Status.DONE,
-            detail=f"Contrasted with {counted(len(ids) - 1, 'other rollout')}: {counted(len(items), 'item')} proposed.",
+            detail=f"Contrasted with {counted(len(ids) - 1, 'other rollout')}: {proposed_detail(proposed)}",
         )
     return True

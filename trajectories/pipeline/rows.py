@@ -8,6 +8,7 @@ from django.db.models.expressions import RawSQL
 
 from trajectories.judging.prompt_versions import active_prompt_versions
 from trajectories.models import Judgment, JudgmentSource, Trajectory
+from trajectories.pipeline.budget import BUDGET_LEFT
 
 NO_LLM_DETAIL = "No LLM endpoint is configured (RB_LLM_BASE_URL); it resumes when one is set. Humans can judge it and write items meanwhile."
 DISTILLING_DETAIL = "Distilling memory items."
@@ -30,10 +31,11 @@ def trajectory_row(trajectory_id: int) -> Trajectory | None:
     Read before a stage takes the row: the take is a compare-and-set on its
     status, and what a stage reads of it (task, steps, verdict) changes only
     with a status move that makes the take, or the stage's check under its
-    row lock, fail."""
+    row lock, fail. ``llm_budget_left``: today's LLM token budget left for
+    its bank (None: no budget; trajectories.pipeline.budget)."""
     return (
         Trajectory.objects.select_related("bank")
-        .annotate(llm_judged=LLM_JUDGED, active_prompts=active_prompt_versions())
+        .annotate(llm_judged=LLM_JUDGED, active_prompts=active_prompt_versions(), llm_budget_left=BUDGET_LEFT)
         .filter(pk=trajectory_id)
         .first()
     )

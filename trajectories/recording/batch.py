@@ -26,6 +26,7 @@ from trajectories.recording.ingest import (
     trajectory_ingest,
     unknown_retrieval,
 )
+from trajectories.recording.quotas import ingest_quota_check
 from trajectories.schemas import TrajectoryIn
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,9 @@ def trajectory_ingest_batch(*, bank: Bank, token: ApiToken | None, items: list[A
     the items are stored one by one, each in its own savepoint.
 
     Raises TooLarge ``batch_too_large`` beyond settings.RB_MAX_BATCH items
-    (nothing stored) and Invalid for an empty batch."""
+    (nothing stored), Invalid for an empty batch, and RateLimited
+    ``ingest_quota_exceeded`` when the batch would take the token past its
+    daily quota (nothing stored)."""
     limit = settings.RB_MAX_BATCH
     if len(items) > limit:
         raise TooLarge(
@@ -96,6 +99,7 @@ def trajectory_ingest_batch(*, bank: Bank, token: ApiToken | None, items: list[A
         )
     if not items:
         raise Invalid("trajectories: send at least one trajectory.")
+    ingest_quota_check(bank=bank, token=token, n=len(items))
     retrievals = _lock_linked_retrievals(bank=bank, items=items)
     results: dict[int, BatchItemResult] = {}
     built: list[tuple[int, BuiltTrajectory]] = []

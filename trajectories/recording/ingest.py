@@ -15,12 +15,13 @@ from django.db.models import QuerySet
 from django.db.models.functions import Coalesce
 
 from accounts.models import ApiToken, Bank
-from memories.models import RetrievalEvent
+from memories.models import RetrievalEvent, VerdictTier
 from memories.services import retrieval_outcomes_apply, retrievals_lock_for_outcomes
 from reasoningbank_site.errors import Conflict, DomainError, Invalid, TooLarge
 from trajectories.ingest import NormalizeError, inferred_final_answer, normalize_trajectory
 from trajectories.models import Judgment, JudgmentSource, Label, Trajectory
 from trajectories.pipeline.dispatch import trajectories_enqueue
+from trajectories.recording.quotas import ingest_quota_check
 from trajectories.schemas import TrajectoryIn
 
 log = logging.getLogger(__name__)
@@ -112,6 +113,7 @@ def trajectory_build(
         group_id=payload.group_id,
         group_size=payload.group_size,
         verdict=signal[0] if signal else "",
+        verdict_tier=VerdictTier.VERIFIED if signal else VerdictTier.NONE,  # a trusted signal: verified
     )
     return BuiltTrajectory(payload=payload, trajectory=trajectory, signal=signal)
 
@@ -173,12 +175,14 @@ def trajectory_ingest(
     detected format.
 
     Raises pydantic.ValidationError when ``data`` is a dict that does not fit
-    TrajectoryIn; TooLarge ``too_many_steps`` beyond settings.RB_MAX_STEPS;
+    TrajectoryIn; RateLimited ``ingest_quota_exceeded`` past the token's daily
+    quota (recording.quotas); TooLarge ``too_many_steps`` beyond settings.RB_MAX_STEPS;
     Invalid for steps/messages that cannot be
     normalized or a retrieval_id that is not this bank's. A retrieval_id of
     a later step of a run links the run's first retrieval.
     """
     payload = data if isinstance(data, TrajectoryIn) else TrajectoryIn.model_validate(data)
+    ingest_quota_check(bank=bank, token=token)
     try:
         built = trajectory_build(bank=bank, token=token, payload=payload, input_format=input_format)
     except DomainError:  # a repeated external_id is answered as such, whatever the repeat carries

@@ -8,7 +8,7 @@ from django.db import connection, transaction
 
 from accounts.models import Bank
 from accounts.services import audit_record
-from memories.models import ItemOrigin, ItemStatus, MemoryItem, RetrievalEvent
+from memories.models import ItemOrigin, ItemStatus, MemoryItem, RetrievalEvent, VerdictTier
 from memories.services import (
     memory_item_flag,
     memory_item_supersede,
@@ -21,15 +21,22 @@ from trajectories.models import Judgment, JudgmentSource, Label, Status, Traject
 from trajectories.pipeline.dispatch import trajectory_enqueue
 from trajectories.pipeline.transitions import trajectory_move, trajectory_move_many
 
+# The tier of a verdict by the source of the judgment that sets it: a trusted agent signal is "verified".
+SOURCE_TIER = {
+    JudgmentSource.HUMAN: VerdictTier.HUMAN,
+    JudgmentSource.AGENT: VerdictTier.VERIFIED,
+    JudgmentSource.LLM: VerdictTier.JUDGE,
+}
 
-def _effective_verdict(judgments: list[Judgment]) -> str:
+
+def _effective_verdict(judgments: list[Judgment]) -> tuple[str, int]:
     """Latest human, else latest agent (agent judgments are only recorded when
-    trusted), else latest LLM; '' when there is none."""
+    trusted), else latest LLM, with its tier; ('', NONE) when there is none."""
     for source in (JudgmentSource.HUMAN, JudgmentSource.AGENT, JudgmentSource.LLM):
         of_source = [j for j in judgments if j.source == source]
         if of_source:
-            return of_source[-1].label
-    return ""
+            return of_source[-1].label, SOURCE_TIER[source]
+    return "", VerdictTier.NONE
 
 
 def judgment_record(
@@ -46,11 +53,12 @@ def judgment_record(
 ) -> Judgment:
     """Append a Judgment (never overwrites one) and set ``trajectory.verdict``
     to the effective verdict: the latest human judgment, else the trusted
-    agent signal, else the latest LLM judgment. The trajectory row is locked
+    agent signal, else the latest LLM judgment (and ``verdict_tier`` to its
+    tier: human, verified, judge). The trajectory row is locked
     so concurrent judgments agree on the verdict; ``trajectory`` is updated in
     place. ``locked``: the caller read ``trajectory`` in this transaction
-    with ``select_for_update`` (at least its pk, verdict, retrieval_id,
-    bank_id and step_count): it is used as is, not locked and read again.
+    with ``select_for_update`` (at least its pk, verdict, verdict_tier,
+    retrieval_id, bank_id and step_count): it is used as is, not locked and read again.
     ``save_verdict=False``: the new verdict is set on ``trajectory`` but not
     written; the caller writes it with its own update of the row (a status
     move: one UPDATE instead of two).
@@ -70,7 +78,7 @@ def judgment_record(
             trajectory
             if locked
             else Trajectory.objects.select_for_update()
-            .only("pk", "verdict", "retrieval_id", "bank_id", "step_count")
+            .only("pk", "verdict", "verdict_tier", "retrieval_id", "bank_id", "step_count")
             .get(pk=trajectory.pk)
         )
         # Its judgments so far, read once: for the LLM's key and for the effective verdict with the new one last.
@@ -78,7 +86,7 @@ def judgment_record(
         if source == JudgmentSource.LLM:
             existing = [j for j in judgments if j.source == source and j.prompt_version == prompt_version]
             if existing:
-                trajectory.verdict = row.verdict
+                trajectory.verdict, trajectory.verdict_tier = row.verdict, row.verdict_tier
                 return min(existing, key=lambda j: j.pk)
         judgment = Judgment(
             trajectory=row,
@@ -90,14 +98,14 @@ def judgment_record(
             author=author,
         )
         judgment.save(force_insert=True)
-        verdict = _effective_verdict([*judgments, judgment])
-        if verdict != row.verdict:
-            if row.retrieval_id is not None:
-                _retrieval_outcome_move(trajectory=row, old=row.verdict, new=verdict)
-            row.verdict = verdict
+        verdict, tier = _effective_verdict([*judgments, judgment])
+        if verdict != row.verdict and row.retrieval_id is not None:
+            _retrieval_outcome_move(trajectory=row, old=row.verdict, new=verdict)
+        if (verdict, tier) != (row.verdict, row.verdict_tier):
+            row.verdict, row.verdict_tier = verdict, tier
             if save_verdict:
-                row.save(update_fields=["verdict", "updated_at"])
-        trajectory.verdict = verdict
+                row.save(update_fields=["verdict", "verdict_tier", "updated_at"])
+        trajectory.verdict, trajectory.verdict_tier = verdict, tier
         return judgment
 
 

@@ -13,6 +13,7 @@ from reasoningbank_site.views_helpers import template_for
 from trajectories import selectors
 from trajectories.dashboard_charts import dashboard_charts
 from trajectories.pipeline.llm import llm_configured
+from trajectories.selectors.evidence import disagreement_count
 from trajectories.selectors.llm_usage import bank_llm_usage
 
 
@@ -27,6 +28,7 @@ def dashboard(request, bank_id):
         "counts": counts,
         "total": total,
         "backlog": selectors.review_backlog(bank=bank),
+        "disagreements": disagreement_count(bank=bank),
         "agreement": selectors.judge_human_agreement(bank=bank),
         "min_cases": selectors.MIN_CASES,
         "agreement_by_version": selectors.judge_agreement_by_version(bank=bank),

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_http_methods
 from accounts.access import bank_for_user
 from accounts.models import Role
 from reasoningbank_site.errors import DomainError
+from reasoningbank_site.text import prompt_version_label
 from reasoningbank_site.views_helpers import post_action, redirect_after_post
 from trajectories.forms import ExperimentForm, PromptForm
 from trajectories.judging.experiments import (
@@ -37,6 +38,7 @@ from trajectories.judging.prompt_versions import (
 )
 from trajectories.models import Experiment, ExperimentStatus, PromptName
 from trajectories.pipeline.llm import llm_configured
+from trajectories.selectors.evidence import human_label_needs
 
 JUDGE_TEMPLATE = "trajectories/judge.html"
 
@@ -94,6 +96,7 @@ def judge(request, bank_id):
         "prompts": [(name, label, prompt_active(bank=bank, name=name)) for name, label in PromptName.choices],
         "form": form,
         "cases": len(experiment_cases(bank=bank)),
+        "labels": human_label_needs(bank=bank),
         "holdout_percent": HOLDOUT_PERCENT,
         "experiments": [_experiment_view(e) for e in experiments_for_bank(bank=bank)],
         "llm_configured": llm_configured(),
@@ -138,15 +141,22 @@ def prompt_edit(request, bank_id, name):
     # ?from=<version id> starts the editor from a saved version (e.g. a candidate) instead of the one in use.
     start = prompt_version_for_bank(bank=bank, name=name, public_id=request.GET.get("from", "")) or active.custom
     start_text = start.text if start is not None else active.text
-    form = PromptForm(request.POST or None, name=name, initial={"text": start_text, "activate": True})
+    form = PromptForm(request.POST or None, name=name, initial={"text": start_text})
     if request.method == "POST" and form.is_valid():
         try:
             version = prompt_version_save(bank=bank, name=name, author=request.user, **form.cleaned_data)
         except DomainError as exc:
             form.add_error("text", str(exc))
         else:
-            state = "now in use" if version.is_active else "saved as a candidate"
-            messages.success(request, f"Saved {version.version}: {state}.")
+            label = prompt_version_label(version.version)
+            if version.is_active:
+                messages.success(request, f"Saved {label}: now in use.")
+            else:
+                messages.success(
+                    request,
+                    f"Saved {label} as a candidate, not in use. Compare it with the one in use in an experiment "
+                    "(Judge page) before using it.",
+                )
             url = reverse("trajectories:prompt_edit", kwargs={"bank_id": bank.public_id, "name": name})
             return redirect(f"{url}?from={version.public_id}")
     shown = form["text"].value() or start_text

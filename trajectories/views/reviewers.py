@@ -9,6 +9,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from accounts.access import bank_for_user
+from memories.selectors.agreement import bank_agreement
 from trajectories.selectors.reviewers import BAR_STEP, CHART_HEIGHT, MIN_CASES, PERIODS, reviewer_stats
 
 
@@ -28,5 +29,6 @@ def reviewers(request, bank_id):
         "min_cases": MIN_CASES,
         "chart_height": CHART_HEIGHT,
         "chart_width": days * BAR_STEP,
+        "agreement": bank_agreement(bank=bank),
     }
     return render(request, "trajectories/reviewers.html", context)

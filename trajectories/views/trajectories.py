@@ -4,6 +4,7 @@ for the review focus view, and its MaTTS group."""
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import partial
 
 from django.contrib import messages
@@ -101,6 +102,7 @@ def _detail_context(bank, membership, trajectory, relabel_form=None, *, steps_qu
         "steps_hx": reverse("trajectories:steps", kwargs=kwargs) if embedded else detail_url,
         "judgments": selectors.trajectory_judgments(trajectory=trajectory),
         "items": items,
+        "items_now": sorted(Counter(item.get_status_display().lower() for item in items).items()),
         "polling": trajectory.status in selectors.IN_FLIGHT,
         "relabel_form": relabel_form or RelabelForm(),
         "llm_configured": llm_configured(),

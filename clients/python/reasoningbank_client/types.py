@@ -35,13 +35,20 @@ def _build(cls: type[T], data: dict[str, Any], **overrides: Any) -> T:
 
 @dataclass
 class MemoryItem:
-    """An approved memory item. ``score`` is set on retrieval (cosine similarity)."""
+    """An approved memory item. On retrieval, ``score`` is what the order
+    follows, and its parts say why it was served: ``similarity`` (cosine, to
+    the query), ``utility`` (its measured effect on outcomes, shrunk toward 0
+    while observations are few) and ``n`` (the judged retrievals behind it);
+    ``score`` is the similarity unless the bank ranks by utility."""
 
     id: str
     title: str
     description: str
     content: str
     score: float | None = None
+    similarity: float | None = None
+    utility: float | None = None
+    n: int | None = None
     origin: str | None = None
     approved_at: datetime | None = None
 

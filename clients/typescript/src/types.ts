@@ -97,8 +97,14 @@ export interface MemoryItem {
   title: string;
   description: string;
   content: string;
-  /** Cosine similarity, on retrieval. */
+  /** On retrieval: what the order follows (the similarity unless the bank ranks by utility). */
   score?: number;
+  /** On retrieval: cosine similarity to the query. */
+  similarity?: number;
+  /** On retrieval: the item's measured effect on outcomes, shrunk toward 0 while observations are few. */
+  utility?: number;
+  /** On retrieval: the judged retrievals behind `utility`. */
+  n?: number;
   origin?: string;
   approved_at?: string | null;
 }

@@ -33,6 +33,9 @@ test("retrieve() serves the approved lesson, its system block and a retrieval id
   assert.match(retrieval.retrieval_id, /^[0-9a-f-]{36}$/);
   assert.equal(retrieval.items[0]?.title, "Use the coupon when buying the cheapest cable in the shop");
   assert.equal(typeof retrieval.items[0]?.score, "number");
+  assert.equal(retrieval.items[0]?.similarity, retrieval.items[0]?.score);
+  assert.equal(retrieval.items[0]?.utility, 0);
+  assert.equal(retrieval.items[0]?.n, 0);
   assert.ok(retrieval.system_block.includes("Use the coupon"));
 });
 

@@ -3,6 +3,7 @@ retrieval, the agent API's lists of approved items, and a run's retrievals."""
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -12,8 +13,11 @@ from django.db.models import QuerySet
 from accounts.models import Bank
 from memories.models import ItemStatus, MemoryItem, RetrievalEvent
 from memories.selectors.learning import servable_q
+from memories.selectors.retrieval.filters import NO_FILTERS
 
-SYSTEM_BLOCK_VERSION = "system_block_v1"
+SYSTEM_BLOCK_VERSION = "system_block_v2"
+# A lesson cannot open or close the tags that delimit lessons (it is data, not a message to the agent).
+_LESSON_TAG = re.compile(r"<(\s*/?\s*)(lesson)\b", re.IGNORECASE)
 _PROMPTS = Path(__file__).resolve().parent.parent.parent / "prompts"
 
 
@@ -23,21 +27,27 @@ def system_block_preamble(version: str = SYSTEM_BLOCK_VERSION) -> str:
 
 
 def system_block_render(items: list[MemoryItem], *, version: str = SYSTEM_BLOCK_VERSION) -> str:
-    """The text an agent puts in its system prompt: the preamble, then each
-    item as ``## title`` / description / content. Empty when no items."""
+    """The text an agent puts in its system prompt: the preamble (which frames
+    the lessons as data), then each item as ``## title`` / description /
+    content between ``<lesson>`` and ``</lesson>`` (tags inside an item's text
+    are defused). Empty when no items."""
     if not items:
         return ""
     parts = [system_block_preamble(version)]
     for item in items:
-        parts.append(f"## {item.title.strip()}\n{item.description.strip()}\n{item.content.strip()}")
+        text = _LESSON_TAG.sub(
+            r"&lt;\1\2", f"## {item.title.strip()}\n{item.description.strip()}\n{item.content.strip()}"
+        )
+        parts.append(f"<lesson>\n{text}\n</lesson>")
     return "\n\n".join(parts)
 
 
 def approved_items_list(*, bank: Bank) -> QuerySet[MemoryItem]:
-    """The bank's approved items that may be served (not expired or
-    suspended), newest approval first (what agents may see)."""
+    """The bank's approved items that may be served, newest approval first (what agents may see: as
+    retrieval, none expired or suspended, none with an unconfirmed risk finding or refused by the bank's
+    trust policy)."""
     return (
-        MemoryItem.objects.filter(servable_q(), bank=bank, status=ItemStatus.APPROVED)
+        MemoryItem.objects.filter(servable_q(), NO_FILTERS.q(), bank=bank, status=ItemStatus.APPROVED)
         .defer("embedding")
         .order_by("-approved_at", "-id")
     )

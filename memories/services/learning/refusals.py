@@ -30,7 +30,13 @@ def memory_item_archive_as_wrong(
         return ["archived_as_wrong"]
 
     item_status_move(
-        item=item, to=ItemStatus.ARCHIVED, author=author, reason=reason, prepare=wrong, action="archived-as-wrong"
+        item=item,
+        to=ItemStatus.ARCHIVED,
+        author=author,
+        reason=reason,
+        prepare=wrong,
+        action="archived-as-wrong",
+        token=token,
     )
     return item
 

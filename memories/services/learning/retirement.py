@@ -58,7 +58,12 @@ def memory_items_outcomes_record(*, bank: Bank, effects: Sequence[ItemEffect]) -
     for item in items:
         effect = by_id[str(item.public_id)]
         item.outcome_effect, item.outcome_n = effect.effect, effect.n
-        if effect.hurts and item.status == ItemStatus.APPROVED and not item.retirement_reason:
+        if (
+            effect.hurts
+            and item.status == ItemStatus.APPROVED
+            and not item.retirement_reason
+            and _kept_evidence_grew(item, effect)
+        ):
             item.retirement_reason = _reason(effect)
             item.retirement_evidence = {**effect.evidence, "proposed_at": now.isoformat()}
             item.suspended = suspend
@@ -88,6 +93,14 @@ def memory_items_outcomes_record(*, bank: Bank, effects: Sequence[ItemEffect]) -
     return proposed
 
 
+def _kept_evidence_grew(item: MemoryItem, effect: ItemEffect) -> bool:
+    """A reviewer who kept ``item`` in service decided on the evidence of
+    its judged retrievals then (``kept_at_n``): Impact's all-time effect
+    proposes it again only once those have doubled, not at the next run."""
+    kept_at_n = (item.retirement_evidence or {}).get("kept_at_n")
+    return kept_at_n is None or effect.n >= 2 * max(int(kept_at_n), 1)
+
+
 def _reason(effect: ItemEffect) -> str:
     served, withheld = effect.evidence.get("served_rate"), effect.evidence.get("withheld_rate")
     rates = ""
@@ -101,7 +114,8 @@ def memory_item_retirement_keep(
     *, item: MemoryItem, author, note: str = "", seen_version: int | None = None, token: ApiToken | None = None
 ) -> MemoryItem:
     """A reviewer keeps an item proposed for retirement: the proposal is
-    cleared and a suspended item is served again (audited). To retire it
+    cleared and a suspended item is served again (audited); it is proposed
+    again only once its judged retrievals have doubled since. To retire it
     instead, archive it. No-op for an item not proposed."""
     item_version_check(item=item, seen_version=seen_version)
     item_lock(item)
@@ -109,7 +123,12 @@ def memory_item_retirement_keep(
         return item
     was_suspended = item.suspended
     item.retirement_reason, item.suspended = "", False
-    item.save(update_fields=["retirement_reason", "suspended", "updated_at"])
+    item.retirement_evidence = {
+        **(item.retirement_evidence or {}),
+        "kept_at_n": item.outcome_n or 0,
+        "kept_at": timezone.now().isoformat(),
+    }
+    item.save(update_fields=["retirement_reason", "retirement_evidence", "suspended", "updated_at"])
     item_version_record(item=item, action="kept", author=author, note=note.strip() or "kept in service", token=token)
     if was_suspended:
         audit_record(

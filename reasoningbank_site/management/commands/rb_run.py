@@ -66,6 +66,11 @@ def web_argv(host: str, port: int) -> list[str]:
     ]
 
 
+def worker_log_level() -> str:
+    """The local worker's log level: RB_WORKER_LOG_LEVEL, WARNING when unset."""
+    return (os.environ.get("RB_WORKER_LOG_LEVEL") or "WARNING").upper()
+
+
 def worker_argv(data_dir: Path, *, beat: bool = True) -> list[str]:
     """The Celery worker `make run` starts (bench/pipeline_throughput.py runs the same one). It consumes
     every queue the app declares (no -Q). Gossip, mingle and heartbeats serve a cluster of workers; for
@@ -73,7 +78,9 @@ def worker_argv(data_dir: Path, *, beat: bool = True) -> list[str]:
     schedule = ["-B", "--schedule", str(data_dir / "celerybeat-schedule")] if beat else []
     return [
         *[sys.executable, "-m", "celery", "-A", "reasoningbank_site", "worker", *schedule],
-        *["--concurrency", "2", "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        # WARNING by default: at INFO the beat's periodic tasks print about a line a second and scroll the banner away.
+        *["--concurrency", "2", "--loglevel", worker_log_level()],
+        *["--without-gossip", "--without-mingle", "--without-heartbeat"],
         *["--hostname", f"rb_run@{socket.gethostname()}"],
     ]
 
@@ -347,7 +354,9 @@ class Command(BaseCommand):
                     "",
                     line,
                     f"ReasoningBank is running at {url}/",
-                    f"Admin:     {url}/admin/  (local demo login: {ADMIN_USERNAME} / {ADMIN_PASSWORD})",
+                    f"Sign in:   {url}/  (local demo login: {ADMIN_USERNAME} / {ADMIN_PASSWORD})",
+                    f"Django admin (raw database rows, for maintenance): {url}/admin/",
+                    f"Worker log: {worker_log_level()} and above (RB_WORKER_LOG_LEVEL=INFO to see every task)",
                     f"API docs:  {url}/api/v1/docs",
                     f"MCP:       http://{host}:{mcp_port}/mcp  (streamable HTTP; Authorization: Bearer <the API token>)",
                     f"API token: {token}  (demo bank {DEMO['team']['slug']}/{DEMO['bank']['slug']}; kept in {token_file})",

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from accounts import services
 from accounts.models import Invitation, Membership, Role
+from accounts.services.errors import AccountsConflict
 from tests import factories
 
 
@@ -70,7 +71,17 @@ def test_only_owners_invite_owners(team):
 
 def test_invitation_never_downgrades_an_existing_member(team, owner, owner_m):
     admin = factories.make_member(team, Role.ADMIN)
+    # An invitation to a member's own address is refused up front; one any account may accept can still reach them.
+    with pytest.raises(AccountsConflict, match="already a member"):
+        services.invitation_create(
+            team=team, email=admin.email, role=Role.VIEWER, actor=owner, actor_membership=owner_m
+        )
     issued = services.invitation_create(
-        team=team, email=admin.email, role=Role.VIEWER, actor=owner, actor_membership=owner_m
+        team=team,
+        email="shared@example.com",
+        role=Role.VIEWER,
+        actor=owner,
+        actor_membership=owner_m,
+        allow_any_email=True,
     )
     assert services.invitation_accept(secret=issued.secret, user=admin).role == Role.ADMIN

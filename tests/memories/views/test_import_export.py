@@ -82,3 +82,27 @@ def test_a_bad_import_file_imports_nothing_and_says_why(client, reviewer, bank, 
     assert response.status_code == 200
     assert message in response.content.decode()
     assert not MemoryItem.objects.filter(bank=bank).exists()
+
+
+def test_every_bad_line_of_an_import_is_named(client, reviewer, bank):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    good = b'{"title": "t", "description": "d", "content": "c"}\n'
+    payload = good + b"{broken\n" + good + b"not json either\n" + b"\n" + b'{"title": 1,}\n'
+    client.force_login(reviewer)
+    url = reverse("memories:items_import", kwargs={"bank_id": bank.public_id})
+    html = client.post(url, {"file": SimpleUploadedFile("m.jsonl", payload)}).content.decode()
+    for line in (2, 4, 6):
+        assert f"Line {line} is not valid JSON" in html
+    assert "Line 1 " not in html and "Line 3 " not in html
+    assert not MemoryItem.objects.filter(bank=bank).exists()
+
+
+def test_a_file_of_many_bad_lines_names_twenty_and_counts_the_rest(client, reviewer, bank):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    client.force_login(reviewer)
+    url = reverse("memories:items_import", kwargs={"bank_id": bank.public_id})
+    html = client.post(url, {"file": SimpleUploadedFile("m.jsonl", b"x\n" * 25)}).content.decode()
+    assert "Line 20 is not valid JSON" in html and "Line 21 " not in html
+    assert "… and 5 more bad lines." in html

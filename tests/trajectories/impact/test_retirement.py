@@ -17,9 +17,11 @@ from memories.models import ItemStatus, MemoryItem
 from memories.selectors.learning import LifecycleState, lifecycle_items
 from memories.services import memory_item_approve, retrieval_perform, retrieval_preview
 from memories.services.learning import (
+    ItemEffect,
     bank_learning_update,
     memory_item_retirement_keep,
     memory_item_supersede_with,
+    memory_items_outcomes_record,
 )
 from reasoningbank_site.errors import Invalid
 from tests.factories import make_done_trajectory, make_trajectory, propose_item, record_verdict
@@ -99,6 +101,18 @@ def test_a_bank_may_suspend_an_item_that_hurts_until_a_reviewer_keeps_it(bank, o
     harmful.refresh_from_db()
     assert not harmful.suspended and harmful.retirement_reason == "" and LESSONS[2][0] in _served(bank)
     assert AuditEvent.objects.filter(action="memory_item.unsuspend", object_id=str(harmful.public_id)).exists()
+
+    bank_item_effects_record(bank=bank)  # the next beat run: the same evidence the reviewer kept it on
+    harmful.refresh_from_db()
+    assert not harmful.suspended and harmful.retirement_reason == ""
+    kept_at_n = harmful.retirement_evidence["kept_at_n"]
+    assert kept_at_n == harmful.outcome_n > 0
+
+    memory_items_outcomes_record(  # evidence doubled since the keep: proposed (and suspended) again
+        bank=bank, effects=[ItemEffect(str(harmful.public_id), -0.4, 2 * kept_at_n, hurts=True)]
+    )
+    harmful.refresh_from_db()
+    assert harmful.suspended and harmful.retirement_reason.startswith("Impact says this item hurts")
 
 
 def test_supersede_links_an_old_item_to_its_replacement(bank, item, owner):

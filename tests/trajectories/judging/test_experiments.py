@@ -187,7 +187,7 @@ def test_admin_starts_an_experiment_from_the_page_and_sees_both_judges(
         response = client.post(judge_url(bank), {"candidate_prompt": candidate.public_id, "candidate_model": ""})
     assert response.status_code == 302
     page = client.get(judge_url(bank)).content.decode()
-    assert f"Candidate: <code>{candidate.version} · fake-model · no examples</code>" in page
+    assert "Candidate: <code>judge v1 (custom) · fake-model · no examples</code>" in page
     assert "100% [57–100%] n=5" in page and "60% [23–88%] n=5" in page
     assert "Promote the candidate" in page
 
@@ -265,7 +265,7 @@ def test_agreement_per_prompt_version_with_n(client, bank, owner, make_trajector
 
     client.force_login(owner)
     page = client.get(reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})).content.decode()
-    assert re.search(r"<code>judge/v1</code>.*?50% \[9–91%\] n=2", page, re.DOTALL)
+    assert re.search(r"<code title=\"judge/v1\">judge v1 \(default\)</code>.*?50% \[9–91%\] n=2", page, re.DOTALL)
 
 
 def test_distillation_outcomes_per_version(bank, owner, trajectory):

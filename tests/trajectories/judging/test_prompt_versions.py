@@ -107,10 +107,19 @@ def test_admin_saves_a_version_and_sees_it_in_use_with_its_diff(client, bank, ow
     response = client.post(edit_url(bank), {"text": text, "note": "totals", "activate": "on"}, follow=True)
     page = response.content.decode()
     assert response.status_code == 200
-    version = f"judge@bank-{bank.pk}-v1"
-    assert f'<code id="in-use">{version}</code>' in page
+    assert '<code id="in-use">judge v1 (custom)</code>' in page
+    assert f"bank-{bank.pk}" not in page  # no internal id in a version's name
     assert '<span class="diff-added">+ Be extra careful with totals.</span>' in page
     assert PromptVersion.objects.get(bank=bank).note == "totals"
+
+
+def test_use_it_now_is_off_by_default_and_a_saved_candidate_suggests_an_experiment(client, bank, owner):
+    client.force_login(owner)
+    assert 'name="activate" id="id_activate" checked' not in client.get(edit_url(bank)).content.decode()
+    text = custom("judge", "Be extra careful with totals.")
+    page = client.post(edit_url(bank), {"text": text, "note": "totals"}, follow=True).content.decode()
+    assert "Saved judge v1 (custom) as a candidate, not in use." in page and "in an experiment" in page
+    assert not PromptVersion.objects.get(bank=bank).is_active
 
 
 def test_an_invalid_prompt_re_renders_with_clear_errors_and_saves_nothing(client, bank, owner):

@@ -4,8 +4,10 @@ group is judged member by member and contrasted once, when complete or when
 the sweeper closes it; a relabelled member re-contrasts its group."""
 
 import pytest
+from django.urls import reverse
 
 from memories.models import ItemOrigin, ItemStatus, MemoryItem
+from memories.services import memory_item_create
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import FAILURE_ITEMS, ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
 from trajectories.models import Status
@@ -188,3 +190,26 @@ def test_complete_group_without_llm_resumes_when_one_is_set(
     a.refresh_from_db()
     assert a.status == Status.DONE
     assert MemoryItem.objects.get().origin == ItemOrigin.MATTS_PARALLEL
+
+
+def test_a_contrast_lesson_the_bank_already_holds_is_not_counted_as_proposed(
+    client, owner, bank, fake_llm, make_trajectory
+):
+    held = memory_item_create(
+        bank=bank,
+        title="Read the live page",
+        description="When schedules may change.",
+        content="Reload the primary source before answering a schedule question.",
+        status=ItemStatus.APPROVED,
+    )
+    fake_llm.responder = _judge_by_content
+    a = make_trajectory(group_id="g-held", group_size=2, final_answer="Sun 12-17 (live page)")
+    process_trajectory(a)
+    b = process_trajectory(make_trajectory(group_id="g-held", final_answer="Sun 11-15 (cached page)"))
+    assert b.status == Status.DONE
+    assert list(MemoryItem.objects.values_list("pk", flat=True)) == [held.pk]  # recorded as support on it
+    assert "0 memory items proposed for review" in b.status_detail
+    assert "1 the bank already holds" in b.status_detail
+    client.force_login(owner)
+    group = reverse("trajectories:group", kwargs={"bank_id": bank.public_id, "trajectory_id": b.public_id})
+    assert 'Contrast items <span class="muted small">(0)</span>' in client.get(group).content.decode()

@@ -148,3 +148,18 @@ def test_query_count_does_not_grow_with_data(client, owner, bank, django_assert_
     with django_assert_max_num_queries(10):
         response = client.get(impact_url(bank))
     assert len(response.context["items"]) == 30
+
+
+def test_judged_trajectories_whose_retrieval_served_nothing_are_explained(client, owner, bank):
+    make_arm(bank, "treatment", successes=1, triggered=False)
+    client.force_login(owner)
+    body = client.get(impact_url(bank)).content.decode()
+    assert 'data-uncounted="treatment"' in body
+    assert "Treatment: 1 retrieval, of which 0 with items." in body
+    assert "left out of this comparison, and so are the trajectories sent with it" in body
+
+
+def test_no_explanation_when_every_judged_trajectory_counts(client, owner, bank):
+    make_arm(bank, "treatment", successes=2)
+    client.force_login(owner)
+    assert "data-uncounted" not in client.get(impact_url(bank)).content.decode()

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounts', '0010_bank_utility_ranking'),
+        ('accounts', '0011_bank_ingest_quota'),
     ]
 
     operations = [

@@ -7,11 +7,18 @@ import uuid
 from django import forms
 
 from accounts.models import MAX_TOP_K
-from memories.models import TAG_MAX_LENGTH, TAGS_MAX, BankLearning, ItemOrigin, ItemStatus, MemoryItem, normalize_tags
+from memories.models import (
+    TAG_MAX_LENGTH,
+    TAGS_MAX,
+    ItemOrigin,
+    ItemStatus,
+    MemoryItem,
+    normalize_tags,
+)
 from memories.selectors import RetrievalFilters
 from memories.selectors import collaboration as collab
 from memories.selectors.learning import LifecycleState
-from memories.services.learning import BANK_LEARNING_SETTINGS
+from memories.selectors.review import QUEUE_SORTS
 from reasoningbank_site.formfields import BoundedDateField, FlatSelect, agent_select
 from reasoningbank_site.text import scrub_text
 
@@ -36,11 +43,16 @@ class ReviewFilterForm(forms.Form):
     state = forms.ChoiceField(
         required=False, label="State", choices=[("", "proposed"), *LifecycleState.choices], widget=FlatSelect
     )
+    disagree = forms.BooleanField(required=False, label="Agent and judge disagree")
+    conflict = forms.BooleanField(required=False, label="Reviewers disagree")
+    sort = forms.ChoiceField(required=False, label="Order", choices=(), widget=FlatSelect)
+    risky = forms.BooleanField(required=False, label="Has risk findings")
 
     def __init__(self, *args, agents=tuple, **kwargs):
         """``agents``: a callable giving the dropdown's agent names (called only to render it)."""
         super().__init__(*args, **kwargs)
         self.fields["agent"].widget = agent_select(agents)
+        self.fields["sort"].choices = [(key, label) for key, (label, _order) in QUEUE_SORTS.items()]
 
     def filters(self) -> dict:
         """The valid filters as selector keyword arguments (invalid ones dropped)."""
@@ -55,6 +67,10 @@ class ReviewFilterForm(forms.Form):
             "date_to": data.get("date_to"),
             "has_duplicate": bool(data.get("dup")),
             "state": data.get("state") or "",
+            "disagreement": bool(data.get("disagree")),
+            "conflict": bool(data.get("conflict")),
+            "sort": data.get("sort") or "",
+            "has_risks": bool(data.get("risky")),
         }
 
 
@@ -156,6 +172,7 @@ class ItemCreateForm(ItemEditForm):
 
 class ImportForm(forms.Form):
     MAX_BYTES = 2 * 1024 * 1024
+    BAD_LINES_SHOWN = 20
 
     file = forms.FileField(
         help_text="A bank's export (JSON Lines), or a JSON array of objects with title, description and content. At most 2 MiB.",
@@ -178,16 +195,22 @@ class ImportForm(forms.Form):
                 raise forms.ValidationError(f"Not valid JSON: {exc}") from None
             except RecursionError:
                 raise forms.ValidationError("Not valid JSON: nested too deeply.") from None
-        records = []
+        records, bad = [], []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
                 records.append(json.loads(line))
             except ValueError as exc:
-                raise forms.ValidationError(f"Line {number} is not valid JSON: {exc}") from None
+                bad.append(f"Line {number} is not valid JSON: {exc}")
             except RecursionError:
-                raise forms.ValidationError(f"Line {number} is not valid JSON: nested too deeply.") from None
+                bad.append(f"Line {number} is not valid JSON: nested too deeply.")
+        if bad:
+            # Every bad line, so one upload shows all there is to fix (the first BAD_LINES_SHOWN of them).
+            shown = bad[: self.BAD_LINES_SHOWN]
+            if len(bad) > len(shown):
+                shown.append(f"… and {len(bad) - len(shown)} more bad lines.")
+            raise forms.ValidationError(shown)
         return scrub_text(records)
 
 
@@ -328,24 +351,3 @@ class LifecycleActionForm(forms.Form):
         if data.get("action") == "supersede" and not data.get("replacement"):
             self.add_error("replacement", "Give the id of the item that replaces it.")
         return data
-
-
-class BankLearningForm(forms.ModelForm):
-    """A bank's learning policy (memories.services.learning.bank_learning_update validates and audits it)."""
-
-    environment_keys = forms.CharField(
-        required=False,
-        max_length=700,
-        help_text=BankLearning._meta.get_field("environment_keys").help_text + " Separate them with commas.",
-    )
-
-    class Meta:
-        model = BankLearning
-        fields = BANK_LEARNING_SETTINGS
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.initial["environment_keys"] = ", ".join(self.instance.environment_keys or [])
-
-    def clean_environment_keys(self) -> list[str]:
-        return [key for key in re.split(r"[,\s]+", self.cleaned_data.get("environment_keys") or "") if key]

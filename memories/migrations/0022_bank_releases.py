@@ -10,8 +10,8 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounts', '0010_bank_utility_ranking'),
-        ('memories', '0016_item_lifecycle_and_bank_learning'),
+        ('accounts', '0012_bank_release_labels'),
+        ('memories', '0021_trust_policy'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

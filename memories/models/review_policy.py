@@ -1,0 +1,66 @@
+"""A bank's review policy: the reviewers' guidelines (markdown, shown beside
+the queue and the focus view) and how many independent decisions an item
+needs. One row per bank, created on first use; absent means the defaults."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from accounts.models import Bank
+
+GUIDELINES_MAX = 20_000
+
+
+class ReviewPolicy(models.Model):
+    bank = models.OneToOneField(Bank, on_delete=models.CASCADE, related_name="review_policy")
+    guidelines = models.TextField(blank=True, help_text="Markdown, shown to reviewers beside the queue.")
+    decisions_required = models.PositiveSmallIntegerField(
+        default=1, help_text="Independent reviewer decisions each item needs (1: the first decision stands)."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"review policy of bank {self.bank_id}"
+
+
+class VoteDecision(models.TextChoices):
+    APPROVE = "approve", "Approve"
+    REJECT = "reject", "Reject"
+
+
+class ReviewVote(models.Model):
+    """One reviewer's independent decision on a proposed item, under a policy needing several.
+    Hidden from the other reviewers until the item has all the decisions it needs."""
+
+    item = models.ForeignKey("memories.MemoryItem", on_delete=models.CASCADE, related_name="review_votes")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    decision = models.CharField(max_length=8, choices=VoteDecision.choices)
+    reason = models.CharField(max_length=2000, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["item", "user"], name="reviewvote_unique_item_user")]
+        indexes = [models.Index(fields=["item", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.decision} on {self.item_id}"
+
+
+class SavedQueueView(models.Model):
+    """A reviewer's named set of queue filters (the queue's query string), offered as a link above the queue."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=80)
+    query = models.CharField(max_length=2000, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["bank", "user", "name"], name="savedqueueview_unique_bank_user_name")
+        ]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,50 @@
+"""What the trust page reads of the bank's safe auto-approval: the rejected
+twin check, the policy's record with its audit disagreement rate, and the
+audit sample waiting for a human."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Q
+from pgvector.django import CosineDistance
+
+from accounts.models import Bank
+from memories.models import AuditVerdict, AutoApproval, ItemStatus, MemoryItem
+from memories.selectors.retrieval.near_duplicates import NEAR_DUPLICATE_SIMILARITY
+
+
+def rejected_twin_exists(*, item: MemoryItem) -> bool:
+    """Whether ``bank`` rejected an item this close to ``item`` (a lesson refused before)."""
+    if item.embedding is None:
+        return False
+    return (
+        MemoryItem.objects.filter(bank_id=item.bank_id, status=ItemStatus.REJECTED, embedding__isnull=False)
+        .alias(distance=CosineDistance("embedding", item.embedding))
+        .filter(distance__lte=1 - NEAR_DUPLICATE_SIMILARITY)
+        .exists()
+    )
+
+
+def auto_approval_stats(*, bank: Bank) -> dict:
+    """The policy's record: approvals made, undone, in the audit sample, audited, and the disagreement rate
+    (None before any audit)."""
+    rows = AutoApproval.objects.filter(bank=bank)
+    counts = rows.aggregate(
+        made=Count("id"),
+        undone=Count("id", filter=Q(undone_at__isnull=False)),
+        sampled=Count("id", filter=Q(sampled=True)),
+        agree=Count("id", filter=Q(audit_verdict=AuditVerdict.AGREE)),
+        disagree=Count("id", filter=Q(audit_verdict=AuditVerdict.DISAGREE)),
+    )
+    audited = counts["agree"] + counts["disagree"]
+    counts["audited"] = audited
+    counts["disagreement_rate"] = counts["disagree"] / audited if audited else None
+    return counts
+
+
+def audit_sample_pending(*, bank: Bank, limit: int = 50) -> list[AutoApproval]:
+    """Auto-approvals of the audit sample no human has answered yet, oldest first."""
+    return list(
+        AutoApproval.objects.filter(bank=bank, sampled=True, audit_verdict="", undone_at__isnull=True)
+        .select_related("item")
+        .order_by("created_at", "id")[:limit]
+    )

@@ -1,0 +1,72 @@
+"""A bank's review policy (memories.models.ReviewPolicy): its reviewers'
+guidelines and how many independent decisions an item needs."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import transaction
+
+from accounts.models import Bank
+from accounts.services.audit import audit_record
+from memories.models import GUIDELINES_MAX, ReviewPolicy, SavedQueueView
+from reasoningbank_site.errors import Invalid
+from reasoningbank_site.text import has_control_chars
+
+DECISIONS_MAX = 5
+
+
+def review_policy_get(*, bank: Bank) -> ReviewPolicy:
+    """``bank``'s policy, or the defaults (unsaved) when it has none yet."""
+    return ReviewPolicy.objects.filter(bank=bank).first() or ReviewPolicy(bank=bank)
+
+
+@transaction.atomic
+def review_policy_update(*, bank: Bank, actor, guidelines: str, decisions_required: int) -> ReviewPolicy:
+    """Set ``bank``'s guidelines (markdown) and the independent decisions an item needs (1 to
+    DECISIONS_MAX), creating the policy on first use; audited as ``review_policy.update``.
+    Raises Invalid for over-long guidelines or a number out of range."""
+    guidelines = (guidelines or "").strip()
+    if len(guidelines) > GUIDELINES_MAX:
+        raise Invalid(f"Guidelines are at most {GUIDELINES_MAX} characters (got {len(guidelines)}).")
+    if not isinstance(decisions_required, int) or not 1 <= decisions_required <= DECISIONS_MAX:
+        raise Invalid(f"Decisions per item must be a whole number from 1 to {DECISIONS_MAX}.")
+    policy, _created = ReviewPolicy.objects.select_for_update().get_or_create(bank=bank)
+    before = {"guidelines": policy.guidelines, "decisions_required": policy.decisions_required}
+    policy.guidelines, policy.decisions_required = guidelines, decisions_required
+    policy.save(update_fields=["guidelines", "decisions_required", "updated_at"])
+    after = {"guidelines": guidelines, "decisions_required": decisions_required}
+    if after != before:
+        audit_record(action="review_policy.update", bank=bank, user=actor, obj=policy, before=before, after=after)
+    return policy
+
+
+SAVED_VIEWS_MAX = 20
+
+
+@transaction.atomic
+def saved_view_save(*, bank: Bank, user, name: str, query: str) -> SavedQueueView:
+    """Save (or replace, by name) ``user``'s queue filters ``query`` as ``name``. Raises Invalid for an empty or
+    over-long name, or past SAVED_VIEWS_MAX views."""
+    name = " ".join((name or "").split())
+    if has_control_chars(name) or "\x00" in (query or ""):
+        raise Invalid("A view's name is one line of text.")
+    if not name or len(name) > 80:
+        raise Invalid("Name the view (at most 80 characters).")
+    view = SavedQueueView.objects.filter(bank=bank, user=user, name=name).first()
+    if view is None and SavedQueueView.objects.filter(bank=bank, user=user).count() >= SAVED_VIEWS_MAX:
+        raise Invalid(f"At most {SAVED_VIEWS_MAX} saved views: delete one first.")
+    view = view or SavedQueueView(bank=bank, user=user, name=name)
+    view.query = (query or "")[:2000]
+    view.save()
+    return view
+
+
+def saved_view_delete(*, bank: Bank, user, public_id) -> bool:
+    """Delete ``user``'s saved view ``public_id`` of ``bank``; False when there is no such view of theirs."""
+    try:
+        key = uuid.UUID(str(public_id))
+    except ValueError:
+        return False
+    deleted, _ = SavedQueueView.objects.filter(bank=bank, user=user, public_id=key).delete()
+    return bool(deleted)

@@ -1,0 +1,60 @@
+"""Template helpers for the risk findings an item page shows: the findings
+with the text around each excerpt (so the excerpt can be highlighted where it
+sits), and invisible characters made visible."""
+
+from __future__ import annotations
+
+import re
+
+from django import template
+
+from memories.models import MemoryItem
+from memories.selectors import item_risks, item_tier, risk_label, tier_name
+
+register = template.Library()
+
+CONTEXT_CHARS = 60
+_INVISIBLE = re.compile(r"[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]")
+
+
+@register.filter
+def visible(text: str) -> str:
+    """``text`` with each invisible character written as ⟨U+XXXX⟩ (a reviewer cannot see the real ones)."""
+    return _INVISIBLE.sub(lambda m: f"⟨U+{ord(m.group(0)):04X}⟩", text or "")
+
+
+@register.simple_tag
+def item_risk_findings(item: MemoryItem) -> list[dict]:
+    """The item's findings for its page: kind label, where it was found, the
+    excerpt with up to CONTEXT_CHARS characters of the item's text on each
+    side (when it is in the item's text), and who confirmed it."""
+    text = f"{item.title}\n{item.description}\n{item.content}"
+    out = []
+    for finding in item_risks(item=item):
+        at = text.find(finding.excerpt)
+        before = after = ""
+        if at >= 0:
+            before = text[max(0, at - CONTEXT_CHARS) : at]
+            after = text[at + len(finding.excerpt) : at + len(finding.excerpt) + CONTEXT_CHARS]
+        who = finding.confirmed_by or finding.confirmed_token
+        out.append(
+            {
+                "kind": finding.kind,
+                "label": risk_label(finding.kind),
+                "excerpt": finding.excerpt,
+                "before": before,
+                "after": after,
+                "step": finding.step,
+                "in_item": at >= 0,
+                "confirmed": finding.confirmed,
+                "confirmed_by": str(who) if who else "",
+                "confirmed_at": finding.confirmed_at,
+            }
+        )
+    return out
+
+
+@register.simple_tag
+def item_verdict_tier(item: MemoryItem) -> str:
+    """The item's trust tier as reviewers read it: "judge", "human", "verified", or "" (no verdict)."""
+    return tier_name(item_tier(item=item))

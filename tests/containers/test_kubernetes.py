@@ -1,0 +1,128 @@
+"""deploy/kubernetes, rendered as kustomize would and validated against the Kubernetes API's schemas
+(kubernetes-validate, strict: unknown fields fail); then its web Deployment run for real with
+``podman kube play`` against a database and broker in containers."""
+
+from __future__ import annotations
+
+import subprocess
+
+import kubernetes_validate
+import pytest
+
+from tests.containers.kubernetes import render
+
+KUBERNETES_VERSION = "1.30.0"  # the oldest release still in support when these were written
+
+
+def test_every_manifest_is_valid_for_the_kubernetes_api():
+    objects = render()
+    for obj in objects:
+        try:
+            kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            pytest.fail(f"{obj['kind']} {obj['metadata']['name']}: {exc.message} at {list(exc.path)}")
+    kinds = sorted(f"{obj['kind']}/{obj['metadata']['name']}" for obj in objects)
+    assert kinds == [
+        "ConfigMap/reasoningbank-config",
+        "Deployment/reasoningbank-beat",
+        "Deployment/reasoningbank-mcp",
+        "Deployment/reasoningbank-web",
+        "Deployment/reasoningbank-worker",
+        "HorizontalPodAutoscaler/reasoningbank-web",
+        "HorizontalPodAutoscaler/reasoningbank-worker",
+        "Job/reasoningbank-migrate",
+        "Service/reasoningbank-mcp",
+        "Service/reasoningbank-web",
+    ]
+
+
+def _by_name(name: str) -> dict:
+    return next(obj for obj in render() if obj["metadata"]["name"] == name and obj["kind"] != "Service")
+
+
+@pytest.mark.parametrize("name", ["reasoningbank-web", "reasoningbank-worker", "reasoningbank-beat"])
+def test_the_app_waits_for_the_migrate_job_and_runs_hardened(name):
+    pod = _by_name(name)["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert "migrate --check" in " ".join(pod["initContainers"][0]["command"])
+    for container in pod["containers"]:
+        assert container["securityContext"]["readOnlyRootFilesystem"] is True
+        assert container["resources"]["requests"]["cpu"]  # what the autoscaler divides by
+
+
+def test_web_is_probed_on_healthz_and_readyz():
+    web = _by_name("reasoningbank-web")["spec"]["template"]["spec"]["containers"][0]
+    assert web["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert web["readinessProbe"]["httpGet"]["path"] == "/readyz"
+
+
+def test_the_rendered_web_deployment_runs_under_podman_kube_play_and_becomes_ready(built, tmp_path):
+    """What podman 4.3 cannot play is changed, and only that: the pod shares the host's network (so no
+    ports, and the probes name the port number), and the init container runs on its own first (kube play
+    fails to remove a finished init container there). The ConfigMap is played as is; the Secret is a
+    podman secret of the same name."""
+    import base64
+    import json
+
+    import httpx
+    import yaml
+
+    from tests.containers import images
+    from tests.containers.images import podman
+    from tests.containers.topology import ContainerTopology
+    from tests.production.topology import free_port, wait_until
+
+    top = ContainerTopology(prefix="rbct-kube")
+    port = free_port()
+    objects = render(image=images.APP)
+    config = next(obj for obj in objects if obj["kind"] == "ConfigMap")
+    web = next(obj for obj in objects if obj["kind"] == "Deployment" and obj["metadata"]["name"] == "reasoningbank-web")
+    pod = web["spec"]["template"]["spec"]
+    init = pod.pop("initContainers")[0]
+    container = pod["containers"][0]
+    container.pop("ports")
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        container[probe]["httpGet"]["port"] = port
+    web["spec"]["replicas"] = 1
+    played = tmp_path / "web.yaml"
+    secret = tmp_path / "secret.json"
+    try:
+        for part in (top.postgres.service, top.redis.service):
+            part.create_and_start()
+        for part in (top.postgres.service, top.redis.service):
+            wait_until(part.healthy, timeout=90, what=f"{part.name} to be healthy", interval=0.5)
+        config["data"].update({"REDIS_URL": top.redis.url, "PORT": str(port), "ALLOWED_HOSTS": "localhost,127.0.0.1"})
+        values = {"SECRET_KEY": "k" * 50, "DATABASE_URL": top.postgres.url}
+        secret.write_text(json.dumps({key: base64.b64encode(value.encode()).decode() for key, value in values.items()}))
+        podman("secret", "rm", "reasoningbank-secrets", check=False)
+        podman("secret", "create", "reasoningbank-secrets", str(secret))
+        env = [f"--env={key}={value}" for key, value in {**config["data"], **values}.items()]
+
+        def init_step() -> subprocess.CompletedProcess:
+            return podman(
+                "run", "--rm", "--no-healthcheck", *env, "--entrypoint", init["command"][0], images.APP,
+                *init["command"][1:], check=False, timeout=120,
+            )  # fmt: skip
+
+        top.run_migrate()  # the migrate Job's container: same image, args ["migrate"]
+        assert init_step().returncode == 0
+        played.write_text(yaml.safe_dump_all([config, web]))
+        done = podman("kube", "play", "--network", "host", str(played), check=False)
+        assert done.returncode == 0, done.stderr
+
+        def ready() -> bool:
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}/readyz", headers={"Host": "localhost"}, timeout=5).is_success
+            except httpx.HTTPError:
+                return False
+
+        wait_until(ready, timeout=180, what="the played web pod's /readyz")
+        names = podman("ps", "--format", "{{.Names}}").stdout.split()
+        assert "reasoningbank-web-pod-0-web" in names
+        inspect = json.loads(podman("inspect", "reasoningbank-web-pod-0-web").stdout)[0]
+        assert inspect["HostConfig"]["ReadonlyRootfs"] is True
+        assert inspect["Config"]["User"].split(":")[0] == "10001"
+    finally:
+        podman("kube", "down", str(played), check=False)
+        podman("secret", "rm", "reasoningbank-secrets", check=False)
+        top.stop()

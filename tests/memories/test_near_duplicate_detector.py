@@ -1,0 +1,38 @@
+"""One near-duplicate detector everywhere: an item written by hand (or
+imported, or edited) and embedded afterwards is checked by the same search
+the proposal and the approval use, so a 0.99-similar twin shows on both
+items' pages and in the queue's "Has near-duplicate" filter before anyone
+tries to approve it. Real embeddings (MiniLM)."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+
+from memories import selectors
+from memories.services import memory_item_create, memory_item_embed_refresh
+from tests.factories import make_done_trajectory, propose_item
+
+CONTENT = "Check the institution's own pages before answering."
+
+
+def test_a_hand_written_twin_is_flagged_on_both_pages_and_by_the_filter(client, owner, bank):
+    first = propose_item(bank, make_done_trajectory(bank), title="Prefer the official source", content=CONTENT)
+    twin = memory_item_create(
+        bank=bank,
+        title="Prefer the official source",
+        description="Use when a schedule question comes up.",
+        content=CONTENT + " ",
+    )
+    memory_item_embed_refresh(item_id=twin.pk)  # what the worker does after the commit
+    twin.refresh_from_db()
+    first.refresh_from_db()
+    assert [d["id"] for d in twin.near_duplicates] == [str(first.public_id)]
+    assert twin.near_duplicates[0]["similarity"] >= 0.99
+    assert [d["id"] for d in first.near_duplicates] == [str(twin.public_id)]
+    flagged = set(selectors.review_queue(bank=bank, has_duplicate=True).values_list("pk", flat=True))
+    assert flagged == {first.pk, twin.pk}
+    client.force_login(owner)
+    for item, other in ((first, twin), (twin, first)):
+        url = reverse("memories:item_detail", kwargs={"bank_id": bank.public_id, "item_id": item.public_id})
+        html = client.get(url).content.decode()
+        assert "Near-duplicates" in html and str(other.public_id) in html
