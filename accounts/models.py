@@ -137,6 +137,13 @@ class Bank(models.Model):
         help_text="Order served items by similarity blended with their measured utility (Impact's per-item "
         "effects), instead of similarity alone. Its weight and shrinkage are learning settings.",
     )
+    # What retrieval serves, copied from the bank's release labels by memories.services.releases (the source
+    # of truth is memories.BankReleasing): on the bank row, which the token's query loads, so serving by
+    # release costs no query. Numbers of the bank's releases; filtered: production is not the approved set.
+    release_production = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    release_canary = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    release_canary_fraction = models.FloatField(default=0, db_default=0, editable=False)
+    release_filtered = models.BooleanField(default=False, db_default=False, editable=False)
     judge_model = models.CharField(max_length=120, blank=True, help_text="Empty: the service default (RB_LLM_MODEL).")
     distill_model = models.CharField(max_length=120, blank=True, help_text="Empty: the service default (RB_LLM_MODEL).")
     trust_agent_outcome = models.BooleanField(

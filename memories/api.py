@@ -115,6 +115,7 @@ def retrieve(request, payload: RetrieveIn):
         ],
         system_block=result.system_block,
         warnings=warnings,
+        release=result.release,
     )
 
 

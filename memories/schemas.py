@@ -237,6 +237,11 @@ class RetrieveOut(Schema):
         default_factory=list,
         examples=[["2 approved items are still being embedded and could not be searched."]],
     )
+    release: int | None = Field(
+        None,
+        description="The number of the bank's release this retrieval served (null: the bank has no release yet).",
+        examples=[7],
+    )
 
 
 class ApprovedMemoryOut(MemoryOut):

@@ -127,6 +127,7 @@ def on_unexpected(request, exc):
 
 from accounts.api import router as accounts_router  # noqa: E402
 from memories.api import router as memories_router  # noqa: E402
+from memories.releases_api import router as releases_router  # noqa: E402
 from memories.review_api import router as review_router  # noqa: E402
 from trajectories.api import router as trajectories_router  # noqa: E402
 from trajectories.export_api import router as export_router  # noqa: E402
@@ -134,5 +135,6 @@ from trajectories.export_api import router as export_router  # noqa: E402
 api.add_router("/", accounts_router)
 api.add_router("/", memories_router)
 api.add_router("/", review_router)
+api.add_router("/", releases_router)
 api.add_router("/", trajectories_router)
 api.add_router("/", export_router)

@@ -163,6 +163,14 @@ def _json_root(logger=None, **kwargs) -> None:
         _use_json(logger)
 
 
+@after_setup_logger.connect
+def _keep_the_ready_line(loglevel=None, **kwargs) -> None:
+    """A worker started quieter than INFO (`make run`'s default) still says "<host> ready.": it is
+    how rb_run sees that a restarted worker is back, and how a person sees the worker is up."""
+    if isinstance(loglevel, int) and loglevel > logging.INFO:
+        logging.getLogger("celery.apps.worker").setLevel(logging.INFO)
+
+
 @after_setup_task_logger.connect
 def _json_task_logger(logger=None, **kwargs) -> None:
     if logger is not None:

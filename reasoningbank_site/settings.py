@@ -294,6 +294,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     "trajectories-webhook-verdicts": {"task": "trajectories.webhook_verdicts", "schedule": 300.0},
     # Writes Impact's per-item effects on items (utility ranking) and proposes harmful items for retirement.
     "trajectories-item-effects": {"task": "trajectories.item_effects", "schedule": 600.0},
+    # Rolls back canary releases significantly worse than production (banks that opted in).
+    "trajectories-canary-rollback": {"task": "trajectories.canary_rollback", "schedule": 300.0},
 }
 # --- Queues: beat's housekeeping has its own queue, so it never waits behind a pipeline backlog.
 # A worker started without -Q consumes both; a dedicated one can take `-Q maintenance`.

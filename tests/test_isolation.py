@@ -28,7 +28,8 @@ from django.utils import timezone
 
 from accounts import services
 from accounts.models import ApiToken, Invitation, Role
-from memories.models import ItemStatus, MemoryItem
+from memories.models import ItemStatus, MemoryItem, Release
+from memories.services.releases import release_publish
 from reasoningbank_site.api import api
 from tests import factories
 from trajectories.models import Trajectory
@@ -53,6 +54,7 @@ OBJECT_KWARGS = {
     "trajectory_id": "trajectory",
     "token_id": "token",
     "invitation_id": "invitation",
+    "release_id": "release",
 }
 
 
@@ -65,6 +67,7 @@ class Side:
     token: ApiToken
     secret: str
     invitation: Invitation
+    release: Release
 
 
 @dataclass
@@ -100,6 +103,7 @@ def _side(team, label: str) -> Side:
         token_hash=f"isolation-{label}",
         expires_at=timezone.now() + timedelta(days=1),
     )
+    release = release_publish(bank=bank, note=f"{text} release").release
     return Side(
         team=team,
         bank=bank,
@@ -108,6 +112,7 @@ def _side(team, label: str) -> Side:
         token=issued.token,
         secret=issued.secret,
         invitation=invitation,
+        release=release,
     )
 
 
@@ -435,6 +440,7 @@ MINIMAL_BODY = {
     "/api/v1/review/items/{item_id}/reject": {"reason": "Isolation matrix."},
     "/api/v1/review/items/{item_id}/archive-as-wrong": {"reason": "Isolation matrix."},
     "/api/v1/review/items/{item_id}/supersede": {"replacement": str(uuid.uuid4())},
+    "/api/v1/releases/{release_id}/canary": {"fraction": 0.1},
 }
 
 

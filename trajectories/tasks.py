@@ -10,6 +10,7 @@ from django.conf import settings
 from reasoningbank_site.celery import db_outage_retry
 from trajectories.impact.announce import impact_verdicts_announce
 from trajectories.impact.item_effects import item_effects_record_all
+from trajectories.impact.releases import canaries_auto_rollback
 from trajectories.judging.experiments import experiment_fail, experiment_run
 from trajectories.pipeline.llm import LLMTransientError
 from trajectories.pipeline.tasks import retry_countdown  # importing the module registers the pipeline's tasks
@@ -41,3 +42,10 @@ def item_effects() -> None:
     """Keep Impact's per-item effects on the items and propose the harmful ones
     for retirement (trajectories.impact.item_effects)."""
     item_effects_record_all()
+
+
+@shared_task(name="trajectories.canary_rollback", ignore_result=True)
+def canary_rollback() -> None:
+    """Roll back canaries significantly worse than production, in the banks
+    that opted in (trajectories.impact.releases)."""
+    canaries_auto_rollback()

@@ -1,7 +1,7 @@
 from django.urls import path
 
 from trajectories import exports
-from trajectories.views import comments, dashboard, evidence, impact, judge, reviewers, trajectories
+from trajectories.views import comments, dashboard, evidence, impact, judge, releases, reviewers, trajectories
 
 app_name = "trajectories"
 urlpatterns = [
@@ -24,6 +24,13 @@ urlpatterns = [
         name="retry",
     ),
     path("banks/<uuid:bank_id>/impact/", impact.impact, name="impact"),
+    path("banks/<uuid:bank_id>/releases/", releases.releases, name="releases"),
+    path("banks/<uuid:bank_id>/releases/<uuid:release_id>/", releases.release_detail, name="release_detail"),
+    path(
+        "banks/<uuid:bank_id>/releases/<uuid:release_id>/export.jsonl",
+        releases.release_export_download,
+        name="release_export",
+    ),
     path("banks/<uuid:bank_id>/judge/", judge.judge, name="judge"),
     path("banks/<uuid:bank_id>/export/", exports.export_page, name="export"),
     path("banks/<uuid:bank_id>/export/chat.jsonl", exports.export_chat, name="export_chat"),

@@ -25,6 +25,7 @@ BANK_PAGES = [
     ("trajectories:list", "Trajectories"),
     ("memories:playground", "Playground"),
     ("trajectories:impact", "Impact"),
+    ("trajectories:releases", "Releases"),
     ("trajectories:judge", "Judge"),
     ("trajectories:export", "Export"),
     ("accounts:bank_tokens", "Tokens"),

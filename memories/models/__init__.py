@@ -22,6 +22,7 @@ from memories.models.items import (
     normalize_tags,
 )
 from memories.models.learning import BankLearning
+from memories.models.releases import BankReleasing, PublishMode, Release, ReleaseMember, ReleaseSource
 from memories.models.retrieval import Arm, ItemSide, RetrievalEvent, RetrievalTally
 from memories.models.review import ReviewAssignment, ReviewPresence
 from memories.models.review_policy import GUIDELINES_MAX, ReviewPolicy, ReviewVote, SavedQueueView, VoteDecision
@@ -45,6 +46,7 @@ __all__ = [
     "AuditVerdict",
     "AutoApproval",
     "BankLearning",
+    "BankReleasing",
     "Experience",
     "FindingSource",
     "ItemOrigin",
@@ -53,6 +55,10 @@ __all__ = [
     "MemoryItem",
     "MemoryItemSupport",
     "MemoryItemVersion",
+    "PublishMode",
+    "Release",
+    "ReleaseMember",
+    "ReleaseSource",
     "RetrievalEvent",
     "RetrievalTally",
     "ReviewAssignment",

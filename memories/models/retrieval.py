@@ -46,6 +46,9 @@ class RetrievalEvent(models.Model):
     successes = models.PositiveIntegerField(default=0)
     steps = models.PositiveBigIntegerField(default=0)
     latency_ms = models.FloatField(default=0)
+    # The number of the bank's release this retrieval served (holdout: would have served); null before
+    # the bank had a release. A canary retrieval is in the treatment arm with the canary's number.
+    release = models.PositiveIntegerField(null=True, blank=True)
     # Folded into the items' served counters (memory_items_count_served), off the request path.
     served_counted = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)

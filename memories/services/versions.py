@@ -12,6 +12,7 @@ from django.db.models import Model
 from accounts.models import ApiToken
 from accounts.services.audit import audit_event
 from memories.models import MemoryItem, MemoryItemVersion
+from memories.services.releases import release_may_change, releases_items_changed
 
 _AUDITED_FIELDS = ("title", "description", "content", "status", "tags")
 
@@ -65,7 +66,7 @@ def items_version_record(
     if not changes:
         return []
     latest = {v.item_id: v for v in _latest_versions({c.item.pk for c in changes})}
-    versions, events = [], []
+    versions, events, served_changes = [], [], []
     for change in changes:
         item, previous = change.item, latest.get(change.item.pk)
         version = MemoryItemVersion(
@@ -83,6 +84,8 @@ def items_version_record(
         )
         latest[item.pk] = version
         versions.append(version)
+        if release_may_change(previous=previous, version=version):
+            served_changes.append((item, previous.status if previous else None))
         before = {f: getattr(previous, f) for f in _AUDITED_FIELDS} if previous else None
         after = {f: getattr(version, f) for f in _AUDITED_FIELDS}
         if change.note:
@@ -99,6 +102,7 @@ def items_version_record(
             )
         )
     _insert(insert_with, versions, events)
+    releases_items_changed(changes=served_changes)
     return versions
 
 
@@ -145,4 +149,5 @@ def items_created_record(*, items: list[MemoryItem], note: str = "") -> list[Mem
             after["note"] = note
         events.append(audit_event(action="memory_item.created", bank=item.bank, obj=item, after=after))
     _insert(versions, events)
+    releases_items_changed(changes=[(item, None) for item in items])
     return versions

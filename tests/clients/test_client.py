@@ -53,6 +53,7 @@ def test_retrieve_returns_items_block_and_id(client, cable_lesson):
     assert "Use the coupon when buying the cheapest cable in the shop" in result.system_block
     uuid.UUID(result.retrieval_id)
     assert result.warnings == []
+    assert result.release == 1  # the bank's first release: the lesson's approval published it
 
 
 def test_retrieve_with_filters_is_scoped_and_a_bad_filter_raises(client, cable_lesson, owner):

@@ -27,8 +27,8 @@ from django.utils import timezone
 from accounts import services
 from accounts.models import Invitation, Membership, Role, WebhookDelivery, WebhookSubscription
 from accounts.services import BANK_SETTINGS
-from memories.models import AutoApproval, BankLearning
-from memories.services import review_assignment_create
+from memories.models import AutoApproval, BankLearning, Release
+from memories.services import memory_item_approve, review_assignment_create
 from memories.services.learning import BANK_LEARNING_SETTINGS
 from tests import factories
 from trajectories.comments import comment_add
@@ -77,6 +77,7 @@ SKIPPED = {
     "memories:item_compare": "reads no input (its two items are path segments)",
     "memories:items_skills": "reads no input (the file is a path segment; an unknown one is a 404: test_skill_files.py)",
     "trajectories:dashboard": "reads no input",
+    "trajectories:release_export": "reads no input (the release is a path segment)",
     "trajectories:group": "reads no input",
     "trajectories:export": "reads no input",
     "trajectories:export_reasoning_bank": "reads no input",
@@ -108,6 +109,7 @@ class Scene:
     comment: object = None  # the owner's comment on the item, to delete
     webhook: object = None  # a webhook of the bank (enabled, redelivered, removed last)
     delivery: object = None  # its failed delivery, to redeliver
+    release: object = None  # a release of the bank (the releases pages)
 
 
 def _form_value(value) -> str:
@@ -251,6 +253,14 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
         "trajectories:evidence": [("get", {"kind": "", "page": ""}), ("post", {"action": "agree"})],
         "trajectories:delete": [("post", {"confirm": ""})],
         "trajectories:impact": [("get", {"days": "30"})],
+        "trajectories:releases": [
+            ("post", {"action": "publish", "note": "", "canary_percent": ""}),
+            ("post", {"action": "canary", "number": "1", "canary_percent": "10"}),
+            ("post", {"action": "rollback", "number": "1"}),
+            ("post", {"action": "mode", "mode": "manual"}),
+            ("post", {"action": "auto_rollback", "auto_rollback": "on"}),
+        ],
+        "trajectories:release_detail": [("get", {"against": "1"})],
         "trajectories:export_chat": [("get", {"verdict": "success", "metadata": "1"})],
         "trajectories:export_judge_eval": [("get", {"input": "1"})],
         "trajectories:judge": [
@@ -309,6 +319,7 @@ def _url(target: Target, s: Scene) -> str:
         "comment_id": s.comment,
         "webhook_id": s.webhook,
         "delivery_id": s.delivery,
+        "release_id": s.release,
     }
     kwargs = {name: "judge" if name == "name" else objects[name].public_id for name in target.kwargs}
     return reverse(target.name, kwargs=kwargs)
@@ -352,6 +363,8 @@ def scene(owner, team, bank) -> Scene:
     scene.delivery = WebhookDelivery.objects.create(
         subscription=scene.webhook, event="item.approved", payload={}, status="failed"
     )
+    memory_item_approve(item=into, author=owner, confirm_duplicate=True)  # release 1
+    scene.release = Release.objects.get(bank=bank, number=1)
     return scene
 
 

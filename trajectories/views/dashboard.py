@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
 from accounts.access import bank_for_user
+from memories.selectors.releases import bank_releasing
 from reasoningbank_site.views_helpers import template_for
 from trajectories import selectors
 from trajectories.dashboard_charts import dashboard_charts
@@ -38,5 +39,6 @@ def dashboard(request, bank_id):
         "llm_usage": None if request.htmx else bank_llm_usage(bank=bank),
         "llm_configured": llm_configured(),
         "api_base": request.build_absolute_uri("/api/v1/"),
+        "releasing": bank_releasing(bank=bank),
     }
     return render(request, template_for(request, "trajectories/dashboard.html", {"live": "live"}), context)

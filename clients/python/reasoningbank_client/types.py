@@ -73,7 +73,8 @@ class MemoryPage:
 class Retrieval:
     """The answer of ``retrieve``: put ``system_block`` in the system prompt and
     send ``retrieval_id`` back with the trajectory. ``run_id`` names the run it
-    belongs to (its first retrieval's id): pass it to retrieve again at a later step."""
+    belongs to (its first retrieval's id): pass it to retrieve again at a later step.
+    ``release`` is the number of the bank release it served (None before the bank's first)."""
 
     retrieval_id: str
     mode: str
@@ -81,6 +82,7 @@ class Retrieval:
     system_block: str
     warnings: list[str] = field(default_factory=list)
     run_id: str = ""
+    release: int | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Retrieval:

@@ -118,6 +118,8 @@ export interface Retrieval {
   warnings: string[];
   /** The run it belongs to: its first retrieval's id (this one's own for a first retrieval). */
   run_id: string;
+  /** The number of the bank release it served (null before the bank's first release). */
+  release?: number | null;
 }
 
 export interface Recorded {

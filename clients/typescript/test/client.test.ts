@@ -31,6 +31,7 @@ test("token() describes the bank", async () => {
 test("retrieve() serves the approved lesson, its system block and a retrieval id", async () => {
   const retrieval = await client().retrieve(TASK, { k: 3, task_id: "shop-17" });
   assert.match(retrieval.retrieval_id, /^[0-9a-f-]{36}$/);
+  assert.equal(typeof retrieval.release, "number");
   assert.equal(retrieval.items[0]?.title, "Use the coupon when buying the cheapest cable in the shop");
   assert.equal(typeof retrieval.items[0]?.score, "number");
   assert.equal(retrieval.items[0]?.similarity, retrieval.items[0]?.score);

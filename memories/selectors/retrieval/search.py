@@ -15,6 +15,12 @@ from accounts.models import MAX_TOP_K, Bank
 from memories.embeddings import embedding_model_name, item_embedding_hash
 from memories.models import Experience, ItemStatus, MemoryItem
 from memories.selectors.learning import servable_q
+from memories.selectors.releases import (
+    latest_version_subquery,
+    release_item_exists,
+    release_texts_apply,
+    release_version_subquery,
+)
 from memories.selectors.retrieval.filters import NO_FILTERS, RetrievalFilters
 from memories.selectors.retrieval.scan import HNSW_EF_SEARCH, hnsw_ef_search, hnsw_scan
 
@@ -53,12 +59,24 @@ SERVED_FIELDS = (
 SEARCH_ORDER = ("distance", "id")
 
 
+def _served_q(release: int | None):
+    """What may be served: the approved items, or (``release``) the items of that release of the bank."""
+    return Q(status=ItemStatus.APPROVED) if release is None else release_item_exists(release)
+
+
 def _approved_items_qs(
-    *, bank: Bank, vector, k: int, exclude_task_id: str, filters: RetrievalFilters, with_embedding: bool = False
+    *,
+    bank: Bank,
+    vector,
+    k: int,
+    exclude_task_id: str,
+    filters: RetrievalFilters,
+    with_embedding: bool = False,
+    release: int | None = None,
 ) -> QuerySet:
-    qs = MemoryItem.objects.filter(
-        _current_embedding_q(), filters.q(), servable_q(), bank=bank, status=ItemStatus.APPROVED
-    )
+    qs = MemoryItem.objects.filter(_current_embedding_q(), filters.q(), servable_q(), _served_q(release), bank=bank)
+    if release is not None:  # release_texts_apply's inputs
+        qs = qs.annotate(release_version=release_version_subquery(release), latest_version=latest_version_subquery())
     if exclude_task_id:
         qs = qs.exclude(source_task_id=exclude_task_id)
     qs = qs.annotate(distance=CosineDistance("embedding", vector))
@@ -177,6 +195,7 @@ def approved_items_search_counted(
     exclude_task_id: str = "",
     filters: RetrievalFilters = NO_FILTERS,
     duplicate_threshold: float | None = None,
+    release: int | None = None,
 ) -> tuple[list[tuple[MemoryItem, float]], EmbeddingCounts]:
     """approved_items_search and embedding_counts in one query (what a
     retrieval needs): the two counts ride along as uncorrelated subqueries,
@@ -185,7 +204,9 @@ def approved_items_search_counted(
     ``duplicate_threshold``, 2·k candidates are fetched with their mutual
     similarities (still one query) and no two items at or above it are
     returned (``_distinct``: the better one stays, the next candidates fill up
-    to k)."""
+    to k). With ``release`` (a number) the items of that release of the bank
+    are searched instead of the approved ones, each served with its text as
+    released (release_texts_apply)."""
     k = max(1, min(int(k), MAX_K))
     fetch = 2 * k if duplicate_threshold is not None else k
     with_similarities = duplicate_threshold is not None
@@ -198,14 +219,16 @@ def approved_items_search_counted(
             exclude_task_id=exclude_task_id,
             filters=filters,
             with_embedding=with_similarities,
+            release=release,
         ).annotate(bank_has_approved=has_approved, bank_pending=pending)
         with hnsw_scan(ef_search=hnsw_ef_search(k=fetch, filters=filters)):
             rows = list(qs) if not with_similarities else _with_similarities(qs, order=SEARCH_ORDER)
     else:
         sql, marked = _counted_search_sql(
-            bank.pk, embedding_model_name(), fetch, with_similarities, bool(exclude_task_id)
+            bank.pk, embedding_model_name(), fetch, with_similarities, bool(exclude_task_id), release is not None
         )
-        params = [_vector_text(vector) if p is _VECTOR else exclude_task_id if p is _TASK else p for p in marked]
+        fill = {id(_VECTOR): _vector_text(vector), id(_TASK): exclude_task_id, id(_RELEASE): release}
+        params = [fill.get(id(p), p) for p in marked]
         with hnsw_scan(ef_search=hnsw_ef_search(k=fetch)):
             rows = list(MemoryItem.objects.raw(sql, params))
         for position, row in enumerate(rows):
@@ -213,12 +236,16 @@ def approved_items_search_counted(
     if not rows:
         return [], embedding_counts(bank=bank)
     counts = EmbeddingCounts(has_approved=rows[0].bank_has_approved, pending=rows[0].bank_pending)
-    return _distinct(_scored(rows, min_similarity), threshold=duplicate_threshold, k=k), counts
+    pairs = _distinct(_scored(rows, min_similarity), threshold=duplicate_threshold, k=k)
+    if release is not None:
+        release_texts_apply(pairs, number=release)
+    return pairs, counts
 
 
 # Stand-ins for the per-call parameters of the statement _counted_search_sql compiles once.
-_VECTOR, _TASK = object(), object()
+_VECTOR, _TASK, _RELEASE = object(), object(), object()
 _SENTINEL_TASK = "\x01exclude_task_id\x01"
+_SENTINEL_RELEASE = 987_654_321
 
 
 def _vector_text(vector) -> str:
@@ -228,15 +255,15 @@ def _vector_text(vector) -> str:
 
 @lru_cache(maxsize=1024)
 def _counted_search_sql(
-    bank_id: int, model: str, fetch: int, with_similarities: bool, excludes_task: bool
+    bank_id: int, model: str, fetch: int, with_similarities: bool, excludes_task: bool, by_release: bool = False
 ) -> tuple[str, tuple]:
     """The statement approved_items_search_counted's ORM query is without
     filters (with the candidates' similarities when ``with_similarities``, as
     _with_similarities runs it), compiled once per bank, model, size and
     shape: building and compiling it through the ORM cost ~2.6 ms of Python
     per retrieval on an idle machine (bench/us_vs_floor.py). Its parameters
-    have _VECTOR and _TASK in place of the query vector's text and the
-    excluded task id; with those filled in, statement and parameters are the
+    have _VECTOR, _TASK and _RELEASE in place of the query vector's text, the
+    excluded task id and (``by_release``) the release number; with those filled in, statement and parameters are the
     ORM's (tests/memories/test_retrieval.py). ``model`` is part of the key:
     the SQL names the configured model."""
     bank = Bank(pk=bank_id)
@@ -249,13 +276,16 @@ def _counted_search_sql(
         exclude_task_id=_SENTINEL_TASK if excludes_task else "",
         filters=NO_FILTERS,
         with_embedding=with_similarities,
+        release=_SENTINEL_RELEASE if by_release else None,
     ).annotate(bank_has_approved=has_approved, bank_pending=pending)
     sql, params = qs.query.sql_with_params()
     if with_similarities:
         sql = _similarities_sql(qs, sql, order=SEARCH_ORDER)
     zero_text = _vector_text(zero)
-    marked = tuple(_VECTOR if p == zero_text else _TASK if p == _SENTINEL_TASK else p for p in params)
+    sentinels = {zero_text: _VECTOR, _SENTINEL_TASK: _TASK, _SENTINEL_RELEASE: _RELEASE}
+    marked = tuple(sentinels.get(p, p) if isinstance(p, (str, int)) else p for p in params)
     assert marked.count(_VECTOR) == 1 and marked.count(_TASK) == int(excludes_task), sql
+    assert (_RELEASE in marked) == by_release, sql
     return sql, marked
 
 
@@ -282,6 +312,7 @@ def experiences_search(
     exclude_task_id: str = "",
     filters: RetrievalFilters = NO_FILTERS,
     duplicate_threshold: float | None = None,
+    release: int | None = None,
 ) -> list[tuple[MemoryItem, float]]:
     """The paper's retrieval: the ``n`` past tasks (experiences) of the bank
     most similar to ``vector`` that have at least one approved item matching
@@ -290,11 +321,9 @@ def experiences_search(
     are left out. The filters sit inside the experience search's EXISTS, so
     the index scan continues past experiences with no matching item. With a
     ``duplicate_threshold``, an item at or above it to one served before it
-    is left out (``_distinct``)."""
+    is left out (``_distinct``). ``release``: as approved_items_search_counted."""
     n = max(1, min(int(n), MAX_K))
-    approved_items = MemoryItem.objects.filter(
-        filters.q(), servable_q(), experience=OuterRef("pk"), status=ItemStatus.APPROVED
-    )
+    approved_items = MemoryItem.objects.filter(filters.q(), servable_q(), _served_q(release), experience=OuterRef("pk"))
     if exclude_task_id:
         approved_items = approved_items.exclude(source_task_id=exclude_task_id)
     qs = Experience.objects.filter(Exists(approved_items), bank=bank, embedding__isnull=False)
@@ -307,7 +336,11 @@ def experiences_search(
     scores = {pk: s for pk, s in scores.items() if s >= min_similarity}
     if not scores:
         return []
-    items = MemoryItem.objects.filter(filters.q(), servable_q(), experience_id__in=scores, status=ItemStatus.APPROVED)
+    items = MemoryItem.objects.filter(filters.q(), servable_q(), _served_q(release), experience_id__in=scores)
+    if release is not None:
+        items = items.annotate(
+            release_version=release_version_subquery(release), latest_version=latest_version_subquery()
+        )
     if exclude_task_id:
         items = items.exclude(source_task_id=exclude_task_id)
     if duplicate_threshold is None:
@@ -316,7 +349,10 @@ def experiences_search(
         rows = _with_similarities(items.order_by("created_at", "id"), order=("created_at", "id"))
     results = [(item, scores[item.experience_id]) for item in rows]
     results.sort(key=lambda pair: -pair[1])  # stable: an experience's items keep their order
-    return _distinct(results, threshold=duplicate_threshold)
+    results = _distinct(results, threshold=duplicate_threshold)
+    if release is not None:
+        release_texts_apply(results, number=release)
+    return results
 
 
 def _counts_expressions(*, bank: Bank) -> tuple[Exists, Coalesce]:

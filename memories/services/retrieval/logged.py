@@ -13,6 +13,7 @@ from django.db.models.functions import Coalesce
 
 from accounts.models import ApiToken, Bank
 from memories.models import Arm, RetrievalEvent
+from memories.selectors.releases import Serving, release_serving
 from memories.selectors.retrieval import NO_FILTERS, RetrievalFilters, system_block_render
 from memories.services.impact_tallies import candidate_ids, retrieval_tally_for
 from memories.services.retrieval.preview import RetrievalResult, retrieval_preview
@@ -48,7 +49,13 @@ def retrieval_perform(
     With ``run_id`` (the public id of any retrieval of this bank) the
     retrieval is a later step of that retrieval's run (see
     _run_step_perform). Raises as retrieval_preview does, and NotFound for a
-    ``run_id`` that is not a retrieval of this bank."""
+    ``run_id`` that is not a retrieval of this bank.
+
+    Releases: the treatment arm is split in two when the bank has a canary:
+    with probability canary_fraction (of all retrievals, after the holdout's
+    share) the canary release is served, else the production release; the
+    holdout records what production would have served. The event and the
+    answer carry the number of the release served."""
     if run_id is not None:
         return _run_step_perform(
             bank=bank,
@@ -61,9 +68,17 @@ def retrieval_perform(
             include_served=include_served,
         )
     started = time.perf_counter()
-    result = retrieval_preview(bank=bank, query=query, k=k, task_id=task_id, filters=filters)
+    serving = release_serving(bank=bank)
+    draw = random.random()
+    held_out = bank.holdout_fraction > 0 and draw < bank.holdout_fraction
+    canary = not held_out and serving.canary is not None and draw < bank.holdout_fraction + serving.canary_fraction
+    number = serving.canary if canary else serving.production
+    result = retrieval_preview(
+        bank=bank, query=query, k=k, task_id=task_id, filters=filters, release=_searched(serving, number)
+    )
+    result.release = number
     recorded = [{"id": str(item.public_id), "score": score} for item, score in result.items]
-    if bank.holdout_fraction > 0 and random.random() < bank.holdout_fraction:
+    if held_out:
         result.arm, result.items, result.system_block = Arm.HOLDOUT, [], ""
     elif bank.item_holdout_fraction > 0 and result.items:
         _leave_out(result, [random.random() < bank.item_holdout_fraction for _ in result.items])
@@ -75,6 +90,15 @@ def retrieval_perform(
     result.event.item_holdout_fraction = bank.item_holdout_fraction
     _retrieval_log(result.event)
     return result
+
+
+def _searched(serving: Serving, number: int | None) -> int | None:
+    """The release the search filters on to serve release ``number``: None
+    (the approved items, as always) for a production release that is the
+    approved set, so a bank that publishes automatically searches as it always did."""
+    if number is None or (number == serving.production and serving.production_is_draft):
+        return None
+    return number
 
 
 def _leave_out(result: RetrievalResult, left_out: list[bool]) -> None:
@@ -107,6 +131,7 @@ def _event(
         withheld=[str(item.public_id) for item in result.withheld],
         filters=filters.as_dict(),
         latency_ms=round(result.latency_ms, 2),
+        release=result.release,
     )
 
 
@@ -126,8 +151,8 @@ def _run_step_perform(
     items left out on their own earlier in the run stay left out, new
     candidates are drawn as usual, and items already served in the run (in
     the holdout arm: that would have been) are not served again unless
-    ``include_served``. Its event points to the run's first retrieval and
-    appends no tally row: the run is one unit of the Impact report, through
+    ``include_served``; the run keeps the release of its first retrieval.
+    Its event points to the run's first retrieval and appends no tally row: the run is one unit of the Impact report, through
     its first retrieval, which the trajectory links. The run's first
     retrieval stays locked until the step is logged, so concurrent steps of
     one run never serve the same item twice."""
@@ -142,7 +167,9 @@ def _run_step_perform(
             task_id=task_id,
             filters=filters,
             exclude=frozenset() if include_served else frozenset(served),
+            release=_searched(release_serving(bank=bank), first.release),
         )
+        result.release = first.release
         recorded = [{"id": str(item.public_id), "score": score} for item, score in result.items]
         fraction = first.item_holdout_fraction or 0
         if first.arm == Arm.HOLDOUT:
@@ -177,7 +204,7 @@ def _run_first_locked(*, bank: Bank, run_id: uuid.UUID) -> RetrievalEvent:
     first = (
         RetrievalEvent.objects.select_for_update()
         .filter(bank=bank, pk__in=first_pk)
-        .only("pk", "public_id", "bank_id", "arm", "holdout_fraction", "item_holdout_fraction")
+        .only("pk", "public_id", "bank_id", "arm", "holdout_fraction", "item_holdout_fraction", "release")
         .first()
     )
     if first is None:

@@ -36,6 +36,7 @@ class RetrievalResult:
     event: RetrievalEvent | None = None  # None for a preview
     withheld: list[MemoryItem] = field(default_factory=list)  # left out by per-item randomisation
     run_id: uuid.UUID | None = None  # a later step of a run: the public id of the run's first retrieval
+    release: int | None = None  # the number of the bank's release served (None: the bank has none yet)
 
 
 def retrieval_preview(
@@ -46,6 +47,7 @@ def retrieval_preview(
     task_id: str = "",
     filters: RetrievalFilters = NO_FILTERS,
     exclude: frozenset[str] = frozenset(),
+    release: int | None = None,
 ) -> RetrievalResult:
     """What an agent of ``bank`` would be served for ``query`` (treatment
     arm), without logging or counting anything — the playground's view and
@@ -61,6 +63,8 @@ def retrieval_preview(
     within MAX_K). With the bank's utility ranking on (items mode), ranking_candidates(k)
     candidates are fetched and the top k by similarity blended with utility
     are served (``ranked``); every served item carries its ``score_parts``.
+    With ``release`` (a number), that release of the bank is served instead
+    of the approved set, each item with its text as released.
     Raises Invalid for an empty query (and EmbeddingModelError when the model
     cannot be loaded)."""
     started = time.perf_counter()
@@ -78,6 +82,7 @@ def retrieval_preview(
             exclude_task_id=task_id or "",
             filters=filters,
             duplicate_threshold=bank.duplicate_threshold,
+            release=release,
         )
         counts = embedding_counts(bank=bank)
     else:
@@ -90,6 +95,7 @@ def retrieval_preview(
             exclude_task_id=task_id or "",
             filters=filters,
             duplicate_threshold=bank.duplicate_threshold,
+            release=release,
         )
     if exclude:
         pairs = [(item, score) for item, score in pairs if str(item.public_id) not in exclude]

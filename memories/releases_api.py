@@ -1,0 +1,269 @@
+"""The releases API (scope ``review``): a bank's releases, their diffs, and
+the moves a reviewer makes on the release page (publish, canary, promote,
+rollback, the publishing mode), plus a release's export and import. The same
+services as the pages; a move to where a label already points answers 200
+with ``noop: true``."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from uuid import UUID
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import StreamingHttpResponse
+from ninja import Field, Router, Schema
+
+from accounts.auth import TokenAuth, api_responses
+from memories.models import PublishMode, Release
+from memories.models.releases import NOTE_MAX
+from memories.selectors.releases import (
+    bank_releasing,
+    release_diff,
+    release_export,
+    release_lookup,
+    release_previous,
+    releases_list,
+)
+from memories.services.releases import (
+    release_canary_set,
+    release_canary_stop,
+    release_mode_set,
+    release_policy_set,
+    release_promote,
+    release_publish,
+    release_rollback,
+)
+from memories.services.releases.transfer import parse_release_lines, release_import
+from reasoningbank_site.errors import Invalid, TooLarge
+
+router = Router(tags=["releases"])
+auth = TokenAuth(scope="review")
+
+
+class ReleaseOut(Schema):
+    id: UUID = Field(..., description="The release's id; paths take it or the number.")
+    number: int = Field(..., examples=[7])
+    note: str = Field("", examples=["Login lessons reviewed"])
+    source: str = Field(..., description="automatic, published or imported.", examples=["published"])
+    items: int = Field(..., description="Items in the release.", examples=[42])
+    added: int
+    changed: int
+    removed: int
+    created_at: datetime
+    labels: list[str] = Field(default_factory=list, description="production and/or canary.", examples=[["canary"]])
+
+
+class ReleasesOut(Schema):
+    mode: str = Field(..., description="automatic (every change published at once) or manual.")
+    production: int | None = Field(
+        None, description="The release served to every retrieval not held out or in the canary."
+    )
+    canary: int | None = None
+    canary_fraction: float = Field(0, description="The canary's share of all retrievals.")
+    auto_rollback: bool = False
+    releases: list[ReleaseOut]
+
+
+class ReleaseMoveOut(Schema):
+    message: str
+    noop: bool = Field(False, description="True when nothing changed (nothing to publish, already production…).")
+    production: int | None = None
+    canary: int | None = None
+    canary_fraction: float = 0
+    release: int | None = Field(None, description="The release published or imported, if any.")
+
+
+class PublishIn(Schema):
+    note: str = Field("", max_length=NOTE_MAX, examples=["Login lessons reviewed"])
+    canary_fraction: float | None = Field(
+        None, description="Publish as the canary for this share of all retrievals (0.01–0.99) instead of production."
+    )
+
+
+class CanaryIn(Schema):
+    fraction: float = Field(
+        ..., description="Share of all retrievals served the canary (with the holdout ≤ 1).", examples=[0.1]
+    )
+
+
+class ReleaseSettingsIn(Schema):
+    mode: PublishMode | None = None
+    auto_rollback: bool | None = Field(None, description="Roll a significantly worse canary back on its own.")
+
+
+def _labels(releasing, release: Release) -> list[str]:
+    return [
+        name
+        for name, pk in (("production", releasing.production_id), ("canary", releasing.canary_id))
+        if pk == release.pk
+    ]
+
+
+def _release_out(releasing, release: Release) -> ReleaseOut:
+    return ReleaseOut(
+        id=release.public_id,
+        number=release.number,
+        note=release.note,
+        source=release.source,
+        items=release.item_count,
+        added=release.added,
+        changed=release.changed,
+        removed=release.removed,
+        created_at=release.created_at,
+        labels=_labels(releasing, release),
+    )
+
+
+def _move(bank, message: str, *, noop: bool = False, release: Release | None = None) -> ReleaseMoveOut:
+    releasing = bank_releasing(bank=bank)
+    return ReleaseMoveOut(
+        message=message,
+        noop=noop,
+        production=releasing.production.number if releasing.production_id else None,
+        canary=releasing.canary.number if releasing.canary_id else None,
+        canary_fraction=releasing.canary_fraction,
+        release=release.number if release else None,
+    )
+
+
+@router.get("/releases", auth=auth, response=api_responses({200: ReleasesOut}), summary="The bank's releases")
+def releases(request):
+    """Newest first, with the labels (production, canary) and the publishing mode."""
+    releasing = bank_releasing(bank=request.bank)
+    return ReleasesOut(
+        mode=releasing.mode,
+        production=releasing.production.number if releasing.production_id else None,
+        canary=releasing.canary.number if releasing.canary_id else None,
+        canary_fraction=releasing.canary_fraction,
+        auto_rollback=releasing.auto_rollback,
+        releases=[_release_out(releasing, r) for r in releases_list(bank=request.bank)],
+    )
+
+
+@router.get(
+    "/releases/{release_id}/diff", auth=auth, response=api_responses({200: dict}, 404), summary="A release's diff"
+)
+def release_diff_get(request, release_id: str, against: str | None = None):
+    """Items added, changed (with word diffs: [op, text] runs, op equal, delete or insert) and removed from
+    release `against` (default: the one before) to release `number`."""
+    release = release_lookup(bank=request.bank, ref=release_id)
+    old = release_lookup(bank=request.bank, ref=against) if against else release_previous(release=release)
+    return {"from": old.number if old else None, "to": release.number, **release_diff(old=old, new=release).as_dict()}
+
+
+@router.post(
+    "/releases/publish", auth=auth, response=api_responses({200: ReleaseMoveOut}, 413), summary="Publish the draft"
+)
+def releases_publish(request, payload: PublishIn):
+    outcome = release_publish(
+        bank=request.bank, token=request.api_token, note=payload.note, canary_fraction=payload.canary_fraction
+    )
+    return _move(request.bank, outcome.message, noop=outcome.noop, release=outcome.release)
+
+
+@router.post(
+    "/releases/{release_id}/rollback",
+    auth=auth,
+    response=api_responses({200: ReleaseMoveOut}, 404, 413),
+    summary="Make a release production",
+)
+def releases_rollback(request, release_id: str):
+    number = release_lookup(bank=request.bank, ref=release_id).number
+    message, noop = release_rollback(bank=request.bank, number=number, token=request.api_token)
+    return _move(request.bank, message, noop=noop)
+
+
+@router.post(
+    "/releases/{release_id}/canary",
+    auth=auth,
+    response=api_responses({200: ReleaseMoveOut}, 404, 413),
+    summary="Serve a release as the canary",
+)
+def releases_canary(request, release_id: str, payload: CanaryIn):
+    number = release_lookup(bank=request.bank, ref=release_id).number
+    message = release_canary_set(bank=request.bank, number=number, fraction=payload.fraction, token=request.api_token)
+    return _move(request.bank, message)
+
+
+@router.post(
+    "/releases/canary/promote",
+    auth=auth,
+    response=api_responses({200: ReleaseMoveOut}, 413),
+    summary="Promote the canary",
+)
+def releases_promote(request):
+    message = release_promote(bank=request.bank, token=request.api_token)
+    return _move(request.bank, message or "There is no canary to promote.", noop=message is None)
+
+
+@router.post(
+    "/releases/canary/stop",
+    auth=auth,
+    response=api_responses({200: ReleaseMoveOut}, 413),
+    summary="Roll the canary back",
+)
+def releases_canary_stop(request):
+    message = release_canary_stop(bank=request.bank, token=request.api_token)
+    return _move(request.bank, message or "There is no canary: nothing to roll back.", noop=message is None)
+
+
+@router.put(
+    "/releases/settings",
+    auth=auth,
+    response=api_responses({200: ReleaseMoveOut}, 413),
+    summary="Publishing mode and automatic rollback",
+)
+def releases_settings(request, payload: ReleaseSettingsIn):
+    messages, noop = [], True
+    if payload.mode is not None:
+        outcome = release_mode_set(bank=request.bank, mode=payload.mode, token=request.api_token)
+        messages.append(outcome.message)
+        noop = noop and outcome.noop
+    if payload.auto_rollback is not None:
+        message = release_policy_set(bank=request.bank, auto_rollback=payload.auto_rollback, token=request.api_token)
+        messages.append(message)
+        noop = noop and message == "No change."
+    if not messages:
+        raise Invalid("Send mode and/or auto_rollback.")
+    return _move(request.bank, " ".join(messages), noop=noop)
+
+
+@router.get(
+    "/releases/{release_id}/export",
+    auth=auth,
+    response=api_responses({200: None}, 404),
+    summary="Export a release (JSONL)",
+)
+def releases_export(request, release_id: str):
+    """A header line `{"release": {...}}`, then one item per line (the items export's fields, as released)."""
+    release = release_lookup(bank=request.bank, ref=release_id)
+    release.bank = request.bank
+    lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in release_export(release=release))
+    response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
+    response["Content-Disposition"] = f'attachment; filename="{request.bank.slug}-release-{release_id}.jsonl"'
+    return response
+
+
+@router.post(
+    "/releases/import",
+    auth=auth,
+    response=api_responses({200: ReleaseMoveOut}, 413),
+    summary="Import a release (JSONL)",
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": "A release export: its header line, then one item per line.",
+            # Any content type is read as JSON Lines (application/x-ndjson is what the export answers).
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        }
+    },
+)
+def releases_import(request):
+    """The body is a release export: it becomes the bank's next release and production."""
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        raise TooLarge("The release file is larger than this server accepts in one request.") from None
+    outcome = release_import(bank=request.bank, records=parse_release_lines(body), token=request.api_token)
+    return _move(request.bank, outcome.message, noop=outcome.noop, release=outcome.release)
