@@ -118,7 +118,7 @@ def test_at_1280_px_the_bank_nav_fits_on_one_line(browser, live_server, owner, f
         tops = page.locator(".banknav .navlinks a").evaluate_all(
             "(links) => links.map((a) => Math.round(a.getBoundingClientRect().top))"
         )
-        assert len(tops) == 11 and len(set(tops)) == 1, tops
+        assert len(tops) >= 11 and len(set(tops)) == 1, tops  # every bank page's link, one line
         assert not page.locator(".navmenu").is_visible()
     finally:
         context.close()
