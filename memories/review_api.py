@@ -11,7 +11,6 @@ from uuid import UUID
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.db.models.functions import Coalesce
-from django.http import JsonResponse
 from ninja import Field, Query, Router, Schema
 
 from accounts.auth import TokenAuth, api_responses
@@ -21,7 +20,6 @@ from memories.models import ItemOrigin, MemoryItemVersion
 from memories.review_answers import detail_out, item_get, item_out
 from memories.review_lifecycle import LifecycleStateIn, item_lifecycle_edit, lifecycle_router
 from memories.schemas import ApproveIn, EditIn, RejectIn, ReviewItemDetailOut, ReviewListOut
-from reasoningbank_site.errors import RisksNeedConfirmation
 
 router = Router(tags=["review"])
 review_auth = TokenAuth(scope="review")
@@ -109,11 +107,7 @@ def review_approve(request, item_id: UUID, payload: ApproveIn | None = None):
     (``stale_version``)."""
     item = item_get(request, item_id)
     options = payload.model_dump() if payload else {}
-    try:
-        item = services.memory_item_approve(item=item, author=None, token=request.api_token, **options)
-    except RisksNeedConfirmation as exc:
-        body = {"detail": exc.message, "code": exc.code, "risks": [selectors.risk_out(f) for f in exc.findings]}
-        return JsonResponse(body, status=409)
+    item = services.memory_item_approve(item=item, author=None, token=request.api_token, **options)
     return detail_out(item)
 
 

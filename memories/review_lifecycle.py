@@ -79,11 +79,7 @@ def review_reopen(request, item_id: UUID, payload: NoteIn | None = None):
     repeats kept as evidence. Any other status answers 409."""
     payload = payload or NoteIn()
     item = memory_item_reopen(
-        item=item_get(request, item_id),
-        author=None,
-        note=payload.note,
-        seen_version=payload.seen_version,
-        token=request.api_token,
+        item=item_get(request, item_id), author=None, token=request.api_token, **payload.model_dump()
     )
     return detail_out(item)
 
@@ -98,11 +94,7 @@ def review_archive_as_wrong(request, item_id: UUID, payload: WrongIn):
     """Archive an approved item, keeping the reason: later distillations of
     the same lesson are recorded on it as repeats, never queued."""
     item = memory_item_archive_as_wrong(
-        item=item_get(request, item_id),
-        author=None,
-        reason=payload.reason,
-        seen_version=payload.seen_version,
-        token=request.api_token,
+        item=item_get(request, item_id), author=None, token=request.api_token, **payload.model_dump()
     )
     return detail_out(item)
 
@@ -118,11 +110,7 @@ def review_keep(request, item_id: UUID, payload: NoteIn | None = None):
     To retire it instead, archive it or supersede it."""
     payload = payload or NoteIn()
     item = memory_item_retirement_keep(
-        item=item_get(request, item_id),
-        author=None,
-        note=payload.note,
-        seen_version=payload.seen_version,
-        token=request.api_token,
+        item=item_get(request, item_id), author=None, token=request.api_token, **payload.model_dump()
     )
     return detail_out(item)
 

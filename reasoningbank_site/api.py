@@ -66,7 +66,7 @@ def status_for(exc: DomainError) -> int:
 
 @api.exception_handler(DomainError)
 def on_domain_error(request, exc: DomainError):
-    response = _error(request, status_for(exc), exc.message, exc.code)
+    response = _error(request, status_for(exc), exc.message, exc.code, **exc.details)
     if exc.retry_after is not None:
         response["Retry-After"] = str(exc.retry_after)
     return response

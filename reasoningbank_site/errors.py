@@ -11,16 +11,20 @@ from __future__ import annotations
 
 class DomainError(Exception):
     """Base of every refusal a service can state. ``retry_after`` (seconds)
-    is set when trying again later can succeed."""
+    is set when trying again later can succeed; ``details`` are more fields
+    of the API's error answer (JSON-ready), beside ``detail`` and ``code``."""
 
     code = "invalid"
 
-    def __init__(self, message: str, *, code: str | None = None, retry_after: int | None = None):
+    def __init__(
+        self, message: str, *, code: str | None = None, retry_after: int | None = None, details: dict | None = None
+    ):
         super().__init__(message)
         self.message = message
         if code:
             self.code = code
         self.retry_after = retry_after
+        self.details = details or {}
 
 
 class NotAuthenticated(DomainError):
@@ -116,6 +120,6 @@ class RisksNeedConfirmation(Conflict):
 
     code = "risks_need_confirmation"
 
-    def __init__(self, message: str, *, findings=()):
-        super().__init__(message)
+    def __init__(self, message: str, *, findings=(), details: dict | None = None):
+        super().__init__(message, details=details)
         self.findings = list(findings)

@@ -10,6 +10,7 @@ from django.utils import timezone
 from accounts.models import ApiToken
 from memories.models import REASON_MAX, ItemStatus, MemoryItem
 from memories.selectors.duplicates import approved_duplicates
+from memories.selectors.risks import risk_out
 from memories.services.collaboration import item_version_check
 from memories.services.duplicates import memory_item_support_merged
 from memories.services.embedding import item_embed_enqueue, item_embedding_is_current
@@ -62,6 +63,7 @@ def memory_item_approve(
             f"“{item.title}” has {counted(len(pending), 'unconfirmed risk finding')} ({kinds}): "
             "read them, then confirm to approve it anyway.",
             findings=pending,
+            details={"risks": [risk_out(f) for f in pending]},
         )
 
     def approval(item: MemoryItem) -> list[str]:
