@@ -89,12 +89,20 @@ def memory_item_approve(
 def memory_item_reject(
     *, item: MemoryItem, author, reason: str = "", seen_version: int | None = None, token: ApiToken | None = None
 ) -> MemoryItem:
-    """Decline a proposed item, keeping ``reason``. Rejecting a rejected item
+    """Decline a proposed item, keeping ``reason``; like an approval, the decision answers its review
+    flag (``needs_review_reason``), which is cleared. Rejecting a rejected item
     is a no-op (``token`` as for memory_item_approve). Raises Conflict for
     any other status (an approved item is archived instead); StaleVersion
     when ``seen_version`` is given and the item changed since."""
+
+    def flag_answered(item: MemoryItem) -> list[str]:
+        item.needs_review_reason = ""
+        return ["needs_review_reason"]
+
     item_version_check(item=item, seen_version=seen_version)
-    item_status_move(item=item, to=ItemStatus.REJECTED, author=author, reason=reason or "", token=token)
+    item_status_move(
+        item=item, to=ItemStatus.REJECTED, author=author, reason=reason or "", prepare=flag_answered, token=token
+    )
     return item
 
 
