@@ -1,6 +1,7 @@
 """What reviewers read about duplicates: an item's supporting evidence, the
-approved items that duplicate it (the approval check), and a side-by-side
-comparison of two items with a word diff. Near-duplicates are found by the one
+approved items that duplicate it (the approval check), the refused items it
+looks like (rejected look-alikes), and a side-by-side comparison of two items
+with a word diff. Near-duplicates and look-alikes are found by the one
 near-duplicate search (``memories.selectors.retrieval``)."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memories.embeddings import embedding_model_name, item_embedding_hash
-from memories.models import ItemStatus, MemoryItem, MemoryItemSupport
+from memories.models import ItemStatus, MemoryItem, MemoryItemSupport, MemoryItemVersion
 from memories.selectors.retrieval import near_duplicates_search
 from memories.selectors.review import NearDuplicate, _word_diff
 
@@ -67,6 +68,67 @@ def approved_duplicates(*, item: MemoryItem, threshold: float) -> list[NearDupli
         (NearDuplicate(item=row, similarity=similarity[str(row.public_id)]) for row in found),
         key=lambda d: -d.similarity,
     )
+
+
+# Cosine similarity at or above which a refused item is shown to reviewers as a look-alike: below
+# the repeat and near-duplicate thresholds (0.85 by default), so a refused lesson in other words shows too.
+LOOKALIKE_SIMILARITY = 0.75
+# The versions that record a refusal: whose author refused the item.
+REFUSAL_ACTIONS = ("rejected", "archived-as-wrong")
+
+
+@dataclass(frozen=True)
+class RejectedLookalike:
+    public_id: uuid.UUID
+    title: str
+    similarity: float
+    archived_as_wrong: bool  # else rejected
+    reason: str
+    refused_by: str  # who refused it (actor_label); empty when no refusal was recorded (an import)
+
+
+def rejected_lookalikes(*, item: MemoryItem) -> list[RejectedLookalike]:
+    """The up-to-NEAR_DUPLICATE_LIMIT items of ``item``'s bank that reviewers
+    refused (rejected, or archived as wrong) with cosine similarity to it ≥
+    LOOKALIKE_SIMILARITY, most similar first, each with the reason and who
+    refused it. Empty for an item without an embedding."""
+    if item.embedding is None:
+        return []
+    found = near_duplicates_search(
+        bank=item.bank, vector=item.embedding, exclude_pk=item.pk, refused=True, min_similarity=LOOKALIKE_SIMILARITY
+    )
+    if not found:
+        return []
+    rows = MemoryItem.objects.filter(bank_id=item.bank_id, public_id__in=_uuids(d["id"] for d in found)).only(
+        "public_id", "title", "archived_as_wrong", "status_reason"
+    )
+    rows = {str(row.public_id): row for row in rows}
+    refusals = {
+        version.item_id: version
+        for version in MemoryItemVersion.objects.filter(
+            item_id__in=[row.pk for row in rows.values()], action__in=REFUSAL_ACTIONS
+        )
+        .select_related("author", "actor_token")
+        .order_by("item_id", "-number")
+        .distinct("item_id")
+    }
+    lookalikes = []
+    for entry in found:
+        row = rows.get(entry["id"])
+        if row is None:  # deleted since the search
+            continue
+        refusal = refusals.get(row.pk)
+        lookalikes.append(
+            RejectedLookalike(
+                public_id=row.public_id,
+                title=row.title,
+                similarity=entry["similarity"],
+                archived_as_wrong=row.archived_as_wrong,
+                reason=row.status_reason or (refusal.note if refusal else ""),
+                refused_by=refusal.actor_label if refusal else "",
+            )
+        )
+    return lookalikes
 
 
 def item_supports(*, item: MemoryItem) -> list[MemoryItemSupport]:

@@ -16,6 +16,7 @@ from accounts.models import Role
 from memories import selectors, services
 from memories.forms import ItemEditForm, RejectForm
 from memories.models import MemoryItem
+from memories.selectors.duplicates import rejected_lookalikes
 from memories.selectors.review import trajectory_tasks
 from memories.services.review_seats import item_seating
 from memories.services.review_votes import decisions_required, item_votes_visible
@@ -27,9 +28,11 @@ ITEM_TEMPLATE = "memories/item_detail.html"
 
 def item_or_404(bank, item_id) -> MemoryItem:
     try:
-        return selectors.item_for_bank(bank=bank, public_id=item_id)
+        item = selectors.item_for_bank(bank=bank, public_id=item_id)
     except MemoryItem.DoesNotExist:
         raise Http404("No such item.") from None
+    item.bank = bank  # the same bank (filtered above): its searches need not load it again
+    return item
 
 
 def item_url(bank, item, *, focus: bool) -> str:
@@ -121,6 +124,7 @@ def item_context(
         "supports": supports,
         "support_trajectories": selectors.supports_trajectory_ids(supports),
         "duplicates": selectors.item_near_duplicates(item=item),
+        "rejected_lookalikes": rejected_lookalikes(item=item),
         "history": selectors.item_history(item=item),
         "revertible": tuple(services.ITEM_REVERTS),
         "sources": sources,

@@ -9,6 +9,7 @@ import pytest
 from django.urls import reverse
 
 from accounts.models import Team
+from memories.models import ItemStatus, MemoryItem
 from tests import factories
 from tests.factories import make_done_trajectory, propose_item
 from tests.ui.conftest import PASSWORD
@@ -25,6 +26,15 @@ def flow(bank, owner):
     trajectory = make_done_trajectory(bank, outcome="failure", task="Find the hours " + LONG_WORD * 2)
     factories.record_verdict(trajectory, "success", rationale="Matches the site. " + LONG_WORD)
     item = propose_item(bank, trajectory, title="Compare the fare calendar first " + LONG_WORD)
+    MemoryItem.objects.create(  # a rejected look-alike, so the focus view shows that panel too
+        bank=bank,
+        title="Check the fare calendar " + LONG_WORD,
+        description="d",
+        content="c",
+        status=ItemStatus.REJECTED,
+        status_reason="Out of date " + LONG_WORD * 2,
+        embedding=item.embedding,
+    )
     b = {"bank_id": bank.public_id}
     return {
         "home": reverse("accounts:home"),
@@ -75,6 +85,8 @@ def test_no_page_of_the_review_flow_scrolls_sideways(browser, live_server, owner
     context, page = _signed_in(browser, live_server, owner, width, height)
     try:
         assert _too_wide(page, live_server, flow) == {}
+        page.goto(f"{live_server.url}{flow['focus view']}")
+        assert page.locator("[data-rejected-lookalikes] [data-lookalike]").count() == 1
         page.goto(f"{live_server.url}{flow['team']}")
         assert LONG_TEAM_NAME in page.locator("h1").first.inner_text()  # the long name is on the page
     finally:

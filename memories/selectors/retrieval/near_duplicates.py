@@ -1,5 +1,6 @@
 """The near-duplicate search behind proposals: a bank's proposed or approved
-items nearest to a new lesson's embedding."""
+items nearest to a new lesson's embedding, or its refused items (a refused
+lesson's repeats, and the look-alikes reviewers are shown)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pgvector.django import CosineDistance
 
 from accounts.models import Bank
 from memories.models import ItemStatus, MemoryItem
+from memories.selectors.learning import refused_q
 from memories.selectors.retrieval.scan import HNSW_EF_SEARCH, hnsw_iterative_scan, hnsw_scan
 
 # Near-duplicate suggestions: cosine similarity at or above which an item is suggested, and how many.
@@ -19,13 +21,22 @@ NEAR_DUPLICATE_LIMIT = 3
 
 
 def near_duplicates_search(
-    *, bank: Bank, vector, exclude_pk: int | None = None, statuses=(ItemStatus.PROPOSED, ItemStatus.APPROVED)
+    *,
+    bank: Bank,
+    vector,
+    exclude_pk: int | None = None,
+    statuses=(ItemStatus.PROPOSED, ItemStatus.APPROVED),
+    refused: bool = False,
+    min_similarity: float = NEAR_DUPLICATE_SIMILARITY,
 ) -> list[dict]:
     """The up-to-NEAR_DUPLICATE_LIMIT proposed or approved items (or those in
     ``statuses``) of ``bank`` nearest to ``vector`` with cosine similarity ≥
-    NEAR_DUPLICATE_SIMILARITY, most similar first, as ``{"id", "title",
-    "similarity"}`` dicts (the shape stored in ``MemoryItem.near_duplicates``)."""
-    qs = MemoryItem.objects.filter(bank=bank, status__in=list(statuses), embedding__isnull=False)
+    ``min_similarity`` (NEAR_DUPLICATE_SIMILARITY), most similar first, as
+    ``{"id", "title", "similarity"}`` dicts (the shape stored in
+    ``MemoryItem.near_duplicates``). ``refused``: among the rejected and
+    archived-as-wrong items instead of ``statuses``."""
+    qs = MemoryItem.objects.filter(bank=bank, embedding__isnull=False)
+    qs = qs.filter(refused_q()) if refused else qs.filter(status__in=list(statuses))
     if exclude_pk is not None:
         qs = qs.exclude(pk=exclude_pk)
     rows = (
@@ -38,7 +49,7 @@ def near_duplicates_search(
     return [
         {"id": str(r.public_id), "title": r.title, "similarity": round(1.0 - float(r.distance), 4)}
         for r in rows
-        if 1.0 - float(r.distance) >= NEAR_DUPLICATE_SIMILARITY
+        if 1.0 - float(r.distance) >= min_similarity
     ]
 
 
@@ -72,7 +83,7 @@ def _float32_format(n: int) -> str:
 
 
 # Which items a lesson is compared with: those it may duplicate, or those a reviewer refused
-# (rejected, or archived as wrong), whose repeats are never queued as new.
+# (rejected, or archived as wrong: refused_q), whose repeats are never queued as new.
 _LIVE_STATUSES = "i.status = ANY(%(statuses)s)"
 _REFUSED_STATUSES = "i.status = 'rejected' OR (i.status = 'archived' AND i.archived_as_wrong)"
 
