@@ -52,6 +52,12 @@ def _names(seats) -> str:
     return " and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + f" and {names[-1]}"
 
 
+def policy_lock(*, bank: Bank) -> ReviewPolicy:
+    """``bank``'s review policy, its row locked (the defaults, unsaved, when it has none). Whoever deals or
+    takes places locks the policy before any item, so a deal and a vote never wait on each other."""
+    return ReviewPolicy.objects.select_for_update().filter(bank=bank).first() or ReviewPolicy(bank=bank)
+
+
 def _drop_departed(items, voters: list[int]) -> None:
     """Free the places on ``items`` held by members who are no longer reviewers and have not decided."""
     decided = ReviewVote.objects.filter(item=OuterRef("item"), user=OuterRef("user"))
@@ -109,7 +115,7 @@ def review_deal(*, bank: Bank, only: MemoryItem | None = None, skip_user=None) -
 
 
 def seat_take(*, item: MemoryItem, author, policy: ReviewPolicy) -> None:
-    """Before ``author``'s vote on ``item`` (locked by the caller): under a seated policy, check that the item
+    """Before ``author``'s vote on ``item`` (the caller holds policy_lock, then the item's lock): under a seated policy, check that the item
     is theirs to decide, claiming a free place under a claimed policy. Raises Conflict naming who holds it."""
     if not policy.seated:
         return
@@ -140,7 +146,8 @@ def review_claim(*, item: MemoryItem, user) -> ReviewSeat:
     """Claim a place on the proposed ``item`` for ``user`` (a reviewer of its team). Claiming twice is a
     no-op. Raises Conflict when the bank does not distribute by claim, the item is not proposed, or all its
     places are taken."""
-    policy = _claim_policy(item.bank)
+    _claim_policy(item.bank)
+    policy = policy_lock(bank=item.bank)
     item_lock(item)
     if item.status != ItemStatus.PROPOSED:
         raise Conflict(f"This item is {item.status}: there is nothing to claim.")
@@ -197,6 +204,7 @@ def review_release(*, item: MemoryItem, holder, actor, actor_membership: Members
     for releasing another's place without being an owner or admin."""
     if holder.pk != actor.pk and not actor_membership.has_role(Role.ADMIN):
         raise Invalid("Only owners and admins release another reviewer's place.")
+    policy_lock(bank=item.bank)
     item_lock(item)
     seat = ReviewSeat.objects.filter(item=item, user=holder).first()
     if seat is None:

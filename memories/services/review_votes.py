@@ -16,7 +16,7 @@ from accounts.models import Membership, Role
 from memories.models import REASON_MAX, ItemStatus, MemoryItem, ReviewPolicy, ReviewVote, VoteDecision
 from memories.selectors.review import REVIEWERS_DISAGREE as CONFLICT_PREFIX
 from memories.services.decisions import memory_item_approve, memory_item_reject
-from memories.services.review_seats import seat_take
+from memories.services.review_seats import policy_lock, seat_take
 from memories.services.versions import item_lock
 from reasoningbank_site.errors import Conflict, Invalid
 
@@ -59,10 +59,11 @@ def review_vote_cast(
     reason = (reason or "").strip()[:2000]
     if decision == VoteDecision.REJECT and not reason:
         raise Invalid("A rejection needs a reason.")
+    # The policy's row before the item's: dealing places (review_seats) takes them in that order too.
+    policy = policy_lock(bank=item.bank)
     item_lock(item)
     if item.status != ItemStatus.PROPOSED:
         raise Conflict(f"This item is {item.status}: it takes no more votes.")
-    policy = ReviewPolicy.objects.filter(bank=item.bank).first() or ReviewPolicy(bank=item.bank)
     required = policy.decisions_required
     votes = list(ReviewVote.objects.filter(item=item).order_by("created_at", "id"))
     if len(votes) >= required:

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 from django.urls import reverse
 
-from accounts.models import Membership, Role
+from accounts.models import AuditEvent, Membership, Role
 from memories.models import Distribution, ItemStatus, ReviewSeat, SeatSource
 from memories.services import memory_item_approve
 from memories.services.review_policy import review_policy_update
@@ -173,6 +173,8 @@ def test_the_queue_and_focus_view_claim_and_give_up(client, bank, owner, alice, 
     client.force_login(owner)
     client.post(release, {"holder": "bob"})
     assert not holders(item)
+    event = AuditEvent.objects.get(action="review_seat.release")
+    assert (event.actor_user, event.before) == (owner, {"holder": "bob"})
 
 
 def test_the_policy_page_warns_when_the_team_has_too_few_reviewers(client, bank, owner, alice):
