@@ -13,6 +13,7 @@ from memories.views import (
     presence,
     queue,
     saved_views,
+    seats,
     trust,
 )
 
@@ -22,6 +23,9 @@ urlpatterns = [
     path("banks/<uuid:bank_id>/review/", queue.review, name="review"),
     path("banks/<uuid:bank_id>/review/<uuid:item_id>/", item.review_focus, name="review_focus"),
     path("banks/<uuid:bank_id>/review/policy/", policy.review_policy, name="review_policy"),
+    path("banks/<uuid:bank_id>/review/claim/", seats.review_claim_batch, name="review_claim_batch"),
+    path("banks/<uuid:bank_id>/review/<uuid:item_id>/claim/", seats.review_claim_item, name="review_claim_item"),
+    path("banks/<uuid:bank_id>/review/<uuid:item_id>/release/", seats.review_release_item, name="review_release_item"),
     path("banks/<uuid:bank_id>/review/views/", saved_views.saved_view_create, name="saved_view_create"),
     path("banks/<uuid:bank_id>/review/views/delete/", saved_views.saved_view_remove, name="saved_view_remove"),
     path("banks/<uuid:bank_id>/items/", items.items, name="items"),

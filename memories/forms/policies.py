@@ -7,6 +7,7 @@ from django import forms
 from memories.models import (
     GUIDELINES_MAX,
     BankLearning,
+    Distribution,
     TrustPolicy,
 )
 from memories.services.learning import BANK_LEARNING_SETTINGS
@@ -47,6 +48,15 @@ class ReviewPolicyForm(forms.Form):
         label="Independent decisions per item",
         help_text="1: the first reviewer's decision stands.",
     )
+    distribution = forms.ChoiceField(
+        choices=Distribution.choices,
+        required=False,
+        label="Who decides, when an item needs several",
+        help_text="Owners and admins decide outright, whatever this says: that is how they resolve conflicts.",
+    )
+
+    def clean_distribution(self) -> str:
+        return self.cleaned_data.get("distribution") or Distribution.OPEN
 
 
 class TrustPolicyForm(forms.ModelForm):

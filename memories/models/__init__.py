@@ -25,7 +25,16 @@ from memories.models.learning import BankLearning
 from memories.models.releases import BankReleasing, PublishMode, Release, ReleaseMember, ReleaseSource
 from memories.models.retrieval import Arm, ItemSide, RetrievalEvent, RetrievalTally
 from memories.models.review import ReviewAssignment, ReviewPresence
-from memories.models.review_policy import GUIDELINES_MAX, ReviewPolicy, ReviewVote, SavedQueueView, VoteDecision
+from memories.models.review_policy import (
+    GUIDELINES_MAX,
+    Distribution,
+    ReviewPolicy,
+    ReviewSeat,
+    ReviewVote,
+    SavedQueueView,
+    SeatSource,
+    VoteDecision,
+)
 from memories.models.risks import FindingSource, RiskFinding
 from memories.models.trust import TIER_BY_NAME, TIER_NAMES, AuditVerdict, AutoApproval, TrustPolicy, VerdictTier
 
@@ -47,6 +56,7 @@ __all__ = [
     "AutoApproval",
     "BankLearning",
     "BankReleasing",
+    "Distribution",
     "Experience",
     "FindingSource",
     "ItemOrigin",
@@ -64,9 +74,11 @@ __all__ = [
     "ReviewAssignment",
     "ReviewPolicy",
     "ReviewPresence",
+    "ReviewSeat",
     "ReviewVote",
     "RiskFinding",
     "SavedQueueView",
+    "SeatSource",
     "SupportKind",
     "TrustPolicy",
     "VerdictTier",

@@ -12,16 +12,36 @@ from accounts.models import Bank
 GUIDELINES_MAX = 20_000
 
 
+class Distribution(models.TextChoices):
+    """Who gives an item's several decisions (with ``decisions_required`` > 1)."""
+
+    OPEN = "open", "Open: any reviewer, first come"
+    ROUND_ROBIN = "round_robin", "Round-robin: each item dealt to reviewers in turn"
+    CLAIM = "claim", "Claimed: reviewers claim items, up to the decisions needed"
+
+
 class ReviewPolicy(models.Model):
     bank = models.OneToOneField(Bank, on_delete=models.CASCADE, related_name="review_policy")
     guidelines = models.TextField(blank=True, help_text="Markdown, shown to reviewers beside the queue.")
     decisions_required = models.PositiveSmallIntegerField(
         default=1, help_text="Independent reviewer decisions each item needs (1: the first decision stands)."
     )
+    distribution = models.CharField(
+        max_length=12,
+        choices=Distribution.choices,
+        default=Distribution.OPEN,
+        help_text="Who gives an item's decisions when it needs several.",
+    )
+    deal_cursor = models.PositiveIntegerField(default=0, editable=False)  # the next reviewer in the round-robin
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
         return f"review policy of bank {self.bank_id}"
+
+    @property
+    def seated(self) -> bool:
+        """Whether only an item's seat holders (dealt or claimed) may decide on it."""
+        return self.decisions_required > 1 and self.distribution != Distribution.OPEN
 
 
 class VoteDecision(models.TextChoices):
@@ -45,6 +65,28 @@ class ReviewVote(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id}: {self.decision} on {self.item_id}"
+
+
+class SeatSource(models.TextChoices):
+    DEALT = "dealt", "Dealt"
+    CLAIMED = "claimed", "Claimed"
+
+
+class ReviewSeat(models.Model):
+    """One of the places to decide on a proposed item, under a round-robin or claimed policy: the item
+    is ``user``'s to decide (dealt in turn, or claimed). An item has at most ``decisions_required``."""
+
+    item = models.ForeignKey("memories.MemoryItem", on_delete=models.CASCADE, related_name="review_seats")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    source = models.CharField(max_length=8, choices=SeatSource.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["item", "user"], name="reviewseat_unique_item_user")]
+        indexes = [models.Index(fields=["user", "item"])]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} {self.source} {self.item_id}"
 
 
 class SavedQueueView(models.Model):

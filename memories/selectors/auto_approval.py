@@ -5,23 +5,18 @@ audit sample waiting for a human."""
 from __future__ import annotations
 
 from django.db.models import Count, Q
-from pgvector.django import CosineDistance
 
 from accounts.models import Bank
-from memories.models import AuditVerdict, AutoApproval, ItemStatus, MemoryItem
-from memories.selectors.retrieval.near_duplicates import NEAR_DUPLICATE_SIMILARITY
+from memories.models import AuditVerdict, AutoApproval, MemoryItem
+from memories.selectors.retrieval.near_duplicates import near_duplicates_search
 
 
 def rejected_twin_exists(*, item: MemoryItem) -> bool:
-    """Whether ``bank`` rejected an item this close to ``item`` (a lesson refused before)."""
+    """Whether ``item``'s bank refused (rejected, or archived as wrong) an item this close to it: a lesson
+    refused before. The same search as the near-duplicates and the focus view's rejected look-alikes."""
     if item.embedding is None:
         return False
-    return (
-        MemoryItem.objects.filter(bank_id=item.bank_id, status=ItemStatus.REJECTED, embedding__isnull=False)
-        .alias(distance=CosineDistance("embedding", item.embedding))
-        .filter(distance__lte=1 - NEAR_DUPLICATE_SIMILARITY)
-        .exists()
-    )
+    return bool(near_duplicates_search(bank=item.bank, vector=item.embedding, exclude_pk=item.pk, refused=True))
 
 
 def auto_approval_stats(*, bank: Bank) -> dict:

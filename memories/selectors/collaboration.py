@@ -14,7 +14,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import Bank, Role
-from memories.models import MemoryItem, MemoryItemVersion, ReviewAssignment, ReviewPresence
+from memories.models import MemoryItem, MemoryItemVersion, ReviewAssignment, ReviewPresence, ReviewSeat
 
 # How long a focus view counts as open after its last heartbeat (the page beats every 15 s).
 PRESENCE_EXPIRY_SECONDS = 45
@@ -61,11 +61,10 @@ def assignment_q(assignment: ReviewAssignment) -> Q:
 
 
 def queue_assigned_to(queue: QuerySet[MemoryItem], *, assignments: list[ReviewAssignment], user) -> QuerySet:
-    """``queue`` narrowed to the slices given to ``user`` (nothing when none is)."""
+    """``queue`` narrowed to the slices given to ``user`` and the items whose places ``user`` holds (dealt
+    or claimed: memories.services.review_seats) and has not decided yet; nothing when there are none."""
     mine = [a for a in assignments if a.reviewer_id == user.pk]
-    if not mine:
-        return queue.none()
-    q = Q()
+    q = Q(pk__in=ReviewSeat.objects.filter(user=user).exclude(item__review_votes__user=user).values("item"))
     for a in mine:
         part = assignment_q(a)
         if not part:  # the whole queue
@@ -91,11 +90,15 @@ def queue_rows_read_along(queue: QuerySet[MemoryItem], *, user) -> QuerySet[Memo
     return queue.annotate(seen_version=Coalesce(Subquery(current), 0), reviewed_by=ArraySubquery(present))
 
 
-def queue_rows_annotate(*, items: list[MemoryItem], assignments: list[ReviewAssignment]) -> None:
+def queue_rows_annotate(*, items: list[MemoryItem], assignments: list[ReviewAssignment], seats: bool = False) -> None:
     """Set on each queue row (read through ``queue_rows_read_along``, which
-    gives it ``seen_version`` and ``reviewed_by``) its ``assignees``."""
+    gives it ``seen_version`` and ``reviewed_by``) its ``assignees``: the reviewers given a slice holding it,
+    and with ``seats`` (a round-robin or claimed policy) those holding a place on it."""
     assignees: dict[int, set[str]] = defaultdict(set)
     ids = [item.pk for item in items]
+    places = ReviewSeat.objects.filter(item_id__in=ids) if seats else ReviewSeat.objects.none()
+    for pk, username in places.values_list("item_id", "user__username"):
+        assignees[pk].add(username)
     for a in assignments:  # one query per slice (a bank has a few), the same rule as the filter
         for pk in MemoryItem.objects.filter(pk__in=ids).filter(assignment_q(a)).values_list("pk", flat=True):
             assignees[pk].add(a.reviewer.get_username())

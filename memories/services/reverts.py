@@ -9,6 +9,7 @@ from django.db import transaction
 
 from memories.models import ItemStatus, MemoryItem, MemoryItemVersion
 from memories.services.embedding import item_embed_enqueue, item_embedding_is_current
+from memories.services.review_votes import item_returned_flag
 from memories.services.transitions import ITEM_REVERTS, item_status_move
 from memories.services.versions import item_lock
 from reasoningbank_site.errors import Conflict, NotFound
@@ -76,6 +77,10 @@ def memory_item_revert(*, item: MemoryItem, decision: int, author) -> MemoryItem
         reason = next((v.note for v in reversed(earlier) if v.action == before), "") if before != "proposed" else ""
         item.status_reason = reason
         fields = ["status_reason"]
+        if before == ItemStatus.PROPOSED and (flag := item_returned_flag(item)):
+            # Its reviewers' decisions are all in: nobody can vote again, so an owner or admin decides.
+            item.needs_review_reason = flag
+            fields.append("needs_review_reason")
         if version.status == ItemStatus.APPROVED:
             # The version that approved it before: an approval, or its creation as approved.
             approval = next(

@@ -9,7 +9,8 @@ from django.db import transaction
 
 from accounts.models import Bank
 from accounts.services.audit import audit_record
-from memories.models import GUIDELINES_MAX, ReviewPolicy, SavedQueueView
+from memories.models import GUIDELINES_MAX, Distribution, ReviewPolicy, SavedQueueView
+from memories.services.review_seats import review_deal
 from reasoningbank_site.errors import Invalid
 from reasoningbank_site.text import has_control_chars
 
@@ -22,22 +23,30 @@ def review_policy_get(*, bank: Bank) -> ReviewPolicy:
 
 
 @transaction.atomic
-def review_policy_update(*, bank: Bank, actor, guidelines: str, decisions_required: int) -> ReviewPolicy:
-    """Set ``bank``'s guidelines (markdown) and the independent decisions an item needs (1 to
-    DECISIONS_MAX), creating the policy on first use; audited as ``review_policy.update``.
-    Raises Invalid for over-long guidelines or a number out of range."""
+def review_policy_update(
+    *, bank: Bank, actor, guidelines: str, decisions_required: int, distribution: str = Distribution.OPEN
+) -> ReviewPolicy:
+    """Set ``bank``'s guidelines (markdown), the independent decisions an item needs (1 to DECISIONS_MAX)
+    and who gives them (memories.models.Distribution), creating the policy on first use; audited as
+    ``review_policy.update``. A round-robin policy deals the waiting items at once (review_seats).
+    Raises Invalid for over-long guidelines, a number out of range or an unknown distribution."""
     guidelines = (guidelines or "").strip()
     if len(guidelines) > GUIDELINES_MAX:
         raise Invalid(f"Guidelines are at most {GUIDELINES_MAX} characters (got {len(guidelines)}).")
     if not isinstance(decisions_required, int) or not 1 <= decisions_required <= DECISIONS_MAX:
         raise Invalid(f"Decisions per item must be a whole number from 1 to {DECISIONS_MAX}.")
+    if distribution not in Distribution.values:
+        raise Invalid(f"distribution must be one of {Distribution.values}, got {distribution!r}.")
     policy, _created = ReviewPolicy.objects.select_for_update().get_or_create(bank=bank)
-    before = {"guidelines": policy.guidelines, "decisions_required": policy.decisions_required}
-    policy.guidelines, policy.decisions_required = guidelines, decisions_required
-    policy.save(update_fields=["guidelines", "decisions_required", "updated_at"])
-    after = {"guidelines": guidelines, "decisions_required": decisions_required}
+    fields = ["guidelines", "decisions_required", "distribution"]
+    before = {name: getattr(policy, name) for name in fields}
+    policy.guidelines, policy.decisions_required, policy.distribution = guidelines, decisions_required, distribution
+    policy.save(update_fields=[*fields, "updated_at"])
+    after = {name: getattr(policy, name) for name in fields}
     if after != before:
         audit_record(action="review_policy.update", bank=bank, user=actor, obj=policy, before=before, after=after)
+    if policy.seated and distribution == Distribution.ROUND_ROBIN:
+        review_deal(bank=bank)
     return policy
 
 

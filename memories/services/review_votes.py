@@ -16,6 +16,7 @@ from accounts.models import Membership, Role
 from memories.models import REASON_MAX, ItemStatus, MemoryItem, ReviewPolicy, ReviewVote, VoteDecision
 from memories.selectors.review import REVIEWERS_DISAGREE as CONFLICT_PREFIX
 from memories.services.decisions import memory_item_approve, memory_item_reject
+from memories.services.review_seats import policy_lock, seat_take
 from memories.services.versions import item_lock
 from reasoningbank_site.errors import Conflict, Invalid
 
@@ -49,22 +50,27 @@ def review_vote_cast(
     """Record ``author``'s independent ``decision`` ("approve" or "reject", a reason required to reject) on
     the proposed ``item``. The last vote applies the decision when all agree (as ``author``, through
     memory_item_approve / memory_item_reject, which may raise DuplicateApproval), else marks the conflict
-    in ``needs_review_reason``. Raises Invalid for another decision or a rejection without a reason,
-    Conflict when the item is not proposed, already has all its votes, or ``author`` voted on it already."""
+    in ``needs_review_reason``. Under a round-robin or claimed policy only the item's seat holders vote
+    (memories.services.review_seats.seat_take, which claims a free place). Raises Invalid for another
+    decision or a rejection without a reason, Conflict when the item is not proposed, already has all its votes, is not ``author``'s to decide, or
+    ``author`` voted on it already."""
     if decision not in VoteDecision.values:
         raise Invalid(f"decision must be one of {VoteDecision.values}")
     reason = (reason or "").strip()[:2000]
     if decision == VoteDecision.REJECT and not reason:
         raise Invalid("A rejection needs a reason.")
+    # The policy's row before the item's: dealing places (review_seats) takes them in that order too.
+    policy = policy_lock(bank=item.bank)
     item_lock(item)
     if item.status != ItemStatus.PROPOSED:
         raise Conflict(f"This item is {item.status}: it takes no more votes.")
-    required = decisions_required(bank=item.bank)
+    required = policy.decisions_required
     votes = list(ReviewVote.objects.filter(item=item).order_by("created_at", "id"))
-    if any(v.user_id == author.pk for v in votes):
-        raise Conflict("You already decided on this item; the others' decisions are still to come.")
     if len(votes) >= required:
         raise Conflict("This item has all the decisions it needs: an owner or admin resolves it.")
+    if any(v.user_id == author.pk for v in votes):
+        raise Conflict("You already decided on this item; the others' decisions are still to come.")
+    seat_take(item=item, author=author, policy=policy)
     vote = ReviewVote(item=item, user=author, decision=decision, reason=reason)
     votes.append(vote)
     if len(votes) < required:
@@ -82,12 +88,27 @@ def review_vote_cast(
         vote.save()
         return VoteOutcome(recorded=True, votes=len(votes), required=required, applied=decision)
     vote.save()
-    approve = sum(v.decision == VoteDecision.APPROVE for v in votes)
-    item.needs_review_reason = (
-        f"{CONFLICT_PREFIX} ({approve} approve, {len(votes) - approve} reject): an owner or admin decides."
-    )
+    item.needs_review_reason = votes_flag(votes=votes, required=required)
     item.save(update_fields=["needs_review_reason", "updated_at"])
     return VoteOutcome(recorded=True, votes=len(votes), required=required, conflict=True)
+
+
+def votes_flag(*, votes: list[ReviewVote], required: int) -> str:
+    """The review flag of a proposed item whose ``required`` votes are all in ("" while some are missing):
+    a conflict, or agreement whose decision was taken back since; either way an owner or admin decides."""
+    if len(votes) < required:
+        return ""
+    approve = sum(v.decision == VoteDecision.APPROVE for v in votes)
+    if 0 < approve < len(votes):
+        return f"{CONFLICT_PREFIX} ({approve} approve, {len(votes) - approve} reject): an owner or admin decides."
+    decision = votes[0].decision
+    return f"All {len(votes)} reviewers decided to {decision}; that decision was taken back: an owner or admin decides."
+
+
+def item_returned_flag(item: MemoryItem) -> str:
+    """The review flag ``item`` gets back when a revert returns it to proposed: its votes, if all are in."""
+    votes = list(ReviewVote.objects.filter(item=item).order_by("created_at", "id"))
+    return votes_flag(votes=votes, required=decisions_required(bank=item.bank)) if votes else ""
 
 
 def item_votes_visible(*, item: MemoryItem, user, membership: Membership) -> tuple[list[ReviewVote], bool]:

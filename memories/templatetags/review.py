@@ -10,8 +10,12 @@ register = template.Library()
 
 
 @register.inclusion_tag("memories/includes/guidelines_panel.html")
-def review_guidelines(bank, open_panel=False):
-    text = ReviewPolicy.objects.filter(bank=bank).values_list("guidelines", flat=True).first() or ""
+def review_guidelines(bank, open_panel=False, policy=None):
+    """``policy``: the bank's ReviewPolicy when the page has it already (else read here)."""
+    if policy is not None:
+        text = policy.guidelines
+    else:
+        text = ReviewPolicy.objects.filter(bank=bank).values_list("guidelines", flat=True).first() or ""
     return {"bank": bank, "guidelines": guidelines_html(text), "open_panel": open_panel}
 
 

@@ -18,6 +18,7 @@ from memories.forms import ItemEditForm, RejectForm
 from memories.models import MemoryItem
 from memories.selectors.duplicates import rejected_lookalikes
 from memories.selectors.review import trajectory_tasks
+from memories.services.review_seats import item_seating
 from memories.services.review_votes import decisions_required, item_votes_visible
 from memories.views.decisions import pop_undo, posted_queue_query, queue_filters, queue_query
 from reasoningbank_site.views_helpers import template_for
@@ -107,6 +108,7 @@ def item_context(
         "votes": votes,
         "voted": voted,
         "decisions_required": decisions_required(bank=bank),
+        "seating": item_seating(item=item, user=request.user),
         "bank": bank,
         "membership": membership,
         "can_write": can_write,

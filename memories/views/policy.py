@@ -13,6 +13,7 @@ from accounts.models import Role
 from memories.forms import ReviewPolicyForm
 from memories.guidelines import guidelines_html
 from memories.services.review_policy import review_policy_get, review_policy_update
+from memories.services.review_seats import seat_summary, team_voters
 from reasoningbank_site.errors import DomainError
 
 
@@ -22,7 +23,7 @@ def review_policy(request, bank_id):
     role = Role.ADMIN if request.method == "POST" else Role.VIEWER
     bank, membership = bank_for_user(request, bank_id, role=role)
     policy = review_policy_get(bank=bank)
-    initial = {"guidelines": policy.guidelines, "decisions_required": policy.decisions_required}
+    initial = {name: getattr(policy, name) for name in ("guidelines", "decisions_required", "distribution")}
     form = ReviewPolicyForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
@@ -38,6 +39,7 @@ def review_policy(request, bank_id):
         "can_admin": membership.has_role(Role.ADMIN),
         "policy": policy,
         "guidelines": guidelines_html(policy.guidelines),
+        "distribution": seat_summary(policy=policy, voters=len(team_voters(bank=bank))),
         "form": form,
     }
     return render(request, "memories/review_policy.html", context)

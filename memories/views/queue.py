@@ -18,9 +18,11 @@ from accounts.access import bank_for_user
 from accounts.models import Role
 from memories import selectors, services
 from memories.forms import BulkActionForm, ReviewFilterForm
-from memories.models import MemoryItem
+from memories.models import Distribution, MemoryItem
 from memories.selectors import collaboration as collab
 from memories.selectors.learning import LIFECYCLE_FIELDS
+from memories.services.review_policy import review_policy_get
+from memories.services.review_seats import queue_seating, review_deal
 from memories.services.review_votes import review_vote_cast, votes_needed, with_my_vote
 from memories.views.decisions import (
     offer_undo,
@@ -110,6 +112,9 @@ def review(request, bank_id):
     if request.method == "POST":
         return _review_post(request, bank_id)
     bank, membership = bank_for_user(request, bank_id)
+    policy = review_policy_get(bank=bank)
+    if policy.seated and policy.distribution == Distribution.ROUND_ROBIN:
+        review_deal(bank=bank)  # items distilled since the last look get their reviewers
     form = ReviewFilterForm(request.GET or None, agents=partial(selectors.review_agents, bank=bank))
     queue = selectors.review_queue(bank=bank, **(form.filters() if request.GET else {}))
     assignments, mine = collab.bank_assignments(bank=bank), request.GET.get("assigned") == "me"
@@ -117,7 +122,7 @@ def review(request, bank_id):
         queue = collab.queue_assigned_to(queue, assignments=assignments, user=request.user)
     rows = with_my_vote(collab.queue_rows_read_along(queue, user=request.user), user=request.user)
     page = SearchPaginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
-    collab.queue_rows_annotate(items=page.object_list, assignments=assignments)
+    collab.queue_rows_annotate(items=page.object_list, assignments=assignments, seats=policy.seated)
     selectors.queue_rows_claimed(items=page.object_list)
     context = {
         **queue_row_links(request, bank, page.object_list, queue_query(request.GET)),
@@ -129,6 +134,8 @@ def review(request, bank_id):
         "page": page,
         "filtered": bool(request.GET),
         "assigned_to_me": mine,
+        "seating": queue_seating(policy=policy, user=request.user),
+        "policy": policy,
         "row_error": "",  # what a row answering a decision shows (set, so 50 rows do not each look it up in vain)
         "duplicate": None,
         "undo": pop_undo(request),
@@ -212,7 +219,8 @@ def _row_answer(request, bank, item, action: str, failed, unconfirmed, *, voting
         return toast(request, "That item no longer exists.")
     rows = collab.queue_rows_read_along(MemoryItem.objects.filter(pk=item.pk), user=request.user)
     item = with_my_vote(rows, user=request.user).get()
-    collab.queue_rows_annotate(items=[item], assignments=collab.bank_assignments(bank=bank))
+    seated = review_policy_get(bank=bank).seated
+    collab.queue_rows_annotate(items=[item], assignments=collab.bank_assignments(bank=bank), seats=seated)
     selectors.queue_rows_claimed(items=[item])
     queue = posted_queue_query(request)
     context = {

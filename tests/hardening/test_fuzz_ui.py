@@ -221,7 +221,13 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
         "memories:review_assignment_remove": [("post", {})],
         "memories:saved_view_create": [("post", {"name": "fuzzed view", "queue": "dup=on"})],
         "memories:saved_view_remove": [("post", {"view": "not-a-uuid"})],
-        "memories:review_policy": [("post", {"guidelines": "Be *strict*.", "decisions_required": "1"})],
+        "memories:review_policy": [
+            ("post", {"guidelines": "Be *strict*.", "decisions_required": "1", "distribution": "claim"})
+        ],
+        # places on items (the scene's policy does not distribute by claim: each answers with a message)
+        "memories:review_claim_batch": [("post", {})],
+        "memories:review_claim_item": [("post", {"next": "/"})],
+        "memories:review_release_item": [("post", {"holder": "nobody", "next": "/"})],
         # trust: the policy, an audit answer (the scene's item is not auto-approved: a 404), the bulk undo
         "memories:trust": [
             (

@@ -128,3 +128,29 @@ def test_a_queue_row_shows_the_reviewers_own_decision_only(client, bank, alice, 
     assert "you: approve</span>" in client.get(url).content.decode()
     client.force_login(bob)
     assert "data-my-vote" not in client.get(url).content.decode()
+
+
+def test_taking_back_a_decision_on_a_conflict_returns_it_to_the_owner(bank, item, alice, bob, owner, two_needed):
+    from memories.services import memory_item_reject, memory_item_revert
+
+    review_vote_cast(item=item, author=alice, decision="approve")
+    review_vote_cast(item=item, author=bob, decision="reject", reason="Too specific")
+    rejected = memory_item_reject(item=item, author=owner, reason="Owner: too specific")
+    assert rejected.needs_review_reason == ""  # the owner's decision settles the conflict
+    decision = item.versions.order_by("-number").first().number
+    reverted = memory_item_revert(item=item, decision=decision, author=owner)
+    assert reverted.status == ItemStatus.PROPOSED
+    assert reverted.needs_review_reason.startswith("Reviewers disagree (1 approve, 1 reject)")
+    with pytest.raises(Conflict, match="an owner or admin resolves it"):
+        review_vote_cast(item=item, author=alice, decision="reject", reason="changed my mind")
+
+
+def test_taking_back_the_reviewers_agreement_flags_it_for_an_owner(bank, item, alice, bob, owner, two_needed):
+    from memories.services import memory_item_revert
+
+    review_vote_cast(item=item, author=alice, decision="approve")
+    review_vote_cast(item=item, author=bob, decision="approve")
+    decision = item.versions.order_by("-number").first().number
+    reverted = memory_item_revert(item=item, decision=decision, author=owner)
+    assert reverted.status == ItemStatus.PROPOSED
+    assert reverted.needs_review_reason.startswith("All 2 reviewers decided to approve; that decision was taken back")

@@ -139,12 +139,6 @@ def test_reviewers_disagree_and_the_owner_decides(browser, live_server, bank, ow
             context.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="review_vote_cast checks 'you already voted' before 'all votes are in': a reviewer of a conflict "
-    "is told the others' decisions are still to come (fix: swap those two checks in memories/services/review_votes.py)",
-)
 def test_a_second_vote_on_a_conflict_is_refused_for_what_it_is(browser, live_server, bank, owner, alice, bob):
     review_policy_update(bank=bank, actor=owner, guidelines="", decisions_required=2)
     item = factories.propose_item(bank, factories.make_done_trajectory(bank))
