@@ -13,7 +13,13 @@ EVENTS: dict[str, str] = {
     "item.archived": "An approved memory item was archived: agents are no longer served it.",
     "trajectory.needs_attention": "A trajectory stopped in needs attention (the judge or distiller failed).",
     "impact.verdict": "The bank's Impact verdict appeared or changed.",
+    "release.canary_rolled_back": "The canary release was rolled back automatically: it did significantly worse.",
 }
+
+
+def bank_webhook_data(bank) -> dict:
+    """The ``bank`` every event's ``data`` carries."""
+    return {"id": str(bank.public_id), "team": bank.team.slug, "slug": bank.slug, "name": bank.name}
 
 
 def events_parse(raw: str | Iterable[str]) -> list[str]:

@@ -45,11 +45,17 @@ def votes_needed(*, bank, membership: Membership) -> bool:
 
 @transaction.atomic
 def review_vote_cast(
-    *, item: MemoryItem, author, decision: str, reason: str = "", confirm_duplicate: bool = False
+    *,
+    item: MemoryItem,
+    author,
+    decision: str,
+    reason: str = "",
+    confirm_duplicate: bool = False,
+    confirm_risks: bool = False,
 ) -> VoteOutcome:
     """Record ``author``'s independent ``decision`` ("approve" or "reject", a reason required to reject) on
     the proposed ``item``. The last vote applies the decision when all agree (as ``author``, through
-    memory_item_approve / memory_item_reject, which may raise DuplicateApproval), else marks the conflict
+    memory_item_approve / memory_item_reject, which may raise DuplicateApproval or RisksNeedConfirmation), else marks the conflict
     in ``needs_review_reason``. Under a round-robin or claimed policy only the item's seat holders vote
     (memories.services.review_seats.seat_take, which claims a free place). Raises Invalid for another
     decision or a rejection without a reason, Conflict when the item is not proposed, already has all its votes, is not ``author``'s to decide, or
@@ -81,7 +87,9 @@ def review_vote_cast(
         # Applied first: a refused approval (a near-duplicate to confirm) records nothing, so the vote can be cast again.
         note = f"{required} of {required} reviewers agreed"
         if decision == VoteDecision.APPROVE:
-            memory_item_approve(item=item, author=author, confirm_duplicate=confirm_duplicate)
+            memory_item_approve(
+                item=item, author=author, confirm_duplicate=confirm_duplicate, confirm_risks=confirm_risks
+            )
         else:
             reasons = "; ".join(v.reason for v in votes if v.reason)
             memory_item_reject(item=item, author=author, reason=f"{reasons} ({note})"[:REASON_MAX])

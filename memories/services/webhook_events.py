@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
+from accounts.webhooks.events import bank_webhook_data
 from accounts.webhooks.subscriptions import webhook_events_emit
 from memories.models import ItemStatus, MemoryItem
 
@@ -21,7 +22,7 @@ STATUS_EVENTS = {
 def item_webhook_data(item: MemoryItem) -> dict:
     bank = item.bank
     return {
-        "bank": {"id": str(bank.public_id), "team": bank.team.slug, "slug": bank.slug, "name": bank.name},
+        "bank": bank_webhook_data(bank),
         "item": {
             "id": str(item.public_id),
             "title": item.title,

@@ -136,14 +136,15 @@ def item_edit(request, bank_id, item_id):
 def item_approve(request, bank_id, item_id):
     t = _target(request, bank_id, item_id)
     confirm = request.POST.get("confirm_duplicate") == "1"
+    risks = request.POST.get("confirm_risks") == "1"
     if votes_needed(bank=t.bank, membership=t.membership):
-        return _vote(request, t, VoteDecision.APPROVE, confirm=confirm)
+        return _vote(request, t, VoteDecision.APPROVE, confirm=confirm, confirm_risks=risks)
     approve = partial(
         services.memory_item_approve,
         item=t.item,
         author=request.user,
         confirm_duplicate=confirm,
-        confirm_risks=request.POST.get("confirm_risks") == "1",
+        confirm_risks=risks,
         seen_version=posted_version(request),
     )
     return _act(request, t, approve, done=f"Approved “{t.item.title}”.", undo=True)
@@ -168,15 +169,22 @@ def item_reject(request, bank_id, item_id):
     return _act(request, t, reject, done=f"Rejected “{t.item.title}”.", undo=True, reject_form=form)
 
 
-def _vote(request, t: _Target, decision: str, *, reason: str = "", confirm: bool = False):
+def _vote(request, t: _Target, decision: str, *, reason: str = "", confirm: bool = False, confirm_risks: bool = False):
     """A decision under a policy of several (memories.services.review_votes): recorded, hidden from the
     others; the focus view moves on as after any decision."""
     try:
         outcome = review_vote_cast(
-            item=t.item, author=request.user, decision=decision, reason=reason, confirm_duplicate=confirm
+            item=t.item,
+            author=request.user,
+            decision=decision,
+            reason=reason,
+            confirm_duplicate=confirm,
+            confirm_risks=confirm_risks,
         )
     except DuplicateApproval as exc:
         return _item_answer(request, t, duplicate=exc)
+    except RisksNeedConfirmation as exc:
+        return _item_answer(request, t, risks=exc)
     except DomainError as exc:
         messages.error(request, str(exc))
         return _item_answer(request, t)

@@ -34,7 +34,7 @@ from memories.views.decisions import (
     undo_offer,
     with_query,
 )
-from reasoningbank_site.errors import DomainError, DuplicateApproval
+from reasoningbank_site.errors import DomainError, DuplicateApproval, RisksNeedConfirmation
 from reasoningbank_site.search import SearchPaginator
 from reasoningbank_site.security import safe_next_url
 from reasoningbank_site.text import counted
@@ -138,6 +138,7 @@ def review(request, bank_id):
         "policy": policy,
         "row_error": "",  # what a row answering a decision shows (set, so 50 rows do not each look it up in vain)
         "duplicate": None,
+        "risk_confirmation": None,
         "undo": pop_undo(request),
     }
     return render(request, template_for(request, "memories/review.html", {"queue": "queue"}), context)
@@ -160,29 +161,31 @@ def _review_post(request, bank_id):
         messages.error(request, "A rejection needs a reason.")
         return redirect(back)
     items = list(selectors.items_by_public_ids(bank=bank, public_ids=form.cleaned_data["items"]).order_by("created_at"))
-    confirm = request.POST.get("confirm_duplicate") == "1"
+    confirm = {
+        "confirm_duplicate": request.POST.get("confirm_duplicate") == "1",
+        "confirm_risks": request.POST.get("confirm_risks") == "1",
+    }
     voting = votes_needed(bank=bank, membership=_membership)
-    done, failed, unconfirmed = [], [], []
+    done, failed, unconfirmed, risky = [], [], [], []
     for item in items:
         try:
             seen = posted_version(request, f"seen-{item.public_id}")  # the version its row showed
             if voting:  # a policy of several decisions: this one is a vote, hidden from the others
-                review_vote_cast(
-                    item=item, author=request.user, decision=action, reason=reason, confirm_duplicate=confirm
-                )
+                review_vote_cast(item=item, author=request.user, decision=action, reason=reason, **confirm)
             elif action == "approve":
-                services.memory_item_approve(
-                    item=item, author=request.user, confirm_duplicate=confirm, seen_version=seen
-                )
+                services.memory_item_approve(item=item, author=request.user, seen_version=seen, **confirm)
             else:
                 services.memory_item_reject(item=item, author=request.user, reason=reason, seen_version=seen)
             done.append(item)
         except DuplicateApproval as exc:
             unconfirmed.append((item, exc))
+        except RisksNeedConfirmation as exc:
+            risky.append((item, exc))
         except DomainError as exc:
             failed.append((item, str(exc)))
     if request.htmx and request.POST.get("row"):
-        return _row_answer(request, bank, items[0] if items else None, action, failed, unconfirmed, voting=voting)
+        first = items[0] if items else None
+        return _row_answer(request, bank, first, action, failed, unconfirmed, risky=risky, voting=voting)
     verb = "approved" if action == "approve" else "rejected"
     if voting:
         verb = f"given your decision ({action}; the others do not see it until all have decided)"
@@ -195,6 +198,9 @@ def _review_post(request, bank_id):
             f"Not approved, as near-duplicates of approved items: {titles}. "
             "Open each to compare, then confirm or merge.",
         )
+    if risky:
+        titles = ", ".join(f"“{item.title}”" for item, _ in risky)
+        messages.warning(request, f"Not approved, having unconfirmed risk findings: {titles}. Open each to read them.")
     for item, error in failed:
         messages.error(request, f"“{item.title}”: {error}")
     missing = len(form.cleaned_data["items"]) - len(items)
@@ -212,9 +218,9 @@ def _append_queue_count(request, response, bank, queue: str) -> None:
     response.content += f"<template>{html}</template>".encode()
 
 
-def _row_answer(request, bank, item, action: str, failed, unconfirmed, *, voting: bool = False):
-    """A decision taken on one queue row (htmx): the row again, with the refusal
-    or the duplicate to confirm, else with a toast offering Undo."""
+def _row_answer(request, bank, item, action: str, failed, unconfirmed, *, risky=(), voting: bool = False):
+    """A decision taken on one queue row (htmx): the row again, with the refusal,
+    the duplicate or the risk findings to confirm, else with a toast offering Undo."""
     if item is None:
         return toast(request, "That item no longer exists.")
     rows = collab.queue_rows_read_along(MemoryItem.objects.filter(pk=item.pk), user=request.user)
@@ -230,9 +236,10 @@ def _row_answer(request, bank, item, action: str, failed, unconfirmed, *, voting
         "can_write": True,
         "row_error": failed[0][1] if failed else "",
         "duplicate": unconfirmed[0][1] if unconfirmed else None,
+        "risk_confirmation": risky[0][1] if risky else None,
     }
     response = render(request, ROW_TEMPLATE, context)
-    if failed or unconfirmed:
+    if failed or unconfirmed or risky:
         return response
     _append_queue_count(request, response, bank, queue)
     text = f"{'Approved' if action == 'approve' else 'Rejected'} “{item.title}”."

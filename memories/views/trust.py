@@ -18,6 +18,7 @@ from memories.models import AutoApproval
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.text import counted
 from reasoningbank_site.views_helpers import post_action
+from trajectories.selectors.llm_usage import llm_tokens_today
 
 
 def _page(request, bank, membership, form=None, undo_form=None):
@@ -30,6 +31,7 @@ def _page(request, bank, membership, form=None, undo_form=None):
         "form": form or TrustPolicyForm(instance=policy),
         "undo_form": undo_form or UndoSinceForm(),
         "policy": policy,
+        "tokens_today": llm_tokens_today(bank=bank),
         "stats": selectors.auto_approval_stats(bank=bank),
         "sample": selectors.audit_sample_pending(bank=bank),
     }

@@ -55,3 +55,33 @@ def test_risk_badge_findings_and_the_confirmation_dialog(page, live_server, logi
     assert {f.confirmed_by_id for f in RiskFinding.objects.filter(item=item)} == {reviewer.pk}
     page.goto(f"{live_server.url}/banks/{bank.public_id}/items/{item.public_id}/")
     expect(page.locator("[data-risk-confirmed]")).to_contain_text(f"confirmed by {reviewer.username}")
+
+
+def test_a_to_approve_a_risky_queue_row_asks_in_a_dialog(page, live_server, login, bank):
+    from playwright.sync_api import expect
+
+    reviewer = factories.make_member(bank.team, Role.REVIEWER)
+    trajectory = make_done_trajectory(bank)
+    item = propose_item(bank, trajectory, title="Check the key with the service", content=POISONED)
+    memory_items_risk_scan(items=[item], steps=trajectory.steps)
+
+    login(page, live_server, reviewer, f"/banks/{bank.public_id}/review/")
+    row = page.locator(f"#item-{item.public_id}")
+    row.wait_for()
+    page.keyboard.press("j")
+    page.keyboard.press("a")
+    dialog = page.locator("dialog[data-risk-confirm]")
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text("exfiltration")
+    expect(dialog.locator("[data-dup-confirm-ok]")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(dialog).to_have_count(0)
+    assert MemoryItem.objects.get(pk=item.pk).status == ItemStatus.PROPOSED
+
+    page.keyboard.press("a")
+    expect(dialog).to_be_visible()
+    expect(dialog.locator("[data-dup-confirm-ok]")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator(f"#item-{item.public_id}")).to_have_attribute("data-status", "approved")
+    assert MemoryItem.objects.get(pk=item.pk).status == ItemStatus.APPROVED
+    assert {f.confirmed_by_id for f in RiskFinding.objects.filter(item=item)} == {reviewer.pk}

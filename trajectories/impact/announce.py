@@ -5,6 +5,7 @@ subscription was last told (run by a beat task)."""
 from __future__ import annotations
 
 from accounts.models import Bank, WebhookSubscription
+from accounts.webhooks.events import bank_webhook_data
 from accounts.webhooks.subscriptions import webhook_verdict_announce
 from trajectories.impact.report import ImpactReport, bank_impact
 from trajectories.impact.verdicts import Verdict
@@ -20,7 +21,7 @@ def _arm(stats) -> dict:
 def verdict_webhook_data(bank: Bank, report: ImpactReport) -> dict:
     d = report.difference
     return {
-        "bank": {"id": str(bank.public_id), "team": bank.team.slug, "slug": bank.slug, "name": bank.name},
+        "bank": bank_webhook_data(bank),
         "impact": {
             "verdict": report.verdict,
             "text": report.verdict_text,

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from accounts.models import Bank
+from accounts.webhooks.events import bank_webhook_data
 from accounts.webhooks.subscriptions import webhook_events_emit
 from reasoningbank_site.text import cut_text
 from trajectories.models import Status, Trajectory
@@ -21,7 +22,7 @@ def _payloads(bank_id: int, trajectory_ids: list[int], detail: str) -> list[dict
     rows = Trajectory.objects.filter(pk__in=trajectory_ids).order_by("pk").values("public_id", "task", "external_id")
     return [
         {
-            "bank": {"id": str(bank.public_id), "team": bank.team.slug, "slug": bank.slug, "name": bank.name},
+            "bank": bank_webhook_data(bank),
             "trajectory": {
                 "id": str(row["public_id"]),
                 "external_id": row["external_id"],

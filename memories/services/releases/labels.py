@@ -9,6 +9,8 @@ from django.utils import timezone
 
 from accounts.models import Bank
 from accounts.services.audit import audit_record
+from accounts.webhooks.events import bank_webhook_data
+from accounts.webhooks.subscriptions import webhook_events_emit
 from memories.models import BankReleasing, PublishMode, Release
 from memories.models.releases import CANARY_FRACTION_MAX
 from memories.selectors.releases import release_get
@@ -135,6 +137,16 @@ def release_canary_stop(*, bank: Bank, actor=None, token=None, note: str = "", a
         releasing.rollback_notice, releasing.rollback_notice_at = note, timezone.now()
     action = "release.canary_rolled_back_automatically" if automatic else "release.canary_stopped"
     _save(releasing, action=action, before=before, actor=actor, token=token, note=note)
+    if automatic:  # nobody pressed a button: tell the bank's receivers (sent once this commits)
+        data = {
+            "bank": bank_webhook_data(bank),
+            "release": {
+                "canary": number,
+                "production": releasing.production.number if releasing.production_id else None,
+            },
+            "note": note,
+        }
+        webhook_events_emit(bank_id=bank.pk, event="release.canary_rolled_back", payloads=[data])
     return f"Canary release {number} rolled back: production is served to all retrievals."
 
 

@@ -69,6 +69,38 @@ def test_queue_bulk_approve_leaves_risky_items_proposed(client, reviewer, bank, 
     assert "unconfirmed risk findings" in client.get(url).content.decode()
 
 
+def test_a_queue_rows_approve_asks_in_the_row_then_confirms(client, reviewer, bank, risky, trajectory):
+    client.force_login(reviewer)
+    url = page_urls(bank, risky, trajectory)["review"]
+    row = {"action": "approve", "items": str(risky.public_id), "row": "1", "next": url}
+    html = client.post(url, row, **HTMX).content.decode()
+    assert f'id="item-{risky.public_id}"' in html and "data-risk-confirm" in html
+    assert 'name="confirm_risks" value="1"' in html and f'hx-target="#item-{risky.public_id}"' in html
+    risky.refresh_from_db()
+    assert risky.status == ItemStatus.PROPOSED
+    html = client.post(url, {**row, "confirm_risks": "1"}, **HTMX).content.decode()
+    risky.refresh_from_db()
+    assert risky.status == ItemStatus.APPROVED and "data-risk-confirm" not in html
+    assert {f.confirmed_by_id for f in RiskFinding.objects.filter(item=risky)} == {reviewer.pk}
+
+
+def test_the_last_of_several_decisions_asks_about_risks_too(client, bank, owner, alice, bob, risky, trajectory):
+    from memories.services.review_policy import review_policy_update
+    from memories.services.review_votes import review_vote_cast
+
+    review_policy_update(bank=bank, actor=owner, guidelines="", decisions_required=2)
+    review_vote_cast(item=risky, author=alice, decision="approve")
+    client.force_login(bob)
+    url = item_action(bank, risky, "approve")
+    html = client.post(url, **HTMX).content.decode()
+    assert "data-risk-confirm" in html
+    risky.refresh_from_db()
+    assert risky.status == ItemStatus.PROPOSED and risky.review_votes.count() == 1  # nothing recorded
+    client.post(url, {"confirm_risks": "1"}, **HTMX)
+    risky.refresh_from_db()
+    assert risky.status == ItemStatus.APPROVED
+
+
 def test_item_page_shows_the_verdict_tier(client, viewer, bank, item, trajectory):
     client.force_login(viewer)
     html = client.get(page_urls(bank, item, trajectory)["item"]).content.decode()

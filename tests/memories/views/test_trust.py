@@ -76,3 +76,31 @@ def test_admin_undoes_the_policys_approvals_since(client, bank, owner, reviewer,
     auto_approved.item.refresh_from_db()
     assert auto_approved.item.status == ItemStatus.PROPOSED
     assert AutoApproval.objects.get(pk=auto_approved.pk).undone_at is not None
+
+
+def test_the_page_shows_todays_llm_tokens_beside_the_budget(client, bank, owner, other_bank):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from trajectories.models import LLMStage, LLMUsage
+
+    today = timezone.now().date()
+    for target, day, stage, prompt, completion in [
+        (bank, today, LLMStage.JUDGE, 3_000, 500),
+        (bank, today, LLMStage.DISTILL, 1_000, 500),
+        (bank, today - timedelta(days=1), LLMStage.JUDGE, 90_000, 0),  # yesterday: not counted
+        (other_bank, today, LLMStage.JUDGE, 70_000, 0),  # another bank's: not counted
+    ]:
+        LLMUsage.objects.create(
+            bank=target, day=day, stage=stage, model="m", calls=1, prompt_tokens=prompt, completion_tokens=completion
+        )
+    client.force_login(owner)
+    page = client.get(_url(bank)).content.decode()
+    assert "LLM tokens used today (UTC): <strong>5,000</strong>; no daily budget is set" in page
+    bank_trust_policy_update(bank=bank, actor=owner, daily_llm_token_budget=20_000)
+    page = client.get(_url(bank)).content.decode()
+    assert "<strong>5,000</strong> of the daily budget of 20,000 (25 %)" in page and "Spent:" not in page
+    bank_trust_policy_update(bank=bank, actor=owner, daily_llm_token_budget=4_000)
+    page = client.get(_url(bank)).content.decode()
+    assert "of the daily budget of 4,000 (125 %)" in page and "Spent:" in page

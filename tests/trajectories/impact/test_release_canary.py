@@ -12,7 +12,8 @@ import random
 import pytest
 from django.urls import reverse
 
-from accounts.models import AuditEvent
+from accounts.models import AuditEvent, WebhookDelivery
+from accounts.webhooks.subscriptions import webhook_subscription_create
 from memories.models import BankReleasing, PublishMode
 from memories.selectors.releases import release_serving
 from memories.services import memory_item_approve, retrieval_perform
@@ -76,10 +77,17 @@ def test_a_canary_that_hurts_is_found_worse_and_a_rollback_is_proposed_not_perfo
 
 
 def test_a_bank_that_opted_in_has_the_hurting_canary_rolled_back_audited_and_announced(
-    bank, canary_population, owner, client
+    bank, canary_population, owner, client, settings
 ):
+    settings.RB_WEBHOOK_ALLOW_PRIVATE = True
+    webhook_subscription_create(bank=bank, url="http://127.0.0.1:9/hooks", events="release.canary_rolled_back")
     release_policy_set(bank=bank, auto_rollback=True, actor=owner)
     assert canaries_auto_rollback() == 1  # what the beat task runs
+    delivery = WebhookDelivery.objects.get()  # sent by a worker once the rollback commits
+    assert delivery.event == "release.canary_rolled_back"
+    data = delivery.payload["data"]
+    assert data["bank"]["id"] == str(bank.public_id) and data["release"] == {"canary": 2, "production": 1}
+    assert data["note"].startswith("Canary release 2 was rolled back automatically.")
     serving = _serving(bank)
     assert (serving.production, serving.canary) == (1, None)
     event = AuditEvent.objects.get(action="release.canary_rolled_back_automatically")
