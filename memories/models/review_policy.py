@@ -33,6 +33,9 @@ class ReviewPolicy(models.Model):
         help_text="Who gives an item's decisions when it needs several.",
     )
     deal_cursor = models.PositiveIntegerField(default=0, editable=False)  # the next reviewer in the round-robin
+    # When the whole backlog was last dealt, and to whom: later looks deal only the items changed since.
+    dealt_at = models.DateTimeField(null=True, blank=True, editable=False)
+    dealt_voters = models.JSONField(default=list, blank=True, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

@@ -46,7 +46,7 @@ def review_policy_update(
     if after != before:
         audit_record(action="review_policy.update", bank=bank, user=actor, obj=policy, before=before, after=after)
     if policy.seated and distribution == Distribution.ROUND_ROBIN:
-        review_deal(bank=bank)
+        review_deal(bank=bank, full=True)
     return policy
 
 

@@ -14,9 +14,11 @@ distilled while nobody looks is dealt on the next look."""
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import timedelta
 
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef
+from django.utils import timezone
 
 from accounts.models import Bank, Membership, Role
 from accounts.services.audit import audit_record
@@ -34,6 +36,8 @@ from reasoningbank_site.errors import Conflict, Invalid, NotFound
 from reasoningbank_site.text import counted
 
 DEAL_BATCH = 500  # items dealt per look; a larger backlog is dealt over the next looks
+# How far before the last whole deal a look goes back: an item distilled while a deal ran commits after it.
+DEAL_OVERLAP = timedelta(minutes=10)
 CLAIM_NEXT_MAX = 50
 
 
@@ -65,18 +69,25 @@ def _drop_departed(items, voters: list[int]) -> None:
 
 
 @transaction.atomic
-def review_deal(*, bank: Bank, only: MemoryItem | None = None, skip_user=None) -> int:
+def review_deal(*, bank: Bank, only: MemoryItem | None = None, skip_user=None, full: bool = False) -> int:
     """Deal ``bank``'s proposed items that lack places (``only`` that one) to its reviewers in turn, when its
     policy is round-robin; places of members who are no longer reviewers, and have not decided, are dealt
-    again. ``skip_user`` is left out of this deal (who just passed the item on). Returns the places dealt."""
+    again. ``skip_user`` is left out of this deal (who just passed the item on). Once the whole backlog is
+    dealt, a later look deals only the items changed since (with an overlap), until the team's reviewers
+    change or ``full`` is asked (a changed policy). Returns the places dealt."""
+    now = timezone.now()
     policy = ReviewPolicy.objects.select_for_update().filter(bank=bank, distribution=Distribution.ROUND_ROBIN).first()
     if policy is None or policy.decisions_required < 2:
         return 0
     voters = team_voters(bank=bank)
     proposed = MemoryItem.objects.filter(bank=bank, status=ItemStatus.PROPOSED)
+    changes_only = only is None and not full and policy.dealt_at is not None and policy.dealt_voters == voters
     if only is not None:
         proposed = proposed.filter(pk=only.pk)
-    _drop_departed(proposed, voters)
+    elif changes_only:  # the same reviewers as at the last whole deal: nobody's places are to free
+        proposed = proposed.filter(updated_at__gte=policy.dealt_at - DEAL_OVERLAP)
+    if not changes_only:
+        _drop_departed(proposed, voters)
     rotation = [uid for uid in voters if skip_user is None or uid != skip_user.pk]
     need = min(policy.decisions_required, len(rotation))
     if need == 0:
@@ -110,7 +121,11 @@ def review_deal(*, bank: Bank, only: MemoryItem | None = None, skip_user=None) -
                 dealt.append(ReviewSeat(item_id=item_id, user_id=uid, source=SeatSource.DEALT))
     ReviewSeat.objects.bulk_create(dealt, ignore_conflicts=True)
     policy.deal_cursor = cursor % len(rotation)
-    policy.save(update_fields=["deal_cursor"])
+    fields = ["deal_cursor"]
+    if only is None and len(short) < DEAL_BATCH:  # nothing left undealt: later looks deal only what changes
+        policy.dealt_at, policy.dealt_voters = now, voters
+        fields += ["dealt_at", "dealt_voters"]
+    policy.save(update_fields=fields)
     return len(dealt)
 
 

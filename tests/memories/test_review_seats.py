@@ -6,12 +6,14 @@ decide outright either way; places of departed reviewers are freed."""
 from __future__ import annotations
 
 from collections import Counter
+from datetime import timedelta
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from accounts.models import AuditEvent, Membership, Role
-from memories.models import Distribution, ItemStatus, ReviewSeat, SeatSource
+from memories.models import Distribution, ItemStatus, MemoryItem, ReviewSeat, SeatSource
 from memories.services import memory_item_approve
 from memories.services.review_policy import review_policy_update
 from memories.services.review_seats import review_claim, review_claim_next, review_deal, review_release
@@ -186,3 +188,19 @@ def test_the_policy_page_warns_when_the_team_has_too_few_reviewers(client, bank,
     assert "dealt to 2 reviewers in turn" in html and "The team has 1 reviewer" in html
     response = client.post(url, {"guidelines": "", "decisions_required": "2", "distribution": "lottery"})
     assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
+
+
+def test_after_a_whole_deal_a_look_deals_only_what_changed(bank, owner, alice, bob, carol):
+    items = bulk_items(bank, 4)
+    policy(bank, owner, Distribution.ROUND_ROBIN)
+    MemoryItem.objects.filter(bank=bank).update(updated_at=timezone.now() - timedelta(hours=1))  # past the overlap
+    old = items[0]
+    ReviewSeat.objects.filter(item=old).delete()  # not a change of the item: an incremental look skips it
+    assert review_deal(bank=bank) == 0
+    old.save()  # changed (as any decision, edit or return to proposed does): looked at again
+    assert review_deal(bank=bank) == 2 and len(holders(old)) == 2
+    ReviewSeat.objects.filter(item=old).delete()
+    Membership.objects.filter(user=carol).update(role=Role.VIEWER)  # the reviewers changed: a whole deal
+    carols = ReviewSeat.objects.filter(user=carol).count()
+    assert review_deal(bank=bank) == 2 + carols  # old's places, and carol's dealt again
+    assert all(holders(item) == {"alice", "bob"} for item in items)
