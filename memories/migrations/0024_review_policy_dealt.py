@@ -2,6 +2,18 @@
 
 from django.db import migrations, models
 
+# For a while 0023_review_seats added these two columns itself; a database migrated then has them
+# already, so they are added only where missing (the migration state is the same either way).
+ADD = """
+ALTER TABLE memories_reviewpolicy ADD COLUMN IF NOT EXISTS dealt_at timestamp with time zone NULL;
+ALTER TABLE memories_reviewpolicy ADD COLUMN IF NOT EXISTS dealt_voters jsonb NOT NULL DEFAULT '[]'::jsonb;
+ALTER TABLE memories_reviewpolicy ALTER COLUMN dealt_voters DROP DEFAULT;
+"""
+DROP = """
+ALTER TABLE memories_reviewpolicy DROP COLUMN IF EXISTS dealt_at;
+ALTER TABLE memories_reviewpolicy DROP COLUMN IF EXISTS dealt_voters;
+"""
+
 
 class Migration(migrations.Migration):
 
@@ -10,14 +22,19 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.AddField(
-            model_name='reviewpolicy',
-            name='dealt_at',
-            field=models.DateTimeField(blank=True, editable=False, null=True),
-        ),
-        migrations.AddField(
-            model_name='reviewpolicy',
-            name='dealt_voters',
-            field=models.JSONField(blank=True, default=list, editable=False),
+        migrations.SeparateDatabaseAndState(
+            database_operations=[migrations.RunSQL(ADD, reverse_sql=DROP)],
+            state_operations=[
+                migrations.AddField(
+                    model_name='reviewpolicy',
+                    name='dealt_at',
+                    field=models.DateTimeField(blank=True, editable=False, null=True),
+                ),
+                migrations.AddField(
+                    model_name='reviewpolicy',
+                    name='dealt_voters',
+                    field=models.JSONField(blank=True, default=list, editable=False),
+                ),
+            ],
         ),
     ]
