@@ -5,8 +5,10 @@ permanent), their latency, and the tokens the endpoint reported.
 The calls happen in Celery worker processes; with ``PROMETHEUS_MULTIPROC_DIR``
 set (``make run`` sets one; see reasoningbank_site.metrics) the web's
 /metrics scrape sums every process's files. Those files are named by host
-name and process id, not the process id alone: containers sharing the
-directory on a volume each have a process 1, 7, ….
+name, process id and a random part drawn once per process, not the process
+id alone: containers sharing the directory on a volume each have a process
+1, 7, …, and on the host's network they share its host name too; two
+processes writing one file corrupt it, and the scrape fails.
 reasoningbank_site.metrics imports this module first, so every process
 (web or worker) names its files so before it creates a metric value."""
 
@@ -14,14 +16,28 @@ from __future__ import annotations
 
 import functools
 import os
+import secrets
 import socket
 import time
 
 from prometheus_client import Counter, Histogram, values
 
+_HOST = socket.gethostname().replace("_", "-")  # prometheus-client splits its file names on "_"
+_process_names: dict[int, str] = {}
+
+
+def process_file_name() -> str:
+    """This process's part of its metric files' names: the same for its lifetime, another in a forked child
+    (prometheus-client asks again and again, and starts new files when the answer changes)."""
+    pid = os.getpid()
+    if pid not in _process_names:
+        _process_names.clear()  # a forked child: the parent's name is not its own
+        _process_names[pid] = f"{_HOST}-{pid}-{secrets.token_hex(4)}"
+    return _process_names[pid]
+
+
 if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-    _host = socket.gethostname().replace("_", "-")  # prometheus-client splits its file names on "_"
-    values.ValueClass = values.MultiProcessValue(lambda: f"{_host}-{os.getpid()}")
+    values.ValueClass = values.MultiProcessValue(process_file_name)
 
 LLM_CALLS = Counter(
     "rb_llm_calls",

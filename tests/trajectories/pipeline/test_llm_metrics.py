@@ -53,3 +53,27 @@ def test_only_reported_token_counts_are_added(model):
     llm_tokens_count(model=model, purpose="judge", usage=SimpleNamespace(prompt_tokens=0, completion_tokens=None))
     assert _sample("rb_llm_tokens_total", model=model, purpose="judge", kind="prompt") == 120
     assert _sample("rb_llm_tokens_total", model=model, purpose="judge", kind="completion") == 30
+
+
+def test_each_process_names_its_metric_files_apart():
+    """Containers on the host's network share its host name and each count pids from 1: the names of two
+    processes with one pid still differ (a random part drawn per process); one process keeps its name,
+    and a forked child gets another."""
+    import os
+
+    from trajectories.pipeline import llm_metrics
+
+    name = llm_metrics.process_file_name()
+    assert name == llm_metrics.process_file_name() and f"-{os.getpid()}-" in name and "_" not in name
+    llm_metrics._process_names.clear()  # as a process of another container with this pid would start
+    assert llm_metrics.process_file_name() != name
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child reports its name and leaves at once
+        os.write(write, llm_metrics.process_file_name().encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    child_name = os.read(read, 200).decode()
+    os.close(read)
+    assert f"-{child}-" in child_name and child_name != llm_metrics.process_file_name()
