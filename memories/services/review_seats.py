@@ -119,6 +119,8 @@ def review_deal(*, bank: Bank, only: MemoryItem | None = None, skip_user=None, f
             if uid not in seats:
                 seats.add(uid)
                 dealt.append(ReviewSeat(item_id=item_id, user_id=uid, source=SeatSource.DEALT))
+    if not dealt and only is not None:
+        return 0  # one item, its places all held: a look at it writes nothing
     ReviewSeat.objects.bulk_create(dealt, ignore_conflicts=True)
     policy.deal_cursor = cursor % len(rotation)
     fields = ["deal_cursor"]
@@ -279,7 +281,7 @@ def queue_seating(*, policy: ReviewPolicy, user) -> dict | None:
 
 def item_seating(*, item: MemoryItem, user) -> dict | None:
     """What the focus view says about ``item``'s places under a seated policy (None otherwise): who holds
-    them (dealt or claimed), whether ``user`` does, and whether ``user`` may claim one."""
+    them (dealt or claimed), whether ``user`` may claim one, and whether ``user`` may give theirs up."""
     policy = ReviewPolicy.objects.filter(bank=item.bank).first()
     if policy is None or not policy.seated or item.status != ItemStatus.PROPOSED:
         return None
@@ -296,4 +298,5 @@ def item_seating(*, item: MemoryItem, user) -> dict | None:
         and len(seats) < policy.decisions_required
         and user.pk in team_voters(bank=item.bank)
     )
-    return {"distribution": policy.distribution, "seats": seats, "mine": mine, "claimable": claimable}
+    releasable = any(seat.user_id == user.pk and not seat.decided for seat in seats)  # a decision stands
+    return {"distribution": policy.distribution, "seats": seats, "claimable": claimable, "releasable": releasable}

@@ -204,3 +204,17 @@ def test_after_a_whole_deal_a_look_deals_only_what_changed(bank, owner, alice, b
     carols = ReviewSeat.objects.filter(user=carol).count()
     assert review_deal(bank=bank) == 2 + carols  # old's places, and carol's dealt again
     assert all(holders(item) == {"alice", "bob"} for item in items)
+
+
+def test_the_focus_views_place_forms_come_back_to_the_item(client, bank, owner, alice, bob, item):
+    policy(bank, owner, Distribution.ROUND_ROBIN)
+    client.force_login(alice)
+    # A panel answering an htmx action (here an edit) posts its place forms back to the item, not to the action.
+    edit = reverse("memories:item_edit", kwargs={"bank_id": bank.public_id, "item_id": item.public_id})
+    fields = {"title": item.title, "description": item.description, "content": item.content, "tags": "", "note": ""}
+    html = client.post(edit, fields, HTTP_HX_REQUEST="true").content.decode()
+    seats = html.split("data-seats", 1)[1].split("</div>", 1)[0]
+    assert "Give up my place" in seats and 'name="next" value="/banks/' in seats and "/edit/" not in seats
+    review_vote_cast(item=item, author=alice, decision="approve")
+    html = client.get(focus(bank, item)).content.decode()
+    assert 'data-seat="alice">alice (decided)' in html and "Give up my place" not in html  # a decision stands
