@@ -262,3 +262,19 @@ def load_note() -> str:
     """The machine's load beside an absolute figure (the numbers are only comparable on a quiet machine)."""
     one, five, _ = os.getloadavg()
     return f"cpus={os.cpu_count()} load1={one:.2f} load5={five:.2f}"
+
+
+def on_off_main(doc: str, title: str, run, table) -> None:
+    """The command line of a bench that compares a setting on and off over one bank of approved items:
+    ``--size``, ``--queries``, ``--reuse``; prints ``title`` with the machine's load, then ``table(run(…))``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=100_000, help="approved items in the target bank")
+    parser.add_argument("--queries", type=int, default=200, help="queries per setting")
+    parser.add_argument("--reuse", action="store_true", help="keep the items a previous run loaded")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    result = run(args.size, args.queries, args.reuse)
+    print(f"\n## {title} ({load_note()}, {time.perf_counter() - started:.0f} s total)\n")
+    print(table(result))

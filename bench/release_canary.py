@@ -15,14 +15,9 @@ whether it holds)."""
 
 from __future__ import annotations
 
-import argparse
-import json
-import time
-import urllib.request
-
 import numpy as np
-from common import load_note, pct, setup_django, start_server, stop_server
-from retrieval import CLUSTERS, DIM, QUERY_TEXTS, _reset_and_load, _unit
+from common import on_off_main, pct, setup_django, start_server, stop_server
+from retrieval import CLUSTERS, DIM, QUERY_TEXTS, _reset_and_load, _unit, retrieve_timed
 
 GOAL = 1.1
 CANARY = 0.5
@@ -64,21 +59,6 @@ def _set_canary(bank, on: bool) -> None:
     Bank.objects.filter(pk=bank.pk).update(**values)
 
 
-def _post(base: str, secret: str, query: str) -> tuple[float, int | None]:
-    request = urllib.request.Request(
-        f"{base}/api/v1/retrieve",
-        data=json.dumps({"query": query, "k": 10}).encode(),
-        headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
-        method="POST",
-    )
-    started = time.perf_counter()
-    with urllib.request.urlopen(request, timeout=60) as response:
-        body = json.loads(response.read())
-    elapsed = (time.perf_counter() - started) * 1000
-    assert len(body["items"]) == 10, body  # the real work: k items served
-    return elapsed, body["release"]
-
-
 def run(size: int, queries: int, reuse: bool) -> dict:
     setup_django()
     from memories.embeddings import embed_text
@@ -97,11 +77,12 @@ def run(size: int, queries: int, reuse: bool) -> dict:
         for on in (False, True):  # warm both paths
             _set_canary(bank, on)
             for text in texts[:5]:
-                _post(base, secret, text)
+                retrieve_timed(base, secret, text)
         for i, text in enumerate(texts):
             for on in (i % 2 == 0, i % 2 == 1):
                 _set_canary(bank, on)
-                elapsed, release = _post(base, secret, text)
+                elapsed, answer = retrieve_timed(base, secret, text)
+                release = answer["release"]
                 http[on].append(elapsed)
                 if on:
                     served[release] = served.get(release, 0) + 1
@@ -137,17 +118,5 @@ def _table(r: dict) -> str:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size", type=int, default=100_000, help="approved items in the target bank")
-    parser.add_argument("--queries", type=int, default=200, help="queries per setting")
-    parser.add_argument("--reuse", action="store_true", help="keep the items a previous run loaded")
-    args = parser.parse_args()
-    started = time.perf_counter()
-    result = run(args.size, args.queries, args.reuse)
-    print(f"\n## Canary on vs off ({load_note()}, {time.perf_counter() - started:.0f} s total)\n")
-    print(_table(result))
-
-
 if __name__ == "__main__":
-    main()
+    on_off_main(__doc__, "Canary on vs off", run, _table)

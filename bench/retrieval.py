@@ -264,7 +264,8 @@ def _plan_uses_hnsw(bank, vector, where: str = "") -> bool:
             return "hnsw" in "\n".join(r[0] for r in cur.fetchall())
 
 
-def _post(base, secret, query, filters=None) -> float:
+def retrieve_timed(base, secret, query, filters=None) -> tuple[float, dict]:
+    """One ``POST /api/v1/retrieve`` (k = 10): its time in ms and its answer, asserted to serve k items."""
     import json
 
     body = {"query": query, "k": 10, **({"filters": filters} if filters else {})}
@@ -276,10 +277,16 @@ def _post(base, secret, query, filters=None) -> float:
     )
     started = time.perf_counter()
     with urllib.request.urlopen(request, timeout=60) as response:
-        body = response.read()
-        assert response.status == 200, body
-        assert len(json.loads(body)["items"]) == 10, body  # the real work: k items served
-    return (time.perf_counter() - started) * 1000
+        raw = response.read()
+        assert response.status == 200, raw
+    elapsed = (time.perf_counter() - started) * 1000
+    answer = json.loads(raw)
+    assert len(answer["items"]) == 10, answer  # the real work: k items served
+    return elapsed, answer
+
+
+def _post(base, secret, query, filters=None) -> float:
+    return retrieve_timed(base, secret, query, filters)[0]
 
 
 def run(sizes: list[int], queries: int, port: int | None = None) -> list[dict]:

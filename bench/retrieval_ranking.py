@@ -14,11 +14,10 @@ whether it holds)."""
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
-from common import load_note, pct, setup_django, start_server, stop_server
+from common import on_off_main, pct, setup_django, start_server, stop_server
 from retrieval import CLUSTERS, DIM, QUERY_TEXTS, _post, _reset_and_load, _unit
 
 GOAL = 1.1
@@ -106,17 +105,5 @@ def _table(r: dict) -> str:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size", type=int, default=100_000, help="approved items in the target bank")
-    parser.add_argument("--queries", type=int, default=200, help="queries per setting")
-    parser.add_argument("--reuse", action="store_true", help="keep the items a previous run loaded")
-    args = parser.parse_args()
-    started = time.perf_counter()
-    result = run(args.size, args.queries, args.reuse)
-    print(f"\n## Utility ranking on vs off ({load_note()}, {time.perf_counter() - started:.0f} s total)\n")
-    print(_table(result))
-
-
 if __name__ == "__main__":
-    main()
+    on_off_main(__doc__, "Utility ranking on vs off", run, _table)
