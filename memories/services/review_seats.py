@@ -152,8 +152,9 @@ def seat_take(*, item: MemoryItem, author, policy: ReviewPolicy) -> None:
 
 
 def _claim_policy(bank: Bank) -> ReviewPolicy:
-    policy = ReviewPolicy.objects.filter(bank=bank).first()
-    if policy is None or not policy.seated or policy.distribution != Distribution.CLAIM:
+    """``bank``'s policy, locked (policy_lock), when it distributes by claim; else Conflict."""
+    policy = policy_lock(bank=bank)
+    if not policy.seated or policy.distribution != Distribution.CLAIM:
         raise Conflict("This bank's items are not claimed: its review policy does not distribute them by claim.")
     return policy
 
@@ -163,8 +164,7 @@ def review_claim(*, item: MemoryItem, user) -> ReviewSeat:
     """Claim a place on the proposed ``item`` for ``user`` (a reviewer of its team). Claiming twice is a
     no-op. Raises Conflict when the bank does not distribute by claim, the item is not proposed, or all its
     places are taken."""
-    _claim_policy(item.bank)
-    policy = policy_lock(bank=item.bank)
+    policy = _claim_policy(item.bank)
     item_lock(item)
     if item.status != ItemStatus.PROPOSED:
         raise Conflict(f"This item is {item.status}: there is nothing to claim.")
@@ -279,11 +279,11 @@ def queue_seating(*, policy: ReviewPolicy, user) -> dict | None:
     }
 
 
-def item_seating(*, item: MemoryItem, user) -> dict | None:
-    """What the focus view says about ``item``'s places under a seated policy (None otherwise): who holds
-    them (dealt or claimed), whether ``user`` may claim one, and whether ``user`` may give theirs up."""
-    policy = ReviewPolicy.objects.filter(bank=item.bank).first()
-    if policy is None or not policy.seated or item.status != ItemStatus.PROPOSED:
+def item_seating(*, item: MemoryItem, user, policy: ReviewPolicy) -> dict | None:
+    """What the focus view says about ``item``'s places under ``policy`` (its bank's) when it is seated
+    (None otherwise): who holds them (dealt or claimed), whether ``user`` may claim one, and whether
+    ``user`` may give theirs up."""
+    if not policy.seated or item.status != ItemStatus.PROPOSED:
         return None
     if policy.distribution == Distribution.ROUND_ROBIN:
         review_deal(bank=item.bank, only=item)

@@ -119,12 +119,17 @@ def item_returned_flag(item: MemoryItem) -> str:
     return votes_flag(votes=votes, required=decisions_required(bank=item.bank)) if votes else ""
 
 
-def item_votes_visible(*, item: MemoryItem, user, membership: Membership) -> tuple[list[ReviewVote], bool]:
+def item_votes_visible(
+    *, item: MemoryItem, user, membership: Membership, required: int | None = None
+) -> tuple[list[ReviewVote], bool]:
     """The votes on ``item`` that ``user`` may see, and whether ``user`` voted: all once the item has them
-    all (or for owners and admins, who resolve conflicts), else only the user's own."""
+    all (``required``, the bank's decisions per item, read when not given) or for owners and admins, who
+    resolve conflicts; else only the user's own."""
     votes = list(ReviewVote.objects.filter(item=item).select_related("user").order_by("created_at", "id"))
     mine = any(v.user_id == user.pk for v in votes)
-    if membership.has_role(Role.ADMIN) or len(votes) >= decisions_required(bank=item.bank):
+    if required is None:
+        required = decisions_required(bank=item.bank)
+    if membership.has_role(Role.ADMIN) or len(votes) >= required:
         return votes, mine
     return [v for v in votes if v.user_id == user.pk], mine
 

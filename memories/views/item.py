@@ -18,8 +18,9 @@ from memories.forms import ItemEditForm, RejectForm
 from memories.models import MemoryItem
 from memories.selectors.duplicates import rejected_lookalikes
 from memories.selectors.review import trajectory_tasks
+from memories.services.review_policy import review_policy_get
 from memories.services.review_seats import item_seating
-from memories.services.review_votes import decisions_required, item_votes_visible
+from memories.services.review_votes import item_votes_visible
 from memories.views.decisions import pop_undo, posted_queue_query, queue_filters, queue_query
 from reasoningbank_site.views_helpers import template_for
 
@@ -103,12 +104,14 @@ def item_context(
     )
     for support in supports:
         support.trajectory_links = [(tid, tasks.get(tid, "")) for tid in support.trajectory_ids]
-    votes, voted = item_votes_visible(item=item, user=request.user, membership=membership)
+    policy = review_policy_get(bank=bank)
+    required = policy.decisions_required
+    votes, voted = item_votes_visible(item=item, user=request.user, membership=membership, required=required)
     context = {
         "votes": votes,
         "voted": voted,
-        "decisions_required": decisions_required(bank=bank),
-        "seating": item_seating(item=item, user=request.user),
+        "decisions_required": required,
+        "seating": item_seating(item=item, user=request.user, policy=policy),
         "bank": bank,
         "membership": membership,
         "can_write": can_write,
