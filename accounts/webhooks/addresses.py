@@ -141,6 +141,11 @@ def address_refusal(ip: IPAddress, *, allow_private: bool) -> str | None:
     return _plain_refusal(ip, allow_private=allow_private)
 
 
+def address_is_private(ip: IPAddress) -> bool:
+    """Whether ``ip`` is one that only RB_WEBHOOK_ALLOW_PRIVATE lets a webhook call."""
+    return address_refusal(ip, allow_private=False) is not None
+
+
 def _plain_refusal(ip: IPAddress, *, allow_private: bool) -> str | None:
     if any(ip in network for network in METADATA_NETWORKS):
         return f"{ip} is a cloud metadata address"
