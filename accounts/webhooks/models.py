@@ -84,6 +84,12 @@ class WebhookDelivery(models.Model):
     def message_id(self) -> str:
         return f"msg_{self.public_id.hex}"
 
+    @property
+    def last_attempt_private(self) -> bool:
+        """Whether the latest attempt went to a private address (then the log hides when the next one is due)."""
+        attempts = list(self.attempt_log.all())  # prefetched by the log
+        return bool(attempts) and max(attempts, key=lambda a: a.number).private_target
+
 
 def status_class(status_code: int | None) -> str:
     """What the log may say of an answer from a private address: "5xx", or "failed to connect"."""

@@ -157,3 +157,20 @@ def test_a_public_receivers_log_shows_exact_status_codes_and_errors(as_, people,
     delivery.attempt_log.create(number=2, error="ConnectError: [Errno 111] Connection refused", duration_ms=3)
     html = as_(people["owner"]).get(page(bank, "webhook_detail", webhook_id=webhook.public_id)).content.decode()
     assert 'class="attempt">503<' in html and "120 ms" in html and "[Errno 111] Connection refused" in html
+
+
+def test_a_pending_delivery_to_a_private_receiver_hides_when_it_is_retried(as_, people, bank, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.RB_WEBHOOK_ALLOW_PRIVATE = True
+    webhook = webhook_subscription_create(bank=bank, url="http://127.0.0.1:9/x", events="item.proposed").subscription
+    retry_at = timezone.now() + timedelta(minutes=5)
+    delivery = WebhookDelivery.objects.create(
+        subscription=webhook, event="item.proposed", payload={}, attempts=1, next_attempt_at=retry_at
+    )
+    delivery.attempt_log.create(number=1, error="ConnectError: [Errno 111] Connection refused", private_target=True)
+    html = as_(people["owner"]).get(page(bank, "webhook_detail", webhook_id=webhook.public_id)).content.decode()
+    assert 'class="attempt">failed to connect<' in html and "retrying" in html
+    assert f"next {retry_at:%H:%M:%S}" not in html and "Errno" not in html
