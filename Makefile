@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-containers lint format install bench clean-data docker-build docker-up backup restore
+.PHONY: run test test-fast test-containers lint format install bench clean-data docker-build docker-up backup restore
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The fast part alone, for a developer's loop: everything but the browser tests, the production topology's
+# fault tests and the container tests (`make test` runs them all, and is what CI runs).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not browser and not production" --ignore=tests/containers $(PYTEST_ARGS)
 
 # The production image and the compose topology under podman: builds the images, runs the fault tests
 # against the containers, the upgrade, backup/restore and the Kubernetes manifests' checks (needs podman,

@@ -3,8 +3,12 @@ import os
 from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 
+from reasoningbank_site.request_body import discarding_unread_body
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank_site.settings")
-application = get_wsgi_application()
+# A body the app did not read (a 413 answered from its Content-Length) is discarded before the answer
+# is sent, so the client gets the answer rather than a connection reset.
+application = discarding_unread_body(get_wsgi_application())
 
 # Warm up before this process accepts a request (gunicorn loads the app in each worker before
 # it listens): the URLconf imported (every view and API module, which the first request would

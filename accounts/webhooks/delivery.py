@@ -18,8 +18,8 @@ from django.db.models import F
 from django.utils import timezone
 from standardwebhooks import Webhook
 
-from accounts.webhooks.addresses import ReceiverRefused, receiver_addresses, receiver_parse
-from accounts.webhooks.models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookSubscription
+from accounts.webhooks.addresses import ReceiverRefused, address_is_private, receiver_addresses, receiver_parse
+from accounts.webhooks.models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookSubscription, status_class
 from accounts.webhooks.subscriptions import webhook_subscription_disable
 
 log = logging.getLogger(__name__)
@@ -33,6 +33,7 @@ class Answer:
     status_code: int | None
     error: str
     duration_ms: int
+    private: bool = False  # sent to a private address: the log keeps its status class only
 
     @property
     def ok(self) -> bool:
@@ -65,14 +66,17 @@ def _post(subscription: WebhookSubscription, headers: dict[str, str], body: str)
     kept), reading no more of the answer than its status line and headers."""
     started = time.monotonic()
 
+    private = False
+
     def answer(status_code: int | None, error: str = "") -> Answer:
-        return Answer(status_code, error[:500], int((time.monotonic() - started) * 1000))
+        return Answer(status_code, error[:500], int((time.monotonic() - started) * 1000), private)
 
     try:
         receiver = receiver_parse(subscription.url)
         ip = receiver_addresses(receiver)[0]
     except ReceiverRefused as exc:
         return answer(None, exc.message)
+    private = address_is_private(ip)
     host = f"[{ip}]" if ip.version == 6 else str(ip)
     url = f"{receiver.scheme}://{host}:{receiver.port}{receiver.path}"
     default_port = 443 if receiver.scheme == "https" else 80
@@ -138,6 +142,7 @@ def webhook_delivery_attempt(*, delivery_id: int, attempt: int) -> float | None:
             status_code=answer.status_code,
             error=answer.error,
             duration_ms=answer.duration_ms,
+            private_target=answer.private,
         )
         WebhookDelivery.objects.filter(pk=delivery.pk).update(
             last_status_code=answer.status_code, last_error=answer.error, **outcome
@@ -158,7 +163,10 @@ def _count_failure(subscription: WebhookSubscription, delivery: WebhookDelivery,
     )
     limit = settings.RB_WEBHOOK_DISABLE_AFTER
     if failures is not None and limit > 0 and failures >= limit:
-        last = f"HTTP {answer.status_code}" if answer.status_code else answer.error
+        if answer.private:
+            last = status_class(answer.status_code)
+        else:
+            last = f"HTTP {answer.status_code}" if answer.status_code else answer.error
         reason = (
             f"Disabled on {timezone.now():%Y-%m-%d %H:%M} UTC after {failures} deliveries in a row failed "
             f"(each after {settings.RB_WEBHOOK_MAX_ATTEMPTS} attempts; the last: {last}). "

@@ -84,15 +84,30 @@ class WebhookDelivery(models.Model):
     def message_id(self) -> str:
         return f"msg_{self.public_id.hex}"
 
+    @property
+    def last_attempt_private(self) -> bool:
+        """Whether the latest attempt went to a private address (then the log hides when the next one is due)."""
+        attempts = list(self.attempt_log.all())  # prefetched by the log
+        return bool(attempts) and max(attempts, key=lambda a: a.number).private_target
+
+
+def status_class(status_code: int | None) -> str:
+    """What the log may say of an answer from a private address: "5xx", or "failed to connect"."""
+    return f"{status_code // 100}xx" if status_code else "failed to connect"
+
 
 class WebhookAttempt(models.Model):
-    """One HTTP request of a delivery: the receiver's status code, or why there was none."""
+    """One HTTP request of a delivery: the receiver's status code, or why there
+    was none. ``private_target``: the address it went to is private (allowed
+    by RB_WEBHOOK_ALLOW_PRIVATE); the log then shows its status class only, so
+    it cannot serve as a port scanner of the internal network."""
 
     delivery = models.ForeignKey(WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_log")
     number = models.PositiveIntegerField()
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)
     error = models.CharField(max_length=500, blank=True)
     duration_ms = models.PositiveIntegerField(default=0)
+    private_target = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -104,3 +119,10 @@ class WebhookAttempt(models.Model):
     @property
     def ok(self) -> bool:
         return self.status_code is not None and 200 <= self.status_code < 300
+
+    @property
+    def shown(self) -> str:
+        """The outcome as the log shows it."""
+        if self.private_target:
+            return status_class(self.status_code)
+        return str(self.status_code) if self.status_code else self.error

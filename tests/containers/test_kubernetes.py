@@ -9,7 +9,9 @@ import subprocess
 import kubernetes_validate
 import pytest
 
+from tests.conftest import skip_unless
 from tests.containers.kubernetes import render
+from tests.containers.topology import pause_binary_missing
 
 KUBERNETES_VERSION = "1.30.0"  # the oldest release still in support when these were written
 
@@ -56,7 +58,13 @@ def test_web_is_probed_on_healthz_and_readyz():
     assert web["readinessProbe"]["httpGet"]["path"] == "/readyz"
 
 
-def test_the_rendered_web_deployment_runs_under_podman_kube_play_and_becomes_ready(built, tmp_path):
+@pytest.fixture
+def pause_binary():
+    why = pause_binary_missing()
+    skip_unless(not why, f"{why}: the Kubernetes manifests are not played")
+
+
+def test_the_rendered_web_deployment_runs_under_podman_kube_play_and_becomes_ready(built, pause_binary, tmp_path):
     """What podman 4.3 cannot play is changed, and only that: the pod shares the host's network (so no
     ports, and the probes name the port number), and the init container runs on its own first (kube play
     fails to remove a finished init container there). The ConfigMap is played as is; the Secret is a

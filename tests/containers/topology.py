@@ -397,6 +397,18 @@ class ContainerTopology(Topology):
         wait_until(ready, timeout=timeout, what=f"{worker.name} to be ready", interval=0.5)
 
 
+# Where podman looks for its helper binaries before PATH (containers.conf's helper_binaries_dir default).
+PODMAN_HELPER_DIRS = ("/usr/local/libexec/podman", "/usr/local/lib/podman", "/usr/libexec/podman", "/usr/lib/podman")
+
+
+def pause_binary_missing() -> str:
+    """Why podman cannot build the pause image a pod needs (``podman kube play``); empty when it can.
+    podman only recommends catatonit, so an install without recommends leaves it out."""
+    if shutil.which("catatonit") or any(os.access(os.path.join(d, "catatonit"), os.X_OK) for d in PODMAN_HELPER_DIRS):
+        return ""
+    return "catatonit is not installed (apt-get install catatonit): podman builds a pod's pause image from it"
+
+
 def podman_available() -> str:
     """Why podman cannot run containers here; empty when it can."""
     for binary in ("podman", "runc"):

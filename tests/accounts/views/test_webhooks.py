@@ -1,5 +1,5 @@
 """A bank's webhook pages: the owner adds one (the secret shown once), sees
-the delivery log with status codes and redelivers; lower roles get 403,
+the delivery log with status codes (classes only for private receivers) and redelivers; lower roles get 403,
 another team's members 404."""
 
 import pytest
@@ -42,7 +42,7 @@ def test_owner_adds_sees_secret_once_then_log_and_redelivers(
         factories.propose_item(bank, trajectory)
     detail = page(bank, "webhook_detail", webhook_id=webhook.public_id)
     html = client.get(detail).content.decode()
-    assert "item.proposed" in html and html.count('class="attempt">500<') == 2 and "failed" in html
+    assert "item.proposed" in html and html.count('class="attempt">5xx<') == 2 and "failed" in html  # 127.0.0.1
     delivery = WebhookDelivery.objects.get()
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(
@@ -50,7 +50,7 @@ def test_owner_adds_sees_secret_once_then_log_and_redelivers(
         )
     assert response.status_code == 302
     html = client.get(detail).content.decode()
-    assert html.count('class="attempt">500<') == 2 and 'class="attempt">204<' in html and "delivered" in html
+    assert html.count('class="attempt">5xx<') == 2 and 'class="attempt">2xx<' in html and "delivered" in html
     assert [r.answered for r in receiver.received] == [500, 500, 204]
 
 
@@ -113,3 +113,64 @@ def test_settings_page_links_webhooks_for_admins(as_, people, bank):
     link = page(bank)
     assert link in as_(people["admin"]).get(page(bank, "bank_settings")).content.decode()
     assert link not in as_(people["viewer"]).get(page(bank, "bank_settings")).content.decode()
+
+
+def test_a_private_receivers_log_shows_status_classes_only(
+    as_, people, bank, trajectory, settings, eager_celery, django_capture_on_commit_callbacks
+):
+    """With private receivers allowed, the log must not tell a port scanner what answered inside the network."""
+    settings.RB_WEBHOOK_ALLOW_PRIVATE = True
+    settings.RB_WEBHOOK_RETRY_BACKOFF = 0.01
+    settings.RB_WEBHOOK_MAX_ATTEMPTS = 3
+    settings.RB_WEBHOOK_DISABLE_AFTER = 1
+    answering = Receiver(statuses=[503, 418, 200]).start()
+    closed = Receiver().start()
+    closed.stop()  # nothing listens on its port any more: connection refused
+    try:
+        webhook = webhook_subscription_create(bank=bank, url=answering.url, events="item.proposed").subscription
+        refused = webhook_subscription_create(bank=bank, url=closed.url, events="item.proposed").subscription
+        with django_capture_on_commit_callbacks(execute=True):
+            factories.propose_item(bank, trajectory)
+    finally:
+        answering.stop()
+    client = as_(people["owner"])
+    html = client.get(page(bank, "webhook_detail", webhook_id=webhook.public_id)).content.decode()
+    assert [a.status_code for a in WebhookDelivery.objects.get(subscription=webhook).attempt_log.all()] == [
+        503,
+        418,
+        200,
+    ]
+    assert 'class="attempt">5xx<' in html and 'class="attempt">4xx<' in html and 'class="attempt">2xx<' in html
+    assert not any(code in html for code in ("503", "418", ">200<")) and " ms" not in html
+    html = client.get(page(bank, "webhook_detail", webhook_id=refused.public_id)).content.decode()
+    assert html.count('class="attempt">failed to connect<') == 3
+    assert "Errno" not in html and "refused" not in html.lower().replace("failed to connect", "") and " ms" not in html
+    disabled = WebhookSubscription.objects.get(pk=refused.pk)
+    assert "the last: failed to connect" in disabled.disabled_reason and "Errno" not in disabled.disabled_reason
+
+
+def test_a_public_receivers_log_shows_exact_status_codes_and_errors(as_, people, bank, settings):
+    settings.RB_WEBHOOK_ALLOW_PRIVATE = False
+    webhook = webhook_subscription_create(bank=bank, url="http://8.8.8.8/hook", events="item.proposed").subscription
+    delivery = WebhookDelivery.objects.create(subscription=webhook, event="item.proposed", payload={}, attempts=2)
+    delivery.attempt_log.create(number=1, status_code=503, duration_ms=120)
+    delivery.attempt_log.create(number=2, error="ConnectError: [Errno 111] Connection refused", duration_ms=3)
+    html = as_(people["owner"]).get(page(bank, "webhook_detail", webhook_id=webhook.public_id)).content.decode()
+    assert 'class="attempt">503<' in html and "120 ms" in html and "[Errno 111] Connection refused" in html
+
+
+def test_a_pending_delivery_to_a_private_receiver_hides_when_it_is_retried(as_, people, bank, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.RB_WEBHOOK_ALLOW_PRIVATE = True
+    webhook = webhook_subscription_create(bank=bank, url="http://127.0.0.1:9/x", events="item.proposed").subscription
+    retry_at = timezone.now() + timedelta(minutes=5)
+    delivery = WebhookDelivery.objects.create(
+        subscription=webhook, event="item.proposed", payload={}, attempts=1, next_attempt_at=retry_at
+    )
+    delivery.attempt_log.create(number=1, error="ConnectError: [Errno 111] Connection refused", private_target=True)
+    html = as_(people["owner"]).get(page(bank, "webhook_detail", webhook_id=webhook.public_id)).content.decode()
+    assert 'class="attempt">failed to connect<' in html and "retrying" in html
+    assert f"next {retry_at:%H:%M:%S}" not in html and "Errno" not in html
