@@ -12,7 +12,7 @@ from memories.risks import execution, graft, hidden, instructions, outbound
 from memories.risks.findings import KIND_LABELS, Finding, Kind, unique
 
 # The version of the rules, recorded on every finding (a re-scan under new rules can be told apart).
-RULES_VERSION = "rules-1"
+RULES_VERSION = "rules-2"
 
 # The families run on the source steps: the ones that rarely fire on ordinary tool output (web pages hold
 # links, images and encoded data all the time; only what they tell the agent to do is a risk there).
