@@ -378,3 +378,18 @@ class TrajectoryLLMUsage(models.Model):
     def __str__(self) -> str:
         return f"{self.stage} {self.model}: {self.prompt_tokens}+{self.completion_tokens} tokens"
 
+
+class LLMBudgetHold(models.Model):
+    """Tokens set aside from a bank's daily LLM budget for one call in flight (pipeline.llm_usage):
+    held before the call, replaced by its real usage after it, dropped when it fails."""
+
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    tokens = models.BigIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["bank", "day"])]
+
+    def __str__(self) -> str:
+        return f"{self.tokens} tokens held on {self.day}"
