@@ -127,6 +127,8 @@ def test_the_six_attacks_are_never_served_under_auto_approval(client, auto_on, f
         return {m["title"] for m in answer.json()["items"]}
 
     assert retrieved(control.task) == {"Prefer the official source", "Answer in the asked format"}
+    skills = client.get("/api/v1/export/skills", **auth).content.decode()
+    assert "Prefer the official source" in skills and not [title for title in attacks if title in skills]
     for case in SIX_ATTACKS:
         for query in (case.task, case.content):
             assert not retrieved(query) & attacks, case.kind
