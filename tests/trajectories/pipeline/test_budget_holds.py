@@ -58,7 +58,10 @@ def test_the_calls_made_never_spend_more_than_is_left(bank, owner, fake_llm, dja
     spent = _spent_today(bank) - 8_000
     assert spent == made * 800
     # …and no more than was left, but for how much a call's real usage outran its estimate.
-    estimates = [llm_call_estimate(messages=r["messages"], purpose="judge") for r in fake_llm.requests]
+    estimates = [
+        llm_call_estimate(messages=r["messages"], purpose="judge" if _judging(r["messages"]) else "distill")
+        for r in fake_llm.requests
+    ]
     error = max(0, max(800 - e for e in estimates))
     assert spent <= 2_000 + error
     parked = Trajectory.objects.filter(pk__in=[t.pk for t in runs], status=Status.AWAITING_LLM)
