@@ -4,7 +4,9 @@ One module per rule family: ``instructions`` (injected instructions, role
 changes, disabled safeguards), ``outbound`` (exfiltration, payment changes),
 ``execution`` (remote code, unknown package indexes), ``hidden`` (invisible
 characters, blobs, external images and links, secrets) and ``graft`` (text
-copied from a tool observation). Pure functions of text: no database."""
+copied from a tool observation). Pure functions of text: no database.
+``topics`` beside them is no rule family: it makes no finding, it tells
+safe auto-approval which items a human must see whatever the rules say."""
 
 from __future__ import annotations
 
