@@ -111,10 +111,10 @@ class RetrieveFiltersIn(BaseModel):
         ),
         examples=[{"env": "prod", "site": {"name": "shop"}}],
     )
-    tier: Literal["judge", "human", "verified"] | None = Field(
+    tier: Literal["agent", "judge", "human"] | None = Field(
         None,
-        description="Only items whose source verdicts all reach this trust tier (judge < human < verified); "
-        "items written by hand or imported count as human.",
+        description="Only items whose source verdicts all reach this trust tier (agent < judge < human: the "
+        "agent's own report ranks lowest); items written by hand or imported count as human.",
     )
 
     @model_validator(mode="before")
@@ -333,7 +333,7 @@ class ReviewItemDetailOut(ReviewItemOut):
     )
     risks: list[RiskOut] = Field(default_factory=list, description="Risk findings (empty: none).")
     verdict_tier: str = Field(
-        "", description="The weakest trust tier of its source verdicts: judge, human or verified (empty: none)."
+        "", description="The weakest trust tier of its source verdicts: agent, judge or human (empty: none)."
     )
 
 

@@ -79,7 +79,7 @@ class Trajectory(models.Model):
     status_detail = models.TextField(blank=True, help_text="Why it needs attention, or what it waits for.")
     # The effective verdict (latest human, else trusted agent signal, else LLM), kept in step by services.
     verdict = models.CharField(max_length=16, choices=Label.choices, blank=True)
-    # Where that verdict came from (human, a trusted agent signal: verified, or the LLM judge), kept with it.
+    # Where that verdict came from (human, the LLM judge, or the agent's own report: the lowest), kept with it.
     verdict_tier = models.PositiveSmallIntegerField(choices=VerdictTier.choices, default=VerdictTier.NONE)
     # Set when the bank's retention purged the raw record (steps, final answer); the rest stays.
     steps_purged_at = models.DateTimeField(null=True, blank=True)
@@ -377,3 +377,19 @@ class TrajectoryLLMUsage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.stage} {self.model}: {self.prompt_tokens}+{self.completion_tokens} tokens"
+
+
+class LLMBudgetHold(models.Model):
+    """Tokens set aside from a bank's daily LLM budget for one call in flight (pipeline.llm_usage):
+    held before the call, replaced by its real usage after it, dropped when it fails."""
+
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    tokens = models.BigIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["bank", "day"])]
+
+    def __str__(self) -> str:
+        return f"{self.tokens} tokens held on {self.day}"

@@ -12,15 +12,16 @@ from memories.models.items import MemoryItem
 
 
 class VerdictTier(models.IntegerChoices):
-    """Where a trajectory's effective verdict came from, weakest first (0: no verdict)."""
+    """Where a trajectory's effective verdict came from, weakest first (0: no verdict). The agent's own
+    report ranks lowest: an agent that says it succeeded is not a judge, let alone a human."""
 
     NONE = 0, "No verdict"
-    JUDGE = 1, "LLM judge"
-    HUMAN = 2, "Human reviewer"
-    VERIFIED = 3, "Verified (a trusted verifier or reward signal)"
+    AGENT = 1, "The agent's own report"
+    JUDGE = 2, "LLM judge"
+    HUMAN = 3, "Human reviewer"
 
 
-TIER_NAMES = {VerdictTier.JUDGE: "judge", VerdictTier.HUMAN: "human", VerdictTier.VERIFIED: "verified"}
+TIER_NAMES = {VerdictTier.AGENT: "agent", VerdictTier.JUDGE: "judge", VerdictTier.HUMAN: "human"}
 TIER_BY_NAME = {name: tier for tier, name in TIER_NAMES.items()}
 
 
@@ -33,10 +34,11 @@ class TrustPolicy(models.Model):
     min_tier = models.PositiveSmallIntegerField(
         choices=VerdictTier.choices,
         default=VerdictTier.NONE,
-        validators=[MinValueValidator(0), MaxValueValidator(VerdictTier.VERIFIED)],
+        validators=[MinValueValidator(0), MaxValueValidator(VerdictTier.HUMAN)],
     )
-    # Safe auto-approval (off by default): approves a proposed item only when it has no risk finding, no
-    # near-duplicate or rejected twin, reaches min_tier, and (when the list is set) came from one of the agents.
+    # Safe auto-approval (off by default): approves a proposed item only when it has no risk finding, is on no
+    # topic of the gate, has no near-duplicate or rejected twin, reaches min_tier and at least the judge's, and
+    # (when the list is set) came from one of the agents.
     auto_approve = models.BooleanField(default=False)
     auto_approve_agents = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     # The share of auto-approvals sent to a human audit sample.

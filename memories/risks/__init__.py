@@ -4,7 +4,9 @@ One module per rule family: ``instructions`` (injected instructions, role
 changes, disabled safeguards), ``outbound`` (exfiltration, payment changes),
 ``execution`` (remote code, unknown package indexes), ``hidden`` (invisible
 characters, blobs, external images and links, secrets) and ``graft`` (text
-copied from a tool observation). Pure functions of text: no database."""
+copied from a tool observation). Pure functions of text: no database.
+``topics`` beside them is no rule family: it makes no finding, it tells
+safe auto-approval which items a human must see whatever the rules say."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from memories.risks import execution, graft, hidden, instructions, outbound
 from memories.risks.findings import KIND_LABELS, Finding, Kind, unique
 
 # The version of the rules, recorded on every finding (a re-scan under new rules can be told apart).
-RULES_VERSION = "rules-1"
+RULES_VERSION = "rules-2"
 
 # The families run on the source steps: the ones that rarely fire on ordinary tool output (web pages hold
 # links, images and encoded data all the time; only what they tell the agent to do is a risk there).

@@ -46,7 +46,32 @@ INJECTED = [
     re.compile(r"\bif\s+you\s+are\s+an?\s+(ai|llm|language\s+model|assistant|agent|autonomous\s+agent)\b", _I),
     re.compile(r"\b(do\s+not|don't|never)\s+(tell|inform|mention\s+(this|it)\s+to|alert|notify)\s+the\s+user\b", _I),
     re.compile(r"\bwithout\s+(telling|informing|notifying|alerting)\s+the\s+user\b", _I),
+    # The same in French, German and Spanish: forget or ignore the (previous) instructions.
+    re.compile(
+        r"\b(oublie[zr]?|ignore[zr]?|ne\s+tenez\s+(plus\s+)?compte\s+d[eu]s?|faites\s+abstraction\s+d[eu]s?)\s+"
+        r"(toutes\s+|tous\s+)?(les\s+|vos\s+|tes\s+|ces\s+)?(consignes|instructions|règles|directives|indications|ordres)\b",
+        _I,
+    ),
+    re.compile(
+        r"\b(vergiss|vergessen\s+sie|ignoriere|ignorieren\s+sie|missachte|missachten\s+sie)\s+"
+        r"(alle\s+|die\s+|deine\s+|ihre\s+)*(vorherigen\s+|bisherigen\s+|obigen\s+|früheren\s+)?"
+        r"(anweisungen|instruktionen|regeln|vorgaben|richtlinien|befehle)\b",
+        _I,
+    ),
+    re.compile(
+        r"\b(olvida|olvide|olvidad|olviden|ignora|ignore|ignorad|ignoren)\s+(todas\s+)?(las\s+|tus\s+|sus\s+|estas\s+)?"
+        r"(instrucciones|reglas|indicaciones|directrices|normas|órdenes)\b",
+        _I,
+    ),
 ]
+
+# Jailbreak personas by name (not a possessive: "act as Dan's backup" is a colleague), or an unbound assistant.
+_PERSONA = (
+    r"(an?\s+|the\s+)?(DAN|STAN|Better\s*DAN|Anti-?GPT|Evil-?Bot|Mongo\s+Tom|UCAR|Developer\s+Mode|Do\s+Anything\s+Now|"
+    r"(unrestricted|unfiltered|uncensored|jailbroken)\s+(ai|assistant|model|chatbot|version)|"
+    r"(ai|assistant|model|chatbot)\s+(without|with\s+no)\s+(any\s+)?(restrictions|rules|filters|limits|ethics|censorship))"
+    r"\b(?!['’]s)"
+)
 
 ROLE_CHANGE = [
     re.compile(
@@ -66,9 +91,43 @@ ROLE_CHANGE = [
         r"\b(enter|enable|switch\s+to|activate)\s+(developer|admin|god|jailbreak|dan|unrestricted)\s+mode\b", _I
     ),
     re.compile(r"\byour\s+(new|real|true)\s+(role|identity|purpose|instructions)\s+(is|are)\b", _I),
+    # Named jailbreak personas, and an assistant "without rules", taken on.
+    re.compile(rf"\b(act|acting|behave|respond|answer|reply|pose|role-?play|speak)\s+(as|like)\s+{_PERSONA}", _I),
+    re.compile(rf"\b(pretend|imagine)\s+(to\s+be|you\s+are|that\s+you\s+are|you're)\s+{_PERSONA}", _I),
+    re.compile(rf"\b(you\s+are|you're|become|becoming|stay\s+in\s+character\s+as)\s+(now\s+)?{_PERSONA}", _I),
+    re.compile(r"\bdo\s+anything\s+now\b", _I),
+    # French, German and Spanish: "you are now the administrator", "from now on you…".
+    re.compile(
+        r"\b(vous\s+êtes|tu\s+es)\s+(désormais|maintenant|dorénavant|à\s+présent)\s+(l['’]\s*|le\s+|la\s+|un\s+|une\s+)?"
+        r"(administrat(eur|rice)|admin|root|superutilisateur|développeur|système|libre|sans\s+restrictions?)",
+        _I,
+    ),
+    re.compile(
+        r"\b(à\s+partir\s+de\s+maintenant|désormais|dorénavant),?\s+(vous\s+êtes|tu\s+es|vous\s+devez|tu\s+dois|"
+        r"vous\s+agissez|tu\s+agis)\b",
+        _I,
+    ),
+    re.compile(
+        r"\b(du\s+bist|sie\s+sind)\s+(jetzt|nun|ab\s+sofort|ab\s+jetzt)\s+(der\s+|die\s+|ein\s+|eine\s+)?"
+        r"(administrator(in)?|admin|root|superuser|entwickler|system|uneingeschränkt|frei)",
+        _I,
+    ),
+    re.compile(r"\b(ab\s+(jetzt|sofort)|von\s+nun\s+an),?\s+(bist\s+du|sind\s+sie|handelst\s+du|musst\s+du)\b", _I),
+    re.compile(
+        r"\b(ahora\s+eres|eres\s+ahora|ahora\s+es\s+usted|usted\s+es\s+ahora)\s+(el\s+|la\s+|un\s+|una\s+)?"
+        r"(administrador(a)?|admin|root|superusuario|desarrollador|libre|sin\s+restricciones)",
+        _I,
+    ),
+    re.compile(r"\b(a\s+partir\s+de\s+ahora|desde\s+ahora),?\s+(eres|serás|actúas|actúa|debes|usted\s+es)\b", _I),
 ]
 
 DISABLED_SAFEGUARD = [
+    # Skipping the out-of-band check (a call back on the number on file) that catches a forged request.
+    re.compile(
+        r"\bwithout\s+(first\s+)?(calling|phoning|ringing|contacting|checking\s+with|confirming\s+with|verifying\s+with)\s+"
+        r"(\w+\s+){0,3}?(back|by\s+phone|on\s+the\s+(phone|number\s+on\s+file))\b",
+        _I,
+    ),
     re.compile(
         r"\b(disable|turn\s+off|switch\s+off|skip|bypass|deactivate|circumvent|suppress|ignore|silence|comment\s+out)\s+"
         r"(all\s+|the\s+|any\s+|every\s+|its\s+|their\s+)*"
@@ -110,9 +169,15 @@ _NEGATION = re.compile(
 _NEGATED_LIST = re.compile(r"(\b(never|not|no)|n't)\b[^.;:!?\n]{0,60}\b(or|nor)\s+$", _I)
 
 
+# …or, for a "without …" match, a negation anywhere earlier in its clause ("never pay X without calling back").
+_NEGATED_CLAUSE = re.compile(r"(\b(never|not|no)|n't)\b[^.;:!?,\n]{0,80}$", _I)
+
+
 def negated(text: str, match: re.Match) -> bool:
     """Whether the words just before ``match`` turn it into a warning against it."""
     before = text[max(0, match.start() - 80) : match.start()]
+    if match.group(0).lower().startswith("without") and _NEGATED_CLAUSE.search(before):
+        return True
     return bool(_NEGATION.search(before[-30:]) or _NEGATED_LIST.search(before))
 
 

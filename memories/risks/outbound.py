@@ -1,5 +1,6 @@
 """Rules for what leaves: secrets, files or the conversation sent to a URL,
-an address or a host (exfiltration), and payments or recipients changed."""
+an address or a host, or handed to a tool as its body (exfiltration), and
+payments, payouts or recipients changed."""
 
 from __future__ import annotations
 
@@ -37,9 +38,10 @@ _SAFE_HOSTS = re.compile(r"(localhost|127\.0\.0\.1|example\.(com|org|net))", _I)
 PAYMENT = [
     re.compile(
         r"\b(change|changes|changed|update|updated|replace|replaced|switch|set|redirect|reroute)\s+"
-        r"(the\s+|their\s+|its\s+|a\s+)?(new\s+)?(payee|recipient|beneficiary|bank\s+account|account\s+number|iban|"
-        r"routing\s+number|sort\s+code|wallet(\s+address)?|payment\s+(details|address|destination|account)|"
-        r"wire\s+(instructions|details)|remittance\s+(details|address))\b",
+        r"(the\s+|their\s+|its\s+|a\s+|our\s+)?([\w-]+['’]s?\s+)?(new\s+)?(payee|recipient|beneficiary|bank\s+account|"
+        r"account\s+number|iban|routing\s+number|sort\s+code|wallet(\s+address)?|"
+        r"(payment|payout|deposit|destination|receiving|settlement|remittance|wire)\s+"
+        r"(details|address|destination|account|instructions)|payout|direct\s+deposit)\b",
         _I,
     ),
     re.compile(
@@ -55,6 +57,20 @@ PAYMENT = [
     re.compile(r"\b[A-Z]{2}\d{2}(?:\s?[A-Z0-9]{4}){3,7}\b"),  # an IBAN
     re.compile(r"\b(0x[0-9a-fA-F]{40}|bc1[a-z0-9]{25,60})\b"),  # a crypto wallet
 ]
+
+
+# Secrets handed to a tool as its body or arguments: no address written out, the tool is the way out.
+_BULK_SECRETS = (
+    r"(environment\s+variables|env\s+vars|os\.environ|process\.env|printenv|\.env\s+file|(the\s+|all\s+)*secrets|"
+    r"(the\s+|all\s+)*credentials|(the\s+|all\s+)*(api\s+keys|tokens|passwords)|private\s+keys?|ssh\s+keys?|"
+    r"id_rsa|~/\.aws/credentials)"
+)
+TOOL_BODY = re.compile(
+    rf"\b(call|calls|invoke|use|run|send|post|pass|put|include|attach|add)\b[^.;\n]{{0,80}}?(?<!\w){_BULK_SECRETS}"
+    r"[^.;\n]{0,40}?\b(as|in|into|inside)\s+(the\s+|its\s+|a\s+|their\s+)?([\w-]+\s+)?"
+    r"(body|payload|arguments?|args|params|parameters|query\s+string|form\s+data)\b",
+    _I,
+)
 
 
 def _exfiltration(text: str) -> list[Finding]:
@@ -76,6 +92,11 @@ def _exfiltration(text: str) -> list[Finding]:
 def scan(text: str) -> list[Finding]:
     """Exfiltration and payment or recipient changes in ``text``."""
     found = _exfiltration(text)
+    found += [
+        Finding(Kind.EXFILTRATION, excerpt_of(text, m).strip())
+        for m in TOOL_BODY.finditer(text)
+        if not negated(text, m)
+    ]
     for pattern in PAYMENT:
         for match in pattern.finditer(text):
             if not negated(text, match):

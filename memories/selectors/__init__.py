@@ -9,7 +9,12 @@ supporting evidence, the approval's duplicate check and the side-by-side compari
 from ``memories.selectors.learning``) the bank's learning policy and the lifecycle states. Writes live in
 ``memories.services``."""
 
-from memories.selectors.auto_approval import audit_sample_pending, auto_approval_stats, rejected_twin_exists
+from memories.selectors.auto_approval import (
+    audit_sample_pending,
+    auto_approval_held_back,
+    auto_approval_stats,
+    rejected_twin_exists,
+)
 from memories.selectors.duplicates import (
     Comparison,
     approved_duplicates,
@@ -102,6 +107,7 @@ __all__ = [
     "approved_items_search",
     "approved_items_search_counted",
     "audit_sample_pending",
+    "auto_approval_held_back",
     "auto_approval_stats",
     "bank_lessons",
     "bank_policy_q",

@@ -1,13 +1,14 @@
 """What the trust page reads of the bank's safe auto-approval: the rejected
-twin check, the policy's record with its audit disagreement rate, and the
-audit sample waiting for a human."""
+twin check, the policy's record with its audit disagreement rate, the audit
+sample waiting for a human, and the items its topic gate kept for one."""
 
 from __future__ import annotations
 
 from django.db.models import Count, Q
 
 from accounts.models import Bank
-from memories.models import AuditVerdict, AutoApproval, MemoryItem
+from memories.models import AuditVerdict, AutoApproval, ItemStatus, MemoryItem
+from memories.risks.topics import HELD_BACK
 from memories.selectors.retrieval.near_duplicates import near_duplicates_search
 
 
@@ -42,4 +43,13 @@ def audit_sample_pending(*, bank: Bank, limit: int = 50) -> list[AutoApproval]:
         AutoApproval.objects.filter(bank=bank, sampled=True, audit_verdict="", undone_at__isnull=True)
         .select_related("item")
         .order_by("created_at", "id")[:limit]
+    )
+
+
+def auto_approval_held_back(*, bank: Bank, limit: int = 50) -> list[MemoryItem]:
+    """Proposed items the topic gate kept from auto-approval (the reason in ``needs_review_reason``), newest first."""
+    return list(
+        MemoryItem.objects.filter(bank=bank, status=ItemStatus.PROPOSED, needs_review_reason__startswith=HELD_BACK)
+        .only("id", "public_id", "bank_id", "title", "needs_review_reason", "created_at")
+        .order_by("-created_at", "-id")[:limit]
     )

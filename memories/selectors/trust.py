@@ -54,7 +54,7 @@ def item_tier(*, item: MemoryItem) -> int:
 
 
 def tier_name(tier: int) -> str:
-    """ "judge", "human", "verified", or "" for none."""
+    """ "agent", "judge", "human", or "" for none."""
     return TIER_NAMES.get(tier, "")
 
 

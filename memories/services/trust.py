@@ -14,7 +14,8 @@ from django.utils import timezone
 
 from accounts.models import Bank
 from accounts.services.audit import audit_record
-from memories.models import AuditVerdict, AutoApproval, ItemStatus, MemoryItem, RiskFinding, TrustPolicy
+from memories.models import AuditVerdict, AutoApproval, ItemStatus, MemoryItem, RiskFinding, TrustPolicy, VerdictTier
+from memories.risks.topics import HELD_BACK, held_back_reason, sensitive_topics
 from memories.selectors.auto_approval import rejected_twin_exists
 from memories.services.risks import memory_items_risk_scan
 from memories.services.transitions import item_status_move
@@ -30,6 +31,8 @@ POLICY_FIELDS = (
     "llm_risk_check",
 )
 AUTO_APPROVED_REASON = "Approved by the bank's trust policy (no risk finding, no twin, verdict tier met)."
+# A bank's first auto-approvals all go to the human audit sample; then its audit_share of them.
+AUDIT_ALL_FIRST = 50
 
 
 @transaction.atomic
@@ -71,14 +74,18 @@ def memory_items_screen(*, items: Sequence[MemoryItem], steps: Sequence[dict] = 
 
 
 def _refusal(policy: TrustPolicy, item: MemoryItem, tier: int) -> str:
-    """Why the policy will not approve ``item`` ("" when it will)."""
+    """Why the policy will not approve ``item`` ("" when it will). The topic gate's reason starts with
+    HELD_BACK and is shown to reviewers; the others are the ordinary review's business."""
     if RiskFinding.objects.filter(item=item).exists():
         return "risk findings"
+    topics = sensitive_topics(f"{item.title}\n{item.description}\n{item.content}")
+    if topics:
+        return held_back_reason(topics)
     if item.near_duplicates:
         return "a near-duplicate"
     if rejected_twin_exists(item=item):
         return "a rejected twin"
-    if tier < policy.min_tier or tier == 0:
+    if tier < max(policy.min_tier, VerdictTier.JUDGE):  # the agent's own word never approves by itself
         return "verdict tier"
     if policy.auto_approve_agents and not set(item.source_agents or ()) <= set(policy.auto_approve_agents):
         return "agent not on the allow-list"
@@ -87,12 +94,17 @@ def _refusal(policy: TrustPolicy, item: MemoryItem, tier: int) -> str:
 
 def memory_items_auto_approve(*, items: Sequence[MemoryItem], tier: int) -> list[AutoApproval]:
     """Approve, as the bank's trust policy, each new proposal of ``items``
-    that has no risk finding, no near-duplicate and no rejected twin, whose
-    verdict ``tier`` reaches the policy's (and is at least the judge's), and
-    whose source agents are on the allow-list when there is one. Nothing
-    happens when the policy is off (the default). Each approval is a version
-    "auto-approved" (no author), an audit event, and an AutoApproval row; a
-    random ``audit_share`` of them is marked for the human audit sample."""
+    that has no risk finding, recommends nothing of the topic gate's
+    (memories.risks.topics: commands, URLs, package indexes, payments,
+    credentials, role changes), has no near-duplicate and no rejected twin,
+    whose verdict ``tier`` reaches the policy's (and is at least the
+    judge's), and whose source agents are on the allow-list when there is
+    one. An item the topic gate keeps stays proposed with the reason in its
+    ``needs_review_reason``. Nothing happens when the policy is off (the
+    default). Each approval is a version "auto-approved" (no author), an
+    audit event, and an AutoApproval row; the bank's first AUDIT_ALL_FIRST
+    approvals, then a random ``audit_share`` of them, are marked for the
+    human audit sample."""
     fresh = [i for i in items if i.pk is not None and getattr(i, "supported_by", None) is None]
     if not fresh:
         return []
@@ -100,8 +112,15 @@ def memory_items_auto_approve(*, items: Sequence[MemoryItem], tier: int) -> list
     if policy is None:
         return []
     made = []
+    earlier = AutoApproval.objects.filter(bank_id=policy.bank_id).count()
     for item in fresh:
-        if item.status != ItemStatus.PROPOSED or _refusal(policy, item, tier):
+        if item.status != ItemStatus.PROPOSED:
+            continue
+        refusal = _refusal(policy, item, tier)
+        if refusal.startswith(HELD_BACK):
+            MemoryItem.objects.filter(pk=item.pk, status=ItemStatus.PROPOSED).update(needs_review_reason=refusal)
+            item.needs_review_reason = refusal
+        if refusal:
             continue
 
         def approval(item: MemoryItem) -> list[str]:
@@ -112,7 +131,7 @@ def memory_items_auto_approve(*, items: Sequence[MemoryItem], tier: int) -> list
             item=item, to=ItemStatus.APPROVED, reason=AUTO_APPROVED_REASON, prepare=approval, action="auto-approved"
         ):
             continue
-        sampled = random.random() < policy.audit_share
+        sampled = earlier + len(made) < AUDIT_ALL_FIRST or random.random() < policy.audit_share
         made.append(AutoApproval(item=item, bank_id=item.bank_id, sampled=sampled))
         audit_record(
             action="memory_item.auto_approve",

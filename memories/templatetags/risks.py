@@ -56,5 +56,5 @@ def item_risk_findings(item: MemoryItem) -> list[dict]:
 
 @register.simple_tag
 def item_verdict_tier(item: MemoryItem) -> str:
-    """The item's trust tier as reviewers read it: "judge", "human", "verified", or "" (no verdict)."""
+    """The item's trust tier as reviewers read it: "agent", "judge", "human", or "" (no verdict)."""
     return tier_name(item_tier(item=item))

@@ -84,6 +84,7 @@ ROW_FIELDS = (
     "claimed_outcome",
     "my_vote",
     "near_duplicates",
+    "needs_review_reason",
     "risk_count",
     "reviewed_by",
     "assignees",

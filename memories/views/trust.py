@@ -1,6 +1,7 @@
 """The bank's trust page: its trust policy (serving tier, safe
 auto-approval, abuse limits), the policy's record with the audit sample's
-disagreement rate beside it, the sample to audit, and the bulk undo."""
+disagreement rate beside it, the sample to audit, the items its topic gate
+kept for a human, and the bulk undo."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ def _page(request, bank, membership, form=None, undo_form=None):
         "tokens_today": llm_tokens_today(bank=bank),
         "stats": selectors.auto_approval_stats(bank=bank),
         "sample": selectors.audit_sample_pending(bank=bank),
+        "held_back": selectors.auto_approval_held_back(bank=bank),
     }
     return render(request, "memories/trust.html", context)
 

@@ -11,7 +11,7 @@ import pytest
 from accounts.models import AuditEvent
 from memories import selectors
 from memories.models import ItemStatus, RiskFinding
-from memories.risks import Finding, Kind, scan_item, scan_text
+from memories.risks import RULES_VERSION, Finding, Kind, scan_item, scan_text
 from memories.services import (
     memory_item_approve,
     memory_item_edit,
@@ -74,7 +74,7 @@ def risky(bank, trajectory):
 def test_proposed_item_findings_are_stored(risky):
     kinds = sorted(f.kind for f in RiskFinding.objects.filter(item=risky))
     assert kinds == [Kind.EXFILTRATION, Kind.INJECTED_INSTRUCTION]
-    assert all(not f.confirmed and f.detector == "rules-1" for f in RiskFinding.objects.filter(item=risky))
+    assert all(not f.confirmed and f.detector == RULES_VERSION for f in RiskFinding.objects.filter(item=risky))
 
 
 def test_approval_needs_confirmation_recorded_with_who(risky, owner):

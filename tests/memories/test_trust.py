@@ -38,7 +38,8 @@ def test_each_effective_verdict_records_its_tier(bank, owner):
     record_verdict(t, "success", source=JudgmentSource.LLM)
     assert _tier(t) == VerdictTier.JUDGE
     record_verdict(t, "success", source=JudgmentSource.AGENT)
-    assert _tier(t) == VerdictTier.VERIFIED
+    assert _tier(t) == VerdictTier.AGENT  # the bank trusts the agent's label, at the lowest tier
+    assert VerdictTier.AGENT < VerdictTier.JUDGE < VerdictTier.HUMAN
     trajectory_relabel(trajectory=t, label="success", reason="Checked.", author=owner)
     assert _tier(t) == VerdictTier.HUMAN  # the same verdict, now a human's
     assert Trajectory.objects.get(pk=t.pk).verdict == "success"
@@ -71,10 +72,10 @@ def test_bank_policy_serves_only_items_reaching_its_tier(bank, owner, learnt):
     assert served(bank) == {manual.pk}
     trajectory_relabel(trajectory=t, label="success", reason="Confirmed.", author=owner)
     assert served(bank) == {item.pk, manual.pk}
-    bank_trust_policy_update(bank=bank, actor=owner, min_tier=VerdictTier.VERIFIED)
-    assert served(bank) == set()
+    bank_trust_policy_update(bank=bank, actor=owner, min_tier=VerdictTier.AGENT)
+    assert served(bank) == {item.pk, manual.pk}
     event = AuditEvent.objects.filter(action="bank.trust_policy_update").latest("id")
-    assert event.after == {"min_tier": VerdictTier.VERIFIED} and event.actor_user_id == owner.pk
+    assert event.after == {"min_tier": VerdictTier.AGENT} and event.actor_user_id == owner.pk
 
 
 def test_retrieval_filter_by_tier(client, bank, learnt):
@@ -110,24 +111,23 @@ def agent_trusted(bank):
 
 
 def _run(bank, fake_llm, items=ITEMS_MD, **data):
-    fake_llm.reply(items)
-    t = factories.make_trajectory(bank, outcome="success", **data)
-    return process_trajectory(t)
+    """A run the LLM judge finds a success, distilled into ``items``."""
+    fake_llm.reply(JUDGE_SUCCESS).reply(items)
+    return process_trajectory(factories.make_trajectory(bank, **data))
 
 
 @pytest.mark.usefixtures("eager_celery")
-def test_auto_approval_is_off_by_default(agent_trusted, fake_llm):
-    t = _run(agent_trusted, fake_llm)
+def test_auto_approval_is_off_by_default(bank, fake_llm):
+    t = _run(bank, fake_llm)
     assert {i.status for i in MemoryItem.objects.filter(experience=t.experience)} == {ItemStatus.PROPOSED}
     assert not AutoApproval.objects.exists()
 
 
 @pytest.mark.usefixtures("eager_celery")
-def test_auto_approval_approves_only_safe_items_as_the_policy(agent_trusted, fake_llm, owner, monkeypatch):
-    bank = agent_trusted
-    bank_trust_policy_update(bank=bank, actor=owner, auto_approve=True, min_tier=VerdictTier.VERIFIED, audit_share=1.0)
+def test_auto_approval_approves_only_safe_items_as_the_policy(bank, fake_llm, owner):
+    bank_trust_policy_update(bank=bank, actor=owner, auto_approve=True, min_tier=VerdictTier.JUDGE, audit_share=1.0)
     t = _run(bank, fake_llm)
-    assert Trajectory.objects.get(pk=t.pk).verdict_tier == VerdictTier.VERIFIED
+    assert Trajectory.objects.get(pk=t.pk).verdict_tier == VerdictTier.JUDGE
     items = list(MemoryItem.objects.filter(experience=t.experience))
     assert len(items) == 2 and {i.status for i in items} == {ItemStatus.APPROVED}
     assert all(i.approved_by is None for i in items)
@@ -146,14 +146,36 @@ def test_auto_approval_approves_only_safe_items_as_the_policy(agent_trusted, fak
 
 
 @pytest.mark.usefixtures("eager_celery")
-def test_auto_approval_needs_the_tier_and_the_allow_list(bank, agent_trusted, fake_llm, owner):
-    bank_trust_policy_update(bank=bank, actor=owner, auto_approve=True, min_tier=VerdictTier.HUMAN)
-    t = _run(bank, fake_llm)  # verified ≥ human: approved
+def test_auto_approval_needs_the_tier_and_the_allow_list(bank, fake_llm, owner):
+    bank_trust_policy_update(bank=bank, actor=owner, auto_approve=True, min_tier=VerdictTier.JUDGE)
+    t = _run(bank, fake_llm)  # judge ≥ judge: approved
     assert {i.status for i in MemoryItem.objects.filter(experience=t.experience)} == {ItemStatus.APPROVED}
     bank_trust_policy_update(bank=bank, actor=owner, auto_approve_agents=["trusted-bot"])
-    fake_llm.reply(ITEMS_MD.replace("official source", "city's own page").replace("asked format", "exact format"))
-    t2 = process_trajectory(factories.make_trajectory(bank, outcome="success", agent="other-bot", task="Pool hours?"))
+    items = ITEMS_MD.replace("official source", "city's own page").replace("asked format", "exact format")
+    t2 = _run(bank, fake_llm, items=items, agent="other-bot", task="Pool hours?")
     assert {i.status for i in MemoryItem.objects.filter(experience=t2.experience)} == {ItemStatus.PROPOSED}
+
+
+@pytest.mark.usefixtures("eager_celery")
+@pytest.mark.parametrize("min_tier", [VerdictTier.NONE, VerdictTier.AGENT, VerdictTier.JUDGE])
+def test_the_agents_own_success_never_auto_approves_on_its_own(agent_trusted, fake_llm, owner, min_tier):
+    bank = agent_trusted
+    bank_trust_policy_update(bank=bank, actor=owner, auto_approve=True, min_tier=min_tier, audit_share=1.0)
+    fake_llm.reply(ITEMS_MD)  # the distiller only: a trusted outcome skips the judge
+    t = process_trajectory(factories.make_trajectory(bank, outcome="success"))
+    assert Trajectory.objects.get(pk=t.pk).verdict_tier == VerdictTier.AGENT
+    assert len(fake_llm.requests) == 1  # no judge call
+    items = MemoryItem.objects.filter(experience=t.experience)
+    assert items.count() == 2 and {i.status for i in items} == {ItemStatus.PROPOSED}
+    assert not AutoApproval.objects.exists()
+    assert selectors.item_tier(item=items[0]) == VerdictTier.AGENT
+
+
+def test_the_trust_page_says_the_agents_word_ranks_lowest(client, bank, owner):
+    client.force_login(owner)
+    page = client.get(f"/banks/{bank.public_id}/trust/").content.decode()
+    assert "Tiers, weakest first: the agent's own report" in page
+    assert "never outranks a judge or a human, and never auto-approves an item by itself" in page
 
 
 @pytest.mark.usefixtures("eager_celery")
@@ -165,9 +187,8 @@ def test_an_llm_judged_item_is_never_auto_approved_under_a_human_tier(bank, fake
 
 
 @pytest.mark.usefixtures("eager_celery")
-def test_audit_sample_disagreement_and_bulk_undo(agent_trusted, fake_llm, owner):
-    bank = agent_trusted
-    bank_trust_policy_update(bank=bank, actor=owner, auto_approve=True, min_tier=VerdictTier.VERIFIED, audit_share=1.0)
+def test_audit_sample_disagreement_and_bulk_undo(bank, fake_llm, owner):
+    bank_trust_policy_update(bank=bank, actor=owner, auto_approve=True, min_tier=VerdictTier.JUDGE, audit_share=1.0)
     started = timezone.now()
     t = _run(bank, fake_llm)
     first, second = AutoApproval.objects.filter(bank=bank).order_by("id")

@@ -1,6 +1,8 @@
 """A bank's daily LLM token budget (its trust policy's
 ``daily_llm_token_budget``): what is left of it today, read with the row the
-stages work on, and the parking of a trajectory while it is spent. A parked
+stages work on, and the parking of a trajectory while it is spent — before a
+stage, or when a call's hold is refused (each LLM call first holds an
+estimate of its tokens: trajectories.pipeline.llm_usage). A parked
 row waits in ``awaiting_llm`` (nothing is lost) and the sweeper resumes it
 once its ``retry_at`` comes: at the next check, when the budget was raised
 meanwhile, or after the day's reset (00:00 UTC)."""
@@ -9,7 +11,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, time, timedelta
 
-from django.db.models import BigIntegerField
+from django.db import transaction
+from django.db.models import BigIntegerField, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
@@ -30,6 +33,11 @@ BUDGET_LEFT = RawSQL(
     (),
     output_field=BigIntegerField(),
 )
+
+
+def budget_is_set(t: Trajectory) -> bool:
+    """Whether ``t``'s bank has a daily budget (True when ``t`` was not read by trajectory_row: ask)."""
+    return getattr(t, "llm_budget_left", 0) is not None
 
 
 def budget_spent(t: Trajectory) -> bool:
@@ -60,6 +68,18 @@ def budget_park(t: Trajectory, *, from_: str | list[str]) -> bool:
         waiting = Trajectory.objects.filter(pk=t.pk, status=Status.AWAITING_LLM)
         return bool(waiting.update(status_detail=detail, retry_at=retry_at, enqueued_at=None))
     return trajectory_move(t.pk, from_=from_, to=Status.AWAITING_LLM, detail=detail, also={"retry_at": retry_at})
+
+
+@transaction.atomic
+def budget_park_rows(rows: QuerySet[Trajectory], *, running: str, back_to: str) -> None:
+    """Park ``rows`` (those still ``running`` a stage) when the budget could not cover the stage's LLM
+    call: back to ``back_to``, then in ``awaiting_llm`` (a MaTTS group stays in ``waiting_group``), each
+    with a time to look again, saying so."""
+    detail, retry_at = _waiting(timezone.now())
+    also = {"retry_at": retry_at, "enqueued_at": None}
+    trajectory_move_many(rows, from_=running, to=back_to, detail=detail, also=also)
+    if back_to != Status.WAITING_GROUP:
+        trajectory_move_many(rows, from_=back_to, to=Status.AWAITING_LLM, detail=detail, also=also)
 
 
 def group_budget_park(ids: list[int]) -> bool:

@@ -17,6 +17,7 @@ from reasoningbank_site.text import counted
 from trajectories.judging.few_shot import distill_examples
 from trajectories.judging.prompt_versions import FEW_SHOT_SUFFIX, prompt_active_among
 from trajectories.models import Label, Status, Trajectory
+from trajectories.pipeline.budget import budget_is_set
 from trajectories.pipeline.llm import distill_model_for
 from trajectories.pipeline.llm_calls import DISTILL_CALL, SEQUENTIAL_CALL, items_parser, llm_ask
 from trajectories.pipeline.refused import refused_lessons
@@ -93,6 +94,7 @@ def distill_row(t: Trajectory) -> bool:
         parse=items_parser(MAX_ITEMS),
         bank_id=t.bank_id,
         trajectory_ids=[t.pk],
+        budgeted=budget_is_set(t),
     )
     if items is None:
         return False

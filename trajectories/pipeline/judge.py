@@ -22,6 +22,7 @@ from trajectories.judging.prompt_versions import (
 )
 from trajectories.models import JudgmentSource, PromptName, Status, Trajectory
 from trajectories.parsing import parse_judge_answer
+from trajectories.pipeline.budget import budget_is_set
 from trajectories.pipeline.llm import judge_model_for
 from trajectories.pipeline.llm_calls import JUDGE_CALL, llm_ask
 from trajectories.pipeline.rows import DISTILLING_DETAIL, trajectory_row
@@ -89,6 +90,7 @@ def judge_row(t: Trajectory, *, distill_next: bool) -> bool:
         parse=parse_judge_answer,
         bank_id=t.bank_id,
         trajectory_ids=[t.pk],
+        budgeted=budget_is_set(t),
     )
     if parsed is None:
         return False

@@ -16,7 +16,7 @@ import openai
 from django.conf import settings
 
 from trajectories.pipeline.llm_metrics import llm_measured, llm_tokens_count
-from trajectories.pipeline.llm_usage import llm_usage_record
+from trajectories.pipeline.llm_usage import llm_budget_hold, llm_budget_release, llm_call_estimate, llm_usage_settle
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,18 @@ class LLMPermanentError(LLMError):
 
 class LLMNotConfigured(LLMPermanentError):
     """No endpoint is configured (``RB_LLM_BASE_URL`` / ``OPENAI_API_KEY`` unset)."""
+
+
+class LLMBudgetSpent(LLMPermanentError):
+    """The bank's daily LLM token budget cannot cover this call (today's usage and the calls in flight
+    deducted): it was not sent. The pipeline parks its rows until the budget resets or is raised."""
+
+    def __init__(self, *, left: int, needed: int):
+        super().__init__(
+            f"This bank's daily LLM token budget is spent: {max(left, 0):,} tokens left today, "
+            f"about {needed:,} needed for this call."
+        )
+        self.left, self.needed = left, needed
 
 
 def llm_configured() -> bool:
@@ -92,7 +104,7 @@ def _status_message(exc: openai.APIStatusError) -> str:
     return f"HTTP {exc.status_code} from the LLM endpoint: {str(body)[:300] or exc.message}"
 
 
-@llm_measured(transient=LLMTransientError)
+@llm_measured(transient=LLMTransientError, not_sent=LLMBudgetSpent)
 def chat(
     *,
     model: str,
@@ -101,15 +113,41 @@ def chat(
     purpose: str = "other",
     bank_id: int | None = None,
     trajectory_ids: Iterable[int] = (),
+    budgeted: bool = True,
 ) -> str:
     """Send one chat completion and return the answer text (may be empty).
     Raises LLMTransientError (retry later) or LLMPermanentError. ``purpose``
     (judge, distill, matts, experiment) labels the call's metrics (trajectories.pipeline.llm_metrics);
-    with ``bank_id`` the answer's tokens are counted for the bank and ``trajectory_ids`` under
-    that stage (trajectories.pipeline.llm_usage)."""
+    with ``bank_id`` an estimate of the call's tokens is first held from the bank's daily budget
+    (LLMBudgetSpent, and no request, when it cannot cover it), and the answer's tokens then count for
+    the bank and ``trajectory_ids`` under that stage in its place (trajectories.pipeline.llm_usage).
+    ``budgeted=False``: the caller has just read that the bank has no budget (no hold is asked for)."""
     client = get_client()
+    hold = None
+    if bank_id is not None and budgeted:
+        hold = llm_budget_hold(bank_id=bank_id, tokens=llm_call_estimate(messages=messages, purpose=purpose))
     try:
-        response = client.chat.completions.create(model=model, messages=messages, temperature=temperature)
+        response = _complete(client, model=model, messages=messages, temperature=temperature)
+    except BaseException:
+        llm_budget_release(hold)
+        raise
+    usage = getattr(response, "usage", None)
+    llm_tokens_count(model=model, purpose=purpose, usage=usage)
+    if bank_id is not None:
+        llm_usage_settle(
+            hold=hold, bank_id=bank_id, stage=purpose, model=model, usage=usage, trajectory_ids=trajectory_ids
+        )
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        raise LLMTransientError(f"The LLM endpoint answered with no chat completion: {str(response)[:200]!r}")
+    message = choices[0].message
+    return (getattr(message, "content", None) or "").strip()
+
+
+def _complete(client: openai.OpenAI, *, model: str, messages: list[dict], temperature: float):
+    """The request, its failures as LLMTransientError or LLMPermanentError."""
+    try:
+        return client.chat.completions.create(model=model, messages=messages, temperature=temperature)
     except openai.APITimeoutError as exc:
         raise LLMTransientError(f"The LLM endpoint did not answer within {settings.RB_LLM_TIMEOUT:g}s.") from exc
     except openai.APIConnectionError as exc:
@@ -124,15 +162,6 @@ def chat(
         raise LLMTransientError(f"The LLM endpoint answered something that is not a chat completion: {exc}") from exc
     except openai.OpenAIError as exc:
         raise LLMPermanentError(f"LLM client error: {exc}") from exc
-    usage = getattr(response, "usage", None)
-    llm_tokens_count(model=model, purpose=purpose, usage=usage)
-    if bank_id is not None:
-        llm_usage_record(bank_id=bank_id, stage=purpose, model=model, usage=usage, trajectory_ids=trajectory_ids)
-    choices = getattr(response, "choices", None) or []
-    if not choices:
-        raise LLMTransientError(f"The LLM endpoint answered with no chat completion: {str(response)[:200]!r}")
-    message = choices[0].message
-    return (getattr(message, "content", None) or "").strip()
 
 
 def llm_probe() -> bool:

@@ -17,7 +17,8 @@ from django.db.models import F, QuerySet
 
 from trajectories.models import Status, Trajectory
 from trajectories.parsing import parse_memory_items
-from trajectories.pipeline.llm import LLMPermanentError, LLMTransientError, chat
+from trajectories.pipeline.budget import budget_park_rows
+from trajectories.pipeline.llm import LLMBudgetSpent, LLMPermanentError, LLMTransientError, chat
 from trajectories.pipeline.transitions import trajectory_move_many
 from trajectories.prompting import excerpt
 
@@ -86,16 +87,19 @@ def llm_ask(
     parse: Callable[[str], T | None],
     bank_id: int,
     trajectory_ids: list[int],
+    budgeted: bool = True,
 ) -> T | None:
     """Ask ``model``; when ``parse`` finds nothing in the answer, remind it once.
     Returns the parsed answer, or None after moving ``rows`` (those still
     ``running``) to ``needs_attention``: on a permanent LLM error, or when the
-    second answer is unparseable too. On a transient error the rows go back to
+    second answer is unparseable too; or after parking them, saying so, when
+    the bank's daily token budget cannot cover a call (none is sent). On a transient error the rows go back to
     ``back_to`` with the stage's failure counted, and LLMTransientError is
     re-raised (``exc.call`` names the stage) for the task to retry. The tokens count for ``bank_id`` and
-    ``trajectory_ids`` (the rows') under the call's stage."""
+    ``trajectory_ids`` (the rows') under the call's stage; ``budgeted=False`` when the caller read that
+    the bank has no daily budget (budget_is_set)."""
     messages = [{"role": "user", "content": prompt}]
-    counted = {"purpose": call.purpose, "bank_id": bank_id, "trajectory_ids": trajectory_ids}
+    counted = {"purpose": call.purpose, "bank_id": bank_id, "trajectory_ids": trajectory_ids, "budgeted": budgeted}
     try:
         answer = chat(model=model, messages=messages, **counted)
         parsed = parse(answer)
@@ -117,6 +121,9 @@ def llm_ask(
         )
         exc.call = call
         raise
+    except LLMBudgetSpent:
+        budget_park_rows(rows, running=running, back_to=back_to)
+        return None
     except LLMPermanentError as exc:
         trajectory_move_many(rows, from_=running, to=Status.NEEDS_ATTENTION, detail=f"{call.doing} error: {exc}")
         return None

@@ -57,9 +57,10 @@ LLM_TOKENS = Counter(
 )
 
 
-def llm_measured(*, transient: type[Exception]):
+def llm_measured(*, transient: type[Exception], not_sent: type[Exception] | tuple = ()):
     """Decorates ``chat(*, model, purpose, ...)``: counts and times every call by its outcome —
-    ``transient`` when it raised ``transient`` (LLMTransientError), ``permanent`` for any other error."""
+    ``transient`` when it raised ``transient`` (LLMTransientError), ``permanent`` for any other error;
+    a call refused before any request (``not_sent``: the daily budget's refusal) is not counted."""
 
     def decorate(chat):
         @functools.wraps(chat)
@@ -73,9 +74,13 @@ def llm_measured(*, transient: type[Exception]):
             except transient:
                 outcome = "transient"
                 raise
+            except not_sent:
+                outcome = ""
+                raise
             finally:
-                LLM_LATENCY.labels(model, purpose).observe(time.perf_counter() - started)
-                LLM_CALLS.labels(model, purpose, outcome).inc()
+                if outcome:
+                    LLM_LATENCY.labels(model, purpose).observe(time.perf_counter() - started)
+                    LLM_CALLS.labels(model, purpose, outcome).inc()
 
         return measured
 

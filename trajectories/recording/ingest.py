@@ -113,7 +113,7 @@ def trajectory_build(
         group_id=payload.group_id,
         group_size=payload.group_size,
         verdict=signal[0] if signal else "",
-        verdict_tier=VerdictTier.VERIFIED if signal else VerdictTier.NONE,  # a trusted signal: verified
+        verdict_tier=VerdictTier.AGENT if signal else VerdictTier.NONE,  # the agent's own word: the lowest tier
     )
     return BuiltTrajectory(payload=payload, trajectory=trajectory, signal=signal)
 

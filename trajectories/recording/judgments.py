@@ -21,17 +21,18 @@ from trajectories.models import Judgment, JudgmentSource, Label, Status, Traject
 from trajectories.pipeline.dispatch import trajectory_enqueue
 from trajectories.pipeline.transitions import trajectory_move, trajectory_move_many
 
-# The tier of a verdict by the source of the judgment that sets it: a trusted agent signal is "verified".
+# The tier of a verdict by the source of the judgment that sets it: the agent's own report ranks lowest.
 SOURCE_TIER = {
     JudgmentSource.HUMAN: VerdictTier.HUMAN,
-    JudgmentSource.AGENT: VerdictTier.VERIFIED,
     JudgmentSource.LLM: VerdictTier.JUDGE,
+    JudgmentSource.AGENT: VerdictTier.AGENT,
 }
 
 
 def _effective_verdict(judgments: list[Judgment]) -> tuple[str, int]:
     """Latest human, else latest agent (agent judgments are only recorded when
-    trusted), else latest LLM, with its tier; ('', NONE) when there is none."""
+    trusted), else latest LLM, with its tier; ('', NONE) when there is none.
+    A bank that trusts its agents takes their label, but at the lowest tier."""
     for source in (JudgmentSource.HUMAN, JudgmentSource.AGENT, JudgmentSource.LLM):
         of_source = [j for j in judgments if j.source == source]
         if of_source:
@@ -54,7 +55,7 @@ def judgment_record(
     """Append a Judgment (never overwrites one) and set ``trajectory.verdict``
     to the effective verdict: the latest human judgment, else the trusted
     agent signal, else the latest LLM judgment (and ``verdict_tier`` to its
-    tier: human, verified, judge). The trajectory row is locked
+    tier: human, agent — the lowest —, judge). The trajectory row is locked
     so concurrent judgments agree on the verdict; ``trajectory`` is updated in
     place. ``locked``: the caller read ``trajectory`` in this transaction
     with ``select_for_update`` (at least its pk, verdict, verdict_tier,

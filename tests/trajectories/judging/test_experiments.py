@@ -13,7 +13,7 @@ import pytest
 from django.urls import reverse
 
 from accounts.models import AuditEvent
-from memories.services import memory_item_approve, memory_item_edit, memory_item_reject
+from memories.services import bank_trust_policy_update, memory_item_approve, memory_item_edit, memory_item_reject
 from reasoningbank_site.errors import Conflict, Invalid
 from tests.factories import make_member, propose_item, record_verdict
 from tests.fake_llm import Scripted
@@ -141,6 +141,17 @@ def test_a_permanent_error_fails_the_experiment_with_the_reason(
     assert "failed" in experiment.error and "no such model" in experiment.error
     with pytest.raises(Conflict):
         experiment_promote(experiment=experiment, author=owner)
+
+
+def test_an_experiment_stops_at_the_daily_llm_budget(
+    bank, owner, cases, candidate, fake_llm, django_capture_on_commit_callbacks
+):
+    bank_trust_policy_update(bank=bank, actor=owner, daily_llm_token_budget=100)  # less than one judge call
+    fake_llm.responder = judge_by_version
+    experiment = start(bank, owner, candidate, django_capture_on_commit_callbacks)
+    assert experiment.status == ExperimentStatus.FAILED
+    assert "daily LLM token budget is spent" in experiment.error
+    assert fake_llm.requests == []  # no call was sent
 
 
 def test_refusals(bank, other_bank, owner, candidate, make_trajectory, fake_llm):

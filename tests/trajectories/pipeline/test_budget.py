@@ -57,14 +57,14 @@ def test_a_spent_budget_parks_then_a_raise_resumes(
 
 
 def test_yesterdays_tokens_do_not_count(bank, owner, fake_llm, make_trajectory):
-    bank_trust_policy_update(bank=bank, actor=owner, daily_llm_token_budget=1000)
+    bank_trust_policy_update(bank=bank, actor=owner, daily_llm_token_budget=10_000)  # room for a run's estimated calls
     LLMUsage.objects.create(
         bank=bank,
         day=timezone.now().date() - timedelta(days=1),
         stage=LLMStage.JUDGE,
         model="fake-model",
         calls=1,
-        prompt_tokens=5000,
+        prompt_tokens=50_000,
     )
     fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
     assert process_trajectory(make_trajectory()).status == Status.DONE
