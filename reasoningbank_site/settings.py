@@ -297,10 +297,7 @@ CELERY_BEAT_SCHEDULE: dict = {
     # Rolls back canary releases significantly worse than production (banks that opted in).
     "trajectories-canary-rollback": {"task": "trajectories.canary_rollback", "schedule": 300.0},
 }
-# --- Queues (reasoningbank_site/workers.py): the pipeline on the default queue, beat's housekeeping on
-# `maintenance`, webhook deliveries on `webhooks` and per-tenant bulk work on `bulk`, each consumed by a
-# worker of its own, so a slow receiver or one team's import never holds another team's judging.
-# A worker started without -Q consumes every queue.
+# --- Queues, routed by task name, each with a worker of its own (reasoningbank_site/workers.py says why).
 CELERY_TASK_DEFAULT_QUEUE = workers.PIPELINE
 CELERY_TASK_QUEUES = tuple(Queue(name, Exchange(name), routing_key=name) for name in workers.QUEUES)
 CELERY_TASK_ROUTES = {
