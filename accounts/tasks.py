@@ -3,7 +3,7 @@
 from celery import shared_task
 
 from accounts.services import token_usage_compact
-from accounts.webhooks.delivery import webhook_delivery_attempt
+from accounts.webhooks.delivery import webhook_delivery_run
 from accounts.webhooks.subscriptions import webhook_deliveries_sweep
 
 
@@ -14,10 +14,11 @@ def compact_token_usage() -> None:
 
 @shared_task(name="accounts.webhook_deliver", ignore_result=True)
 def webhook_deliver(delivery_id: int, attempt: int) -> None:
-    """One attempt; a failed one with attempts left queues the next after its back-off."""
-    delay = webhook_delivery_attempt(delivery_id=delivery_id, attempt=attempt)
-    if delay is not None:
-        webhook_deliver.apply_async((delivery_id, attempt + 1), countdown=delay)
+    """One attempt (on the `webhooks` queue); a failed one with attempts left queues the next after its
+    back-off, and one whose bank has its cap of attempts in flight queues itself again after a short wait."""
+    follow = webhook_delivery_run(delivery_id=delivery_id, attempt=attempt)
+    if follow is not None:
+        webhook_deliver.apply_async((delivery_id, follow.attempt), countdown=follow.delay)
 
 
 @shared_task(name="accounts.webhooks_sweep", ignore_result=True)

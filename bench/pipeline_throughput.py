@@ -1,5 +1,6 @@
 """Pipeline throughput: the same N trajectories through a real Celery worker
-(the one `make run` starts: prefork, concurrency 2, beat) on the embedded
+(the pipeline's that `make run` starts: queues celery and maintenance, prefork,
+concurrency 2, beat; the webhook and bulk workers get no work here) on the embedded
 filesystem broker and on a private redis-server, side by side in one run.
 
 The LLM is an instant fake (tests/fake_llm.py: a local OpenAI-compatible HTTP
@@ -36,7 +37,7 @@ from common import ROOT, free_port, setup_django
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 READY_TIMEOUT = 180.0
-CONCURRENCY = 2  # rb_run's worker_argv
+CONCURRENCY = 2  # rb_run's worker_argv: reasoningbank_site.workers.PIPELINE_WORKER
 TASK_RUNTIME = re.compile(r"\] succeeded in ([0-9.]+)s")
 
 

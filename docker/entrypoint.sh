@@ -5,7 +5,9 @@
 #           the threads overlap the requests' database and broker waits and share their process's embedding
 #           model; each keeps one database connection, so processes × threads bounds the web's connections);
 #           with RB_MIGRATE_ON_START=1 it migrates first (a single-container run)
-#   worker  a Celery worker (scale it: `docker compose up --scale worker=3`)
+#   worker  a Celery worker on the queues in WORKER_QUEUES (unset: every queue), WORKER_POOL (prefork) and
+#           WORKER_CONCURRENCY (2): compose and the manifests run one for the pipeline (celery,maintenance),
+#           one for webhook deliveries (webhooks, threads) and one for bulk work (bulk); scale each on its own
 #   beat    the Celery beat scheduler (run exactly one)
 #   mcp     the MCP server (streamable HTTP on :8001), forwarding tool calls to RB_MCP_API_URL
 #   manage  ARGS...   any manage.py command, e.g. `manage createsuperuser`, `manage rb_token create --bank demo/web-agent`
@@ -53,9 +55,12 @@ case "$role" in
       "$@"
     ;;
   worker)
+    # Unset, WORKER_QUEUES adds nothing: the worker consumes every queue.
     exec celery -A reasoningbank_site worker \
       --loglevel "${LOG_LEVEL:-INFO}" \
       --concurrency "${WORKER_CONCURRENCY:-2}" \
+      --pool "${WORKER_POOL:-prefork}" \
+      ${WORKER_QUEUES:+--queues "$WORKER_QUEUES"} \
       "$@"
     ;;
   beat)

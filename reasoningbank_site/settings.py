@@ -6,7 +6,7 @@ from pathlib import Path
 
 from kombu import Exchange, Queue
 
-from reasoningbank_site import embedded
+from reasoningbank_site import embedded, workers
 from reasoningbank_site.env import envbool, envfloat, envint, envstr
 from trajectories.pipeline.llm_prices import llm_prices_parse
 
@@ -297,14 +297,13 @@ CELERY_BEAT_SCHEDULE: dict = {
     # Rolls back canary releases significantly worse than production (banks that opted in).
     "trajectories-canary-rollback": {"task": "trajectories.canary_rollback", "schedule": 300.0},
 }
-# --- Queues: beat's housekeeping has its own queue, so it never waits behind a pipeline backlog.
-# A worker started without -Q consumes both; a dedicated one can take `-Q maintenance`.
-CELERY_TASK_DEFAULT_QUEUE = "celery"
-CELERY_TASK_QUEUES = (
-    Queue("celery", Exchange("celery"), routing_key="celery"),
-    Queue("maintenance", Exchange("maintenance"), routing_key="maintenance"),
-)
-CELERY_TASK_ROUTES = {entry["task"]: {"queue": "maintenance"} for entry in CELERY_BEAT_SCHEDULE.values()}
+# --- Queues, routed by task name, each with a worker of its own (reasoningbank_site/workers.py says why).
+CELERY_TASK_DEFAULT_QUEUE = workers.PIPELINE
+CELERY_TASK_QUEUES = tuple(Queue(name, Exchange(name), routing_key=name) for name in workers.QUEUES)
+CELERY_TASK_ROUTES = {
+    **{entry["task"]: {"queue": workers.MAINTENANCE} for entry in CELERY_BEAT_SCHEDULE.values()},
+    **{task: {"queue": queue} for task, queue in workers.TASK_QUEUES.items()},
+}
 # A task that finds the database down is retried with this backoff (base, cap; seconds), never
 # discarded, and the retry does not count against the LLM budget.
 RB_DB_RETRY_BACKOFF = envfloat("RB_DB_RETRY_BACKOFF", 2.0)
@@ -319,6 +318,10 @@ RB_WEBHOOK_MAX_ATTEMPTS = envint("RB_WEBHOOK_MAX_ATTEMPTS", 8)
 RB_WEBHOOK_RETRY_BACKOFF = envfloat("RB_WEBHOOK_RETRY_BACKOFF", 30.0)
 # A subscription whose last this-many deliveries all failed (after their retries) is disabled.
 RB_WEBHOOK_DISABLE_AFTER = envint("RB_WEBHOOK_DISABLE_AFTER", 5)
+# At most this many attempts of one bank's deliveries run at once (0: no cap); the bank's other due
+# deliveries wait, queued again after about RB_WEBHOOK_INFLIGHT_WAIT s (±50 %), never dropped.
+RB_WEBHOOK_INFLIGHT_PER_BANK = envint("RB_WEBHOOK_INFLIGHT_PER_BANK", 4)
+RB_WEBHOOK_INFLIGHT_WAIT = envfloat("RB_WEBHOOK_INFLIGHT_WAIT", 5.0)
 
 # --- LLM (OpenAI-compatible endpoint) -----------------------------------------
 RB_LLM_BASE_URL = envstr("RB_LLM_BASE_URL")

@@ -1,10 +1,12 @@
 """A real HTTP receiver for webhook tests: a thread running http.server on
 127.0.0.1 that answers each POST with the next scripted status code (the
-last one repeats) and keeps what it got."""
+last one repeats), after ``delay`` seconds (a slow receiver), and keeps what
+it got and the most requests it held at once."""
 
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -18,9 +20,12 @@ class Received:
 
 
 class Receiver:
-    def __init__(self, statuses=(200,)):
+    def __init__(self, statuses=(200,), delay: float = 0.0):
         self.statuses = list(statuses)
+        self.delay = delay
         self.received: list[Received] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
         self._lock = threading.Lock()
         receiver = self
 
@@ -28,6 +33,11 @@ class Receiver:
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("content-length") or 0)).decode()
                 with receiver._lock:
+                    receiver.in_flight += 1
+                    receiver.most_in_flight = max(receiver.most_in_flight, receiver.in_flight)
+                time.sleep(receiver.delay)
+                with receiver._lock:
+                    receiver.in_flight -= 1
                     n = len(receiver.received)
                     status = receiver.statuses[min(n, len(receiver.statuses) - 1)]
                     receiver.received.append(Received(self.path, dict(self.headers.items()), body, status))

@@ -15,7 +15,11 @@ tmp dir; always available) and ``redis`` (a private redis-server on a free
 loopback port; skipped when redis-server is not installed, a failure under
 CI=true). Override ``celery_worker_env`` to pass extra environment (e.g. a fake
 LLM's RB_LLM_BASE_URL) to the worker. The worker's log is printed at teardown,
-so pytest shows it under a failing test."""
+so pytest shows it under a failing test.
+
+``celery_worker`` is one worker consuming every queue; ``celery_workers``
+starts one per role of reasoningbank_site/workers.py (the pipeline's, the
+webhooks', the bulk work's), each on its own queues, as production runs them."""
 
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from reasoningbank_site import embedded
+from reasoningbank_site import embedded, workers
 from reasoningbank_site.celery import app as celery_app
 from tests.conftest import skip_unless, which
 from tests.helpers import free_port, wait_for
@@ -185,11 +189,7 @@ def _broker_for(kind: str, tmp_path_factory) -> Iterator[Broker]:
         gen.close()
 
 
-@pytest.fixture
-def celery_worker(transactional_db, celery_broker: Broker, celery_worker_env, tmp_path) -> Iterator[RunningWorker]:
-    """A running worker (solo pool, no beat) that reads pytest's test database.
-    Tests using it must be ``@pytest.mark.django_db(transaction=True)`` so the
-    rows they write are committed and visible to the worker."""
+def _worker_env(celery_broker: Broker, celery_worker_env: dict[str, str]) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
@@ -205,7 +205,45 @@ def celery_worker(transactional_db, celery_broker: Broker, celery_worker_env, tm
             **celery_worker_env,
         }
     )
-    log_path = tmp_path / "worker.log"
+    return env
+
+
+def _start(argv: list[str], env: dict[str, str], broker: Broker, log_path: Path) -> RunningWorker:
+    with open(log_path, "w") as log_file:
+        proc = subprocess.Popen(
+            argv, cwd=settings.BASE_DIR, env=env, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT
+        )
+    return RunningWorker(broker, proc, log_path)
+
+
+def _wait_ready(worker: RunningWorker) -> None:
+    def ready() -> bool:
+        if worker.process.poll() is not None:
+            pytest.fail(f"the worker exited with code {worker.process.returncode} before it was ready:\n{worker.log()}")
+        return " ready." in worker.log()
+
+    wait_for(ready, timeout=READY_TIMEOUT, what=f"the Celery worker ({worker.broker.kind} broker) to be ready")
+
+
+def _stop(worker: RunningWorker, name: str = "celery worker") -> None:
+    proc = worker.process
+    if proc.poll() is None:
+        # The test is over and nothing the worker would still do is checked: kill it. A warm shutdown
+        # (SIGTERM) waited for the broker poll and Celery's shutdown steps, 4-7 s per test. PostgreSQL
+        # ends the killed worker's session (and rolls back any open transaction) as its socket closes.
+        proc.kill()
+        proc.wait(STOP_TIMEOUT)
+    # Shown by pytest only when the test failed.
+    print(f"----- {name} log ({worker.broker.kind} broker, exit code {proc.returncode}) -----")
+    print(worker.log())
+
+
+@pytest.fixture
+def celery_worker(transactional_db, celery_broker: Broker, celery_worker_env, tmp_path) -> Iterator[RunningWorker]:
+    """A running worker (solo pool, no beat) that reads pytest's test database
+    and consumes every queue (no -Q). Tests using it must be
+    ``@pytest.mark.django_db(transaction=True)`` so the rows they write are
+    committed and visible to the worker."""
     argv = [
         sys.executable,
         "-m",
@@ -225,27 +263,40 @@ def celery_worker(transactional_db, celery_broker: Broker, celery_worker_env, tm
         "--hostname",
         f"pytest-{uuid.uuid4().hex[:8]}@%h",
     ]
-    with open(log_path, "w") as log_file:
-        proc = subprocess.Popen(
-            argv, cwd=settings.BASE_DIR, env=env, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT
-        )
-    worker = RunningWorker(celery_broker, proc, log_path)
+    worker = _start(argv, _worker_env(celery_broker, celery_worker_env), celery_broker, tmp_path / "worker.log")
     try:
-
-        def ready() -> bool:
-            if proc.poll() is not None:
-                pytest.fail(f"the worker exited with code {proc.returncode} before it was ready:\n{worker.log()}")
-            return " ready." in worker.log()
-
-        wait_for(ready, timeout=READY_TIMEOUT, what=f"the Celery worker ({celery_broker.kind} broker) to be ready")
+        _wait_ready(worker)
         yield worker
     finally:
-        if proc.poll() is None:
-            # The test is over and nothing the worker would still do is checked: kill it. A warm shutdown
-            # (SIGTERM) waited for the broker poll and Celery's shutdown steps, 4-7 s per test. PostgreSQL
-            # ends the killed worker's session (and rolls back any open transaction) as its socket closes.
-            proc.kill()
-            proc.wait(STOP_TIMEOUT)
-        # Shown by pytest only when the test failed.
-        print(f"----- celery worker log ({celery_broker.kind} broker, exit code {proc.returncode}) -----")
-        print(worker.log())
+        _stop(worker)
+
+
+@pytest.fixture
+def celery_worker_roles() -> tuple[workers.WorkerRole, ...]:
+    """Which of the worker roles ``celery_workers`` starts; override in a test module."""
+    return workers.ROLES
+
+
+@pytest.fixture
+def celery_workers(
+    transactional_db, celery_broker: Broker, celery_worker_env, celery_worker_roles, tmp_path
+) -> Iterator[dict[str, RunningWorker]]:
+    """One running worker per role of reasoningbank_site/workers.py, by role name, as production runs
+    them: each consumes its role's queues with its role's pool (a prefork role runs solo, one task at
+    a time, on these 2-core machines)."""
+    env = _worker_env(celery_broker, celery_worker_env)
+    running: dict[str, RunningWorker] = {}
+    try:
+        for role in celery_worker_roles:
+            pool = "solo" if role.pool == "prefork" else role.pool
+            argv = workers.worker_argv(
+                role, loglevel="INFO", hostname=f"pytest-{role.name}-{uuid.uuid4().hex[:8]}@%h", pool=pool
+            )
+            argv += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
+            running[role.name] = _start(argv, env, celery_broker, tmp_path / f"{role.name}.log")
+        for worker in running.values():
+            _wait_ready(worker)
+        yield running
+    finally:
+        for name, worker in running.items():
+            _stop(worker, name)

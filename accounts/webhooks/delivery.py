@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -19,6 +20,7 @@ from django.utils import timezone
 from standardwebhooks import Webhook
 
 from accounts.webhooks.addresses import ReceiverRefused, address_is_private, receiver_addresses, receiver_parse
+from accounts.webhooks.inflight import bank_inflight_slot
 from accounts.webhooks.models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookSubscription, status_class
 from accounts.webhooks.subscriptions import webhook_subscription_disable
 
@@ -38,6 +40,14 @@ class Answer:
     @property
     def ok(self) -> bool:
         return self.status_code is not None and 200 <= self.status_code < 300
+
+
+@dataclass(frozen=True)
+class NextAttempt:
+    """The attempt to queue next, and after how many seconds."""
+
+    attempt: int
+    delay: float
 
 
 def retry_delay(round_attempt: int) -> float:
@@ -96,6 +106,28 @@ def _post(subscription: WebhookSubscription, headers: dict[str, str], body: str)
         return answer(None, f"no answer within {settings.RB_WEBHOOK_TIMEOUT:g} s")
     except httpx.HTTPError as exc:
         return answer(None, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+
+
+def webhook_delivery_run(*, delivery_id: int, attempt: int) -> NextAttempt | None:
+    """Make attempt number ``attempt`` of the delivery (webhook_delivery_attempt)
+    if it is still due and its bank has an attempt slot free
+    (RB_WEBHOOK_INFLIGHT_PER_BANK). A bank at its cap gets nothing sent: the
+    delivery stays pending with the same attempt number, due again after about
+    RB_WEBHOOK_INFLIGHT_WAIT s (±50 %, so a backlog's messages spread out),
+    and that attempt is returned to be queued after that wait. Otherwise
+    returns the next attempt after a failed one's back-off, or None."""
+    due = WebhookDelivery.objects.filter(pk=delivery_id, status=DeliveryStatus.PENDING, attempts=attempt - 1)
+    bank_id = due.values_list("subscription__bank_id", flat=True).first()
+    if bank_id is None:  # sent, finished or removed already (a duplicate message)
+        return None
+    with bank_inflight_slot(bank_id=bank_id) as free:
+        if free:
+            delay = webhook_delivery_attempt(delivery_id=delivery_id, attempt=attempt)
+            return None if delay is None else NextAttempt(attempt + 1, delay)
+    wait = settings.RB_WEBHOOK_INFLIGHT_WAIT * random.uniform(0.5, 1.5)
+    # Not overdue for the sweeper while it waits its turn.
+    postponed = due.update(next_attempt_at=timezone.now() + timedelta(seconds=wait))
+    return NextAttempt(attempt, wait) if postponed else None
 
 
 def webhook_delivery_attempt(*, delivery_id: int, attempt: int) -> float | None:

@@ -27,8 +27,10 @@ def test_every_manifest_is_valid_for_the_kubernetes_api():
     assert kinds == [
         "ConfigMap/reasoningbank-config",
         "Deployment/reasoningbank-beat",
+        "Deployment/reasoningbank-bulk-worker",
         "Deployment/reasoningbank-mcp",
         "Deployment/reasoningbank-web",
+        "Deployment/reasoningbank-webhook-worker",
         "Deployment/reasoningbank-worker",
         "HorizontalPodAutoscaler/reasoningbank-web",
         "HorizontalPodAutoscaler/reasoningbank-worker",
@@ -42,7 +44,16 @@ def _by_name(name: str) -> dict:
     return next(obj for obj in render() if obj["metadata"]["name"] == name and obj["kind"] != "Service")
 
 
-@pytest.mark.parametrize("name", ["reasoningbank-web", "reasoningbank-worker", "reasoningbank-beat"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "reasoningbank-web",
+        "reasoningbank-worker",
+        "reasoningbank-webhook-worker",
+        "reasoningbank-bulk-worker",
+        "reasoningbank-beat",
+    ],
+)
 def test_the_app_waits_for_the_migrate_job_and_runs_hardened(name):
     pod = _by_name(name)["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
@@ -50,6 +61,24 @@ def test_the_app_waits_for_the_migrate_job_and_runs_hardened(name):
     for container in pod["containers"]:
         assert container["securityContext"]["readOnlyRootFilesystem"] is True
         assert container["resources"]["requests"]["cpu"]  # what the autoscaler divides by
+
+
+def test_every_queue_has_one_worker_deployment():
+    consumers: dict[str, list[str]] = {}
+    for obj in render():
+        if obj["kind"] != "Deployment":
+            continue
+        for container in obj["spec"]["template"]["spec"]["containers"]:
+            env = {entry["name"]: entry.get("value") for entry in container.get("env", [])}
+            if container.get("args") == ["worker"]:
+                for queue in env["WORKER_QUEUES"].split(","):
+                    consumers.setdefault(queue, []).append(obj["metadata"]["name"])
+    assert consumers == {
+        "celery": ["reasoningbank-worker"],
+        "maintenance": ["reasoningbank-worker"],
+        "webhooks": ["reasoningbank-webhook-worker"],
+        "bulk": ["reasoningbank-bulk-worker"],
+    }
 
 
 def test_web_is_probed_on_healthz_and_readyz():

@@ -1,7 +1,9 @@
 """The production topology of tests/production, run as containers: the services of docker/compose.yaml
 (db, redis, migrate, web, worker ×2, beat, mcp) started with podman from their definitions in that file —
 command, environment, volumes, read-only root, health checks and ``depends_on`` conditions — on the images
-of tests/containers/images.py, plus the fake LLM in this process.
+of tests/containers/images.py, plus the fake LLM in this process. The webhook-worker and bulk-worker
+services are not started: no test here sends a webhook or bulk work (the pipeline's `worker` does not
+consume their queues).
 
 Every container shares the host's network (docker/ci/containers.conf), so the tests reach each service on
 127.0.0.1, on ports chosen here; the compose file's service names (db, redis, web) are replaced by those

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from django.conf import settings
 
 DOCKER = Path(__file__).resolve().parents[2] / "docker"
-APP_SERVICES = ["web", "worker", "beat"]
+APP_SERVICES = ["web", "worker", "webhook-worker", "bulk-worker", "beat"]
 
 
 @pytest.fixture(scope="module")
@@ -38,13 +39,13 @@ def test_web_workers_and_beat_start_only_after_migrate_completed(compose, servic
 
 
 def _run_entrypoint(tmp_path: Path, *args: str, **env: str) -> tuple[subprocess.CompletedProcess, list[str]]:
-    """Run docker/entrypoint.sh with `python` and `gunicorn` replaced by recorders; return the run and their
+    """Run docker/entrypoint.sh with `python`, `gunicorn` and `celery` replaced by recorders; return the run and their
     command lines. SECRET_KEY and DATABASE_URL are set unless ``env`` sets them (to "" to leave one out)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     calls = tmp_path / "calls.txt"
     calls.write_text("")
-    for name in ("python", "gunicorn"):
+    for name in ("python", "gunicorn", "celery"):
         stand_in = bin_dir / name
         stand_in.write_text(f'#!/bin/sh\necho "{name} $*" >> "{calls}"\n')
         stand_in.chmod(0o755)
@@ -82,6 +83,32 @@ def test_a_single_container_run_migrates_first_with_rb_migrate_on_start(tmp_path
     assert calls[0] == "python manage.py migrate --noinput"
     assert calls[1].startswith("gunicorn reasoningbank_site.wsgi:application "), calls
     assert len(calls) == 2
+
+
+def test_every_queue_has_one_worker_service_with_its_pool(compose):
+    consumers: dict[str, list[str]] = {}
+    for name, spec in compose["services"].items():
+        if spec.get("command") == ["worker"]:
+            for queue in spec["environment"]["WORKER_QUEUES"].split(","):
+                consumers.setdefault(queue, []).append(name)
+    assert consumers == {
+        "celery": ["worker"],
+        "maintenance": ["worker"],
+        "webhooks": ["webhook-worker"],
+        "bulk": ["bulk-worker"],
+    }
+    assert sorted(consumers) == sorted(queue.name for queue in settings.CELERY_TASK_QUEUES)
+    assert compose["services"]["webhook-worker"]["environment"]["WORKER_POOL"] == "threads"
+
+
+def test_the_worker_role_consumes_the_queues_it_is_given_else_every_queue(tmp_path):
+    given = _entrypoint(tmp_path, "worker", WORKER_QUEUES="webhooks", WORKER_POOL="threads", WORKER_CONCURRENCY="8")
+    assert given == [
+        "celery -A reasoningbank_site worker --loglevel INFO --concurrency 8 --pool threads --queues webhooks"
+    ]
+    assert _entrypoint(tmp_path, "worker") == [
+        "celery -A reasoningbank_site worker --loglevel INFO --concurrency 2 --pool prefork"
+    ]
 
 
 @pytest.mark.parametrize("missing", ["SECRET_KEY", "DATABASE_URL"])

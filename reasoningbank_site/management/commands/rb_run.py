@@ -1,7 +1,8 @@
 """The one-command local stack (`make run`): embedded PostgreSQL (started by
-settings when DATABASE_URL is unset), migrations, demo data, a Celery worker
-with beat, the web server and the MCP server -- supervised, and all stopped
-together on Ctrl-C.
+settings when DATABASE_URL is unset), migrations, demo data, the Celery
+workers (the pipeline's with beat, the webhook deliveries' and the bulk
+work's: reasoningbank_site/workers.py), the web server and the MCP server --
+supervised, and all stopped together on Ctrl-C.
 
 The web server is gunicorn with its threaded worker, as production runs it
 (docker/entrypoint.sh): WEB_CONCURRENCY processes x WEB_THREADS threads, so
@@ -35,7 +36,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from memories.models import ItemStatus, MemoryItem
-from reasoningbank_site import embedded
+from reasoningbank_site import embedded, workers
 from reasoningbank_site.demo import ADMIN_PASSWORD, ADMIN_USERNAME, DEMO, DEMO_QUERY, demo_token_path
 from reasoningbank_site.metrics import multiprocess_dir_prepare
 from reasoningbank_site.supervisor import Child, port_is_free, say
@@ -71,17 +72,17 @@ def worker_log_level() -> str:
     return (os.environ.get("RB_WORKER_LOG_LEVEL") or "WARNING").upper()
 
 
-def worker_argv(data_dir: Path, *, beat: bool = True) -> list[str]:
-    """The Celery worker `make run` starts (bench/pipeline_throughput.py runs the same one). It consumes
-    every queue the app declares (no -Q). Gossip, mingle and heartbeats serve a cluster of workers; for
-    the one local worker they are only more queues to poll on the embedded broker."""
+def worker_argv(data_dir: Path, *, beat: bool = True, role: workers.WorkerRole = workers.PIPELINE_WORKER) -> list[str]:
+    """A Celery worker `make run` starts, one per role of reasoningbank_site/workers.py (the pipeline's,
+    with beat, runs in bench/pipeline_throughput.py too). Gossip, mingle and heartbeats serve a cluster
+    of workers; for the local ones they are only more queues to poll on the embedded broker."""
     schedule = ["-B", "--schedule", str(data_dir / "celerybeat-schedule")] if beat else []
+    # WARNING by default: at INFO the beat's periodic tasks print about a line a second and scroll the banner away.
+    hostname = f"{'rb_run' if role == workers.PIPELINE_WORKER else role.name}@{socket.gethostname()}"
     return [
-        *[sys.executable, "-m", "celery", "-A", "reasoningbank_site", "worker", *schedule],
-        # WARNING by default: at INFO the beat's periodic tasks print about a line a second and scroll the banner away.
-        *["--concurrency", "2", "--loglevel", worker_log_level()],
+        *workers.worker_argv(role, loglevel=worker_log_level(), hostname=hostname),
+        *schedule,
         *["--without-gossip", "--without-mingle", "--without-heartbeat"],
-        *["--hostname", f"rb_run@{socket.gethostname()}"],
     ]
 
 
@@ -157,12 +158,16 @@ class Command(BaseCommand):
         env.update(multiprocess_dir_prepare(data_dir))  # /metrics sums the web's and the worker's metrics
         self.child_env = env
         base = Path(settings.BASE_DIR)
-        worker = Child(
-            name="worker",
-            argv=worker_argv(data_dir),
-            stop_signal=signal.SIGTERM,
-            ready_marker=" ready.",
-        )
+        # The pipeline's worker (with beat), and the webhook deliveries' and the bulk work's, each on its queues.
+        worker, *queue_workers = [
+            Child(
+                name=role.name,
+                argv=worker_argv(data_dir, beat=role == workers.PIPELINE_WORKER, role=role),
+                stop_signal=signal.SIGTERM,
+                ready_marker=" ready.",
+            )
+            for role in workers.ROLES
+        ]
         web = Child(
             name="web",
             argv=web_argv(host, port),
@@ -188,10 +193,10 @@ class Command(BaseCommand):
         )
         broker = settings.CELERY_BROKER_URL.split("://")[0]
         self.stdout.write(
-            f"Starting the Celery worker (+beat, broker: {broker}), the web server on {host}:{port} "
-            f"and the MCP server on {host}:{mcp_port}…"
+            f"Starting the Celery workers (pipeline +beat, webhooks, bulk; broker: {broker}), the web server on "
+            f"{host}:{port} and the MCP server on {host}:{mcp_port}…"
         )
-        for child in (worker, web, mcp):
+        for child in (worker, *queue_workers, web, mcp):
             self.children.append(child)
             child.start(env, base)
 

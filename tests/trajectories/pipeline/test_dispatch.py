@@ -230,7 +230,7 @@ def test_a_failed_publish_is_sent_by_the_dispatcher_once(
 
 def test_beat_housekeeping_runs_on_its_own_queue(settings):
     names = {q.name for q in celery_module.app.conf.task_queues}
-    assert names == {"celery", "maintenance"}
+    assert names == {"celery", "maintenance", "webhooks", "bulk"}
     for entry in settings.CELERY_BEAT_SCHEDULE.values():
         assert celery_module.app.amqp.router.route({}, entry["task"])["queue"].name == "maintenance", entry["task"]
     assert celery_module.app.amqp.router.route({}, "trajectories.process")["queue"].name == "celery"

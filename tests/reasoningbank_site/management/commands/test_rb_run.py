@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 
+import psutil
 import pytest
 from django.core.management.base import CommandError
 
@@ -158,8 +159,11 @@ def _crash_parts_and_check_recovery(proc, log, data_dir, base: str, token: str) 
             pytest.fail(f"rb_run exited with {proc.returncode}:\n{log.read_text()}")
         return text in log.read_text()
 
-    # The worker (and its beat) dies: restarted; a trajectory sent afterwards is processed by it.
-    worker = [pid for pid in _pids_of(data_dir, "celery") if os.getsid(pid) == pid]
+    # One worker per queue role: the pipeline's (with beat), the webhook deliveries' and the bulk work's.
+    workers = [pid for pid in _pids_of(data_dir, "celery") if os.getsid(pid) == pid]
+    assert len(workers) == 3, _processes_mentioning(str(data_dir))
+    # The pipeline's worker (and its beat) dies: restarted; a trajectory sent afterwards is processed by it.
+    worker = [pid for pid in workers if "--hostname rb_run@" in " ".join(psutil.Process(pid).cmdline())]
     assert len(worker) == 1, _processes_mentioning(str(data_dir))
     os.kill(worker[0], signal.SIGKILL)
     wait_for(lambda: said("the worker process is back"), timeout=180, what="rb_run to restart the worker")

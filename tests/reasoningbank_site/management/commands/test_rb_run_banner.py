@@ -8,6 +8,9 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+from django.conf import settings
+
+from reasoningbank_site import workers
 from reasoningbank_site.management.commands.rb_run import Command, worker_argv
 
 
@@ -29,3 +32,17 @@ def test_the_worker_logs_warnings_by_default(monkeypatch):
     monkeypatch.setenv("RB_WORKER_LOG_LEVEL", "info")
     argv = worker_argv(Path("/tmp/rb-data"))
     assert argv[argv.index("--loglevel") + 1] == "INFO"
+
+
+def test_each_worker_role_consumes_its_own_queues_and_only_the_pipelines_runs_beat():
+    argv = {
+        role.name: worker_argv(Path("/tmp/rb-data"), beat=role == workers.PIPELINE_WORKER, role=role)
+        for role in workers.ROLES
+    }
+    queues = {name: line[line.index("--queues") + 1] for name, line in argv.items()}
+    assert queues == {"worker": "celery,maintenance", "webhook-worker": "webhooks", "bulk-worker": "bulk"}
+    # Every queue the app declares has exactly one role consuming it.
+    declared = sorted(queue.name for queue in settings.CELERY_TASK_QUEUES)
+    assert sorted(q for line in queues.values() for q in line.split(",")) == declared
+    assert argv["webhook-worker"][argv["webhook-worker"].index("--pool") + 1] == "threads"
+    assert [name for name, line in argv.items() if "-B" in line] == ["worker"]
