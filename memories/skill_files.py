@@ -1,4 +1,4 @@
-"""The approved bank as files an agent reads without calling the service: an
+"""What the bank serves as files an agent reads without calling the service: an
 Agent Skills folder (``<name>/SKILL.md``: YAML front matter, then the lessons
 grouped by tag) and a section for ``AGENTS.md`` / ``CLAUDE.md`` between
 begin/end markers, so a CI step can replace it in an existing file.
@@ -144,11 +144,17 @@ def _context(lessons: BankLessons) -> dict:
         "bank_name": markdown_inline(bank.name),
         "bank_ref": f"{bank.team.slug}/{bank.slug}",
         "version": lessons.version,
+        "release_label": release_label(lessons),
         "count": lessons.count,
         "exported_at": export_time(lessons),
         "preamble": system_block_preamble(),
         "groups": groups,
     }
+
+
+def release_label(lessons: BankLessons) -> str:
+    """Which release a file holds, as its header says it: "release 10", or "no release yet"."""
+    return f"release {lessons.release}" if lessons.release is not None else "no release yet"
 
 
 def export_time(lessons: BankLessons) -> str:
@@ -162,12 +168,14 @@ def _tidy(text: str) -> str:
 
 def skill_md(lessons: BankLessons, *, name: str) -> str:
     """SKILL.md: front matter (``name``, ``description``, ``metadata`` with
-    the bank, content version, lesson count and export time), then the lessons."""
+    the bank, the release it holds, content version, lesson count and export
+    time), then the lessons."""
     front = {
         "name": name,
         "description": skill_description(lessons),
         "metadata": {
             "bank": f"{lessons.bank.team.slug}/{lessons.bank.slug}",
+            "release": str(lessons.release) if lessons.release is not None else "none",
             "version": lessons.version,
             "lessons": str(lessons.count),
             "exported-at": export_time(lessons),
@@ -240,7 +248,7 @@ def same_but_for_time(old: str, new: str) -> bool:
 def export_response(lessons: BankLessons, *, fmt: str, name: str) -> HttpResponse:
     """One export (``fmt`` of SKILL_FORMATS) as a download: ``SKILL.md``,
     ``<name>.zip`` or ``<name>-agents-section.md``, with the bank's content
-    version in ``X-Bank-Version``."""
+    version in ``X-Bank-Version`` and the release it holds in ``X-Bank-Release``."""
     if fmt == "zip":
         body, filename, kind = skill_zip(lessons, name=name), f"{name}.zip", "application/zip"
     elif fmt == "agents":
@@ -251,4 +259,5 @@ def export_response(lessons: BankLessons, *, fmt: str, name: str) -> HttpRespons
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     response["X-Content-Type-Options"] = "nosniff"
     response["X-Bank-Version"] = lessons.version
+    response["X-Bank-Release"] = str(lessons.release) if lessons.release is not None else "none"
     return response
