@@ -105,7 +105,7 @@ def served_q(*, searched: int | None, filters: RetrievalFilters = NO_FILTERS) ->
         members = Q(status=ItemStatus.APPROVED)
     else:
         members = release_item_exists(searched) & ~refused_q() & ~Q(status=ItemStatus.SUPERSEDED)
-    return members & servable_q() & filters.q()
+    return filters.q() & servable_q() & members  # the order the search's statement has always had
 
 
 @dataclass
@@ -164,11 +164,6 @@ def served_item_get(*, bank: Bank, public_id) -> tuple[MemoryItem, ServedRelease
     if not rows:
         raise MemoryItem.DoesNotExist
     return rows[0], served.release
-
-
-def served_ids(*, bank: Bank, release: ServedRelease | None = None) -> set[int]:
-    """The pks of the items ``bank`` serves from ``release`` (default: production)."""
-    return set(served_items(bank=bank, release=release).items.values_list("pk", flat=True))
 
 
 def served_flag(*, bank: Bank) -> ExpressionWrapper:
