@@ -13,14 +13,15 @@ from memories import selectors, skill_files
 from memories.embeddings import EmbeddingModelError
 from memories.models import TIER_BY_NAME, MemoryItem
 from memories.schemas import (
-    ApprovedMemoryOut,
     MemoryListOut,
     RetrieveFiltersIn,
     RetrieveIn,
     RetrieveOut,
     ScoredMemoryOut,
+    ServedMemoryOut,
 )
 from memories.services import retrieval_perform
+from memories.serving import served_item_get, served_items
 from reasoningbank_site.errors import Invalid, NotFound, Unavailable
 from reasoningbank_site.text import counted
 
@@ -123,27 +124,28 @@ def retrieve(request, payload: RetrieveIn):
     "/memories",
     response=api_responses({200: MemoryListOut}),
     auth=TokenAuth(scope="retrieve"),
-    summary="List approved memories",
+    summary="List the memories the bank serves",
 )
 def memories_list(request, page: Query[PageIn]):
-    """The bank's approved memories, newest approval first."""
-    qs = selectors.approved_items_list(bank=request.bank)
-    items = list(qs[page.offset : page.offset + page.limit])
-    return {"count": qs.count(), "items": [_memory_out(item) for item in items]}
+    """The memories the bank serves (its production release), newest approval first, each with its
+    text as released; `release` is that release's number (null before the bank's first release)."""
+    served = served_items(bank=request.bank)
+    items = served.page(page.offset, page.limit)
+    return {"count": served.items.count(), "release": served.number, "items": [_memory_out(item) for item in items]}
 
 
 @router.get(
     "/memories/{memory_id}",
-    response=api_responses({200: ApprovedMemoryOut}, 404),
+    response=api_responses({200: ServedMemoryOut}, 404),
     auth=TokenAuth(scope="retrieve"),
-    summary="One approved memory",
+    summary="One memory the bank serves",
 )
 def memories_detail(request, memory_id: UUID):
     try:
-        item = selectors.approved_item_get(bank=request.bank, public_id=memory_id)
+        item, release = served_item_get(bank=request.bank, public_id=memory_id)
     except MemoryItem.DoesNotExist:
-        raise NotFound("No approved memory with this id in this bank.") from None
-    return _memory_out(item)
+        raise NotFound("No memory with this id is served by this bank.") from None
+    return {**_memory_out(item), "release": release.number}
 
 
 class SkillsExportIn(Schema):

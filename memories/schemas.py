@@ -249,8 +249,17 @@ class ApprovedMemoryOut(MemoryOut):
     approved_at: datetime | None = Field(None, examples=["2026-11-21T20:15:00Z"])
 
 
+class ServedMemoryOut(ApprovedMemoryOut):
+    release: int | None = Field(
+        None, description="The bank's production release that serves it (null before its first release).", examples=[10]
+    )
+
+
 class MemoryListOut(Schema):
-    count: int = Field(..., description="Approved items in the bank.", examples=[42])
+    count: int = Field(..., description="Items the bank serves (its production release).", examples=[42])
+    release: int | None = Field(
+        None, description="The production release listed (null before the bank's first release).", examples=[10]
+    )
     items: list[ApprovedMemoryOut]
 
 

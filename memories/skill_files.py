@@ -1,4 +1,4 @@
-"""The approved bank as files an agent reads without calling the service: an
+"""What the bank serves as files an agent reads without calling the service: an
 Agent Skills folder (``<name>/SKILL.md``: YAML front matter, then the lessons
 grouped by tag) and a section for ``AGENTS.md`` / ``CLAUDE.md`` between
 begin/end markers, so a CI step can replace it in an existing file.
@@ -34,9 +34,14 @@ MARKDOWN = "text/markdown; charset=utf-8"
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 # A line that is a thematic break (also YAML's document marker, "---").
 _THEMATIC = re.compile(r"^[ \t]*([-*_])(?:[ \t]*\1){2,}[ \t]*$")
-# List and quote markers a block can sit inside, then what would open a block of its own there.
-_CONTAINERS = re.compile(r"^(?:[ \t]*(?:>|[-*+]|\d{1,9}[.)])(?=[ \t]|$))*[ \t]*")
-_OPENS_BLOCK = re.compile(r"[#`~<]|(?:=+|-+)[ \t]*$")
+# List and quote markers a block can sit inside, then what would open a block of its own there. Any
+# Unicode whitespace counts as indentation: a reader (or a marker search that strips lines) may skip it.
+_CONTAINERS = re.compile(r"^(?:\s*(?:>|[-*+]|\d{1,9}[.)])(?=\s|$))*\s*")
+_OPENS_BLOCK = re.compile(r"[#`~<]|(?:=+|-+)\s*$")
+# Inline HTML anywhere in a line (a comment, a tag, a declaration): hidden when rendered, read by agents.
+# A "<" behind an odd run of backslashes is escaped already; behind an even run (escaped backslashes) it is not.
+_INLINE_HTML = re.compile(r"(?<!\\)((?:\\\\)*)<(?=[A-Za-z/!?])")
+_ANY_LT = re.compile(r"(?<!\\)((?:\\\\)*)<")
 _MARKER = "<!-- reasoningbank:{edge} {bank} -->"
 
 
@@ -46,6 +51,7 @@ def _lines(text: str) -> list[str]:
 
 
 def _escape_line(line: str) -> str:
+    line = _INLINE_HTML.sub(r"\1\\<", line)
     if _THEMATIC.match(line):
         start = len(line) - len(line.lstrip())
         return line[:start] + "\\" + line[start:]
@@ -59,14 +65,16 @@ def markdown_block(text: str) -> str:
     """Item text as markdown that stays inside its lesson: lists, emphasis
     and paragraphs are kept; a line that would start a heading, a code fence,
     an HTML block or comment, a thematic break or a setext heading starts
-    with a backslash instead (shown as the character itself)."""
+    with a backslash instead (shown as the character itself), whatever
+    whitespace comes first; a ``<`` that would open inline HTML or a comment
+    anywhere in a line is escaped the same way."""
     return "\n".join(_escape_line(line) for line in _lines(text))
 
 
 def markdown_inline(text: str) -> str:
     """One-line text for a heading: whitespace collapsed, ``<`` escaped (no
     HTML or comment), a trailing ``#`` run kept as text."""
-    line = " ".join(_CONTROL.sub("", text or "").split()).replace("<", "\\<")
+    line = _ANY_LT.sub(r"\1\\<", " ".join(_CONTROL.sub("", text or "").split()))
     return re.sub(r"(^|\s)(#+)$", r"\1\\\2", line)
 
 
@@ -136,11 +144,17 @@ def _context(lessons: BankLessons) -> dict:
         "bank_name": markdown_inline(bank.name),
         "bank_ref": f"{bank.team.slug}/{bank.slug}",
         "version": lessons.version,
+        "release_label": release_label(lessons),
         "count": lessons.count,
         "exported_at": export_time(lessons),
         "preamble": system_block_preamble(),
         "groups": groups,
     }
+
+
+def release_label(lessons: BankLessons) -> str:
+    """Which release a file holds, as its header says it: "release 10", or "no release yet"."""
+    return f"release {lessons.release}" if lessons.release is not None else "no release yet"
 
 
 def export_time(lessons: BankLessons) -> str:
@@ -154,12 +168,14 @@ def _tidy(text: str) -> str:
 
 def skill_md(lessons: BankLessons, *, name: str) -> str:
     """SKILL.md: front matter (``name``, ``description``, ``metadata`` with
-    the bank, content version, lesson count and export time), then the lessons."""
+    the bank, the release it holds, content version, lesson count and export
+    time), then the lessons."""
     front = {
         "name": name,
         "description": skill_description(lessons),
         "metadata": {
             "bank": f"{lessons.bank.team.slug}/{lessons.bank.slug}",
+            "release": str(lessons.release) if lessons.release is not None else "none",
             "version": lessons.version,
             "lessons": str(lessons.count),
             "exported-at": export_time(lessons),
@@ -196,6 +212,12 @@ def agents_section(lessons: BankLessons) -> str:
     return _tidy(f"{begin}\n{body.strip()}\n{end}")
 
 
+def _is_marker(line: str, marker: str) -> bool:
+    """Whether ``line`` is ``marker`` exactly (a CRLF file's line keeps its \\r): never a line that merely
+    contains it, or has it behind whitespace, as an escaped lesson line may."""
+    return line.removesuffix("\r") == marker
+
+
 def agents_file_update(existing: str, section: str, lessons: BankLessons) -> str:
     """``existing`` (a whole AGENTS.md) with this bank's section replaced
     in place, or appended after a blank line when it has none. Raises
@@ -203,12 +225,12 @@ def agents_file_update(existing: str, section: str, lessons: BankLessons) -> str
     edited by hand; nothing is guessed)."""
     begin, end = agents_markers(lessons)
     lines = existing.split("\n")
-    starts = [i for i, line in enumerate(lines) if line.strip() == begin]
+    starts = [i for i, line in enumerate(lines) if _is_marker(line, begin)]
     if not starts:
         kept = existing.rstrip("\n")
         return (kept + "\n\n" if kept else "") + section
     first = starts[0]
-    last = next((i for i in range(first + 1, len(lines)) if lines[i].strip() == end), None)
+    last = next((i for i in range(first + 1, len(lines)) if _is_marker(lines[i], end)), None)
     if last is None:
         raise Invalid(f"The file has the line {begin!r} but no {end!r} after it: fix the markers by hand.")
     after = "\n".join(lines[last + 1 :])
@@ -226,7 +248,7 @@ def same_but_for_time(old: str, new: str) -> bool:
 def export_response(lessons: BankLessons, *, fmt: str, name: str) -> HttpResponse:
     """One export (``fmt`` of SKILL_FORMATS) as a download: ``SKILL.md``,
     ``<name>.zip`` or ``<name>-agents-section.md``, with the bank's content
-    version in ``X-Bank-Version``."""
+    version in ``X-Bank-Version`` and the release it holds in ``X-Bank-Release``."""
     if fmt == "zip":
         body, filename, kind = skill_zip(lessons, name=name), f"{name}.zip", "application/zip"
     elif fmt == "agents":
@@ -237,4 +259,5 @@ def export_response(lessons: BankLessons, *, fmt: str, name: str) -> HttpRespons
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     response["X-Content-Type-Options"] = "nosniff"
     response["X-Bank-Version"] = lessons.version
+    response["X-Bank-Release"] = str(lessons.release) if lessons.release is not None else "none"
     return response

@@ -14,7 +14,7 @@ from typing import Literal
 from ninja import Field, Query, Router, Schema
 
 from accounts.auth import TokenAuth, api_responses
-from memories import selectors as memory_selectors
+from memories.serving.export import served_items_export_reasoning_bank
 from trajectories.exports import export_name, jsonl_response
 from trajectories.judging import datasets
 
@@ -79,5 +79,5 @@ def export_judge_eval(request, params: Query[JudgeEvalIn]):
 def export_reasoning_bank(request):
     """The approved items as the `reasoning-bank` library's memory records
     (no embeddings: the library embeds on import)."""
-    rows = memory_selectors.memory_items_export_reasoning_bank(bank=request.bank)
+    rows = served_items_export_reasoning_bank(bank=request.bank)
     return jsonl_response(rows, export_name(request.bank, "reasoning-bank"))

@@ -20,6 +20,8 @@ from accounts.access import bank_for_user
 from accounts.models import Bank
 from memories import selectors as memory_selectors
 from memories.models import ItemStatus
+from memories.serving import served_items
+from memories.serving.export import served_items_export_reasoning_bank
 from trajectories.judging import datasets
 from trajectories.models import Judgment, JudgmentSource, Trajectory
 
@@ -55,7 +57,15 @@ def _counts(bank: Bank) -> dict:
         .count()
     )
     approved = memory_selectors.item_status_counts(bank=bank)[ItemStatus.APPROVED]
-    return {**verdicts, "all": verdicts["success"] + verdicts["failure"], "labelled": labelled, "approved": approved}
+    served = served_items(bank=bank)
+    return {
+        **verdicts,
+        "all": verdicts["success"] + verdicts["failure"],
+        "labelled": labelled,
+        "approved": approved,
+        "served": served.items.count(),
+        "release": served.number,
+    }
 
 
 @login_required
@@ -88,5 +98,5 @@ def export_judge_eval(request, bank_id):
 @require_GET
 def export_reasoning_bank(request, bank_id):
     bank, _membership = bank_for_user(request, bank_id)
-    rows = memory_selectors.memory_items_export_reasoning_bank(bank=bank)
+    rows = served_items_export_reasoning_bank(bank=bank)
     return jsonl_response(rows, export_name(bank, "reasoning-bank"))

@@ -82,11 +82,27 @@ def bank_create(*, team: Team, name: str, slug: str = "", actor=None, **settings
     return bank
 
 
+def _holdout_check(bank: Bank) -> None:
+    """Refuse a holdout that with the running canary's share (copied on the locked bank row) adds up to
+    more than 100 % of retrievals: the canary would get only what is left and its comparison starve.
+    The canary's own check (memories.services.releases.canary_fraction_check) is the other way round."""
+    canary = bank.release_canary_fraction if bank.release_canary is not None else 0.0
+    holdout = bank.holdout_fraction or 0.0
+    if canary > 0 and holdout + canary > 1 + 1e-9:
+        raise AccountsInvalid(
+            f"Holdout fraction: a {holdout * 100:g} % holdout and the running canary's {canary * 100:g} % add up "
+            f"to {(holdout + canary) * 100:g} %, over 100 %: the canary would get only {max(0.0, 1 - holdout) * 100:g} % "
+            f"of retrievals. Lower the holdout to at most {(1 - canary) * 100:g} %, or stop or promote the canary "
+            "first (Releases page)."
+        )
+
+
 @transaction.atomic
 def bank_update_settings(*, bank: Bank, actor, **values) -> Bank:
     """Change some of a bank's settings (keys from BANK_SETTINGS) and audit
-    exactly the fields that changed. Raises AccountsInvalid for unknown keys
-    or values the model's validators refuse."""
+    exactly the fields that changed. Raises AccountsInvalid for unknown keys,
+    values the model's validators refuse, and a holdout that with the running
+    canary's share exceeds 100 % of retrievals."""
     _check_known(values)
     bank = Bank.objects.select_for_update().select_related("team").get(pk=bank.pk)
     before = snapshot(bank, list(values))
@@ -96,6 +112,8 @@ def bank_update_settings(*, bank: Bank, actor, **values) -> Bank:
     changed = [key for key in values if getattr(bank, key) != before[key]]
     if not changed:
         return bank
+    if "holdout_fraction" in changed:
+        _holdout_check(bank)
     bank.save(update_fields=[*changed, "updated_at"])
     audit_record(
         action="bank.update_settings",

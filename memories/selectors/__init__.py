@@ -1,6 +1,6 @@
 """Reads of the memories app, one module per reader. ``retrieval`` owns what
 agents are served (vector search over approved items and experiences, the
-near-duplicate search, the approved lists of the agent API, the system block);
+near-duplicate search, the system block);
 ``review`` owns the review pages' reads (queue, item list and counts, one item
 with its near-duplicates, history and source trajectories); ``export`` owns the
 JSON Lines exports (ours, and the `reasoning-bank` library's format); ``skills`` the approved
@@ -27,7 +27,6 @@ from memories.selectors.export import (
     REASONING_BANK_FIELDS,
     REASONING_BANK_SOURCES,
     memory_items_export,
-    memory_items_export_reasoning_bank,
 )
 from memories.selectors.retrieval import (
     HNSW_EF_SEARCH,
@@ -40,8 +39,6 @@ from memories.selectors.retrieval import (
     EmbeddingCounts,
     RetrievalFilters,
     any_items_search,
-    approved_item_get,
-    approved_items_list,
     approved_items_search,
     approved_items_search_counted,
     embedding_counts,
@@ -102,8 +99,6 @@ __all__ = [
     "VersionView",
     "any_items_search",
     "approved_duplicates",
-    "approved_item_get",
-    "approved_items_list",
     "approved_items_search",
     "approved_items_search_counted",
     "audit_sample_pending",
@@ -129,7 +124,6 @@ __all__ = [
     "items_by_public_ids",
     "items_compare",
     "memory_items_export",
-    "memory_items_export_reasoning_bank",
     "near_duplicates_search",
     "near_duplicates_search_many",
     "queue_rows_claimed",

@@ -252,7 +252,7 @@ def release_version_subquery(number: int) -> Subquery:
 def release_texts_apply(pairs: list, *, number: int) -> None:
     """Serve each item of ``pairs`` ((item, score), found in release
     ``number``, with ``release_version`` and ``latest_version`` annotated)
-    with the text of its version in that release when it was changed since:
+    with the text and tags of its version in that release when it was changed since:
     at most one query, none when every item is as released."""
     stale = {item.pk: item.release_version for item, _ in pairs if item.release_version != item.latest_version}
     if not stale:
@@ -260,11 +260,12 @@ def release_texts_apply(pairs: list, *, number: int) -> None:
     wanted = Q(pk__in=[])
     for pk, version in stale.items():
         wanted |= Q(item_id=pk, number=version)
-    texts = {v["item_id"]: v for v in MemoryItemVersion.objects.filter(wanted).values("item_id", *DIFF_FIELDS)}
+    texts = {v["item_id"]: v for v in MemoryItemVersion.objects.filter(wanted).values("item_id", *RELEASED_TEXT)}
     for item, _ in pairs:
         text = texts.get(item.pk)
         if text is not None:
             item.title, item.description, item.content = text["title"], text["description"], text["content"]
+            item.tags = text["tags"]
 
 
 RELEASE_FORMAT = "reasoningbank.release/1"

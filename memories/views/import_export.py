@@ -25,7 +25,8 @@ SKILL_FILES = {"SKILL.md": "skill", "skill.zip": "zip", "agents-section.md": "ag
 
 @login_required
 def items_export(request, bank_id):
-    """The bank's items as JSON Lines (a download; ``?status=approved`` narrows it)."""
+    """A full copy of the bank's items as JSON Lines, not what it serves (a download whose name says
+    so; ``?status=approved`` narrows it)."""
     bank, _membership = bank_for_user(request, bank_id)
     status = request.GET.get("status", "")
     if status and status not in ItemStatus.values:
@@ -34,7 +35,7 @@ def items_export(request, bank_id):
         json.dumps(row, ensure_ascii=False) + "\n" for row in selectors.memory_items_export(bank=bank, status=status)
     )
     response = StreamingHttpResponse(rows, content_type="application/x-ndjson; charset=utf-8")
-    name = f"{bank.team.slug}-{bank.slug}-{status or 'all'}-memories.jsonl"
+    name = f"{bank.team.slug}-{bank.slug}-{status or 'all'}-memories-full-copy-not-served.jsonl"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
 
@@ -42,7 +43,7 @@ def items_export(request, bank_id):
 @login_required
 @require_http_methods(["GET"])
 def items_skills(request, bank_id, filename):
-    """The approved lessons as files: ``SKILL.md``, the skill folder zipped
+    """What the bank serves as files: ``SKILL.md``, the skill folder zipped
     (``skill.zip``, holding ``<name>/SKILL.md``) or the AGENTS.md section
     (``agents-section.md``). Viewers may download, as they read every item."""
     bank, _membership = bank_for_user(request, bank_id)

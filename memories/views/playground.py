@@ -1,4 +1,4 @@
-"""The retrieval playground: what a query would retrieve, without logging a retrieval."""
+"""The retrieval playground: what a query would retrieve from production, without logging a retrieval."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from django.shortcuts import render
 from accounts.access import bank_for_user
 from memories import services
 from memories.forms import PlaygroundForm
+from memories.serving import served_release
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.views_helpers import template_for
 
@@ -19,10 +20,16 @@ def playground(request, bank_id):
     result = error = filters = None
     if form.is_bound and form.is_valid():
         filters = form.filters()
+        served = served_release(bank=bank)  # production, as every agent outside a canary or the holdout gets
         try:
             result = services.retrieval_preview(
-                bank=bank, query=form.cleaned_data["q"], k=form.cleaned_data.get("k"), filters=filters
+                bank=bank,
+                query=form.cleaned_data["q"],
+                k=form.cleaned_data.get("k"),
+                filters=filters,
+                release=served.searched,
             )
+            result.release = served.number
         except DomainError as exc:
             error = str(exc)
     context = {

@@ -197,7 +197,7 @@ def test_list_bad_pagination_is_422(client, auth, query):
 
 
 def test_list_of_another_bank_is_empty(client, other_auth, items):
-    assert client.get(LIST, **other_auth).json() == {"count": 0, "items": []}
+    assert client.get(LIST, **other_auth).json() == {"count": 0, "release": None, "items": []}
 
 
 def test_list_auth_errors(client, ingest_only, items):

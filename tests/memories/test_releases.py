@@ -4,8 +4,10 @@ the diff, rollback, the canary's refusals, and what a retrieval serves."""
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 
 from accounts.models import AuditEvent, RetrievalMode
+from accounts.services.banks import BANK_SETTINGS, bank_update_settings
 from memories.models import BankReleasing, PublishMode, Release, RetrievalEvent
 from memories.selectors.releases import draft_diff, release_diff, release_get, release_serving
 from memories.services import memory_item_approve, memory_item_archive, memory_item_edit, retrieval_perform
@@ -182,3 +184,25 @@ def test_a_step_level_run_keeps_the_release_of_its_first_retrieval(bank, owner, 
         step = retrieval_perform(bank=bank, query=QUERY, k=5, run_id=first.event.public_id, include_served=True)
         assert step.release == number and step.event.release == number
         assert {item.title for item, _ in step.items} == {item.title for item, _ in first.items}
+
+
+def test_a_holdout_that_would_starve_the_running_canary_is_refused_on_the_settings_page(client, bank, owner, two):
+    login, dates = two
+    memory_item_approve(item=login, author=owner, confirm_duplicate=True)
+    memory_item_approve(item=dates, author=owner, confirm_duplicate=True)
+    release_canary_set(bank=bank, number=1, fraction=0.69, actor=owner)
+    with pytest.raises(Invalid, match=r"a 95 % holdout and the running canary's 69 % add up to 164 %, over 100 %"):
+        bank_update_settings(bank=bank, actor=owner, holdout_fraction=0.95)
+    client.force_login(owner)
+    url = reverse("accounts:bank_settings", kwargs={"bank_id": bank.public_id})
+    bank.refresh_from_db()
+    data = {name: getattr(bank, name) for name in BANK_SETTINGS}
+    data = {name: value for name, value in data.items() if value is not False and value is not None}
+    page = client.post(url, {**data, "holdout_fraction": "0.95"})
+    assert page.status_code == 200 and "Lower the holdout to at most 31 %" in page.content.decode()
+    bank.refresh_from_db()
+    assert bank.holdout_fraction == 0.0
+    # Within 100 % it is saved; with no canary any holdout is.
+    bank_update_settings(bank=bank, actor=owner, holdout_fraction=0.31)
+    release_promote(bank=bank, actor=owner)
+    assert bank_update_settings(bank=bank, actor=owner, holdout_fraction=0.95).holdout_fraction == 0.95

@@ -36,6 +36,7 @@ from memories.services.releases import (
     release_rollback,
 )
 from memories.services.releases.transfer import parse_release_lines, release_import
+from memories.serving import served_items
 from reasoningbank_site.errors import DomainError, Invalid, NotFound
 from trajectories.impact.releases import canary_verdict
 
@@ -124,6 +125,7 @@ def releases(request, bank_id):
         "releasing": releasing,
         "releases": releases_list(bank=bank),
         "draft": draft_diff(bank=bank),
+        "production_serves": served_items(bank=bank).items.count(),
         "verdict": canary_verdict(bank=bank, releasing=releasing),
         "can_review": me.has_role(Role.REVIEWER),
         "can_admin": me.has_role(Role.ADMIN),

@@ -212,8 +212,8 @@ def build_server(client_for: ClientFactory, *, name: str = "reasoningbank") -> M
 
     @server.tool(
         description=(
-            "List the bank's approved lessons, newest first, one page at a time. Use it to browse what the bank "
-            "knows; to find lessons for a task, use retrieve_memories instead."
+            "List the lessons the bank serves (its production release), newest first, one page at a time. Use it "
+            "to browse what the bank knows; to find lessons for a task, use retrieve_memories instead."
         )
     )
     async def list_memories(
@@ -224,6 +224,7 @@ def build_server(client_for: ClientFactory, *, name: str = "reasoningbank") -> M
         page = await call(ctx, lambda c: c.memories_page(limit, offset))
         return {
             "count": page.count,
+            "release": page.release,
             "limit": limit,
             "offset": offset,
             "items": [

@@ -59,14 +59,20 @@ class MemoryItem:
 
 @dataclass
 class MemoryPage:
-    """One page of the bank's approved memories; ``count`` is the bank's total."""
+    """One page of the memories the bank serves (its production release); ``count`` is their total,
+    ``release`` the release's number (None before the bank's first release)."""
 
     count: int
     items: list[MemoryItem]
+    release: int | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MemoryPage:
-        return cls(count=int(data.get("count", 0)), items=[MemoryItem.from_dict(i) for i in data.get("items") or []])
+        return cls(
+            count=int(data.get("count", 0)),
+            items=[MemoryItem.from_dict(i) for i in data.get("items") or []],
+            release=data.get("release"),
+        )
 
 
 @dataclass

@@ -180,9 +180,12 @@ export interface Trajectory {
   retrieval_ids?: string[];
 }
 
+/** One page of the memories the bank serves (its production release). */
 export interface MemoryPage {
   count: number;
   items: MemoryItem[];
+  /** The production release listed; null before the bank's first release. */
+  release: number | null;
 }
 
 export interface TokenInfo {

@@ -56,7 +56,8 @@ class Command(BaseCommand):
         if not lessons.count:
             self.stderr.write(f"Warning: bank {ref} has no approved lessons yet.")
         if written:
-            self.stderr.write(f"{written} (bank {ref}, version {lessons.version}, {lessons.count} lessons)")
+            held = skill_files.release_label(lessons)
+            self.stderr.write(f"{written} (bank {ref}, {held}, version {lessons.version}, {lessons.count} lessons)")
 
     def _write(self, lessons: BankLessons, fmt: str, name: str, out: str) -> str:
         if fmt == "zip":

@@ -1,7 +1,7 @@
 """What agents are served: the vector search over approved items and
 experiences (``search``, with its index scan's settings in ``scan`` and its
 ``filters``), the near-duplicate search behind proposals
-(``near_duplicates``), and the system block and approved lists
+(``near_duplicates``), and the system block
 (``served``)."""
 
 from memories.selectors.retrieval.filters import NO_FILTERS, RetrievalFilters
@@ -33,8 +33,6 @@ from memories.selectors.retrieval.search import (
 )
 from memories.selectors.retrieval.served import (
     SYSTEM_BLOCK_VERSION,
-    approved_item_get,
-    approved_items_list,
     run_retrievals,
     system_block_preamble,
     system_block_render,
@@ -53,8 +51,6 @@ __all__ = [
     "EmbeddingCounts",
     "RetrievalFilters",
     "any_items_search",
-    "approved_item_get",
-    "approved_items_list",
     "approved_items_search",
     "approved_items_search_counted",
     "embedding_counts",

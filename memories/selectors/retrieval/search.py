@@ -14,15 +14,10 @@ from pgvector.django import CosineDistance
 from accounts.models import MAX_TOP_K, Bank
 from memories.embeddings import embedding_model_name, item_embedding_hash
 from memories.models import Experience, ItemStatus, MemoryItem
-from memories.selectors.learning import servable_q
-from memories.selectors.releases import (
-    latest_version_subquery,
-    release_item_exists,
-    release_texts_apply,
-    release_version_subquery,
-)
+from memories.selectors.releases import latest_version_subquery, release_texts_apply, release_version_subquery
 from memories.selectors.retrieval.filters import NO_FILTERS, RetrievalFilters
 from memories.selectors.retrieval.scan import HNSW_EF_SEARCH, hnsw_ef_search, hnsw_scan
+from memories.serving import served_q
 
 MAX_K = MAX_TOP_K
 
@@ -59,11 +54,6 @@ SERVED_FIELDS = (
 SEARCH_ORDER = ("distance", "id")
 
 
-def _served_q(release: int | None):
-    """What may be served: the approved items, or (``release``) the items of that release of the bank."""
-    return Q(status=ItemStatus.APPROVED) if release is None else release_item_exists(release)
-
-
 def _approved_items_qs(
     *,
     bank: Bank,
@@ -74,7 +64,7 @@ def _approved_items_qs(
     with_embedding: bool = False,
     release: int | None = None,
 ) -> QuerySet:
-    qs = MemoryItem.objects.filter(_current_embedding_q(), filters.q(), servable_q(), _served_q(release), bank=bank)
+    qs = MemoryItem.objects.filter(_current_embedding_q(), served_q(searched=release, filters=filters), bank=bank)
     if release is not None:  # release_texts_apply's inputs
         qs = qs.annotate(release_version=release_version_subquery(release), latest_version=latest_version_subquery())
     if exclude_task_id:
@@ -323,7 +313,7 @@ def experiences_search(
     ``duplicate_threshold``, an item at or above it to one served before it
     is left out (``_distinct``). ``release``: as approved_items_search_counted."""
     n = max(1, min(int(n), MAX_K))
-    approved_items = MemoryItem.objects.filter(filters.q(), servable_q(), _served_q(release), experience=OuterRef("pk"))
+    approved_items = MemoryItem.objects.filter(served_q(searched=release, filters=filters), experience=OuterRef("pk"))
     if exclude_task_id:
         approved_items = approved_items.exclude(source_task_id=exclude_task_id)
     qs = Experience.objects.filter(Exists(approved_items), bank=bank, embedding__isnull=False)
@@ -336,7 +326,7 @@ def experiences_search(
     scores = {pk: s for pk, s in scores.items() if s >= min_similarity}
     if not scores:
         return []
-    items = MemoryItem.objects.filter(filters.q(), servable_q(), _served_q(release), experience_id__in=scores)
+    items = MemoryItem.objects.filter(served_q(searched=release, filters=filters), experience_id__in=scores)
     if release is not None:
         items = items.annotate(
             release_version=release_version_subquery(release), latest_version=latest_version_subquery()

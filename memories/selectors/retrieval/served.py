@@ -1,5 +1,5 @@
 """What agents are shown besides a search: the system block served with a
-retrieval, the agent API's lists of approved items, and a run's retrievals."""
+retrieval, and a run's retrievals (the lists of served items are memories.serving's)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from django.db import models
-from django.db.models import QuerySet
 
-from accounts.models import Bank
-from memories.models import ItemStatus, MemoryItem, RetrievalEvent
-from memories.selectors.learning import servable_q
-from memories.selectors.retrieval.filters import NO_FILTERS
+from memories.models import MemoryItem, RetrievalEvent
 
 SYSTEM_BLOCK_VERSION = "system_block_v2"
 # A lesson cannot open or close the tags that delimit lessons (it is data, not a message to the agent).
@@ -40,23 +36,6 @@ def system_block_render(items: list[MemoryItem], *, version: str = SYSTEM_BLOCK_
         )
         parts.append(f"<lesson>\n{text}\n</lesson>")
     return "\n\n".join(parts)
-
-
-def approved_items_list(*, bank: Bank) -> QuerySet[MemoryItem]:
-    """The bank's approved items that may be served, newest approval first (what agents may see: as
-    retrieval, none expired or suspended, none with an unconfirmed risk finding or refused by the bank's
-    trust policy)."""
-    return (
-        MemoryItem.objects.filter(servable_q(), NO_FILTERS.q(), bank=bank, status=ItemStatus.APPROVED)
-        .defer("embedding")
-        .order_by("-approved_at", "-id")
-    )
-
-
-def approved_item_get(*, bank: Bank, public_id) -> MemoryItem:
-    """One approved item of ``bank`` by public id. Raises MemoryItem.DoesNotExist
-    for an unknown id, another bank's item, or one not approved."""
-    return approved_items_list(bank=bank).get(public_id=public_id)
 
 
 def run_retrievals(*, first_id: int | None) -> list[RetrievalEvent]:

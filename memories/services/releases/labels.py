@@ -50,14 +50,18 @@ def serving_sync(releasing: BankReleasing) -> None:
 
 def canary_fraction_check(*, bank: Bank, fraction) -> float:
     """The canary share ``fraction`` (0–0.99 of all retrievals) if the arms
-    still add up with the bank's holdout; raises Invalid otherwise."""
+    still add up with the bank's holdout; raises Invalid otherwise. Inside a
+    transaction: the holdout is read with the bank's row locked, so a holdout
+    saved at the same moment (bank_update_settings, which checks the other
+    way round) cannot make the arms add up to more than 100 %."""
     try:
         fraction = float(fraction)
     except (TypeError, ValueError):
         raise Invalid("canary_fraction: a number between 0.01 and 0.99 (a share of all retrievals).") from None
     if not 0 < fraction <= CANARY_FRACTION_MAX:
         raise Invalid(f"canary_fraction: between 0.01 and {CANARY_FRACTION_MAX} of all retrievals (got {fraction:g}).")
-    holdout = bank.holdout_fraction or 0
+    holdout = Bank.objects.select_for_update().filter(pk=bank.pk).values_list("holdout_fraction", flat=True).first()
+    holdout = holdout or 0
     if fraction + holdout > 1 + 1e-9:
         raise Invalid(
             f"canary_fraction: a {fraction * 100:g} % canary and the bank's {holdout * 100:g} % holdout add up to "

@@ -13,10 +13,10 @@ from django.db.models.functions import Coalesce
 
 from accounts.models import ApiToken, Bank
 from memories.models import Arm, RetrievalEvent
-from memories.selectors.releases import Serving, release_serving
 from memories.selectors.retrieval import NO_FILTERS, RetrievalFilters, system_block_render
 from memories.services.impact_tallies import candidate_ids, retrieval_tally_for
 from memories.services.retrieval.preview import RetrievalResult, retrieval_preview
+from memories.serving import release_searched, served_release
 from reasoningbank_site.commits import commit_without_waiting_for_disk
 from reasoningbank_site.errors import NotFound
 
@@ -68,17 +68,11 @@ def retrieval_perform(
             include_served=include_served,
         )
     started = time.perf_counter()
-    serving = release_serving(bank=bank)
-    draw = random.random()
-    held_out = bank.holdout_fraction > 0 and draw < bank.holdout_fraction
-    canary = not held_out and serving.canary is not None and draw < bank.holdout_fraction + serving.canary_fraction
-    number = serving.canary if canary else serving.production
-    result = retrieval_preview(
-        bank=bank, query=query, k=k, task_id=task_id, filters=filters, release=_searched(serving, number)
-    )
-    result.release = number
+    served = served_release(bank=bank, draw=random.random())
+    result = retrieval_preview(bank=bank, query=query, k=k, task_id=task_id, filters=filters, release=served.searched)
+    result.release = served.number
     recorded = [{"id": str(item.public_id), "score": score} for item, score in result.items]
-    if held_out:
+    if served.held_out:
         result.arm, result.items, result.system_block = Arm.HOLDOUT, [], ""
     elif bank.item_holdout_fraction > 0 and result.items:
         _leave_out(result, [random.random() < bank.item_holdout_fraction for _ in result.items])
@@ -90,15 +84,6 @@ def retrieval_perform(
     result.event.item_holdout_fraction = bank.item_holdout_fraction
     _retrieval_log(result.event)
     return result
-
-
-def _searched(serving: Serving, number: int | None) -> int | None:
-    """The release the search filters on to serve release ``number``: None
-    (the approved items, as always) for a production release that is the
-    approved set, so a bank that publishes automatically searches as it always did."""
-    if number is None or (number == serving.production and serving.production_is_draft):
-        return None
-    return number
 
 
 def _leave_out(result: RetrievalResult, left_out: list[bool]) -> None:
@@ -167,7 +152,7 @@ def _run_step_perform(
             task_id=task_id,
             filters=filters,
             exclude=frozenset() if include_served else frozenset(served),
-            release=_searched(release_serving(bank=bank), first.release),
+            release=release_searched(bank=bank, number=first.release),
         )
         result.release = first.release
         recorded = [{"id": str(item.public_id), "score": score} for item, score in result.items]

@@ -71,3 +71,34 @@ def test_playground_filters_by_tags_agent_and_metadata(client, viewer, owner, ba
     assert RetrievalEvent.objects.count() == 0
     # Hostile values are read as text, never a 500.
     assert client.get(url, {**query, "metadata": 'env="\\u0000"\nx=NaN\ny=' + "[" * 3000}).status_code == 200
+
+
+def test_playground_serves_what_production_serves_not_items_waiting_for_a_release(client, viewer, owner, bank):
+    from memories.models import PublishMode
+    from memories.services.releases import release_mode_set, release_publish
+
+    bank.min_similarity = -1.0
+    bank.save(update_fields=["min_similarity"])
+    release_mode_set(bank=bank, mode=PublishMode.MANUAL, actor=owner)
+    published = memory_item_create(
+        bank=bank,
+        title="Confirm opening hours on the official site",
+        description="Use for questions about when a place is open.",
+        content="Look for the opening hours on the venue's own website.",
+        author=owner,
+        status="approved",
+    )
+    release_publish(bank=bank, actor=owner)
+    memory_item_create(
+        bank=bank,
+        title="Call the museum when the site is unclear",
+        description="Use when opening hours online disagree.",
+        content="Phone the front desk to confirm.",
+        author=owner,
+        status="approved",
+    )  # approved, not published: production (release 1) does not serve it
+    client.force_login(viewer)
+    url = reverse("memories:playground", kwargs={"bank_id": bank.public_id})
+    html = client.get(url, {"q": "When is the museum open on Sunday?"}).content.decode()
+    assert published.title in html and "Call the museum" not in html
+    assert "1 item served by production (release 1)" in html
