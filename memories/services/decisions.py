@@ -124,12 +124,15 @@ def memory_item_reject(
 
 
 @transaction.atomic
-def memory_item_archive(*, item: MemoryItem, author, seen_version: int | None = None) -> MemoryItem:
+def memory_item_archive(
+    *, item: MemoryItem, author, seen_version: int | None = None, token: ApiToken | None = None
+) -> MemoryItem:
     """Stop serving an approved item (it can be approved again later).
     Archiving an archived item is a no-op. Raises Conflict otherwise;
-    StaleVersion when ``seen_version`` is given and the item changed since."""
+    StaleVersion when ``seen_version`` is given and the item changed since.
+    ``token`` as for memory_item_approve."""
     item_version_check(item=item, seen_version=seen_version)
-    item_status_move(item=item, to=ItemStatus.ARCHIVED, author=author)
+    item_status_move(item=item, to=ItemStatus.ARCHIVED, author=author, token=token)
     return item
 
 
