@@ -37,6 +37,7 @@ class ImportRunning(Conflict):
         self.running = running
 
 
+@transaction.atomic
 def _expire_stale(bank: Bank) -> None:
     """Fail ``bank``'s imports that no worker finished within RB_RELEASE_IMPORT_STALE_SECONDS (a task the
     broker lost), and drop page imports left waiting for a confirmation: neither may hold the bank's slot."""
@@ -124,8 +125,7 @@ def release_import_cancel(*, bank: Bank, public_id, actor) -> None:
 
 def release_import_get(*, bank: Bank, public_id) -> ReleaseImport:
     """``bank``'s import ``public_id`` (a stale one marked failed first). Raises NotFound (another bank's too)."""
-    with transaction.atomic():
-        _expire_stale(bank)
+    _expire_stale(bank)
     try:
         return ReleaseImport.objects.get(bank=bank, public_id=public_id)
     except (ReleaseImport.DoesNotExist, ValueError, TypeError):
