@@ -162,6 +162,7 @@ def test_under_several_decisions_only_owners_and_admins_import(client, bank, own
 
     url = reverse("trajectories:releases", kwargs={"bank_id": bank.public_id})
     client.force_login(alice)
+    assert "data-import-owners-only" in client.get(url).content.decode()
     upload = {"action": "import", "file": _upload(release_file(POISONED))}
     assert "cannot import a release alone" in client.post(url, upload).content.decode()
     assert not ReleaseImport.objects.exists() and not MemoryItem.objects.exists()

@@ -44,6 +44,7 @@ from memories.services.releases.imports import (
     release_import_start,
 )
 from memories.services.releases.transfer import parse_release_lines, release_import_too_large
+from memories.services.review_policy import decides_alone
 from reasoningbank_site.errors import DomainError, Invalid, NotFound
 from trajectories.impact.releases import canary_verdict
 
@@ -156,6 +157,7 @@ def releases(request, bank_id):
         "verdict": canary_verdict(bank=bank, releasing=releasing),
         "can_review": me.has_role(Role.REVIEWER),
         "can_admin": me.has_role(Role.ADMIN),
+        "can_import": me.has_role(Role.REVIEWER) and decides_alone(bank=bank, user=request.user),
         "modes": PublishMode.choices,
         "error": error,
         "form": request.POST if error else {},
