@@ -81,6 +81,10 @@ def release_import_start(
     Raises what release_import_check raises (nothing is stored then), and ImportRunning when the bank is
     importing already. ``confirming`` (the page): items with risk findings do not raise; the import is
     stored waiting for the confirmation (state ``confirming``, its findings in ``risks``) instead."""
+    _expire_stale(bank)
+    running = release_import_running(bank=bank)
+    if running is not None:  # answered before the file's risk scan, which takes seconds for a large file
+        raise ImportRunning(running)
     try:
         checked = release_import_check(
             bank=bank, records=records, actor=actor, token=token, confirm_risks=confirm_risks
@@ -88,7 +92,6 @@ def release_import_start(
     except RisksNeedConfirmation as exc:
         if not confirming:
             raise
-        _expire_stale(bank)
         return ReleaseImport.objects.create(
             bank=bank,
             state=ImportState.CONFIRMING,

@@ -147,13 +147,16 @@ def release_import_risks(*, bank: Bank, rows: list[dict]) -> list[dict]:
     held = set(
         MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED).values_list("title", "description", "content")
     )
-    found = []
+    found, scanned = [], {}  # a text repeated across items (a shared description) is scanned once
     for row in rows:
         if _key(row["title"], row["description"], row["content"]) in held:
             continue
         risks, seen = [], set()
         for field in ("title", "description", "content"):
-            for finding in scan_text(row[field]):
+            text = row[field]
+            if text not in scanned:
+                scanned[text] = scan_text(text)
+            for finding in scanned[text]:
                 if (finding.kind, finding.excerpt) not in seen:
                     seen.add((finding.kind, finding.excerpt))
                     risks.append({"kind": finding.kind, "excerpt": finding.excerpt})
