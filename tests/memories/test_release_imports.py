@@ -170,7 +170,7 @@ def test_under_several_decisions_only_owners_and_admins_import(client, bank, own
     client.force_login(owner)
     with worker():
         page = client.post(url, {"action": "import", "file": _upload(release_file(LOGIN))}, follow=True)
-    assert "Importing 1 items in the background" in page.content.decode()
+    assert "Importing 1 item in the background" in page.content.decode()
     assert ReleaseImport.objects.get().state == ImportState.DONE
 
 
@@ -200,6 +200,15 @@ def test_the_page_asks_to_confirm_risk_findings_then_polls_the_import(client, ba
     client.force_login(viewer)
     panel = client.get(status_url).content.decode()
     assert 'data-import-state="done"' in panel and "2 created" in panel and "hx-trigger" not in panel
+
+
+def test_the_page_refuses_an_import_id_that_is_none(client, bank, owner):
+    url = reverse("trajectories:releases", kwargs={"bank_id": bank.public_id})
+    client.force_login(owner)
+    for action in ("import_confirm", "import_cancel"):
+        for value in ("not-a-uuid", "", "00000000-0000-0000-0000-000000000000"):
+            response = client.post(url, {"action": action, "import": value})
+            assert response.status_code in (200, 302), (action, value, response.status_code)
 
 
 def test_a_page_import_waits_polling_until_a_worker_has_it(client, bank, owner, stranger):

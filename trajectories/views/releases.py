@@ -46,6 +46,7 @@ from memories.services.releases.imports import (
 from memories.services.releases.transfer import parse_release_lines, release_import_too_large
 from memories.services.review_policy import decides_alone
 from reasoningbank_site.errors import DomainError, Invalid, NotFound
+from reasoningbank_site.text import counted
 from trajectories.impact.releases import canary_verdict
 
 ADMIN_ACTIONS = frozenset({"mode", "auto_rollback"})
@@ -93,7 +94,7 @@ def _import(request, bank, action: str) -> tuple[str, ReleaseImport | None]:
         job = release_import_start(bank=bank, records=records, actor=request.user, confirming=True)
         if job.state == ImportState.CONFIRMING:
             return "", job
-    return f"Importing {job.items} items in the background: the progress is below.", None
+    return f"Importing {counted(job.items, 'item')} in the background: the progress is below.", None
 
 
 def _act(request, bank, action: str) -> str:

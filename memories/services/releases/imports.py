@@ -6,6 +6,7 @@ waits (``confirming``) until the reviewer confirms them in a dialog."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 
 from django.conf import settings
@@ -119,19 +120,28 @@ def release_import_confirm(*, bank: Bank, public_id, actor) -> ReleaseImport:
     return _queue(job)
 
 
+def _public_id(value) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise NotFound("No such release import.") from None
+
+
 def release_import_cancel(*, bank: Bank, public_id, actor) -> None:
-    """Drop the page import ``public_id`` that waits for ``actor``'s confirmation (nothing was written)."""
+    """Drop the page import ``public_id`` that waits for ``actor``'s confirmation (nothing was written).
+    Raises NotFound for an id that is not one."""
     ReleaseImport.objects.filter(
-        bank=bank, public_id=public_id, state=ImportState.CONFIRMING, actor_id=getattr(actor, "pk", None)
+        bank=bank, public_id=_public_id(public_id), state=ImportState.CONFIRMING, actor_id=getattr(actor, "pk", None)
     ).delete()
 
 
 def release_import_get(*, bank: Bank, public_id) -> ReleaseImport:
     """``bank``'s import ``public_id`` (a stale one marked failed first). Raises NotFound (another bank's too)."""
+    key = _public_id(public_id)
     _expire_stale(bank)
     try:
-        return ReleaseImport.objects.get(bank=bank, public_id=public_id)
-    except (ReleaseImport.DoesNotExist, ValueError, TypeError):
+        return ReleaseImport.objects.get(bank=bank, public_id=key)
+    except ReleaseImport.DoesNotExist:
         raise NotFound("No such release import.") from None
 
 
