@@ -1,6 +1,7 @@
 """The releases API (scope ``review``): a bank's releases, their diffs, and
 the moves a reviewer makes on the release page (publish, canary, promote,
-rollback, the publishing mode), plus a release's export and import. The same
+rollback, the publishing mode), plus a release's export and import (checked
+in the request, written by a worker: 202 and a status URL). The same
 services as the pages; a move to where a label already points answers 200
 with ``noop: true``."""
 
@@ -10,9 +11,9 @@ import json
 from datetime import datetime
 from uuid import UUID
 
-from django.core.exceptions import RequestDataTooBig
+from django.conf import settings
 from django.http import StreamingHttpResponse
-from ninja import Field, Router, Schema
+from ninja import Field, Router, Schema, Status
 
 from accounts.auth import TokenAuth, api_responses
 from memories.models import PublishMode, Release
@@ -34,8 +35,9 @@ from memories.services.releases import (
     release_publish,
     release_rollback,
 )
-from memories.services.releases.transfer import parse_release_lines, release_import
-from reasoningbank_site.errors import Invalid, TooLarge
+from memories.services.releases.imports import ImportRunning, release_import_get, release_import_start
+from memories.services.releases.transfer import parse_release_lines, release_import_too_large
+from reasoningbank_site.errors import Invalid
 
 router = Router(tags=["releases"])
 auth = TokenAuth(scope="review")
@@ -245,11 +247,45 @@ def releases_export(request, release_id: str):
     return response
 
 
+class ImportOut(Schema):
+    id: UUID
+    state: str = Field(
+        ..., description="queued, running, done or failed (confirming: a page import awaiting its confirmation)."
+    )
+    status_url: str = Field(..., description="Poll it (GET) until the state is done or failed.")
+    items: int = Field(..., description="Item lines in the file.")
+    created: int = Field(0, description="Items created approved (once done).")
+    kept: int = Field(0, description="Approved items of the bank already equal to one in the file.")
+    archived: int = Field(0, description="Approved items of the bank not in the file, archived.")
+    release: int | None = Field(None, description="The release published, now production (once done; null: a no-op).")
+    message: str = Field("", description="The outcome, or why it failed.")
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+def _import_out(job) -> ImportOut:
+    return ImportOut(
+        id=job.public_id,
+        state=job.state,
+        status_url=f"/api/v1/releases/imports/{job.public_id}",
+        items=job.items,
+        created=job.created,
+        kept=job.kept,
+        archived=job.archived,
+        release=job.release,
+        message=job.message,
+        created_at=job.created_at,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
+    )
+
+
 @router.post(
     "/releases/import",
     auth=auth,
-    response=api_responses({200: ReleaseMoveOut}, 413),
-    summary="Import a release (JSONL)",
+    response=api_responses({202: ImportOut}, 409, 413),
+    summary="Import a release (JSONL), in the background",
     openapi_extra={
         "requestBody": {
             "required": True,
@@ -259,11 +295,36 @@ def releases_export(request, release_id: str):
         }
     },
 )
-def releases_import(request):
-    """The body is a release export: it becomes the bank's next release and production."""
+def releases_import(request, confirm_risks: bool = False):
+    """The body is a release export: once a worker has written it, it is the bank's next release and
+    production. The file is checked here (413 over RB_RELEASE_IMPORT_MAX_BYTES; 422 for a bad line; 403
+    ``several_decisions_required`` under a review policy of several decisions per item; 409
+    ``risks_need_confirmation`` listing the items with risk findings in ``items``, unless
+    ``?confirm_risks=true``, then recorded as confirmed by this token), then queued: 202 with its
+    ``status_url``. One import per bank at a time: another answers 409 ``import_running`` with the running
+    one's ``status_url``."""
+    length = int(request.META.get("CONTENT_LENGTH") or 0)
+    if length > settings.RB_RELEASE_IMPORT_MAX_BYTES:
+        raise release_import_too_large(length)
+    # Read from the stream: the release import's limit is not the API's (DATA_UPLOAD_MAX_MEMORY_SIZE).
+    body = request.read(settings.RB_RELEASE_IMPORT_MAX_BYTES + 1)
+    records = parse_release_lines(body)
     try:
-        body = request.body
-    except RequestDataTooBig:
-        raise TooLarge("The release file is larger than this server accepts in one request.") from None
-    outcome = release_import(bank=request.bank, records=parse_release_lines(body), token=request.api_token)
-    return _move(request.bank, outcome.message, noop=outcome.noop, release=outcome.release)
+        job = release_import_start(
+            bank=request.bank, records=records, token=request.api_token, confirm_risks=confirm_risks
+        )
+    except ImportRunning as exc:
+        exc.details["status_url"] = f"/api/v1/releases/imports/{exc.running.public_id}"
+        raise
+    return Status(202, _import_out(job))
+
+
+@router.get(
+    "/releases/imports/{import_id}",
+    auth=auth,
+    response=api_responses({200: ImportOut}, 404),
+    summary="A release import's state and counts",
+)
+def releases_import_status(request, import_id: UUID):
+    """Queued, running, done (with the counts and the release it published) or failed (with why)."""
+    return _import_out(release_import_get(bank=request.bank, public_id=import_id))

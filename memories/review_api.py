@@ -1,7 +1,11 @@
 """The review API (scope ``review``): the review queue and its decisions for
 teams with their own tools. The same selectors and services as the review UI,
 so the same rules apply and every decision is recorded with the token as its
-actor (item history and audit log)."""
+actor (item history and audit log). A token follows the bank's review policy:
+where it needs several decisions per item, a token is not a reviewer who can
+vote, so its approve, reject and edits of an approved item's text answer 403
+``several_decisions_required`` (reviewers vote on the review page, an owner or
+admin decides outright)."""
 
 from __future__ import annotations
 
@@ -104,7 +108,9 @@ def review_approve(request, item_id: UUID, payload: ApproveIn | None = None):
     unconfirmed risk findings (``risks_need_confirmation``, the findings in
     ``risks``; send ``confirm_risks: true`` to approve it anyway, recorded
     with this token as who confirmed) and a stale ``seen_version``
-    (``stale_version``)."""
+    (``stale_version``). Under a review policy of several decisions per
+    item it answers 403 ``several_decisions_required``: a token does not
+    decide alone there."""
     item = item_get(request, item_id)
     options = payload.model_dump() if payload else {}
     item = services.memory_item_approve(item=item, author=None, token=request.api_token, **options)
@@ -119,7 +125,8 @@ def review_approve(request, item_id: UUID, payload: ApproveIn | None = None):
 )
 def review_reject(request, item_id: UUID, payload: RejectIn):
     """Decline a proposed item, keeping the reason. Rejecting a rejected item
-    is a no-op; any other status answers 409 (archive an approved item in the UI)."""
+    is a no-op; any other status answers 409 (archive an approved item in the UI). Under a review
+    policy of several decisions per item it answers 403 ``several_decisions_required``."""
     item = item_get(request, item_id)
     item = services.memory_item_reject(item=item, author=None, token=request.api_token, **payload.model_dump())
     return detail_out(item)
@@ -135,7 +142,9 @@ def review_edit(request, item_id: UUID, payload: EditIn):
     """Change the title, description, content or tags (the status is kept;
     changed text is embedded again), its validity (``valid_until``: a moment
     in the past answers 422; an explicit null removes it), or confirm that a
-    stale item still holds (``confirm_current``). A superseded item answers 409."""
+    stale item still holds (``confirm_current``). A superseded item answers 409. Under a review policy
+    of several decisions per item, a change of an approved item's text answers 403
+    ``several_decisions_required`` (it would be served at once)."""
     item = item_get(request, item_id)
     values = payload.model_dump()
     valid_until, confirm_current = values.pop("valid_until"), values.pop("confirm_current")

@@ -1,6 +1,6 @@
 """Celery adapters for memories: take ids, call one service. Task functions
 end in ``_task`` so they never shadow the services they call; the registered
-names (``memories.embed_item``, ``memories.embed_pending``) are the stable
+names (``memories.embed_item``, ``memories.embed_pending``, ``memories.release_import``) are the stable
 contract with the broker and beat."""
 
 from celery import shared_task
@@ -9,6 +9,7 @@ from django.conf import settings
 
 from memories import services
 from memories.embeddings import preload
+from memories.services.releases.imports import release_import_run
 from reasoningbank_site.celery import db_outage_retry
 
 
@@ -43,3 +44,9 @@ def memory_items_count_served_task() -> int:
 def retrieval_tallies_compact_task() -> int:
     """Periodic (beat): merge the Impact report's appended sums, one row per key."""
     return services.retrieval_tallies_compact()
+
+
+@shared_task(name="memories.release_import", ignore_result=True, acks_late=True, **db_outage_retry())
+def release_import_task(import_id: int) -> str:
+    """Write a release import the request checked and queued (idempotent: one that ended is left alone)."""
+    return release_import_run(import_id=import_id)

@@ -7,12 +7,14 @@ from django.template.loader import render_to_string
 from django.views.defaults import server_error
 
 OTLP_PREFIX = "/api/v1/otel/"
+RELEASE_IMPORT_PATH = "/api/v1/releases/import"  # limited by RB_RELEASE_IMPORT_MAX_BYTES instead
 
 
 class ApiBodyLimitMiddleware:
     """Answer an oversized agent-API request with a JSON 413 before anything
     reads the body (Django would otherwise raise deep inside the parser).
-    The OTLP endpoint checks its own size: its errors are google.rpc.Status bodies."""
+    The OTLP endpoint checks its own size: its errors are google.rpc.Status bodies; the release import
+    checks its own, larger limit (RB_RELEASE_IMPORT_MAX_BYTES) and names it."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -23,6 +25,8 @@ class ApiBodyLimitMiddleware:
                 length = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:
                 length = 0
+            if request.path == RELEASE_IMPORT_PATH:  # its own limit; the endpoint answers its own 413
+                return self.get_response(request)
             limit = settings.RB_API_MAX_BODY_BYTES
             if length > limit:
                 return JsonResponse(

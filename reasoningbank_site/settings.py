@@ -366,6 +366,11 @@ RB_API_MAX_BODY_BYTES = envint("RB_API_MAX_BODY_BYTES", 5 * 1024 * 1024)
 RB_MAX_STEPS = envint("RB_MAX_STEPS", 2000)
 RB_MAX_BATCH = envint("RB_MAX_BATCH", 100)
 DATA_UPLOAD_MAX_MEMORY_SIZE = RB_API_MAX_BODY_BYTES
+# A release import (POST /api/v1/releases/import, the Releases page's form) has its own, larger limit;
+# a worker writes it (memories.release_import), one import per bank at a time.
+RB_RELEASE_IMPORT_MAX_BYTES = envint("RB_RELEASE_IMPORT_MAX_BYTES", 20 * 1024 * 1024)
+# A queued or running import no worker finished within this many seconds is marked failed (a lost task).
+RB_RELEASE_IMPORT_STALE_SECONDS = envint("RB_RELEASE_IMPORT_STALE_SECONDS", 1800)
 
 # Logs (reasoningbank_site.logs): plain text, or with LOG_FORMAT=json one JSON object per line; both carry the
 # request id (and, in a worker, the task and trajectory) when known.

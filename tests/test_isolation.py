@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from accounts import services
 from accounts.models import ApiToken, Invitation, Role
-from memories.models import ItemStatus, MemoryItem, Release
+from memories.models import ItemStatus, MemoryItem, Release, ReleaseImport
 from memories.services.releases import release_publish
 from reasoningbank_site.api import api
 from tests import factories
@@ -55,6 +55,7 @@ OBJECT_KWARGS = {
     "token_id": "token",
     "invitation_id": "invitation",
     "release_id": "release",
+    "import_id": "release_import",
 }
 
 
@@ -68,6 +69,7 @@ class Side:
     secret: str
     invitation: Invitation
     release: Release
+    release_import: ReleaseImport
 
 
 @dataclass
@@ -113,6 +115,7 @@ def _side(team, label: str) -> Side:
         secret=issued.secret,
         invitation=invitation,
         release=release,
+        release_import=ReleaseImport.objects.create(bank=bank, state="done", message=f"{text} import"),
     )
 
 

@@ -25,6 +25,11 @@ urlpatterns = [
     ),
     path("banks/<uuid:bank_id>/impact/", impact.impact, name="impact"),
     path("banks/<uuid:bank_id>/releases/", releases.releases, name="releases"),
+    path(
+        "banks/<uuid:bank_id>/releases/imports/<uuid:import_id>/",
+        releases.release_import_status,
+        name="release_import",
+    ),
     path("banks/<uuid:bank_id>/releases/<uuid:release_id>/", releases.release_detail, name="release_detail"),
     path(
         "banks/<uuid:bank_id>/releases/<uuid:release_id>/export.jsonl",

@@ -22,7 +22,15 @@ from memories.models.items import (
     normalize_tags,
 )
 from memories.models.learning import BankLearning
-from memories.models.releases import BankReleasing, PublishMode, Release, ReleaseMember, ReleaseSource
+from memories.models.releases import (
+    BankReleasing,
+    ImportState,
+    PublishMode,
+    Release,
+    ReleaseImport,
+    ReleaseMember,
+    ReleaseSource,
+)
 from memories.models.retrieval import Arm, ItemSide, RetrievalEvent, RetrievalTally
 from memories.models.review import ReviewAssignment, ReviewPresence
 from memories.models.review_policy import (
@@ -59,6 +67,7 @@ __all__ = [
     "Distribution",
     "Experience",
     "FindingSource",
+    "ImportState",
     "ItemOrigin",
     "ItemSide",
     "ItemStatus",
@@ -67,6 +76,7 @@ __all__ = [
     "MemoryItemVersion",
     "PublishMode",
     "Release",
+    "ReleaseImport",
     "ReleaseMember",
     "ReleaseSource",
     "RetrievalEvent",

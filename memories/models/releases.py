@@ -111,3 +111,55 @@ class BankReleasing(models.Model):
 
     def __str__(self) -> str:
         return f"releasing of bank {self.bank_id}"
+
+
+class ImportState(models.TextChoices):
+    CONFIRMING = "confirming", "Waiting for its risk findings to be confirmed"
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+# The states that hold a bank's one import slot.
+IMPORT_ACTIVE = (ImportState.QUEUED, ImportState.RUNNING)
+
+
+class ReleaseImport(models.Model):
+    """A release file to import into ``bank``, checked in the request and written by a worker
+    (memories.services.releases.imports). Its ``records`` are emptied once it ends."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="release_imports")
+    state = models.CharField(max_length=16, choices=ImportState.choices, default=ImportState.QUEUED)
+    records = models.JSONField(default=list, blank=True)
+    items = models.PositiveIntegerField(default=0)  # item lines in the file
+    confirm_risks = models.BooleanField(default=False)
+    risks = models.JSONField(default=list, blank=True)  # the findings shown for confirmation
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    token = models.ForeignKey("accounts.ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created = models.PositiveIntegerField(default=0)
+    kept = models.PositiveIntegerField(default=0)
+    archived = models.PositiveIntegerField(default=0)
+    release = models.PositiveIntegerField(null=True, blank=True)  # the number of the release it published
+    message = models.TextField(blank=True)  # the outcome, or why it failed
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["bank"], condition=Q(state__in=IMPORT_ACTIVE), name="releaseimport_one_active_per_bank"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"release import {self.public_id} ({self.state})"
+
+    @property
+    def finished(self) -> bool:
+        return self.state in (ImportState.DONE, ImportState.FAILED)

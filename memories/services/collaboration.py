@@ -45,8 +45,7 @@ def item_current_version(item: MemoryItem) -> int:
 
 def version_describe(version: MemoryItemVersion, *, now=None) -> str:
     """One change in words: "Rejected by alice 12 s ago: too vague"."""
-    who = version.author.get_username() if version.author_id else "the pipeline"
-    text = f"{_DONE.get(version.action, version.action.capitalize())} by {who} {ago(version.created_at, now=now, seconds=True)}"
+    text = f"{_DONE.get(version.action, version.action.capitalize())} by {version.actor_label} {ago(version.created_at, now=now, seconds=True)}"
     return f"{text}: {version.note}" if version.note else text
 
 
@@ -64,9 +63,9 @@ def item_version_check(*, item: MemoryItem, seen_version: int | None) -> None:
     if current == seen_version:
         return
     newer = list(
-        item.versions.filter(number__gt=seen_version).select_related("author").order_by("-number")[:5]
+        item.versions.filter(number__gt=seen_version).select_related("author", "actor_token").order_by("-number")[:5]
         if seen_version < current
-        else item.versions.select_related("author").order_by("-number")[:1]
+        else item.versions.select_related("author", "actor_token").order_by("-number")[:1]
     )
     changes = [version_describe(v) for v in newer]
     latest = changes[0].rstrip(".") if changes else "It was changed"

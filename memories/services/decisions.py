@@ -15,6 +15,7 @@ from memories.services.collaboration import item_version_check
 from memories.services.duplicates import memory_item_support_merged
 from memories.services.embedding import item_embed_enqueue, item_embedding_is_current
 from memories.services.learning.validity import approval_lifecycle
+from memories.services.review_policy import decision_alone_check
 from memories.services.risks import item_risks_pending, memory_item_risks_confirm
 from memories.services.transitions import item_status_move
 from memories.services.versions import item_lock, item_version_record
@@ -31,6 +32,7 @@ def memory_item_approve(
     confirm_risks: bool = False,
     seen_version: int | None = None,
     token: ApiToken | None = None,
+    agreed: bool = False,
 ) -> MemoryItem:
     """Make the item servable. Answers at once: when its embedding is
     missing or stale, an embed task is enqueued after commit and the item is
@@ -44,7 +46,13 @@ def memory_item_approve(
     at or above its duplicate threshold, unless ``confirm_duplicate``;
     RisksNeedConfirmation (nothing changed) when it has unconfirmed risk
     findings, unless ``confirm_risks`` (then recorded as confirmed by
-    ``author``/``token``); Conflict for a superseded item."""
+    ``author``/``token``); Conflict for a superseded item; Forbidden
+    (``several_decisions_required``) when the bank's review policy needs
+    several decisions and ``author`` (or the token) does not decide alone
+    (memories.services.review_policy.decides_alone), unless ``agreed``: the
+    reviewers' votes agreed (memories.services.review_votes)."""
+    if not agreed:
+        decision_alone_check(bank=item.bank, user=None if token else author, doing="approve an item")
     item_version_check(item=item, seen_version=seen_version)
     if not confirm_duplicate and item.status != ItemStatus.APPROVED:
         duplicates = approved_duplicates(item=item, threshold=item.bank.duplicate_threshold)
@@ -87,13 +95,22 @@ def memory_item_approve(
 
 @transaction.atomic
 def memory_item_reject(
-    *, item: MemoryItem, author, reason: str = "", seen_version: int | None = None, token: ApiToken | None = None
+    *,
+    item: MemoryItem,
+    author,
+    reason: str = "",
+    seen_version: int | None = None,
+    token: ApiToken | None = None,
+    agreed: bool = False,
 ) -> MemoryItem:
     """Decline a proposed item, keeping ``reason``; like an approval, the decision answers its review
     flag (``needs_review_reason``), which is cleared. Rejecting a rejected item
     is a no-op (``token`` as for memory_item_approve). Raises Conflict for
     any other status (an approved item is archived instead); StaleVersion
-    when ``seen_version`` is given and the item changed since."""
+    when ``seen_version`` is given and the item changed since; Forbidden as
+    memory_item_approve under a policy of several decisions."""
+    if not agreed:
+        decision_alone_check(bank=item.bank, user=None if token else author, doing="reject an item")
 
     def flag_answered(item: MemoryItem) -> list[str]:
         item.needs_review_reason = ""
@@ -107,12 +124,15 @@ def memory_item_reject(
 
 
 @transaction.atomic
-def memory_item_archive(*, item: MemoryItem, author, seen_version: int | None = None) -> MemoryItem:
+def memory_item_archive(
+    *, item: MemoryItem, author, seen_version: int | None = None, token: ApiToken | None = None
+) -> MemoryItem:
     """Stop serving an approved item (it can be approved again later).
     Archiving an archived item is a no-op. Raises Conflict otherwise;
-    StaleVersion when ``seen_version`` is given and the item changed since."""
+    StaleVersion when ``seen_version`` is given and the item changed since.
+    ``token`` as for memory_item_approve."""
     item_version_check(item=item, seen_version=seen_version)
-    item_status_move(item=item, to=ItemStatus.ARCHIVED, author=author)
+    item_status_move(item=item, to=ItemStatus.ARCHIVED, author=author, token=token)
     return item
 
 

@@ -28,6 +28,7 @@ from memories.selectors.retrieval import NEAR_DUPLICATE_LIMIT, NEAR_DUPLICATE_SI
 from memories.services.collaboration import item_version_check
 from memories.services.duplicates import Sighting, memory_items_support_record
 from memories.services.embedding import item_embed_enqueue, item_embed_inline, items_embed_inline
+from memories.services.review_policy import decides_alone, decision_alone_check, review_vote_first
 from memories.services.risks import memory_item_risk_rescan, memory_item_risks_confirm
 from memories.services.transitions import EDITABLE_STATUSES
 from memories.services.versions import item_lock, item_version_record, items_created_record
@@ -274,6 +275,7 @@ def memory_item_create(
     status: str = ItemStatus.PROPOSED,
     tags=(),
     note: str = "",
+    token: ApiToken | None = None,
 ) -> MemoryItem:
     """An item written by hand (or imported). ``status`` is proposed (the
     default; embedded by a worker after commit) or approved (embedded inline,
@@ -281,7 +283,12 @@ def memory_item_create(
     goes into the first version (where an import came from). Raises
     Invalid for an empty or too long title, description or content, bad
     tags, another status, or an unknown origin. Its text is risk-scanned;
-    when it is created approved, ``author`` confirms the findings."""
+    when it is created approved, ``author`` (or ``token``) confirms the findings.
+
+    Under a review policy of several decisions, an approved item by an
+    ``author`` who does not decide alone (a reviewer) is created proposed,
+    with ``author``'s approve as its first vote; by a ``token`` (or no
+    author) it raises Forbidden."""
     title = _clean_title(title)
     description = clean_text(description, name="description", limit=DESCRIPTION_MAX)
     content = clean_text(content, name="content", limit=CONTENT_MAX)
@@ -289,6 +296,11 @@ def memory_item_create(
     if status not in (ItemStatus.PROPOSED, ItemStatus.APPROVED):
         raise Invalid(f"A new item is proposed or approved, not {status!r}.")
     _check_origin(origin)
+    first_vote = False
+    if status == ItemStatus.APPROVED and not decides_alone(bank=bank, user=None if token else author):
+        if author is None or token is not None:
+            decision_alone_check(bank=bank, user=None, doing="approve an item")
+        status, first_vote = ItemStatus.PROPOSED, True
     item = MemoryItem(
         bank=bank,
         title=title,
@@ -304,9 +316,11 @@ def memory_item_create(
         item.approved_at = timezone.now()
         item.approved_by = author
     item.save()
-    item_version_record(item=item, action="created", author=author, note=note)
+    item_version_record(item=item, action="created", author=author, note=note, token=token)
     if memory_item_risk_rescan(item=item) and status == ItemStatus.APPROVED:
-        memory_item_risks_confirm(item=item, author=author)  # who wrote it approved, knowing
+        memory_item_risks_confirm(item=item, author=author, token=token)  # who wrote it approved, knowing
+    if first_vote:
+        review_vote_first(item=item, author=author)
     items_status_announce(items=[item])
     if status == ItemStatus.PROPOSED:
         item_embed_enqueue(item.pk)
@@ -331,8 +345,9 @@ def memory_item_edit(
     show them); a text change also clears the embedding and enqueues
     re-embedding after commit, while a tags-only change keeps the item
     searchable. No change writes nothing. The status is kept; ``token`` as
-    for memory_item_approve. Raises
-    Conflict for a superseded item, Invalid for an empty or too long title,
+    for memory_item_approve. Raises Forbidden (``several_decisions_required``)
+    for a change of an approved item's text by whoever does not decide alone
+    under the bank's review policy (it would be served at once); Conflict for a superseded item, Invalid for an empty or too long title,
     description or content, or bad tags; StaleVersion when ``seen_version``
     is given and the item changed since (item_version_check)."""
     item_version_check(item=item, seen_version=seen_version)
@@ -351,6 +366,8 @@ def memory_item_edit(
         changes["tags"] = _clean_tags(tags)
     if not changes:
         return item
+    if text_changed and item.status == ItemStatus.APPROVED:
+        decision_alone_check(bank=item.bank, user=None if token else author, doing="change an approved item's text")
     for name, value in changes.items():
         setattr(item, name, value)
     fields = [*changes, "updated_at"]

@@ -1,5 +1,6 @@
 """A bank's review policy (memories.models.ReviewPolicy): its reviewers'
-guidelines and how many independent decisions an item needs."""
+guidelines, how many independent decisions an item needs, and who decides
+alone under it (every door that makes an item servable asks ``decides_alone``)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,21 @@ import uuid
 
 from django.db import transaction
 
-from accounts.models import Bank
+from accounts.models import Bank, Membership, Role
 from accounts.services.audit import audit_record
-from memories.models import GUIDELINES_MAX, Distribution, ReviewPolicy, SavedQueueView
-from memories.services.review_seats import review_deal
-from reasoningbank_site.errors import Invalid
+from memories.models import (
+    GUIDELINES_MAX,
+    Distribution,
+    MemoryItem,
+    ReviewPolicy,
+    ReviewSeat,
+    ReviewVote,
+    SavedQueueView,
+    SeatSource,
+    VoteDecision,
+)
+from memories.services.review_seats import policy_lock, review_deal
+from reasoningbank_site.errors import Forbidden, Invalid
 from reasoningbank_site.text import has_control_chars
 
 DECISIONS_MAX = 5
@@ -20,6 +31,41 @@ DECISIONS_MAX = 5
 def review_policy_get(*, bank: Bank) -> ReviewPolicy:
     """``bank``'s policy, or the defaults (unsaved) when it has none yet."""
     return ReviewPolicy.objects.filter(bank=bank).first() or ReviewPolicy(bank=bank)
+
+
+def decides_alone(*, bank, user=None) -> bool:
+    """Whether ``user`` (None: an API token or the pipeline) decides on ``bank``'s items alone: anyone
+    under a policy of one decision per item; under a policy of several, only the team's owners and admins."""
+    if review_policy_get(bank=bank).decisions_required <= 1:
+        return True
+    if user is None:
+        return False
+    return Membership.objects.filter(team_id=bank.team_id, user=user, role__in=(Role.OWNER, Role.ADMIN)).exists()
+
+
+def decision_alone_check(*, bank, user=None, doing: str) -> None:
+    """Refuse ``doing`` (what would be decided, in words: "approve an item") to whoever does not decide
+    alone on ``bank`` (decides_alone). Raises Forbidden (code ``several_decisions_required``) naming the
+    policy and who may."""
+    if decides_alone(bank=bank, user=user):
+        return
+    who = "an API token" if user is None else "a reviewer"
+    required = review_policy_get(bank=bank).decisions_required
+    raise Forbidden(
+        f"This bank's review policy needs {required} independent decisions per item: {who} cannot {doing} "
+        "alone. Reviewers vote on the review page; an owner or admin decides outright.",
+        code="several_decisions_required",
+    )
+
+
+def review_vote_first(*, item: MemoryItem, author) -> None:
+    """Record ``author``'s approve as the first vote on ``item``, which they just wrote as proposed (their
+    "Approve now" under a policy of several decisions), with a place on it under a seated policy."""
+    policy = policy_lock(bank=item.bank)
+    if policy.seated:
+        source = SeatSource.DEALT if policy.distribution == Distribution.ROUND_ROBIN else SeatSource.CLAIMED
+        ReviewSeat.objects.get_or_create(item=item, user=author, defaults={"source": source})
+    ReviewVote.objects.create(item=item, user=author, decision=VoteDecision.APPROVE)
 
 
 @transaction.atomic

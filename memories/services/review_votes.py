@@ -3,7 +3,11 @@ for them (``ReviewPolicy.decisions_required`` > 1): a reviewer's approve or
 reject is recorded as a vote, hidden from the others; once the item has all
 its votes, agreement applies the decision and disagreement leaves the item
 proposed, marked for an owner or admin to resolve. Owners and admins decide
-outright (that is how they resolve a conflict)."""
+outright (that is how they resolve a conflict). Whatever else makes an item
+servable follows the same policy (``memories.services.review_policy.decides_alone``): a reviewer's "Approve
+now" is her first vote on a proposed item, and a reviewer or an API token
+may not approve, reject, change an approved item's text or import a release
+on their own."""
 
 from __future__ import annotations
 
@@ -88,11 +92,15 @@ def review_vote_cast(
         note = f"{required} of {required} reviewers agreed"
         if decision == VoteDecision.APPROVE:
             memory_item_approve(
-                item=item, author=author, confirm_duplicate=confirm_duplicate, confirm_risks=confirm_risks
+                item=item,
+                author=author,
+                confirm_duplicate=confirm_duplicate,
+                confirm_risks=confirm_risks,
+                agreed=True,
             )
         else:
             reasons = "; ".join(v.reason for v in votes if v.reason)
-            memory_item_reject(item=item, author=author, reason=f"{reasons} ({note})"[:REASON_MAX])
+            memory_item_reject(item=item, author=author, reason=f"{reasons} ({note})"[:REASON_MAX], agreed=True)
         vote.save()
         return VoteOutcome(recorded=True, votes=len(votes), required=required, applied=decision)
     vote.save()

@@ -14,6 +14,7 @@ from accounts.models import Role
 from memories import selectors, services
 from memories.forms import ItemCreateForm, ItemListFilterForm
 from memories.models import ItemStatus, MemoryItem
+from memories.services.review_policy import decides_alone
 from memories.serving import served_flag, served_release
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.search import SearchPaginator
@@ -60,6 +61,8 @@ def item_create(request, bank_id):
     """Write a memory by hand (the normal way to teach a bank while no LLM is configured)."""
     bank, membership = bank_for_user(request, bank_id, role=Role.REVIEWER)
     form = ItemCreateForm(request.POST or None, instance=MemoryItem(bank=bank))
+    if not decides_alone(bank=bank, user=request.user):
+        form.fields["approve_now"].label = "Approve now (your approve counts as its first decision)"
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -75,6 +78,14 @@ def item_create(request, bank_id):
         except DomainError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Saved “{item.title}” as {item.get_status_display().lower()}.")
+            if data["approve_now"] and item.status == ItemStatus.PROPOSED:
+                # A reviewer under a policy of several decisions: her approve is the item's first vote.
+                messages.success(
+                    request,
+                    f"Saved “{item.title}” as proposed, with your approve as its first decision: "
+                    "this bank's review policy needs more before it is served.",
+                )
+            else:
+                messages.success(request, f"Saved “{item.title}” as {item.get_status_display().lower()}.")
             return redirect("memories:item_detail", bank_id=bank.public_id, item_id=item.public_id)
     return render(request, "memories/item_new.html", {"bank": bank, "membership": membership, "form": form})

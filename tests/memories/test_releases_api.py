@@ -109,7 +109,9 @@ def test_rollback_through_the_api_changes_what_retrieve_serves_and_its_release_n
     assert served() == ({LOGIN["title"]}, 1)
 
 
-def test_a_release_exported_from_one_bank_and_imported_into_another_diffs_equal(client, bank, owner, review, two):
+def test_a_release_exported_from_one_bank_and_imported_into_another_diffs_equal(
+    client, bank, owner, review, two, eager_celery, django_capture_on_commit_callbacks
+):
     login, _dates = two
     memory_item_edit(item=login, author=owner, content="Sign in first; the orders page needs a session.")
     memory_item_embed_refresh(item_id=login.pk)  # release 3
@@ -124,11 +126,20 @@ def test_a_release_exported_from_one_bank_and_imported_into_another_diffs_equal(
     target = factories.make_bank(team=bank.team)
     target_auth = {"HTTP_AUTHORIZATION": f"Bearer {factories.make_token(target, scopes=('review',))}"}
     body = "".join(json.dumps(line) + "\n" for line in lines)
-    imported = client.post(f"{API}/releases/import", data=body, content_type="application/x-ndjson", **target_auth)
-    assert imported.status_code == 200, imported.content
-    assert imported.json()["release"] == 1 and imported.json()["production"] == 1
-    again = client.post(f"{API}/releases/import", data=body, content_type="application/x-ndjson", **target_auth)
-    assert again.json()["noop"] is True
+
+    def imported():  # a worker writes it (eager here): 202, then its status
+        with django_capture_on_commit_callbacks(execute=True):
+            queued = client.post(
+                f"{API}/releases/import", data=body, content_type="application/x-ndjson", **target_auth
+            )
+        assert queued.status_code == 202, queued.content
+        return client.get(queued.json()["status_url"], **target_auth).json()
+
+    first = imported()
+    assert first["state"] == "done" and first["release"] == 1 and first["created"] == 2, first
+    assert client.get(f"{API}/releases", **target_auth).json()["production"] == 1
+    again = imported()
+    assert again["state"] == "done" and again["release"] is None and "Nothing to import" in again["message"]
 
     # The diff of the two: the same items, text for text.
     def texts(b, number):

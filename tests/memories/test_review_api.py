@@ -15,6 +15,7 @@ from memories.services import (
     memory_item_reject,
     memory_item_supersede,
 )
+from reasoningbank_site.errors import StaleVersion
 from tests import factories
 
 QUEUE = "/api/v1/review/items"
@@ -264,3 +265,16 @@ def test_approving_a_duplicate_of_an_approved_item_needs_confirm_duplicate(clien
     confirmed = post(client, url(again, "approve"), {"confirm_duplicate": True}, **review)
     assert confirmed.status_code == 200
     assert confirmed.json()["status"] == "approved"
+
+
+def test_a_stale_decision_names_the_token_that_changed_the_item(client, review, queue, owner):
+    item = queue[0]
+    seen = client.get(url(item), **review).json()["version"]
+    assert post(client, url(item, "reject"), {"reason": "Too vague."}, **review).status_code == 200
+
+    with pytest.raises(StaleVersion) as refused:
+        memory_item_approve(item=item, author=owner, seen_version=seen)
+
+    assert refused.value.code == "stale_version"
+    assert "the pipeline" not in refused.value.message
+    assert "Rejected by token rb_" in refused.value.message and "(triage-bot)" in refused.value.message

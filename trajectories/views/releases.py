@@ -1,11 +1,13 @@
 """The release pages (session auth): a bank's releases with their labels,
 the draft, the canary's verdict, and the moves a reviewer makes from there
-(publish, canary, promote, roll back); a release's diff; its export and import."""
+(publish, canary, promote, roll back); a release's diff; its export and import
+(checked here, written by a worker, its progress polled)."""
 
 from __future__ import annotations
 
 import json
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -15,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from accounts.access import bank_for_user
 from accounts.models import Role
-from memories.models import PublishMode
+from memories.models import ImportState, PublishMode, ReleaseImport
 from memories.selectors.releases import (
     bank_releasing,
     draft_diff,
@@ -35,12 +37,21 @@ from memories.services.releases import (
     release_publish,
     release_rollback,
 )
-from memories.services.releases.transfer import parse_release_lines, release_import
+from memories.services.releases.imports import (
+    release_import_cancel,
+    release_import_confirm,
+    release_import_get,
+    release_import_start,
+)
+from memories.services.releases.transfer import parse_release_lines, release_import_too_large
+from memories.services.review_policy import decides_alone
 from memories.serving import served_items
 from reasoningbank_site.errors import DomainError, Invalid, NotFound
+from reasoningbank_site.text import counted
 from trajectories.impact.releases import canary_verdict
 
 ADMIN_ACTIONS = frozenset({"mode", "auto_rollback"})
+IMPORT_ACTIONS = frozenset({"import", "import_confirm", "import_cancel"})
 
 
 def _release(bank, ref):
@@ -64,6 +75,27 @@ def _number(value: str) -> int:
         return int(value)
     except (TypeError, ValueError):
         raise Invalid("Choose a release.") from None
+
+
+def _import(request, bank, action: str) -> tuple[str, ReleaseImport | None]:
+    """An import move: the message to show, and the import waiting for the reviewer to confirm its risk
+    findings (a dialog), if any. The file is checked here; a worker writes it. Raises DomainError."""
+    if action == "import_cancel":
+        release_import_cancel(bank=bank, public_id=request.POST.get("import"), actor=request.user)
+        return "Import cancelled: nothing was written.", None
+    if action == "import_confirm":
+        job = release_import_confirm(bank=bank, public_id=request.POST.get("import"), actor=request.user)
+    else:
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise Invalid("Choose a release file (.jsonl) to import.")
+        if upload.size > settings.RB_RELEASE_IMPORT_MAX_BYTES:
+            raise release_import_too_large(upload.size)
+        records = parse_release_lines(upload.read())
+        job = release_import_start(bank=bank, records=records, actor=request.user, confirming=True)
+        if job.state == ImportState.CONFIRMING:
+            return "", job
+    return f"Importing {counted(job.items, 'item')} in the background: the progress is below.", None
 
 
 def _act(request, bank, action: str) -> str:
@@ -91,11 +123,6 @@ def _act(request, bank, action: str) -> str:
     if action == "dismiss":
         release_notice_dismiss(bank=bank)
         return "Notice dismissed."
-    if action == "import":
-        upload = request.FILES.get("file")
-        if upload is None:
-            raise Invalid("Choose a release file (.jsonl) to import.")
-        return release_import(bank=bank, records=parse_release_lines(upload.read()), actor=user).message
     raise Invalid(f"Unknown action {action[:40]!r}.")
 
 
@@ -106,19 +133,23 @@ def releases(request, bank_id):
     one move (reviewers; the publishing mode and automatic rollback: admins).
     A refused move re-renders the page with its message as the form error."""
     bank, me = bank_for_user(request, bank_id)
-    error = None
+    error = confirming = None
     if request.method == "POST":
         action = request.POST.get("action", "")
         needed = Role.ADMIN if action in ADMIN_ACTIONS else Role.REVIEWER
         if not me.has_role(needed):
             raise PermissionDenied(f"Only {needed}s and above change releases this way.")
         try:
-            message = _act(request, bank, action)
+            if action in IMPORT_ACTIONS:
+                message, confirming = _import(request, bank, action)
+            else:
+                message = _act(request, bank, action)
         except DomainError as exc:
             error = str(exc)
         else:
-            messages.success(request, message)
-            return redirect("trajectories:releases", bank_id=bank.public_id)
+            if confirming is None:
+                messages.success(request, message)
+                return redirect("trajectories:releases", bank_id=bank.public_id)
     releasing = bank_releasing(bank=bank)
     context = {
         "bank": bank,
@@ -129,11 +160,26 @@ def releases(request, bank_id):
         "verdict": canary_verdict(bank=bank, releasing=releasing),
         "can_review": me.has_role(Role.REVIEWER),
         "can_admin": me.has_role(Role.ADMIN),
+        "can_import": me.has_role(Role.REVIEWER) and decides_alone(bank=bank, user=request.user),
         "modes": PublishMode.choices,
         "error": error,
         "form": request.POST if error else {},
+        "confirming": confirming,
+        "import_job": ReleaseImport.objects.filter(bank=bank).exclude(state=ImportState.CONFIRMING).first(),
     }
     return render(request, "trajectories/releases.html", context)
+
+
+@login_required
+@require_GET
+def release_import_status(request, bank_id, import_id):
+    """The import's progress panel (polled by htmx until it is done or failed)."""
+    bank, _ = bank_for_user(request, bank_id)
+    try:
+        job = release_import_get(bank=bank, public_id=import_id)
+    except NotFound:
+        raise Http404("No such import.") from None
+    return render(request, "trajectories/release_import.html", {"bank": bank, "import_job": job})
 
 
 @login_required
