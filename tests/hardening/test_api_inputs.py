@@ -4,6 +4,7 @@ scrubbed), never a 500 or an HTML page."""
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import datetime, timedelta, timezone
 from urllib.parse import quote
 
@@ -218,3 +219,71 @@ def test_any_release_reference_answers_json_never_500(client, released, review_a
         assert response["Content-Type"].startswith("application/json")
         if response.status_code == 200:
             assert ref.strip().isascii() and ref.strip().isdigit()  # only a number (release 1) is found
+
+
+# --- every write route refuses a field it does not know -------------------------------------------
+
+# Write routes whose body is not a JSON object of our own, and why they are left out.
+NOT_OUR_JSON = {
+    ("post", "/api/v1/otel/v1/traces"): "OTLP/JSON: the protocol tells receivers to ignore unknown fields",
+    ("post", "/api/v1/releases/import"): "a JSON Lines file, not a JSON object",
+}
+UNKNOWN = "unknown_field_never_declared"
+
+
+def _write_routes() -> list[tuple[str, str]]:
+    from reasoningbank_site.api import api
+
+    paths = api.get_openapi_schema(path_prefix="/api/v1")["paths"]
+    return sorted((method, path) for path, ops in paths.items() for method in ops if method in ("post", "put", "patch"))
+
+
+def test_the_walk_finds_the_write_routes():
+    routes = _write_routes()
+    assert ("post", "/api/v1/releases/publish") in routes and ("put", "/api/v1/releases/settings") in routes
+    assert set(NOT_OUR_JSON) <= set(routes), "no such route any more: update NOT_OUR_JSON"
+
+
+@pytest.mark.parametrize("method, path", [r for r in _write_routes() if r not in NOT_OUR_JSON])
+def test_every_write_route_answers_an_unknown_field_with_422_naming_it(client, bank, method, path):
+    """Walks the OpenAPI document, so a route added later cannot forget ``extra="forbid"``:
+    a body with a field the route does not know is refused, never silently ignored."""
+    secret = factories.make_token(bank, scopes=("retrieve", "ingest", "review"), name="all")
+    url = path.format(item_id=uuid.uuid4(), release_id="1")
+    body = json.dumps({UNKNOWN: 1})
+    response = getattr(client, method)(
+        url, data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}"
+    )
+    assert response.status_code == 422, (path, response.content)
+    answer = response.json()
+    assert answer["code"] == "validation_error" and f"{UNKNOWN}: Extra inputs are not permitted" in answer["detail"]
+    assert any(e["type"] == "extra_forbidden" and e["loc"][-1] == UNKNOWN for e in answer["errors"])
+
+
+@pytest.mark.parametrize(
+    "method, path, body",
+    [
+        ("post", "/releases/publish", {"force": True}),
+        ("post", "/releases/1/canary", {"fraction": 0.1, "extra": 1}),
+        ("put", "/releases/settings", {"x": 1}),
+        ("post", "/releases/1/rollback", {"force": True}),
+    ],
+)
+def test_a_release_move_with_an_unknown_field_changes_nothing(client, released, review_auth, method, path, body):
+    from memories.models import BankReleasing
+
+    before = list(BankReleasing.objects.filter(bank=released.bank).values())
+    response = getattr(client, method)(
+        API + path, data=json.dumps(body), content_type="application/json", **review_auth
+    )
+    assert response.status_code == 422, response.content
+    assert [e["type"] for e in response.json()["errors"]] == ["extra_forbidden"]
+    assert list(BankReleasing.objects.filter(bank=released.bank).values()) == before
+
+
+@pytest.mark.parametrize("path", ["/releases/canary/promote", "/releases/canary/stop", "/releases/1/rollback"])
+def test_a_move_without_fields_still_takes_no_body_or_an_empty_one(client, released, review_auth, path):
+    bare = client.generic("POST", API + path, b"", **review_auth)  # curl -X POST: no body, no content type
+    empty = client.post(API + path, data="{}", content_type="application/json", **review_auth)
+    assert (bare.status_code, empty.status_code) == (200, 200), (bare.content, empty.content)
+    assert bare.json()["noop"] and empty.json()["noop"]
