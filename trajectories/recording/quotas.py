@@ -13,11 +13,12 @@ from reasoningbank_site.errors import RateLimited
 from trajectories.models import Trajectory
 
 
-def ingest_quota_check(*, bank: Bank, token: ApiToken | None, n: int = 1) -> None:
+def ingest_quota_check(*, bank: Bank, token: ApiToken | None, n: int = 1, batch: bool = False) -> None:
     """Raise RateLimited ``ingest_quota_exceeded`` (Retry-After: until 00:00 UTC) when ``n`` more trajectories
-    would take ``token`` past its bank's daily quota. No token (a human's upload) or no quota: no limit."""
+    would take ``token`` past its bank's daily quota (``batch``: the message says they are a batch's new ones;
+    a repeated external_id is not new and is never counted). No token (a human's upload) or no quota: no limit."""
     quota = bank.ingest_quota_per_day
-    if token is None or quota is None:
+    if token is None or quota is None or n <= 0:
         return
     now = timezone.now()
     today = datetime.combine(now.astimezone(UTC).date(), time(), tzinfo=UTC)
@@ -26,7 +27,7 @@ def ingest_quota_check(*, bank: Bank, token: ApiToken | None, n: int = 1) -> Non
         reset = today + timedelta(days=1)
         raise RateLimited(
             f"This token's daily ingest quota is {quota} trajectories and it sent {sent} today"
-            f"{f'; this batch has {n}' if n > 1 else ''}. Nothing was stored; the quota resets at 00:00 UTC.",
+            f"{f'; this batch has {n} new' if batch else ''}. Nothing was stored; the quota resets at 00:00 UTC.",
             code="ingest_quota_exceeded",
             retry_after=max(1, int((reset - now).total_seconds())),
         )
