@@ -261,3 +261,17 @@ def test_a_token_expiry_with_an_offset_postgresql_cannot_store_is_a_form_error(c
     page = client.post(url, {"name": "agent", "scopes": ["retrieve"], "expires_at": moment})
     assert page.status_code == 200 and "beyond ±15:59" in page.content.decode()
     assert not ApiToken.objects.filter(bank=bank, name="agent").exists()
+
+
+def test_a_revert_of_a_decision_named_in_non_ascii_digits_reverts_nothing(client, owner, bank):
+    from memories.services import memory_item_approve
+
+    item = propose_item(bank, make_done_trajectory(bank))
+    memory_item_approve(item=item, author=owner, confirm_duplicate=True)
+    decision = item.versions.order_by("-number").first().number
+    client.force_login(owner)
+    url = reverse("memories:item_revert", kwargs={"bank_id": bank.public_id, "item_id": item.public_id})
+    page = client.post(url, {"decision": chr(0x0660 + decision)}, follow=True)  # its number in Arabic-Indic digits
+    assert page.status_code == 200
+    item.refresh_from_db()
+    assert item.status == ItemStatus.APPROVED
