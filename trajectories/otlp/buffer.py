@@ -107,8 +107,8 @@ def otlp_spans_ingest(*, bank: Bank, token: ApiToken | None, spans: list[dict]) 
         result.rejected += over_quota
         result.warnings.append(
             f"{counted(over_quota, 'span')} of {counted(len(unpaid), 'trace')} rejected: this token's daily ingest "
-            f"quota of {bank.ingest_quota_per_day} trajectories is spent; nothing of them was kept, and the quota "
-            "resets at 00:00 UTC."
+            f"quota of {bank.ingest_quota_per_day} trajectories has no room left for them; nothing of them was kept, "
+            "and the quota resets at 00:00 UTC."
         )
 
     late = 0
