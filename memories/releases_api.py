@@ -18,6 +18,7 @@ from ninja import Field, Router, Schema, Status
 from accounts.auth import TokenAuth, api_responses
 from memories.models import PublishMode, Release
 from memories.models.releases import NOTE_MAX
+from memories.schemas import BodyIn
 from memories.selectors.releases import (
     bank_releasing,
     release_diff,
@@ -76,22 +77,26 @@ class ReleaseMoveOut(Schema):
     release: int | None = Field(None, description="The release published or imported, if any.")
 
 
-class PublishIn(Schema):
+class PublishIn(BodyIn):
     note: str = Field("", max_length=NOTE_MAX, examples=["Login lessons reviewed"])
     canary_fraction: float | None = Field(
         None, description="Publish as the canary for this share of all retrievals (0.01–0.99) instead of production."
     )
 
 
-class CanaryIn(Schema):
+class CanaryIn(BodyIn):
     fraction: float = Field(
         ..., description="Share of all retrievals served the canary (with the holdout ≤ 1).", examples=[0.1]
     )
 
 
-class ReleaseSettingsIn(Schema):
+class ReleaseSettingsIn(BodyIn):
     mode: PublishMode | None = None
     auto_rollback: bool | None = Field(None, description="Roll a significantly worse canary back on its own.")
+
+
+class MoveIn(BodyIn):
+    """A move that takes no fields: an empty body (or none); any field is a 422 naming it."""
 
 
 def _labels(releasing, release: Release) -> list[str]:
@@ -170,7 +175,7 @@ def releases_publish(request, payload: PublishIn):
     response=api_responses({200: ReleaseMoveOut}, 404, 413),
     summary="Make a release production",
 )
-def releases_rollback(request, release_id: str):
+def releases_rollback(request, release_id: str, payload: MoveIn | None = None):
     number = release_lookup(bank=request.bank, ref=release_id).number
     message, noop = release_rollback(bank=request.bank, number=number, token=request.api_token)
     return _move(request.bank, message, noop=noop)
@@ -194,7 +199,7 @@ def releases_canary(request, release_id: str, payload: CanaryIn):
     response=api_responses({200: ReleaseMoveOut}, 413),
     summary="Promote the canary",
 )
-def releases_promote(request):
+def releases_promote(request, payload: MoveIn | None = None):
     message = release_promote(bank=request.bank, token=request.api_token)
     return _move(request.bank, message or "There is no canary to promote.", noop=message is None)
 
@@ -205,7 +210,7 @@ def releases_promote(request):
     response=api_responses({200: ReleaseMoveOut}, 413),
     summary="Roll the canary back",
 )
-def releases_canary_stop(request):
+def releases_canary_stop(request, payload: MoveIn | None = None):
     message = release_canary_stop(bank=request.bank, token=request.api_token)
     return _move(request.bank, message or "There is no canary: nothing to roll back.", noop=message is None)
 

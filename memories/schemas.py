@@ -13,6 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, f
 from memories.models import normalize_tags
 from memories.selectors import MAX_K
 from reasoningbank_site.text import CleanStr, scrub_text
+from reasoningbank_site.values import Moment
 
 FILTER_VALUES_MAX = 50  # tags or agents listed in one filter
 FILTER_METADATA_KEYS_MAX = 20
@@ -390,7 +391,7 @@ class EditIn(BodyIn):
     tags: list[CleanStr] | None = Field(None, max_length=50, examples=[["auth", "web"]])
     note: CleanStr = Field("", max_length=2000, description="Why it was edited (kept in its history).")
     seen_version: int | None = Field(None, description=SEEN_VERSION_HELP)
-    valid_until: datetime | None = Field(
+    valid_until: Moment | None = Field(
         None,
         description="Not served after this moment (in the future, with a time zone); an explicit null removes it.",
         examples=["2027-06-30T00:00:00Z"],

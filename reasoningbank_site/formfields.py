@@ -10,6 +10,7 @@ from django import forms
 from django.utils.choices import CallableChoiceIterator
 
 from reasoningbank_site.text import has_control_chars
+from reasoningbank_site.values import moment_problem
 
 # Code adds a day to an "until" date and converts dates to aware datetimes;
 # year 9999 overflowed (a 500). No real filter or expiry needs dates outside this range.
@@ -29,7 +30,8 @@ class BoundedDateField(forms.DateField):
 
 
 class BoundedDateTimeField(forms.DateTimeField):
-    """A DateTimeField with the same range as BoundedDateField."""
+    """A DateTimeField with the same range as BoundedDateField, refusing a typed
+    UTC offset PostgreSQL cannot store (reasoningbank_site.values.moment_problem)."""
 
     def validate(self, value):
         super().validate(value)
@@ -37,6 +39,9 @@ class BoundedDateTimeField(forms.DateTimeField):
             raise forms.ValidationError(
                 f"Pick a date between {MIN_DATE:%Y-%m-%d} and {MAX_DATE:%Y-%m-%d}.", code="date_range"
             )
+        problem = value is not None and moment_problem(value)
+        if problem:
+            raise forms.ValidationError(f"Pick another moment: {problem}.", code="date_range")
 
 
 class FlatSelect(forms.Select):

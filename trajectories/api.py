@@ -285,7 +285,8 @@ def _otlp_content(json_schema: dict) -> dict:
         "when the root span arrives (or the trace is idle for RB_OTLP_IDLE_SECONDS) the trace becomes one "
         "trajectory whose `external_id` is the trace id (built by a worker after the export is answered). "
         "An export completes at most RB_MAX_BATCH traces: the spans of traces whose root span comes later in it "
-        "are rejected (`partialSuccess`). Answers and errors are in the request's encoding."
+        "are rejected (`partialSuccess`), and so are those the token's daily ingest quota leaves no room for. "
+        "Answers and errors are in the request's encoding."
     ),
     openapi_extra={
         "requestBody": {

@@ -12,6 +12,7 @@ from memories.models import (
 )
 from memories.services.learning import BANK_LEARNING_SETTINGS
 from memories.services.review_policy import DECISIONS_MAX
+from reasoningbank_site.formfields import BoundedDateTimeField
 
 
 class BankLearningForm(forms.ModelForm):
@@ -94,6 +95,6 @@ class TrustPolicyForm(forms.ModelForm):
 
 
 class UndoSinceForm(forms.Form):
-    since = forms.DateTimeField(
+    since = BoundedDateTimeField(
         label="Undo the policy's approvals since", widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
     )

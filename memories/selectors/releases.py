@@ -23,7 +23,8 @@ from memories.models import (
 )
 from memories.selectors.export import EXPORT_FIELDS
 from memories.selectors.learning import servable_q
-from reasoningbank_site.errors import NotFound
+from reasoningbank_site.errors import Invalid, NotFound
+from reasoningbank_site.values import ascii_number
 
 DIFF_FIELDS = ("title", "description", "content")
 
@@ -110,15 +111,19 @@ def release_get(*, bank: Bank, number: int) -> Release:
 
 
 def release_lookup(*, bank: Bank, ref) -> Release:
-    """Release ``ref`` of ``bank``: its number (digits) or its public id.
-    Raises NotFound for anything else, and for another bank's release."""
+    """Release ``ref`` of ``bank``: its number (ASCII digits) or its public id.
+    Raises Invalid for anything else, NotFound for a release that does not
+    exist (a number too long to be one included) or is another bank's."""
     text = str(ref).strip()
-    if text.isdigit() and len(text) < 10:
-        return release_get(bank=bank, number=int(text))
+    number = ascii_number(text)
+    if number is not None:
+        return release_get(bank=bank, number=number)
+    if text.isascii() and text.isdigit():
+        raise NotFound(f"Release {text[:40]} does not exist in this bank.")
     try:
         public_id = uuid.UUID(text)
     except ValueError:
-        raise NotFound(f"Release {text[:40]!r} does not exist in this bank (a release number or id).") from None
+        raise Invalid(f"{text[:40]!r} is not a release: give a release number (digits 0-9) or a release id.") from None
     release = Release.objects.filter(bank_id=bank.pk, public_id=public_id).select_related("created_by").first()
     if release is None:
         raise NotFound(f"Release {public_id} does not exist in this bank.")

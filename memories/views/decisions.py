@@ -13,13 +13,13 @@ from django.urls import reverse
 from memories import selectors, services
 from memories.forms import ReviewFilterForm
 from reasoningbank_site.security import safe_next_url
+from reasoningbank_site.values import ascii_number
 
 
 def posted_version(request, key: str = "seen_version") -> int | None:
     """The item version a form was rendered with (a hidden field), or None
     when the form did not send one (old pages, other clients: no check)."""
-    raw = (request.POST.get(key) or "").strip()
-    return int(raw) if raw.isdigit() and len(raw) < 10 else None
+    return ascii_number(request.POST.get(key) or "")
 
 
 # --- the queue's filters, carried through the focus view --------------------------------

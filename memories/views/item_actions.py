@@ -31,6 +31,7 @@ from memories.views.item import ITEM_TEMPLATE, item_context, item_or_404, item_u
 from memories.views.queue import ROW_TEMPLATE, queue_row_links
 from reasoningbank_site.errors import DomainError, DuplicateApproval, RisksNeedConfirmation
 from reasoningbank_site.security import safe_next_url
+from reasoningbank_site.values import ascii_number
 from reasoningbank_site.views_helpers import htmx_template, post_action, redirect_after_post, toast
 
 
@@ -259,10 +260,7 @@ def item_revert(request, bank_id, item_id):
     item page."""
     t = _target(request, bank_id, item_id)
     row = bool(request.htmx and request.POST.get("row"))
-    try:
-        decision = int(request.POST.get("decision", "") or 0)
-    except ValueError:
-        decision = 0
+    decision = ascii_number(request.POST.get("decision", "")) or 0
     try:
         services.memory_item_revert(item=t.item, decision=decision, author=request.user)
     except DomainError as exc:

@@ -1,14 +1,18 @@
 """Fuzz of the agent API: schemathesis generates requests from the
 live OpenAPI document (all operations, all checks, fixed seed, bounded
-examples) and sends them to a real server with a real token. Any 5xx — or
+examples; dates and moments at the edges of what Python and PostgreSQL
+hold) and sends them to a real server with a real token. Any 5xx — or
 any other check schemathesis makes (response schema, status codes, content
 type…; all but the two positive/negative data-acceptance checks, see below) — fails the test."""
 
 from __future__ import annotations
 
+from datetime import date, datetime, timedelta, timezone
+
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
 from tests import factories
@@ -33,6 +37,22 @@ def _openapi() -> dict:
 
     return api.get_openapi_schema(path_prefix="/api/v1")
 
+
+# Moments at the edges of what Python and PostgreSQL hold: UTC offsets around PostgreSQL's ±15:59 up to
+# pydantic's ±23:59, the last day of year 9999 and the first of year 1, beside ordinary moments; dates
+# next to both ends.
+_EDGE_OFFSETS = [m * sign for m in (0, 14 * 60, 15 * 60 + 59, 16 * 60, 23 * 60 + 59) for sign in (1, -1)]
+_OFFSETS = st.one_of(st.sampled_from(_EDGE_OFFSETS), st.integers(-(24 * 60 - 1), 24 * 60 - 1)).map(
+    lambda minutes: timezone(timedelta(minutes=minutes))
+)
+_MOMENTS = st.one_of(
+    st.datetimes(min_value=datetime(9999, 12, 31), timezones=_OFFSETS),
+    st.datetimes(max_value=datetime(1, 1, 1, 23, 59), timezones=_OFFSETS),
+    st.datetimes(min_value=datetime(2100, 1, 1), max_value=datetime(2200, 1, 1), timezones=_OFFSETS),
+)
+_DATES = st.one_of(st.dates(min_value=date(9999, 12, 1)), st.dates(max_value=date(1, 2, 1)))
+schemathesis.openapi.format("date-time", _MOMENTS.map(datetime.isoformat))
+schemathesis.openapi.format("date", _DATES.map(date.isoformat))
 
 schema = schemathesis.openapi.from_dict(_openapi())
 

@@ -1,8 +1,9 @@
 """Generated fuzz of every UI form: each field of each form and
 each GET filter gets hostile values — NUL, lone surrogates (as raw bytes),
-huge numbers and dates, deeply nested JSON, CR/LF, a 1 MB string — sent as
-the logged-in owner. Any 5xx fails. Bounded: one request per (target, field,
-value), plus one with neutral values per target.
+huge numbers and dates, UTC offsets PostgreSQL cannot store, a "²", deeply
+nested JSON, CR/LF, a 1 MB string — sent as the logged-in owner. Any 5xx
+fails. Bounded: one request per (target, field, value), plus one with
+neutral values per target.
 
 The targets come from the URLconf, walked as tests/test_isolation.py walks
 it: every POST-only action view (marked ``post_action`` by
@@ -46,6 +47,9 @@ HOSTILE = {
     "date-max": "9999-12-31",
     "date-min": "0001-01-01",
     "datetime-max": "9999-12-31T23:59",
+    "datetime-offset": "2030-01-01T00:00+16:00",  # beyond PostgreSQL's ±15:59
+    "datetime-utc-10000": "9999-12-31T23:00-02:00",  # year 10000 once in UTC
+    "superscript-digit": "²",  # str.isdigit() says yes, int() says no
     "deep-json": "[" * 5000,
     "float": "1e308",
     "nan": "NaN",

@@ -198,3 +198,80 @@ def test_new_token_page_is_not_cacheable(client, owner, bank):
     response = client.post(url, {"name": "agent", "scopes": ["retrieve"]})
     assert response.status_code == 200 and "rb_" in response.content.decode()
     assert "no-store" in response["Cache-Control"]
+
+
+# --- release numbers, item versions and moments that once answered 500 -------------------------
+
+
+@pytest.fixture
+def released(bank, owner):
+    from memories.models import Release
+    from memories.services import memory_item_approve
+
+    item = propose_item(bank, make_done_trajectory(bank))
+    memory_item_approve(item=item, author=owner, confirm_duplicate=True)  # release 1
+    return Release.objects.get(bank=bank, number=1)
+
+
+@pytest.mark.parametrize("against", ["²", "١", "1_0"])
+def test_a_release_page_compared_with_a_non_number_says_so(client, owner, bank, released, against):
+    client.force_login(owner)
+    url = reverse("trajectories:release_detail", kwargs={"bank_id": bank.public_id, "release_id": released.public_id})
+    page = client.get(url, {"against": against})
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert "is not a release" in body and "Compared with the release before instead" in body
+
+
+@pytest.mark.parametrize("number", ["²", "١", " 1_0"])
+def test_a_release_move_with_a_non_number_is_a_form_error(client, owner, bank, released, number):
+    client.force_login(owner)
+    url = reverse("trajectories:releases", kwargs={"bank_id": bank.public_id})
+    page = client.post(url, {"action": "rollback", "number": number}, follow=True)
+    assert page.status_code == 200 and "Choose a release." in page.content.decode()
+
+
+@pytest.mark.parametrize("seen_version", ["²", "١"])
+def test_a_decision_with_a_non_number_item_version_is_not_500(client, owner, bank, seen_version):
+    item = propose_item(bank, make_done_trajectory(bank))
+    client.force_login(owner)
+    url = reverse("memories:item_approve", kwargs={"bank_id": bank.public_id, "item_id": item.public_id})
+    response = client.post(url, {"seen_version": seen_version, "confirm_duplicate": "on"})
+    assert response.status_code < 500
+    item.refresh_from_db()
+    assert item.status == ItemStatus.APPROVED  # no version was sent in a form the server can read: no check
+
+
+UNSTORABLE_FORM_MOMENTS = ["2030-01-01T00:00+16:00", "2030-01-01T00:00-16:00"]
+
+
+@pytest.mark.parametrize("moment", UNSTORABLE_FORM_MOMENTS)
+def test_an_undo_since_moment_that_cannot_be_stored_is_a_form_error(client, owner, bank, moment):
+    client.force_login(owner)
+    page = client.post(reverse("memories:trust_undo", kwargs={"bank_id": bank.public_id}), {"since": moment})
+    assert page.status_code == 200 and "beyond ±15:59" in page.content.decode()
+
+
+@pytest.mark.parametrize("moment", UNSTORABLE_FORM_MOMENTS)
+def test_a_token_expiry_with_an_offset_postgresql_cannot_store_is_a_form_error(client, owner, bank, moment):
+    from accounts.models import ApiToken
+
+    client.force_login(owner)
+    url = reverse("accounts:token_create", kwargs={"bank_id": bank.public_id})
+    page = client.post(url, {"name": "agent", "scopes": ["retrieve"], "expires_at": moment})
+    assert page.status_code == 200 and "beyond ±15:59" in page.content.decode()
+    assert not ApiToken.objects.filter(bank=bank, name="agent").exists()
+
+
+def test_a_revert_of_a_decision_named_in_non_ascii_digits_reverts_nothing(client, owner, bank):
+    from memories.services import memory_item_approve
+
+    item = propose_item(bank, make_done_trajectory(bank))
+    memory_item_approve(item=item, author=owner, confirm_duplicate=True)
+    decision = item.versions.order_by("-number").first().number
+    client.force_login(owner)
+    url = reverse("memories:item_revert", kwargs={"bank_id": bank.public_id, "item_id": item.public_id})
+    page = client.post(url, {"decision": chr(0x0660 + decision)}, follow=True)  # its number in Arabic-Indic digits
+    assert page.status_code == 200
+    item.refresh_from_db()
+    assert item.status == ItemStatus.APPROVED

@@ -49,8 +49,9 @@ def test_the_release_list_and_diff_as_the_banks_reviewer_and_refused_to_others(c
     assert missing.status_code == 404 and "Release 9 does not exist" in missing.json()["detail"]
     by_id = client.get(f"{API}/releases/{listed['releases'][0]['id']}/diff", **review).json()
     assert by_id["to"] == 2
-    for bad in ("x", "-1", "99999999999999"):
-        assert client.get(f"{API}/releases/{bad}/diff", **review).status_code == 404
+    assert client.get(f"{API}/releases/99999999999999/diff", **review).status_code == 404
+    for bad in ("x", "-1"):  # not a release number nor an id: a validation error
+        assert client.get(f"{API}/releases/{bad}/diff", **review).status_code == 422
     # Another bank's token sees its own (empty) releases, never ours; no token is 401.
     theirs = {"HTTP_AUTHORIZATION": f"Bearer {factories.make_token(other_bank, scopes=('review',))}"}
     assert client.get(f"{API}/releases", **theirs).json()["releases"] == []

@@ -16,6 +16,7 @@ from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.text import counted
 from trajectories.models import TraceSpan, Trajectory
 from trajectories.otlp.decode import is_agent_span, is_root, span_problem
+from trajectories.recording.quotas import ingest_quota_left
 
 # Registered in trajectories.tasks; enqueued by name (this module never imports tasks).
 CLOSE_TASK = "trajectories.otlp_close"
@@ -28,6 +29,16 @@ class OtlpExportResult:
     rejected: int = 0
     closing: list[str] = field(default_factory=list)  # trace ids whose close was enqueued
     warnings: list[str] = field(default_factory=list)
+
+
+def _past_quota(*, bank: Bank, token: ApiToken | None, valid, recorded: set[str], completing: list[str]) -> set[str]:
+    """The traces of an export that the token's daily ingest quota leaves no room for (none without a quota):
+    the completing traces beyond what is left and, once these use it up, every other trace not yet recorded
+    (its spans would wait for a close that must drop them)."""
+    left = ingest_quota_left(bank=bank, token=token)
+    if left is None or len(completing) < left:
+        return set()
+    return {s["trace_id"] for s in valid} - recorded - set(completing[:left])
 
 
 def lock_trace(*, bank_id: int, trace_id: str) -> None:
@@ -50,8 +61,9 @@ def otlp_spans_ingest(*, bank: Bank, token: ApiToken | None, spans: list[dict]) 
     settings.RB_MAX_STEPS spans in its trace, is rejected (counted, with the
     reason in ``warnings``). One export completes at most settings.RB_MAX_BATCH
     traces (the batch limit of the REST API): every span of the traces whose
-    root comes later in the export is rejected. Never merges traces of
-    different banks."""
+    root comes later in the export is rejected. The token's daily ingest
+    quota applies as to the REST API: the spans of traces it leaves no room
+    for are rejected, never buffered. Never merges traces of different banks."""
     result = OtlpExportResult()
     problems: dict[str, int] = {}
     valid = []
@@ -72,11 +84,15 @@ def otlp_spans_ingest(*, bank: Bank, token: ApiToken | None, spans: list[dict]) 
     completing = [t for t in dict.fromkeys(s["trace_id"] for s in valid if is_root(s)) if t not in recorded]
     limit = settings.RB_MAX_BATCH
     roots, refused = set(completing[:limit]), set(completing[limit:])
+    unpaid = _past_quota(bank=bank, token=token, valid=valid, recorded=recorded, completing=completing[:limit])
+    roots -= unpaid
     by_trace: dict[str, list[dict]] = {}
-    over = 0
+    over = over_quota = 0
     for span in valid:
         if span["trace_id"] in refused:
             over += 1
+        elif span["trace_id"] in unpaid:
+            over_quota += 1
         elif not is_agent_span(span):
             result.ignored += 1
         else:
@@ -86,6 +102,13 @@ def otlp_spans_ingest(*, bank: Bank, token: ApiToken | None, spans: list[dict]) 
         result.warnings.append(
             f"{counted(over, 'span')} of {counted(len(refused), 'trace')} rejected: an export completes at most "
             f"{limit} traces (RB_MAX_BATCH); send fewer root spans per export."
+        )
+    if unpaid:
+        result.rejected += over_quota
+        result.warnings.append(
+            f"{counted(over_quota, 'span')} of {counted(len(unpaid), 'trace')} rejected: this token's daily ingest "
+            f"quota of {bank.ingest_quota_per_day} trajectories has no room left for them; nothing of them was kept, "
+            "and the quota resets at 00:00 UTC."
         )
 
     late = 0

@@ -89,8 +89,9 @@ def trajectory_ingest_batch(*, bank: Bank, token: ApiToken | None, items: list[A
 
     Raises TooLarge ``batch_too_large`` beyond settings.RB_MAX_BATCH items
     (nothing stored), Invalid for an empty batch, and RateLimited
-    ``ingest_quota_exceeded`` when the batch would take the token past its
-    daily quota (nothing stored)."""
+    ``ingest_quota_exceeded`` when the batch's new trajectories (repeated
+    external_ids are not new) would take the token past its daily quota
+    (nothing stored)."""
     limit = settings.RB_MAX_BATCH
     if len(items) > limit:
         raise TooLarge(
@@ -99,7 +100,6 @@ def trajectory_ingest_batch(*, bank: Bank, token: ApiToken | None, items: list[A
         )
     if not items:
         raise Invalid("trajectories: send at least one trajectory.")
-    ingest_quota_check(bank=bank, token=token, n=len(items))
     retrievals = _lock_linked_retrievals(bank=bank, items=items)
     results: dict[int, BatchItemResult] = {}
     built: list[tuple[int, BuiltTrajectory]] = []
@@ -138,6 +138,7 @@ def trajectory_ingest_batch(*, bank: Bank, token: ApiToken | None, items: list[A
             new.append((index, b))
             if external_id:
                 seen.add(external_id)
+    ingest_quota_check(bank=bank, token=token, n=len(new), batch=True)  # repeats store nothing: no cost
     try:
         with transaction.atomic():
             Trajectory.objects.bulk_create([b.trajectory for _i, b in new])

@@ -17,7 +17,7 @@ from django.db.models.functions import Coalesce
 from accounts.models import ApiToken, Bank
 from memories.models import RetrievalEvent, VerdictTier
 from memories.services import retrieval_outcomes_apply, retrievals_lock_for_outcomes
-from reasoningbank_site.errors import Conflict, DomainError, Invalid, TooLarge
+from reasoningbank_site.errors import Conflict, DomainError, Invalid, RateLimited, TooLarge
 from trajectories.ingest import NormalizeError, inferred_final_answer, normalize_trajectory
 from trajectories.models import Judgment, JudgmentSource, Label, Trajectory
 from trajectories.pipeline.dispatch import trajectories_enqueue
@@ -176,13 +176,20 @@ def trajectory_ingest(
 
     Raises pydantic.ValidationError when ``data`` is a dict that does not fit
     TrajectoryIn; RateLimited ``ingest_quota_exceeded`` past the token's daily
-    quota (recording.quotas); TooLarge ``too_many_steps`` beyond settings.RB_MAX_STEPS;
+    quota (recording.quotas; a repeated external_id is answered as a repeat
+    even then); TooLarge ``too_many_steps`` beyond settings.RB_MAX_STEPS;
     Invalid for steps/messages that cannot be
     normalized or a retrieval_id that is not this bank's. A retrieval_id of
     a later step of a run links the run's first retrieval.
     """
     payload = data if isinstance(data, TrajectoryIn) else TrajectoryIn.model_validate(data)
-    ingest_quota_check(bank=bank, token=token)
+    try:
+        ingest_quota_check(bank=bank, token=token)
+    except RateLimited:  # a repeat stores nothing, so it costs no quota: it is answered as one
+        existing = _by_external_id(bank, payload.external_id)
+        if existing is None:
+            raise
+        return external_id_repeat(existing, token), False
     try:
         built = trajectory_build(bank=bank, token=token, payload=payload, input_format=input_format)
     except DomainError:  # a repeated external_id is answered as such, whatever the repeat carries

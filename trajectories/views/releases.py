@@ -48,6 +48,7 @@ from memories.services.review_policy import decides_alone
 from memories.serving import served_items
 from reasoningbank_site.errors import DomainError, Invalid, NotFound
 from reasoningbank_site.text import counted
+from reasoningbank_site.values import ascii_number
 from trajectories.impact.releases import canary_verdict
 
 ADMIN_ACTIONS = frozenset({"mode", "auto_rollback"})
@@ -71,10 +72,10 @@ def _percent(value: str, name: str) -> float:
 
 
 def _number(value: str) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise Invalid("Choose a release.") from None
+    number = ascii_number(value)
+    if number is None:
+        raise Invalid("Choose a release.")
+    return number
 
 
 def _import(request, bank, action: str) -> tuple[str, ReleaseImport | None]:
@@ -193,7 +194,7 @@ def release_detail(request, bank_id, release_id):
     if against:
         try:
             old = release_lookup(bank=bank, ref=against)
-        except NotFound as exc:
+        except (Invalid, NotFound) as exc:
             error = f"{exc} Compared with the release before instead."
     context = {
         "bank": bank,
