@@ -308,7 +308,10 @@ def releases_import(request, confirm_risks: bool = False):
     ``?confirm_risks=true``, then recorded as confirmed by this token), then queued: 202 with its
     ``status_url``. One import per bank at a time: another answers 409 ``import_running`` with the running
     one's ``status_url``."""
-    length = int(request.META.get("CONTENT_LENGTH") or 0)
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
     if length > settings.RB_RELEASE_IMPORT_MAX_BYTES:
         raise release_import_too_large(length)
     # Read from the stream: the release import's limit is not the API's (DATA_UPLOAD_MAX_MEMORY_SIZE).

@@ -121,6 +121,18 @@ def test_the_import_limit_is_its_own_and_its_refusal_names_it(client, review, se
     assert "trajector" not in detail
 
 
+def test_an_import_with_a_content_length_that_is_not_a_number_is_refused_as_json(client, review):
+    answer = client.post(
+        f"{API}/releases/import",
+        data=release_file(LOGIN),
+        content_type="application/x-ndjson",
+        CONTENT_LENGTH="twelve",
+        **review,
+    )
+    assert answer.status_code == 422, answer.content
+    assert answer.json()["detail"]
+
+
 def test_one_import_at_a_time_per_bank(client, bank, review):
     first = post_import(client, review, release_file(LOGIN))  # queued: no worker ran it
     assert first.status_code == 202
