@@ -10,15 +10,16 @@ Use it from a test module with::
     @pytest.mark.django_db(transaction=True)
     def test_something(celery_worker): ...
 
-The fixture is parametrized over brokers: ``filesystem`` (kombu's, in a fresh
-tmp dir; always available) and ``redis`` (a private redis-server on a free
-loopback port; skipped when redis-server is not installed, a failure under
-CI=true). Override ``celery_worker_env`` to pass extra environment (e.g. a fake
+The fixture is parametrized over brokers: ``embedded`` (the embedded Valkey
+server `make run` uses, in a fresh tmp dir; always available) and ``redis`` (a
+private redis-server on a free loopback port, as production runs one; skipped
+when redis-server is not installed, a failure under CI=true). Override ``celery_worker_env`` to pass extra environment (e.g. a fake
 LLM's RB_LLM_BASE_URL) to the worker. The worker's log is printed at teardown,
 so pytest shows it under a failing test."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -113,17 +114,14 @@ def _redis_broker(tmp: Path) -> Iterator[Broker]:
             proc.wait()
 
 
-# The worker looks for messages this often (kombu's default is 1 s): each hop through the broker waits less.
-FILESYSTEM_POLLING_INTERVAL = 0.1
-
-
-def _filesystem_broker(tmp: Path) -> Iterator[Broker]:
-    yield Broker(
-        "filesystem",
-        "filesystem://localhost/",
-        embedded.filesystem_broker_options(tmp, polling_interval=FILESYSTEM_POLLING_INTERVAL),
-        {"RB_BROKER_DIR": str(tmp), "RB_BROKER_POLLING_INTERVAL": str(FILESYSTEM_POLLING_INTERVAL)},
-    )
+def _embedded_broker(tmp: Path) -> Iterator[Broker]:
+    """The embedded broker (reasoningbank_site.embedded) in ``tmp``: the worker attaches to the same server
+    through RB_BROKER_DIR, as `make run`'s processes do through RB_DATA_DIR. Stopped when the test is done."""
+    url = embedded.broker_url(tmp)
+    try:
+        yield Broker("embedded", url, dict(settings.CELERY_BROKER_TRANSPORT_OPTIONS), {"RB_BROKER_DIR": str(tmp)})
+    finally:
+        embedded.broker_detach(tmp)
 
 
 def _point_app_at(url: str, transport_options: dict) -> None:
@@ -136,7 +134,6 @@ def _point_app_at(url: str, transport_options: dict) -> None:
 
     pools.reset()
     celery_app.conf.broker_url = url
-    celery_app.conf.broker_transport = embedded.broker_transport(url)
     celery_app.conf.broker_transport_options = transport_options
     celery_app._pool = None
     celery_app.amqp._producer_pool = None
@@ -160,7 +157,7 @@ def fake_llm_worker_env(fake_llm, **extra: str) -> dict[str, str]:
     }
 
 
-@pytest.fixture(params=["filesystem", "redis"])
+@pytest.fixture(params=["embedded", "redis"])
 def celery_broker(request, tmp_path_factory) -> Iterator[Broker]:
     yield from _broker_for(request.param, tmp_path_factory)
 
@@ -173,7 +170,7 @@ def redis_broker(tmp_path_factory) -> Iterator[Broker]:
 
 def _broker_for(kind: str, tmp_path_factory) -> Iterator[Broker]:
     tmp = tmp_path_factory.mktemp(f"broker-{kind}")
-    source = _redis_broker if kind == "redis" else _filesystem_broker
+    source = _redis_broker if kind == "redis" else _embedded_broker
     gen = source(tmp)
     broker = next(gen)
     old = (celery_app.conf.broker_url, dict(celery_app.conf.broker_transport_options or {}))
@@ -190,10 +187,18 @@ def celery_worker(transactional_db, celery_broker: Broker, celery_worker_env, tm
     """A running worker (solo pool, no beat) that reads pytest's test database.
     Tests using it must be ``@pytest.mark.django_db(transaction=True)`` so the
     rows they write are committed and visible to the worker."""
+    with worker_running(celery_broker, celery_worker_env, tmp_path / "worker.log") as worker:
+        yield worker
+
+
+@contextlib.contextmanager
+def worker_running(broker: Broker, extra_env: dict[str, str], log_path: Path) -> Iterator[RunningWorker]:
+    """Start a worker on ``broker`` (what the ``celery_worker`` fixture runs; a test that kills one starts
+    the next with this), wait until it is ready, and kill it when the block ends."""
     env = {
         key: value
         for key, value in os.environ.items()
-        if key not in ("CELERY_BROKER_URL", "REDIS_URL", "RB_BROKER_DIR", "RB_BROKER_POLLING_INTERVAL")
+        if key not in ("CELERY_BROKER_URL", "REDIS_URL", "RB_BROKER_DIR")
     }
     env.update(
         {
@@ -201,11 +206,10 @@ def celery_worker(transactional_db, celery_broker: Broker, celery_worker_env, tm
             "RB_DATA_DIR": str(settings.DATA_DIR),
             "DJANGO_SETTINGS_MODULE": "reasoningbank_site.settings",
             "PYTHONUNBUFFERED": "1",
-            **celery_broker.env,
-            **celery_worker_env,
+            **broker.env,
+            **extra_env,
         }
     )
-    log_path = tmp_path / "worker.log"
     argv = [
         sys.executable,
         "-m",
@@ -229,7 +233,7 @@ def celery_worker(transactional_db, celery_broker: Broker, celery_worker_env, tm
         proc = subprocess.Popen(
             argv, cwd=settings.BASE_DIR, env=env, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT
         )
-    worker = RunningWorker(celery_broker, proc, log_path)
+    worker = RunningWorker(broker, proc, log_path)
     try:
 
         def ready() -> bool:
@@ -237,7 +241,7 @@ def celery_worker(transactional_db, celery_broker: Broker, celery_worker_env, tm
                 pytest.fail(f"the worker exited with code {proc.returncode} before it was ready:\n{worker.log()}")
             return " ready." in worker.log()
 
-        wait_for(ready, timeout=READY_TIMEOUT, what=f"the Celery worker ({celery_broker.kind} broker) to be ready")
+        wait_for(ready, timeout=READY_TIMEOUT, what=f"the Celery worker ({broker.kind} broker) to be ready")
         yield worker
     finally:
         if proc.poll() is None:
@@ -247,5 +251,5 @@ def celery_worker(transactional_db, celery_broker: Broker, celery_worker_env, tm
             proc.kill()
             proc.wait(STOP_TIMEOUT)
         # Shown by pytest only when the test failed.
-        print(f"----- celery worker log ({celery_broker.kind} broker, exit code {proc.returncode}) -----")
+        print(f"----- celery worker log ({broker.kind} broker, exit code {proc.returncode}) -----")
         print(worker.log())

@@ -35,6 +35,7 @@ from trajectories.pipeline.dispatch import (
     trajectories_schedule_retry,
 )
 from trajectories.pipeline.distill import trajectory_distill
+from trajectories.pipeline.held import trajectory_held
 from trajectories.pipeline.llm import LLMTransientError
 from trajectories.pipeline.llm_calls import CONTRAST_CALL
 from trajectories.pipeline.matts import trajectory_group_distill
@@ -82,7 +83,8 @@ def _rows_of(exc: LLMTransientError, trajectory_id: int) -> QuerySet[Trajectory]
 def trajectory_process_task(self, trajectory_id: int) -> None:
     """Judge → distill (or wait for its MaTTS group) one trajectory."""
     try:
-        trajectory_advance(trajectory_id=trajectory_id)
+        with trajectory_held(trajectory_id):
+            trajectory_advance(trajectory_id=trajectory_id)
     except LLMTransientError as exc:
         return _retry_or_park(self, exc, _rows_of(exc, trajectory_id), "The LLM")
 
@@ -97,7 +99,8 @@ def trajectories_process_many_task(trajectory_ids: list[int]) -> None:
 def trajectory_distill_alone_task(self, trajectory_id: int) -> None:
     """Distill one judged trajectory on its own (a MaTTS group that closed with one member)."""
     try:
-        trajectory_distill(trajectory_id=trajectory_id)
+        with trajectory_held(trajectory_id):
+            trajectory_distill(trajectory_id=trajectory_id)
     except LLMTransientError as exc:
         return _retry_or_park(self, exc, Trajectory.objects.filter(pk=trajectory_id), "The LLM")
 
@@ -122,7 +125,7 @@ def otlp_traces_close_task(bank_id: int, trace_ids: list[str]) -> None:
 
 @shared_task(name="trajectories.sweep", ignore_result=True, acks_late=True)
 def pipeline_sweep_task() -> None:
-    """Beat, every minute: re-enqueue stalled or forgotten work (see trajectories.pipeline.sweeper)."""
+    """Beat, every RB_SWEEP_INTERVAL_SECONDS: re-enqueue stalled, orphaned or forgotten work (see trajectories.pipeline.sweeper)."""
     report = pipeline_sweep()
     if report.total:
         log.info("sweeper: %s", "; ".join(report.lines()))

@@ -1,5 +1,6 @@
-"""The one-command local stack (`make run`): embedded PostgreSQL (started by
-settings when DATABASE_URL is unset), migrations, demo data, a Celery worker
+"""The one-command local stack (`make run`): embedded PostgreSQL and the
+embedded broker (a Valkey server; both started by settings when DATABASE_URL
+and REDIS_URL are unset), migrations, demo data, a Celery worker
 with beat, the web server and the MCP server -- supervised, and all stopped
 together on Ctrl-C.
 
@@ -73,8 +74,8 @@ def worker_log_level() -> str:
 
 def worker_argv(data_dir: Path, *, beat: bool = True) -> list[str]:
     """The Celery worker `make run` starts (bench/pipeline_throughput.py runs the same one). It consumes
-    every queue the app declares (no -Q). Gossip, mingle and heartbeats serve a cluster of workers; for
-    the one local worker they are only more queues to poll on the embedded broker."""
+    every queue the app declares (no -Q). Gossip, mingle and heartbeats serve a cluster of workers; the
+    one local worker does without them."""
     schedule = ["-B", "--schedule", str(data_dir / "celerybeat-schedule")] if beat else []
     return [
         *[sys.executable, "-m", "celery", "-A", "reasoningbank_site", "worker", *schedule],
@@ -186,7 +187,11 @@ class Command(BaseCommand):
             stop_signal=signal.SIGTERM,
             ready_marker="Uvicorn running on",
         )
-        broker = settings.CELERY_BROKER_URL.split("://")[0]
+        broker = (
+            f"embedded Valkey in {data_dir / 'broker'}"
+            if settings.EMBEDDED_BROKER
+            else settings.CELERY_BROKER_URL.split("://")[0]
+        )
         self.stdout.write(
             f"Starting the Celery worker (+beat, broker: {broker}), the web server on {host}:{port} "
             f"and the MCP server on {host}:{mcp_port}…"
