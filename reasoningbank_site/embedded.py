@@ -176,12 +176,22 @@ def broker_url(data_dir: Path) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     sock = broker_socket(folder)
     with _broker_lock(folder):
-        if not broker_answers(sock):
-            _broker_start(folder, sock)
+        broker_ensure_running(data_dir)
         pids = [pid for pid in _broker_pids(folder) if _alive(pid) and pid != os.getpid()]
         _broker_pids_write(folder, [*pids, os.getpid()])
     atexit.register(_broker_detach, folder, sock, os.getpid())
     return f"redis+socket://{sock}"
+
+
+def broker_ensure_running(data_dir: Path) -> bool:
+    """Start the embedded broker of ``data_dir`` unless it answers (after it died: same append-only file,
+    same socket, so every process reconnects to it); True when it had to be started."""
+    folder = (data_dir / "broker").resolve()
+    sock = broker_socket(folder)
+    if broker_answers(sock):
+        return False
+    _broker_start(folder, sock)
+    return True
 
 
 def broker_detach(data_dir: Path) -> None:

@@ -112,6 +112,7 @@ class Command(BaseCommand):
         self.children: list[Child] = []
         self.data_dir = data_dir
         self.pg_check_at = 0.0
+        self.broker_check_at = 0.0
         self.pg_down_since: float | None = None
         self.pg_backoff = PG_RETRY
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -271,7 +272,20 @@ class Command(BaseCommand):
             child.restart_at = now + delay
             say(f"rb_run: the {child.name} process exited (code {code}); restarting it in {delay:g} s.")
         self._watch_postgres(now)
+        self._watch_broker(now)
         return 0
+
+    def _watch_broker(self, now: float) -> None:
+        """The embedded broker died: start it again on the same data and socket (the processes reconnect)."""
+        if settings.EMBEDDED_BROKER and now >= self.broker_check_at and not self.stopping:
+            self.broker_check_at = now + POSTGRES_CHECK_EVERY
+            try:
+                if embedded.broker_pid(self.data_dir) is None and embedded.broker_ensure_running(self.data_dir):
+                    say(
+                        f"rb_run: the embedded broker was gone; started it again (pid {embedded.broker_pid(self.data_dir)})."
+                    )
+            except Exception as exc:
+                say(f"rb_run: the embedded broker did not start yet ({exc}); trying again.")
 
     def _watch_postgres(self, now: float) -> None:
         if not settings.EMBEDDED_POSTGRES or now < self.pg_check_at or self.stopping:
