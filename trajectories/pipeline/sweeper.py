@@ -1,7 +1,7 @@
 """The sweeper: picks up what a crash, a lost broker message or a missing
 LLM endpoint left behind, and enqueues it again. Run every
-RB_SWEEP_INTERVAL_SECONDS (30 s) by Celery beat (``trajectories.sweep``, on the maintenance queue) and on demand by
-``manage.py rb_resume``. What is queued is marked on the rows
+RB_SWEEP_INTERVAL_SECONDS (30 s) by Celery beat (``trajectories.sweep``, on
+the maintenance queue) and on demand by ``manage.py rb_resume``. What is queued is marked on the rows
 (trajectories.pipeline.dispatch), so nothing queued and not yet stale is sent twice."""
 
 from __future__ import annotations
@@ -86,8 +86,8 @@ def pipeline_sweep(
     trajectory distilling) that no live worker holds (trajectories.pipeline.held)
     and that have not moved for RB_PIPELINE_ORPHAN_SECONDS (its worker died) are
     moved back a stage; any other row left judging or distilling longer than
-    ``stale_seconds`` is too; rows waiting to be processed that nothing was queued for within
-    ``stale_seconds`` (a lost message) are re-sent; awaiting_llm rows resume
+    ``stale_seconds`` is too; rows waiting to be processed that nothing was
+    queued for within ``stale_seconds`` (a lost message) are re-sent; awaiting_llm rows resume
     once the endpoint answers a probe (rows parked after transient errors
     only when their ``retry_at`` has come, with a fresh budget); MaTTS groups
     waiting longer than ``group_wait_seconds`` are closed with what arrived;
