@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+from django.conf import settings
 from django.db import DatabaseError, connection
 
 # The advisory lock's upper 32 bits, "RBTR": apart from every other advisory lock of the app.
@@ -31,8 +32,10 @@ def _key(trajectory_id: int) -> int:
 @contextlib.contextmanager
 def trajectory_held(trajectory_id: int) -> Iterator[None]:
     """Hold the trajectory's liveness lock (shared: a redelivered task for the same row does not wait)
-    while the body runs. An id beyond 32 bits is not held: its row keeps the stale rule."""
-    if not 0 < trajectory_id <= ID_MAX:
+    while the body runs. An id beyond 32 bits is not held: its row keeps the stale rule. With
+    RB_PIPELINE_ORPHAN_SECONDS at 0 (workers behind a transaction-mode pooler, where a session lock
+    would stay on a server connection the pooler hands to others) nothing is held and the rule is off."""
+    if settings.RB_PIPELINE_ORPHAN_SECONDS <= 0 or not 0 < trajectory_id <= ID_MAX:
         yield
         return
     key = _key(trajectory_id)

@@ -112,7 +112,7 @@ def pipeline_sweep(
         .filter(Q(status=Status.JUDGING) | Q(status=Status.DISTILLING, group_id=""))
         .exclude(updated_at__lte=stale_before)  # the stale rule below has those
     )
-    if lost.exists():
+    if settings.RB_PIPELINE_ORPHAN_SECONDS > 0 and lost.exists():
         held = trajectories_held()
         for pk, status in lost.exclude(pk__in=held).values_list("pk", "status"):
             # Compare-and-set: a row that moved since it was read (its worker was alive after all) stays.

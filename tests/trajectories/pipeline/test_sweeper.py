@@ -80,3 +80,42 @@ def test_sweeper_redoes_stuck_distilling_without_duplicates(
     assert t.status == Status.DONE
     assert MemoryItem.objects.filter(bank=t.bank).count() == 2
     assert Judgment.objects.filter(trajectory=t).count() == 1
+
+
+def test_a_judging_row_no_live_worker_holds_is_resent_by_the_next_sweep_and_a_held_one_is_not(
+    fake_llm, settings, make_trajectory, django_capture_on_commit_callbacks
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from trajectories.pipeline.held import trajectory_held
+
+    settings.RB_PIPELINE_ORPHAN_SECONDS = 20
+    lost = make_trajectory()
+    working = make_trajectory(task="Another task", external_id="working")
+    half_a_minute_ago = timezone.now() - timedelta(seconds=30)  # far from RB_PIPELINE_STALE_SECONDS
+    Trajectory.objects.filter(pk__in=[lost.pk, working.pk]).update(status=Status.JUDGING, updated_at=half_a_minute_ago)
+
+    fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
+    with trajectory_held(working.pk), django_capture_on_commit_callbacks(execute=True):  # a live worker has it
+        report = sweeper.pipeline_sweep()
+    assert report.orphaned == [lost.pk] and report.stale_judging == []
+    lost.refresh_from_db()
+    working.refresh_from_db()
+    assert lost.status == Status.DONE and lost.judgments.count() == 1
+    assert working.status == Status.JUDGING
+
+
+def test_the_lost_worker_rule_is_off_at_zero(settings, make_trajectory):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.RB_PIPELINE_ORPHAN_SECONDS = 0
+    t = make_trajectory()
+    Trajectory.objects.filter(pk=t.pk).update(status=Status.JUDGING, updated_at=timezone.now() - timedelta(seconds=30))
+    report = sweeper.pipeline_sweep()
+    assert report.orphaned == []
+    t.refresh_from_db()
+    assert t.status == Status.JUDGING  # left to the stale rule
