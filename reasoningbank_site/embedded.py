@@ -176,7 +176,7 @@ def broker_url(data_dir: Path) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     sock = broker_socket(folder)
     with _broker_lock(folder):
-        broker_ensure_running(data_dir)
+        _broker_ensure(folder, sock)
         pids = [pid for pid in _broker_pids(folder) if _alive(pid) and pid != os.getpid()]
         _broker_pids_write(folder, [*pids, os.getpid()])
     atexit.register(_broker_detach, folder, sock, os.getpid())
@@ -187,9 +187,16 @@ def broker_ensure_running(data_dir: Path) -> bool:
     """Start the embedded broker of ``data_dir`` unless it answers (after it died: same append-only file,
     same socket, so every process reconnects to it); True when it had to be started."""
     folder = (data_dir / "broker").resolve()
-    sock = broker_socket(folder)
+    with _broker_lock(folder):
+        return _broker_ensure(folder, broker_socket(folder))
+
+
+def _broker_ensure(folder: Path, sock: Path) -> bool:
     if broker_answers(sock):
         return False
+    running = broker_pid(folder.parent)
+    if running is not None:  # alive but silent (frozen, or still starting): a second server would share its files
+        raise RuntimeError(f"the embedded broker (pid {running}) does not answer on {sock}")
     _broker_start(folder, sock)
     return True
 
@@ -222,12 +229,14 @@ def broker_answers(sock: Path, timeout: float = 1.0) -> bool:
 
 
 def broker_pid(data_dir: Path) -> int | None:
-    """The pid of the embedded broker of ``data_dir`` if it runs, else None."""
+    """The pid of the embedded broker of ``data_dir`` if it runs, else None (a pid file left by a killed
+    server may name another process since)."""
     try:
         pid = int((data_dir / "broker" / "valkey.pid").read_text().strip())
-    except (OSError, ValueError):
+        process = psutil.Process(pid)
+        return pid if process.status() != psutil.STATUS_ZOMBIE and "valkey" in process.name() else None
+    except (OSError, ValueError, psutil.Error):
         return None
-    return pid if _alive(pid) else None
 
 
 def broker_binary() -> str:

@@ -8,6 +8,7 @@ exactly once."""
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -137,5 +138,30 @@ def test_two_consumers_take_each_message_exactly_once(tmp_path):
         for thread in threads:
             thread.join()
         assert sorted(taken) == list(range(200)), "no message lost, none delivered twice"
+    finally:
+        _detach(holder)
+
+
+def test_a_frozen_server_is_reported_not_doubled(tmp_path):
+    """A server that runs but does not answer (SIGSTOP) is not replaced by a second one on the same files:
+    attaching says so, and works again once it thaws."""
+    holder, url = _attach(tmp_path)
+    pid = embedded.broker_pid(tmp_path)
+    try:
+        signal_sent = False
+        try:
+            os.kill(pid, signal.SIGSTOP)
+            signal_sent = True
+            attach = subprocess.run(
+                [sys.executable, "-c", ATTACH, str(tmp_path)], input="", capture_output=True, text=True, timeout=60
+            )
+            assert attach.returncode != 0 and f"the embedded broker (pid {pid}) does not answer" in attach.stderr
+        finally:
+            if signal_sent:
+                os.kill(pid, signal.SIGCONT)
+        assert embedded.broker_pid(tmp_path) == pid
+        again, same = _attach(tmp_path)
+        assert same == url
+        _detach(again)
     finally:
         _detach(holder)
