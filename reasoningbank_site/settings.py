@@ -256,8 +256,8 @@ if EMBEDDED_BROKER:
 # A message a worker took and never acknowledged (the worker was killed) goes back to the queue after this
 # many seconds. It must exceed the longest countdown a task is retried with (a webhook's retry waits up to
 # 1 h) and the longest task, else Redis hands a task still held by a live worker to a second one. A
-# trajectory whose worker is gone does not wait for it: the sweeper sees that no session holds the row
-# (trajectories/pipeline/held.py) and re-sends it within a minute.
+# trajectory whose worker is gone does not wait for it: the sweeper sees that the worker's database session
+# ended (trajectories/pipeline/held.py) and re-sends it within a minute.
 RB_BROKER_VISIBILITY_TIMEOUT = envint("RB_BROKER_VISIBILITY_TIMEOUT", 3900)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": RB_BROKER_VISIBILITY_TIMEOUT}
 # enqueue_on_commit gives a frozen or unreachable broker this long (one try), then leaves the row to the sweeper.
@@ -333,8 +333,8 @@ RB_LLM_MAX_RETRIES = envint("RB_LLM_MAX_RETRIES", 6)
 RB_LLM_RETRY_BACKOFF = envfloat("RB_LLM_RETRY_BACKOFF", 10.0)
 RB_LLM_RETRY_BACKOFF_MAX = envfloat("RB_LLM_RETRY_BACKOFF_MAX", 600.0)
 RB_PIPELINE_STALE_SECONDS = envint("RB_PIPELINE_STALE_SECONDS", 900)
-# A row judging (or a single trajectory distilling) that no live worker holds and that has not moved for
-# this long lost its worker (trajectories/pipeline/held.py): the next sweep re-sends it.
+# A row judging (or a single trajectory distilling) whose worker's database session has ended and that has
+# not moved for this long lost its worker (trajectories/pipeline/held.py): the next sweep re-sends it.
 RB_PIPELINE_ORPHAN_SECONDS = envint("RB_PIPELINE_ORPHAN_SECONDS", 20)
 # A stage whose LLM retries run out on transient errors parks its rows (awaiting_llm) for at
 # least this long; then the sweeper resumes them, with a fresh budget, once a cheap probe

@@ -35,7 +35,6 @@ from trajectories.pipeline.dispatch import (
     trajectories_schedule_retry,
 )
 from trajectories.pipeline.distill import trajectory_distill
-from trajectories.pipeline.held import trajectory_held
 from trajectories.pipeline.llm import LLMTransientError
 from trajectories.pipeline.llm_calls import CONTRAST_CALL
 from trajectories.pipeline.matts import trajectory_group_distill
@@ -83,8 +82,7 @@ def _rows_of(exc: LLMTransientError, trajectory_id: int) -> QuerySet[Trajectory]
 def trajectory_process_task(self, trajectory_id: int) -> None:
     """Judge → distill (or wait for its MaTTS group) one trajectory."""
     try:
-        with trajectory_held(trajectory_id):
-            trajectory_advance(trajectory_id=trajectory_id)
+        trajectory_advance(trajectory_id=trajectory_id)
     except LLMTransientError as exc:
         return _retry_or_park(self, exc, _rows_of(exc, trajectory_id), "The LLM")
 
@@ -99,8 +97,7 @@ def trajectories_process_many_task(trajectory_ids: list[int]) -> None:
 def trajectory_distill_alone_task(self, trajectory_id: int) -> None:
     """Distill one judged trajectory on its own (a MaTTS group that closed with one member)."""
     try:
-        with trajectory_held(trajectory_id):
-            trajectory_distill(trajectory_id=trajectory_id)
+        trajectory_distill(trajectory_id=trajectory_id)
     except LLMTransientError as exc:
         return _retry_or_park(self, exc, Trajectory.objects.filter(pk=trajectory_id), "The LLM")
 

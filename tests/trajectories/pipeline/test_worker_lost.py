@@ -1,6 +1,6 @@
 """A worker killed in the middle of a judge call, with a real worker on the
 embedded broker (the one `make run` uses): its trajectory is noticed by the
-next sweep (no live worker holds the row), not after RB_PIPELINE_STALE_SECONDS,
+next sweep (the worker's database session is gone), not after RB_PIPELINE_STALE_SECONDS,
 and is judged exactly once by the worker started after it, even though the
 broker redelivers the killed worker's message too."""
 
@@ -80,7 +80,7 @@ def test_a_worker_killed_mid_judge_call_is_noticed_by_the_next_sweep_and_judged_
 
         wait_for(judged, timeout=120, interval=1.0, what="the trajectory of the killed worker to be done")
         swept = re.findall(
-            r"whose worker was lost \(judging or distilling, held by no live worker\): \[([\d, ]*)\]", second.log()
+            r"whose worker was lost \(judging or distilling, its database session gone\): \[([\d, ]*)\]", second.log()
         )
         assert f"{row.pk}" in swept, second.log()
 
