@@ -18,8 +18,8 @@ The trajectories are realistic: 3–6 native steps or an OpenAI conversation,
 half with an ``external_id``, a third linking a retrieval of the bank, some with
 the agent's own outcome (the bank trusts it, so it records a judgment). Each
 web server publishes its tasks (``trajectories.process`` per single POST,
-``trajectories.process_many`` per batch, which a worker would fan out) to a
-filesystem broker folder of its own (nobody consumes it).
+``trajectories.process_many`` per batch, which a worker would fan out) to an
+embedded broker of its own (nobody consumes it).
 
 Asserts every answer accepted every trajectory, then counts the bank's
 trajectories in the database, the retrievals' ``linked`` counters and the agent
@@ -119,21 +119,25 @@ def trajectory(n: int, retrieval_ids: list[str], tag: str) -> dict:
 
 
 def _queued_ids(folder: Path) -> tuple[list[int], int] | None:
-    """The trajectory ids the tasks in a filesystem broker's queue carry
+    """The trajectory ids the tasks in the embedded broker of ``folder`` carry
     (``trajectories.process``: one; ``trajectories.process_many``: a batch's),
     and how many messages; None on another broker."""
-    if not (os.environ.get("CELERY_BROKER_URL") or os.environ.get("REDIS_URL") or "filesystem").startswith(
-        "filesystem"
-    ):
+    if os.environ.get("CELERY_BROKER_URL") or os.environ.get("REDIS_URL"):
         return None
+    import redis
+
+    from reasoningbank_site import embedded
+
+    client = redis.Redis(unix_socket_path=str(embedded.broker_socket((folder / "broker").resolve())))
     ids, messages = [], 0
-    for path in (folder / "broker" / "queue").glob("*.msg"):
-        payload = json.loads(path.read_text())
+    for raw in client.lrange("celery", 0, -1):
+        payload = json.loads(raw)
         args = json.loads(base64.b64decode(payload["body"]))[0]
         task = payload["headers"]["task"]
         assert task in ("trajectories.process", "trajectories.process_many"), task
         ids += args[0] if task == "trajectories.process_many" else [args[0]]
         messages += 1
+    client.close()
     return ids, messages
 
 

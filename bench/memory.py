@@ -60,7 +60,6 @@ def main() -> None:
 
     broker = tempfile.mkdtemp(prefix="rb-bench-memory-broker-")
     os.environ["RB_BROKER_DIR"] = broker
-    os.environ["RB_BROKER_POLLING_INTERVAL"] = "0.1"
     setup_django()
     from memories.models import MemoryItem
     from reasoningbank_site.celery import enqueue_on_commit

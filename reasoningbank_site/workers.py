@@ -24,7 +24,7 @@ WEBHOOKS = "webhooks"
 BULK = "bulk"
 QUEUES = (PIPELINE, MAINTENANCE, WEBHOOKS, BULK)
 
-# Tasks routed by name (beat's tasks go to MAINTENANCE; everything else to PIPELINE).
+# Tasks routed by name (beat's tasks, beat_schedule's, go to MAINTENANCE; everything else to PIPELINE).
 TASK_QUEUES: dict[str, str] = {
     "accounts.webhook_deliver": WEBHOOKS,
     "trajectories.experiment_run": BULK,
@@ -56,3 +56,32 @@ def worker_argv(role: WorkerRole, *, loglevel: str, hostname: str, pool: str = "
         *["--queues", ",".join(role.queues), "--pool", pool or role.pool],
         *["--concurrency", str(concurrency or role.concurrency), "--loglevel", loglevel, "--hostname", hostname],
     ]
+
+
+def beat_schedule(*, sweep_interval: float, dispatch_interval: float) -> dict:
+    """Beat's periodic tasks (CELERY_BEAT_SCHEDULE), every one routed to MAINTENANCE; the two intervals
+    that settings reads from the environment (RB_SWEEP_INTERVAL_SECONDS, RB_DISPATCH_INTERVAL)."""
+    return {
+        # Re-enqueues work a crash left behind, resumes awaiting_llm, closes expired MaTTS groups.
+        "trajectories-sweep": {"task": "trajectories.sweep", "schedule": sweep_interval},
+        # Embeds items whose embed job was lost (e.g. the broker was down when they changed).
+        "memories-embed-pending": {"task": "memories.embed_pending", "schedule": 300.0},
+        # Folds logged retrievals into the items' served counters (kept off the retrieve request).
+        "memories-count-served": {"task": "memories.count_served", "schedule": 10.0},
+        # Merges the Impact report's appended sums (exact either way; merged rows keep the report fast).
+        "memories-compact-tallies": {"task": "memories.compact_tallies", "schedule": 60.0},
+        # Folds per-minute token usage older than 48 h into daily rows (totals stay exact).
+        "accounts-compact-token-usage": {"task": "accounts.compact_token_usage", "schedule": 3600.0},
+        # Purges the steps of finished trajectories past their bank's step_retention_days (personal data).
+        "trajectories-purge-steps": {"task": "trajectories.purge_steps", "schedule": 3600.0},
+        # Publishes trajectories whose publish at ingest failed (the row is the queue entry).
+        "trajectories-dispatch": {"task": "trajectories.dispatch", "schedule": dispatch_interval},
+        # Re-sends webhook deliveries whose queued attempt was lost (broker down, worker gone).
+        "accounts-webhooks-sweep": {"task": "accounts.webhooks_sweep", "schedule": 60.0},
+        # Sends impact.verdict to the subscriptions whose bank's Impact verdict changed.
+        "trajectories-webhook-verdicts": {"task": "trajectories.webhook_verdicts", "schedule": 300.0},
+        # Writes Impact's per-item effects on items (utility ranking) and proposes harmful items for retirement.
+        "trajectories-item-effects": {"task": "trajectories.item_effects", "schedule": 600.0},
+        # Rolls back canary releases significantly worse than production (banks that opted in).
+        "trajectories-canary-rollback": {"task": "trajectories.canary_rollback", "schedule": 300.0},
+    }

@@ -6,7 +6,6 @@ and suite-wide settings (a fast password hasher)."""
 import json
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
@@ -149,29 +148,56 @@ def no_llm(settings):
     llm._client.cache_clear()
 
 
-def _queue_dir() -> Path | None:
-    folder = django_settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("data_folder_in")
-    return Path(folder) if folder else None
+class BrokerQueue:
+    """The queues of a Redis-protocol broker (the embedded one, or REDIS_URL) as a test sees them: kombu's
+    Redis transport pushes each message (JSON, a unique id in its headers) onto a list named after its queue,
+    and a consumer pops from the other end, so a list read backwards is oldest first."""
+
+    def __init__(self, url: str):
+        import redis
+
+        path = url.removeprefix("redis+socket://")
+        self.client = (
+            redis.Redis(unix_socket_path=path, socket_timeout=10)
+            if path != url
+            else redis.Redis.from_url(url, socket_timeout=10)
+        )
+
+    def _messages(self) -> list[tuple[bytes, bytes]]:
+        """(list name, message) of every waiting message, oldest first in each list."""
+        found = []
+        for name in sorted(self.client.scan_iter(_type="list")):
+            found += [(name, raw) for raw in reversed(self.client.lrange(name, 0, -1))]
+        return found
+
+    def snapshot(self) -> set[bytes]:
+        """The messages waiting now (compare with a later ``queued_tasks``)."""
+        return {raw for _name, raw in self._messages()}
+
+    def remove_new(self, since: set[bytes]) -> None:
+        for name, raw in self._messages():
+            if raw not in since:
+                self.client.lrem(name, 0, raw)
 
 
 @pytest.fixture(autouse=True)
 def broker_queue():
-    """The filesystem broker's queue folder (None under Redis). Messages our
-    tests enqueue are removed afterwards so no later worker picks them up."""
-    folder = _queue_dir()
-    before = set(folder.glob("*.msg")) if folder else set()
-    yield folder
-    if folder:
-        for path in set(folder.glob("*.msg")) - before:
-            path.unlink(missing_ok=True)
+    """The test process's broker queues (BrokerQueue). Messages our tests enqueue are removed afterwards
+    so no later worker picks them up."""
+    queue = BrokerQueue(django_settings.CELERY_BROKER_URL)
+    before = queue.snapshot()
+    yield queue
+    queue.remove_new(before)
+    queue.client.close()
 
 
-def queued_tasks(folder: Path, since: set) -> list[tuple[str, str]]:
-    """(task name, argsrepr) of the messages that arrived after ``since``."""
+def queued_tasks(queue: BrokerQueue, since: set[bytes]) -> list[tuple[str, str]]:
+    """(task name, argsrepr) of the messages that arrived after ``since`` (a ``snapshot``), oldest first."""
     found = []
-    for path in sorted(set(folder.glob("*.msg")) - since):
-        headers = json.loads(path.read_text())["headers"]
-        found.append((headers["task"], headers["argsrepr"]))
+    for _name, raw in queue._messages():
+        if raw not in since:
+            headers = json.loads(raw)["headers"]
+            found.append((headers["task"], headers["argsrepr"]))
     return found
 
 

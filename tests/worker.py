@@ -10,10 +10,10 @@ Use it from a test module with::
     @pytest.mark.django_db(transaction=True)
     def test_something(celery_worker): ...
 
-The fixture is parametrized over brokers: ``filesystem`` (kombu's, in a fresh
-tmp dir; always available) and ``redis`` (a private redis-server on a free
-loopback port; skipped when redis-server is not installed, a failure under
-CI=true). Override ``celery_worker_env`` to pass extra environment (e.g. a fake
+The fixture is parametrized over brokers: ``embedded`` (the embedded Valkey
+server `make run` uses, in a fresh tmp dir; always available) and ``redis`` (a
+private redis-server on a free loopback port, as production runs one; skipped
+when redis-server is not installed, a failure under CI=true). Override ``celery_worker_env`` to pass extra environment (e.g. a fake
 LLM's RB_LLM_BASE_URL) to the worker. The worker's log is printed at teardown,
 so pytest shows it under a failing test.
 
@@ -23,6 +23,7 @@ webhooks', the bulk work's), each on its own queues, as production runs them."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -117,17 +118,14 @@ def _redis_broker(tmp: Path) -> Iterator[Broker]:
             proc.wait()
 
 
-# The worker looks for messages this often (kombu's default is 1 s): each hop through the broker waits less.
-FILESYSTEM_POLLING_INTERVAL = 0.1
-
-
-def _filesystem_broker(tmp: Path) -> Iterator[Broker]:
-    yield Broker(
-        "filesystem",
-        "filesystem://localhost/",
-        embedded.filesystem_broker_options(tmp, polling_interval=FILESYSTEM_POLLING_INTERVAL),
-        {"RB_BROKER_DIR": str(tmp), "RB_BROKER_POLLING_INTERVAL": str(FILESYSTEM_POLLING_INTERVAL)},
-    )
+def _embedded_broker(tmp: Path) -> Iterator[Broker]:
+    """The embedded broker (reasoningbank_site.embedded) in ``tmp``: the worker attaches to the same server
+    through RB_BROKER_DIR, as `make run`'s processes do through RB_DATA_DIR. Stopped when the test is done."""
+    url = embedded.broker_url(tmp)
+    try:
+        yield Broker("embedded", url, dict(settings.CELERY_BROKER_TRANSPORT_OPTIONS), {"RB_BROKER_DIR": str(tmp)})
+    finally:
+        embedded.broker_detach(tmp)
 
 
 def _point_app_at(url: str, transport_options: dict) -> None:
@@ -140,7 +138,6 @@ def _point_app_at(url: str, transport_options: dict) -> None:
 
     pools.reset()
     celery_app.conf.broker_url = url
-    celery_app.conf.broker_transport = embedded.broker_transport(url)
     celery_app.conf.broker_transport_options = transport_options
     celery_app._pool = None
     celery_app.amqp._producer_pool = None
@@ -164,7 +161,7 @@ def fake_llm_worker_env(fake_llm, **extra: str) -> dict[str, str]:
     }
 
 
-@pytest.fixture(params=["filesystem", "redis"])
+@pytest.fixture(params=["embedded", "redis"])
 def celery_broker(request, tmp_path_factory) -> Iterator[Broker]:
     yield from _broker_for(request.param, tmp_path_factory)
 
@@ -177,7 +174,7 @@ def redis_broker(tmp_path_factory) -> Iterator[Broker]:
 
 def _broker_for(kind: str, tmp_path_factory) -> Iterator[Broker]:
     tmp = tmp_path_factory.mktemp(f"broker-{kind}")
-    source = _redis_broker if kind == "redis" else _filesystem_broker
+    source = _redis_broker if kind == "redis" else _embedded_broker
     gen = source(tmp)
     broker = next(gen)
     old = (celery_app.conf.broker_url, dict(celery_app.conf.broker_transport_options or {}))
@@ -193,7 +190,7 @@ def _worker_env(celery_broker: Broker, celery_worker_env: dict[str, str]) -> dic
     env = {
         key: value
         for key, value in os.environ.items()
-        if key not in ("CELERY_BROKER_URL", "REDIS_URL", "RB_BROKER_DIR", "RB_BROKER_POLLING_INTERVAL")
+        if key not in ("CELERY_BROKER_URL", "REDIS_URL", "RB_BROKER_DIR")
     }
     env.update(
         {
@@ -244,6 +241,14 @@ def celery_worker(transactional_db, celery_broker: Broker, celery_worker_env, tm
     and consumes every queue (no -Q). Tests using it must be
     ``@pytest.mark.django_db(transaction=True)`` so the rows they write are
     committed and visible to the worker."""
+    with worker_running(celery_broker, celery_worker_env, tmp_path / "worker.log") as worker:
+        yield worker
+
+
+@contextlib.contextmanager
+def worker_running(broker: Broker, extra_env: dict[str, str], log_path: Path) -> Iterator[RunningWorker]:
+    """Start a worker on ``broker`` (what the ``celery_worker`` fixture runs; a test that kills one starts
+    the next with this), wait until it is ready, and kill it when the block ends."""
     argv = [
         sys.executable,
         "-m",
@@ -263,7 +268,7 @@ def celery_worker(transactional_db, celery_broker: Broker, celery_worker_env, tm
         "--hostname",
         f"pytest-{uuid.uuid4().hex[:8]}@%h",
     ]
-    worker = _start(argv, _worker_env(celery_broker, celery_worker_env), celery_broker, tmp_path / "worker.log")
+    worker = _start(argv, _worker_env(broker, extra_env), broker, log_path)
     try:
         _wait_ready(worker)
         yield worker

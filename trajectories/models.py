@@ -91,6 +91,9 @@ class Trajectory(models.Model):
     enqueued_at = models.DateTimeField(null=True, blank=True, default=timezone.now)
     # When its next transient-error retry is due (Retry-After honoured); the sweeper waits for it.
     retry_at = models.DateTimeField(null=True, blank=True)
+    # The database backend (pg_backend_pid) of the worker that last moved it into judging or distilling
+    # (trajectories.pipeline.held): once that backend is gone, so is the worker.
+    taken_by = models.IntegerField(null=True, blank=True, editable=False)
     # Transient LLM failures per stage since the stage last (re)started: each stage has its own budget.
     judge_attempts = models.PositiveSmallIntegerField(default=0)
     distill_attempts = models.PositiveSmallIntegerField(default=0)

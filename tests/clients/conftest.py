@@ -1,13 +1,12 @@
 """Fixtures for the client tests: a live server (pytest-django ``live_server``,
 real HTTP) and a ``Client`` holding a token of the ``bank`` fixture."""
 
-from pathlib import Path
-
 import pytest
 from django.conf import settings
 
 from memories.services import memory_item_approve, memory_item_create, memory_item_embed_refresh
 from reasoningbank_client import Client, RetryPolicy
+from tests.conftest import BrokerQueue
 
 # Retries in tests: real, but short.
 FAST_RETRY = RetryPolicy(max_attempts=3, backoff_base=0.05, backoff_max=0.2, max_total_delay=5.0)
@@ -49,11 +48,9 @@ def cable_lesson(bank, approved):
 
 @pytest.fixture(autouse=True)
 def broker_queue():
-    """Remove the pipeline messages our recordings enqueue on the filesystem broker, so no later worker runs them."""
-    folder = (settings.CELERY_BROKER_TRANSPORT_OPTIONS or {}).get("data_folder_in")
-    folder = Path(folder) if folder else None
-    before = set(folder.glob("*.msg")) if folder else set()
-    yield folder
-    if folder:
-        for path in set(folder.glob("*.msg")) - before:
-            path.unlink(missing_ok=True)
+    """Remove the pipeline messages our recordings enqueue on the broker, so no later worker runs them."""
+    queue = BrokerQueue(settings.CELERY_BROKER_URL)
+    before = queue.snapshot()
+    yield queue
+    queue.remove_new(before)
+    queue.client.close()

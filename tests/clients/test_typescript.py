@@ -27,7 +27,7 @@ from trajectories.models import Trajectory
 pytestmark = [
     pytest.mark.worker,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.parametrize("celery_broker", ["filesystem"], indirect=True),
+    pytest.mark.parametrize("celery_broker", ["embedded"], indirect=True),
 ]
 
 PACKAGE = Path(settings.BASE_DIR) / "clients" / "typescript"

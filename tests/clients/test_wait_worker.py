@@ -12,7 +12,7 @@ from tests.worker import celery_broker, celery_worker, celery_worker_env, wait_f
 pytestmark = [
     pytest.mark.worker,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.parametrize("celery_broker", ["filesystem"], indirect=True),  # brokers are tested in test_worker
+    pytest.mark.parametrize("celery_broker", ["embedded"], indirect=True),  # brokers are tested in test_worker
 ]
 
 TASK = "Find the opening hours of the city library on Sunday"

@@ -71,7 +71,9 @@ def _swept(logs: list[str]) -> set[int]:
     ids: set[int] = set()
     for line in "\n".join(logs).splitlines():
         if "sweeper: " in line:
-            for listed in re.findall(r"(?:stuck in \w+|never picked up): \[([\d, ]*)\]", line):
+            for listed in re.findall(
+                r"(?:stuck in \w+|never picked up|whose worker was lost \([^)]*\)): \[([\d, ]*)\]", line
+            ):
                 ids.update(int(n) for n in listed.split(",") if n.strip())
     return ids
 

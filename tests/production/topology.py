@@ -69,11 +69,10 @@ FAST_ENV = {
     "RB_DB_RETRY_BACKOFF": "0.5",
     "RB_DB_RETRY_BACKOFF_MAX": "2",
 }
-# Variables of the calling process that would point an app process elsewhere (the test database, a file broker).
+# Variables of the calling process that would point an app process elsewhere (the test database, an embedded broker).
 DROPPED_ENV = (
     "CELERY_BROKER_URL",
     "RB_BROKER_DIR",
-    "RB_BROKER_POLLING_INTERVAL",
     "RB_DATABASE_NAME",
     "DATABASE_URL",
     "REDIS_URL",

@@ -23,7 +23,7 @@ import requests
 from django.conf import settings
 
 from reasoningbank_client import AsyncClient, Client, PayloadTooLargeError
-from reasoningbank_site.management.commands.rb_run import web_argv
+from reasoningbank_site.supervisor import web_argv
 from tests.clients.test_typescript import PACKAGE, compiled  # noqa: F401 (the compiled TypeScript client)
 from tests.conftest import skip_unless, which
 

@@ -89,7 +89,7 @@ def web_process(celery_broker, celery_worker_env, tmp_path) -> WebProcess:
     env = {
         key: value
         for key, value in os.environ.items()
-        if key not in ("CELERY_BROKER_URL", "REDIS_URL", "RB_BROKER_DIR", "RB_BROKER_POLLING_INTERVAL")
+        if key not in ("CELERY_BROKER_URL", "REDIS_URL", "RB_BROKER_DIR")
     }
     env.update(
         {
@@ -132,7 +132,7 @@ def web_process(celery_broker, celery_worker_env, tmp_path) -> WebProcess:
         print(f"----- web log (exit code {proc.returncode}) -----\n{web.log()}")
 
 
-@pytest.mark.parametrize("celery_broker", ["filesystem"], indirect=True)
+@pytest.mark.parametrize("celery_broker", ["embedded"], indirect=True)
 def test_each_response_has_a_request_id_and_its_log_lines_are_json_with_it(web_process):
     sent = "client-chosen.id:42"
     get = functools.partial(httpx.get, timeout=60)
@@ -164,7 +164,7 @@ def test_each_response_has_a_request_id_and_its_log_lines_are_json_with_it(web_p
 
 
 @pytest.mark.worker
-@pytest.mark.parametrize("celery_broker", ["filesystem"], indirect=True)
+@pytest.mark.parametrize("celery_broker", ["embedded"], indirect=True)
 def test_a_trajectory_keeps_its_request_id_in_the_worker_and_its_llm_calls_show_in_the_web_metrics(
     fake_llm, web_process, celery_worker
 ):
@@ -223,7 +223,7 @@ def test_a_trajectory_keeps_its_request_id_in_the_worker_and_its_llm_calls_show_
     )
 
 
-@pytest.mark.parametrize("celery_broker", ["filesystem", "redis"], indirect=True)
+@pytest.mark.parametrize("celery_broker", ["embedded", "redis"], indirect=True)
 def test_metrics_show_the_queue_depth_and_a_frozen_broker_does_not_hang_the_scrape(celery_broker):
     bank = factories.make_bank()
     auth = {"HTTP_AUTHORIZATION": f"Bearer {factories.make_token(bank)}"}

@@ -1,7 +1,7 @@
 """The sweeper: picks up what a crash, a lost broker message or a missing
-LLM endpoint left behind, and enqueues it again. Run every minute by Celery
-beat (``trajectories.sweep``, on the maintenance queue) and on demand by
-``manage.py rb_resume``. What is queued is marked on the rows
+LLM endpoint left behind, and enqueues it again. Run every
+RB_SWEEP_INTERVAL_SECONDS (30 s) by Celery beat (``trajectories.sweep``, on
+the maintenance queue) and on demand by ``manage.py rb_resume``. What is queued is marked on the rows
 (trajectories.pipeline.dispatch), so nothing queued and not yet stale is sent twice."""
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from trajectories.pipeline.dispatch import (
     trajectories_resume,
     trajectory_enqueue,
 )
+from trajectories.pipeline.held import backends_alive, worker_gone
 from trajectories.pipeline.llm import llm_configured, llm_probe
 from trajectories.pipeline.rows import NO_LLM_DETAIL
 from trajectories.pipeline.transitions import trajectory_move_many
@@ -32,6 +33,7 @@ from trajectories.pipeline.transitions import trajectory_move_many
 
 @dataclass
 class SweepReport:
+    orphaned: list[int] = field(default_factory=list)  # judging/distilling, the worker's backend gone
     stale_judging: list[int] = field(default_factory=list)
     stale_distilling: list[int] = field(default_factory=list)
     never_picked_up: list[int] = field(default_factory=list)
@@ -46,6 +48,7 @@ class SweepReport:
         return sum(
             len(v)
             for v in (
+                self.orphaned,
                 self.stale_judging,
                 self.stale_distilling,
                 self.never_picked_up,
@@ -59,6 +62,8 @@ class SweepReport:
 
     def lines(self) -> list[str]:
         return [
+            f"re-enqueued {counted(len(self.orphaned), 'trajectory', 'trajectories')} whose worker was lost "
+            f"(judging or distilling, its database session gone): {self.orphaned}",
             f"re-enqueued {counted(len(self.stale_judging), 'trajectory', 'trajectories')} stuck in judging: {self.stale_judging}",
             f"re-enqueued {counted(len(self.stale_distilling), 'trajectory', 'trajectories')} stuck in distilling: {self.stale_distilling}",
             f"re-enqueued {counted(len(self.never_picked_up), 'received trajectory', 'received trajectories')} never picked up: {self.never_picked_up}",
@@ -77,10 +82,13 @@ class SweepReport:
 def pipeline_sweep(
     *, stale_seconds: int | None = None, group_wait_seconds: int | None = None, otlp_idle_seconds: int | None = None
 ) -> SweepReport:
-    """Pick up what was left behind, and enqueue it: rows left judging or
-    distilling longer than ``stale_seconds`` (a worker died) are moved back a
-    stage; rows waiting to be processed that nothing was queued for within
-    ``stale_seconds`` (a lost message) are re-sent; awaiting_llm rows resume
+    """Pick up what was left behind, and enqueue it: rows judging (or a single
+    trajectory distilling) whose worker's database backend is gone
+    (trajectories.pipeline.held) and that have not moved for
+    RB_PIPELINE_ORPHAN_SECONDS (its worker died) are
+    moved back a stage; any other row left judging or distilling longer than
+    ``stale_seconds`` is too; rows waiting to be processed that nothing was
+    queued for within ``stale_seconds`` (a lost message) are re-sent; awaiting_llm rows resume
     once the endpoint answers a probe (rows parked after transient errors
     only when their ``retry_at`` has come, with a fresh budget); MaTTS groups
     waiting longer than ``group_wait_seconds`` are closed with what arrived;
@@ -99,6 +107,27 @@ def pipeline_sweep(
     unqueued = (Q(enqueued_at__isnull=True) | Q(enqueued_at__lte=stale_before)) & not_scheduled_after(stale_before)
     requeued = {"enqueued_at": now}
 
+    orphan_before = now - timedelta(seconds=settings.RB_PIPELINE_ORPHAN_SECONDS)
+    lost = (
+        Trajectory.objects.filter(updated_at__lte=orphan_before)
+        .filter(Q(status=Status.JUDGING) | Q(status=Status.DISTILLING, group_id=""))
+        .exclude(updated_at__lte=stale_before)  # the stale rule below has those
+    )
+    lost = list(lost.values_list("pk", "status", "taken_by", "updated_at"))
+    alive = backends_alive() if settings.RB_PIPELINE_ORPHAN_SECONDS > 0 and lost else {}
+    for pk, status, taken_by, moved_at in lost:
+        if settings.RB_PIPELINE_ORPHAN_SECONDS <= 0 or not worker_gone(taken_by, moved_at, alive):
+            continue
+        # Compare-and-set: a row that moved since it was read (its worker was alive after all) stays.
+        if trajectory_move_many(
+            Trajectory.objects.filter(pk=pk, updated_at__lte=moved_at),
+            from_=status,
+            to=Status.RECEIVED if status == Status.JUDGING else Status.JUDGED,
+            detail=f"Re-queued by the sweeper: its {status} worker is gone (its database session ended).",
+            also=requeued,
+        ):
+            report.orphaned.append(pk)
+            trajectory_enqueue(pk)
     for pk in old.filter(status=Status.JUDGING).values_list("pk", flat=True):
         if trajectory_move_many(
             Trajectory.objects.filter(pk=pk, updated_at__lte=stale_before),

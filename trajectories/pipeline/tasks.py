@@ -122,7 +122,7 @@ def otlp_traces_close_task(bank_id: int, trace_ids: list[str]) -> None:
 
 @shared_task(name="trajectories.sweep", ignore_result=True, acks_late=True)
 def pipeline_sweep_task() -> None:
-    """Beat, every minute: re-enqueue stalled or forgotten work (see trajectories.pipeline.sweeper)."""
+    """Beat, every RB_SWEEP_INTERVAL_SECONDS: re-enqueue stalled, orphaned or forgotten work (see trajectories.pipeline.sweeper)."""
     report = pipeline_sweep()
     if report.total:
         log.info("sweeper: %s", "; ".join(report.lines()))

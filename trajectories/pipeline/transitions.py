@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from reasoningbank_site.commits import commit_without_waiting_for_disk
 from trajectories.models import Status, Trajectory
+from trajectories.pipeline.held import TAKEN_BY
 from trajectories.pipeline.webhook_events import needs_attention_move
 
 S = Status
@@ -66,6 +67,7 @@ def trajectory_move_many(
     of ``from_`` to ``to`` is not in TRANSITIONS."""
     sources = _checked(from_, to)
     fields = {"enqueued_at": None} if to == Status.AWAITING_LLM else {}
+    fields.update(_taken(to))
     fields.update(also or {})
     values = {"status": to, "status_detail": detail, "updated_at": timezone.now(), **fields}
     if to == Status.NEEDS_ATTENTION:  # announced to webhooks
@@ -124,11 +126,17 @@ def _move_one(
     if not sources:
         return False
     fields = {"enqueued_at": None} if parks and to == Status.AWAITING_LLM else {}
+    fields.update(_taken(to))
     values = {"status": to, "status_detail": detail, "updated_at": timezone.now(), **fields, **(also or {})}
     rows = Trajectory.objects.filter(pk=trajectory_id, status__in=sources)
     if to == Status.NEEDS_ATTENTION:  # announced to webhooks
         return needs_attention_move(rows, values) == 1
     return rows.update(**values) == 1
+
+
+def _taken(to: str) -> dict:
+    """A move into a running stage records the backend that made it (trajectories.pipeline.held)."""
+    return {"taken_by": TAKEN_BY} if to in (Status.JUDGING, Status.DISTILLING) else {}
 
 
 def trajectory_mark_needs_attention(*, trajectory_id: int, detail: str) -> None:

@@ -1,7 +1,8 @@
-"""The one-command local stack (`make run`): embedded PostgreSQL (started by
-settings when DATABASE_URL is unset), migrations, demo data, the Celery
-workers (the pipeline's with beat, the webhook deliveries' and the bulk
-work's: reasoningbank_site/workers.py), the web server and the MCP server --
+"""The one-command local stack (`make run`): embedded PostgreSQL and the
+embedded broker (a Valkey server; both started by settings when DATABASE_URL
+and REDIS_URL are unset), migrations, demo data, the Celery workers (the
+pipeline's with beat, the webhook deliveries' and the bulk work's:
+reasoningbank_site/workers.py), the web server and the MCP server --
 supervised, and all stopped together on Ctrl-C.
 
 The web server is gunicorn with its threaded worker, as production runs it
@@ -25,7 +26,6 @@ import json
 import os
 import shlex
 import signal
-import socket
 import sys
 import time
 from pathlib import Path
@@ -39,7 +39,7 @@ from memories.models import ItemStatus, MemoryItem
 from reasoningbank_site import embedded, workers
 from reasoningbank_site.demo import ADMIN_PASSWORD, ADMIN_USERNAME, DEMO, DEMO_QUERY, demo_token_path
 from reasoningbank_site.metrics import multiprocess_dir_prepare
-from reasoningbank_site.supervisor import Child, port_is_free, say
+from reasoningbank_site.supervisor import Child, port_is_free, say, web_argv, worker_argv, worker_log_level
 from trajectories.pipeline.llm import llm_configured
 
 READY_TIMEOUT = 120.0
@@ -51,39 +51,6 @@ STABLE_AFTER = 60.0  # a child that ran this long before dying starts its back-o
 MAX_QUICK_DEATHS = 5  # in a row, each within STABLE_AFTER of its start: give up and stop the stack
 POSTGRES_CHECK_EVERY = 1.0
 PG_RETRY = 0.5  # seconds before trying again to start a dead PostgreSQL; doubles per failure, up to 30 s
-
-
-def web_argv(host: str, port: int) -> list[str]:
-    """The web server `make run` starts: gunicorn's stock threaded worker, as
-    docker/entrypoint.sh starts production's. Each thread keeps one database
-    connection, so the web holds a fixed number of connections, well below
-    PostgreSQL's max_connections, however many agents connect at once."""
-    return [
-        *[sys.executable, "-m", "gunicorn", "reasoningbank_site.wsgi:application", "--bind", f"{host}:{port}"],
-        *["--workers", os.environ.get("WEB_CONCURRENCY") or "2", "--threads", os.environ.get("WEB_THREADS") or "4"],
-        *["--worker-class", "gthread", "--timeout", "60", "--access-logfile", "-"],
-        # gunicorn's control socket is one path per user (~/.gunicorn): a second stack would take it over.
-        "--no-control-socket",
-    ]
-
-
-def worker_log_level() -> str:
-    """The local worker's log level: RB_WORKER_LOG_LEVEL, WARNING when unset."""
-    return (os.environ.get("RB_WORKER_LOG_LEVEL") or "WARNING").upper()
-
-
-def worker_argv(data_dir: Path, *, beat: bool = True, role: workers.WorkerRole = workers.PIPELINE_WORKER) -> list[str]:
-    """A Celery worker `make run` starts, one per role of reasoningbank_site/workers.py (the pipeline's,
-    with beat, runs in bench/pipeline_throughput.py too). Gossip, mingle and heartbeats serve a cluster
-    of workers; for the local ones they are only more queues to poll on the embedded broker."""
-    schedule = ["-B", "--schedule", str(data_dir / "celerybeat-schedule")] if beat else []
-    # WARNING by default: at INFO the beat's periodic tasks print about a line a second and scroll the banner away.
-    hostname = f"{'rb_run' if role == workers.PIPELINE_WORKER else role.name}@{socket.gethostname()}"
-    return [
-        *workers.worker_argv(role, loglevel=worker_log_level(), hostname=hostname),
-        *schedule,
-        *["--without-gossip", "--without-mingle", "--without-heartbeat"],
-    ]
 
 
 class Command(BaseCommand):
@@ -112,6 +79,7 @@ class Command(BaseCommand):
         self.children: list[Child] = []
         self.data_dir = data_dir
         self.pg_check_at = 0.0
+        self.broker_check_at = 0.0
         self.pg_down_since: float | None = None
         self.pg_backoff = PG_RETRY
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -191,7 +159,11 @@ class Command(BaseCommand):
             stop_signal=signal.SIGTERM,
             ready_marker="Uvicorn running on",
         )
-        broker = settings.CELERY_BROKER_URL.split("://")[0]
+        broker = (
+            f"embedded Valkey in {data_dir / 'broker'}"
+            if settings.EMBEDDED_BROKER
+            else settings.CELERY_BROKER_URL.split("://")[0]
+        )
         self.stdout.write(
             f"Starting the Celery workers (pipeline +beat, webhooks, bulk; broker: {broker}), the web server on "
             f"{host}:{port} and the MCP server on {host}:{mcp_port}…"
@@ -271,7 +243,20 @@ class Command(BaseCommand):
             child.restart_at = now + delay
             say(f"rb_run: the {child.name} process exited (code {code}); restarting it in {delay:g} s.")
         self._watch_postgres(now)
+        self._watch_broker(now)
         return 0
+
+    def _watch_broker(self, now: float) -> None:
+        """The embedded broker died: start it again on the same data and socket (the processes reconnect)."""
+        if settings.EMBEDDED_BROKER and now >= self.broker_check_at and not self.stopping:
+            self.broker_check_at = now + POSTGRES_CHECK_EVERY
+            try:
+                if embedded.broker_pid(self.data_dir) is None and embedded.broker_ensure_running(self.data_dir):
+                    say(
+                        f"rb_run: the embedded broker was gone; started it again (pid {embedded.broker_pid(self.data_dir)})."
+                    )
+            except Exception as exc:
+                say(f"rb_run: the embedded broker did not start yet ({exc}); trying again.")
 
     def _watch_postgres(self, now: float) -> None:
         if not settings.EMBEDDED_POSTGRES or now < self.pg_check_at or self.stopping:

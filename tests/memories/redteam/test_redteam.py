@@ -43,7 +43,7 @@ def _answer(messages):
 
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("celery_broker", ["filesystem"], indirect=True)
+@pytest.mark.parametrize("celery_broker", ["embedded"], indirect=True)
 def test_red_team_set_through_the_worker(fake_llm, celery_worker, client, capsys):
     fake_llm.responder = _answer
     bank = factories.make_bank()

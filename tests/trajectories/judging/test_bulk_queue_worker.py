@@ -21,7 +21,7 @@ pytestmark = [
     pytest.mark.worker,
     pytest.mark.django_db(transaction=True),
     # The webhook twin of this test runs on both brokers (tests/accounts/webhooks/test_queues_worker.py).
-    pytest.mark.parametrize("celery_broker", ["filesystem"], indirect=True),
+    pytest.mark.parametrize("celery_broker", ["embedded"], indirect=True),
 ]
 
 SLOW = 2.0  # seconds the LLM takes to answer each of the experiment's 10 calls

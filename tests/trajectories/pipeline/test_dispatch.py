@@ -183,7 +183,7 @@ def test_a_parked_matts_group_resumes_together(
 def test_sweeper_never_resends_a_queued_row_and_honours_a_scheduled_retry(
     make_trajectory, broker_queue, django_capture_on_commit_callbacks
 ):
-    before = set(broker_queue.glob("*.msg"))
+    before = broker_queue.snapshot()
     long_ago = timezone.now() - timedelta(hours=1)
     queued = make_trajectory(task="queued a moment ago")
     scheduled = make_trajectory(task="retry in ten minutes")
@@ -205,7 +205,7 @@ def test_sweeper_never_resends_a_queued_row_and_honours_a_scheduled_retry(
 def test_a_failed_publish_is_sent_by_the_dispatcher_once(
     make_trajectory, broker_queue, settings, monkeypatch, django_capture_on_commit_callbacks
 ):
-    before = set(broker_queue.glob("*.msg"))
+    before = broker_queue.snapshot()
     settings.RB_BROKER_RETRY_AFTER = 60.0
     monkeypatch.setitem(celery_module._broker_down_until, "until", 0.0)
     monkeypatch.setattr(celery_module, "_publish", lambda task, args: (_ for _ in ()).throw(ConnectionError("down")))
@@ -242,7 +242,7 @@ def test_a_batch_is_one_message_that_a_worker_fans_out_to_the_rows_not_yet_picke
 ):
     rows = [make_trajectory(task=f"batch item {n}", external_id=f"b{n}") for n in range(4)]
     ids = [t.pk for t in rows]
-    before = set(broker_queue.glob("*.msg"))
+    before = broker_queue.snapshot()
     with django_capture_on_commit_callbacks(execute=True):
         dispatch.trajectories_enqueue(ids)
     assert queued_tasks(broker_queue, before) == [("trajectories.process_many", f"({ids},)")]
@@ -250,7 +250,7 @@ def test_a_batch_is_one_message_that_a_worker_fans_out_to_the_rows_not_yet_picke
     # Redelivered after a worker took one row and the agent deleted another: only the others are sent.
     Trajectory.objects.filter(pk=ids[1]).update(status=Status.JUDGING)
     Trajectory.objects.filter(pk=ids[2]).delete()
-    before = set(broker_queue.glob("*.msg"))
+    before = broker_queue.snapshot()
     with django_capture_on_commit_callbacks(execute=True):
         assert dispatch.trajectories_fan_out(trajectory_ids=ids) == [ids[0], ids[3]]
     assert sorted(queued_tasks(broker_queue, before)) == sorted(
@@ -273,7 +273,7 @@ def test_a_batch_is_one_message_that_a_worker_fans_out_to_the_rows_not_yet_picke
 def test_the_happy_path_marks_the_queue_entry_in_the_insert_itself(
     make_trajectory, broker_queue, django_capture_on_commit_callbacks
 ):
-    before = set(broker_queue.glob("*.msg"))
+    before = broker_queue.snapshot()
     with CaptureQueriesContext(connection) as queries, django_capture_on_commit_callbacks(execute=True):
         t = make_trajectory()
     writes = [q["sql"] for q in queries if "trajectories_trajectory" in q["sql"] and not q["sql"].startswith("SELECT")]

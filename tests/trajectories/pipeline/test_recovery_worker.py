@@ -159,7 +159,7 @@ def _alter_database(sql: str) -> None:
         admin.execute(sql)
 
 
-@pytest.mark.parametrize("celery_broker", ["filesystem"], indirect=True)
+@pytest.mark.parametrize("celery_broker", ["embedded"], indirect=True)
 def test_a_task_that_finds_the_database_down_is_retried_not_discarded(fake_llm, celery_worker, client):
     _answer_everything(fake_llm)
     name = connection.settings_dict["NAME"]

@@ -86,7 +86,7 @@ def test_single_ingest_query_count(broker_queue, django_capture_on_commit_callba
         "retrieval_id": str(retrievals[0].public_id),
         "outcome": "success",
     }
-    before = set(broker_queue.glob("*.msg")) if broker_queue else set()
+    before = broker_queue.snapshot()
     with CaptureQueriesContext(connection) as captured, django_capture_on_commit_callbacks(execute=True):
         response = _post(body, secret)
     assert response.status_code == 202, response.content
@@ -99,8 +99,7 @@ def test_single_ingest_query_count(broker_queue, django_capture_on_commit_callba
     retrievals[0].refresh_from_db()
     assert (retrievals[0].linked, retrievals[0].judged, retrievals[0].successes) == (1, 1, 1)
     assert retrievals[0].steps == trajectory.step_count
-    if broker_queue is not None:
-        assert queued_tasks(broker_queue, before) == [("trajectories.process", f"({trajectory.pk},)")]
+    assert queued_tasks(broker_queue, before) == [("trajectories.process", f"({trajectory.pk},)")]
 
     # With nothing but the trajectory to write: token, INSERT (committed on its own: no BEGIN, no COMMIT).
     for plain in (
@@ -113,9 +112,9 @@ def test_single_ingest_query_count(broker_queue, django_capture_on_commit_callba
     with CaptureQueriesContext(connection) as captured:  # a repeat: token, INSERT (refused), its row
         assert _post(plain, secret).status_code == 200
     assert len(captured) == 3, "\n".join(q["sql"][:120] for q in captured.captured_queries)
-    if broker_queue is not None:  # the plain ones enqueued once each, after their commits
-        stored = Trajectory.objects.filter(task="plain").order_by("pk").values_list("pk", flat=True)
-        assert queued_tasks(broker_queue, before)[1:] == [("trajectories.process", f"({pk},)") for pk in stored]
+    # the plain ones enqueued once each, after their commits
+    stored = Trajectory.objects.filter(task="plain").order_by("pk").values_list("pk", flat=True)
+    assert queued_tasks(broker_queue, before)[1:] == [("trajectories.process", f"({pk},)") for pk in stored]
 
 
 def test_batch_query_count_does_not_grow_with_the_batch(db, broker_queue, django_capture_on_commit_callbacks):
@@ -123,15 +122,15 @@ def test_batch_query_count_does_not_grow_with_the_batch(db, broker_queue, django
     _post({"task": "warm", "steps": NATIVE_STEPS}, secret)
     counts = {}
     for n in (6, 60):
-        before = set(broker_queue.glob("*.msg")) if broker_queue else set()
+        before = broker_queue.snapshot()
         with CaptureQueriesContext(connection) as captured, django_capture_on_commit_callbacks(execute=True):
             response = _post({"trajectories": _items(n, retrievals, f"n{n}")}, secret, BATCH_URL)
         assert response.status_code == 200 and response.json()["accepted"] == n, response.content
         counts[n] = len(captured)
         ids = [r["id"] for r in response.json()["results"]]
         pks = dict(Trajectory.objects.filter(public_id__in=ids).values_list("public_id", "pk"))
-        if broker_queue is not None:  # one message for the batch; a worker fans it out (test_dispatch)
-            assert queued_tasks(broker_queue, before) == [("trajectories.process_many", f"({sorted(pks.values())},)")]
+        # one message for the batch; a worker fans it out (test_dispatch)
+        assert queued_tasks(broker_queue, before) == [("trajectories.process_many", f"({sorted(pks.values())},)")]
     assert counts[6] == counts[60], counts
     # token, usage; BEGIN, lock retrievals, external_ids, SAVEPOINT, INSERT, RELEASE, judgments INSERT,
     # counters UPDATE, tallies INSERT; COMMIT

@@ -13,6 +13,7 @@ import psutil
 import pytest
 from django.core.management.base import CommandError
 
+from reasoningbank_site import embedded
 from reasoningbank_site.demo import DEMO_QUERY
 from tests.helpers import http_session, run
 from tests.reasoningbank_site.rb_run_stack import http_json, rb_run_start, rb_run_stop, stack_env
@@ -120,12 +121,13 @@ def test_rb_run_serves_the_demo_and_leaves_no_process_behind(tmp_path):
         proc.kill()
         raise
     wait_for(
-        lambda: not [p for p in _processes_mentioning(str(data_dir)) if "postgres" not in p],
+        # The PostgreSQL server and the broker are daemons, not children: they may stay, and the next start adopts them.
+        lambda: not [p for p in _processes_mentioning(str(data_dir)) if "postgres" not in p and "valkey" not in p],
         timeout=180,
         what=f"the children of the killed rb_run to exit: {_processes_mentioning(str(data_dir))}",
     )
 
-    # Third start: clean (whatever PostgreSQL server was left is adopted), serves, and Ctrl-C stops everything.
+    # Third start: clean (whatever PostgreSQL server and broker were left are adopted), serves, and Ctrl-C stops everything.
     proc, log = start("run3.log")
     try:
         status, body = http_json("POST", f"{base}/retrieve", token, {"query": DEMO_QUERY})
@@ -150,7 +152,7 @@ def _pids_of(data_dir, marker: str) -> list[int]:
 
 
 def _crash_parts_and_check_recovery(proc, log, data_dir, base: str, token: str) -> None:
-    """SIGKILL the worker, the web server and the PostgreSQL postmaster of a
+    """SIGKILL the worker, the embedded broker, the web server and the PostgreSQL postmaster of a
     running rb_run: each comes back, and the stack serves again, with rb_run
     itself untouched."""
 
@@ -179,6 +181,24 @@ def _crash_parts_and_check_recovery(proc, log, data_dir, base: str, token: str) 
         lambda: http_json("GET", f"{base}/trajectories/{body['id']}", token)[1].get("status") == "awaiting_llm",
         timeout=180,
         what="the restarted worker to take the trajectory (no LLM configured: awaiting_llm)",
+    )
+
+    # The embedded broker dies: rb_run starts it again on the same data; a trajectory sent afterwards is taken.
+    broker = embedded.broker_pid(data_dir)
+    assert broker is not None, _processes_mentioning(str(data_dir))
+    os.kill(broker, signal.SIGKILL)
+    wait_for(lambda: said("the embedded broker was gone; started it again"), timeout=60, what="the broker back")
+    status, body = http_json(
+        "POST",
+        f"{base}/trajectories",
+        token,
+        {"task": "After the broker", "steps": [{"kind": "answer", "content": "ok"}]},
+    )
+    assert status == 202, body
+    wait_for(
+        lambda: http_json("GET", f"{base}/trajectories/{body['id']}", token)[1].get("status") == "awaiting_llm",
+        timeout=180,
+        what="the worker to take the trajectory sent after the broker came back",
     )
 
     # The web server dies: restarted, serving again.

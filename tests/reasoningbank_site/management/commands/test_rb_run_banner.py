@@ -11,7 +11,8 @@ from pathlib import Path
 from django.conf import settings
 
 from reasoningbank_site import workers
-from reasoningbank_site.management.commands.rb_run import Command, worker_argv
+from reasoningbank_site.management.commands.rb_run import Command
+from reasoningbank_site.supervisor import worker_argv
 
 
 def test_the_banner_sends_people_to_the_app_not_to_djangos_admin():
