@@ -12,7 +12,7 @@ from trajectories.impact.announce import impact_verdicts_announce
 from trajectories.impact.item_effects import item_effects_record_all
 from trajectories.impact.releases import canaries_auto_rollback
 from trajectories.judging.experiments import experiment_fail, experiment_run
-from trajectories.pipeline.llm import LLMTransientError
+from trajectories.pipeline.llm_errors import LLMTransientError
 from trajectories.pipeline.tasks import retry_countdown  # importing the module registers the pipeline's tasks
 
 

@@ -36,8 +36,9 @@ from trajectories.judging.prompt_versions import (
 from trajectories.models import Experiment, ExperimentStatus, Label, PromptName, PromptVersion, Trajectory
 from trajectories.parsing import parse_judge_answer
 from trajectories.pipeline.judge import judge_prompt_build
-from trajectories.pipeline.llm import LLMPermanentError, chat, llm_configured
+from trajectories.pipeline.llm import chat, llm_configured
 from trajectories.pipeline.llm_calls import JUDGE_REMINDER
+from trajectories.pipeline.llm_errors import LLMPermanentError
 from trajectories.selectors import Rate
 
 log = logging.getLogger(__name__)

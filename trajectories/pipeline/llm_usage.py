@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from memories.models import TrustPolicy
 from trajectories.models import LLM_MODEL_NAME_MAX, LLMBudgetHold, LLMUsage
+from trajectories.pipeline.llm_errors import LLMBudgetSpent
 
 ADDED = """calls = {table}.calls + 1,
         prompt_tokens = {table}.prompt_tokens + EXCLUDED.prompt_tokens,
@@ -126,8 +127,6 @@ def llm_budget_hold(*, bank_id: int, tokens: int) -> int | None:
         held = holds.filter(day=day).aggregate(n=Sum("tokens"))["n"]
         left = budget - (used or 0) - (held or 0)
         if left < tokens:
-            from trajectories.pipeline.llm import LLMBudgetSpent  # the LLM errors' module imports this one
-
             raise LLMBudgetSpent(left=left, needed=tokens)
         return LLMBudgetHold.objects.create(bank_id=bank_id, day=day, tokens=tokens).pk
 

@@ -15,7 +15,8 @@ import re
 from memories.models import MemoryItem, TrustPolicy
 from memories.risks import KIND_LABELS, Finding
 from memories.services import memory_item_findings_add
-from trajectories.pipeline.llm import LLMError, chat, distill_model_for
+from trajectories.pipeline.llm import chat, distill_model_for
+from trajectories.pipeline.llm_errors import LLMError
 from trajectories.prompting import neutralize
 from trajectories.prompts import prompt_render
 

@@ -35,8 +35,8 @@ from trajectories.pipeline.dispatch import (
     trajectories_schedule_retry,
 )
 from trajectories.pipeline.distill import trajectory_distill
-from trajectories.pipeline.llm import LLMTransientError
 from trajectories.pipeline.llm_calls import CONTRAST_CALL
+from trajectories.pipeline.llm_errors import LLMTransientError
 from trajectories.pipeline.matts import trajectory_group_distill
 from trajectories.pipeline.sweeper import pipeline_sweep
 from trajectories.recording.retention import trajectory_steps_purge_expired

@@ -20,7 +20,8 @@ from tests.fake_llm import Scripted
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
 from trajectories.models import LLMBudgetHold, LLMStage, LLMUsage, Status, Trajectory
 from trajectories.pipeline import sweeper
-from trajectories.pipeline.llm import LLMBudgetSpent, LLMPermanentError, chat
+from trajectories.pipeline.llm import chat
+from trajectories.pipeline.llm_errors import LLMBudgetSpent, LLMPermanentError
 from trajectories.pipeline.llm_usage import llm_budget_hold, llm_call_estimate
 
 USAGE = {"prompt_tokens": 700, "completion_tokens": 100}  # what each call of the scripted endpoint costs

@@ -6,16 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from trajectories.pipeline.llm import (
-    LLMNotConfigured,
-    LLMPermanentError,
-    LLMTransientError,
-    chat,
-    distill_model_for,
-    judge_model_for,
-    llm_configured,
-    llm_probe,
-)
+from trajectories.pipeline.llm import chat, distill_model_for, judge_model_for, llm_configured, llm_probe
+from trajectories.pipeline.llm_errors import LLMNotConfigured, LLMPermanentError, LLMTransientError
 
 MESSAGES = [{"role": "user", "content": "Judge this."}]
 
