@@ -69,11 +69,12 @@ INDEX_OPTIONS = [
     re.compile(
         r"\b(pip3?|uv\s+pip|npm|yarn|pnpm|gem|cargo)\s+(install|add|i)\s+[^\n]{0,100}?(?P<url>(git\+)?https?://\S+)", _I
     ),
-    # The same settings as environment variables or config-file lines (PIP_INDEX_URL=…, index-url = …).
+    # The same settings as environment variables or config-file lines (PIP_INDEX_URL=…, index-url = …), or in words
+    # (set PIP_EXTRA_INDEX_URL to http://…).
     re.compile(
         r"\b(PIP_(EXTRA_)?INDEX_URL|PIP_FIND_LINKS|PIP_TRUSTED_HOST|UV_(EXTRA_|DEFAULT_)?INDEX(_URL)?|UV_FIND_LINKS|"
         r"PIPENV_PYPI_MIRROR|POETRY_REPOSITORIES_\w+?_URL|npm_config_registry|YARN_(NPM_)?REGISTRY(_SERVER)?|"
-        r"CARGO_REGISTRIES_\w+?_INDEX|BUNDLE_MIRROR__\w+|(extra-)?index-url|registry)\s*[=:]\s*[\"']?"
+        r"CARGO_REGISTRIES_\w+?_INDEX|BUNDLE_MIRROR__\w+|(extra-)?index-url|registry)(\s*[=:]\s*|\s+(to|at)\s+)[\"']?"
         r"(?P<url>[a-z+]+://[^\s\"',;]+|[\w-]+(\.[\w-]+)+(:\d+)?(/[^\s\"',;]*)?)",
         _I,
     ),
