@@ -107,7 +107,7 @@ def _start_worker(env: dict[str, str], data_dir: Path, log_path: Path) -> subpro
 
     with log_path.open("w") as log:
         proc = subprocess.Popen(
-            worker_argv(data_dir),
+            worker_argv(data_dir, beat=True),
             cwd=ROOT,
             env=env,
             stdin=subprocess.DEVNULL,

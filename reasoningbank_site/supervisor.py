@@ -152,10 +152,10 @@ def worker_log_level() -> str:
     return (os.environ.get("RB_WORKER_LOG_LEVEL") or "WARNING").upper()
 
 
-def worker_argv(data_dir: Path, *, beat: bool = True, role: workers.WorkerRole = workers.PIPELINE_WORKER) -> list[str]:
-    """A Celery worker `make run` starts, one per role of reasoningbank_site/workers.py (the pipeline's,
-    with beat, runs in bench/pipeline_throughput.py too). Gossip, mingle and heartbeats serve a cluster
-    of workers; the local ones do without them."""
+def worker_argv(data_dir: Path, *, beat: bool = False, role: workers.WorkerRole = workers.PIPELINE_WORKER) -> list[str]:
+    """A Celery worker `make run` starts, one per role of reasoningbank_site/workers.py (the pipeline's
+    runs in bench/pipeline_throughput.py too, there with beat inside it: ``beat``). Gossip, mingle and
+    heartbeats serve a cluster of workers; the local ones do without them."""
     schedule = ["-B", "--schedule", str(data_dir / "celerybeat-schedule")] if beat else []
     # WARNING by default: at INFO the beat's periodic tasks print about a line a second and scroll the banner away.
     hostname = f"{'rb_run' if role == workers.PIPELINE_WORKER else role.name}@{socket.gethostname()}"
@@ -163,4 +163,14 @@ def worker_argv(data_dir: Path, *, beat: bool = True, role: workers.WorkerRole =
         *workers.worker_argv(role, loglevel=worker_log_level(), hostname=hostname),
         *schedule,
         *["--without-gossip", "--without-mingle", "--without-heartbeat"],
+    ]
+
+
+def beat_argv(data_dir: Path) -> list[str]:
+    """Celery beat as a process of its own, which `make run` supervises like the workers: beat embedded in
+    a worker (-B) runs as that worker's child, which nobody restarts when it dies, and without beat the
+    sweeper that re-sends lost work never runs."""
+    return [
+        *[sys.executable, "-m", "celery", "-A", "reasoningbank_site", "beat"],
+        *["--schedule", str(data_dir / "celerybeat-schedule"), "--loglevel", worker_log_level()],
     ]

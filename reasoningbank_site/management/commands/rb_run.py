@@ -1,8 +1,8 @@
 """The one-command local stack (`make run`): embedded PostgreSQL and the
 embedded broker (a Valkey server; both started by settings when DATABASE_URL
 and REDIS_URL are unset), migrations, demo data, the Celery workers (the
-pipeline's with beat, the webhook deliveries' and the bulk work's:
-reasoningbank_site/workers.py), the web server and the MCP server --
+pipeline's, the webhook deliveries' and the bulk work's:
+reasoningbank_site/workers.py) and beat, the web server and the MCP server --
 supervised, and all stopped together on Ctrl-C.
 
 The web server is gunicorn with its threaded worker, as production runs it
@@ -39,7 +39,7 @@ from memories.models import ItemStatus, MemoryItem
 from reasoningbank_site import embedded, workers
 from reasoningbank_site.demo import ADMIN_PASSWORD, ADMIN_USERNAME, DEMO, DEMO_QUERY, demo_token_path
 from reasoningbank_site.metrics import multiprocess_dir_prepare
-from reasoningbank_site.supervisor import Child, port_is_free, say, web_argv, worker_argv, worker_log_level
+from reasoningbank_site.supervisor import Child, beat_argv, port_is_free, say, web_argv, worker_argv, worker_log_level
 from trajectories.pipeline.llm import llm_configured
 
 READY_TIMEOUT = 120.0
@@ -126,16 +126,18 @@ class Command(BaseCommand):
         env.update(multiprocess_dir_prepare(data_dir))  # /metrics sums the web's and the worker's metrics
         self.child_env = env
         base = Path(settings.BASE_DIR)
-        # The pipeline's worker (with beat), and the webhook deliveries' and the bulk work's, each on its queues.
+        # The pipeline's worker, the webhook deliveries' and the bulk work's, each on its queues; beat on its own.
         worker, *queue_workers = [
             Child(
                 name=role.name,
-                argv=worker_argv(data_dir, beat=role == workers.PIPELINE_WORKER, role=role),
+                argv=worker_argv(data_dir, role=role),
                 stop_signal=signal.SIGTERM,
                 ready_marker=" ready.",
             )
             for role in workers.ROLES
         ]
+        # The banner's last line ("maxinterval"); beat logs nothing more at WARNING.
+        beat = Child(name="beat", argv=beat_argv(data_dir), stop_signal=signal.SIGTERM, ready_marker="maxinterval ->")
         web = Child(
             name="web",
             argv=web_argv(host, port),
@@ -165,10 +167,10 @@ class Command(BaseCommand):
             else settings.CELERY_BROKER_URL.split("://")[0]
         )
         self.stdout.write(
-            f"Starting the Celery workers (pipeline +beat, webhooks, bulk; broker: {broker}), the web server on "
+            f"Starting the Celery workers (pipeline, webhooks, bulk; broker: {broker}) and beat, the web server on "
             f"{host}:{port} and the MCP server on {host}:{mcp_port}…"
         )
-        for child in (worker, *queue_workers, web, mcp):
+        for child in (worker, *queue_workers, beat, web, mcp):
             self.children.append(child)
             child.start(env, base)
 

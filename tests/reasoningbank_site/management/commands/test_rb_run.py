@@ -152,7 +152,7 @@ def _pids_of(data_dir, marker: str) -> list[int]:
 
 
 def _crash_parts_and_check_recovery(proc, log, data_dir, base: str, token: str) -> None:
-    """SIGKILL the worker, the embedded broker, the web server and the PostgreSQL postmaster of a
+    """SIGKILL beat, the worker, the embedded broker, the web server and the PostgreSQL postmaster of a
     running rb_run: each comes back, and the stack serves again, with rb_run
     itself untouched."""
 
@@ -161,10 +161,16 @@ def _crash_parts_and_check_recovery(proc, log, data_dir, base: str, token: str) 
             pytest.fail(f"rb_run exited with {proc.returncode}:\n{log.read_text()}")
         return text in log.read_text()
 
-    # One worker per queue role: the pipeline's (with beat), the webhook deliveries' and the bulk work's.
-    workers = [pid for pid in _pids_of(data_dir, "celery") if os.getsid(pid) == pid]
-    assert len(workers) == 3, _processes_mentioning(str(data_dir))
-    # The pipeline's worker (and its beat) dies: restarted; a trajectory sent afterwards is processed by it.
+    # One worker per queue role (the pipeline's, the webhook deliveries' and the bulk work's), and beat.
+    celery = [pid for pid in _pids_of(data_dir, "celery") if os.getsid(pid) == pid]
+    beat = [pid for pid in celery if " beat " in " ".join(psutil.Process(pid).cmdline()) + " "]
+    workers = [pid for pid in celery if pid not in beat]
+    assert len(workers) == 3 and len(beat) == 1, _processes_mentioning(str(data_dir))
+    # Beat dies: restarted (it runs the sweeper that re-sends lost work).
+    os.kill(beat[0], signal.SIGKILL)
+    wait_for(lambda: said("the beat process is back"), timeout=180, what="rb_run to restart beat")
+    assert "the beat process exited (code -9); restarting it" in log.read_text()
+    # The pipeline's worker dies: restarted; a trajectory sent afterwards is processed by it.
     worker = [pid for pid in workers if "--hostname rb_run@" in " ".join(psutil.Process(pid).cmdline())]
     assert len(worker) == 1, _processes_mentioning(str(data_dir))
     os.kill(worker[0], signal.SIGKILL)
