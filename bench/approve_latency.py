@@ -30,9 +30,10 @@ from common import setup_django
 
 def _run(mode: str, n: int) -> dict:
     setup_django()
-    from memories.models import ItemStatus, MemoryItem
-    from memories.services import memory_item_approve, memory_item_create
-    from memories.services.embedding import item_embed_inline, item_embedding_is_current
+    from memories.embedding.items import item_embed_inline, item_embedding_is_current
+    from memories.items.models import ItemStatus, MemoryItem
+    from memories.items.services import memory_item_create
+    from memories.review.decisions import memory_item_approve
     from tests import factories
 
     user = factories.make_user(f"bench-{uuid.uuid4().hex[:8]}")

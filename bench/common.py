@@ -60,7 +60,8 @@ def bench_bank():
     from django.contrib.auth import get_user_model
 
     from accounts.models import Bank
-    from accounts.services import bank_create, team_create
+    from accounts.teams.banks import bank_create
+    from accounts.teams.services import team_create
 
     User = get_user_model()
     user = User.objects.filter(username="bench").first() or User.objects.create_user("bench", password="bench-pass-123")
@@ -76,7 +77,7 @@ def retrievals_logged(bank, before: int, answered: int, timeout: float = 30.0) -
     ``--compare`` may write it just after), assert that
     every one is, and return the count: a benchmark whose answers were not
     all logged did less than a user's requests do."""
-    from memories.models import RetrievalEvent
+    from memories.serving.models import RetrievalEvent
 
     deadline = time.monotonic() + timeout
     while (logged := RetrievalEvent.objects.filter(bank=bank).count() - before) < answered:
@@ -130,12 +131,12 @@ def floor_search(bank, text: str, k: int):
     """The floor of a retrieval, in this process: the query's embedding and the
     production SQL search (``approved_items_search``), asserted to find ``k``
     items. Returns (ms, the query vector, the (item, similarity) pairs found)."""
-    from memories import selectors
-    from memories.embeddings import embed_text
+    from memories.embedding.model import embed_text
+    from memories.serving.search import approved_items_search
 
     started = time.perf_counter()
     vector = embed_text(text)
-    found = selectors.approved_items_search(bank=bank, vector=vector, k=k, min_similarity=-1.0)
+    found = approved_items_search(bank=bank, vector=vector, k=k, min_similarity=-1.0)
     elapsed = (time.perf_counter() - started) * 1000
     assert len(found) == k, len(found)
     return elapsed, vector, found

@@ -159,11 +159,12 @@ def run_one(kind: str, n: int, llm_url: str, tmp: Path, idle_seconds: float) -> 
     from django.conf import settings
     from django.contrib.auth import get_user_model
 
-    from accounts.services import bank_create, team_create
-    from memories.models import MemoryItem, MemoryItemSupport
+    from accounts.teams.banks import bank_create
+    from accounts.teams.services import team_create
+    from memories.items.models import MemoryItem, MemoryItemSupport
     from reasoningbank_site import embedded
+    from trajectories.ingest.batch import trajectory_ingest_batch
     from trajectories.models import Status, Trajectory
-    from trajectories.recording.batch import trajectory_ingest_batch
 
     env = {k: v for k, v in os.environ.items() if k not in ("CELERY_BROKER_URL", "REDIS_URL", "RB_BROKER_DIR")}
     env.update(

@@ -41,7 +41,7 @@ QUERIES = [
 def _seed():
     from django.contrib.auth import get_user_model
 
-    from memories.services import memory_item_create
+    from memories.items.services import memory_item_create
     from tests import factories
 
     user = get_user_model().objects.create_user(f"bench-{uuid.uuid4().hex[:8]}")
@@ -83,8 +83,8 @@ def main() -> None:
     args = parser.parse_args()
 
     setup_django()
-    from memories.models import MemoryItem
-    from memories.services import memory_items_count_served
+    from memories.items.models import MemoryItem
+    from memories.serving.upkeep import memory_items_count_served
 
     _bank, items, token = _seed()
     memory_items_count_served()  # start from folded counters

@@ -43,8 +43,8 @@ from compare_reasoning_bank import CENTRE_TEXTS, K, _post
 from retrieval import QUERY_TEXTS, _reset_and_load
 
 PARTS = (
-    ("token", "accounts.auth", "api_token_use"),
-    ("embed", "memories.services.retrieval.preview", "embed_text"),
+    ("token", "accounts.tokens.auth", "api_token_use"),
+    ("embed", "memories.serving.preview", "embed_text"),
 )
 
 
@@ -165,7 +165,7 @@ def run(
     parts: bool = False,
 ) -> None:
     setup_django()
-    from memories.embeddings import embed_texts
+    from memories.embedding.model import embed_texts
 
     rng = np.random.default_rng(7)
     centres = embed_texts(CENTRE_TEXTS)
@@ -197,7 +197,7 @@ def run(
                     "floor": floor,
                     **({"compare": lambda text, secret=secret: _post(other_base, secret, text)} if other_base else {}),
                 }
-            from memories.models import RetrievalEvent
+            from memories.serving.models import RetrievalEvent
 
             logged_before = RetrievalEvent.objects.filter(bank=bank).count()
             for text in texts[:3]:  # warm them all

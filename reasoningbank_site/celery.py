@@ -13,7 +13,6 @@ from celery import Celery
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 
-from reasoningbank_site import logs  # noqa: F401  (connects the signals that carry the request id into tasks)
 from reasoningbank_site.text import counted
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank_site.settings")

@@ -12,14 +12,17 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Bank, Membership, Role, Team
-from accounts.services import api_token_create, bank_create
-from memories.embeddings import embedding_model_name, item_embedding_hash
-from memories.models import ItemStatus, MemoryItem, RetrievalEvent
-from memories.services import experience_create, memory_item_propose
+from accounts.teams.banks import bank_create
+from accounts.tokens.services import api_token_create
+from memories.embedding.model import embedding_model_name, item_embedding_hash
+from memories.items.experience_services import experience_create
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.services import memory_item_propose
+from memories.serving.models import RetrievalEvent
+from trajectories.ingest.record import trajectory_ingest
+from trajectories.judging.verdicts import judgment_record, retrieval_outcomes_rebuild
 from trajectories.models import Judgment, JudgmentSource, Trajectory
 from trajectories.pipeline.tasks import trajectory_process_task
-from trajectories.recording.ingest import trajectory_ingest
-from trajectories.recording.judgments import judgment_record, retrieval_outcomes_rebuild
 
 _seq = itertools.count(1)
 

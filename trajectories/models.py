@@ -9,7 +9,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import ApiToken, Bank
-from memories.models import Experience, MemoryItem, RetrievalEvent, VerdictTier
+from memories.items.experiences import Experience
+from memories.items.models import MemoryItem
+from memories.serving.models import RetrievalEvent
+from memories.trust.models import VerdictTier
 from reasoningbank_site.search import SearchColumn
 
 

@@ -20,16 +20,16 @@ from dataclasses import dataclass
 from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet, Value
 
 from accounts.models import Bank
-from memories.models import ItemStatus, MemoryItem
-from memories.selectors.learning import item_expired, refused_q, servable_q
-from memories.selectors.releases import (
+from memories.items.models import ItemStatus, MemoryItem
+from memories.learning.selectors import item_expired, refused_q, servable_q
+from memories.releases.selectors import (
     latest_version_subquery,
     release_item_exists,
     release_serving,
     release_texts_apply,
     release_version_subquery,
 )
-from memories.selectors.retrieval.filters import NO_FILTERS, RetrievalFilters, unconfirmed_risk_q
+from memories.serving.filters import NO_FILTERS, RetrievalFilters, unconfirmed_risk_q
 
 
 class Arm:

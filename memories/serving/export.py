@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from accounts.models import Bank
-from memories.models import ItemOrigin, MemoryItem
+from memories.items.models import ItemOrigin, MemoryItem
 from memories.serving import served_items
 
 _SOURCE_OF_ORIGIN = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import template
 from django.utils import timezone
 
-from memories.models import ItemStatus, SupportKind
+from memories.items.models import ItemStatus, SupportKind
 
 register = template.Library()
 

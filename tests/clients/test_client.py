@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 import reasoningbank_client as rb
-from memories.services import memory_item_edit
+from memories.items.services import memory_item_edit
 from reasoningbank_client import AsyncClient, Client
 from tests import factories
 from tests.clients.conftest import FAST_RETRY

@@ -21,8 +21,9 @@ from django.conf import settings
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from memories.models import MemoryItem, RetrievalEvent
-from memories.services import memory_item_edit
+from memories.items.models import MemoryItem
+from memories.items.services import memory_item_edit
+from memories.serving.models import RetrievalEvent
 from tests import factories
 from tests.helpers import free_port, http_session, wait_for
 from trajectories.models import Trajectory

@@ -7,10 +7,12 @@ from django.utils import timezone
 from ninja.responses import NinjaJSONEncoder
 
 from accounts.models import ApiToken, TokenUsage
-from accounts.services import api_token_revoke
-from memories.models import MemoryItem, RetrievalEvent
-from memories.schemas import RetrieveOut
-from memories.services import memory_item_archive, memory_item_propose
+from accounts.tokens.services import api_token_revoke
+from memories.items.models import MemoryItem
+from memories.items.services import memory_item_propose
+from memories.review.decisions import memory_item_archive
+from memories.serving.models import RetrievalEvent
+from memories.serving.schemas import RetrieveOut
 from tests import factories
 
 RETRIEVE = "/api/v1/retrieve"

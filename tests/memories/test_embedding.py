@@ -1,18 +1,16 @@
-"""Keeping items and experiences searchable (memories.services.embedding): refresh, the embed task, the
+"""Keeping items and experiences searchable (memories.embedding.items): refresh, the embed task, the
 sweeper — against the real database."""
 
 import numpy as np
 import pytest
 
-from memories.embeddings import embed_text, item_embedding_hash
-from memories.models import Experience, MemoryItem
-from memories.services import (
-    experience_create,
-    memory_item_create,
-    memory_item_embed_refresh,
-    memory_item_propose,
-    memory_item_reject,
-)
+from memories.embedding.items import memory_item_embed_refresh
+from memories.embedding.model import embed_text, item_embedding_hash
+from memories.items.experience_services import experience_create
+from memories.items.experiences import Experience
+from memories.items.models import MemoryItem
+from memories.items.services import memory_item_create, memory_item_propose
+from memories.review.decisions import memory_item_reject
 from reasoningbank_site.errors import Invalid
 from tests.memories.lessons import DATES, LOGIN
 

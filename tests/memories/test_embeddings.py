@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from sentence_transformers import SentenceTransformer
 
-from memories import embeddings, onnx_embedding
-from memories.embeddings import embed_texts, get_model
-from memories.onnx_embedding import OnnxSentenceEncoder
+from memories.embedding import model as embeddings
+from memories.embedding import onnx as onnx_embedding
+from memories.embedding.model import embed_texts, get_model
+from memories.embedding.onnx import OnnxSentenceEncoder
 
 TEXTS = [
     "",

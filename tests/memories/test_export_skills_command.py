@@ -10,7 +10,8 @@ import pytest
 import yaml
 from django.core.management import CommandError, call_command
 
-from memories.services import memory_item_archive, memory_item_create
+from memories.items.services import memory_item_create
+from memories.review.decisions import memory_item_archive
 from tests import factories
 
 

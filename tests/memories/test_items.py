@@ -1,18 +1,13 @@
-"""Making an item (memories.services.items): propose, create, edit — against the real database."""
+"""Making an item (memories.items.services): propose, create, edit — against the real database."""
 
 import numpy as np
 import pytest
 
-from memories.embeddings import item_embedding_hash
-from memories.models import ItemStatus, MemoryItem
-from memories.selectors import NEAR_DUPLICATE_SIMILARITY
-from memories.services import (
-    memory_item_create,
-    memory_item_edit,
-    memory_item_propose,
-    memory_item_reject,
-    memory_item_supersede,
-)
+from memories.embedding.model import item_embedding_hash
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.near_duplicates import NEAR_DUPLICATE_SIMILARITY
+from memories.items.services import memory_item_create, memory_item_edit, memory_item_propose
+from memories.review.decisions import memory_item_reject, memory_item_supersede
 from reasoningbank_site.errors import Conflict, Invalid
 from tests.memories.lessons import DATES, LOGIN, actions
 

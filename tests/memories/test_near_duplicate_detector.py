@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from memories import selectors
-from memories.services import memory_item_create, memory_item_embed_refresh
+from memories.embedding.items import memory_item_embed_refresh
+from memories.items.services import memory_item_create
+from memories.review.selectors import review_queue
 from tests.factories import make_done_trajectory, propose_item
 
 CONTENT = "Check the institution's own pages before answering."
@@ -29,7 +30,7 @@ def test_a_hand_written_twin_is_flagged_on_both_pages_and_by_the_filter(client, 
     assert [d["id"] for d in twin.near_duplicates] == [str(first.public_id)]
     assert twin.near_duplicates[0]["similarity"] >= 0.99
     assert [d["id"] for d in first.near_duplicates] == [str(twin.public_id)]
-    flagged = set(selectors.review_queue(bank=bank, has_duplicate=True).values_list("pk", flat=True))
+    flagged = set(review_queue(bank=bank, has_duplicate=True).values_list("pk", flat=True))
     assert flagged == {first.pk, twin.pk}
     client.force_login(owner)
     for item, other in ((first, twin), (twin, first)):

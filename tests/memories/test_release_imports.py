@@ -12,10 +12,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import AuditEvent
-from memories.models import ImportState, ItemStatus, MemoryItem, ReleaseImport, RiskFinding
-from memories.selectors.releases import RELEASE_FORMAT
-from memories.services.releases.imports import release_import_start
-from memories.services.review_policy import review_policy_update
+from memories.items.models import ItemStatus, MemoryItem
+from memories.releases.imports import release_import_start
+from memories.releases.models import ImportState, ReleaseImport
+from memories.releases.selectors import RELEASE_FORMAT
+from memories.review.policy import review_policy_update
+from memories.trust.risk_models import RiskFinding
 from reasoningbank_site.errors import Forbidden
 from tests import factories
 from tests.memories.lessons import DATES, LOGIN

@@ -13,8 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from memories.models import MemoryItem, RetrievalEvent
-from memories.services import memory_items_count_served
+from memories.items.models import MemoryItem
+from memories.serving.models import RetrievalEvent
+from memories.serving.upkeep import memory_items_count_served
 from tests import factories
 from tests.helpers import post_over_http
 

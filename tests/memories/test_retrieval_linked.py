@@ -13,7 +13,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from memories.models import RetrievalEvent
+from memories.serving.models import RetrievalEvent
 from reasoningbank_site.ids import uuid7, uuid7_issued_at
 from tests import factories
 from tests.helpers import post_over_http

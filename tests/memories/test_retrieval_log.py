@@ -11,8 +11,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from accounts.models import TokenUsage
-from memories.models import Arm, RetrievalEvent, RetrievalTally
-from memories.services import retrieval_perform
+from memories.serving.models import Arm, RetrievalEvent, RetrievalTally
+from memories.serving.retrieval import retrieval_perform
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

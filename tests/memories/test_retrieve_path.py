@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from accounts.models import RetrievalMode
-from memories.services import experience_create, memory_item_approve, memory_item_embed_refresh, memory_item_propose
+from memories.embedding.items import memory_item_embed_refresh
+from memories.items.experience_services import experience_create
+from memories.items.services import memory_item_propose
+from memories.review.decisions import memory_item_approve
 from tests.helpers import ROOT, retrieve
 
 APPS = ("accounts", "memories", "reasoningbank_site", "trajectories")

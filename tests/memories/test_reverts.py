@@ -11,17 +11,10 @@ import pytest
 from django.urls import reverse
 
 from accounts.models import AuditEvent
-from memories.models import ItemOrigin, ItemStatus, MemoryItem
-from memories.services import (
-    memory_item_approve,
-    memory_item_archive,
-    memory_item_create,
-    memory_item_edit,
-    memory_item_flag,
-    memory_item_last_decision,
-    memory_item_reject,
-    memory_item_revert,
-)
+from memories.items.models import ItemOrigin, ItemStatus, MemoryItem
+from memories.items.services import memory_item_create, memory_item_edit
+from memories.review.decisions import memory_item_approve, memory_item_archive, memory_item_flag, memory_item_reject
+from memories.review.reverts import memory_item_last_decision, memory_item_revert
 from reasoningbank_site.errors import Conflict, NotFound
 
 HTMX = {"HTTP_HX_REQUEST": "true"}

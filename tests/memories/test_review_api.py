@@ -7,14 +7,10 @@ import uuid
 import pytest
 
 from accounts.models import AuditEvent
-from memories.models import ItemStatus, MemoryItem
-from memories.services import (
-    memory_item_approve,
-    memory_item_create,
-    memory_item_embed_refresh,
-    memory_item_reject,
-    memory_item_supersede,
-)
+from memories.embedding.items import memory_item_embed_refresh
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.services import memory_item_create
+from memories.review.decisions import memory_item_approve, memory_item_reject, memory_item_supersede
 from reasoningbank_site.errors import StaleVersion
 from tests import factories
 

@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 
-from memories.models import ItemStatus, MemoryItem
-from memories.services import memory_item_approve, memory_item_reject
-from memories.services.learning import ItemEffect, memory_items_outcomes_record
+from memories.items.models import ItemStatus, MemoryItem
+from memories.learning.retirement import ItemEffect, memory_items_outcomes_record
+from memories.review.decisions import memory_item_approve, memory_item_reject
 from tests import factories
 from tests.factories import make_done_trajectory, propose_item
 

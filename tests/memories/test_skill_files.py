@@ -16,10 +16,12 @@ from django.urls import reverse
 from django.utils import timezone
 from markdown_it import MarkdownIt
 
-from memories import skill_files
-from memories.models import MemoryItem
-from memories.selectors import bank_lessons, system_block_preamble
-from memories.services import memory_item_archive, memory_item_create, memory_item_edit, memory_item_reject
+from memories.items.models import MemoryItem
+from memories.items.services import memory_item_create, memory_item_edit
+from memories.review.decisions import memory_item_archive, memory_item_reject
+from memories.serving import skill_files
+from memories.serving.served import system_block_preamble
+from memories.serving.skills import bank_lessons
 from tests import factories
 
 API = "/api/v1/export/skills"

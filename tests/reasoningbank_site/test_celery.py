@@ -2,8 +2,8 @@
 
 import pytest
 
-from memories.models import ItemStatus, MemoryItem
-from memories.services import memory_item_create
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.services import memory_item_create
 from tests import factories
 from tests.worker import celery_broker, celery_worker, celery_worker_env, wait_for  # noqa: F401
 

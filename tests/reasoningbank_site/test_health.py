@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from memories import embeddings
+from memories.embedding import model as embeddings
 from tests.worker import redis_broker, wait_for  # noqa: F401
 
 
@@ -83,7 +83,7 @@ def test_a_web_process_loads_the_model_at_start_and_commands_do_not():
     started = _python(
         "import sys, reasoningbank_site.wsgi; from memories import embeddings\n"
         "print(embeddings.model_is_loaded(), embeddings.model_load_error() or 'no error', 'torch' in sys.modules,"
-        " 'memories.api' in sys.modules)"
+        " 'memories.serving.api' in sys.modules)"
     )
     assert started == "True no error False True"
     # …while Django set up for a management command (or the test suite) never imports torch.

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.test import Client
 
-from memories.services import memory_item_create
+from memories.items.services import memory_item_create
 from tests import factories
 
 pytestmark = pytest.mark.django_db

@@ -9,13 +9,15 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from accounts.models import ApiToken
-from accounts.services import api_token_revoke
-from memories.models import Experience, MemoryItem, RetrievalEvent
+from accounts.tokens.services import api_token_revoke
+from memories.items.experiences import Experience
+from memories.items.models import MemoryItem
+from memories.serving.models import RetrievalEvent
 from tests import factories
 from tests.trajectories.conftest import queued_tasks
 from tests.trajectories.payloads import ANTHROPIC_MESSAGES, ANTHROPIC_SYSTEM, NATIVE_STEPS, OPENAI_MESSAGES
+from trajectories.judging.verdicts import judgment_record
 from trajectories.models import Judgment, Trajectory
-from trajectories.recording.judgments import judgment_record
 
 URL = "/api/v1/trajectories"
 BATCH_URL = "/api/v1/trajectories/batch"

@@ -7,9 +7,11 @@ from __future__ import annotations
 import pytest
 
 from accounts.models import Role
-from accounts.services import bank_update_settings
-from memories.models import ItemStatus, MemoryItem
-from memories.services import memory_item_approve, memory_item_create, memory_item_embed_refresh
+from accounts.teams.banks import bank_update_settings
+from memories.embedding.items import memory_item_embed_refresh
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.services import memory_item_create
+from memories.review.decisions import memory_item_approve
 from tests import factories
 from tests.factories import make_done_trajectory, propose_item
 

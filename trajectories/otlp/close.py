@@ -24,10 +24,10 @@ from django.utils import timezone
 from accounts.models import ApiToken, Bank
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.text import counted
+from trajectories.ingest.record import trajectory_ingest
 from trajectories.models import InputFormat, TraceSpan, Trajectory
 from trajectories.otlp.buffer import lock_trace
 from trajectories.otlp.mapping import trajectory_from_spans
-from trajectories.recording.ingest import trajectory_ingest
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from django.db.models import BigIntegerField, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from memories.models import TrustPolicy
+from memories.trust.models import TrustPolicy
 from trajectories.models import LLMUsage, Status, Trajectory
 from trajectories.pipeline.transitions import trajectory_move, trajectory_move_many
 

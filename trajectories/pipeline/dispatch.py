@@ -26,7 +26,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from accounts.services import audit_record
+from accounts.audit.services import audit_record
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.errors import Conflict
 from trajectories.models import Status, Trajectory

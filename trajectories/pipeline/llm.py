@@ -15,12 +15,7 @@ from collections.abc import Iterable
 import openai
 from django.conf import settings
 
-from trajectories.pipeline.llm_errors import (
-    LLMBudgetSpent,
-    LLMNotConfigured,
-    LLMPermanentError,
-    LLMTransientError,
-)
+from trajectories.pipeline.llm_errors import LLMBudgetSpent, LLMNotConfigured, LLMPermanentError, LLMTransientError
 from trajectories.pipeline.llm_metrics import llm_measured, llm_tokens_count
 from trajectories.pipeline.llm_usage import llm_budget_hold, llm_budget_release, llm_call_estimate, llm_usage_settle
 

@@ -12,9 +12,11 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from memories.models import BankLearning, ItemStatus, MemoryItem
-from memories.services import memory_item_approve, memory_item_reject
-from memories.services.learning import ItemEffect, bank_learning_update, memory_items_outcomes_record
+from memories.items.models import ItemStatus, MemoryItem
+from memories.learning.models import BankLearning
+from memories.learning.policy import bank_learning_update
+from memories.learning.retirement import ItemEffect, memory_items_outcomes_record
+from memories.review.decisions import memory_item_approve, memory_item_reject
 from tests.factories import make_done_trajectory, propose_item
 
 REASON = "Official pages of this city are months out of date."

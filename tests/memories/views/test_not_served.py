@@ -7,9 +7,10 @@ import re
 
 from django.urls import reverse
 
-from memories.models import MemoryItem, PublishMode
-from memories.services import memory_item_approve
-from memories.services.releases import release_mode_set, release_publish
+from memories.items.models import MemoryItem
+from memories.releases.models import PublishMode
+from memories.releases.publishing import release_mode_set, release_publish
+from memories.review.decisions import memory_item_approve
 from tests.factories import propose_item
 
 

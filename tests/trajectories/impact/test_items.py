@@ -11,9 +11,7 @@ from django.utils import timezone
 from tests.factories import make_arm, make_items, with_holdout
 from trajectories.impact.items import item_outcomes
 from trajectories.impact.report import bank_impact
-from trajectories.impact.statistics import (
-    newcombe_difference,
-)
+from trajectories.impact.statistics import newcombe_difference
 
 # --- per item ----------------------------------------------------------------------------------------
 

@@ -9,12 +9,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memories.models import RetrievalEvent
+from memories.serving.models import RetrievalEvent
 from tests.factories import make_arm, with_holdout
 from tests.trajectories.impact.test_statistics import wilson_by_hand
 from trajectories.impact.report import FALLBACK_BASELINE, bank_impact
+from trajectories.judging.verdicts import retrieval_outcomes_rebuild
 from trajectories.models import Trajectory
-from trajectories.recording.judgments import retrieval_outcomes_rebuild
 
 # --- the bank report -----------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from accounts.models import AuditEvent
-from memories.models import MemoryItem
+from memories.items.models import MemoryItem
 from reasoningbank_site.errors import Invalid
 from tests.factories import make_member, process_trajectory
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE

@@ -12,8 +12,8 @@ from django.db import connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from accounts.services import bank_update_settings
-from memories.services import bank_trust_policy_update
+from accounts.teams.banks import bank_update_settings
+from memories.trust.services import bank_trust_policy_update
 from tests import factories
 from tests.factories import process_trajectory
 from tests.fake_llm import Scripted

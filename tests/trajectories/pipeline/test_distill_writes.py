@@ -13,8 +13,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from accounts.models import AuditEvent
-from memories.embeddings import embed_text, get_model, item_embedding_text
-from memories.models import MemoryItem, SupportKind
+from memories.embedding.model import embed_text, get_model, item_embedding_text
+from memories.items.models import MemoryItem, SupportKind
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
 from trajectories.models import Status

@@ -6,14 +6,14 @@ the sweeper closes it; a relabelled member re-contrasts its group."""
 import pytest
 from django.urls import reverse
 
-from memories.models import ItemOrigin, ItemStatus, MemoryItem
-from memories.services import memory_item_create
+from memories.items.models import ItemOrigin, ItemStatus, MemoryItem
+from memories.items.services import memory_item_create
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import FAILURE_ITEMS, ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
+from trajectories.judging.verdicts import trajectory_relabel
 from trajectories.models import Status
 from trajectories.pipeline.matts import trajectory_group_distill
 from trajectories.pipeline.sweeper import pipeline_sweep
-from trajectories.recording.judgments import trajectory_relabel
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 

@@ -4,7 +4,7 @@ distilling are redone without duplicates."""
 
 import pytest
 
-from memories.models import MemoryItem
+from memories.items.models import MemoryItem
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
 from trajectories.models import Judgment, Status, Trajectory

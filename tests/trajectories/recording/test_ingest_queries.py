@@ -9,7 +9,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from memories.models import RetrievalEvent, RetrievalTally
+from memories.serving.models import RetrievalEvent, RetrievalTally
 from tests import factories
 from tests.trajectories.conftest import queued_tasks
 from tests.trajectories.payloads import ANTHROPIC_MESSAGES, NATIVE_STEPS, OPENAI_MESSAGES

@@ -4,7 +4,7 @@ and banks without a quota are not limited."""
 
 import pytest
 
-from accounts.services import bank_update_settings
+from accounts.teams.banks import bank_update_settings
 from tests import factories
 from trajectories.models import Trajectory
 

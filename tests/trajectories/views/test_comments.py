@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from accounts.models import AuditEvent
 from trajectories.models import COMMENT_MAX, Comment, Trajectory
-from trajectories.recording.deletion import trajectory_delete
+from trajectories.records.deletion import trajectory_delete
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 

