@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 EXPORT_FORMAT = 1
 MODEL_TYPES = {"bert"}
 MODULE_TYPES = ["Transformer", "Pooling", "Normalize"]
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # Padded tokens per model call at most: 4096 = 16 texts of 256 word pieces (~300 MB of attention scores at the peak).
 BATCH_TOKENS = 4096
 

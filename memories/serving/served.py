@@ -15,7 +15,7 @@ from memories.serving.models import RetrievalEvent
 SYSTEM_BLOCK_VERSION = "system_block_v2"
 # A lesson cannot open or close the tags that delimit lessons (it is data, not a message to the agent).
 _LESSON_TAG = re.compile(r"<(\s*/?\s*)(lesson)\b", re.IGNORECASE)
-_PROMPTS = Path(__file__).resolve().parent.parent.parent / "prompts"
+_PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
 
 
 @lru_cache(maxsize=4)
