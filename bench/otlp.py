@@ -124,7 +124,8 @@ def main() -> None:
     from opentelemetry.sdk.trace.export import SpanExportResult
 
     from tests import factories
-    from trajectories.models import TraceSpan, Trajectory
+    from trajectories.models import Trajectory
+    from trajectories.otlp.models import TraceSpan
 
     team = factories.make_team(slug=f"otlp-{uuid.uuid4().hex[:6]}")
     bank = factories.make_bank(team=team, slug="agents", rate_limit_per_minute=0)

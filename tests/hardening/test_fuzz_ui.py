@@ -35,8 +35,8 @@ from memories.review.collaboration import review_assignment_create
 from memories.review.decisions import memory_item_approve
 from memories.trust.models import AutoApproval
 from tests import factories
+from trajectories.judging.models import Experiment, ExperimentStatus
 from trajectories.judging.prompt_versions import prompt_version_save
-from trajectories.models import Experiment, ExperimentStatus
 from trajectories.prompts import prompt_load
 from trajectories.records.comments import comment_add
 

@@ -28,8 +28,9 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from tests import factories
 from tests.trajectories.fixtures import make_otlp_fixtures
-from trajectories.models import TraceSpan, Trajectory
+from trajectories.models import Trajectory
 from trajectories.otlp.decode import to_otlp_json
+from trajectories.otlp.models import TraceSpan
 from trajectories.otlp.wire import JSON, PROTOBUF
 from trajectories.pipeline.sweeper import pipeline_sweep
 

@@ -16,8 +16,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from accounts.teams.banks import bank_update_settings
 from tests import factories
 from tests.trajectories.test_otlp_api import PATH, agent_run, http_post, post_json, sdk
-from trajectories.models import TraceSpan, Trajectory
+from trajectories.models import Trajectory
 from trajectories.otlp.decode import to_otlp_json
+from trajectories.otlp.models import TraceSpan
 from trajectories.otlp.wire import PROTOBUF
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eager_celery")]

@@ -13,8 +13,9 @@ from django.db.models import F, Sum
 from django.utils import timezone
 
 from accounts.models import Bank
-from trajectories.models import LLMStage, LLMUsage, Trajectory, TrajectoryLLMUsage
+from trajectories.models import Trajectory
 from trajectories.pipeline.llm_prices import llm_cost
+from trajectories.pipeline.models import LLMStage, LLMUsage, TrajectoryLLMUsage
 
 USAGE_DAYS = 30
 

@@ -22,8 +22,9 @@ from collections.abc import Iterator
 from django.db.models import Exists, OuterRef, Prefetch
 
 from accounts.models import Bank
+from trajectories.judging.models import PromptName, PromptVersion
 from trajectories.judging.prompt_versions import FEW_SHOT_SUFFIX, ActivePrompt, prompt_of
-from trajectories.models import Judgment, JudgmentSource, Label, PromptName, PromptVersion, Trajectory
+from trajectories.models import Judgment, JudgmentSource, Label, Trajectory
 from trajectories.pipeline.judge import judge_prompt_build
 from trajectories.prompts import prompt_load
 

@@ -29,13 +29,14 @@ from reasoningbank_site.errors import Conflict, Invalid, Unavailable
 from reasoningbank_site.text import prompt_version_label
 from trajectories.dashboard.selectors import Rate
 from trajectories.judging.few_shot import HOLDOUT_PERCENT, human_labelled, in_holdout
+from trajectories.judging.models import Experiment, ExperimentStatus, PromptName, PromptVersion
 from trajectories.judging.prompt_versions import (
     prompt_active,
     prompt_default_restore,
     prompt_of,
     prompt_version_activate,
 )
-from trajectories.models import Experiment, ExperimentStatus, Label, PromptName, PromptVersion, Trajectory
+from trajectories.models import Label, Trajectory
 from trajectories.pipeline.judge import judge_prompt_build
 from trajectories.pipeline.llm import chat, llm_configured
 from trajectories.pipeline.llm_calls import JUDGE_REMINDER

@@ -21,7 +21,8 @@ from django.db.models.expressions import RawSQL
 from accounts.audit.services import audit_record
 from accounts.models import Bank
 from reasoningbank_site.errors import Invalid
-from trajectories.models import PromptName, PromptVersion, Trajectory
+from trajectories.judging.models import PromptName, PromptVersion
+from trajectories.models import Trajectory
 from trajectories.prompts import prompt_load, prompt_problems
 
 FEW_SHOT_SUFFIX = "+fs"

@@ -26,6 +26,7 @@ from trajectories.judging.experiments import (
     experiments_for_bank,
 )
 from trajectories.judging.few_shot import HOLDOUT_PERCENT
+from trajectories.judging.models import Experiment, ExperimentStatus, PromptName
 from trajectories.judging.prompt_versions import (
     prompt_active,
     prompt_default_restore,
@@ -36,7 +37,6 @@ from trajectories.judging.prompt_versions import (
     prompt_version_save,
     prompt_versions,
 )
-from trajectories.models import Experiment, ExperimentStatus, PromptName
 from trajectories.pipeline.llm import llm_configured
 from trajectories.records.forms import ExperimentForm, PromptForm
 

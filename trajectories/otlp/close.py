@@ -25,9 +25,10 @@ from accounts.models import ApiToken, Bank
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.text import counted
 from trajectories.ingest.record import trajectory_ingest
-from trajectories.models import InputFormat, TraceSpan, Trajectory
+from trajectories.models import InputFormat, Trajectory
 from trajectories.otlp.buffer import lock_trace
 from trajectories.otlp.mapping import trajectory_from_spans
+from trajectories.otlp.models import TraceSpan
 
 log = logging.getLogger(__name__)
 

@@ -14,6 +14,7 @@ from django.db import transaction
 
 from reasoningbank_site.commits import commit_without_waiting_for_disk
 from trajectories.judging.few_shot import judge_examples
+from trajectories.judging.models import PromptName
 from trajectories.judging.prompt_versions import (
     FEW_SHOT_SUFFIX,
     ActivePrompt,
@@ -21,7 +22,7 @@ from trajectories.judging.prompt_versions import (
     prompt_active_among,
 )
 from trajectories.judging.verdicts import judgment_record
-from trajectories.models import JudgmentSource, PromptName, Status, Trajectory
+from trajectories.models import JudgmentSource, Status, Trajectory
 from trajectories.pipeline.budget import budget_is_set
 from trajectories.pipeline.llm import judge_model_for
 from trajectories.pipeline.llm_calls import JUDGE_CALL, llm_ask

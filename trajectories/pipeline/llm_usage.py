@@ -25,8 +25,8 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from memories.trust.models import TrustPolicy
-from trajectories.models import LLM_MODEL_NAME_MAX, LLMBudgetHold, LLMUsage
 from trajectories.pipeline.llm_errors import LLMBudgetSpent
+from trajectories.pipeline.models import LLM_MODEL_NAME_MAX, LLMBudgetHold, LLMUsage
 
 ADDED = """calls = {table}.calls + 1,
         prompt_tokens = {table}.prompt_tokens + EXCLUDED.prompt_tokens,

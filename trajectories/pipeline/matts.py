@@ -13,8 +13,9 @@ from memories.items.services import ProposedItem, memory_items_propose
 from memories.trust.services import memory_items_screen
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.text import counted
+from trajectories.judging.models import PromptName
 from trajectories.judging.prompt_versions import prompt_active
-from trajectories.models import PromptName, Status, Trajectory
+from trajectories.models import Status, Trajectory
 from trajectories.pipeline.budget import group_budget_park
 from trajectories.pipeline.distill import proposed_detail, step_indexes
 from trajectories.pipeline.llm import distill_model_for, llm_configured

@@ -20,8 +20,9 @@ from memories.items.models import MemoryItem
 from memories.review.selectors import item_for_bank
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.views_helpers import post_action
-from trajectories.models import COMMENT_MAX, Comment, Trajectory
+from trajectories.models import Trajectory
 from trajectories.records.comments import comment_add, comment_delete, comments_on
+from trajectories.records.models import COMMENT_MAX, Comment
 from trajectories.records.selectors import trajectory_for_bank
 
 COMMENTS_TEMPLATE = "trajectories/comments.html"

@@ -12,7 +12,8 @@ from accounts.models import Bank
 from memories.items.models import MemoryItem
 from reasoningbank_site.errors import Forbidden, Invalid
 from reasoningbank_site.text import scrub_text
-from trajectories.models import COMMENT_MAX, Comment, Trajectory
+from trajectories.models import Trajectory
+from trajectories.records.models import COMMENT_MAX, Comment
 
 
 def _target(comment: Comment) -> dict:

@@ -4,7 +4,8 @@ from django import forms
 
 from reasoningbank_site.formfields import agent_select
 from reasoningbank_site.text import prompt_version_label
-from trajectories.models import Label, PromptName, PromptVersion, Status
+from trajectories.judging.models import PromptName, PromptVersion
+from trajectories.models import Label, Status
 from trajectories.prompts import MAX_PROMPT_CHARS, prompt_problems
 
 

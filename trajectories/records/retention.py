@@ -18,7 +18,8 @@ from django.utils import timezone
 
 from accounts.audit.services import audit_record
 from accounts.models import Bank
-from trajectories.models import InputFormat, Status, TraceSpan, Trajectory
+from trajectories.models import InputFormat, Status, Trajectory
+from trajectories.otlp.models import TraceSpan
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ safe auto-approval which items a human must see whatever the rules say."""
 from __future__ import annotations
 
 from memories.trust.rules import execution, graft, hidden, instructions, outbound
-from memories.trust.rules.findings import KIND_LABELS, Finding, Kind, unique
+from memories.trust.rules.findings import Finding, Kind, unique
 
 # The version of the rules, recorded on every finding (a re-scan under new rules can be told apart).
 RULES_VERSION = "rules-2"

@@ -84,7 +84,7 @@ def test_the_page_shows_todays_llm_tokens_beside_the_budget(client, bank, owner,
 
     from django.utils import timezone
 
-    from trajectories.models import LLMStage, LLMUsage
+    from trajectories.pipeline.models import LLMStage, LLMUsage
 
     today = timezone.now().date()
     for target, day, stage, prompt, completion in [

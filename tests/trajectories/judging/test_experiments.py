@@ -22,8 +22,9 @@ from tests.fake_llm import Scripted
 from trajectories.dashboard.selectors import distill_outcomes_by_version, judge_agreement_by_version
 from trajectories.judging.experiments import arm_result, experiment_promote, experiment_run, experiment_start
 from trajectories.judging.few_shot import in_holdout
+from trajectories.judging.models import Experiment, ExperimentStatus
 from trajectories.judging.prompt_versions import prompt_active, prompt_version_save
-from trajectories.models import Experiment, ExperimentStatus, JudgmentSource
+from trajectories.models import JudgmentSource
 from trajectories.prompts import prompt_load
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from trajectories.models import TraceSpan, Trajectory
+from trajectories.models import Trajectory
 from trajectories.otlp.buffer import otlp_spans_ingest
 from trajectories.otlp.decode import decode_export, is_agent_span, is_root
 from trajectories.otlp.mapping import STATUS_ERROR, trace_to_trajectory
+from trajectories.otlp.models import TraceSpan
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"

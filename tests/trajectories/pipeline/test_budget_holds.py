@@ -18,11 +18,12 @@ from tests import factories
 from tests.factories import process_trajectory
 from tests.fake_llm import Scripted
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
-from trajectories.models import LLMBudgetHold, LLMStage, LLMUsage, Status, Trajectory
+from trajectories.models import Status, Trajectory
 from trajectories.pipeline import sweeper
 from trajectories.pipeline.llm import chat
 from trajectories.pipeline.llm_errors import LLMBudgetSpent, LLMPermanentError
 from trajectories.pipeline.llm_usage import llm_budget_hold, llm_call_estimate
+from trajectories.pipeline.models import LLMBudgetHold, LLMStage, LLMUsage
 
 USAGE = {"prompt_tokens": 700, "completion_tokens": 100}  # what each call of the scripted endpoint costs
 

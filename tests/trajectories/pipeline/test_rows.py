@@ -4,8 +4,9 @@ import pytest
 
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
+from trajectories.judging.models import PromptVersion
 from trajectories.judging.prompt_versions import active_prompt_versions
-from trajectories.models import PromptVersion, Status, Trajectory
+from trajectories.models import Status, Trajectory
 from trajectories.pipeline import rows
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]

@@ -16,7 +16,8 @@ from accounts.teams.banks import bank_update_settings
 from memories.items.models import MemoryItem
 from tests import factories
 from trajectories.judging.verdicts import trajectory_relabel
-from trajectories.models import Judgment, Status, TraceSpan, Trajectory
+from trajectories.models import Judgment, Status, Trajectory
+from trajectories.otlp.models import TraceSpan
 from trajectories.pipeline.tasks import trajectory_steps_purge_task
 from trajectories.records.retention import trajectory_steps_purge_expired
 
