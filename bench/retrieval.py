@@ -292,7 +292,7 @@ def _post(base, secret, query, filters=None) -> float:
 def run(sizes: list[int], queries: int, port: int | None = None) -> list[dict]:
     setup_django()
     from memories.embedding.model import embed_text
-    from memories.serving.filters import RetrievalFilters
+    from memories.serving import RetrievalFilters
     from memories.serving.search import approved_items_search
 
     rng = np.random.default_rng(42)

@@ -60,7 +60,7 @@ def _index_definition() -> str:
 def run(size: int, queries: int, efs: list[int], fresh: bool, index: tuple[int, int] | None = None) -> list[dict]:
     setup_django()
     from memories.embedding.model import embed_texts
-    from memories.serving.filters import NO_FILTERS, RetrievalFilters
+    from memories.serving import NO_FILTERS, RetrievalFilters
     from memories.serving.scan import HNSW_EF_SEARCH, HNSW_EF_SEARCH_FILTERED
     from memories.serving.search import approved_items_search
 

@@ -23,6 +23,7 @@ runtime is not part of the embedding hash.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import threading
@@ -104,9 +105,9 @@ def _load(location: str, runtime: str):
     return _check_width(location, _load_torch(location))
 
 
-def _load_onnx(location: str) -> onnx_embedding.OnnxSentenceEncoder:
+def _load_onnx(location: str) -> OnnxSentenceEncoder:
     export_dir = onnx_embedding.ensure_export(location, Path(settings.RB_EMBEDDING_CACHE_DIR))
-    return onnx_embedding.OnnxSentenceEncoder(location, export_dir, threads=_threads())
+    return OnnxSentenceEncoder(location, export_dir, threads=_threads())
 
 
 def _load_torch(location: str):
@@ -239,3 +240,82 @@ def embedding_hash(text: str, model_name: str | None = None) -> str:
 
 def item_embedding_hash(item) -> str:
     return embedding_hash(item_embedding_text(title=item.title, description=item.description, content=item.content))
+
+
+# Padded tokens per model call at most: 4096 = 16 texts of 256 word pieces (~300 MB of attention scores at the peak).
+BATCH_TOKENS = 4096
+
+
+class OnnxSentenceEncoder:
+    """A [Transformer, mean Pooling, Normalize] sentence-transformers model
+    run by onnxruntime. ``encode`` takes the arguments memories.embedding.model
+    passes to SentenceTransformer.encode and answers the same array."""
+
+    def __init__(self, location: str, export_dir: Path, *, threads: int = 1) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        root = Path(location)
+        meta = json.loads((export_dir / "meta.json").read_text())
+        self.input_names: list[str] = meta["inputs"]
+        max_length = json.loads((root / "sentence_bert_config.json").read_text())["max_seq_length"]
+        config = json.loads((root / "config.json").read_text())
+        max_length = min(max_length, config.get("max_position_embeddings", max_length))
+        self.dimension = int(config["hidden_size"])
+        self.tokenizer = Tokenizer.from_file(str(root / "tokenizer.json"))
+        # What the Hugging Face fast tokenizer does under sentence-transformers: truncate to
+        # max_seq_length (longest first); each batch is padded here, to its longest text.
+        self.tokenizer.enable_truncation(max_length=max_length, strategy="longest_first")
+        padding = self.tokenizer.padding or {}  # the pad token from tokenizer.json (not its fixed length)
+        self.pad_id, self.pad_type_id = padding.get("pad_id", 0), padding.get("pad_type_id", 0)
+        self.tokenizer.no_padding()
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+        # Idle threads sleep instead of spinning: the cores are shared with the web and database processes.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # No arena: it would keep a long batch's peak (hundreds of MB of attention scores) for the
+        # process's lifetime; freed, a query's memory goes back at once (no measurable cost per call).
+        options.enable_cpu_mem_arena = False
+        self.session = onnxruntime.InferenceSession(
+            str(export_dir / "model.onnx"), options, providers=["CPUExecutionProvider"]
+        )
+
+    def get_sentence_embedding_dimension(self) -> int:
+        return self.dimension
+
+    def encode(self, texts: list[str], batch_size: int = 32, **_kwargs) -> np.ndarray:
+        """Normalized float32 vectors of ``texts``, one row each, in order.
+        Batches group texts of similar length (longest first, as
+        sentence-transformers does), so little is padded, and hold at most
+        ``batch_size`` texts and ``BATCH_TOKENS`` padded tokens, which bounds
+        the attention's memory (rows × heads × length²)."""
+        encodings = self.tokenizer.encode_batch(list(texts))
+        vectors = np.empty((len(encodings), self.dimension), dtype=np.float32)
+        order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))
+        start = 0
+        while start < len(order):
+            longest = len(encodings[order[start]].ids)
+            rows = order[start : start + max(1, min(batch_size, BATCH_TOKENS // longest))]
+            vectors[rows] = self._encode_batch([encodings[i] for i in rows])
+            start += len(rows)
+        return vectors
+
+    def _encode_batch(self, encodings: list) -> np.ndarray:
+        width = len(encodings[0].ids)  # the longest: the batch is sorted
+        columns = {
+            "input_ids": np.full((len(encodings), width), self.pad_id, dtype=np.int64),
+            "attention_mask": np.zeros((len(encodings), width), dtype=np.int64),
+            "token_type_ids": np.full((len(encodings), width), self.pad_type_id, dtype=np.int64),
+        }
+        for row, encoding in enumerate(encodings):
+            n = len(encoding.ids)
+            columns["input_ids"][row, :n] = encoding.ids
+            columns["attention_mask"][row, :n] = 1
+            columns["token_type_ids"][row, :n] = encoding.type_ids
+        (hidden,) = self.session.run(["last_hidden_state"], {name: columns[name] for name in self.input_names})
+        weights = columns["attention_mask"][:, :, None].astype(np.float32)
+        # sentence-transformers' mean pooling (token count clamped at 1e-9) and Normalize (norm clamped at 1e-12).
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)

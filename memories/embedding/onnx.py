@@ -1,4 +1,6 @@
-"""The embedding model under ONNX Runtime: the same vectors as
+"""The ONNX export of the embedding model and the checks that a model qualifies (the encoder that runs the
+export, ``OnnxSentenceEncoder``, is in memories.embedding.model, on the request path). Under ONNX Runtime the
+model gives the same vectors as
 sentence-transformers on PyTorch (tests hold them within 1e-5), faster on
 one CPU thread (bench/README.md), and without torch in the process.
 
@@ -33,8 +35,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 log = logging.getLogger(__name__)
 
 # Bump when the exported graph or its metadata changes: old exports are then ignored.
@@ -42,8 +42,6 @@ EXPORT_FORMAT = 1
 MODEL_TYPES = {"bert"}
 MODULE_TYPES = ["Transformer", "Pooling", "Normalize"]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-# Padded tokens per model call at most: 4096 = 16 texts of 256 word pieces (~300 MB of attention scores at the peak).
-BATCH_TOKENS = 4096
 
 
 def _read_json(path: Path) -> dict | list | None:
@@ -136,78 +134,3 @@ def export_to(location: str, target: Path) -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     log.info("embedding model exported to ONNX in %.1f s: %s", time.monotonic() - started, target)
-
-
-class OnnxSentenceEncoder:
-    """A [Transformer, mean Pooling, Normalize] sentence-transformers model
-    run by onnxruntime. ``encode`` takes the arguments memories.embedding.model
-    passes to SentenceTransformer.encode and answers the same array."""
-
-    def __init__(self, location: str, export_dir: Path, *, threads: int = 1) -> None:
-        import onnxruntime
-        from tokenizers import Tokenizer
-
-        root = Path(location)
-        meta = json.loads((export_dir / "meta.json").read_text())
-        self.input_names: list[str] = meta["inputs"]
-        max_length = json.loads((root / "sentence_bert_config.json").read_text())["max_seq_length"]
-        config = json.loads((root / "config.json").read_text())
-        max_length = min(max_length, config.get("max_position_embeddings", max_length))
-        self.dimension = int(config["hidden_size"])
-        self.tokenizer = Tokenizer.from_file(str(root / "tokenizer.json"))
-        # What the Hugging Face fast tokenizer does under sentence-transformers: truncate to
-        # max_seq_length (longest first); each batch is padded here, to its longest text.
-        self.tokenizer.enable_truncation(max_length=max_length, strategy="longest_first")
-        padding = self.tokenizer.padding or {}  # the pad token from tokenizer.json (not its fixed length)
-        self.pad_id, self.pad_type_id = padding.get("pad_id", 0), padding.get("pad_type_id", 0)
-        self.tokenizer.no_padding()
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-        # Idle threads sleep instead of spinning: the cores are shared with the web and database processes.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        # No arena: it would keep a long batch's peak (hundreds of MB of attention scores) for the
-        # process's lifetime; freed, a query's memory goes back at once (no measurable cost per call).
-        options.enable_cpu_mem_arena = False
-        self.session = onnxruntime.InferenceSession(
-            str(export_dir / "model.onnx"), options, providers=["CPUExecutionProvider"]
-        )
-
-    def get_sentence_embedding_dimension(self) -> int:
-        return self.dimension
-
-    def encode(self, texts: list[str], batch_size: int = 32, **_kwargs) -> np.ndarray:
-        """Normalized float32 vectors of ``texts``, one row each, in order.
-        Batches group texts of similar length (longest first, as
-        sentence-transformers does), so little is padded, and hold at most
-        ``batch_size`` texts and ``BATCH_TOKENS`` padded tokens, which bounds
-        the attention's memory (rows × heads × length²)."""
-        encodings = self.tokenizer.encode_batch(list(texts))
-        vectors = np.empty((len(encodings), self.dimension), dtype=np.float32)
-        order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))
-        start = 0
-        while start < len(order):
-            longest = len(encodings[order[start]].ids)
-            rows = order[start : start + max(1, min(batch_size, BATCH_TOKENS // longest))]
-            vectors[rows] = self._encode_batch([encodings[i] for i in rows])
-            start += len(rows)
-        return vectors
-
-    def _encode_batch(self, encodings: list) -> np.ndarray:
-        width = len(encodings[0].ids)  # the longest: the batch is sorted
-        columns = {
-            "input_ids": np.full((len(encodings), width), self.pad_id, dtype=np.int64),
-            "attention_mask": np.zeros((len(encodings), width), dtype=np.int64),
-            "token_type_ids": np.full((len(encodings), width), self.pad_type_id, dtype=np.int64),
-        }
-        for row, encoding in enumerate(encodings):
-            n = len(encoding.ids)
-            columns["input_ids"][row, :n] = encoding.ids
-            columns["attention_mask"][row, :n] = 1
-            columns["token_type_ids"][row, :n] = encoding.type_ids
-        (hidden,) = self.session.run(["last_hidden_state"], {name: columns[name] for name in self.input_names})
-        weights = columns["attention_mask"][:, :, None].astype(np.float32)
-        # sentence-transformers' mean pooling (token count clamped at 1e-9) and Normalize (norm clamped at 1e-12).
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)

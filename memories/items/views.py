@@ -16,7 +16,8 @@ from memories.items.services import memory_item_create
 from memories.review.forms import ItemCreateForm, ItemListFilterForm
 from memories.review.policy import decides_alone
 from memories.review.selectors import item_list, item_status_counts
-from memories.serving import served_flag, served_release
+from memories.serving import served_release
+from memories.serving.lists import served_flag
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.search import SearchPaginator
 from reasoningbank_site.views_helpers import reverse_each, template_for

@@ -155,10 +155,3 @@ def item_lifecycle_states(item: MemoryItem) -> list[str]:
         if item.retirement_reason:
             states.append(LifecycleState.RETIREMENT)
     return states
-
-
-def servable_q(prefix: str = "") -> Q:
-    """Approved items that may be served: not suspended, and not past their validity."""
-    return Q(**{f"{prefix}suspended": False}) & (
-        Q(**{f"{prefix}valid_until__isnull": True}) | Q(**{f"{prefix}valid_until__gt": Now()})
-    )

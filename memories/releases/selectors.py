@@ -8,57 +8,22 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from accounts.audit.diff import word_diff
 from accounts.models import Bank
 from memories.items.export import EXPORT_FIELDS
 from memories.items.models import ItemStatus, MemoryItem, MemoryItemVersion
-from memories.learning.selectors import servable_q
 from memories.releases.models import BankReleasing, Release, ReleaseMember
+from memories.serving import DIFF_FIELDS, RELEASED_TEXT, latest_version_subquery, release_member_q, servable_q
 from reasoningbank_site.errors import Invalid, NotFound
 from reasoningbank_site.values import ascii_number
-
-DIFF_FIELDS = ("title", "description", "content")
 
 
 def bank_releasing(*, bank: Bank) -> BankReleasing:
     """``bank``'s publishing mode and labels: its row, else an unsaved one with the defaults (reading never writes)."""
     row = BankReleasing.objects.filter(bank_id=bank.pk).select_related("production", "canary").first()
     return row if row is not None else BankReleasing(bank=bank)
-
-
-@dataclass(frozen=True)
-class Serving:
-    """What a retrieval of a bank serves: the production release's number
-    (None before the bank's first release) and the canary's with its share.
-    ``production_is_draft``: production is the newest release of a bank that
-    publishes automatically, so it holds exactly the approved set and the
-    search filters on the status, as it always has."""
-
-    production: int | None = None
-    canary: int | None = None
-    canary_fraction: float = 0.0
-    production_is_draft: bool = True
-
-
-def release_serving(*, bank: Bank) -> Serving:
-    """``bank``'s Serving, from the labels copied on its row (no query)."""
-    canary = bank.release_canary if bank.release_canary_fraction > 0 else None
-    return Serving(
-        production=bank.release_production,
-        canary=canary,
-        canary_fraction=bank.release_canary_fraction if canary is not None else 0.0,
-        production_is_draft=not bank.release_filtered,
-    )
-
-
-def release_member_q(number: int, prefix: str = "") -> Q:
-    """Membership rows of release ``number`` (the interval encoding of ReleaseMember)."""
-    return Q(**{f"{prefix}added_in__lte": number}) & (
-        Q(**{f"{prefix}removed_in__isnull": True}) | Q(**{f"{prefix}removed_in__gt": number})
-    )
 
 
 def release_members(*, release: Release) -> QuerySet:
@@ -69,13 +34,6 @@ def release_members(*, release: Release) -> QuerySet:
 def release_versions(*, release: Release) -> dict[int, int]:
     """item pk → version number, for every item of ``release``."""
     return dict(release_members(release=release).values_list("item_id", "version"))
-
-
-def latest_version_subquery():
-    return Coalesce(
-        Subquery(MemoryItemVersion.objects.filter(item=OuterRef("pk")).order_by("-number").values("number")[:1]),
-        0,
-    )
 
 
 def draft_versions(*, bank: Bank, item_ids=None) -> dict[int, int]:
@@ -161,9 +119,6 @@ class ReleaseDiff:
         }
 
 
-RELEASED_TEXT = (*DIFF_FIELDS, "tags")
-
-
 def versions_text_changed(pairs: dict[int, tuple[int, int]]) -> list[int]:
     """The items of ``pairs`` (item pk → (old version, new version)) whose
     text or tags differ between the two versions: a new version that only
@@ -233,38 +188,6 @@ def release_previous(*, release: Release) -> Release | None:
 def draft_diff(*, bank: Bank) -> ReleaseDiff:
     """What publishing now would change, against the bank's newest release."""
     return versions_diff(open_versions(bank=bank), draft_versions(bank=bank))
-
-
-def release_item_exists(number: int) -> Exists:
-    """Whether the item (the outer query's row) is in release ``number``: one
-    probe of the membership index per candidate the vector search reads."""
-    return Exists(ReleaseMember.objects.filter(release_member_q(number), item_id=OuterRef("pk")))
-
-
-def release_version_subquery(number: int) -> Subquery:
-    """The version of the item (the outer query's row) in release ``number``."""
-    return Subquery(
-        ReleaseMember.objects.filter(release_member_q(number), item_id=OuterRef("pk")).values("version")[:1]
-    )
-
-
-def release_texts_apply(pairs: list, *, number: int) -> None:
-    """Serve each item of ``pairs`` ((item, score), found in release
-    ``number``, with ``release_version`` and ``latest_version`` annotated)
-    with the text and tags of its version in that release when it was changed since:
-    at most one query, none when every item is as released."""
-    stale = {item.pk: item.release_version for item, _ in pairs if item.release_version != item.latest_version}
-    if not stale:
-        return
-    wanted = Q(pk__in=[])
-    for pk, version in stale.items():
-        wanted |= Q(item_id=pk, number=version)
-    texts = {v["item_id"]: v for v in MemoryItemVersion.objects.filter(wanted).values("item_id", *RELEASED_TEXT)}
-    for item, _ in pairs:
-        text = texts.get(item.pk)
-        if text is not None:
-            item.title, item.description, item.content = text["title"], text["description"], text["content"]
-            item.tags = text["tags"]
 
 
 RELEASE_FORMAT = "reasoningbank.release/1"

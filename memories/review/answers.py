@@ -10,8 +10,9 @@ from memories.items.models import MemoryItem
 from memories.learning.selectors import item_expired, item_repeats
 from memories.review.collaboration import item_current_version
 from memories.review.selectors import item_for_bank, item_near_duplicates, item_sources
+from memories.trust.models import tier_name
 from memories.trust.risk_reads import item_risks, risk_out
-from memories.trust.selectors import item_tier, tier_name
+from memories.trust.selectors import item_tier
 from reasoningbank_site.errors import NotFound
 
 

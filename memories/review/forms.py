@@ -11,7 +11,7 @@ from memories.items.models import TAG_MAX_LENGTH, TAGS_MAX, ItemOrigin, ItemStat
 from memories.learning.selectors import LifecycleState
 from memories.review import collaboration_reads as collab
 from memories.review.selectors import QUEUE_SORTS
-from memories.serving.filters import RetrievalFilters
+from memories.serving import RetrievalFilters
 from reasoningbank_site.formfields import BoundedDateField, FlatSelect, agent_select
 from reasoningbank_site.text import scrub_text
 

@@ -11,8 +11,8 @@ from ninja import Field, Query, Router, Schema
 from accounts.tokens.auth import TokenAuth, api_responses
 from memories.embedding.model import EmbeddingModelError
 from memories.items.models import MemoryItem
-from memories.serving import served_item_get, served_items, skill_files
-from memories.serving.filters import NO_FILTERS, RetrievalFilters
+from memories.serving import NO_FILTERS, RetrievalFilters, skill_files
+from memories.serving.lists import served_item_get, served_items
 from memories.serving.retrieval import retrieval_perform
 from memories.serving.schemas import (
     MemoryListOut,

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from accounts.models import Bank
 from memories.items.models import ItemOrigin, MemoryItem
-from memories.serving import served_items
+from memories.serving.lists import served_items
 
 _SOURCE_OF_ORIGIN = {
     ItemOrigin.SUCCESS: "success",

@@ -6,18 +6,16 @@ from __future__ import annotations
 import random
 import time
 import uuid
+from datetime import UTC
 
-from django.db import transaction
+from django.db import models, transaction
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 
 from accounts.models import ApiToken, Bank
-from memories.serving import release_searched, served_release
-from memories.serving.filters import NO_FILTERS, RetrievalFilters
-from memories.serving.models import Arm, RetrievalEvent
-from memories.serving.preview import RetrievalResult, retrieval_preview
-from memories.serving.served import system_block_render
-from memories.serving.tallies import candidate_ids, retrieval_tally_for
+from memories.serving import NO_FILTERS, RetrievalFilters, release_searched, served_release
+from memories.serving.models import Arm, RetrievalEvent, RetrievalTally
+from memories.serving.preview import RetrievalResult, retrieval_preview, system_block_render
 from reasoningbank_site.commits import commit_without_waiting_for_disk
 from reasoningbank_site.errors import NotFound
 
@@ -226,3 +224,51 @@ def _retrieval_log(event: RetrievalEvent) -> None:
         commit_without_waiting_for_disk()
         event.save(force_insert=True)
         retrieval_tally_for(event=event).save(force_insert=True)
+
+
+def candidate_ids(results) -> list[uuid.UUID]:
+    """The distinct item ids a retrieval served or would have served (entries
+    that are not objects with a UUID ``id`` are skipped, never an error)."""
+    found: list[uuid.UUID] = []
+    for entry in results if isinstance(results, list) else []:
+        try:
+            item = uuid.UUID(str(entry.get("id", ""))) if isinstance(entry, dict) else None
+        except ValueError:
+            item = None
+        if item is not None and item not in found:
+            found.append(item)
+    return found
+
+
+def is_triggered(results) -> bool:
+    """Served, or would have served, at least one item: a non-empty ``results``."""
+    return isinstance(results, list) and len(results) > 0
+
+
+def tally_day(event: RetrievalEvent):
+    return event.created_at.astimezone(UTC).date()
+
+
+def retrieval_tally_for(*, event: RetrievalEvent) -> RetrievalTally:
+    """The arm row retrieval_tally_created appends for ``event``, unsaved
+    (retrieval_perform inserts it in the event's statement)."""
+    return RetrievalTally(
+        bank_id=event.bank_id,
+        day=tally_day(event),
+        holdout_fraction=event.holdout_fraction,
+        arm=event.arm,
+        retrievals=1,
+        triggered=int(is_triggered(event.results)),
+    )
+
+
+def run_retrievals(*, first_id: int | None) -> list[RetrievalEvent]:
+    """The retrievals of the run whose first retrieval has primary key
+    ``first_id`` (what a trajectory links), first one first; [] for None."""
+    if first_id is None:
+        return []
+    return list(
+        RetrievalEvent.objects.filter(models.Q(pk=first_id) | models.Q(run_id=first_id))
+        .order_by("pk")
+        .only("pk", "public_id", "query", "arm", "results", "withheld", "created_at")
+    )

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from django.db import connection, transaction
 
-from memories.serving.filters import NO_FILTERS, RetrievalFilters
+from memories.serving import NO_FILTERS, RetrievalFilters
 
 # Candidate list of the HNSW scan; at least a few times k so relaxed-order
 # iterative scans return the true neighbours (bench/retrieval_recall.py measures

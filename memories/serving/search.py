@@ -15,9 +15,14 @@ from accounts.models import MAX_TOP_K, Bank
 from memories.embedding.model import embedding_model_name, item_embedding_hash
 from memories.items.experiences import Experience
 from memories.items.models import ItemStatus, MemoryItem
-from memories.releases.selectors import latest_version_subquery, release_texts_apply, release_version_subquery
-from memories.serving import served_q
-from memories.serving.filters import NO_FILTERS, RetrievalFilters
+from memories.serving import (
+    NO_FILTERS,
+    RetrievalFilters,
+    latest_version_subquery,
+    release_texts_apply,
+    release_version_subquery,
+    served_q,
+)
 from memories.serving.scan import HNSW_EF_SEARCH, hnsw_ef_search, hnsw_scan
 
 MAX_K = MAX_TOP_K

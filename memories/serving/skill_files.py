@@ -20,7 +20,7 @@ from django.http import HttpResponse
 from django.template.loader import render_to_string
 from django.utils.text import Truncator
 
-from memories.serving.served import system_block_preamble
+from memories.serving.preview import system_block_preamble
 from memories.serving.skills import BankLessons
 from reasoningbank_site.errors import Invalid
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from django.utils import timezone
 
 from accounts.models import Bank
-from memories.serving import served_items
+from memories.serving.lists import served_items
 
 VERSION_HASH_LENGTH = 12
 

@@ -20,35 +20,16 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from datetime import UTC
 
 from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from memories.serving.models import Arm, ItemSide, RetrievalEvent, RetrievalTally
+from memories.serving.retrieval import candidate_ids, is_triggered, retrieval_tally_for, tally_day
 
 SUMS = ("retrievals", "triggered", "units", "y_sum", "y_sq_sum", "trajectories", "judged", "successes", "steps")
 KEY = ("bank_id", "day", "holdout_fraction", "arm", "item", "side")
 COMPACT_BATCH = 5000
-
-
-def candidate_ids(results) -> list[uuid.UUID]:
-    """The distinct item ids a retrieval served or would have served (entries
-    that are not objects with a UUID ``id`` are skipped, never an error)."""
-    found: list[uuid.UUID] = []
-    for entry in results if isinstance(results, list) else []:
-        try:
-            item = uuid.UUID(str(entry.get("id", ""))) if isinstance(entry, dict) else None
-        except ValueError:
-            item = None
-        if item is not None and item not in found:
-            found.append(item)
-    return found
-
-
-def is_triggered(results) -> bool:
-    """Served, or would have served, at least one item: a non-empty ``results``."""
-    return isinstance(results, list) and len(results) > 0
 
 
 def item_side(event: RetrievalEvent, item: uuid.UUID) -> str:
@@ -60,29 +41,12 @@ def item_side(event: RetrievalEvent, item: uuid.UUID) -> str:
     return ItemSide.WITHHELD_RANDOMISED if str(item) in withheld else ItemSide.SERVED_RANDOMISED
 
 
-def _day(event: RetrievalEvent):
-    return event.created_at.astimezone(UTC).date()
-
-
 def retrieval_tally_created(*, event: RetrievalEvent) -> RetrievalTally:
     """Append the new retrieval's arm row (one retrieval; triggered when it
     had candidates)."""
     tally = retrieval_tally_for(event=event)
     tally.save(force_insert=True)
     return tally
-
-
-def retrieval_tally_for(*, event: RetrievalEvent) -> RetrievalTally:
-    """The arm row retrieval_tally_created appends for ``event``, unsaved
-    (retrieval_perform inserts it in the event's statement)."""
-    return RetrievalTally(
-        bank_id=event.bank_id,
-        day=_day(event),
-        holdout_fraction=event.holdout_fraction,
-        arm=event.arm,
-        retrievals=1,
-        triggered=int(is_triggered(event.results)),
-    )
 
 
 def _y(judged: int, successes: int) -> float | None:
@@ -172,7 +136,12 @@ def _outcome_rows(
         "judged": judged,
         "successes": successes,
     }
-    key = {"bank_id": event.bank_id, "day": _day(event), "holdout_fraction": event.holdout_fraction, "arm": event.arm}
+    key = {
+        "bank_id": event.bank_id,
+        "day": tally_day(event),
+        "holdout_fraction": event.holdout_fraction,
+        "arm": event.arm,
+    }
     rows = [RetrievalTally(**key, **outcome, trajectories=linked, steps=steps)]
     if any(outcome.values()):
         rows += [

@@ -9,8 +9,9 @@ import re
 from django import template
 
 from memories.items.models import MemoryItem
+from memories.trust.models import tier_name
 from memories.trust.risk_reads import item_risks, risk_label
-from memories.trust.selectors import item_tier, tier_name
+from memories.trust.selectors import item_tier
 
 register = template.Library()
 

@@ -2,6 +2,8 @@
 trust policy (what it serves). A verdict's tier is written on its trajectory
 by the trajectories app; the order of the values is the order of trust."""
 
+from __future__ import annotations
+
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -79,3 +81,8 @@ class AutoApproval(models.Model):
 
     def __str__(self) -> str:
         return f"auto-approval of item {self.item_id}"
+
+
+def tier_name(tier: int) -> str:
+    """ "agent", "judge", "human", or "" for none."""
+    return TIER_NAMES.get(tier, "")

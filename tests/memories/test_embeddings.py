@@ -11,8 +11,7 @@ from sentence_transformers import SentenceTransformer
 
 from memories.embedding import model as embeddings
 from memories.embedding import onnx as onnx_embedding
-from memories.embedding.model import embed_texts, get_model
-from memories.embedding.onnx import OnnxSentenceEncoder
+from memories.embedding.model import OnnxSentenceEncoder, embed_texts, get_model
 
 TEXTS = [
     "",

@@ -18,7 +18,7 @@ from memories.items.models import TAGS_MAX, ItemStatus, MemoryItem, normalize_ta
 from memories.items.services import memory_item_create, memory_item_edit, memory_item_propose
 from memories.review.decisions import memory_item_approve
 from memories.review.selectors import item_history
-from memories.serving.filters import RetrievalFilters
+from memories.serving import RetrievalFilters
 from memories.serving.models import RetrievalEvent
 from memories.serving.retrieval import retrieval_perform
 from reasoningbank_site.errors import Invalid

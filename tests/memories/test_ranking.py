@@ -10,8 +10,7 @@ import pytest
 
 from memories.learning.policy import bank_learning_update
 from memories.learning.retirement import ItemEffect, memory_items_outcomes_record
-from memories.serving.preview import retrieval_preview
-from memories.serving.ranking import item_utility
+from memories.serving.preview import item_utility, retrieval_preview
 
 QUERY = "Find the Sunday opening hours of the city library."
 LESSONS = [

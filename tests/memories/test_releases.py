@@ -13,8 +13,9 @@ from memories.items.services import memory_item_edit
 from memories.releases.labels import release_canary_set, release_promote, release_rollback
 from memories.releases.models import BankReleasing, PublishMode, Release
 from memories.releases.publishing import release_mode_set, release_publish
-from memories.releases.selectors import draft_diff, release_diff, release_get, release_serving
+from memories.releases.selectors import draft_diff, release_diff, release_get
 from memories.review.decisions import memory_item_approve, memory_item_archive
+from memories.serving import release_serving
 from memories.serving.models import RetrievalEvent
 from memories.serving.retrieval import retrieval_perform
 from reasoningbank_site.errors import Conflict, Invalid, NotFound

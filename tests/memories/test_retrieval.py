@@ -9,12 +9,12 @@ from memories.items.experience_services import experience_create
 from memories.items.models import ItemStatus, MemoryItem
 from memories.items.services import memory_item_propose
 from memories.review.decisions import memory_item_approve, memory_item_reject
+from memories.serving import NO_FILTERS
 from memories.serving import search as search_module
-from memories.serving.filters import NO_FILTERS
 from memories.serving.models import Arm, RetrievalEvent, RetrievalTally
+from memories.serving.preview import system_block_preamble
 from memories.serving.retrieval import retrieval_perform
 from memories.serving.search import approved_items_search, approved_items_search_counted
-from memories.serving.served import system_block_preamble
 from memories.serving.upkeep import memory_items_count_served
 from tests import factories
 

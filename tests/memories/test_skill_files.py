@@ -20,7 +20,7 @@ from memories.items.models import MemoryItem
 from memories.items.services import memory_item_create, memory_item_edit
 from memories.review.decisions import memory_item_archive, memory_item_reject
 from memories.serving import skill_files
-from memories.serving.served import system_block_preamble
+from memories.serving.preview import system_block_preamble
 from memories.serving.skills import bank_lessons
 from tests import factories
 

@@ -20,8 +20,8 @@ from accounts.access import bank_for_user
 from accounts.models import Bank
 from memories.items.models import ItemStatus
 from memories.review.selectors import item_status_counts
-from memories.serving import served_items
 from memories.serving.export import served_items_export_reasoning_bank
+from memories.serving.lists import served_items
 from trajectories.exports import datasets
 from trajectories.models import Judgment, JudgmentSource, Trajectory
 

@@ -44,7 +44,7 @@ from memories.releases.selectors import (
 )
 from memories.releases.transfer import parse_release_lines, release_import_too_large
 from memories.review.policy import decides_alone
-from memories.serving import served_items
+from memories.serving.lists import served_items
 from reasoningbank_site.errors import DomainError, Invalid, NotFound
 from reasoningbank_site.text import counted
 from reasoningbank_site.values import ascii_number

@@ -16,7 +16,7 @@ from django.urls import reverse
 from ninja import Query, Router, Status
 
 from accounts.tokens.auth import TokenAuth, api_responses
-from memories.serving.served import run_retrievals
+from memories.serving.retrieval import run_retrievals
 from reasoningbank_site.errors import NotFound, TooLarge
 from trajectories.impact.arms import ArmStats
 from trajectories.impact.items import item_outcomes

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods
 
 from accounts.access import bank_for_user
 from accounts.models import Role
-from memories.serving.served import run_retrievals
+from memories.serving.retrieval import run_retrievals
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.search import SearchPaginator
 from reasoningbank_site.text import counted

@@ -29,7 +29,7 @@ from memories.review.selectors import (
 )
 from memories.review.views.decisions import pop_undo, posted_queue_query, queue_filters, queue_query
 from memories.review.votes import item_votes_visible
-from memories.serving import item_not_served_reason
+from memories.serving.lists import item_not_served_reason
 from reasoningbank_site.views_helpers import template_for
 
 ITEM_TEMPLATE = "memories/item_detail.html"

@@ -17,8 +17,8 @@ from accounts.webhooks.subscriptions import webhook_subscription_create
 from memories.releases.labels import release_policy_set
 from memories.releases.models import BankReleasing, PublishMode
 from memories.releases.publishing import release_mode_set, release_publish
-from memories.releases.selectors import release_serving
 from memories.review.decisions import memory_item_approve
+from memories.serving import release_serving
 from memories.serving.retrieval import retrieval_perform
 from tests.factories import make_done_trajectory, make_trajectory, propose_item, record_verdict
 from trajectories.impact.releases import canaries_auto_rollback, canary_auto_rollback, canary_verdict
