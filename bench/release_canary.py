@@ -48,7 +48,7 @@ def _releases(bank) -> None:
 
 
 def _set_canary(bank, on: bool) -> None:
-    """What the release services copy onto the bank row (memories.services.releases.serving_sync)."""
+    """What the release services copy onto the bank row (memories.releases.labels.serving_sync)."""
     from accounts.models import Bank
 
     values = (

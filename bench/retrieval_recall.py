@@ -13,7 +13,7 @@ at the same size unless ``--fresh``. ``--m`` / ``--ef-construction`` rebuild
 the HNSW index with those parameters first (the migration's: m=32,
 ef_construction=128), printing the build time. Prints one line per setting:
 ``filter=<none|1%> ef_search=<n> recall_at_10=<r> search_p50_ms=<x> search_p95_ms=<y>`` and marks
-the production values (memories.selectors.HNSW_EF_SEARCH / HNSW_EF_SEARCH_FILTERED).
+the production values (memories.serving.scan.HNSW_EF_SEARCH / HNSW_EF_SEARCH_FILTERED).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from accounts.models import Bank, Membership, Role, Team
 from accounts.teams.banks import bank_create
 from accounts.tokens.services import api_token_create
 from memories.embedding.model import embedding_model_name, item_embedding_hash
-from memories.items.experience_services import experience_create
+from memories.items.experiences import experience_create
 from memories.items.models import ItemStatus, MemoryItem
 from memories.items.services import memory_item_propose
 from memories.serving.models import RetrievalEvent

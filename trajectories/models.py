@@ -106,7 +106,7 @@ class Trajectory(models.Model):
 
     class Meta:
         indexes = [
-            # Covering: the queue's and the list's agent dropdown (memories.selectors.review_agents) reads the
+            # Covering: the queue's and the list's agent dropdown (memories.review.selectors.review_agents) reads the
             # agents of a bank's latest 5,000 trajectories from the index alone (an Index Only Scan, no heap rows).
             models.Index(fields=["bank", "created_at"], include=["agent"], name="trajectory_bank_created_agent"),
             models.Index(fields=["bank", "status"]),

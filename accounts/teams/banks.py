@@ -85,7 +85,7 @@ def bank_create(*, team: Team, name: str, slug: str = "", actor=None, **settings
 def _holdout_check(bank: Bank) -> None:
     """Refuse a holdout that with the running canary's share (copied on the locked bank row) adds up to
     more than 100 % of retrievals: the canary would get only what is left and its comparison starve.
-    The canary's own check (memories.services.releases.canary_fraction_check) is the other way round."""
+    The canary's own check (memories.releases.labels.canary_fraction_check) is the other way round."""
     canary = bank.release_canary_fraction if bank.release_canary is not None else 0.0
     holdout = bank.holdout_fraction or 0.0
     if canary > 0 and holdout + canary > 1 + 1e-9:

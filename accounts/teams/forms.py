@@ -1,5 +1,5 @@
 """Forms of the account, team, bank and token pages. They parse input only;
-the rules live in the models' validators and accounts.services."""
+the rules live in the models' validators and the services beside them."""
 
 from __future__ import annotations
 

@@ -119,7 +119,7 @@ class MemoryItem(models.Model):
     source_metadata = models.JSONField(default=list, blank=True)
 
     # The embedding is of `embedded_text`'s hash; a stale or missing one is
-    # never searched (see memories.selectors).
+    # never searched (see memories.serving.search).
     embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
     embedding_hash = models.CharField(max_length=64, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True)

@@ -1,5 +1,5 @@
 """Inter-annotator agreement on a bank's independent review decisions
-(memories.models.ReviewVote): Cohen's kappa per pair of reviewers over the
+(memories.review.policy_models.ReviewVote): Cohen's kappa per pair of reviewers over the
 items both decided, and Fleiss' kappa over the bank's items with two or more
 decisions, each with a 95% interval."""
 

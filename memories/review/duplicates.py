@@ -2,7 +2,7 @@
 approved items that duplicate it (the approval check), the refused items it
 looks like (rejected look-alikes), and a side-by-side comparison of two items
 with a word diff. Near-duplicates and look-alikes are found by the one
-near-duplicate search (``memories.selectors.retrieval``)."""
+near-duplicate search (``memories.items.near_duplicates``)."""
 
 from __future__ import annotations
 

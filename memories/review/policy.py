@@ -1,4 +1,4 @@
-"""A bank's review policy (memories.models.ReviewPolicy): its reviewers'
+"""A bank's review policy (memories.review.policy_models.ReviewPolicy): its reviewers'
 guidelines, how many independent decisions an item needs, and who decides
 alone under it (every door that makes an item servable asks ``decides_alone``)."""
 
@@ -73,7 +73,7 @@ def review_policy_update(
     *, bank: Bank, actor, guidelines: str, decisions_required: int, distribution: str = Distribution.OPEN
 ) -> ReviewPolicy:
     """Set ``bank``'s guidelines (markdown), the independent decisions an item needs (1 to DECISIONS_MAX)
-    and who gives them (memories.models.Distribution), creating the policy on first use; audited as
+    and who gives them (memories.review.policy_models.Distribution), creating the policy on first use; audited as
     ``review_policy.update``. A round-robin policy deals the waiting items at once (review_seats).
     Raises Invalid for over-long guidelines, a number out of range or an unknown distribution."""
     guidelines = (guidelines or "").strip()

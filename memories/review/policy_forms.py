@@ -13,7 +13,7 @@ from reasoningbank_site.formfields import BoundedDateTimeField
 
 
 class BankLearningForm(forms.ModelForm):
-    """A bank's learning policy (memories.services.learning.bank_learning_update validates and audits it)."""
+    """A bank's learning policy (memories.learning.policy.bank_learning_update validates and audits it)."""
 
     environment_keys = forms.CharField(
         required=False,
@@ -58,7 +58,7 @@ class ReviewPolicyForm(forms.Form):
 
 
 class TrustPolicyForm(forms.ModelForm):
-    """The bank's trust policy (memories.models.TrustPolicy); the audit share is edited in percent."""
+    """The bank's trust policy (memories.trust.models.TrustPolicy); the audit share is edited in percent."""
 
     audit_percent = forms.IntegerField(min_value=0, max_value=100, label="Audit sample (%)")
     auto_approve_agents = forms.CharField(

@@ -1,5 +1,5 @@
 """Who decides on an item when a bank needs several decisions per item and
-its policy distributes them (memories.models.Distribution):
+its policy distributes them (memories.review.policy_models.Distribution):
 
 - round-robin: each proposed item is dealt to ``decisions_required`` of the
   team's reviewers in turn; only they decide on it;

@@ -1,6 +1,6 @@
 """What reviewers read: the queue of proposed items, the item list by status,
 one item with its near-duplicates, history and sources. Plain querysets with
-bounded queries; writes go through ``memories.services``.
+bounded queries; writes go through the domain services (``memories.items.services``, ``memories.review.decisions``).
 
 The agent filter follows item → experience → trajectories by lookup name
 only, so this module never imports the trajectories app."""

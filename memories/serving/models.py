@@ -17,7 +17,7 @@ class RetrievalEvent(models.Model):
     arm, what would have been) as [{"id": "<uuid>", "score": 0.81}, ...]."""
 
     # Time-ordered (UUID v7): ingest can tell a retrieval just answered, whose log may still be landing
-    # (the log is written after the answer: memories.services.retrieval), from one that never was.
+    # (the log is written after the answer: memories.serving.retrieval), from one that never was.
     public_id = models.UUIDField(default=uuid7, unique=True, editable=False)
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="retrievals")
     # A later retrieval of a step-level run: the run's first retrieval, which decided the arm and alone carries
@@ -39,7 +39,7 @@ class RetrievalEvent(models.Model):
     # made (null: before it was recorded) and the ids of `results` left out on their own.
     item_holdout_fraction = models.FloatField(null=True, blank=True)
     withheld = models.JSONField(default=list, blank=True)
-    # The outcome of this retrieval so far, kept by memories.services.retrieval_outcome_change: linked
+    # The outcome of this retrieval so far, kept by memories.serving.tallies.retrieval_outcome_change: linked
     # trajectories, judged ones, successes, and the judged ones' step count.
     linked = models.PositiveIntegerField(default=0)
     judged = models.PositiveIntegerField(default=0)

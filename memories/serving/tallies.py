@@ -7,7 +7,7 @@ retrieval's row in the retrieval's own statement and memories never imports
 trajectories.
 
 A retrieval's outcome lives on its RetrievalEvent (``linked``, ``judged``,
-``successes``, ``steps``); trajectories.recording changes it through
+``successes``, ``steps``); trajectories.judging.verdicts changes it through
 ``retrieval_outcome_change`` (``retrieval_outcomes_apply`` for many at once:
 an ingested batch) — the one place a verdict reaches the report — with the
 retrieval row locked, so the per-retrieval success share ``y`` moves

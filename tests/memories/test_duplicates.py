@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from accounts.teams.banks import bank_update_settings
 from memories.embedding.items import memory_item_embed_refresh
-from memories.items.experience_services import experience_create
+from memories.items.experiences import experience_create
 from memories.items.models import ItemStatus, MemoryItem, SupportKind
 from memories.items.services import memory_item_create, memory_item_edit
 from memories.review.decisions import memory_item_approve, memory_item_merge

@@ -6,8 +6,7 @@ import pytest
 
 from memories.embedding.items import memory_item_embed_refresh
 from memories.embedding.model import embed_text, item_embedding_hash
-from memories.items.experience_services import experience_create
-from memories.items.experiences import Experience
+from memories.items.experiences import Experience, experience_create
 from memories.items.models import MemoryItem
 from memories.items.services import memory_item_create, memory_item_propose
 from memories.review.decisions import memory_item_reject

@@ -11,7 +11,7 @@ from django.db import connection
 
 from accounts.models import AuditEvent, RetrievalMode
 from memories.embedding.model import embed_text
-from memories.items.experience_services import experience_create
+from memories.items.experiences import experience_create
 from memories.items.export import memory_items_export
 from memories.items.imports import memory_items_import
 from memories.items.models import TAGS_MAX, ItemStatus, MemoryItem, normalize_tags

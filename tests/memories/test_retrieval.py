@@ -5,7 +5,7 @@ from django.db import connection
 
 from accounts.models import ApiToken
 from accounts.tokens.usage import api_token_hit
-from memories.items.experience_services import experience_create
+from memories.items.experiences import experience_create
 from memories.items.models import ItemStatus, MemoryItem
 from memories.items.services import memory_item_propose
 from memories.review.decisions import memory_item_approve, memory_item_reject

@@ -9,7 +9,7 @@ import pytest
 
 from accounts.models import RetrievalMode
 from memories.embedding.items import memory_item_embed_refresh
-from memories.items.experience_services import experience_create
+from memories.items.experiences import experience_create
 from memories.items.services import memory_item_propose
 from memories.review.decisions import memory_item_approve
 from tests.helpers import ROOT, retrieve

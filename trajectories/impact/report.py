@@ -4,7 +4,7 @@ and ``GET /api/v1/impact`` (``bank_impact``); per item it is
 ``statistics``, ``arms`` and ``verdicts`` (checked on simulated banks by
 bench/impact_simulation.py).
 
-What is measured: retrievals are split by ``memories.services.retrieval_perform``
+What is measured: retrievals are split by ``memories.serving.retrieval.retrieval_perform``
 into a treatment arm (items served) and a holdout arm (nothing served; the
 event still records what *would* have been served). Agents that send
 ``retrieval_id`` with their trajectory link an outcome to its arm. Success is

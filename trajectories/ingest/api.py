@@ -1,5 +1,5 @@
-"""Agent API for trajectories: thin adapters over trajectories.recording and
-trajectories.selectors. The bank is the token's.
+"""Agent API for trajectories: thin adapters over trajectories.ingest (recording) and
+trajectories.records (reads). The bank is the token's.
 
 Who reaches which run: a token with the ``review`` scope reads and deletes
 every run of its bank (what a review tool needs); any other token (``ingest``,

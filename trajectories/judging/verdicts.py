@@ -143,7 +143,7 @@ WHERE r.id = s.id
 def retrieval_outcomes_rebuild(*, bank: Bank) -> None:
     """Recompute every retrieval's outcome counters of ``bank`` from its
     trajectories' effective verdicts, then the Impact report's sums from them
-    (memories.services.retrieval_tallies_rebuild): for data loaded in bulk,
+    (memories.serving.tallies.retrieval_tallies_rebuild): for data loaded in bulk,
     the migration that introduced them, or a repair."""
     sql = _OUTCOMES_SQL.format(retrieval=RetrievalEvent._meta.db_table, trajectory=Trajectory._meta.db_table)
     with connection.cursor() as cursor:

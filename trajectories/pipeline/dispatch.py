@@ -14,7 +14,7 @@ that runs out parks its rows (``awaiting_llm``, or its MaTTS group stays
 resumes them with a fresh budget once the endpoint answers a probe, and a
 reviewer's Retry or ``rb_resume --retry-transient`` resumes them at once.
 
-This module never imports trajectories.recording or the tasks (recording imports it)."""
+This module never imports trajectories.ingest or the tasks (ingest imports it)."""
 
 from __future__ import annotations
 

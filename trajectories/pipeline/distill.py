@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from memories.embedding.model import embeddings_prefetched, item_embedding_text
-from memories.items.experience_services import experience_create
+from memories.items.experiences import experience_create
 from memories.items.models import ItemOrigin, SupportKind
 from memories.items.services import ProposedItem, memory_items_propose
 from memories.learning.selectors import LearningState, bank_learning_state

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from memories.items.experience_services import experience_create
-from memories.items.experiences import Experience
+from memories.items.experiences import Experience, experience_create
 from memories.items.models import ItemOrigin
 from memories.items.services import ProposedItem, memory_items_propose
 from memories.trust.services import memory_items_screen

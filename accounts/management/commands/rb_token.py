@@ -41,7 +41,7 @@ def _parse_scopes(raw: str) -> list[str]:
     return scopes
 
 
-# accounts.services.api_token_create stores the secret's first 12 characters as the prefix.
+# accounts.tokens.services.api_token_create stores the secret's first 12 characters as the prefix.
 PREFIX_LENGTH = 12
 
 
