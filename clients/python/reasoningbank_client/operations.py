@@ -131,5 +131,4 @@ def as_method(function: Any, operation: endpoint | stream, iterator: Any) -> Cal
     del function.__wrapped__  # the signature below is the method's own, not the operation's
     signature = inspect.signature(operation.op, eval_str=True)
     function.__signature__ = signature.replace(return_annotation=answer)
-    function.op = operation.op
     return function
