@@ -144,19 +144,6 @@ def item_expired(item: MemoryItem) -> bool:
     return item.valid_until is not None and item.valid_until <= timezone.now()
 
 
-def item_lifecycle_states(item: MemoryItem) -> list[str]:
-    """The lifecycle states ``item`` is in (for its badges), from its own fields."""
-    states = []
-    if item.status == ItemStatus.APPROVED:
-        if item_expired(item):
-            states.append(LifecycleState.EXPIRED)
-        if item.stale_reason:
-            states.append(LifecycleState.STALE)
-        if item.retirement_reason:
-            states.append(LifecycleState.RETIREMENT)
-    return states
-
-
 def servable_q(prefix: str = "") -> Q:
     """Approved items that may be served: not suspended, and not past their validity."""
     return Q(**{f"{prefix}suspended": False}) & (

@@ -18,10 +18,10 @@ from memories.forms import ItemEditForm, RejectForm
 from memories.models import MemoryItem
 from memories.selectors.duplicates import rejected_lookalikes
 from memories.selectors.review import trajectory_tasks
+from memories.services.lifecycle import item_lifecycle
 from memories.services.review_policy import review_policy_get
 from memories.services.review_seats import item_seating
 from memories.services.review_votes import item_votes_visible
-from memories.serving import item_not_served_reason
 from memories.views.decisions import pop_undo, posted_queue_query, queue_filters, queue_query
 from reasoningbank_site.views_helpers import template_for
 
@@ -133,7 +133,7 @@ def item_context(
         "revertible": tuple(services.ITEM_REVERTS),
         "sources": sources,
         "source_links": [(tid, tasks.get(tid, "")) for tid in sources.trajectory_ids],
-        "not_served": item_not_served_reason(bank=bank, item=item),
+        "lifecycle": item_lifecycle(bank=bank, item=item),
     }
     if focus:
         queue = posted_queue_query(request) if request.method == "POST" else queue_query(request.GET)
