@@ -129,7 +129,7 @@ def lifecycle_items(*, bank: Bank, state: str) -> QuerySet[MemoryItem]:
     items = MemoryItem.objects.filter(bank=bank)
     if state == LifecycleState.REPEATED:
         repeats = MemoryItemSupport.objects.filter(item=OuterRef("pk"), kind=SupportKind.REPEATED)
-        return items.filter(refused_q(), Exists(repeats))
+        return items.annotate(lc_repeated=Exists(repeats)).filter(refused_q(), lc_repeated=True)  # for its badge
     approved = items.filter(status=ItemStatus.APPROVED)
     if state == LifecycleState.EXPIRED:
         return approved.filter(expired_q())

@@ -1,10 +1,9 @@
-"""Template filters of the lifecycle badges and panels (templates/memories/includes/lifecycle_*.html,
-item_state.html, item_lifecycle.html), and the folding of an item page's long evidence lists."""
+"""Template filters of an item page's lifecycle panel (templates/memories/includes/item_lifecycle.html)
+and the folding of its long evidence lists."""
 
 from __future__ import annotations
 
 from django import template
-from django.utils import timezone
 
 from memories.models import SupportKind
 
@@ -18,12 +17,6 @@ def fold(entries) -> tuple[list, list]:
     """A long list as (the first FOLD_AFTER entries, the rest): the page shows the rest under "Show all N"."""
     entries = list(entries or ())
     return entries[:FOLD_AFTER], entries[FOLD_AFTER:]
-
-
-@register.filter
-def is_past(value) -> bool:
-    """Whether a moment (a validity) is behind us; False for none."""
-    return value is not None and value != "" and value <= timezone.now()
 
 
 @register.filter

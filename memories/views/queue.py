@@ -21,6 +21,7 @@ from memories.forms import BulkActionForm, ReviewFilterForm
 from memories.models import Distribution, MemoryItem
 from memories.selectors import collaboration as collab
 from memories.selectors.learning import LIFECYCLE_FIELDS
+from memories.services.lifecycle import lifecycle_flags
 from memories.services.review_policy import review_policy_get
 from memories.services.review_seats import queue_seating, review_deal
 from memories.services.review_votes import review_vote_cast, votes_needed, with_my_vote
@@ -102,6 +103,7 @@ def queue_row(item) -> dict:
     row = {name: getattr(item, name, "") for name in ROW_FIELDS}
     row["get_origin_display"] = item.get_origin_display()
     row["get_status_display"] = item.get_status_display()
+    row["lifecycle_flags"] = lifecycle_flags(item)
     return row
 
 

@@ -86,6 +86,19 @@ def test_each_state_has_a_queue_filter_and_a_badge(client, reviewer, bank, scene
     assert _queue(client, bank, state="nonsense")  # an unknown state is ignored, never a 500
 
 
+def test_an_item_archived_as_wrong_and_distilled_again_is_badged_repeated_in_the_queue(client, reviewer, bank, owner):
+    from memories.services.learning import memory_item_archive_as_wrong
+
+    wrong = memory_item_approve(
+        item=propose_item(bank, title="Call the shop", content="Phone before you go."), author=owner
+    )
+    memory_item_archive_as_wrong(item=wrong, author=owner, reason="The shop has no phone.")
+    propose_item(bank, make_done_trajectory(bank), title="Call the shop", content="Phone before you go.")
+    client.force_login(reviewer)
+    page = _queue(client, bank, state="repeated")
+    assert wrong.title in page and 'data-lifecycle="repeated"' in page
+
+
 def test_the_item_page_shows_a_refused_items_repeats_with_the_reason_and_reopens_it(client, reviewer, bank, scene):
     client.force_login(reviewer)
     rejected, later = scene["rejected"], scene["later"]
