@@ -16,8 +16,16 @@ from accounts.models import Bank
 from memories.models import BankLearning, ItemStatus, MemoryItem, MemoryItemSupport, SupportKind
 from memories.models.learning import AGENT_VERSION_KEY
 
-# What a list row reads to show an item's lifecycle badges.
-LIFECYCLE_FIELDS = ("valid_until", "stale_reason", "retirement_reason", "suspended")
+# What a list row reads to show an item's state and lifecycle badges (memories.services.lifecycle.lifecycle_of).
+LIFECYCLE_FIELDS = (
+    "valid_until",
+    "stale_reason",
+    "retirement_reason",
+    "suspended",
+    "status_reason",
+    "archived_as_wrong",
+    "superseded_by_id",
+)
 
 
 def bank_learning(*, bank: Bank) -> BankLearning:

@@ -13,7 +13,7 @@ query); ``lifecycle_of`` computes it from an annotated row."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Subquery, Value
 from django.utils import timezone
@@ -80,7 +80,6 @@ class ItemLifecycle:
     flags: tuple[str, ...] = ()
     repeats: bool = False
     merged_into: LinkedItem | None = None
-    evidence: dict = field(default_factory=dict)
 
 
 def lifecycle_flags(item: MemoryItem) -> tuple[str, ...]:
@@ -182,8 +181,9 @@ def _linked(public_id, title) -> LinkedItem | None:
 
 
 def lifecycle_of(item: MemoryItem, *, production: int | None) -> ItemLifecycle:
-    """The lifecycle of ``item``, annotated with ``lifecycle_annotations``; ``production`` is the number of the
-    release the bank serves (None before its first)."""
+    """The lifecycle of ``item``, annotated with ``lifecycle_annotations`` (a list reads LIFECYCLE_FIELDS and
+    the annotations: no query); ``production`` is the number of the release the bank serves (None before its
+    first)."""
     status = item.status
     flags = lifecycle_flags(item)
     in_production = bool(status == ItemStatus.APPROVED and item.served)
@@ -213,7 +213,6 @@ def lifecycle_of(item: MemoryItem, *, production: int | None) -> ItemLifecycle:
         flags=flags,
         repeats=LifecycleState.REPEATED in flags,
         merged_into=merged_into,
-        evidence=(item.retirement_evidence or {}) if item.retirement_reason else {},
     )
 
 
