@@ -199,7 +199,7 @@ def lifecycle_of(item: MemoryItem, *, production: int | None) -> ItemLifecycle:
     elif _refused(item):
         state, label = ItemState.REFUSED, "Archived as wrong" if item.archived_as_wrong else "Rejected"
     elif status == ItemStatus.PROPOSED:
-        reason = item.needs_review_reason or "Waiting for a reviewer's decision."
+        reason = ""  # waiting in the queue says it all; a flag is needs_review_reason, shown as such
     elif status == ItemStatus.APPROVED:
         state, label, reason = _approved_state(item, production=production, in_production=in_production)
     lead = _LIFECYCLE_ACTIONS.get(state, ())

@@ -46,7 +46,7 @@ def _state(bank, item):
 def test_a_proposed_item_waits_for_a_decision(bank):
     lc = _state(bank, propose_item(bank))
     assert (lc.state, lc.label) == (ItemState.PROPOSED, "Proposed")
-    assert lc.reason == "Waiting for a reviewer's decision."
+    assert lc.reason == ""  # waiting in the queue needs no why
     assert lc.actions[:2] == ("approve", "reject") and "keep" not in lc.actions
     assert not lc.in_production and lc.not_served == ""
 
