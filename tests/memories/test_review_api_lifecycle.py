@@ -9,8 +9,8 @@ import uuid
 import pytest
 
 from memories.models import ItemStatus, MemoryItem
-from memories.services import memory_item_approve, memory_item_reject
-from memories.services.learning import ItemEffect, memory_items_outcomes_record
+from memories.services import memory_item_approve, memory_item_merge, memory_item_reject
+from memories.services.learning import ItemEffect, bank_learning_update, memory_items_outcomes_record
 from tests import factories
 from tests.factories import make_done_trajectory, propose_item
 
@@ -92,9 +92,6 @@ def test_archive_as_wrong_is_recorded_with_the_token(client, bank, owner, trajec
 
 
 def test_an_items_answer_leads_with_its_state_and_names_what_it_was_merged_into(client, bank, owner, review):
-    from memories.services import memory_item_merge
-    from memories.services.learning import bank_learning_update
-
     item = memory_item_approve(item=propose_item(bank, title="Sign in before listing orders"), author=owner)
     bank_learning_update(bank=bank, actor=owner, suspend_when_hurting=True)
     memory_items_outcomes_record(bank=bank, effects=[ItemEffect(str(item.public_id), -0.4, 78, hurts=True)])

@@ -14,7 +14,12 @@ from django.utils import timezone
 
 from memories.models import BankLearning, ItemStatus, MemoryItem
 from memories.services import memory_item_approve, memory_item_reject
-from memories.services.learning import ItemEffect, bank_learning_update, memory_items_outcomes_record
+from memories.services.learning import (
+    ItemEffect,
+    bank_learning_update,
+    memory_item_archive_as_wrong,
+    memory_items_outcomes_record,
+)
 from tests.factories import make_done_trajectory, propose_item
 
 REASON = "Official pages of this city are months out of date."
@@ -87,8 +92,6 @@ def test_each_state_has_a_queue_filter_and_a_badge(client, reviewer, bank, scene
 
 
 def test_an_item_archived_as_wrong_and_distilled_again_is_badged_repeated_in_the_queue(client, reviewer, bank, owner):
-    from memories.services.learning import memory_item_archive_as_wrong
-
     wrong = memory_item_approve(
         item=propose_item(bank, title="Call the shop", content="Phone before you go."), author=owner
     )
