@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memories.models import BankLearning, ItemStatus, MemoryItem
-from memories.services import memory_item_approve, memory_item_reject
+from memories.services import memory_item_approve, memory_item_edit, memory_item_reject
 from memories.services.learning import (
     ItemEffect,
     bank_learning_update,
@@ -220,3 +220,16 @@ def test_utility_ranking_is_a_bank_setting_the_settings_page_shows(client, owner
         'name="utility_ranking"' in page
         and reverse("memories:bank_learning", kwargs={"bank_id": bank.public_id}) in page
     )
+
+
+def test_the_item_page_folds_a_long_history_after_five_entries(client, reviewer, bank, owner):
+    item = propose_item(bank, title="Prefer the official source")
+    for n in range(7):
+        memory_item_edit(item=item, author=owner, tags=[f"edit-{n}"])
+    client.force_login(reviewer)
+    page = client.get(reverse("memories:item_detail", kwargs={"bank_id": bank.public_id, "item_id": item.public_id}))
+    html = page.content.decode()
+    shown, folded = html.split("data-history-more", 1)
+    assert "<summary>Show all 8</summary>" in folded
+    assert shown.count("<strong>edited</strong>") == 5 and folded.count("<strong>edited</strong>") == 2
+    assert "<strong>created</strong>" in folded  # the oldest entry, folded
