@@ -11,13 +11,13 @@ from django.views.decorators.http import require_http_methods
 
 from accounts.access import bank_for_user
 from accounts.models import Role
+from memories.items.lifecycle import lifecycle_annotations, lifecycle_of
 from memories.items.models import ItemStatus, MemoryItem
 from memories.items.services import memory_item_create
 from memories.review.forms import ItemCreateForm, ItemListFilterForm
 from memories.review.policy import decides_alone
 from memories.review.selectors import item_list, item_status_counts
 from memories.serving import served_release
-from memories.serving.lists import served_flag
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.search import SearchPaginator
 from reasoningbank_site.views_helpers import reverse_each, template_for
@@ -37,11 +37,14 @@ def items(request, bank_id):
     form.is_valid()
     data = getattr(form, "cleaned_data", {})
     status = data.get("status") or ""
-    listed = item_list(bank=bank, status=status, text=data.get("q") or "").annotate(served=served_flag(bank=bank))
+    listed = item_list(bank=bank, status=status, text=data.get("q") or "")
+    listed = listed.annotate(**lifecycle_annotations(bank=bank))  # each row's state, in the list's query
     page = SearchPaginator(listed, PAGE_SIZE).get_page(request.GET.get("page"))
     detail = reverse_each("memories:item_detail", "item_id", bank_id=bank.public_id)
+    production = served_release(bank=bank).number
     for item in page.object_list:
         item.detail_url = detail(item.public_id)
+        item.lifecycle = lifecycle_of(item, production=production)
     context = {
         "bank": bank,
         "membership": membership,
@@ -50,7 +53,7 @@ def items(request, bank_id):
         "status": status,
         "tabs": partial(_status_tabs, bank),  # counted only when rendered: not for the htmx list partial
         "q": data.get("q") or "",
-        "production": served_release(bank=bank).number,
+        "production": production,
     }
     return render(request, template_for(request, "memories/items.html", {"item-list": "list"}), context)
 

@@ -16,8 +16,16 @@ from accounts.models import Bank
 from memories.items.models import ItemStatus, MemoryItem, MemoryItemSupport, SupportKind
 from memories.learning.models import AGENT_VERSION_KEY, BankLearning
 
-# What a list row reads to show an item's lifecycle badges.
-LIFECYCLE_FIELDS = ("valid_until", "stale_reason", "retirement_reason", "suspended")
+# What a list row reads to show an item's state and lifecycle badges (memories.items.lifecycle.lifecycle_of).
+LIFECYCLE_FIELDS = (
+    "valid_until",
+    "stale_reason",
+    "retirement_reason",
+    "suspended",
+    "status_reason",
+    "archived_as_wrong",
+    "superseded_by_id",
+)
 
 
 def bank_learning(*, bank: Bank) -> BankLearning:
@@ -129,7 +137,7 @@ def lifecycle_items(*, bank: Bank, state: str) -> QuerySet[MemoryItem]:
     items = MemoryItem.objects.filter(bank=bank)
     if state == LifecycleState.REPEATED:
         repeats = MemoryItemSupport.objects.filter(item=OuterRef("pk"), kind=SupportKind.REPEATED)
-        return items.filter(refused_q(), Exists(repeats))
+        return items.annotate(lc_repeated=Exists(repeats)).filter(refused_q(), lc_repeated=True)  # for its badge
     approved = items.filter(status=ItemStatus.APPROVED)
     if state == LifecycleState.EXPIRED:
         return approved.filter(expired_q())
@@ -142,16 +150,3 @@ def lifecycle_items(*, bank: Bank, state: str) -> QuerySet[MemoryItem]:
 
 def item_expired(item: MemoryItem) -> bool:
     return item.valid_until is not None and item.valid_until <= timezone.now()
-
-
-def item_lifecycle_states(item: MemoryItem) -> list[str]:
-    """The lifecycle states ``item`` is in (for its badges), from its own fields."""
-    states = []
-    if item.status == ItemStatus.APPROVED:
-        if item_expired(item):
-            states.append(LifecycleState.EXPIRED)
-        if item.stale_reason:
-            states.append(LifecycleState.STALE)
-        if item.retirement_reason:
-            states.append(LifecycleState.RETIREMENT)
-    return states

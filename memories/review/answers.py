@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
+from memories.items.lifecycle import item_lifecycle
 from memories.items.models import MemoryItem
 from memories.learning.selectors import item_expired, item_repeats
 from memories.review.collaboration import item_current_version
@@ -77,16 +78,16 @@ def item_get(request, item_id: UUID) -> MemoryItem:
 
 
 def item_lifecycle_out(item: MemoryItem) -> dict:
-    """The detail answer's lifecycle fields."""
-    superseded_by = None
-    if item.superseded_by_id:
-        superseded_by = MemoryItem.objects.filter(pk=item.superseded_by_id).values_list("public_id", flat=True).first()
+    """The detail answer's lifecycle fields: its state (memories.items.lifecycle) and the evidence."""
+    lifecycle = item_lifecycle(bank=item.bank, item=item)
     return {
+        "state": lifecycle.state,
+        "state_reason": lifecycle.reason,
         "environment": item.environment or {},
         "stale_environment": item.stale_environment or {},
         "retirement_evidence": item.retirement_evidence or {},
         "archived_as_wrong": item.archived_as_wrong,
-        "superseded_by": superseded_by,
+        "superseded_by": lifecycle.merged_into.public_id if lifecycle.merged_into else None,
         "repeats": [
             {
                 "title": r.title,

@@ -6,22 +6,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.db.models import BooleanField, ExpressionWrapper, QuerySet, Value
+from django.db.models import BooleanField, ExpressionWrapper, QuerySet
 
 from accounts.models import Bank
-from memories.items.models import ItemStatus, MemoryItem
-from memories.learning.selectors import item_expired
+from memories.items.models import MemoryItem
 from memories.serving import (
     NO_FILTERS,
     RetrievalFilters,
     ServedRelease,
     latest_version_subquery,
-    release_item_exists,
     release_texts_apply,
     release_version_subquery,
     served_q,
     served_release,
-    unconfirmed_risk_q,
 )
 
 
@@ -87,40 +84,3 @@ def served_flag(*, bank: Bank) -> ExpressionWrapper:
     """Whether each row (a MemoryItem of ``bank``) is served by production, as an annotation: a list page
     reads it with its rows, in the same query."""
     return ExpressionWrapper(served_q(searched=served_release(bank=bank).searched), output_field=BooleanField())
-
-
-def item_not_served_reason(*, bank: Bank, item: MemoryItem) -> str:
-    """Why an approved ``item`` of ``bank`` is not served now, in a sentence for its page; "" when
-    production serves it, and for an item that is not approved (its status says so). One query."""
-    if item.status != ItemStatus.APPROVED:
-        return ""
-    release = served_release(bank=bank)
-    in_release = (
-        release_item_exists(release.searched)
-        if release.searched is not None
-        else Value(True, output_field=BooleanField())
-    )
-    row = (
-        MemoryItem.objects.filter(pk=item.pk)
-        .annotate(
-            served=served_flag(bank=bank),
-            in_release=in_release,
-            unconfirmed=ExpressionWrapper(unconfirmed_risk_q(), output_field=BooleanField()),
-        )
-        .values("served", "in_release", "unconfirmed", "suspended")
-        .first()
-    )
-    if row is None or row["served"]:
-        return ""
-    if not row["in_release"]:
-        return (
-            f"Not served: production (release {release.number}) does not hold it yet. "
-            "Publish a release on the Releases page to serve it."
-        )
-    if row["suspended"]:
-        return "Not served: suspended until a reviewer decides on its retirement."
-    if item_expired(item):
-        return "Not served: past its validity."
-    if row["unconfirmed"]:
-        return "Not served: it has a risk finding nobody confirmed."
-    return "Not served: below the bank's serving tier (Trust page)."

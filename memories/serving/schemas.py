@@ -337,10 +337,10 @@ class ReviewItemDetailOut(ReviewItemOut):
     stale_environment: dict[str, Any] = Field(default_factory=dict, description="The newer values seen.")
     retirement_evidence: dict[str, Any] = Field(default_factory=dict)
     archived_as_wrong: bool = False
-    superseded_by: UUID | None = None
-    repeats: list[RepeatOut] = Field(
-        default_factory=list, description="Times it was distilled again after it was refused (rejected items)."
-    )
+    state: str = Field("", description="What leads on its page (docs/review-ui.md): suspended, merged, stale, …")
+    state_reason: str = Field("", description="Why it is in that state (empty: nothing to add).")
+    superseded_by: UUID | None = None  # the item it was merged into or replaced by
+    repeats: list[RepeatOut] = Field(default_factory=list, description="Times it was distilled again after a refusal.")
     risks: list[RiskOut] = Field(default_factory=list, description="Risk findings (empty: none).")
     verdict_tier: str = Field(
         "", description="The weakest trust tier of its source verdicts: agent, judge or human (empty: none)."

@@ -13,23 +13,17 @@ from django.views.decorators.http import require_GET
 
 from accounts.access import bank_for_user
 from accounts.models import Role
+from memories.items.lifecycle import item_lifecycle
 from memories.items.models import MemoryItem
 from memories.items.transitions import ITEM_REVERTS
+from memories.review import selectors as review_selectors
 from memories.review.duplicates import item_supports, items_compare, rejected_lookalikes, supports_trajectory_ids
 from memories.review.forms import ItemEditForm, RejectForm
 from memories.review.policy import review_policy_get
 from memories.review.seats import item_seating
-from memories.review.selectors import (
-    item_for_bank,
-    item_history,
-    item_near_duplicates,
-    item_sources,
-    review_queue,
-    trajectory_tasks,
-)
+from memories.review.selectors import item_for_bank, item_history, item_near_duplicates, item_sources, trajectory_tasks
 from memories.review.views.decisions import pop_undo, posted_queue_query, queue_filters, queue_query
 from memories.review.votes import item_votes_visible
-from memories.serving.lists import item_not_served_reason
 from reasoningbank_site.views_helpers import template_for
 
 ITEM_TEMPLATE = "memories/item_detail.html"
@@ -64,7 +58,7 @@ def _sorted_neighbours(queue, item) -> tuple[MemoryItem | None, MemoryItem | Non
 def queue_position(bank, item, filters: dict) -> tuple[int, int]:
     """(where ``item`` stands in the queue narrowed by ``filters``, 1-based, or 0 when it is not in it; how many
     items the queue holds): the focus view's "7 of 23"."""
-    queue = review_queue(bank=bank, **filters)
+    queue = review_selectors.review_queue(bank=bank, **filters)
     total = queue.count()
     if item.status != "proposed" or not queue.filter(pk=item.pk).exists():
         return 0, total
@@ -77,10 +71,10 @@ def queue_neighbours(bank, item, filters: dict) -> tuple[MemoryItem | None, Memo
     In another order than the default (``sort``), from the queue's ordered ids; an item no longer in the
     queue (just decided) is followed by the first one still to decide."""
     if filters.get("sort"):
-        queue = review_queue(bank=bank, **filters)
+        queue = review_selectors.review_queue(bank=bank, **filters)
         previous, following, position, _total = _sorted_neighbours(queue, item)
         return (previous, following) if position else (None, queue.first())
-    queue = review_queue(bank=bank, **filters).exclude(pk=item.pk)
+    queue = review_selectors.review_queue(bank=bank, **filters).exclude(pk=item.pk)
     before = Q(created_at__lt=item.created_at) | Q(created_at=item.created_at, id__lt=item.id)
     after = Q(created_at__gt=item.created_at) | Q(created_at=item.created_at, id__gt=item.id)
     previous = queue.filter(before).order_by("-created_at", "-id").first()
@@ -140,14 +134,14 @@ def item_context(
         "revertible": tuple(ITEM_REVERTS),
         "sources": sources,
         "source_links": [(tid, tasks.get(tid, "")) for tid in sources.trajectory_ids],
-        "not_served": item_not_served_reason(bank=bank, item=item),
+        "lifecycle": item_lifecycle(bank=bank, item=item),
     }
     if focus:
         queue = posted_queue_query(request) if request.method == "POST" else queue_query(request.GET)
         context["queue_qs"] = queue
         filters = queue_filters(bank, queue)
         if filters.get("sort"):
-            _p, _f, position, total = _sorted_neighbours(review_queue(bank=bank, **filters), item)
+            _p, _f, position, total = _sorted_neighbours(review_selectors.review_queue(bank=bank, **filters), item)
             context["previous"], context["following"] = queue_neighbours(bank, item, filters)
             context.update(position=position, queue_total=total)
         else:

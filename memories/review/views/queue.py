@@ -16,15 +16,17 @@ from django.views.decorators.http import require_http_methods
 
 from accounts.access import bank_for_user
 from accounts.models import Role
+from memories.items.lifecycle import lifecycle_flags
 from memories.items.models import MemoryItem
 from memories.learning.selectors import LIFECYCLE_FIELDS
 from memories.review import collaboration_reads as collab
+from memories.review import selectors as review_selectors
 from memories.review.decisions import memory_item_approve, memory_item_reject
 from memories.review.forms import BulkActionForm, ReviewFilterForm
 from memories.review.policy import review_policy_get
 from memories.review.policy_models import Distribution
 from memories.review.seats import queue_seating, review_deal
-from memories.review.selectors import items_by_public_ids, queue_rows_claimed, review_agents, review_queue
+from memories.review.selectors import items_by_public_ids, queue_rows_claimed, review_agents
 from memories.review.views.decisions import (
     offer_undo,
     pop_undo,
@@ -104,6 +106,7 @@ def queue_row(item) -> dict:
     row = {name: getattr(item, name, "") for name in ROW_FIELDS}
     row["get_origin_display"] = item.get_origin_display()
     row["get_status_display"] = item.get_status_display()
+    row["lifecycle_flags"] = lifecycle_flags(item)
     return row
 
 
@@ -119,7 +122,7 @@ def review(request, bank_id):
     if policy.seated and policy.distribution == Distribution.ROUND_ROBIN:
         review_deal(bank=bank)  # items distilled since the last look get their reviewers
     form = ReviewFilterForm(request.GET or None, agents=partial(review_agents, bank=bank))
-    queue = review_queue(bank=bank, **(form.filters() if request.GET else {}))
+    queue = review_selectors.review_queue(bank=bank, **(form.filters() if request.GET else {}))
     assignments, mine = collab.bank_assignments(bank=bank), request.GET.get("assigned") == "me"
     if mine:
         queue = collab.queue_assigned_to(queue, assignments=assignments, user=request.user)
@@ -214,7 +217,7 @@ def _review_post(request, bank_id):
 
 def _append_queue_count(request, response, bank, queue: str) -> None:
     """Send the heading's "N proposed" again (out of band) with a row's answer: the queue, as filtered, shrank."""
-    paginator = SearchPaginator(review_queue(bank=bank, **queue_filters(bank, queue)), PAGE_SIZE)
+    paginator = SearchPaginator(review_selectors.review_queue(bank=bank, **queue_filters(bank, queue)), PAGE_SIZE)
     context = {"count": paginator.count, "capped": paginator.capped, "oob": True}
     html = render_to_string("memories/review.html#count", context, request)
     # In a <template>, which htmx unwraps: after a table row the HTML parser would move a bare span.
