@@ -44,7 +44,7 @@ SWEEP = [
 ]
 SHAPES = {"query (1 text)": QUERY, "distillation (4 texts)": DISTILLATION, "sweep (32 texts)": SWEEP}
 LOAD_TIME = (
-    "import os, time, django; django.setup(); from memories import embeddings; t = time.perf_counter(); "
+    "import os, time, django; django.setup(); from memories.embedding import model as embeddings; t = time.perf_counter(); "
     "embeddings.load_now(); embeddings.embed_text('warm up'); print(time.perf_counter() - t)"
 )
 
