@@ -38,9 +38,7 @@ from accounts.services.usage import (
     RATE_WINDOW_SECONDS,
     USAGE_MINUTE_RETENTION_HOURS,
     RateDecision,
-    TokenUse,
     api_token_hit,
-    api_token_use,
     token_usage_compact,
 )
 
@@ -58,12 +56,10 @@ __all__ = [
     "IssuedInvitation",
     "IssuedToken",
     "RateDecision",
-    "TokenUse",
     "api_token_create",
     "api_token_hit",
     "api_token_revoke",
     "api_token_touch",
-    "api_token_use",
     "audit_record",
     "bank_archive",
     "bank_create",
