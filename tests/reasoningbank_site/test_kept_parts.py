@@ -14,6 +14,7 @@ INTERNALS = {
     "run_on_commit": "a connection's pending on_commit list (use transaction.on_commit)",
     "savepoint_ids": "a connection's savepoint stack (use transaction.on_commit)",
     "get_db_converters": "rows rebuilt by hand (use a queryset)",
+    "deferred_loading": "a query's deferred fields (name the fields)",
 }
 
 
