@@ -43,7 +43,8 @@ from compare_reasoning_bank import CENTRE_TEXTS, K, _post
 from retrieval import QUERY_TEXTS, _reset_and_load
 
 PARTS = (
-    ("token", "accounts.tokens.auth", "api_token_use"),
+    ("token", "accounts.tokens.auth", "api_token_for_secret"),
+    ("token", "accounts.tokens.auth", "api_token_hit"),
     ("embed", "memories.serving.preview", "embed_text"),
 )
 
@@ -52,7 +53,7 @@ def server_parts(bank, secret: str, texts: list[str], floor) -> str:
     """p50 ms of each part of POST /api/v1/retrieve run in this process through
     the real WSGI handler, with the floor interleaved, each going first in
     turn: the functions of PARTS timed where the view calls them (``token``:
-    its statement and Python), ``sql``: the other statements before the answer
+    its statements and Python), ``sql``: the other statements before the answer
     (the search), from sending each to its rows (``other_statements``: how
     many); ``rest``: Django, django-ninja, middleware and the services' own
     Python; ``after_answer``: what runs once the response is closed (nothing

@@ -108,7 +108,8 @@ def _redis_broker(tmp: Path) -> Iterator[Broker]:
 
         wait_for(answers, timeout=60, what="redis-server to answer PING")
         url = f"redis://127.0.0.1:{port}/0"
-        yield Broker("redis", url, {"visibility_timeout": 3600}, {"CELERY_BROKER_URL": url}, proc)
+        options = {**settings.CELERY_BROKER_TRANSPORT_OPTIONS, "visibility_timeout": 3600}
+        yield Broker("redis", url, options, {"CELERY_BROKER_URL": url}, proc)
     finally:
         proc.terminate()
         try:

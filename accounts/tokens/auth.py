@@ -7,8 +7,9 @@ from typing import Any
 from ninja import Schema
 from ninja.security import HttpBearer
 
+from accounts.teams.selectors import api_token_for_secret
 from accounts.tokens.services import api_token_touch
-from accounts.tokens.usage import TokenUse, api_token_use
+from accounts.tokens.usage import api_token_hit
 from reasoningbank_site.errors import Forbidden, NotAuthenticated, RateLimited
 
 
@@ -37,8 +38,9 @@ class TokenAuth(HttpBearer):
     a live token without ``scope`` → 403; an archived bank → 403 ``bank_archived``;
     over the bank's ``rate_limit_per_minute`` → 429 ``rate_limited`` with
     ``Retry-After``. Sets ``request.api_token`` and ``request.bank``. The
-    lookup and the rate count are one statement (api_token_use): one round
-    trip per request."""
+    token, its bank and team are one ORM query; a token that passes the
+    checks is counted by one upsert (api_token_hit). A refused token (wrong
+    scope, archived bank) is not counted."""
 
     openapi_scheme = "bearer"
 
@@ -48,10 +50,7 @@ class TokenAuth(HttpBearer):
         super().__init__()
 
     def authenticate(self, request, token: str):
-        return self._accepted_token(request, api_token_use(raw=token.strip(), scope=self.scope))
-
-    def _accepted_token(self, request, use: TokenUse):
-        api_token = use.token
+        api_token = api_token_for_secret(raw=token.strip())
         if api_token is None:
             raise NotAuthenticated("The API token is unknown, revoked or expired.")
         if self.scope is not None and not api_token.has_scope(self.scope):
@@ -63,7 +62,7 @@ class TokenAuth(HttpBearer):
             raise Forbidden(
                 "This bank is archived: it serves no memories and accepts no trajectories.", code="bank_archived"
             )
-        decision = use.decision
+        decision = api_token_hit(token=api_token, limit=api_token.bank.rate_limit_per_minute)
         if not decision.allowed:
             raise RateLimited(
                 f"Rate limit of {decision.limit} requests per minute per token exceeded; "

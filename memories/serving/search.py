@@ -104,14 +104,11 @@ def _with_similarities(qs: QuerySet, *, order: tuple[str, ...]) -> list[MemoryIt
 
 
 def _similarities_sql(qs: QuerySet, sql: str, *, order: tuple[str, ...]) -> str:
-    """_SIMILARITIES_SQL around ``sql``, ``qs``'s statement: its columns but the
-    embedding, and its annotations."""
-    names, deferred = qs.query.deferred_loading
-    fields = [
-        f.column
-        for f in MemoryItem._meta.concrete_fields
-        if f.column != "embedding" and (f.primary_key or (f.name not in names if deferred else f.name in names))
-    ]
+    """_SIMILARITIES_SQL around ``sql``, ``qs``'s statement (an
+    _approved_items_qs): the columns it reads (the primary key and
+    SERVED_FIELDS), and its annotations."""
+    served = set(SERVED_FIELDS)
+    fields = [f.column for f in MemoryItem._meta.concrete_fields if f.primary_key or f.name in served]
     return _SIMILARITIES_SQL.format(
         inner=sql,
         columns=", ".join(f'c."{name}"' for name in [*fields, *qs.query.annotations]),
