@@ -33,6 +33,25 @@ def wait_for(
         time.sleep(interval)
 
 
+def wait_until_another_waits_on_my_lock(*, timeout: float = 30.0) -> None:
+    """From a transaction holding a row or table lock: wait until another
+    backend's statement is blocked on a lock this connection holds (its
+    ``pg_locks`` row not granted, this backend among its blockers), so what
+    the caller does next (commit) happens while that statement waits.
+    ``pg_locks`` is read live, unlike ``pg_stat_activity``'s per-transaction snapshot."""
+    from django.db import connection
+
+    def blocked() -> bool:
+        with connection.cursor() as cur:
+            cur.execute(
+                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted"
+                " AND pg_backend_pid() = ANY(pg_blocking_pids(pid)))"
+            )
+            return cur.fetchone()[0]
+
+    wait_for(blocked, timeout=timeout, interval=0.01, what="another backend to wait on this one's lock")
+
+
 def run(*args, **options) -> tuple[str, str]:
     """Call a management command; return its (stdout, stderr)."""
     out, err = StringIO(), StringIO()

@@ -8,7 +8,6 @@ different orders and deadlock two requests (a 500)."""
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from memories.models import MemoryItem, RetrievalEvent
 from memories.services import memory_items_count_served
 from tests import factories
-from tests.helpers import post_over_http
+from tests.helpers import post_over_http, wait_for
 
 CLIENTS = 16
 ROUNDS = 12
@@ -49,9 +48,12 @@ def test_sixteen_concurrent_clients_sharing_items_all_get_their_lessons(live_ser
     assert failures == [], f"{len(failures)} of {len(jobs)} retrievals failed, e.g. {failures[:3]}"
     assert all(len(body["items"]) == 4 for _status, body in answers), "every client is served all four lessons"
     # Each log is written just after its answer, off the agent's wait: every one lands.
-    deadline = time.monotonic() + 30
-    while RetrievalEvent.objects.filter(bank=bank).count() < len(jobs) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(
+        lambda: RetrievalEvent.objects.filter(bank=bank).count() >= len(jobs),
+        timeout=30,
+        interval=0.02,
+        what="every retrieval's log",
+    )
     assert RetrievalEvent.objects.filter(bank=bank).count() == len(jobs)
 
     # The counters are folded from the events outside the request, exactly once.
