@@ -84,7 +84,7 @@ def test_other_models_and_runtime_torch_run_on_pytorch(runtime, settings, tmp_pa
     mean_pooled = embed_texts(QUERIES)
 
     # A model whose pooling is not the mean (here: its CLS token) cannot be reproduced: PyTorch, even with "onnx".
-    location = embeddings._model_location()
+    location = embeddings.model_location()
     assert onnx_embedding.unsupported_reason(location) == ""
     copy = tmp_path / "cls-model"
     shutil.copytree(location, copy, ignore=shutil.ignore_patterns("*.safetensors"))
