@@ -378,6 +378,8 @@ class LLM(FakeLLM):
             def do_GET(self):  # GET /v1/models: what a client probes to see whether the endpoint is back
                 if not self.path.rstrip("/").endswith("/models"):
                     return self._send(404, b'{"error": {"message": "fake LLM: no such path"}}')
+                with fake._lock:
+                    fake.probes += 1
                 if fake.down:
                     return self._send(503, b'{"error": {"message": "fake LLM: down (503)"}}')
                 self._send(200, b'{"object": "list", "data": [{"id": "fake-model", "object": "model"}]}')
