@@ -8,7 +8,6 @@ import contextlib
 import http.client
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -78,12 +77,14 @@ def retrievals_logged(bank, before: int, answered: int, timeout: float = 30.0) -
     every one is, and return the count: a benchmark whose answers were not
     all logged did less than a user's requests do."""
     from memories.serving.models import RetrievalEvent
+    from tests.harness import TimedOut, wait_until
 
-    deadline = time.monotonic() + timeout
-    while (logged := RetrievalEvent.objects.filter(bank=bank).count() - before) < answered:
-        if time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
+    def logged() -> int:
+        return RetrievalEvent.objects.filter(bank=bank).count() - before
+
+    with contextlib.suppress(TimedOut):
+        wait_until(lambda: logged() >= answered, timeout=timeout, interval=0.05, what="the retrievals' logs")
+    logged = logged()
     assert logged == answered, f"{logged} of {answered} answered retrievals logged"
     return logged
 
@@ -147,12 +148,6 @@ def pct(values, p):
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(
     *, port: int | None = None, workers: int = 1, threads: int = 1, root: Path | None = None
 ) -> tuple[subprocess.Popen, str]:
@@ -160,6 +155,8 @@ def start_server(
     when None) from this checkout, or from ``root`` (another checkout, for a
     before/after), with production's worker class when ``threads`` > 1 (gthread;
     one thread: gunicorn's sync worker); returns once the OpenAPI document answers."""
+    from tests.harness import free_port  # here, not at import: a --compare child's older checkout may lack it
+
     port = port or free_port()
     env = {**os.environ, "RB_DATABASE_NAME": BENCH_DB, "DEBUG": "0", "LOG_LEVEL": "WARNING"}
     cmd = [

@@ -27,7 +27,9 @@ import tempfile
 import time
 
 import redis
-from common import free_port, pct, setup_django
+from common import pct, setup_django
+
+from tests.harness import free_port
 
 
 def _fresh_publish(app, settings, task, args) -> None:

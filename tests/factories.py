@@ -60,6 +60,21 @@ def make_token(bank: Bank, scopes=("retrieve", "ingest"), **kwargs) -> str:
 
 # --- trajectories -------------------------------------------------------------------------
 
+# Four lessons a fleet of agents shares, as (title, description, content), and queries that each need two
+# of them: the concurrent retrieval test and bench/retrieval_load.py serve the same bank.
+FLEET_LESSONS = [
+    ("Sign in before acting", "Use when the task needs an account.", "Log in first and confirm the session."),
+    ("Walk every page", "Use when results span pages.", "Follow next until it disappears and collect each page."),
+    ("Type dates directly", "Use when a form has a date picker.", "Type YYYY-MM-DD into the field."),
+    ("Check the cart total", "Use before paying.", "Compare the cart total with the sum of item prices."),
+]
+FLEET_QUERIES = [
+    "log into my account and list every page of my orders",
+    "pick a date and check the cart total before paying",
+    "sign in, then type the delivery date",
+    "walk the paginated results and check the total price",
+]
+
 STEPS = [
     {"kind": "user", "content": "Find the opening hours of the city library on Sundays."},
     {"kind": "thought", "content": "I should search the library website."},

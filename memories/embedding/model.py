@@ -64,7 +64,8 @@ def embedding_model_name() -> str:
     return configured or DEFAULT_MODEL_NAME
 
 
-def _model_location() -> str:
+def model_location() -> str:
+    """Where the configured model's files are: RB_EMBEDDING_MODEL, or the bundled all-MiniLM-L6-v2 package's folder."""
     configured = (getattr(settings, "RB_EMBEDDING_MODEL", "") or "").strip()
     if configured:
         return configured
@@ -135,7 +136,7 @@ def _check_width(location: str, model):
 def get_model():
     """The loaded model (an OnnxSentenceEncoder or a SentenceTransformer: both
     ``encode`` the same way), loaded once per process (thread-safe)."""
-    key = (_model_location(), _runtime())
+    key = (model_location(), _runtime())
     with _load_lock:
         model = _load(*key)
     _loaded.add(key)
@@ -175,7 +176,7 @@ def preload() -> None:
 
 def model_is_loaded() -> bool:
     """Whether the configured model is loaded in this process."""
-    return (_model_location(), _runtime()) in _loaded
+    return (model_location(), _runtime()) in _loaded
 
 
 def model_load_error() -> str:

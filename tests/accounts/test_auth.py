@@ -4,6 +4,7 @@ and request counts."""
 from datetime import timedelta
 
 import pytest
+import time_machine
 from django.utils import timezone
 
 from accounts.models import ApiToken, TokenUsage
@@ -70,17 +71,18 @@ def test_archived_bank_is_403_bank_archived_and_unarchive_restores(client, bank,
 
 def test_rate_limit_answers_429_with_retry_after(client, bank, token, owner):
     bank_update_settings(bank=bank, actor=owner, rate_limit_per_minute=3)
-    statuses = [_get(client, token).status_code for _ in range(3)]
-    assert statuses == [200, 200, 200]
-    response = _get(client, token)
-    assert response.status_code == 429
-    body = response.json()
-    assert body["code"] == "rate_limited" and "3 requests per minute" in body["detail"]
-    assert 1 <= int(response["Retry-After"]) <= 60
-    # Limits are per token: another token of the same bank is unaffected.
-    assert _get(client, factories.make_token(bank)).status_code == 200
-    # Attempts are counted, including the rejected one.
-    assert TokenUsage.objects.get(token__prefix=token[:12]).count == 4
+    with time_machine.travel(timezone.now().replace(second=5, microsecond=0), tick=False):  # 5 s into a window
+        statuses = [_get(client, token).status_code for _ in range(3)]
+        assert statuses == [200, 200, 200]
+        response = _get(client, token)
+        assert response.status_code == 429
+        body = response.json()
+        assert body["code"] == "rate_limited" and "3 requests per minute" in body["detail"]
+        assert response["Retry-After"] == "55"  # the seconds left in the one-minute window
+        # Limits are per token: another token of the same bank is unaffected.
+        assert _get(client, factories.make_token(bank)).status_code == 200
+        # Attempts are counted, including the rejected one.
+        assert TokenUsage.objects.get(token__prefix=token[:12]).count == 4
 
 
 def test_zero_rate_limit_means_unlimited(client, bank, token, owner):

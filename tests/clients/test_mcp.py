@@ -25,7 +25,8 @@ from memories.items.models import MemoryItem
 from memories.items.services import memory_item_edit
 from memories.serving.models import RetrievalEvent
 from tests import factories
-from tests.helpers import free_port, http_session, wait_for
+from tests.harness import free_port
+from tests.helpers import http_session, wait_for
 from trajectories.models import Trajectory
 
 # The server answers on a loaded machine too: a generous timeout instead of httpx's 5 s.

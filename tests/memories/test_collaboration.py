@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from datetime import timedelta
 
 import pytest
@@ -35,6 +34,7 @@ from reasoningbank_site.errors import StaleVersion
 from reasoningbank_site.text import ago
 from tests import factories
 from tests.factories import propose_item
+from tests.helpers import wait_until_another_waits_on_my_lock
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
@@ -168,8 +168,8 @@ def test_a_lesson_found_again_while_a_reviewer_edits_the_item_gets_the_next_vers
                 locked.save(update_fields=["title"])
                 item_version_record(item=locked, action="edited", author=alice)
                 holding.set()
-                time.sleep(0.5)  # the distiller's statement starts now and waits for this lock
-        except Exception as exc:  # reported below, as the test's failure
+                wait_until_another_waits_on_my_lock()  # the distiller's statement waits for this lock
+        except BaseException as exc:  # reported below, as the test's failure
             failures.append(exc)
         finally:
             holding.set()

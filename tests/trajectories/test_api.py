@@ -267,7 +267,9 @@ def _lookup_queries(client, auth) -> int:
     return len(captured)
 
 
-def test_detail_shows_judgments_items_and_bounded_queries(client, auth, bank, other_bank, django_assert_num_queries):
+def test_detail_shows_judgments_items_and_bounded_queries(
+    client, auth, bank, other_bank, django_assert_max_num_queries
+):
     body = post(client, {**VALID, "external_id": "x-1", "group_id": "g-1"}, auth).json()
     trajectory = Trajectory.objects.get(public_id=body["id"])
     experience = Experience.objects.create(bank=bank, task="t")
@@ -286,7 +288,7 @@ def test_detail_shows_judgments_items_and_bounded_queries(client, auth, bank, ot
     MemoryItem.objects.create(bank=other_bank, title="unrelated", description="d", content="c")
 
     client.get(body["url"], **auth)  # warm: last_used_at written once
-    with django_assert_num_queries(_lookup_queries(client, auth) + 3):  # + judgments, items, supported items
+    with django_assert_max_num_queries(_lookup_queries(client, auth) + 3):  # + judgments, items, supported items
         response = client.get(body["url"], **auth)
     assert response.status_code == 200
     data = response.json()
@@ -309,10 +311,10 @@ def test_detail_shows_judgments_items_and_bounded_queries(client, auth, bank, ot
     assert data["step_count"] == 1
 
 
-def test_detail_without_experience_has_no_items(client, auth, django_assert_num_queries):
+def test_detail_without_experience_has_no_items(client, auth, django_assert_max_num_queries):
     body = post(client, VALID, auth).json()
     client.get(body["url"], **auth)
-    with django_assert_num_queries(_lookup_queries(client, auth) + 1):  # + judgments
+    with django_assert_max_num_queries(_lookup_queries(client, auth) + 1):  # + judgments
         data = client.get(body["url"], **auth).json()
     assert data["items"] == [] and data["judgments"] == [] and data["verdict"] == ""
 

@@ -155,7 +155,7 @@ def test_chart_queries_do_not_grow_with_the_data(bank, owner):
         dated(item, "approved", days_ago)
         t = make_trajectory(bank, status="done", verdict="success", task=f"t {days_ago}")
         Trajectory.objects.filter(pk=t.pk).update(created_at=at(days_ago))
-    assert queries() == empty == 4
+    assert queries() == empty <= 4
 
 
 def test_a_new_banks_weekly_rates_are_an_empty_state_not_twelve_weeks_of_na(client, owner, bank):

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+import time_machine
+from django.utils import timezone
 from google.rpc import status_pb2
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http import Compression
@@ -394,14 +396,15 @@ def test_rate_limited_is_429_with_retry_after(live_server, bank):
     bank.save(update_fields=["rate_limit_per_minute"])
     token = factories.make_token(bank)
     document = document_of(spans_of(fixture("otlp_genai.json"))[:1])
-    assert post_json(live_server.url, token, document).status_code == 200
-    response = http_post(
-        live_server.url + PATH,
-        content=b"",
-        headers={"Authorization": f"Bearer {token}", "Content-Type": PROTOBUF},
-    )
+    with time_machine.travel(timezone.now().replace(second=20, microsecond=0), tick=False):  # 20 s into a window
+        assert post_json(live_server.url, token, document).status_code == 200
+        response = http_post(
+            live_server.url + PATH,
+            content=b"",
+            headers={"Authorization": f"Bearer {token}", "Content-Type": PROTOBUF},
+        )
     assert response.status_code == 429
-    assert int(response.headers["Retry-After"]) > 0
+    assert response.headers["Retry-After"] == "40"  # the seconds left in the one-minute window
     assert "Rate limit" in status_pb2.Status.FromString(response.content).message
 
 

@@ -5,7 +5,6 @@ the call fails, and two calls in flight at once cannot both take the last
 tokens (the policy row's lock, on the real PostgreSQL)."""
 
 import threading
-import time
 
 import pytest
 from django.db import connection, transaction
@@ -17,6 +16,7 @@ from memories.trust.services import bank_trust_policy_update
 from tests import factories
 from tests.factories import process_trajectory
 from tests.fake_llm import Scripted
+from tests.helpers import wait_for, wait_until_another_waits_on_my_lock
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
 from trajectories.models import Status, Trajectory
 from trajectories.pipeline import sweeper
@@ -124,7 +124,7 @@ def test_two_calls_in_flight_cannot_both_take_the_last_tokens(bank, owner, fake_
 
     first = threading.Thread(target=call)
     first.start()
-    time.sleep(0.3)  # the first call is waiting for its answer, its hold taken
+    wait_for(lambda: fake_llm.requests, timeout=10, what="the first call to wait for its answer, its hold taken")
     call()
     first.join()
     assert sorted(outcomes) == ["first", "refused"]
@@ -141,7 +141,7 @@ def test_the_policy_row_lock_makes_the_second_hold_wait_and_see_the_first(bank, 
             with transaction.atomic():
                 results.append(("first", llm_budget_hold(bank_id=bank.pk, tokens=1_000)))
                 taken.set()
-                time.sleep(0.5)  # the second hold starts meanwhile: it must wait for this commit
+                wait_until_another_waits_on_my_lock()  # the second hold waits for this commit
         finally:
             connection.close()
 

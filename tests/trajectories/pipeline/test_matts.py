@@ -175,18 +175,15 @@ def test_complete_group_without_llm_resumes_when_one_is_set(
     assert "RB_LLM_BASE_URL" in b.status_detail
 
     from tests.fake_llm import FakeLLM
-    from trajectories.pipeline import llm
 
     server = FakeLLM().start()
     try:
         settings.RB_LLM_BASE_URL = server.base_url
-        llm._client.cache_clear()
         server.reply(CONTRAST)
         with django_capture_on_commit_callbacks(execute=True):
             pipeline_sweep()
     finally:
         server.stop()
-        llm._client.cache_clear()
     a.refresh_from_db()
     assert a.status == Status.DONE
     assert MemoryItem.objects.get().origin == ItemOrigin.MATTS_PARALLEL
