@@ -13,7 +13,7 @@ from accounts.access import bank_for_user
 from accounts.models import Role
 from memories import selectors, services
 from memories.forms import ItemCreateForm, ItemListFilterForm
-from memories.models import ItemStatus, MemoryItem
+from memories.models import ItemStatus, MemoryItem, SupportKind
 from memories.services.review_policy import decides_alone
 from memories.serving import served_flag, served_release
 from reasoningbank_site.errors import DomainError
@@ -78,7 +78,16 @@ def item_create(request, bank_id):
         except DomainError as exc:
             form.add_error(None, str(exc))
         else:
-            if data["approve_now"] and item.status == ItemStatus.PROPOSED:
+            support = getattr(item, "supported_by", None)
+            if support is not None:
+                # The one near-duplicate check: the bank holds this lesson already; the text is kept there.
+                held = "refused" if support.kind == SupportKind.REPEATED else "holds"
+                messages.warning(
+                    request,
+                    f"Not saved as a new item: this bank {held} “{item.title}” already (similarity "
+                    f"{support.similarity:.2f}). Your text is recorded there as seen again.",
+                )
+            elif data["approve_now"] and item.status == ItemStatus.PROPOSED:
                 # A reviewer under a policy of several decisions: her approve is the item's first vote.
                 messages.success(
                     request,
