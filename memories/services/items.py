@@ -159,7 +159,10 @@ def memory_items_propose(
     (``BankLearning.repeat_threshold``) to a rejected or archived-as-wrong
     item is recorded on that item as a repeat (a REPEATED support: its
     source trajectories are evidence there) and never queued; the list holds
-    the refused item in its place, ``supported_by`` set likewise. Each new
+    the refused item in its place, ``supported_by`` set likewise. All of
+    this is the one near-duplicate check (``proposals_check``), under the
+    bank's proposal lock: a distillation at the same moment waits, then sees
+    these items. Each new
     item remembers its ``environment`` (``item_environment``). ``learning``:
     the bank's LearningState when the caller read it already."""
     _check_origin(origin)
