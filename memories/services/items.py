@@ -221,6 +221,7 @@ def memory_item_create(
     tags=(),
     note: str = "",
     token: ApiToken | None = None,
+    consolidate: bool = True,
 ) -> MemoryItem:
     """An item written by hand (or imported). ``status`` is proposed (the
     default) or approved; either way it is embedded inline and goes through
@@ -229,7 +230,9 @@ def memory_item_create(
     approved item) is not created but recorded there as "seen again", and
     that existing item is returned, its ``supported_by`` set to the new
     MemoryItemSupport; a lesson the bank refused is recorded on the refused
-    item as a repeat likewise. ``tags`` follow ``normalize_tags``; ``note``
+    item as a repeat likewise. ``consolidate=False`` skips that check: for a
+    release import, which restores a release's items exactly (it is not a
+    proposal, and what it approves is what the bank then serves). ``tags`` follow ``normalize_tags``; ``note``
     goes into the first version (where an import came from). Raises
     Invalid for an empty or too long title, description or content, bad
     tags, another status, or an unknown origin. Its text is risk-scanned;
@@ -262,11 +265,12 @@ def memory_item_create(
         created_by=author,
     )
     item_embed_inline(item)
-    learning = bank_learning_state(bank=bank)
-    repeat = learning.learning.repeat_threshold if learning.has_refused else None
-    (existing,) = proposals_check(bank=bank, items=[item], repeat_threshold=repeat)
-    if existing is not None:
-        return existing
+    if consolidate:
+        learning = bank_learning_state(bank=bank)
+        repeat = learning.learning.repeat_threshold if learning.has_refused else None
+        (existing,) = proposals_check(bank=bank, items=[item], repeat_threshold=repeat)
+        if existing is not None:
+            return existing
     if status == ItemStatus.APPROVED:
         item.approved_at = timezone.now()
         item.approved_by = author
