@@ -20,6 +20,8 @@ from memories.services import (
     memory_items_import,
     memory_items_propose,
 )
+from tests import factories
+from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -179,3 +181,26 @@ def test_a_twin_below_the_threshold_is_queued_and_each_names_the_other(bank, own
     assert named["id"] == str(first.public_id) and 0.85 <= named["similarity"] < bank.duplicate_threshold
     (back,) = first.near_duplicates  # the earlier twin shows the later one too, before anyone decides
     assert back == {"id": str(second.public_id), "title": NEAR["title"], "similarity": named["similarity"]}
+
+
+def test_a_pipeline_distillation_at_the_same_moment_records_the_held_lesson_as_seen_again(bank, fake_llm):
+    held = dict(  # the first lesson of ITEMS_MD, proposed a moment before by another distillation
+        title="Prefer the official source",
+        description="Use when a factual question about an institution's schedule comes up.",
+        content="Look the fact up on the institution's own pages before answering, and quote the day-specific entry.",
+    )
+    trajectory = factories.make_trajectory(bank)
+    fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
+
+    first, _done = _race(bank, lambda b: _distilled(b, held), lambda b: factories.process_trajectory(trajectory))
+
+    trajectory.refresh_from_db()
+    assert trajectory.status_detail == (
+        "1 memory item proposed for review. 1 the bank already holds, recorded as supporting evidence on it."
+    )
+    assert sorted(MemoryItem.objects.filter(bank=bank).values_list("title", flat=True)) == [
+        "Answer in the asked format",
+        "Prefer the official source",
+    ]
+    (support,) = MemoryItem.objects.get(pk=first.pk).supports.all()
+    assert support.trajectory_ids == [str(trajectory.public_id)]
