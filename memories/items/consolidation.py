@@ -1,7 +1,13 @@
 """Consolidation: a lesson distilled again, or an item merged into another,
 becomes supporting evidence on the item that already holds it (a
 MemoryItemSupport row, the item's ``support_count``, and a version in its
-history), instead of a second item for reviewers to find and compare."""
+history), instead of a second item for reviewers to find and compare.
+
+``proposals_check`` is the one near-duplicate check every new item goes
+through, whoever makes it (distillation, MaTTS, by hand, approved at once,
+imported): one bank's proposals are checked one after the other under a
+transaction-scoped advisory lock, so two identical lessons proposed at the
+same moment never both reach the queue."""
 
 from __future__ import annotations
 
@@ -11,10 +17,14 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import numpy as np
+from django.db import connection
 from django.db.models import Case, F, PositiveIntegerField, Value, When
 
+from accounts.models import Bank
 from memories.items.experiences import Experience
-from memories.items.models import ItemStatus, MemoryItem, MemoryItemSupport, SupportKind
+from memories.items.models import ItemOrigin, ItemStatus, MemoryItem, MemoryItemSupport, SupportKind
+from memories.items.near_duplicates import NEAR_DUPLICATE_LIMIT, NEAR_DUPLICATE_SIMILARITY, near_duplicates_search_many
 from memories.items.versions import VersionChange, items_version_record
 
 SUPPORTABLE_STATUSES = (ItemStatus.PROPOSED, ItemStatus.APPROVED)
@@ -143,7 +153,8 @@ def memory_items_support_record(
         item.bank = bank  # the same bank (filtered above), with its team already loaded for the audit events
         support = _support_of(proposal, item=item, kind=kind, similarity=similarity, trajectories=trajectories)
         where = ", ".join(f"trajectory {t[:8]}" for t in support.trajectory_ids) or "a trajectory"
-        again = "Refused lesson distilled again" if kind == SupportKind.REPEATED else "Distilled again"
+        again = _AGAIN.get(proposal.origin, "Distilled again")
+        again = f"Refused lesson {again[0].lower()}{again[1:]}" if kind == SupportKind.REPEATED else again
         note = f"{again} from {where} (similarity {similarity:.2f}): “{proposal.title}”."
         action = "repeated" if kind == SupportKind.REPEATED else "supported"
         entries.append((item, support, VersionChange(item=item, action=action, note=note)))
@@ -158,6 +169,10 @@ def memory_items_support_record(
             support.item = copy.copy(item)
             support.item.support_count = count[item.pk]
     return result
+
+
+# How a "seen again" version names where the lesson came from again.
+_AGAIN = {ItemOrigin.MANUAL: "Written again by hand", ItemOrigin.IMPORT: "Imported again"}
 
 
 def _receives(item: MemoryItem, kind: str) -> bool:
@@ -187,3 +202,123 @@ def _items_locked(public_ids, *, bank_id: int):
         .defer("embedding")  # not needed here; read on access (loaded lazily) like any deferred field
         .order_by("pk")  # in id order: two workers locking the same items never wait on each other in a cycle
     )
+
+
+# The first key of the advisory lock (pg_advisory_xact_lock(int, int)) that serializes a bank's
+# proposals; the second is the bank's id. Another use of advisory locks takes another first key.
+PROPOSALS_LOCK = 0x5242_4450  # "RBDP"
+
+
+def bank_proposals_lock(*, bank: Bank) -> None:
+    """Wait for, then hold until the caller's transaction ends, the bank's
+    proposal lock: a statement run after it sees every item another
+    proposal of the bank committed before. The caller holds a transaction."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [PROPOSALS_LOCK, bank.pk])
+
+
+def proposals_check(
+    *,
+    bank: Bank,
+    items: Sequence[MemoryItem],
+    repeat_threshold: float | None = None,
+    experience_trajectory_ids: Sequence[str] | None = None,
+) -> list[MemoryItem | None]:
+    """The one near-duplicate check of new items, run before they are stored.
+    ``items``: the bank's new items, embedded and unsaved, in order. Under the
+    bank's proposal lock (``bank_proposals_lock``, held to the end of the
+    caller's transaction, so proposals of one bank at the same moment are
+    checked one after the other, the later seeing the earlier):
+
+    1. with ``repeat_threshold`` (the bank has refused items), an item at or
+       above it to a rejected or archived-as-wrong item is recorded on that
+       item as a repeat (a REPEATED support), never queued;
+    2. an item whose nearest proposed or approved item is at or above
+       ``bank.duplicate_threshold`` is recorded on it as "seen again"
+       evidence (a DISTILLED support), instead of becoming a second item;
+    3. every other item gets its ``near_duplicates`` (the up-to-3 proposed or
+       approved items at or above NEAR_DUPLICATE_SIMILARITY, the items before
+       it in ``items`` included, most similar first), and each proposed twin
+       names it back, so both show the other before anyone decides.
+
+    Returns, by position, the existing item that took the item (its
+    ``supported_by`` set to the new MemoryItemSupport), or None where the
+    caller stores the item."""
+    if not items:
+        return []
+    bank_proposals_lock(bank=bank)
+    taken: dict[int, MemoryItem] = {}
+    if repeat_threshold is not None:
+        taken.update(
+            _record(items, bank=bank, min_similarity=repeat_threshold, trajectory_ids=experience_trajectory_ids)
+        )
+    rest = [n for n in range(len(items)) if n not in taken]
+    found = dict(
+        zip(rest, near_duplicates_search_many(bank=bank, vectors=[items[n].embedding for n in rest]), strict=True)
+    )
+    again = {n: found[n] for n in rest if found[n] and found[n][0]["similarity"] >= bank.duplicate_threshold}
+    taken.update(_record(items, bank=bank, found=again, trajectory_ids=experience_trajectory_ids))
+    kept = [n for n in rest if n not in taken]
+    for position, n in enumerate(kept):
+        item = items[n]
+        earlier = [
+            {
+                "id": str(e.public_id),
+                "title": e.title,
+                "similarity": round(float(np.dot(item.embedding, e.embedding)), 4),
+            }
+            for e in (items[m] for m in kept[:position])
+        ]
+        candidates = found[n] + [d for d in earlier if d["similarity"] >= NEAR_DUPLICATE_SIMILARITY]
+        item.near_duplicates = sorted(candidates, key=lambda d: -d["similarity"])[:NEAR_DUPLICATE_LIMIT]
+    _twins_name_back([items[n] for n in kept], bank=bank)
+    return [taken.get(n) for n in range(len(items))]
+
+
+def _record(items, *, bank: Bank, trajectory_ids, found=None, min_similarity=None) -> dict[int, MemoryItem]:
+    """Record ``items`` on the items ``found`` for them (by position), or, given
+    ``min_similarity``, on the nearest refused item at or above it (as repeats);
+    by position, the items (``supported_by`` set) that took them."""
+    kind = SupportKind.DISTILLED
+    if min_similarity is not None:
+        kind = SupportKind.REPEATED
+        searched = near_duplicates_search_many(
+            bank=bank, vectors=[item.embedding for item in items], refused=True, min_similarity=min_similarity
+        )
+        found = {n: hits for n, hits in enumerate(searched) if hits}
+    positions = list(found)
+    supports = memory_items_support_record(
+        sightings=[Sighting(items[n], found[n][0]["id"], found[n][0]["similarity"]) for n in positions],
+        experience_trajectory_ids=trajectory_ids,
+        kind=kind,
+    )
+    taken: dict[int, MemoryItem] = {}
+    for n, support in zip(positions, supports, strict=True):
+        if support is not None:
+            support.item.supported_by = support  # tells the caller this item was consolidated
+            taken[n] = support.item
+    return taken
+
+
+def _twins_name_back(items: Sequence[MemoryItem], *, bank: Bank) -> None:
+    """Add each of ``items`` (unsaved, ``near_duplicates`` set) to the
+    suggestions of the proposed items it names, most similar first, at most
+    NEAR_DUPLICATE_LIMIT: the earlier twin's queue row and page show the later
+    one too. One locked read and one update per twin, only where there are twins.
+    (Twins within ``items`` are named by the later one only, as when they are
+    proposed one after the other and returned.)"""
+    named: dict[str, list[dict]] = {}
+    for item in items:
+        for d in item.near_duplicates:
+            named.setdefault(d["id"], []).append(
+                {"id": str(item.public_id), "title": item.title, "similarity": d["similarity"]}
+            )
+    if not named:
+        return
+    new = {str(item.public_id) for item in items}
+    for other in _items_locked(set(named) - new, bank_id=bank.pk):
+        if other.status != ItemStatus.PROPOSED:
+            continue
+        entries = [d for d in other.near_duplicates or [] if isinstance(d, dict)] + named[str(other.public_id)]
+        other.near_duplicates = sorted(entries, key=lambda d: -float(d.get("similarity") or 0))[:NEAR_DUPLICATE_LIMIT]
+        other.save(update_fields=["near_duplicates"])

@@ -67,6 +67,8 @@ def items_import(request, bank_id):
         errors = report.errors
         if not errors:
             skipped = f"; {len(report.duplicates)} already in this bank were skipped" if report.duplicates else ""
+            if report.seen_again:
+                skipped += f"; {counted(len(report.seen_again), 'near-duplicate')} of items it holds recorded there as seen again"
             messages.success(
                 request, f"Imported {counted(len(report.created), 'item')} as proposed{skipped}. Review them here."
             )

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 
 from accounts.models import Bank
+from memories.embedding.model import embeddings_prefetched, item_embedding_text
 from memories.items.export import REASONING_BANK_SOURCES
 from memories.items.models import (
     CONTENT_MAX,
@@ -30,6 +31,9 @@ IMPORT_MAX_ITEMS = 1000
 class ImportReport:
     created: list[MemoryItem] = field(default_factory=list)
     duplicates: list[int] = field(default_factory=list)  # 1-based record numbers already in the bank
+    # 1-based record numbers the one near-duplicate check recorded as "seen again" (or as a repeat of a
+    # refused item) on an item the bank holds, instead of creating them
+    seen_again: list[int] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # "record 3: …", nothing created when any
 
 
@@ -57,7 +61,9 @@ def memory_items_import(*, bank: Bank, author, records: list) -> ImportReport:
     (missing or empty field, over-long title, bad tags, not an object) creates none
     and is reported by its 1-based number. A record whose title and content
     the bank already has (in any status but superseded) is skipped as a
-    duplicate. At most IMPORT_MAX_ITEMS records. Raises nothing for bad
+    duplicate; any other goes through the one near-duplicate check of
+    ``memory_item_create``, so a near-duplicate of an item the bank holds
+    is recorded there as "seen again" (listed in ``seen_again``). At most IMPORT_MAX_ITEMS records. Raises nothing for bad
     input: the report's ``errors`` say what is wrong."""
     report = ImportReport()
     if not isinstance(records, list) or not records:
@@ -109,12 +115,19 @@ def memory_items_import(*, bank: Bank, author, records: list) -> ImportReport:
     existing = set(
         MemoryItem.objects.filter(bank=bank).exclude(status=ItemStatus.SUPERSEDED).values_list("title", "content")
     )
-    with transaction.atomic():
+    texts = [
+        item_embedding_text(title=v["title"], description=v["description"], content=v["content"]) for _n, v in clean
+    ]
+    with embeddings_prefetched(texts), transaction.atomic():  # one model call for the whole file
         for number, values in clean:
             key = (values["title"], values["content"])
             if key in existing:
                 report.duplicates.append(number)
                 continue
             existing.add(key)
-            report.created.append(memory_item_create(bank=bank, author=author, origin=ItemOrigin.IMPORT, **values))
+            item = memory_item_create(bank=bank, author=author, origin=ItemOrigin.IMPORT, **values)
+            if getattr(item, "supported_by", None) is not None:
+                report.seen_again.append(number)
+            else:
+                report.created.append(item)
     return report

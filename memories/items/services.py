@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import ApiToken, Bank
 from memories.embedding.items import item_embed_enqueue, item_embed_inline, items_embed_inline
-from memories.items.consolidation import Sighting, memory_items_support_record
+from memories.items.consolidation import proposals_check
 from memories.items.events import items_status_announce
 from memories.items.experiences import Experience
 from memories.items.models import (
@@ -23,10 +22,8 @@ from memories.items.models import (
     ItemOrigin,
     ItemStatus,
     MemoryItem,
-    SupportKind,
     normalize_tags,
 )
-from memories.items.near_duplicates import NEAR_DUPLICATE_LIMIT, NEAR_DUPLICATE_SIMILARITY, near_duplicates_search_many
 from memories.items.transitions import EDITABLE_STATUSES
 from memories.items.versions import item_lock, item_version_record, items_created_record
 from memories.learning.selectors import LearningState, bank_learning_state, item_environment
@@ -162,7 +159,10 @@ def memory_items_propose(
     (``BankLearning.repeat_threshold``) to a rejected or archived-as-wrong
     item is recorded on that item as a repeat (a REPEATED support: its
     source trajectories are evidence there) and never queued; the list holds
-    the refused item in its place, ``supported_by`` set likewise. Each new
+    the refused item in its place, ``supported_by`` set likewise. All of
+    this is the one near-duplicate check (``proposals_check``), under the
+    bank's proposal lock: a distillation at the same moment waits, then sees
+    these items. Each new
     item remembers its ``environment`` (``item_environment``). ``learning``:
     the bank's LearningState when the caller read it already."""
     _check_origin(origin)
@@ -194,73 +194,18 @@ def memory_items_propose(
     items_embed_inline(items)
     # Refusals are raised above, before any write: inside the caller's transaction no savepoint is needed.
     with transaction.atomic(savepoint=False):
-        repeated = {}
-        if learning.has_refused:
-            repeated = _repeats_record(
-                items,
-                bank=bank,
-                threshold=learning.learning.repeat_threshold,
-                experience_trajectory_ids=experience_trajectory_ids,
-            )
-        fresh = [item for n, item in enumerate(items) if n not in repeated]
-        if not fresh:
-            return [repeated[n] for n in range(len(items))]
-        found = near_duplicates_search_many(bank=bank, vectors=[item.embedding for item in fresh])
-        # Consolidation: a lesson the bank already holds (at or above its duplicate threshold) is
-        # recorded as supporting evidence on that item instead of becoming a second proposal.
-        again = [n for n in range(len(fresh)) if found[n] and found[n][0]["similarity"] >= bank.duplicate_threshold]
-        supports = memory_items_support_record(
-            sightings=[Sighting(fresh[n], found[n][0]["id"], found[n][0]["similarity"]) for n in again],
+        taken = proposals_check(
+            bank=bank,
+            items=items,
+            repeat_threshold=learning.learning.repeat_threshold if learning.has_refused else None,
             experience_trajectory_ids=experience_trajectory_ids,
         )
-        supported: dict[int, MemoryItem] = {}
-        for n, support in zip(again, supports, strict=True):
-            if support is not None:
-                support.item.supported_by = support  # tells the caller this proposal was consolidated
-                supported[n] = support.item
-        kept = [(n, item) for n, item in enumerate(fresh) if n not in supported]
-        found = [found[n] for n, _ in kept]
-        replaced = iter([supported.get(n, item) for n, item in enumerate(fresh)])
-        result = [repeated[n] if n in repeated else next(replaced) for n in range(len(items))]
-        items = [item for _, item in kept]
-        for n, item in enumerate(items):
-            earlier = [
-                {
-                    "id": str(e.public_id),
-                    "title": e.title,
-                    "similarity": round(float(np.dot(item.embedding, e.embedding)), 4),
-                }
-                for e in items[:n]
-            ]
-            candidates = found[n] + [d for d in earlier if d["similarity"] >= NEAR_DUPLICATE_SIMILARITY]
-            item.near_duplicates = sorted(candidates, key=lambda d: -d["similarity"])[:NEAR_DUPLICATE_LIMIT]
-        MemoryItem.objects.bulk_create(items)
-        items_created_record(items=items, note=f"distilled ({origin})")
-        items_status_announce(items=items)
-    return result
-
-
-def _repeats_record(
-    items: list[MemoryItem], *, bank: Bank, threshold: float, experience_trajectory_ids
-) -> dict[int, MemoryItem]:
-    """Record each of ``items`` (embedded, unsaved) at or above ``threshold``
-    to a refused item as a repeat on the nearest one; by position, the refused
-    items (``supported_by`` set) that took them."""
-    found = near_duplicates_search_many(
-        bank=bank, vectors=[item.embedding for item in items], refused=True, min_similarity=threshold
-    )
-    hits = [n for n in range(len(items)) if found[n]]
-    supports = memory_items_support_record(
-        sightings=[Sighting(items[n], found[n][0]["id"], found[n][0]["similarity"]) for n in hits],
-        experience_trajectory_ids=experience_trajectory_ids,
-        kind=SupportKind.REPEATED,
-    )
-    repeated: dict[int, MemoryItem] = {}
-    for n, support in zip(hits, supports, strict=True):
-        if support is not None:
-            support.item.supported_by = support
-            repeated[n] = support.item
-    return repeated
+        fresh = [item for item, existing in zip(items, taken, strict=True) if existing is None]
+        if fresh:
+            MemoryItem.objects.bulk_create(fresh)
+            items_created_record(items=fresh, note=f"distilled ({origin})")
+            items_status_announce(items=fresh)
+    return [existing or item for item, existing in zip(items, taken, strict=True)]
 
 
 @transaction.atomic
@@ -276,10 +221,18 @@ def memory_item_create(
     tags=(),
     note: str = "",
     token: ApiToken | None = None,
+    consolidate: bool = True,
 ) -> MemoryItem:
     """An item written by hand (or imported). ``status`` is proposed (the
-    default; embedded by a worker after commit) or approved (embedded inline,
-    so it is searchable at once); ``tags`` follow ``normalize_tags``; ``note``
+    default) or approved; either way it is embedded inline and goes through
+    the one near-duplicate check (``proposals_check``): an item the bank
+    already holds (at or above ``bank.duplicate_threshold`` to a proposed or
+    approved item) is not created but recorded there as "seen again", and
+    that existing item is returned, its ``supported_by`` set to the new
+    MemoryItemSupport; a lesson the bank refused is recorded on the refused
+    item as a repeat likewise. ``consolidate=False`` skips that check: for a
+    release import, which restores a release's items exactly (it is not a
+    proposal, and what it approves is what the bank then serves). ``tags`` follow ``normalize_tags``; ``note``
     goes into the first version (where an import came from). Raises
     Invalid for an empty or too long title, description or content, bad
     tags, another status, or an unknown origin. Its text is risk-scanned;
@@ -311,8 +264,14 @@ def memory_item_create(
         tags=tags,
         created_by=author,
     )
+    item_embed_inline(item)
+    if consolidate:
+        learning = bank_learning_state(bank=bank)
+        repeat = learning.learning.repeat_threshold if learning.has_refused else None
+        (existing,) = proposals_check(bank=bank, items=[item], repeat_threshold=repeat)
+        if existing is not None:
+            return existing
     if status == ItemStatus.APPROVED:
-        item_embed_inline(item)
         item.approved_at = timezone.now()
         item.approved_by = author
     item.save()
@@ -322,8 +281,6 @@ def memory_item_create(
     if first_vote:
         review_vote_first(item=item, author=author)
     items_status_announce(items=[item])
-    if status == ItemStatus.PROPOSED:
-        item_embed_enqueue(item.pk)
     return item
 
 

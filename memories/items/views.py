@@ -12,7 +12,7 @@ from django.views.decorators.http import require_http_methods
 from accounts.access import bank_for_user
 from accounts.models import Role
 from memories.items.lifecycle import lifecycle_annotations, lifecycle_of
-from memories.items.models import ItemStatus, MemoryItem
+from memories.items.models import ItemStatus, MemoryItem, SupportKind
 from memories.items.services import memory_item_create
 from memories.review.forms import ItemCreateForm, ItemListFilterForm
 from memories.review.policy import decides_alone
@@ -81,7 +81,16 @@ def item_create(request, bank_id):
         except DomainError as exc:
             form.add_error(None, str(exc))
         else:
-            if data["approve_now"] and item.status == ItemStatus.PROPOSED:
+            support = getattr(item, "supported_by", None)
+            if support is not None:
+                # The one near-duplicate check: the bank holds this lesson already; the text is kept there.
+                held = "refused" if support.kind == SupportKind.REPEATED else "holds"
+                messages.warning(
+                    request,
+                    f"Not saved as a new item: this bank {held} “{item.title}” already (similarity "
+                    f"{support.similarity:.2f}). Your text is recorded there as seen again.",
+                )
+            elif data["approve_now"] and item.status == ItemStatus.PROPOSED:
                 # A reviewer under a policy of several decisions: her approve is the item's first vote.
                 messages.success(
                     request,

@@ -241,6 +241,7 @@ def release_import(
             author=actor,
             token=token,
             note=source,
+            consolidate=False,  # the release's own text: not a proposal for the near-duplicate check
         )
         created += 1
         existing[_key(item.title, item.description, item.content)] = item

@@ -56,13 +56,13 @@ def test_propose_rejects_bad_input(bank):
     assert len(long.title) == 200
 
 
-def test_create_proposed_enqueues_embedding_after_commit(bank, owner, eager_celery, django_capture_on_commit_callbacks):
+def test_create_proposed_is_embedded_inline_for_the_duplicate_check(bank, owner, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         item = memory_item_create(bank=bank, author=owner, **LOGIN)
-        assert MemoryItem.objects.get(pk=item.pk).embedding is None  # not before commit
-    assert len(callbacks) == 1
+        # embedded before commit: the one near-duplicate check compares it with the bank's items at once
+        assert MemoryItem.objects.get(pk=item.pk).embedding is not None
+    assert callbacks == []  # no embedding left for a worker to do
     item.refresh_from_db()
-    assert item.embedding is not None
     assert item.embedding_hash == item_embedding_hash(item)
     assert item.created_by == owner
     assert actions(item) == [(1, "created", "proposed")]

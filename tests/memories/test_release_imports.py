@@ -69,6 +69,17 @@ def test_an_api_import_answers_202_and_its_status_url_reports_the_outcome(client
     assert MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED, origin="import").count() == 2
 
 
+def test_an_import_approves_the_releases_own_text_next_to_a_proposed_near_twin(client, bank, owner, review, worker):
+    twin = factories.propose_item(bank, **{**LOGIN, "content": LOGIN["content"] + " Then check again."})
+    with worker():
+        queued = post_import(client, review, release_file(LOGIN))
+    assert client.get(queued.json()["status_url"], **review).json()["state"] == "done"
+    served = MemoryItem.objects.get(bank=bank, status=ItemStatus.APPROVED)
+    assert (served.title, served.content) == (LOGIN["title"], LOGIN["content"])  # not recorded on the twin
+    twin.refresh_from_db()
+    assert twin.status == ItemStatus.PROPOSED and twin.support_count == 0
+
+
 def test_an_import_with_risk_findings_needs_confirm_risks_and_records_the_token(
     client, bank, review, review_token, worker
 ):

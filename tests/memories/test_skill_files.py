@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 from markdown_it import MarkdownIt
 
+from accounts.teams.banks import bank_update_settings
 from memories.items.models import MemoryItem
 from memories.items.services import memory_item_create, memory_item_edit
 from memories.review.decisions import memory_item_archive, memory_item_reject
@@ -173,6 +174,10 @@ def test_skill_name_comes_from_the_slug_and_an_override_is_checked(bank, owner):
 
 
 def test_agents_section_replaces_its_own_markers_in_place_and_keeps_the_rest(bank, owner, other_bank):
+    bank_update_settings(
+        bank=bank, actor=None, duplicate_threshold=1.0
+    )  # near-identical lessons, kept apart on purpose
+    bank.refresh_from_db()
     approved(bank, owner, "First lesson")
     export = bank_lessons(bank=bank)
     theirs = skill_files.agents_section(bank_lessons(bank=other_bank))

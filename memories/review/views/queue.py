@@ -3,6 +3,7 @@ or one row at a time (htmx answers with the row)."""
 
 from __future__ import annotations
 
+import uuid
 from functools import partial
 
 from django.contrib import messages
@@ -62,6 +63,7 @@ def queue_row_links(request, bank, items, queue_qs: str) -> dict:
         item.focus_url = focus(item.public_id)
         item.open_url = with_query(item.focus_url, queue_qs)
         item.pid = mark_safe(item.public_id)  # a UUID: nothing to escape
+        item.twin = _twin(item, focus)
         # "" where the caller did not annotate the row (a reverted row: the decision then checks no version)
         item.seen = mark_safe(getattr(item, "seen_version", ""))
     return {
@@ -88,6 +90,7 @@ ROW_FIELDS = (
     "claimed_outcome",
     "my_vote",
     "near_duplicates",
+    "twin",
     "needs_review_reason",
     "risk_count",
     "reviewed_by",
@@ -99,6 +102,22 @@ ROW_FIELDS = (
     "seen_version",
     *LIFECYCLE_FIELDS,  # the lifecycle badges (memories/includes/lifecycle_badges.html)
 )
+
+
+def _twin(item, focus) -> dict | None:
+    """The row's most similar near-duplicate suggestion (the one check's, at
+    proposal) as ``{"title", "similarity", "url"}``, linked to its focus view;
+    None without one (or when its id is not an item's)."""
+    for entry in getattr(item, "near_duplicates", None) or ():
+        try:
+            return {
+                "title": str(entry["title"]),
+                "similarity": float(entry["similarity"]),
+                "url": focus(uuid.UUID(str(entry["id"]))),
+            }
+        except (KeyError, TypeError, ValueError):
+            continue
+    return None
 
 
 def queue_row(item) -> dict:
