@@ -21,8 +21,8 @@ from django.contrib.auth import get_user_model
 
 from accounts.models import ApiToken, Bank, Membership, Role, Team
 from accounts.teams.banks import bank_create
-from accounts.teams.selectors import api_token_for_secret
 from accounts.teams.services import team_create
+from accounts.tokens.auth import api_token_for_secret
 from accounts.tokens.services import api_token_create, api_token_revoke
 from memories.items.models import ItemStatus, MemoryItem
 from memories.items.services import memory_item_create

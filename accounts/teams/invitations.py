@@ -18,7 +18,7 @@ from accounts.audit.services import audit_record
 from accounts.errors import AccountsConflict, AccountsForbidden, AccountsInvalid, InvitationError
 from accounts.models import ROLE_RANK, Invitation, InvitationState, Membership, Role, Team
 from accounts.teams.services import require_known_role, require_member_manager
-from accounts.tokens.services import hash_token
+from accounts.tokens.auth import hash_token
 
 # Why a link in each unusable state cannot be used: (message, InvitationError.reason).
 _REFUSALS = {

@@ -9,22 +9,6 @@ from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 from django.utils import timezone
 
 from accounts.models import ApiToken, AuditEvent, Bank, Invitation, Membership, Team
-from accounts.tokens.services import TOKEN_PREFIX, hash_token
-
-
-def api_token_for_secret(*, raw: str) -> ApiToken | None:
-    """The live token for a presented secret, with its bank and team, or None
-    (unknown, revoked or expired — callers answer all three with 401)."""
-    if not raw or not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
-        return None
-    # token_hash is unique: the row, if any, is read by it alone (no ORDER BY or LIMIT to compile: this
-    # runs on every API request), and revoked or expired is decided from the row.
-    token = next(iter(ApiToken.objects.select_related("bank__team").filter(token_hash=hash_token(raw))), None)
-    if token is None or token.revoked_at is not None:
-        return None
-    if token.expires_at is not None and token.expires_at <= timezone.now():
-        return None
-    return token
 
 
 def bank_find(*, ref: str) -> Bank:

@@ -3,7 +3,6 @@ use. Only a SHA-256 of a secret is ever stored (``hash_token``)."""
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,14 +14,7 @@ from django.utils import timezone
 from accounts.audit.services import audit_record
 from accounts.errors import AccountsInvalid
 from accounts.models import ApiToken, Bank, Scope, validate_token_expiry
-
-TOKEN_PREFIX = "rb_"
-LAST_USED_RESOLUTION_SECONDS = 60
-
-
-def hash_token(raw: str) -> str:
-    """The stored form of a secret (token or invitation link)."""
-    return hashlib.sha256(raw.encode()).hexdigest()
+from accounts.tokens.auth import TOKEN_PREFIX, hash_token
 
 
 @dataclass(frozen=True)
@@ -85,13 +77,3 @@ def api_token_revoke(*, token: ApiToken, actor=None) -> ApiToken:
             after={"revoked_at": token.revoked_at},
         )
     return token
-
-
-def api_token_touch(*, token: ApiToken) -> None:
-    """Record use, writing at most once a minute per token so the hot path
-    stays cheap."""
-    now = timezone.now()
-    if token.last_used_at and (now - token.last_used_at).total_seconds() < LAST_USED_RESOLUTION_SECONDS:
-        return
-    ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    token.last_used_at = now

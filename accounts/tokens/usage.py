@@ -1,66 +1,12 @@
-"""Token usage: the per-minute request counter behind the rate limiter (one
-raw-SQL upsert per API request) and its compaction into per-day rows. Raw SQL
-here because the ORM has no atomic upsert-and-return."""
+"""Token usage kept small: the per-minute rows the rate limit counts (accounts.tokens.auth) compacted into
+per-day rows."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from django.db import connection
 from django.utils import timezone
-
-from accounts.models import ApiToken
-
-
-@dataclass(frozen=True)
-class RateDecision:
-    allowed: bool
-    count: int
-    limit: int  # 0: no limit
-    retry_after: int  # seconds until the window ends
-
-
-RATE_WINDOW_SECONDS = 60
-
-
-def _window(now: datetime | None) -> tuple[int, int, datetime]:
-    """(now's epoch, its window's start epoch, the window start) of the fixed one-minute window."""
-    now = now or timezone.now()
-    epoch = int(now.timestamp())
-    window_start_epoch = epoch - epoch % RATE_WINDOW_SECONDS
-    return epoch, window_start_epoch, datetime.fromtimestamp(window_start_epoch, tz=UTC)
-
-
-def _decision(*, count: int, limit: int, epoch: int, window_start_epoch: int) -> RateDecision:
-    retry_after = max(1, window_start_epoch + RATE_WINDOW_SECONDS - epoch)
-    allowed = limit <= 0 or count <= limit
-    return RateDecision(allowed=allowed, count=count, limit=limit, retry_after=retry_after)
-
-
-# The set_config makes the upsert's own commit return without waiting for the
-# WAL flush (synchronous_commit off for its transaction only, in the statement
-# itself: no BEGIN, SET or COMMIT round trips): a per-minute counter is not
-# worth a disk flush on every request's path.
-_HIT_SQL = (
-    "INSERT INTO accounts_tokenusage (token_id, window_start, count) "
-    "SELECT %s, %s, 1 FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit "
-    "ON CONFLICT (token_id, window_start) DO UPDATE SET count = accounts_tokenusage.count + 1 "
-    "RETURNING count"
-)
-
-
-def api_token_hit(*, token: ApiToken, limit: int, now: datetime | None = None) -> RateDecision:
-    """Count one request of ``token`` in the current fixed one-minute window
-    (one upsert, atomic under concurrency) and say whether it is within
-    ``limit`` requests per minute (0 means unlimited). Requests over the
-    limit are counted too, so request counts show what agents attempted."""
-    epoch, window_start_epoch, window_start = _window(now)
-    with connection.cursor() as cur:
-        cur.execute(_HIT_SQL, [token.pk, window_start])
-        (count,) = cur.fetchone()
-    return _decision(count=count, limit=limit, epoch=epoch, window_start_epoch=window_start_epoch)
-
 
 USAGE_MINUTE_RETENTION_HOURS = 48
 

@@ -10,7 +10,8 @@ from django.utils import timezone
 from accounts.audit.services import audit_record
 from accounts.models import ApiToken, AuditEvent, Bank
 from accounts.teams.banks import bank_archive, bank_unarchive
-from accounts.teams.selectors import AuditFilters, api_token_for_secret, audit_actions, audit_events, bank_find
+from accounts.teams.selectors import AuditFilters, audit_actions, audit_events, bank_find
+from accounts.tokens.auth import api_token_for_secret
 from accounts.tokens.services import api_token_revoke
 from tests import factories
 

@@ -4,7 +4,7 @@ import pytest
 from django.db import connection
 
 from accounts.models import ApiToken
-from accounts.tokens.usage import api_token_hit
+from accounts.tokens.auth import api_token_hit
 from memories.items.experiences import experience_create
 from memories.items.models import ItemStatus, MemoryItem
 from memories.items.services import memory_item_propose

@@ -4,12 +4,12 @@ from datetime import UTC, timedelta
 
 from django.utils import timezone
 
-from accounts.tokens.usage import api_token_hit
+from accounts.tokens.auth import api_token_hit
 from tests import factories
 
 
 def test_rate_counter_counts_in_fixed_windows(token, bank):
-    from accounts.teams.selectors import api_token_for_secret
+    from accounts.tokens.auth import api_token_for_secret
 
     api_token = api_token_for_secret(raw=token)
     t0 = timezone.now().replace(second=5, microsecond=0)
@@ -27,7 +27,7 @@ def test_token_usage_compaction_folds_old_minutes_into_days_and_keeps_totals(ban
     from datetime import datetime, timedelta
 
     from accounts.models import TokenUsage
-    from accounts.teams.selectors import api_token_for_secret
+    from accounts.tokens.auth import api_token_for_secret
     from accounts.tokens.usage import token_usage_compact
 
     token = api_token_for_secret(raw=factories.make_token(bank))

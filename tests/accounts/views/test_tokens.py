@@ -4,8 +4,8 @@ import pytest
 from django.urls import reverse
 
 from accounts.models import ApiToken
+from accounts.tokens.auth import api_token_hit
 from accounts.tokens.services import api_token_create
-from accounts.tokens.usage import api_token_hit
 from tests.accounts.views import bank_url
 
 
