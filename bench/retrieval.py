@@ -251,7 +251,7 @@ def _exact_search(bank, vector, k, **filters):
 def _plan_uses_hnsw(bank, vector, where: str = "") -> bool:
     from django.db import connection, transaction
 
-    from memories.serving.scan import HNSW_EF_SEARCH, hnsw_iterative_scan
+    from memories.serving.search import HNSW_EF_SEARCH, hnsw_iterative_scan
 
     with transaction.atomic():
         hnsw_iterative_scan(ef_search=HNSW_EF_SEARCH)

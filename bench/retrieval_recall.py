@@ -13,7 +13,7 @@ at the same size unless ``--fresh``. ``--m`` / ``--ef-construction`` rebuild
 the HNSW index with those parameters first (the migration's: m=32,
 ef_construction=128), printing the build time. Prints one line per setting:
 ``filter=<none|1%> ef_search=<n> recall_at_10=<r> search_p50_ms=<x> search_p95_ms=<y>`` and marks
-the production values (memories.serving.scan.HNSW_EF_SEARCH / HNSW_EF_SEARCH_FILTERED).
+the production values (memories.serving.search.HNSW_EF_SEARCH / HNSW_EF_SEARCH_FILTERED).
 """
 
 from __future__ import annotations
@@ -61,8 +61,7 @@ def run(size: int, queries: int, efs: list[int], fresh: bool, index: tuple[int, 
     setup_django()
     from memories.embedding.model import embed_texts
     from memories.serving import NO_FILTERS, RetrievalFilters
-    from memories.serving.scan import HNSW_EF_SEARCH, HNSW_EF_SEARCH_FILTERED
-    from memories.serving.search import approved_items_search
+    from memories.serving.search import HNSW_EF_SEARCH, HNSW_EF_SEARCH_FILTERED, approved_items_search
 
     rng = np.random.default_rng(7)
     data = _reset_and_load(size, rng, embed_texts(CENTRE_TEXTS), kind="text", reuse=not fresh)

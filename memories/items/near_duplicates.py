@@ -13,7 +13,7 @@ from pgvector.django import CosineDistance
 from accounts.models import Bank
 from memories.items.models import ItemStatus, MemoryItem
 from memories.learning.selectors import refused_q
-from memories.serving.scan import HNSW_EF_SEARCH, hnsw_iterative_scan, hnsw_scan
+from memories.serving.search import HNSW_EF_SEARCH, hnsw_iterative_scan, hnsw_scan
 
 # Near-duplicate suggestions: cosine similarity at or above which an item is suggested, and how many.
 NEAR_DUPLICATE_SIMILARITY = 0.85

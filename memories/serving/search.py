@@ -1,11 +1,14 @@
-"""The vector search of a retrieval: a bank's approved items (or its past
-tasks, the experiences) nearest to the query, with the bank's embedding counts."""
+"""The vector search of a retrieval: a bank's served items (or its past tasks, the experiences) nearest to the
+query, with the bank's embedding counts, and how the HNSW index is scanned for it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
+from django.db import connection, transaction
 from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from pgvector import Vector
@@ -23,7 +26,6 @@ from memories.serving import (
     release_version_subquery,
     served_q,
 )
-from memories.serving.scan import HNSW_EF_SEARCH, hnsw_ef_search, hnsw_scan
 
 MAX_K = MAX_TOP_K
 
@@ -120,11 +122,9 @@ def _similarities_sql(qs: QuerySet, sql: str, *, order: tuple[str, ...]) -> str:
 def _distinct(
     pairs: list[tuple[MemoryItem, float]], *, threshold: float | None, k: int | None = None
 ) -> list[tuple[MemoryItem, float]]:
-    """``pairs`` (best first) without any item whose cosine similarity to a
-    better one kept is ≥ ``threshold`` (the bank's duplicate threshold), then
-    at most ``k``: the same lesson is served once, and the next candidates
-    fill its place. Reads the similarities _with_similarities fetched with the
-    candidates, no query; an item without an embedding is kept."""
+    """``pairs`` (best first) without any item at cosine similarity ≥ ``threshold`` to a better one kept, then at
+    most ``k``: a lesson is served once and the next candidates fill its place. No query (the similarities came
+    with the candidates); an item without an embedding is kept."""
     if threshold is None:
         return pairs[:k] if k is not None else pairs
     kept: list[tuple[MemoryItem, float]] = []
@@ -190,16 +190,11 @@ def approved_items_search_counted(
     duplicate_threshold: float | None = None,
     release: int | None = None,
 ) -> tuple[list[tuple[MemoryItem, float]], EmbeddingCounts]:
-    """approved_items_search and embedding_counts in one query (what a
-    retrieval needs): the two counts ride along as uncorrelated subqueries,
-    which PostgreSQL runs once (InitPlans) beside the index scan. Falls back
-    to embedding_counts when the search found no row to carry them. With a
-    ``duplicate_threshold``, 2·k candidates are fetched with their mutual
-    similarities (still one query) and no two items at or above it are
-    returned (``_distinct``: the better one stays, the next candidates fill up
-    to k). With ``release`` (a number) the items of that release of the bank
-    are searched instead of the approved ones, each served with its text as
-    released (release_texts_apply)."""
+    """approved_items_search and embedding_counts in one query: the counts ride along as uncorrelated
+    subqueries (InitPlans, run once), with embedding_counts as the fallback when no row carries them. With a
+    ``duplicate_threshold``, 2·k candidates come with their mutual similarities (still one query) and no two
+    at or above it are served (``_distinct``). With ``release``, that release's items are searched, each
+    with its text as released (release_texts_apply)."""
     k = max(1, min(int(k), MAX_K))
     fetch = 2 * k if duplicate_threshold is not None else k
     with_similarities = duplicate_threshold is not None
@@ -250,15 +245,10 @@ def _vector_text(vector) -> str:
 def _counted_search_sql(
     bank_id: int, model: str, fetch: int, with_similarities: bool, excludes_task: bool, by_release: bool = False
 ) -> tuple[str, tuple]:
-    """The statement approved_items_search_counted's ORM query is without
-    filters (with the candidates' similarities when ``with_similarities``, as
-    _with_similarities runs it), compiled once per bank, model, size and
-    shape: building and compiling it through the ORM cost ~2.6 ms of Python
-    per retrieval on an idle machine (bench/us_vs_floor.py). Its parameters
-    have _VECTOR, _TASK and _RELEASE in place of the query vector's text, the
-    excluded task id and (``by_release``) the release number; with those filled in, statement and parameters are the
-    ORM's (tests/memories/test_retrieval.py). ``model`` is part of the key:
-    the SQL names the configured model."""
+    """approved_items_search_counted's ORM query without filters (with similarities when asked), compiled once
+    per bank, model, size and shape: compiling it per retrieval cost ~2.6 ms of Python (bench/us_vs_floor.py).
+    _VECTOR, _TASK and _RELEASE stand in its parameters for the vector, the excluded task id and the release;
+    filled in, statement and parameters are the ORM's (tests/memories/test_retrieval.py)."""
     bank = Bank(pk=bank_id)
     has_approved, pending = _counts_expressions(bank=bank)
     zero = [0.0] * 2
@@ -282,20 +272,6 @@ def _counted_search_sql(
     return sql, marked
 
 
-def any_items_search(*, vector) -> list[int]:
-    """The pks of the approved items of any bank nearest to ``vector``, by the
-    production index scan: what the web processes' warm-up runs, so the first
-    real search finds the connection, catalog and index pages warm."""
-    rows = (
-        MemoryItem.objects.filter(status=ItemStatus.APPROVED, embedding__isnull=False)
-        .annotate(distance=CosineDistance("embedding", vector))
-        .order_by("distance")
-        .values_list("pk", flat=True)[:MAX_K]
-    )
-    with hnsw_scan(ef_search=hnsw_ef_search(k=MAX_K)):
-        return list(rows)
-
-
 def experiences_search(
     *,
     bank: Bank,
@@ -307,14 +283,10 @@ def experiences_search(
     duplicate_threshold: float | None = None,
     release: int | None = None,
 ) -> list[tuple[MemoryItem, float]]:
-    """The paper's retrieval: the ``n`` past tasks (experiences) of the bank
-    most similar to ``vector`` that have at least one approved item matching
-    ``filters``, then those items of those experiences, each scored with its
-    experience's similarity. Experiences (and items) of ``exclude_task_id``
-    are left out. The filters sit inside the experience search's EXISTS, so
-    the index scan continues past experiences with no matching item. With a
-    ``duplicate_threshold``, an item at or above it to one served before it
-    is left out (``_distinct``). ``release``: as approved_items_search_counted."""
+    """The paper's retrieval: the ``n`` experiences (past tasks) nearest to ``vector`` with at least one served
+    item matching ``filters`` (inside the EXISTS, so the scan goes on past the others), then their items, each
+    scored with its experience's similarity; ``exclude_task_id``'s are left out. ``duplicate_threshold`` and
+    ``release``: as approved_items_search_counted."""
     n = max(1, min(int(n), MAX_K))
     approved_items = MemoryItem.objects.filter(served_q(searched=release, filters=filters), experience=OuterRef("pk"))
     if exclude_task_id:
@@ -349,12 +321,9 @@ def experiences_search(
 
 
 def _counts_expressions(*, bank: Bank) -> tuple[Exists, Coalesce]:
-    """(has approved items, approved items without a current embedding) of
-    ``bank`` as uncorrelated subqueries. One index range each on the (bank,
-    status, embedding_model) index: the services keep embedding, hash and
-    model empty together, so a model other than the configured one is exactly
-    "no current embedding" (written as < or >, which the index answers, rather
-    than a negation)."""
+    """(has approved items, approved items without a current embedding) of ``bank`` as uncorrelated subqueries,
+    one range each of the (bank, status, embedding_model) index: another model, written as < or > so the index
+    answers it, is exactly "no current embedding" (the services keep embedding, hash and model empty together)."""
     model = embedding_model_name()
     approved = MemoryItem.objects.filter(bank_id=bank.pk, status=ItemStatus.APPROVED)
     pending = approved.filter(Q(embedding_model__lt=model) | Q(embedding_model__gt=model) | Q(embedding_hash=""))
@@ -377,3 +346,50 @@ def embedding_counts(*, bank: Bank) -> EmbeddingCounts:
         .first()
     ) or {"has_approved": False, "pending": 0}
     return EmbeddingCounts(has_approved=row["has_approved"], pending=row["pending"])
+
+
+# Candidate list of the HNSW scan, a few times k so relaxed-order iterative scans return the true neighbours.
+# Recall varies from one index build to the next: at 100k items 400 gave 0.978–0.990, 600 gave 0.996 (+1.6 ms a
+# search); under a filter the scan goes on until k items pass, and the 1% tag filter measured 1.000 at 200
+# (bench/retrieval_recall.py).
+HNSW_EF_SEARCH = 600
+HNSW_EF_SEARCH_FILTERED = 200
+
+
+def hnsw_iterative_scan(*, ef_search: int) -> None:
+    """Inside the current transaction, in one round trip: the HNSW scan goes on until the filters leave enough
+    rows (pgvector ≥ 0.8) instead of returning fewer when other banks crowd the candidate list, and no JIT
+    (compiling takes longer than these short scans)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true),"
+            " set_config('jit', 'off', true)",
+            [str(int(ef_search))],
+        )
+
+
+@contextmanager
+def hnsw_scan(*, ef_search: int) -> Iterator[None]:
+    """Run the vector searches inside with hnsw_iterative_scan's settings.
+    Outside a transaction, on a connection that got them as session defaults
+    (hnsw_session_settings) and with that ef_search, as is: one statement, no
+    BEGIN/set_config/COMMIT round trips. Otherwise (another ef_search, or
+    inside a transaction, whose SET LOCALs may differ) in a transaction that
+    sets them locally."""
+    connection.ensure_connection()
+    if (
+        ef_search == HNSW_EF_SEARCH
+        and not connection.in_atomic_block
+        and getattr(connection, "hnsw_session", None) is connection.connection
+    ):
+        yield
+        return
+    with transaction.atomic():
+        hnsw_iterative_scan(ef_search=ef_search)
+        yield
+
+
+def hnsw_ef_search(*, k: int, filters: RetrievalFilters = NO_FILTERS) -> int:
+    """The HNSW candidate list for a search of ``k`` items: HNSW_EF_SEARCH, or
+    HNSW_EF_SEARCH_FILTERED when ``filters`` narrow it, and at least 4·k."""
+    return max(HNSW_EF_SEARCH_FILTERED if filters else HNSW_EF_SEARCH, 4 * k)

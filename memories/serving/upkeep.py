@@ -8,11 +8,12 @@ import uuid
 from datetime import datetime
 
 from django.db import DatabaseError, transaction
+from pgvector.django import CosineDistance
 
 from memories.embedding.model import embed_text, load_now
-from memories.items.models import MemoryItem
+from memories.items.models import ItemStatus, MemoryItem
 from memories.serving.models import Arm, RetrievalEvent
-from memories.serving.search import any_items_search
+from memories.serving.search import HNSW_EF_SEARCH, MAX_K, hnsw_ef_search, hnsw_scan
 
 log = logging.getLogger(__name__)
 
@@ -93,3 +94,34 @@ def _is_uuid(value: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def any_items_search(*, vector) -> list[int]:
+    """The pks of the approved items of any bank nearest to ``vector``, by the
+    production index scan: what the web processes' warm-up runs, so the first
+    real search finds the connection, catalog and index pages warm."""
+    rows = (
+        MemoryItem.objects.filter(status=ItemStatus.APPROVED, embedding__isnull=False)
+        .annotate(distance=CosineDistance("embedding", vector))
+        .order_by("distance")
+        .values_list("pk", flat=True)[:MAX_K]
+    )
+    with hnsw_scan(ef_search=hnsw_ef_search(k=MAX_K)):
+        return list(rows)
+
+
+def hnsw_session_settings(sender, connection, **kwargs) -> None:
+    """``connection_created`` receiver (memories.apps): give every new
+    database connection the scan settings of hnsw_iterative_scan with
+    ef_search HNSW_EF_SEARCH as its session defaults, once, so a search with
+    those settings needs neither a transaction nor a set_config round trip
+    (hnsw_scan). Records which raw connection got them: a connection replaced
+    later (health check, database restart) runs this again, and one that did
+    not is never trusted."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false),"
+            " set_config('hnsw.ef_search', %s, false), set_config('jit', 'off', false)",
+            [str(HNSW_EF_SEARCH)],
+        )
+    connection.hnsw_session = connection.connection

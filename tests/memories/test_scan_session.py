@@ -9,8 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from memories.serving.scan import HNSW_EF_SEARCH
-from memories.serving.search import approved_items_search_counted
+from memories.serving.search import HNSW_EF_SEARCH, approved_items_search_counted
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
