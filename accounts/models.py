@@ -129,7 +129,7 @@ class Bank(models.Model):
         "(e.g. 0.1). The agent then gets fewer items; the Impact page compares each item's served and "
         "left-out outcomes to measure that item's own effect.",
     )
-    # Retrieval's second phase (memories.serving.ranking): the switch is on the bank row, which
+    # Retrieval's second phase (memories.serving.preview): the switch is on the bank row, which
     # the token's query loads, so a bank that does not rank pays no query for it.
     utility_ranking = models.BooleanField(
         default=False,

@@ -56,7 +56,7 @@ SERVED_FIELDS = (
     "approved_at",
     "tags",
     "embedding_hash",
-    "outcome_effect",  # utility ranking's inputs (memories.serving.ranking)
+    "outcome_effect",  # utility ranking's inputs (memories.serving.preview)
     "outcome_n",
 )
 SEARCH_ORDER = ("distance", "id")
