@@ -16,19 +16,9 @@ def _object_identity(obj) -> tuple[str, str, str]:
     return object_type, object_id, str(obj)[:200]
 
 
-def audit_record(
-    *,
-    action: str,
-    team: Team | None = None,
-    bank: Bank | None = None,
-    user=None,
-    token: ApiToken | None = None,
-    obj=None,
-    before: dict | None = None,
-    after: dict | None = None,
-    object_repr: str | None = None,
-) -> AuditEvent:
-    """Append one audit event. ``action`` is a dotted verb such as
+def audit_record(*, action: str, **fields) -> AuditEvent:
+    """Append one audit event (``fields``: audit_event's ``team``, ``bank``, ``user``, ``token``, ``obj``,
+    ``before``, ``after``, ``object_repr``). ``action`` is a dotted verb such as
     ``memory_item.approve``; ``team`` may be left out when ``bank`` is given.
     ``obj`` is any model instance (its ``public_id``, else pk, is recorded).
     ``before``/``after`` are JSON-serializable snapshots (datetimes, UUIDs and
@@ -38,17 +28,7 @@ def audit_record(
     ValueError (a programming error, not a refusal) if neither team nor bank
     is given. Joins the caller's transaction, so an event exists only if the
     change it describes does."""
-    event = audit_event(
-        action=action,
-        team=team,
-        bank=bank,
-        user=user,
-        token=token,
-        obj=obj,
-        before=before,
-        after=after,
-        object_repr=object_repr,
-    )
+    event = audit_event(action=action, **fields)
     event.save(force_insert=True)
     return event
 
