@@ -35,10 +35,12 @@ test-fast: $(STAMP)
 test-containers: $(STAMP)
 	$(BIN)/python -m pytest tests/containers tests/production -k "containers or Containers" $(PYTEST_ARGS)
 
-# ruff (configured in pyproject.toml): lint, and check the formatting without changing files.
+# ruff (configured in pyproject.toml): lint, and check the formatting without changing files; then the
+# import contracts (import-linter, [tool.importlinter] in pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 # Apply ruff's formatting and its safe lint fixes.
 format: $(STAMP)

@@ -65,7 +65,7 @@ MAX_TOP_K = 20
 MAX_RATE_LIMIT = 1_000_000
 MAX_FEW_SHOT_CHARS = 20_000
 # Duplicates (memories consolidation, approval check, retrieval): at or above this cosine similarity.
-# Not below the near-duplicate suggestions' 0.85 (memories.selectors), which the consolidation search starts from.
+# Not below the near-duplicate suggestions' 0.85 (memories.review.duplicates), which the consolidation search starts from.
 DEFAULT_DUPLICATE_THRESHOLD = 0.92
 MIN_DUPLICATE_THRESHOLD = 0.85
 MAX_RETENTION_DAYS = 3650
@@ -129,7 +129,7 @@ class Bank(models.Model):
         "(e.g. 0.1). The agent then gets fewer items; the Impact page compares each item's served and "
         "left-out outcomes to measure that item's own effect.",
     )
-    # Retrieval's second phase (memories.services.retrieval.ranking): the switch is on the bank row, which
+    # Retrieval's second phase (memories.serving.preview): the switch is on the bank row, which
     # the token's query loads, so a bank that does not rank pays no query for it.
     utility_ranking = models.BooleanField(
         default=False,
@@ -137,7 +137,7 @@ class Bank(models.Model):
         help_text="Order served items by similarity blended with their measured utility (Impact's per-item "
         "effects), instead of similarity alone. Its weight and shrinkage are learning settings.",
     )
-    # What retrieval serves, copied from the bank's release labels by memories.services.releases (the source
+    # What retrieval serves, copied from the bank's release labels by memories.releases.labels (the source
     # of truth is memories.BankReleasing): on the bank row, which the token's query loads, so serving by
     # release costs no query. Numbers of the bank's releases; filtered: production is not the approved set.
     release_production = models.PositiveIntegerField(null=True, blank=True, editable=False)
@@ -300,7 +300,7 @@ class Invitation(models.Model):
 class TokenUsage(models.Model):
     """Requests of one token in one fixed one-minute window: the rate
     limiter's counter and, summed, the token's request counts. Written with
-    one upsert per API request (see accounts.services.api_token_hit)."""
+    one upsert per API request (see accounts.tokens.usage.api_token_hit)."""
 
     token = models.ForeignKey(ApiToken, on_delete=models.CASCADE, related_name="usage")
     window_start = models.DateTimeField()

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from accounts.services import token_usage_compact
+from accounts.tokens.usage import token_usage_compact
 from accounts.webhooks.delivery import webhook_delivery_run
 from accounts.webhooks.subscriptions import webhook_deliveries_sweep
 

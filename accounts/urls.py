@@ -1,8 +1,13 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from accounts import email_verification
-from accounts.views import account, audit, banks, teams, tokens, webhooks
+from accounts.audit import views as audit
+from accounts.teams import account_views as account
+from accounts.teams import bank_views as banks
+from accounts.teams import email_verification
+from accounts.teams import views as teams
+from accounts.tokens import views as tokens
+from accounts.webhooks import views as webhooks
 from reasoningbank_site.security import ThrottledPasswordResetView
 
 app_name = "accounts"

@@ -8,7 +8,6 @@ import contextlib
 import http.client
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -60,7 +59,8 @@ def bench_bank():
     from django.contrib.auth import get_user_model
 
     from accounts.models import Bank
-    from accounts.services import bank_create, team_create
+    from accounts.teams.banks import bank_create
+    from accounts.teams.services import team_create
 
     User = get_user_model()
     user = User.objects.filter(username="bench").first() or User.objects.create_user("bench", password="bench-pass-123")
@@ -76,13 +76,15 @@ def retrievals_logged(bank, before: int, answered: int, timeout: float = 30.0) -
     ``--compare`` may write it just after), assert that
     every one is, and return the count: a benchmark whose answers were not
     all logged did less than a user's requests do."""
-    from memories.models import RetrievalEvent
+    from memories.serving.models import RetrievalEvent
+    from tests.harness import TimedOut, wait_until
 
-    deadline = time.monotonic() + timeout
-    while (logged := RetrievalEvent.objects.filter(bank=bank).count() - before) < answered:
-        if time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
+    def logged() -> int:
+        return RetrievalEvent.objects.filter(bank=bank).count() - before
+
+    with contextlib.suppress(TimedOut):
+        wait_until(lambda: logged() >= answered, timeout=timeout, interval=0.05, what="the retrievals' logs")
+    logged = logged()
     assert logged == answered, f"{logged} of {answered} answered retrievals logged"
     return logged
 
@@ -130,12 +132,12 @@ def floor_search(bank, text: str, k: int):
     """The floor of a retrieval, in this process: the query's embedding and the
     production SQL search (``approved_items_search``), asserted to find ``k``
     items. Returns (ms, the query vector, the (item, similarity) pairs found)."""
-    from memories import selectors
-    from memories.embeddings import embed_text
+    from memories.embedding.model import embed_text
+    from memories.serving.search import approved_items_search
 
     started = time.perf_counter()
     vector = embed_text(text)
-    found = selectors.approved_items_search(bank=bank, vector=vector, k=k, min_similarity=-1.0)
+    found = approved_items_search(bank=bank, vector=vector, k=k, min_similarity=-1.0)
     elapsed = (time.perf_counter() - started) * 1000
     assert len(found) == k, len(found)
     return elapsed, vector, found
@@ -146,12 +148,6 @@ def pct(values, p):
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(
     *, port: int | None = None, workers: int = 1, threads: int = 1, root: Path | None = None
 ) -> tuple[subprocess.Popen, str]:
@@ -159,6 +155,8 @@ def start_server(
     when None) from this checkout, or from ``root`` (another checkout, for a
     before/after), with production's worker class when ``threads`` > 1 (gthread;
     one thread: gunicorn's sync worker); returns once the OpenAPI document answers."""
+    from tests.harness import free_port  # here, not at import: a --compare child's older checkout may lack it
+
     port = port or free_port()
     env = {**os.environ, "RB_DATABASE_NAME": BENCH_DB, "DEBUG": "0", "LOG_LEVEL": "WARNING"}
     cmd = [

@@ -124,8 +124,9 @@ def run(
     sizes: list[int], queries: int, library_python: str, port: int | None, fresh: bool = False, threads: int = 4
 ) -> list[dict]:
     setup_django()
-    from memories.embeddings import _model_location, embed_text, embed_texts
-    from memories.models import MemoryItem, RetrievalEvent
+    from memories.embedding.model import embed_text, embed_texts, model_location
+    from memories.items.models import MemoryItem
+    from memories.serving.models import RetrievalEvent
 
     rng = np.random.default_rng(7)
     centres = embed_texts(CENTRE_TEXTS)
@@ -154,7 +155,7 @@ def run(
                     db=str(Path(tmp, "bank.db")),
                     ids=str(Path(tmp, "ids.json")),
                     vectors=str(Path(tmp, "vectors.npy")),
-                    model=_model_location(),
+                    model=model_location(),
                 )
                 assert loaded.get("loaded") == n, loaded
                 library_load_s = time.perf_counter() - started

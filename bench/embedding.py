@@ -2,7 +2,7 @@
 
     RB_DATA_DIR=/tmp/rb-bench .venv/bin/python bench/embedding.py [--rounds 60]
 
-Loads the configured model under both runtimes (memories.embeddings, with
+Loads the configured model under both runtimes (memories.embedding.model, with
 RB_EMBEDDING_THREADS intra-op threads, 1 by default), then times
 ``model.encode`` on the shapes the service embeds: one query (a retrieve), 4
 texts (a distillation's 3 items and its task, one batch), 32 item texts (a
@@ -44,7 +44,7 @@ SWEEP = [
 ]
 SHAPES = {"query (1 text)": QUERY, "distillation (4 texts)": DISTILLATION, "sweep (32 texts)": SWEEP}
 LOAD_TIME = (
-    "import os, time, django; django.setup(); from memories import embeddings; t = time.perf_counter(); "
+    "import os, time, django; django.setup(); from memories.embedding import model as embeddings; t = time.perf_counter(); "
     "embeddings.load_now(); embeddings.embed_text('warm up'); print(time.perf_counter() - t)"
 )
 
@@ -56,7 +56,7 @@ def main() -> None:
     setup_django()
     from django.conf import settings
 
-    from memories.embeddings import get_model
+    from memories.embedding.model import get_model
 
     models = {}
     for runtime in ("onnx", "torch"):

@@ -44,7 +44,7 @@ STEPS = [
 def seed(n: int):
     from django.db import connection
 
-    from memories.models import MemoryItem
+    from memories.items.models import MemoryItem
     from trajectories.models import Judgment, Trajectory
 
     user, bank = bench_bank()

@@ -38,10 +38,11 @@ def _seed(n_trajectories: int):
     from django.contrib.auth import get_user_model
 
     from accounts.models import Bank
-    from memories.models import ItemStatus, MemoryItem, RetrievalEvent
+    from memories.items.models import ItemStatus, MemoryItem
+    from memories.serving.models import RetrievalEvent
     from tests import factories
+    from trajectories.judging.verdicts import judgment_record, retrieval_outcomes_rebuild
     from trajectories.models import JudgmentSource, Trajectory
-    from trajectories.recording.judgments import judgment_record, retrieval_outcomes_rebuild
 
     bank = Bank.objects.filter(slug="impact-bench").first()
     user = get_user_model().objects.filter(username="impact-bench").first()
@@ -152,7 +153,7 @@ def main() -> None:
     setup_django()
     from django.db import connection
 
-    from memories.models import RetrievalEvent, RetrievalTally
+    from memories.serving.models import RetrievalEvent, RetrievalTally
     from tests import factories
     from trajectories.impact.items import item_outcomes
     from trajectories.impact.report import bank_impact

@@ -63,7 +63,7 @@ RETRIEVALS = 50
 def _seed():
     from django.contrib.auth import get_user_model
 
-    from memories.models import RetrievalEvent
+    from memories.serving.models import RetrievalEvent
     from tests import factories
 
     user = get_user_model().objects.create_user(f"bench-{uuid.uuid4().hex[:8]}")
@@ -279,7 +279,7 @@ def main() -> None:
     args = parser.parse_args()
 
     setup_django()
-    from memories.models import RetrievalEvent
+    from memories.serving.models import RetrievalEvent
     from trajectories.models import Judgment, Trajectory
 
     broker = Path(tempfile.mkdtemp(prefix="rb-bench-ingest-broker-"))

@@ -61,7 +61,7 @@ def main() -> None:
     broker = tempfile.mkdtemp(prefix="rb-bench-memory-broker-")
     os.environ["RB_BROKER_DIR"] = broker
     setup_django()
-    from memories.models import MemoryItem
+    from memories.items.models import MemoryItem
     from reasoningbank_site.celery import enqueue_on_commit
     from tests import factories
 

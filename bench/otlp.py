@@ -36,6 +36,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from common import ROOT, pct, setup_django, start_server, stop_server
 
+from tests.harness import TimedOut, wait_until
+
 PATH = "/api/v1/otel/v1/traces"
 # user, then per chat: thought + tool_call, and the tool's result (the second one an error)
 STEPS_PER_TRACE = 7
@@ -124,7 +126,8 @@ def main() -> None:
     from opentelemetry.sdk.trace.export import SpanExportResult
 
     from tests import factories
-    from trajectories.models import TraceSpan, Trajectory
+    from trajectories.models import Trajectory
+    from trajectories.otlp.models import TraceSpan
 
     team = factories.make_team(slug=f"otlp-{uuid.uuid4().hex[:6]}")
     bank = factories.make_bank(team=team, slug="agents", rate_limit_per_minute=0)
@@ -140,11 +143,10 @@ def main() -> None:
     )
 
     def wait_for(condition, what: str, timeout: float = 300.0):
-        deadline = time.monotonic() + timeout
-        while not condition():
-            if time.monotonic() > deadline:
-                raise SystemExit(f"timed out waiting for {what}")
-            time.sleep(0.005)
+        try:
+            wait_until(condition, timeout=timeout, interval=0.005, what=what)
+        except TimedOut as exc:
+            raise SystemExit(str(exc)) from None
 
     try:
         # --- throughput ---

@@ -24,7 +24,7 @@ from common import bench_bank, pct, setup_django
 def seed(n: int):
     from django.db import connection
 
-    from memories.models import MemoryItem
+    from memories.items.models import MemoryItem
     from trajectories.models import Trajectory
 
     user, bank = bench_bank()

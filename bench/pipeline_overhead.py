@@ -146,15 +146,15 @@ class Bench:
         from django.conf import settings
         from django.contrib.auth import get_user_model
 
-        import memories.embeddings
-        import memories.services.embedding
-        import memories.services.items
+        import memories.embedding.items
+        import memories.embedding.model
+        import memories.items.services
         import trajectories.pipeline.advance
         import trajectories.pipeline.llm_calls
-        from memories.embeddings import embed_texts, embedding_hash, embedding_model_name, item_embedding_text
-        from memories.models import ItemStatus, MemoryItem
+        from memories.embedding.model import embed_texts, embedding_hash, embedding_model_name, item_embedding_text
+        from memories.items.models import ItemStatus, MemoryItem
         from tests import factories
-        from trajectories.recording.ingest import trajectory_ingest
+        from trajectories.ingest.record import trajectory_ingest
 
         settings.RB_LLM_BASE_URL, settings.OPENAI_API_KEY = fake.base_url, "bench"
         for name in ("httpx", "httpx2"):  # the SDK logs every request at INFO
@@ -207,8 +207,8 @@ class Bench:
 
         self.clock = clock = Clock()
         clock.wrap(trajectories.pipeline.llm_calls, "chat", "llm")
-        clock.wrap(memories.embeddings, "embed_texts", "embed")  # every embedding goes through it …
-        clock.wrap(memories.services.embedding, "embed_texts", "embed")  # … or the name the items' service imported
+        clock.wrap(memories.embedding.model, "embed_texts", "embed")  # every embedding goes through it …
+        clock.wrap(memories.embedding.items, "embed_texts", "embed")  # … or the name the items' service imported
         # Whichever names this checkout's items service uses.
         for name, label in (
             ("near_duplicates_search", "near_dup"),
@@ -216,8 +216,8 @@ class Bench:
             ("memory_item_support_record", "consolidate"),
             ("memory_items_support_record", "consolidate"),
         ):
-            if hasattr(memories.services.items, name):
-                clock.wrap(memories.services.items, name, label)
+            if hasattr(memories.items.services, name):
+                clock.wrap(memories.items.services, name, label)
         from django.db import connection
 
         clock.wrap(connection, "_commit", "commit")  # a transaction's COMMIT (its WAL flush): not an execute
@@ -245,7 +245,7 @@ class Bench:
 
     def finish(self) -> dict:
         """Check what the run did (raises AssertionError otherwise); the figures."""
-        from memories.models import MemoryItem, MemoryItemSupport, SupportKind
+        from memories.items.models import MemoryItem, MemoryItemSupport, SupportKind
         from trajectories.models import Status, Trajectory
 
         load_after = os.getloadavg()[0]

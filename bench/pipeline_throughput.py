@@ -31,7 +31,9 @@ import time
 import uuid
 from pathlib import Path
 
-from common import ROOT, free_port, setup_django
+from common import ROOT, setup_django
+
+from tests.harness import redis_server_start
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 READY_TIMEOUT = 180.0
@@ -52,54 +54,6 @@ def _respond(messages: list[dict]) -> str:
     from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
 
     return JUDGE_SUCCESS if "accomplished the task" in messages[-1]["content"] else ITEMS_MD
-
-
-def _point_app_at(url: str, transport_options: dict) -> None:
-    """This process publishes to ``url`` (as tests/worker.py does: drop the cached pools)."""
-    from kombu import pools
-
-    from reasoningbank_site.celery import app
-
-    pools.reset()
-    app.conf.broker_url = url
-    app.conf.broker_transport_options = transport_options
-    app._pool = None
-    app.amqp._producer_pool = None
-
-
-def _start_redis(tmp: Path) -> tuple[subprocess.Popen, str]:
-    import redis
-
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            REDIS_SERVER,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            str(tmp),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-    )
-    client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("redis-server did not start") from None
-            time.sleep(0.1)
-    return proc, f"redis://127.0.0.1:{port}/0"
 
 
 def _start_worker(env: dict[str, str], data_dir: Path, log_path: Path) -> subprocess.Popen:
@@ -159,11 +113,13 @@ def run_one(kind: str, n: int, llm_url: str, tmp: Path, idle_seconds: float) -> 
     from django.conf import settings
     from django.contrib.auth import get_user_model
 
-    from accounts.services import bank_create, team_create
-    from memories.models import MemoryItem, MemoryItemSupport
+    from accounts.teams.banks import bank_create
+    from accounts.teams.services import team_create
+    from memories.items.models import MemoryItem, MemoryItemSupport
     from reasoningbank_site import embedded
+    from tests.worker import point_app_at  # the test worker's own switch: one way to re-point the app
+    from trajectories.ingest.batch import trajectory_ingest_batch
     from trajectories.models import Status, Trajectory
-    from trajectories.recording.batch import trajectory_ingest_batch
 
     env = {k: v for k, v in os.environ.items() if k not in ("CELERY_BROKER_URL", "REDIS_URL", "RB_BROKER_DIR")}
     env.update(
@@ -177,12 +133,12 @@ def run_one(kind: str, n: int, llm_url: str, tmp: Path, idle_seconds: float) -> 
     run_dir.mkdir()
     redis_proc = None
     if kind == "redis":
-        redis_proc, url = _start_redis(run_dir)
+        redis_proc, url = redis_server_start(REDIS_SERVER, run_dir)
         env["CELERY_BROKER_URL"] = url
-        _point_app_at(url, dict(settings.CELERY_BROKER_TRANSPORT_OPTIONS))
+        point_app_at(url, dict(settings.CELERY_BROKER_TRANSPORT_OPTIONS))
     else:
         env["RB_BROKER_DIR"] = str(run_dir)
-        _point_app_at(embedded.broker_url(run_dir), dict(settings.CELERY_BROKER_TRANSPORT_OPTIONS))
+        point_app_at(embedded.broker_url(run_dir), dict(settings.CELERY_BROKER_TRANSPORT_OPTIONS))
     worker = None
     try:
         worker = _start_worker(env, run_dir, run_dir / "worker.log")

@@ -9,8 +9,8 @@ alternating round by round:
 
 - **fresh**: a new broker connection per task (the alternative the kept
   connection avoids, inlined below);
-- **kept**: ``enqueue_on_commit`` (this thread's kept connection, the
-  transaction's tasks published back to back by one on_commit callback).
+- **kept**: ``enqueue_on_commit`` (one on_commit callback per task, each
+  published by Celery's ``apply_async`` on a connection of the app's pool).
 
 The embedded broker runs once empty and once with ``--backlog`` messages
 already queued. Nobody consumes; the script asserts every task reached the
@@ -27,7 +27,9 @@ import tempfile
 import time
 
 import redis
-from common import free_port, pct, setup_django
+from common import pct, setup_django
+
+from tests.harness import free_port
 
 
 def _fresh_publish(app, settings, task, args) -> None:

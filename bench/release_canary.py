@@ -28,7 +28,7 @@ def _releases(bank) -> None:
     """Releases 1 (every item) and 2 (without REMOVED_SHARE of them), written as publishing writes them."""
     from django.db import connection
 
-    from memories.models import BankReleasing, Release, ReleaseMember
+    from memories.releases.models import BankReleasing, Release, ReleaseMember
 
     ReleaseMember.objects.filter(bank=bank).delete()
     BankReleasing.objects.filter(bank=bank).delete()
@@ -48,7 +48,7 @@ def _releases(bank) -> None:
 
 
 def _set_canary(bank, on: bool) -> None:
-    """What the release services copy onto the bank row (memories.services.releases.serving_sync)."""
+    """What the release services copy onto the bank row (memories.releases.labels.serving_sync)."""
     from accounts.models import Bank
 
     values = (
@@ -61,7 +61,7 @@ def _set_canary(bank, on: bool) -> None:
 
 def run(size: int, queries: int, reuse: bool) -> dict:
     setup_django()
-    from memories.embeddings import embed_text
+    from memories.embedding.model import embed_text
 
     rng = np.random.default_rng(42)
     centres = _unit(rng.normal(size=(CLUSTERS, DIM)).astype(np.float32))

@@ -34,7 +34,8 @@ def seed(n: int):
     from django.utils import timezone
 
     from accounts.models import Bank
-    from accounts.services import bank_create, team_create
+    from accounts.teams.banks import bank_create
+    from accounts.teams.services import team_create
     from trajectories.models import Trajectory
 
     user = get_user_model().objects.create_user(f"bench-{uuid.uuid4().hex[:8]}")
@@ -71,7 +72,7 @@ def main() -> None:
 
     from accounts.models import AuditEvent, Bank
     from trajectories.models import Trajectory
-    from trajectories.recording.retention import trajectory_steps_purge_expired
+    from trajectories.records.retention import trajectory_steps_purge_expired
 
     Bank.objects.filter(step_retention_days__isnull=False).update(step_retention_days=None)  # banks other runs left
     bank = seed(args.n)

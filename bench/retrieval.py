@@ -62,8 +62,8 @@ def _reused(n: int, kind: str) -> dict | None:
     from django.db import connection
 
     from accounts.models import Bank
-    from accounts.services import api_token_create
-    from memories.models import MemoryItem
+    from accounts.tokens.services import api_token_create
+    from memories.items.models import MemoryItem
 
     bank = Bank.objects.filter(slug="target", team__slug__startswith=f"bench-{kind}-{n}-").first()
     with connection.cursor() as cur:
@@ -91,8 +91,8 @@ def _reset_and_load(n: int, rng, centres, *, kind: str = "random", reuse: bool =
     from pgvector.psycopg import register_vector
 
     from accounts.models import Bank
-    from accounts.services import api_token_create
-    from memories.embeddings import embedding_hash, embedding_model_name, item_embedding_text
+    from accounts.tokens.services import api_token_create
+    from memories.embedding.model import embedding_hash, embedding_model_name, item_embedding_text
     from tests import factories
 
     if reuse and (data := _reused(n, kind)):
@@ -234,7 +234,7 @@ def _exact_search(bank, vector, k, **filters):
     from django.db import connection, transaction
     from pgvector.django import CosineDistance
 
-    from memories.models import MemoryItem
+    from memories.items.models import MemoryItem
 
     with transaction.atomic():
         with connection.cursor() as cur:
@@ -251,10 +251,10 @@ def _exact_search(bank, vector, k, **filters):
 def _plan_uses_hnsw(bank, vector, where: str = "") -> bool:
     from django.db import connection, transaction
 
-    from memories import selectors
+    from memories.serving.search import HNSW_EF_SEARCH, hnsw_iterative_scan
 
     with transaction.atomic():
-        selectors.hnsw_iterative_scan(ef_search=selectors.HNSW_EF_SEARCH)
+        hnsw_iterative_scan(ef_search=HNSW_EF_SEARCH)
         with connection.cursor() as cur:
             cur.execute(
                 "EXPLAIN SELECT id FROM memories_memoryitem WHERE bank_id = %s AND status = 'approved' "
@@ -291,8 +291,9 @@ def _post(base, secret, query, filters=None) -> float:
 
 def run(sizes: list[int], queries: int, port: int | None = None) -> list[dict]:
     setup_django()
-    from memories import selectors
-    from memories.embeddings import embed_text
+    from memories.embedding.model import embed_text
+    from memories.serving import RetrievalFilters
+    from memories.serving.search import approved_items_search
 
     rng = np.random.default_rng(42)
     centres = _unit(rng.normal(size=(CLUSTERS, DIM)).astype(np.float32))
@@ -311,7 +312,7 @@ def run(sizes: list[int], queries: int, port: int | None = None) -> list[dict]:
             http = [_post(base, secret, text) for text in texts]
             rare = {"tags": {"any": ["rare"]}}
             http_rare = [_post(base, secret, text, rare) for text in texts]
-            only_rare = selectors.RetrievalFilters(tags_any=("rare",))
+            only_rare = RetrievalFilters(tags_any=("rare",))
 
             embed_ms, search_ms, exact_ms, recalls, rare_ms, rare_recalls = [], [], [], [], [], []
             for text, vector in zip(texts, query_vectors):
@@ -319,16 +320,14 @@ def run(sizes: list[int], queries: int, port: int | None = None) -> list[dict]:
                 embed_text(text)
                 embed_ms.append((time.perf_counter() - t0) * 1000)
                 t0 = time.perf_counter()
-                approx = selectors.approved_items_search(bank=bank, vector=vector, k=10, min_similarity=-1.0)
+                approx = approved_items_search(bank=bank, vector=vector, k=10, min_similarity=-1.0)
                 search_ms.append((time.perf_counter() - t0) * 1000)
                 t0 = time.perf_counter()
                 exact = _exact_search(bank, vector, 10)
                 exact_ms.append((time.perf_counter() - t0) * 1000)
                 recalls.append(len({item.pk for item, _ in approx} & set(exact)) / max(1, len(exact)))
                 t0 = time.perf_counter()
-                approx = selectors.approved_items_search(
-                    bank=bank, vector=vector, k=10, min_similarity=-1.0, filters=only_rare
-                )
+                approx = approved_items_search(bank=bank, vector=vector, k=10, min_similarity=-1.0, filters=only_rare)
                 rare_ms.append((time.perf_counter() - t0) * 1000)
                 assert len(approx) == 10 and all("rare" in item.tags for item, _ in approx), "filtered search starved"
                 exact = _exact_search(bank, vector, 10, tags__overlap=["rare"])

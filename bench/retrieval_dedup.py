@@ -30,8 +30,8 @@ def run(size: int, queries: int, threshold: float) -> list[dict]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from memories import selectors
-    from memories.models import MemoryItem
+    from memories.items.models import MemoryItem
+    from memories.serving.search import approved_items_search_counted
 
     rng = np.random.default_rng(42)
     centres = _unit(rng.normal(size=(CLUSTERS, DIM)).astype(np.float32))
@@ -43,14 +43,14 @@ def run(size: int, queries: int, threshold: float) -> list[dict]:
         times: dict[str, list[float]] = {label: [] for label in variants}
         dropped = short = 0
         for vector in vectors[:10]:  # warm
-            selectors.approved_items_search_counted(bank=bank, vector=vector, k=k, min_similarity=-1.0)
+            approved_items_search_counted(bank=bank, vector=vector, k=k, min_similarity=-1.0)
         for n, vector in enumerate(vectors):
             answers = {}
             # Interleaved, in alternating order, so the machine's load weighs on both alike.
             for label in list(variants)[:: 1 if n % 2 else -1]:
                 with CaptureQueriesContext(connection) as captured:
                     t0 = time.perf_counter()
-                    answers[label], _counts = selectors.approved_items_search_counted(
+                    answers[label], _counts = approved_items_search_counted(
                         bank=bank, vector=vector, k=k, min_similarity=-1.0, duplicate_threshold=variants[label]
                     )
                     times[label].append((time.perf_counter() - t0) * 1000)

@@ -24,31 +24,19 @@ from concurrent.futures import ThreadPoolExecutor
 from common import pct, setup_django, start_server, stop_server
 
 K = 4
-LESSONS = [
-    ("Sign in before acting", "Use when the task needs an account.", "Log in first and confirm the session."),
-    ("Walk every page", "Use when results span pages.", "Follow next until it disappears and collect each page."),
-    ("Type dates directly", "Use when a form has a date picker.", "Type YYYY-MM-DD into the field."),
-    ("Check the cart total", "Use before paying.", "Compare the cart total with the sum of item prices."),
-]
-QUERIES = [
-    "log into my account and list every page of my orders",
-    "pick a date and check the cart total before paying",
-    "sign in, then type the delivery date",
-    "walk the paginated results and check the total price",
-]
 
 
 def _seed():
     from django.contrib.auth import get_user_model
 
-    from memories.services import memory_item_create
+    from memories.items.services import memory_item_create
     from tests import factories
 
     user = get_user_model().objects.create_user(f"bench-{uuid.uuid4().hex[:8]}")
     team = factories.make_team(owner=user, slug=f"load-{uuid.uuid4().hex[:6]}")
     bank = factories.make_bank(team=team, slug="shared", top_k=K, min_similarity=-1.0, rate_limit_per_minute=0)
     items = []
-    for title, description, content in LESSONS:
+    for title, description, content in factories.FLEET_LESSONS:
         # Approved at creation: embedded inline (an approval only enqueues the embedding).
         items.append(
             memory_item_create(
@@ -83,8 +71,9 @@ def main() -> None:
     args = parser.parse_args()
 
     setup_django()
-    from memories.models import MemoryItem
-    from memories.services import memory_items_count_served
+    from memories.items.models import MemoryItem
+    from memories.serving.upkeep import memory_items_count_served
+    from tests.factories import FLEET_QUERIES as QUERIES
 
     _bank, items, token = _seed()
     memory_items_count_served()  # start from folded counters

@@ -47,8 +47,8 @@ GUNICORN_KEEPALIVE_S = 2.0  # gunicorn's default --keep-alive, which bench/commo
 
 def run(size: int, rounds: int, pause: float, threads: int) -> dict[str, list[float]]:
     setup_django()
-    from memories.embeddings import embed_texts
-    from memories.models import RetrievalEvent
+    from memories.embedding.model import embed_texts
+    from memories.serving.models import RetrievalEvent
 
     data = _reset_and_load(size, np.random.default_rng(7), embed_texts(CENTRE_TEXTS), kind="text", reuse=True)
     bank, secret = data["bank"], data["secret"]

@@ -47,8 +47,8 @@ def _set_ranking(bank, on: bool) -> None:
 
 def run(size: int, queries: int, reuse: bool) -> dict:
     setup_django()
-    from memories.embeddings import embed_text
-    from memories.services import retrieval_preview
+    from memories.embedding.model import embed_text
+    from memories.serving.preview import retrieval_preview
 
     rng = np.random.default_rng(42)
     centres = _unit(rng.normal(size=(CLUSTERS, DIM)).astype(np.float32))

@@ -13,7 +13,7 @@ at the same size unless ``--fresh``. ``--m`` / ``--ef-construction`` rebuild
 the HNSW index with those parameters first (the migration's: m=32,
 ef_construction=128), printing the build time. Prints one line per setting:
 ``filter=<none|1%> ef_search=<n> recall_at_10=<r> search_p50_ms=<x> search_p95_ms=<y>`` and marks
-the production values (memories.selectors.HNSW_EF_SEARCH / HNSW_EF_SEARCH_FILTERED).
+the production values (memories.serving.search.HNSW_EF_SEARCH / HNSW_EF_SEARCH_FILTERED).
 """
 
 from __future__ import annotations
@@ -59,8 +59,9 @@ def _index_definition() -> str:
 
 def run(size: int, queries: int, efs: list[int], fresh: bool, index: tuple[int, int] | None = None) -> list[dict]:
     setup_django()
-    from memories import selectors
-    from memories.embeddings import embed_texts
+    from memories.embedding.model import embed_texts
+    from memories.serving import NO_FILTERS, RetrievalFilters
+    from memories.serving.search import HNSW_EF_SEARCH, HNSW_EF_SEARCH_FILTERED, approved_items_search
 
     rng = np.random.default_rng(7)
     data = _reset_and_load(size, rng, embed_texts(CENTRE_TEXTS), kind="text", reuse=not fresh)
@@ -70,18 +71,18 @@ def run(size: int, queries: int, efs: list[int], fresh: bool, index: tuple[int, 
     print(f"# {_index_definition()}", flush=True)
     texts = [QUERY_TEXTS[i % len(QUERY_TEXTS)] + f" (#{i})" for i in range(queries)]
     vectors = embed_texts(texts)
-    rare = selectors.RetrievalFilters(tags_any=("rare",))
+    rare = RetrievalFilters(tags_any=("rare",))
     rows = []
     for label, filters, exact_filters, production in (
-        ("none", selectors.NO_FILTERS, {}, selectors.HNSW_EF_SEARCH),
-        ("1%", rare, {"tags__overlap": ["rare"]}, selectors.HNSW_EF_SEARCH_FILTERED),
+        ("none", NO_FILTERS, {}, HNSW_EF_SEARCH),
+        ("1%", rare, {"tags__overlap": ["rare"]}, HNSW_EF_SEARCH_FILTERED),
     ):
         exact = [set(_exact_search(bank, vector, K, **exact_filters)) for vector in vectors]
         for ef in sorted({*efs, production}):
             ms, recalls = [], []
             for vector, truth in zip(vectors, exact):
                 started = time.perf_counter()
-                found = selectors.approved_items_search(
+                found = approved_items_search(
                     bank=bank, vector=vector, k=K, min_similarity=-1.0, filters=filters, ef_search=ef
                 )
                 ms.append((time.perf_counter() - started) * 1000)

@@ -38,7 +38,7 @@ STEADY = 30
 
 def run(size: int, restarts: int, workers: int, threads: int, fresh: bool) -> dict:
     setup_django()
-    from memories.embeddings import embed_texts
+    from memories.embedding.model import embed_texts
 
     data = _reset_and_load(size, np.random.default_rng(7), embed_texts(CENTRE_TEXTS), kind="text", reuse=not fresh)
     secret = data["secret"]

@@ -81,15 +81,15 @@ COUNT_CAP = 1000
 def expected_texts(bank, page: str, q: str) -> list[str]:
     """What page 1 of the search must show, from the selector's own ordered query
     (the plain ORDER BY … LIMIT, no paginator): its first and last rows and the match count."""
-    from memories import selectors as memories
-    from trajectories import selectors as trajectories
+    from records.selectors import trajectory_list
+    from review.selectors import item_list, review_queue
 
     if page == "review":
-        qs, noun = memories.review_queue(bank=bank, text=q), "proposed"
+        qs, noun = review_queue(bank=bank, text=q), "proposed"
     elif page == "items":
-        qs, noun = memories.item_list(bank=bank, text=q), "in all"
+        qs, noun = item_list(bank=bank, text=q), "in all"
     else:
-        qs, noun = trajectories.trajectory_list(bank=bank, text=q), "in all"
+        qs, noun = trajectory_list(bank=bank, text=q), "in all"
     label = "task" if page == "trajectories" else "title"
     rows = [getattr(row, label).split(":")[0] + ":" for row in qs[:PAGE_SIZE]]
     count = qs.order_by()[: COUNT_CAP + 1].count()

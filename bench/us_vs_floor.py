@@ -43,8 +43,9 @@ from compare_reasoning_bank import CENTRE_TEXTS, K, _post
 from retrieval import QUERY_TEXTS, _reset_and_load
 
 PARTS = (
-    ("token", "accounts.auth", "api_token_use"),
-    ("embed", "memories.services.retrieval.preview", "embed_text"),
+    ("token", "accounts.tokens.auth", "api_token_for_secret"),
+    ("token", "accounts.tokens.auth", "api_token_hit"),
+    ("embed", "memories.serving.preview", "embed_text"),
 )
 
 
@@ -52,7 +53,7 @@ def server_parts(bank, secret: str, texts: list[str], floor) -> str:
     """p50 ms of each part of POST /api/v1/retrieve run in this process through
     the real WSGI handler, with the floor interleaved, each going first in
     turn: the functions of PARTS timed where the view calls them (``token``:
-    its statement and Python), ``sql``: the other statements before the answer
+    its statements and Python), ``sql``: the other statements before the answer
     (the search), from sending each to its rows (``other_statements``: how
     many); ``rest``: Django, django-ninja, middleware and the services' own
     Python; ``after_answer``: what runs once the response is closed (nothing
@@ -165,7 +166,7 @@ def run(
     parts: bool = False,
 ) -> None:
     setup_django()
-    from memories.embeddings import embed_texts
+    from memories.embedding.model import embed_texts
 
     rng = np.random.default_rng(7)
     centres = embed_texts(CENTRE_TEXTS)
@@ -197,7 +198,7 @@ def run(
                     "floor": floor,
                     **({"compare": lambda text, secret=secret: _post(other_base, secret, text)} if other_base else {}),
                 }
-            from memories.models import RetrievalEvent
+            from memories.serving.models import RetrievalEvent
 
             logged_before = RetrievalEvent.objects.filter(bank=bank).count()
             for text in texts[:3]:  # warm them all

@@ -1,6 +1,8 @@
 from django.contrib import admin
 
-from memories.models import Experience, MemoryItem, MemoryItemVersion, RetrievalEvent
+from memories.items.experiences import Experience
+from memories.items.models import MemoryItem, MemoryItemVersion
+from memories.serving.models import RetrievalEvent
 
 
 class VersionInline(admin.TabularInline):

@@ -7,7 +7,7 @@ class MemoriesConfig(AppConfig):
     verbose_name = "Memories"
 
     def ready(self) -> None:
-        from memories.selectors.retrieval import hnsw_session_settings
+        from memories.serving.upkeep import hnsw_session_settings
 
         # Every new database connection gets the vector-scan settings once (see hnsw_scan).
         connection_created.connect(hnsw_session_settings, dispatch_uid="memories.hnsw_session_settings")

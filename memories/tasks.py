@@ -7,9 +7,11 @@ from celery import shared_task
 from celery.signals import worker_process_init
 from django.conf import settings
 
-from memories import services
-from memories.embeddings import preload
-from memories.services.releases.imports import release_import_run
+from memories.embedding.items import memory_item_embed_refresh, memory_items_embed_pending
+from memories.embedding.model import preload
+from memories.releases.imports import release_import_run
+from memories.serving.tallies import retrieval_tallies_compact
+from memories.serving.upkeep import memory_items_count_served
 from reasoningbank_site.celery import db_outage_retry
 
 
@@ -25,25 +27,25 @@ def _load_embedding_model(**kwargs) -> None:
 def memory_item_embed_task(item_id: int) -> bool:
     """(Re-)embed one memory item. Idempotent: the service skips an item whose
     embedding already matches its text and model."""
-    return services.memory_item_embed_refresh(item_id=item_id)
+    return memory_item_embed_refresh(item_id=item_id)
 
 
 @shared_task(name="memories.embed_pending", ignore_result=True, acks_late=True)
 def memory_items_embed_sweep_task(limit: int = 200) -> int:
     """Periodic sweeper (beat): embed items whose embedding was lost or is stale."""
-    return services.memory_items_embed_pending(limit=limit)
+    return memory_items_embed_pending(limit=limit)
 
 
 @shared_task(name="memories.count_served", ignore_result=True, acks_late=True)
 def memory_items_count_served_task() -> int:
     """Periodic (beat): fold logged retrievals into the items' served counters."""
-    return services.memory_items_count_served()
+    return memory_items_count_served()
 
 
 @shared_task(name="memories.compact_tallies", ignore_result=True, acks_late=True)
 def retrieval_tallies_compact_task() -> int:
     """Periodic (beat): merge the Impact report's appended sums, one row per key."""
-    return services.retrieval_tallies_compact()
+    return retrieval_tallies_compact()
 
 
 @shared_task(name="memories.release_import", ignore_result=True, acks_late=True, **db_outage_retry())

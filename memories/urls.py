@@ -1,21 +1,12 @@
 from django.urls import path
 
-from memories.views import (
-    assignments,
-    import_export,
-    item,
-    item_actions,
-    items,
-    learning_settings,
-    lifecycle,
-    playground,
-    policy,
-    presence,
-    queue,
-    saved_views,
-    seats,
-    trust,
-)
+from memories.items import import_export_views as import_export
+from memories.items import views as items
+from memories.learning import settings_views as learning_settings
+from memories.learning import views as lifecycle
+from memories.review.views import assignments, item, item_actions, policy, presence, queue, saved_views, seats
+from memories.serving import views as playground
+from memories.trust import views as trust
 
 app_name = "memories"
 ITEM = "banks/<uuid:bank_id>/items/<uuid:item_id>/"

@@ -23,7 +23,7 @@ from reasoningbank_site.errors import (
     UnsupportedMediaType,
 )
 from reasoningbank_site.middleware import DATABASE_RETRY_AFTER
-from trajectories import otlp
+from trajectories.otlp.wire import is_otlp_request, status_response
 
 api = NinjaAPI(
     title="ReasoningBank agent API",
@@ -38,9 +38,9 @@ api = NinjaAPI(
 
 
 def _error(request, status: int, message: str, code: str, **extra):
-    if otlp.is_otlp_request(request):
+    if is_otlp_request(request):
         # OTLP/HTTP clients read errors as a google.rpc.Status in the request's encoding.
-        return otlp.status_response(request, status, message, code)
+        return status_response(request, status, message, code)
     response = api.create_response(request, {"detail": message, "code": code, **extra}, status=status)
     return response
 
@@ -125,12 +125,12 @@ def on_unexpected(request, exc):
     return _error(request, 500, "Internal error; it has been logged.", "internal_error")
 
 
-from accounts.api import router as accounts_router  # noqa: E402
-from memories.api import router as memories_router  # noqa: E402
-from memories.releases_api import router as releases_router  # noqa: E402
-from memories.review_api import router as review_router  # noqa: E402
-from trajectories.api import router as trajectories_router  # noqa: E402
-from trajectories.export_api import router as export_router  # noqa: E402
+from accounts.tokens.api import router as accounts_router  # noqa: E402
+from memories.releases.api import router as releases_router  # noqa: E402
+from memories.review.api import router as review_router  # noqa: E402
+from memories.serving.api import router as memories_router  # noqa: E402
+from trajectories.exports.api import router as export_router  # noqa: E402
+from trajectories.ingest.api import router as trajectories_router  # noqa: E402
 
 api.add_router("/", accounts_router)
 api.add_router("/", memories_router)

@@ -20,12 +20,14 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from accounts.models import ApiToken, Bank, Membership, Role, Team
-from accounts.selectors import api_token_for_secret
-from accounts.services import api_token_create, api_token_revoke, bank_create, team_create
-from memories.models import ItemStatus, MemoryItem
-from memories.services import memory_item_create
+from accounts.teams.banks import bank_create
+from accounts.teams.services import team_create
+from accounts.tokens.auth import api_token_for_secret
+from accounts.tokens.services import api_token_create, api_token_revoke
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.services import memory_item_create
 from reasoningbank_site.errors import Conflict
-from trajectories.recording.ingest import trajectory_ingest
+from trajectories.ingest.record import trajectory_ingest
 
 DEMO_FILE = Path(__file__).with_name("demo.json")
 DEMO: dict[str, Any] = json.loads(DEMO_FILE.read_text(encoding="utf-8"))

@@ -90,7 +90,7 @@ class Unavailable(DomainError):
 class DuplicateApproval(Conflict):
     """Approving would serve a lesson the bank already serves: an approved item is
     at or above the bank's duplicate threshold. ``duplicates`` lists them (as
-    ``memories.selectors.NearDuplicate``); the caller may approve anyway with
+    ``memories.review.selectors.NearDuplicate``); the caller may approve anyway with
     ``confirm_duplicate=True``. A Conflict, so the API answers 409."""
 
     code = "duplicate_needs_confirmation"
@@ -114,7 +114,7 @@ class StaleVersion(Conflict):
 
 class RisksNeedConfirmation(Conflict):
     """Approving would serve an item with risk findings nobody confirmed having
-    read. ``findings`` lists them (``memories.models.RiskFinding``); the caller
+    read. ``findings`` lists them (``memories.trust.risk_models.RiskFinding``); the caller
     may approve anyway with ``confirm_risks=True``, which records who confirmed.
     A Conflict, so the API answers 409."""
 

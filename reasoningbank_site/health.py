@@ -20,7 +20,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from kombu import Connection
 
-from memories import embeddings
+from memories.embedding import model as embeddings
 from reasoningbank_site.celery import app as celery_app
 from reasoningbank_site.metrics import may_read_metrics
 from reasoningbank_site.text import counted

@@ -31,12 +31,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from memories.embeddings import embedding_model_name
-from memories.models import ItemStatus, MemoryItem
+from memories.embedding.model import embedding_model_name
+from memories.items.models import ItemStatus, MemoryItem
 from reasoningbank_site.celery import app as celery_app
+from trajectories.dashboard.llm_usage import llm_usage_by_bank
 from trajectories.models import Status, Trajectory
-from trajectories.pipeline import llm_metrics  # noqa: F401  (names this process's multiprocess files; the LLM metrics)
-from trajectories.selectors.llm_usage import llm_usage_by_bank
 
 REQUEST_LATENCY = Histogram(
     "rb_http_request_duration_seconds",

@@ -259,9 +259,20 @@ if EMBEDDED_BROKER:
 # trajectory whose worker is gone does not wait for it: the sweeper sees that the worker's database session
 # ended (trajectories/pipeline/held.py) and re-sends it within a minute.
 RB_BROKER_VISIBILITY_TIMEOUT = envint("RB_BROKER_VISIBILITY_TIMEOUT", 3900)
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": RB_BROKER_VISIBILITY_TIMEOUT}
-# enqueue_on_commit gives a frozen or unreachable broker this long (one try), then leaves the row to the sweeper.
+# A publish (enqueue_on_commit) gives a frozen or unreachable broker this long per socket operation, then
+# leaves the row to the dispatcher. It bounds every synchronous broker command; a worker's BRPOP waits in
+# the event loop, not on the socket. max_retries 0: one connect attempt, not kombu's loop of pauses.
 RB_BROKER_PUBLISH_TIMEOUT = envfloat("RB_BROKER_PUBLISH_TIMEOUT", 0.5)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": RB_BROKER_VISIBILITY_TIMEOUT,
+    "socket_timeout": RB_BROKER_PUBLISH_TIMEOUT,
+    "socket_connect_timeout": RB_BROKER_PUBLISH_TIMEOUT,
+    "max_retries": 0,
+}
+CELERY_BROKER_CONNECTION_TIMEOUT = RB_BROKER_PUBLISH_TIMEOUT
+# One retry at once, on a new connection: a kept connection the broker closed (it restarted) is replaced
+# without leaving the task to the dispatcher; a second failure is an outage.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0, "interval_max": 0}
 # …and after such a failure, skips publishing (sweeper's job) for this many seconds.
 RB_BROKER_RETRY_AFTER = envfloat("RB_BROKER_RETRY_AFTER", 5.0)
 CELERY_TASK_IGNORE_RESULT = True

@@ -19,7 +19,7 @@ application = discarding_unread_body(get_wsgi_application())
 if settings.RB_EMBEDDING_PRELOAD:
     from django.urls import get_resolver
 
-    from memories.services import retrieval_warm_up  # needs the app registry set up above
+    from memories.serving.upkeep import retrieval_warm_up  # needs the app registry set up above
 
     get_resolver().url_patterns  # noqa: B018 (the import is the point)
 

@@ -14,7 +14,6 @@ from accounts.models import Role
 from reasoningbank_site.celery import app as celery_app
 from tests import factories
 from tests.fake_llm import FakeLLM
-from trajectories.pipeline import llm
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
@@ -134,10 +133,8 @@ def fake_llm(settings):
     settings.OPENAI_API_KEY = ""
     settings.RB_LLM_MODEL = "fake-model"
     settings.RB_LLM_TIMEOUT = 5.0
-    llm._client.cache_clear()
     yield server
     server.stop()
-    llm._client.cache_clear()
 
 
 @pytest.fixture
@@ -145,7 +142,6 @@ def no_llm(settings):
     """No LLM endpoint configured."""
     settings.RB_LLM_BASE_URL = ""
     settings.OPENAI_API_KEY = ""
-    llm._client.cache_clear()
 
 
 class BrokerQueue:

@@ -12,14 +12,17 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Bank, Membership, Role, Team
-from accounts.services import api_token_create, bank_create
-from memories.embeddings import embedding_model_name, item_embedding_hash
-from memories.models import ItemStatus, MemoryItem, RetrievalEvent
-from memories.services import experience_create, memory_item_propose
+from accounts.teams.banks import bank_create
+from accounts.tokens.services import api_token_create
+from memories.embedding.model import embedding_model_name, item_embedding_hash
+from memories.items.experiences import experience_create
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.services import memory_item_propose
+from memories.serving.models import RetrievalEvent
+from trajectories.ingest.record import trajectory_ingest
+from trajectories.judging.verdicts import judgment_record, retrieval_outcomes_rebuild
 from trajectories.models import Judgment, JudgmentSource, Trajectory
 from trajectories.pipeline.tasks import trajectory_process_task
-from trajectories.recording.ingest import trajectory_ingest
-from trajectories.recording.judgments import judgment_record, retrieval_outcomes_rebuild
 
 _seq = itertools.count(1)
 
@@ -56,6 +59,21 @@ def make_token(bank: Bank, scopes=("retrieve", "ingest"), **kwargs) -> str:
 
 
 # --- trajectories -------------------------------------------------------------------------
+
+# Four lessons a fleet of agents shares, as (title, description, content), and queries that each need two
+# of them: the concurrent retrieval test and bench/retrieval_load.py serve the same bank.
+FLEET_LESSONS = [
+    ("Sign in before acting", "Use when the task needs an account.", "Log in first and confirm the session."),
+    ("Walk every page", "Use when results span pages.", "Follow next until it disappears and collect each page."),
+    ("Type dates directly", "Use when a form has a date picker.", "Type YYYY-MM-DD into the field."),
+    ("Check the cart total", "Use before paying.", "Compare the cart total with the sum of item prices."),
+]
+FLEET_QUERIES = [
+    "log into my account and list every page of my orders",
+    "pick a date and check the cart total before paying",
+    "sign in, then type the delivery date",
+    "walk the paginated results and check the total price",
+]
 
 STEPS = [
     {"kind": "user", "content": "Find the opening hours of the city library on Sundays."},

@@ -2,10 +2,8 @@
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -18,19 +16,37 @@ from django.core.management import call_command
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.harness import TimedOut, free_port, wait_until
+
 
 def wait_for(
     predicate: Callable[[], object], *, timeout: float = 60.0, interval: float = 0.25, what: str = "condition"
 ):
-    """Poll ``predicate`` until it returns something truthy; return that, or fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
+    """Poll ``predicate`` until it returns something truthy; return that, or fail the test after ``timeout``
+    seconds (``tests.harness.wait_until``, whose timeout is an exception, for code that runs outside pytest)."""
+    try:
+        return wait_until(predicate, timeout=timeout, interval=interval, what=what)
+    except TimedOut as exc:
+        pytest.fail(str(exc))
+
+
+def wait_until_another_waits_on_my_lock(*, timeout: float = 30.0) -> None:
+    """From a transaction holding a row or table lock: wait until another
+    backend's statement is blocked on a lock this connection holds (its
+    ``pg_locks`` row not granted, this backend among its blockers), so what
+    the caller does next (commit) happens while that statement waits.
+    ``pg_locks`` is read live, unlike ``pg_stat_activity``'s per-transaction snapshot."""
+    from django.db import connection
+
+    def blocked() -> bool:
+        with connection.cursor() as cur:
+            cur.execute(
+                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted"
+                " AND pg_backend_pid() = ANY(pg_blocking_pids(pid)))"
+            )
+            return cur.fetchone()[0]
+
+    wait_for(blocked, timeout=timeout, interval=0.01, what="another backend to wait on this one's lock")
 
 
 def run(*args, **options) -> tuple[str, str]:
@@ -48,13 +64,6 @@ def retrieve(client, token: str, query: str = "anything"):
 
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def gunicorn_serving(*options: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:

@@ -5,8 +5,9 @@ rollouts of one task. Stored through the real ingestion service."""
 
 from __future__ import annotations
 
-from memories.models import ItemOrigin
-from memories.services import experience_create, memory_item_propose
+from memories.items.experiences import experience_create
+from memories.items.models import ItemOrigin
+from memories.items.services import memory_item_propose
 from tests.factories import make_done_trajectory, make_trajectory
 from trajectories.models import Trajectory
 

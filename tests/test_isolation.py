@@ -26,10 +26,13 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
-from accounts import services
+from accounts.audit.services import audit_record
 from accounts.models import ApiToken, Invitation, Role
-from memories.models import ItemStatus, MemoryItem, Release, ReleaseImport
-from memories.services.releases import release_publish
+from accounts.teams.banks import bank_archive
+from accounts.tokens.services import api_token_create, api_token_revoke
+from memories.items.models import ItemStatus, MemoryItem
+from memories.releases.models import Release, ReleaseImport
+from memories.releases.publishing import release_publish
 from reasoningbank_site.api import api
 from tests import factories
 from trajectories.models import Trajectory
@@ -97,8 +100,8 @@ def _side(team, label: str) -> Side:
     trajectory = Trajectory.objects.create(
         bank=bank, task=f"{text} task", steps=[{"index": 0, "kind": "answer", "content": "done"}], step_count=1
     )
-    issued = services.api_token_create(bank=bank, name=f"{text} token", scopes=["retrieve", "ingest", "review"])
-    services.audit_record(action="test.marker", bank=bank, after={"text": text})
+    issued = api_token_create(bank=bank, name=f"{text} token", scopes=["retrieve", "ingest", "review"])
+    audit_record(action="test.marker", bank=bank, after={"text": text})
     invitation = Invitation.objects.create(
         team=team,
         email=f"{label.lower()}@example.com",
@@ -135,17 +138,17 @@ def world(db) -> World:
     w.secrets = {
         "this_bank": w.ours.secret,
         "other_bank": w.theirs.secret,
-        "retrieve_only": services.api_token_create(bank=bank, name="ro", scopes=["retrieve"]).secret,
-        "ingest_only": services.api_token_create(bank=bank, name="io", scopes=["ingest"]).secret,
+        "retrieve_only": api_token_create(bank=bank, name="ro", scopes=["retrieve"]).secret,
+        "ingest_only": api_token_create(bank=bank, name="io", scopes=["ingest"]).secret,
     }
     # Tokens without the review scope reach only the runs they sent (API matrix below).
     for name, scopes in (("own_runs_ingest", ["ingest"]), ("own_runs_retrieve_ingest", ["retrieve", "ingest"])):
-        issued = services.api_token_create(bank=bank, name=name, scopes=scopes)
+        issued = api_token_create(bank=bank, name=name, scopes=scopes)
         w.secrets[name] = issued.secret
         w.tokens[name] = issued.token
-    revoked = services.api_token_create(bank=bank, name="revoked", scopes=["retrieve", "ingest"])
-    services.api_token_revoke(token=revoked.token)
-    expired = services.api_token_create(
+    revoked = api_token_create(bank=bank, name="revoked", scopes=["retrieve", "ingest"])
+    api_token_revoke(token=revoked.token)
+    expired = api_token_create(
         bank=bank, name="expired", scopes=["retrieve", "ingest"], expires_at=timezone.now() + timedelta(hours=1)
     )
     ApiToken.objects.filter(pk=expired.token.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
@@ -565,7 +568,7 @@ def test_api_scopes_are_enforced(client, world):
 
 
 def test_api_archived_bank_serves_and_accepts_nothing(client, world):
-    services.bank_archive(bank=world.ours.bank, actor=world.users[Role.OWNER])
+    bank_archive(bank=world.ours.bank, actor=world.users[Role.OWNER])
     problems = []
     for endpoint in api_endpoints():
         response = _call(client, endpoint, _api_url(endpoint, world.ours), world.secrets["this_bank"])

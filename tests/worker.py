@@ -39,7 +39,8 @@ from django.db import connection
 from reasoningbank_site import embedded, workers
 from reasoningbank_site.celery import app as celery_app
 from tests.conftest import skip_unless, which
-from tests.helpers import free_port, wait_for
+from tests.harness import TimedOut, redis_server_start
+from tests.helpers import wait_for
 
 READY_TIMEOUT = 90.0
 STOP_TIMEOUT = 30.0
@@ -69,46 +70,13 @@ def _redis_broker(tmp: Path) -> Iterator[Broker]:
     skip_unless(
         binary is not None, "redis-server is not installed (apt-get install redis-server): Redis broker not tested"
     )
-    port = free_port()
-    log = tmp / "redis.log"
-    proc = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            str(tmp),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--logfile",
-            str(log),
-        ],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-    )
     try:
-        import redis
-
-        client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=5)
-
-        def answers() -> bool:
-            if proc.poll() is not None:
-                pytest.fail(
-                    f"redis-server exited with code {proc.returncode}:\n{log.read_text() if log.exists() else ''}"
-                )
-            try:
-                return bool(client.ping())
-            except redis.ConnectionError:
-                return False
-
-        wait_for(answers, timeout=60, what="redis-server to answer PING")
-        url = f"redis://127.0.0.1:{port}/0"
-        yield Broker("redis", url, {"visibility_timeout": 3600}, {"CELERY_BROKER_URL": url}, proc)
+        proc, url = redis_server_start(binary, tmp, log=tmp / "redis.log")
+    except TimedOut as exc:
+        pytest.fail(str(exc))
+    try:
+        options = {**settings.CELERY_BROKER_TRANSPORT_OPTIONS, "visibility_timeout": 3600}
+        yield Broker("redis", url, options, {"CELERY_BROKER_URL": url}, proc)
     finally:
         proc.terminate()
         try:
@@ -128,7 +96,7 @@ def _embedded_broker(tmp: Path) -> Iterator[Broker]:
         embedded.broker_detach(tmp)
 
 
-def _point_app_at(url: str, transport_options: dict) -> None:
+def point_app_at(url: str, transport_options: dict) -> None:
     """Make this (test) process publish to ``url``: drop the connection and
     producer pools cached for the old broker, as Celery itself does after a
     fork. kombu keeps producer pools in a process-wide registry keyed by
@@ -178,11 +146,11 @@ def _broker_for(kind: str, tmp_path_factory) -> Iterator[Broker]:
     gen = source(tmp)
     broker = next(gen)
     old = (celery_app.conf.broker_url, dict(celery_app.conf.broker_transport_options or {}))
-    _point_app_at(broker.url, broker.transport_options)
+    point_app_at(broker.url, broker.transport_options)
     try:
         yield broker
     finally:
-        _point_app_at(*old)
+        point_app_at(*old)
         gen.close()
 
 

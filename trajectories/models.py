@@ -9,7 +9,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import ApiToken, Bank
-from memories.models import Experience, MemoryItem, RetrievalEvent, VerdictTier
+from memories.items.experiences import Experience
+from memories.serving.models import RetrievalEvent
+from memories.trust.models import VerdictTier
 from reasoningbank_site.search import SearchColumn
 
 
@@ -104,7 +106,7 @@ class Trajectory(models.Model):
 
     class Meta:
         indexes = [
-            # Covering: the queue's and the list's agent dropdown (memories.selectors.review_agents) reads the
+            # Covering: the queue's and the list's agent dropdown (memories.review.selectors.review_agents) reads the
             # agents of a bank's latest 5,000 trajectories from the index alone (an Index Only Scan, no heap rows).
             models.Index(fields=["bank", "created_at"], include=["agent"], name="trajectory_bank_created_agent"),
             models.Index(fields=["bank", "status"]),
@@ -164,235 +166,8 @@ class Judgment(models.Model):
         return f"{self.get_source_display()}: {self.label}"
 
 
-class TraceSpan(models.Model):
-    """One span of an OpenTelemetry trace that has not become a trajectory yet
-    (trajectories.otlp decodes and maps it). Keyed by (bank, trace_id, span_id),
-    so a re-exported span is stored once; the rows of a trace are deleted when
-    it becomes a trajectory (its root span ended, or it was idle too long)."""
-
-    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+")
-    token = models.ForeignKey(ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    trace_id = models.CharField(max_length=32)  # lowercase hex, as OTLP/JSON writes it
-    span_id = models.CharField(max_length=16)
-    parent_span_id = models.CharField(max_length=16, blank=True)
-    start_ns = models.BigIntegerField(default=0)
-    # The decoded span (name, times, attributes, resource, status, events); see trajectories.otlp.
-    span = models.JSONField(default=dict)
-    received_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        indexes = [models.Index(fields=["received_at"])]
-        constraints = [
-            models.UniqueConstraint(fields=["bank", "trace_id", "span_id"], name="tracespan_unique_bank_trace_span"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.trace_id}/{self.span_id}"
-
-
-# ---------------------------------------------------------------------------
-# A bank's own prompts, and experiments that compare a judge with the humans
-# ---------------------------------------------------------------------------
-
-
-class PromptName(models.TextChoices):
-    JUDGE = "judge", "Judge"
-    DISTILL_SUCCESS = "distill_success", "Distill a success"
-    DISTILL_FAILURE = "distill_failure", "Distill a failure"
-    MATTS_PARALLEL = "matts_parallel", "MaTTS contrast (parallel rollouts)"
-    MATTS_SEQUENTIAL = "matts_sequential", "MaTTS refinement (sequential)"
-
-
-class PromptVersion(models.Model):
-    """A bank's own wording of one prompt. Append-only: an edit is a new row
-    with the next number. At most one version per (bank, name) is active;
-    none active means the default file (trajectories/prompts/)."""
-
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="prompt_versions")
-    name = models.CharField(max_length=24, choices=PromptName.choices)
-    number = models.PositiveIntegerField()
-    text = models.TextField()
-    note = models.CharField(max_length=200, blank=True)
-    is_active = models.BooleanField(default=False)
-    author = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["name", "-number"]
-        constraints = [
-            models.UniqueConstraint(fields=["bank", "name", "number"], name="promptversion_unique_number"),
-            models.UniqueConstraint(
-                fields=["bank", "name"], condition=Q(is_active=True), name="promptversion_one_active"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return self.version
-
-    @property
-    def version(self) -> str:
-        """What Judgment.prompt_version / MemoryItem.prompt_version record."""
-        return f"{self.name}@bank-{self.bank_id}-v{self.number}"
-
-
-class ExperimentStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
-
-
-class Experiment(models.Model):
-    """A candidate judge (prompt version, model, few-shot setting) and the
-    bank's current one, both run over the held-out human-labelled
-    trajectories. ``cases`` holds each case's answers, keyed by trajectory
-    pk, so a task run twice (a retry, a redelivery) never judges a case twice."""
-
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="experiments")
-    # A prompt of None is the default file; a model of "" the service default (RB_LLM_MODEL).
-    candidate_prompt = models.ForeignKey(
-        PromptVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
-    candidate_model = models.CharField(max_length=120, blank=True)
-    candidate_few_shot = models.BooleanField(default=False)
-    baseline_prompt = models.ForeignKey(
-        PromptVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
-    baseline_model = models.CharField(max_length=120, blank=True)
-    baseline_few_shot = models.BooleanField(default=False)
-
-    status = models.CharField(max_length=12, choices=ExperimentStatus.choices, default=ExperimentStatus.QUEUED)
-    total = models.PositiveIntegerField(default=0)
-    done = models.PositiveIntegerField(default=0)
-    cases = models.JSONField(default=dict, blank=True)
-    error = models.TextField(blank=True)
-
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    promoted_at = models.DateTimeField(null=True, blank=True)
-    promoted_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["bank", "created_at"])]
-
-    def __str__(self) -> str:
-        return f"experiment {self.public_id} ({self.status})"
-
-
-# The longest comment a reviewer may write (characters).
-COMMENT_MAX = 2000
-
-
-class Comment(models.Model):
-    """A reviewer's note on a memory item or on a trajectory (exactly one of
-    the two). It lives here, in the app that sees both, and goes with its
-    item or trajectory when that is deleted."""
-
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+")
-    item = models.ForeignKey(MemoryItem, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
-    trajectory = models.ForeignKey(Trajectory, null=True, blank=True, on_delete=models.CASCADE, related_name="comments")
-    author = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    body = models.TextField(max_length=COMMENT_MAX)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["created_at", "id"]
-        indexes = [
-            models.Index(fields=["item", "created_at"]),
-            models.Index(fields=["trajectory", "created_at"]),
-        ]
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(item__isnull=False, trajectory__isnull=True)
-                | Q(item__isnull=True, trajectory__isnull=False),
-                name="comment_on_item_or_trajectory",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"comment by {self.author_id} on {'item' if self.item_id else 'trajectory'}"
-
-
-# The longest model name counted (longer ones are cut).
-LLM_MODEL_NAME_MAX = 200
-
-
-class LLMStage(models.TextChoices):
-    """Why the LLM was asked: the stage its tokens are counted under."""
-
-    JUDGE = "judge", "Judge"
-    DISTILL = "distill", "Distillation"
-    MATTS = "matts", "MaTTS"
-    EXPERIMENT = "experiment", "Judge experiments"
-
-
-class LLMUsage(models.Model):
-    """The tokens a bank's LLM calls used, summed per UTC day, stage and model
-    (trajectories.pipeline.llm_usage adds to it; it outlives the trajectories)."""
-
-    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+")
-    day = models.DateField()
-    stage = models.CharField(max_length=20, choices=LLMStage.choices)
-    model = models.CharField(max_length=LLM_MODEL_NAME_MAX)
-    calls = models.BigIntegerField(default=0)
-    prompt_tokens = models.BigIntegerField(default=0)
-    completion_tokens = models.BigIntegerField(default=0)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["bank", "day", "stage", "model"], name="llm_usage_unique_bank_day")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.stage} {self.model} on {self.day}: {self.prompt_tokens}+{self.completion_tokens} tokens"
-
-
-class TrajectoryLLMUsage(models.Model):
-    """The tokens the LLM calls about one trajectory used, per stage and model.
-    A MaTTS contrast call is about its whole group: each member carries it whole."""
-
-    trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="llm_usage")
-    stage = models.CharField(max_length=20, choices=LLMStage.choices)
-    model = models.CharField(max_length=LLM_MODEL_NAME_MAX)
-    calls = models.BigIntegerField(default=0)
-    prompt_tokens = models.BigIntegerField(default=0)
-    completion_tokens = models.BigIntegerField(default=0)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["trajectory", "stage", "model"], name="trajectory_llm_usage_unique_stage_model"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.stage} {self.model}: {self.prompt_tokens}+{self.completion_tokens} tokens"
-
-
-class LLMBudgetHold(models.Model):
-    """Tokens set aside from a bank's daily LLM budget for one call in flight (pipeline.llm_usage):
-    held before the call, replaced by its real usage after it, dropped when it fails."""
-
-    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+")
-    day = models.DateField()
-    tokens = models.BigIntegerField()
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        indexes = [models.Index(fields=["bank", "day"])]
-
-    def __str__(self) -> str:
-        return f"{self.tokens} tokens held on {self.day}"
+# Each domain's own models, loaded with the app's (Django reads this module).
+from trajectories.judging import models as judging_models  # noqa: E402, F401
+from trajectories.otlp import models as otlp_models  # noqa: E402, F401
+from trajectories.pipeline import models as pipeline_models  # noqa: E402, F401
+from trajectories.records import models as records_models  # noqa: E402, F401

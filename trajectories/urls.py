@@ -1,7 +1,14 @@
 from django.urls import path
 
-from trajectories import exports
-from trajectories.views import comments, dashboard, evidence, impact, judge, releases, reviewers, trajectories
+from trajectories.dashboard import reviewer_views as reviewers
+from trajectories.dashboard import views as dashboard
+from trajectories.exports import views as exports
+from trajectories.impact import release_views as releases
+from trajectories.impact import views as impact
+from trajectories.judging import evidence_views as evidence
+from trajectories.judging import views as judge
+from trajectories.records import comment_views as comments
+from trajectories.records import views as trajectories
 
 app_name = "trajectories"
 urlpatterns = [

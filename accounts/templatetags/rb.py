@@ -10,7 +10,7 @@ from django.urls import get_script_prefix, get_urlconf
 from django.utils.safestring import mark_safe
 from django.utils.text import Truncator, add_truncation_text, calculate_truncate_chars_length
 
-from accounts.audit_diff import audit_changes as _audit_changes
+from accounts.audit.diff import audit_changes as _audit_changes
 from reasoningbank_site.text import ago as _ago
 from reasoningbank_site.text import prompt_version_label
 from reasoningbank_site.views_helpers import reverse_each
@@ -91,5 +91,5 @@ def clip(value: str, length: int) -> str:
 
 @register.filter
 def audit_changes(event) -> list:
-    """An audit event's before/after as field changes (accounts.audit_diff)."""
+    """An audit event's before/after as field changes (accounts.audit.diff)."""
     return _audit_changes(event.before, event.after)

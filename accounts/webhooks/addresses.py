@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 
-from accounts.services.errors import AccountsInvalid
+from accounts.errors import AccountsInvalid
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 

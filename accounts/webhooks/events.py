@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from accounts.services.errors import AccountsInvalid
+from accounts.errors import AccountsInvalid
 
 # Event name → what it tells the receiver.
 EVENTS: dict[str, str] = {

@@ -14,9 +14,9 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from accounts.audit.services import audit_record
+from accounts.errors import AccountsConflict
 from accounts.models import Bank
-from accounts.services.audit import audit_record
-from accounts.services.errors import AccountsConflict
 from accounts.webhooks.addresses import receiver_check
 from accounts.webhooks.events import events_parse
 from accounts.webhooks.models import DeliveryStatus, WebhookDelivery, WebhookSubscription

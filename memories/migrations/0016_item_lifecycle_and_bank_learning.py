@@ -3,7 +3,7 @@
 import django.contrib.postgres.fields
 import django.core.validators
 import django.db.models.deletion
-import memories.models.learning
+import memories.learning.models
 from django.db import migrations, models
 
 
@@ -82,7 +82,7 @@ class Migration(migrations.Migration):
                 ('repeat_threshold', models.FloatField(default=0.85, help_text='Cosine similarity at or above which a newly distilled item repeats a rejected (or archived-as-wrong) item: it is recorded on that item as a repeat, never queued as new.', validators=[django.core.validators.MinValueValidator(0.5, message='Between 0.5 and 1.'), django.core.validators.MaxValueValidator(1.0, message='Between 0.5 and 1.')])),
                 ('rejected_examples', models.PositiveSmallIntegerField(default=3, help_text="How many of the bank's most similar rejected lessons the distiller is shown, 0–10.", validators=[django.core.validators.MinValueValidator(0, message='Between 0 and 10.'), django.core.validators.MaxValueValidator(10, message='Between 0 and 10.')])),
                 ('valid_days', models.PositiveIntegerField(blank=True, help_text='An approved item expires this many days after approval unless a reviewer set its validity. Empty: items do not expire by default.', null=True, validators=[django.core.validators.MinValueValidator(1, message='Between 1 and 3650 days, or empty.'), django.core.validators.MaxValueValidator(3650, message='Between 1 and 3650 days, or empty.')])),
-                ('environment_keys', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=60), blank=True, default=list, help_text='Trajectory metadata keys (e.g. site_version, model) items remember; when recent trajectories report a different value, items learnt under the old one are marked stale.', size=None, validators=[memories.models.learning.validate_environment_keys])),
+                ('environment_keys', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=60), blank=True, default=list, help_text='Trajectory metadata keys (e.g. site_version, model) items remember; when recent trajectories report a different value, items learnt under the old one are marked stale.', size=None, validators=[memories.learning.models.validate_environment_keys])),
                 ('suspend_when_hurting', models.BooleanField(default=False, help_text='Stop serving an item Impact flags as hurting until a reviewer decides.')),
                 ('utility_weight', models.FloatField(default=0.5, help_text="With utility ranking: how much a utility of ±1 moves an item's score (similarity + weight × utility).", validators=[django.core.validators.MinValueValidator(0.0, message='Between 0 and 1.'), django.core.validators.MaxValueValidator(1.0, message='Between 0 and 1.')])),
                 ('utility_prior', models.PositiveIntegerField(default=20, help_text="With utility ranking: the judged retrievals at which an item's measured effect counts half; fewer shrink it toward zero.", validators=[django.core.validators.MinValueValidator(1, message='Between 1 and 10,000.'), django.core.validators.MaxValueValidator(10000, message='Between 1 and 10,000.')])),

@@ -14,22 +14,147 @@ through ``served_q``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet, Value
+from django.db.models import Exists, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce, Now
 
 from accounts.models import Bank
-from memories.models import ItemStatus, MemoryItem
-from memories.selectors.learning import item_expired, refused_q, servable_q
-from memories.selectors.releases import (
-    latest_version_subquery,
-    release_item_exists,
-    release_serving,
-    release_texts_apply,
-    release_version_subquery,
-)
-from memories.selectors.retrieval.filters import NO_FILTERS, RetrievalFilters, unconfirmed_risk_q
+from memories.items.experiences import Experience
+from memories.items.models import ItemOrigin, ItemStatus, MemoryItemVersion
+from memories.learning.selectors import refused_q
+from memories.releases.models import ReleaseMember
+from memories.trust.models import TrustPolicy, VerdictTier, tier_name
+from memories.trust.risk_models import RiskFinding
+
+
+@dataclass(frozen=True)
+class RetrievalFilters:
+    """What a retrieval may serve, beyond the bank and status: items carrying
+    any of ``tags_any`` and all of ``tags_all``, learnt from a trajectory of
+    one of ``agents``, whose source trajectories' metadata includes
+    ``metadata`` (JSON containment: every key with that value, nested objects
+    matched partially), whose source verdicts reach ``min_tier`` (VerdictTier;
+    0: any). Empty parts do not filter. Items written by hand or
+    imported have no source agent or metadata, so those filters leave them out."""
+
+    tags_any: tuple[str, ...] = ()
+    tags_all: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()
+    metadata: dict = field(default_factory=dict)
+    min_tier: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.tags_any or self.tags_all or self.agents or self.metadata or self.min_tier)
+
+    def q(self, prefix: str = "") -> Q:
+        """The filters as a Q on MemoryItem (``prefix`` for a related item, e.g. "items__");
+        every lookup has a GIN index, and all of them run inside the vector search. Whatever the
+        filters, an item with a risk finding nobody confirmed is never served (``unconfirmed_risk_q``),
+        nor one its bank's trust policy refuses (``bank_policy_q``)."""
+        q = ~unconfirmed_risk_q(prefix)
+        if not prefix:
+            q &= bank_policy_q()
+        if self.min_tier:
+            q &= tier_q(self.min_tier)
+        if self.tags_any:
+            q &= Q(**{f"{prefix}tags__overlap": list(self.tags_any)})
+        if self.tags_all:
+            q &= Q(**{f"{prefix}tags__contains": list(self.tags_all)})
+        if self.agents:
+            q &= Q(**{f"{prefix}source_agents__overlap": list(self.agents)})
+        if self.metadata:
+            # source_metadata is a list of objects: [{...}] is contained when one of them contains {...}.
+            q &= Q(**{f"{prefix}source_metadata__contains": [self.metadata]})
+        return q
+
+    def as_dict(self) -> dict:
+        """The filters in the API's shape (recorded on the RetrievalEvent); {} when none."""
+        out: dict = {}
+        tags = {key: list(values) for key, values in (("any", self.tags_any), ("all", self.tags_all)) if values}
+        if tags:
+            out["tags"] = tags
+        if self.agents:
+            out["agent"] = {"in": list(self.agents)}
+        if self.metadata:
+            out["metadata"] = self.metadata
+        if self.min_tier:
+            out["tier"] = {"min": tier_name(self.min_tier)}
+        return out
+
+
+def unconfirmed_risk_q(prefix: str = "") -> Q:
+    """Items with a risk finding nobody confirmed: negated, a NOT EXISTS probing the partial index
+    ``riskfinding_unconfirmed`` per candidate (a related item, ``prefix``, as a NOT IN)."""
+    if prefix:
+        return Q(**{f"{prefix}pk__in": RiskFinding.objects.filter(confirmed=False).values("item_id")})
+    return Q(Exists(RiskFinding.objects.filter(item=OuterRef("pk"), confirmed=False)))
+
+
+NO_FILTERS = RetrievalFilters()
+
+
+def servable_q(prefix: str = "") -> Q:
+    """Approved items that may be served: not suspended, and not past their validity."""
+    return Q(**{f"{prefix}suspended": False}) & (
+        Q(**{f"{prefix}valid_until__isnull": True}) | Q(**{f"{prefix}valid_until__gt": Now()})
+    )
+
+
+HUMAN_WRITTEN = (ItemOrigin.MANUAL, ItemOrigin.IMPORT)
+
+
+def experience_trajectories():
+    return Experience._meta.get_field("trajectories").related_model.objects
+
+
+def tier_q(min_tier: int) -> Q:
+    """Items whose source verdicts all reach ``min_tier`` (one written by hand or imported is a human's)."""
+    weaker = experience_trajectories().filter(experience_id=OuterRef("experience_id"), verdict_tier__lt=min_tier)
+    human = Q(origin__in=HUMAN_WRITTEN)
+    learnt = ~human & Q(experience__isnull=False) & ~Q(Exists(weaker))
+    return human | learnt if min_tier <= VerdictTier.HUMAN else learnt
+
+
+def bank_policy_q() -> Q:
+    """Items their bank's trust policy lets it serve: all of them when the bank
+    has no policy or no tier set; else those reaching its ``min_tier``. In SQL,
+    with no query of its own (probes of the policy's unique index per item)."""
+    policy = TrustPolicy.objects.filter(bank_id=OuterRef("bank_id"), min_tier__gt=0)
+    weaker = experience_trajectories().filter(
+        experience_id=OuterRef(OuterRef("experience_id")), verdict_tier__lt=OuterRef("min_tier")
+    )
+    human = Q(origin__in=HUMAN_WRITTEN)
+    human_served = human & ~Q(Exists(policy.filter(min_tier__gt=VerdictTier.HUMAN)))
+    learnt_served = (
+        ~human & ~Q(Exists(policy.filter(Exists(weaker)))) & (Q(experience__isnull=False) | ~Q(Exists(policy)))
+    )
+    return human_served | learnt_served
+
+
+@dataclass(frozen=True)
+class Serving:
+    """What a retrieval of a bank serves: the production release's number
+    (None before the bank's first release) and the canary's with its share.
+    ``production_is_draft``: production is the newest release of a bank that
+    publishes automatically, so it holds exactly the approved set and the
+    search filters on the status, as it always has."""
+
+    production: int | None = None
+    canary: int | None = None
+    canary_fraction: float = 0.0
+    production_is_draft: bool = True
+
+
+def release_serving(*, bank: Bank) -> Serving:
+    """``bank``'s Serving, from the labels copied on its row (no query)."""
+    canary = bank.release_canary if bank.release_canary_fraction > 0 else None
+    return Serving(
+        production=bank.release_production,
+        canary=canary,
+        canary_fraction=bank.release_canary_fraction if canary is not None else 0.0,
+        production_is_draft=not bank.release_filtered,
+    )
 
 
 class Arm:
@@ -108,102 +233,53 @@ def served_q(*, searched: int | None, filters: RetrievalFilters = NO_FILTERS) ->
     return filters.q() & servable_q() & members  # the order the search's statement has always had
 
 
-@dataclass
-class ServedItems:
-    """``items``: what release ``release`` serves (None: the bank has no
-    release yet), newest approval first; read them through ``page`` (or
-    ``page_of``) to get each item with its text as released."""
-
-    release: ServedRelease
-    items: QuerySet[MemoryItem]
-
-    @property
-    def number(self) -> int | None:
-        return self.release.number
-
-    def page(self, offset: int, limit: int) -> list[MemoryItem]:
-        return self.page_of(self.items[offset : offset + limit])
-
-    def page_of(self, items: Iterable[MemoryItem]) -> list[MemoryItem]:
-        """``items`` (``self.items`` narrowed, sliced or with fewer columns) read, as released."""
-        return self._as_released(list(items))
-
-    def _as_released(self, rows: list[MemoryItem]) -> list[MemoryItem]:
-        """``rows`` with the text of their version in the release (each keeps ``served_version``)."""
-        if self.release.searched is not None:
-            release_texts_apply([(item, None) for item in rows], number=self.release.searched)
-            for item in rows:
-                item.served_version = item.release_version
-        else:
-            for item in rows:
-                item.served_version = item.latest_version
-        return rows
-
-
-def served_items(
-    *, bank: Bank, release: ServedRelease | None = None, filters: RetrievalFilters = NO_FILTERS
-) -> ServedItems:
-    """What ``bank`` serves from ``release`` (default: production, as
-    served_release gives it) under ``filters``, newest approval first, with
-    the embedding deferred and each item's version (``latest_version``, and
-    ``release_version`` for a release's members) annotated."""
-    release = release if release is not None else served_release(bank=bank)
-    qs = MemoryItem.objects.filter(served_q(searched=release.searched, filters=filters), bank=bank)
-    qs = qs.annotate(latest_version=latest_version_subquery())
-    if release.searched is not None:
-        qs = qs.annotate(release_version=release_version_subquery(release.searched))
-    return ServedItems(release=release, items=qs.defer("embedding").order_by("-approved_at", "-id"))
-
-
-def served_item_get(*, bank: Bank, public_id) -> tuple[MemoryItem, ServedRelease]:
-    """One item ``bank`` serves (from production) by public id, with its text
-    as released. Raises MemoryItem.DoesNotExist for an unknown id, another
-    bank's item, or one not served."""
-    served = served_items(bank=bank)
-    rows = served.page_of(served.items.filter(public_id=public_id)[:1])
-    if not rows:
-        raise MemoryItem.DoesNotExist
-    return rows[0], served.release
-
-
-def served_flag(*, bank: Bank) -> ExpressionWrapper:
-    """Whether each row (a MemoryItem of ``bank``) is served by production, as an annotation: a list page
-    reads it with its rows, in the same query."""
-    return ExpressionWrapper(served_q(searched=served_release(bank=bank).searched), output_field=BooleanField())
-
-
-def item_not_served_reason(*, bank: Bank, item: MemoryItem) -> str:
-    """Why an approved ``item`` of ``bank`` is not served now, in a sentence for its page; "" when
-    production serves it, and for an item that is not approved (its status says so). One query."""
-    if item.status != ItemStatus.APPROVED:
-        return ""
-    release = served_release(bank=bank)
-    in_release = (
-        release_item_exists(release.searched)
-        if release.searched is not None
-        else Value(True, output_field=BooleanField())
+def release_member_q(number: int, prefix: str = "") -> Q:
+    """Membership rows of release ``number`` (the interval encoding of ReleaseMember)."""
+    return Q(**{f"{prefix}added_in__lte": number}) & (
+        Q(**{f"{prefix}removed_in__isnull": True}) | Q(**{f"{prefix}removed_in__gt": number})
     )
-    row = (
-        MemoryItem.objects.filter(pk=item.pk)
-        .annotate(
-            served=served_flag(bank=bank),
-            in_release=in_release,
-            unconfirmed=ExpressionWrapper(unconfirmed_risk_q(), output_field=BooleanField()),
-        )
-        .values("served", "in_release", "unconfirmed", "suspended")
-        .first()
+
+
+def latest_version_subquery():
+    return Coalesce(
+        Subquery(MemoryItemVersion.objects.filter(item=OuterRef("pk")).order_by("-number").values("number")[:1]),
+        0,
     )
-    if row is None or row["served"]:
-        return ""
-    if not row["in_release"]:
-        return (
-            f"Not served: production (release {release.number}) does not hold it yet. "
-            "Publish a release on the Releases page to serve it."
-        )
-    if row["suspended"]:
-        return "Not served: suspended until a reviewer decides on its retirement."
-    if item_expired(item):
-        return "Not served: past its validity."
-    if row["unconfirmed"]:
-        return "Not served: it has a risk finding nobody confirmed."
-    return "Not served: below the bank's serving tier (Trust page)."
+
+
+def release_item_exists(number: int) -> Exists:
+    """Whether the item (the outer query's row) is in release ``number``: one
+    probe of the membership index per candidate the vector search reads."""
+    return Exists(ReleaseMember.objects.filter(release_member_q(number), item_id=OuterRef("pk")))
+
+
+def release_version_subquery(number: int) -> Subquery:
+    """The version of the item (the outer query's row) in release ``number``."""
+    return Subquery(
+        ReleaseMember.objects.filter(release_member_q(number), item_id=OuterRef("pk")).values("version")[:1]
+    )
+
+
+def release_texts_apply(pairs: list, *, number: int) -> None:
+    """Serve each item of ``pairs`` ((item, score), found in release
+    ``number``, with ``release_version`` and ``latest_version`` annotated)
+    with the text and tags of its version in that release when it was changed since:
+    at most one query, none when every item is as released."""
+    stale = {item.pk: item.release_version for item, _ in pairs if item.release_version != item.latest_version}
+    if not stale:
+        return
+    wanted = Q(pk__in=[])
+    for pk, version in stale.items():
+        wanted |= Q(item_id=pk, number=version)
+    texts = {v["item_id"]: v for v in MemoryItemVersion.objects.filter(wanted).values("item_id", *RELEASED_TEXT)}
+    for item, _ in pairs:
+        text = texts.get(item.pk)
+        if text is not None:
+            item.title, item.description, item.content = text["title"], text["description"], text["content"]
+            item.tags = text["tags"]
+
+
+DIFF_FIELDS = ("title", "description", "content")
+
+
+RELEASED_TEXT = (*DIFF_FIELDS, "tags")

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from accounts.models import Bank
-from memories.models import ItemOrigin, MemoryItem
-from memories.serving import served_items
+from memories.items.models import ItemOrigin, MemoryItem
+from memories.serving.lists import served_items
 
 _SOURCE_OF_ORIGIN = {
     ItemOrigin.SUCCESS: "success",

@@ -1,31 +1,25 @@
-"""Template filters of the lifecycle badges and panel (templates/memories/includes/lifecycle_*.html)."""
+"""Template filters of an item page's lifecycle panel (templates/memories/includes/item_lifecycle.html)
+and the folding of its long evidence lists."""
 
 from __future__ import annotations
 
 from django import template
-from django.utils import timezone
 
-from memories.models import ItemStatus, SupportKind
+from memories.items.models import SupportKind
 
 register = template.Library()
 
+FOLD_AFTER = 5  # entries of a long evidence list shown before its "Show all N"
+
 
 @register.filter
-def is_past(value) -> bool:
-    """Whether a moment (a validity) is behind us; False for none."""
-    return value is not None and value != "" and value <= timezone.now()
+def fold(entries) -> tuple[list, list]:
+    """A long list as (the first FOLD_AFTER entries, the rest): the page shows the rest under "Show all N"."""
+    entries = list(entries or ())
+    return entries[:FOLD_AFTER], entries[FOLD_AFTER:]
 
 
 @register.filter
 def repeats(supports) -> list:
     """The supports of an item that are repeats of it after it was refused."""
     return [s for s in supports or () if s.kind == SupportKind.REPEATED]
-
-
-@register.filter
-def refused(item) -> bool:
-    """Whether a reviewer refused ``item`` (rejected, or archived as wrong)."""
-    status = getattr(item, "status", "")
-    return status == ItemStatus.REJECTED or (
-        status == ItemStatus.ARCHIVED and getattr(item, "archived_as_wrong", False)
-    )

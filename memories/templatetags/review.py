@@ -2,9 +2,9 @@
 
 from django import template
 
-from memories.guidelines import guidelines_html
-from memories.models import ReviewPolicy, SavedQueueView
-from memories.views.decisions import queue_query
+from memories.review.guidelines import guidelines_html
+from memories.review.policy_models import ReviewPolicy, SavedQueueView
+from memories.review.views.decisions import queue_query
 
 register = template.Library()
 

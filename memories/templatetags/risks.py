@@ -8,8 +8,10 @@ import re
 
 from django import template
 
-from memories.models import MemoryItem
-from memories.selectors import item_risks, item_tier, risk_label, tier_name
+from memories.items.models import MemoryItem
+from memories.trust.models import tier_name
+from memories.trust.risk_reads import item_risks, risk_label
+from memories.trust.selectors import item_tier
 
 register = template.Library()
 

@@ -1,8 +1,10 @@
 // The approval's duplicate check: the server answers an approve of a
 // near-duplicate of an approved item with a <dialog data-dup-confirm open> holding
-// a real form (confirm_duplicate=1). Here it becomes a modal: the confirm button has
-// focus, so Enter (or b) keeps both, approving anyway; m merges into the most similar
-// approved item; Esc (or Cancel) closes it and the item stays proposed. Self-contained: keyboard.js needs no change.
+// a real form (confirm_duplicate=1). Here it becomes a modal: the default button
+// ([data-dup-default]) has focus, so Enter presses it: keep both (approve anyway),
+// or merge when the most similar approved item has the same text (similarity 1.00).
+// b keeps both, m merges into the most similar approved item; Esc (or Cancel)
+// closes it and the item stays proposed. Self-contained: keyboard.js needs no change.
 (() => {
   "use strict";
   const SELECTOR = "dialog[data-dup-confirm]";
@@ -16,7 +18,7 @@
       dialog.dataset.shown = "1";
       dialog.removeAttribute("open"); // rendered open for pages without JavaScript
       dialog.showModal();
-      const ok = dialog.querySelector("[data-dup-confirm-ok]");
+      const ok = dialog.querySelector("[data-dup-default]") || dialog.querySelector("[data-dup-confirm-ok]");
       if (ok) ok.focus();
     });
   }

@@ -5,8 +5,8 @@ from django.urls import path
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 
-from accounts.api import router as accounts_router
-from accounts.auth import TokenAuth
+from accounts.tokens.api import router as accounts_router
+from accounts.tokens.auth import TokenAuth
 from reasoningbank_site.api import on_auth_error, on_domain_error
 from reasoningbank_site.errors import DomainError
 

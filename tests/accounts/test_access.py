@@ -18,8 +18,8 @@ def _request(user):
     return request
 
 
-def test_a_member_gets_the_bank_and_their_membership_in_one_query(bank, reviewer, django_assert_num_queries):
-    with django_assert_num_queries(1):
+def test_a_member_gets_the_bank_and_their_membership_in_one_query(bank, reviewer, django_assert_max_num_queries):
+    with django_assert_max_num_queries(1):
         found, membership = bank_for_user(_request(reviewer), bank.public_id, role=Role.REVIEWER)
         assert found == bank and found.team.name == bank.team.name  # the team came with it
     assert (membership.user_id, membership.team_id, membership.role) == (reviewer.pk, bank.team_id, Role.REVIEWER)

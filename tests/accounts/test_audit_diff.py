@@ -12,9 +12,9 @@ import re
 import pytest
 from django.urls import reverse
 
-from accounts.audit_diff import CONTEXT_WORDS, FieldChange, audit_changes, word_diff
-from accounts.services import audit_record
-from memories.services import memory_item_edit
+from accounts.audit.diff import CONTEXT_WORDS, FieldChange, audit_changes, word_diff
+from accounts.audit.services import audit_record
+from memories.items.services import memory_item_edit
 
 pytestmark = pytest.mark.django_db
 

@@ -4,10 +4,12 @@ and request counts."""
 from datetime import timedelta
 
 import pytest
+import time_machine
 from django.utils import timezone
 
-from accounts import services
 from accounts.models import ApiToken, TokenUsage
+from accounts.teams.banks import bank_archive, bank_unarchive, bank_update_settings
+from accounts.tokens.services import api_token_create, api_token_revoke
 from tests import factories
 
 pytestmark = pytest.mark.urls("tests.accounts.api_urls")
@@ -20,12 +22,12 @@ def _get(client, secret=None):
 
 
 def test_live_token_passes_and_sets_bank(client, bank, token, django_assert_num_queries):
-    with django_assert_num_queries(2):  # the token check with the rate count, and the first use's last_used_at
+    with django_assert_num_queries(3):  # the token, its rate count, and the first use's last_used_at
         response = _get(client, token)
     assert response.status_code == 200
     assert response.json()["bank"] == str(bank.public_id)
     assert ApiToken.objects.get(prefix=token[:12]).last_used_at is not None
-    with django_assert_num_queries(1):  # last_used_at is written at most once a minute
+    with django_assert_num_queries(2):  # the token and its rate count: last_used_at is written at most once a minute
         assert _get(client, token).status_code == 200
     assert TokenUsage.objects.get(token__prefix=token[:12]).count == 2
 
@@ -40,11 +42,9 @@ def test_missing_or_unknown_token_is_401_json(client, db, secret, code):
 
 
 def test_revoked_and_expired_tokens_are_401(client, bank):
-    revoked = services.api_token_create(bank=bank, name="r", scopes=["retrieve"])
-    services.api_token_revoke(token=revoked.token)
-    expired = services.api_token_create(
-        bank=bank, name="e", scopes=["retrieve"], expires_at=timezone.now() + timedelta(hours=1)
-    )
+    revoked = api_token_create(bank=bank, name="r", scopes=["retrieve"])
+    api_token_revoke(token=revoked.token)
+    expired = api_token_create(bank=bank, name="e", scopes=["retrieve"], expires_at=timezone.now() + timedelta(hours=1))
     ApiToken.objects.filter(pk=expired.token.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     for secret in (revoked.secret, expired.secret):
         response = _get(client, secret)
@@ -59,33 +59,34 @@ def test_wrong_scope_is_403(client, bank):
 
 
 def test_archived_bank_is_403_bank_archived_and_unarchive_restores(client, bank, token, owner):
-    services.bank_archive(bank=bank, actor=owner)
+    bank_archive(bank=bank, actor=owner)
     response = _get(client, token)
     assert response.status_code == 403
     assert response.json()["code"] == "bank_archived"
     assert not TokenUsage.objects.filter(token__prefix=token[:12]).exists()  # refused requests are not counted
-    services.bank_unarchive(bank=bank, actor=owner)
+    bank_unarchive(bank=bank, actor=owner)
     assert _get(client, token).status_code == 200
     assert TokenUsage.objects.get(token__prefix=token[:12]).count == 1
 
 
 def test_rate_limit_answers_429_with_retry_after(client, bank, token, owner):
-    services.bank_update_settings(bank=bank, actor=owner, rate_limit_per_minute=3)
-    statuses = [_get(client, token).status_code for _ in range(3)]
-    assert statuses == [200, 200, 200]
-    response = _get(client, token)
-    assert response.status_code == 429
-    body = response.json()
-    assert body["code"] == "rate_limited" and "3 requests per minute" in body["detail"]
-    assert 1 <= int(response["Retry-After"]) <= 60
-    # Limits are per token: another token of the same bank is unaffected.
-    assert _get(client, factories.make_token(bank)).status_code == 200
-    # Attempts are counted, including the rejected one.
-    assert TokenUsage.objects.get(token__prefix=token[:12]).count == 4
+    bank_update_settings(bank=bank, actor=owner, rate_limit_per_minute=3)
+    with time_machine.travel(timezone.now().replace(second=5, microsecond=0), tick=False):  # 5 s into a window
+        statuses = [_get(client, token).status_code for _ in range(3)]
+        assert statuses == [200, 200, 200]
+        response = _get(client, token)
+        assert response.status_code == 429
+        body = response.json()
+        assert body["code"] == "rate_limited" and "3 requests per minute" in body["detail"]
+        assert response["Retry-After"] == "55"  # the seconds left in the one-minute window
+        # Limits are per token: another token of the same bank is unaffected.
+        assert _get(client, factories.make_token(bank)).status_code == 200
+        # Attempts are counted, including the rejected one.
+        assert TokenUsage.objects.get(token__prefix=token[:12]).count == 4
 
 
 def test_zero_rate_limit_means_unlimited(client, bank, token, owner):
-    services.bank_update_settings(bank=bank, actor=owner, rate_limit_per_minute=0)
+    bank_update_settings(bank=bank, actor=owner, rate_limit_per_minute=0)
     assert {_get(client, token).status_code for _ in range(5)} == {200}
 
 

@@ -10,8 +10,8 @@ from django.contrib.auth.tokens import default_token_generator
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
-from accounts.email_verification import user_signup_unverified, user_verify_email
-from accounts.forms import SignupForm
+from accounts.teams.email_verification import user_signup_unverified, user_verify_email
+from accounts.teams.forms import SignupForm
 from tests import factories
 
 pytestmark = pytest.mark.django_db

@@ -7,9 +7,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from accounts import services
+from accounts.audit.services import audit_record
 from accounts.models import ApiToken, AuditEvent, Bank
-from accounts.selectors import AuditFilters, api_token_for_secret, audit_actions, audit_events, bank_find
+from accounts.teams.banks import bank_archive, bank_unarchive
+from accounts.teams.selectors import AuditFilters, audit_actions, audit_events, bank_find
+from accounts.tokens.auth import api_token_for_secret
+from accounts.tokens.services import api_token_revoke
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +32,7 @@ def test_unknown_malformed_revoked_and_expired_secrets_find_nothing(bank, owner,
         assert api_token_for_secret(raw="rb_" + "x" * 300) is None
     assert api_token_for_secret(raw="rb_" + "x" * 43) is None
     revoked = factories.make_token(bank)
-    services.api_token_revoke(token=api_token_for_secret(raw=revoked), actor=owner)
+    api_token_revoke(token=api_token_for_secret(raw=revoked), actor=owner)
     assert api_token_for_secret(raw=revoked) is None
     expiring = factories.make_token(bank, expires_at=timezone.now() + timedelta(days=1))
     ApiToken.objects.filter(prefix=expiring[:12]).update(expires_at=timezone.now() - timedelta(seconds=1))
@@ -48,10 +51,10 @@ def test_a_bank_is_found_by_slug_or_by_team_and_slug(bank, team):
 
 
 def test_the_audit_log_narrows_by_action_actor_object_and_days(bank, team, owner, reviewer):
-    services.bank_archive(bank=bank, actor=owner)
-    services.bank_unarchive(bank=bank, actor=reviewer)
-    services.audit_record(action="memory_item.approve", bank=bank, user=reviewer, object_repr="Prefer the source")
-    old = services.audit_record(action="memory_item.reject", bank=bank, user=owner, object_repr="Old lesson")
+    bank_archive(bank=bank, actor=owner)
+    bank_unarchive(bank=bank, actor=reviewer)
+    audit_record(action="memory_item.approve", bank=bank, user=reviewer, object_repr="Prefer the source")
+    old = audit_record(action="memory_item.reject", bank=bank, user=owner, object_repr="Old lesson")
     AuditEvent.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=10))
 
     def actions(**filters) -> list[str]:

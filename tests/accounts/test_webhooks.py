@@ -11,13 +11,13 @@ import pytest
 from django.core.management import CommandError, call_command
 from standardwebhooks import Webhook
 
+from accounts.errors import AccountsInvalid
 from accounts.models import AuditEvent, WebhookDelivery, WebhookSubscription
-from accounts.services import AccountsInvalid
 from accounts.webhooks.addresses import ReceiverRefused
 from accounts.webhooks.delivery import webhook_delivery_attempt
 from accounts.webhooks.subscriptions import webhook_delivery_redeliver, webhook_subscription_create
-from memories.models import ItemStatus
-from memories.services import memory_item_approve, memory_item_archive
+from memories.items.models import ItemStatus
+from memories.review.decisions import memory_item_approve, memory_item_archive
 from tests import factories
 from tests.webhook_receiver import Receiver
 from trajectories.impact.announce import impact_verdicts_announce

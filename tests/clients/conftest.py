@@ -4,7 +4,9 @@ real HTTP) and a ``Client`` holding a token of the ``bank`` fixture."""
 import pytest
 from django.conf import settings
 
-from memories.services import memory_item_approve, memory_item_create, memory_item_embed_refresh
+from memories.embedding.items import memory_item_embed_refresh
+from memories.items.services import memory_item_create
+from memories.review.decisions import memory_item_approve
 from reasoningbank_client import Client, RetryPolicy
 from tests.conftest import BrokerQueue
 

@@ -8,7 +8,8 @@ import httpx
 import pytest
 
 import reasoningbank_client as rb
-from memories.services import memory_item_edit
+from accounts.teams.banks import bank_update_settings
+from memories.items.services import memory_item_edit
 from reasoningbank_client import AsyncClient, Client
 from tests import factories
 from tests.clients.conftest import FAST_RETRY
@@ -174,6 +175,10 @@ def test_record_messages_and_batch(client):
 
 
 def test_memories_iterates_every_page(client, bank, approved):
+    bank_update_settings(
+        bank=bank, actor=None, duplicate_threshold=1.0
+    )  # near-identical lessons, kept apart on purpose
+    bank.refresh_from_db()
     made = [approved(bank, f"Lesson {i}", "When it applies", f"Do thing {i}") for i in range(5)]
     seen = list(client.memories(page_size=2))  # three requests
     assert sorted(m.id for m in seen) == sorted(str(m.public_id) for m in made)

@@ -21,10 +21,12 @@ from django.conf import settings
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from memories.models import MemoryItem, RetrievalEvent
-from memories.services import memory_item_edit
+from memories.items.models import MemoryItem
+from memories.items.services import memory_item_edit
+from memories.serving.models import RetrievalEvent
 from tests import factories
-from tests.helpers import free_port, http_session, wait_for
+from tests.harness import free_port
+from tests.helpers import http_session, wait_for
 from trajectories.models import Trajectory
 
 # The server answers on a loaded machine too: a generous timeout instead of httpx's 5 s.

@@ -9,7 +9,7 @@ import pytest
 
 import reasoningbank_client as rb
 from accounts.models import AuditEvent
-from memories.models import ItemStatus, MemoryItem
+from memories.items.models import ItemStatus, MemoryItem
 from reasoningbank_client import AsyncClient, Client
 from tests import factories
 from tests.clients.conftest import FAST_RETRY

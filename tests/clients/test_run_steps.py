@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from memories.models import RetrievalEvent
+from memories.serving.models import RetrievalEvent
 from reasoningbank_client import AsyncClient
 from tests.clients.conftest import FAST_RETRY
 from trajectories.models import Trajectory

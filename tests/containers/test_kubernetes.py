@@ -107,7 +107,8 @@ def test_the_rendered_web_deployment_runs_under_podman_kube_play_and_becomes_rea
     from tests.containers import images
     from tests.containers.images import podman
     from tests.containers.topology import ContainerTopology
-    from tests.production.topology import free_port, wait_until
+    from tests.harness import free_port
+    from tests.production.topology import wait_until
 
     top = ContainerTopology(prefix="rbct-kube")
     port = free_port()

@@ -32,6 +32,7 @@ import yaml
 
 from tests.containers import images
 from tests.containers.images import podman
+from tests.harness import free_port
 from tests.production.topology import (
     DB_NAME,
     FAST_ENV,
@@ -40,7 +41,6 @@ from tests.production.topology import (
     SETUP_SCRIPT,
     Topology,
     TopologyError,
-    free_port,
     wait_until,
 )
 

@@ -10,8 +10,8 @@ from django.contrib.auth import get_user_model
 from django.core import mail
 from django.urls import reverse
 
-from accounts import services
 from accounts.models import Membership, Role
+from accounts.teams.services import team_create
 from tests import factories
 
 PASSWORD = "pw-for-tests-only"
@@ -76,7 +76,7 @@ def _invite(client, team, email, **extra):
 @pytest.mark.django_db(transaction=True)
 def test_invitation_accepted_by_another_address_is_refused_clearly(client):
     owner = factories.make_user("inv-owner")
-    team = services.team_create(name="Bound", owner=owner)
+    team = team_create(name="Bound", owner=owner)
     client.force_login(owner)
     link = _invite(client, team, "invited@example.com")
     intruder = factories.make_user("intruder")
@@ -98,7 +98,7 @@ def test_invitation_accepted_by_another_address_is_refused_clearly(client):
 @pytest.mark.django_db(transaction=True)
 def test_inviter_may_allow_any_address_explicitly(client):
     owner = factories.make_user("inv-owner2")
-    team = services.team_create(name="Open", owner=owner)
+    team = team_create(name="Open", owner=owner)
     client.force_login(owner)
     link = _invite(client, team, "someone@example.com", allow_any_email="on")
     other = factories.make_user("other-address")

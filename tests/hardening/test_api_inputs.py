@@ -13,7 +13,8 @@ from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memories.models import MemoryItem, RetrievalEvent
+from memories.items.models import MemoryItem
+from memories.serving.models import RetrievalEvent
 from reasoningbank_site.values import moment_problem
 from tests import factories
 from trajectories.models import Trajectory
@@ -155,7 +156,7 @@ def test_a_valid_until_that_cannot_be_stored_is_422_naming_it(client, item, revi
 
 @pytest.fixture
 def released(bank, owner, item):
-    from memories.services import memory_item_approve
+    from memories.review.decisions import memory_item_approve
 
     memory_item_approve(item=item, author=owner, confirm_duplicate=True)  # release 1
     return item
@@ -270,7 +271,7 @@ def test_every_write_route_answers_an_unknown_field_with_422_naming_it(client, b
     ],
 )
 def test_a_release_move_with_an_unknown_field_changes_nothing(client, released, review_auth, method, path, body):
-    from memories.models import BankReleasing
+    from memories.releases.models import BankReleasing
 
     before = list(BankReleasing.objects.filter(bank=released.bank).values())
     response = getattr(client, method)(

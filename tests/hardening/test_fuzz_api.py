@@ -24,7 +24,7 @@ MAX_EXAMPLES = 12  # per operation and phase: keeps the whole run well under a m
 
 @pytest.fixture
 def api_token(transactional_db):
-    from memories.embeddings import embed_text
+    from memories.embedding.model import embed_text
 
     embed_text("warm up")  # load the model before the first timed request
     bank = factories.make_bank(rate_limit_per_minute=0)  # the fuzz must not be throttled

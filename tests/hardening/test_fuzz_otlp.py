@@ -22,7 +22,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from tests import factories
 from trajectories.models import Trajectory
-from trajectories.otlp import is_agent_span
+from trajectories.otlp.decode import is_agent_span
 from trajectories.pipeline.sweeper import pipeline_sweep
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery", "no_llm")]

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memories.models import ReleaseImport
-from memories.selectors.releases import RELEASE_FORMAT
+from memories.releases.models import ReleaseImport
+from memories.releases.selectors import RELEASE_FORMAT
 from tests import factories
 
 HEADER = json.dumps({"release": {"format": RELEASE_FORMAT, "number": 1}})

@@ -25,17 +25,20 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
-from accounts import services
 from accounts.models import Invitation, Membership, Role, WebhookDelivery, WebhookSubscription
-from accounts.services import BANK_SETTINGS
-from memories.models import AutoApproval, BankLearning, Release
-from memories.services import memory_item_approve, review_assignment_create
-from memories.services.learning import BANK_LEARNING_SETTINGS
+from accounts.teams.banks import BANK_SETTINGS
+from accounts.tokens.services import api_token_create
+from memories.learning.models import BankLearning
+from memories.learning.policy import BANK_LEARNING_SETTINGS
+from memories.releases.models import Release
+from memories.review.collaboration import review_assignment_create
+from memories.review.decisions import memory_item_approve
+from memories.trust.models import AutoApproval
 from tests import factories
-from trajectories.comments import comment_add
+from trajectories.judging.models import Experiment, ExperimentStatus
 from trajectories.judging.prompt_versions import prompt_version_save
-from trajectories.models import Experiment, ExperimentStatus
 from trajectories.prompts import prompt_load
+from trajectories.records.comments import comment_add
 
 HOSTILE = {
     "nul": "a\x00b",
@@ -354,7 +357,7 @@ def scene(owner, team, bank) -> Scene:
     item = factories.propose_item(bank, trajectory)
     into = factories.propose_item(bank, trajectory, title="Another lesson", content="Something else entirely.")
     queued = factories.bulk_items(bank, 1)[0]
-    token = services.api_token_create(bank=bank, name="fuzzed", scopes=["retrieve"]).token
+    token = api_token_create(bank=bank, name="fuzzed", scopes=["retrieve"]).token
     invitation = Invitation.objects.create(
         team=team, email="invited@example.com", token_hash="fuzz", expires_at=timezone.now() + timedelta(days=1)
     )

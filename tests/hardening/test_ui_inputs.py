@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from accounts.models import Invitation, Role, Team
-from memories.models import ItemStatus, MemoryItem
+from memories.items.models import ItemStatus, MemoryItem
 from tests import factories
 from tests.factories import make_done_trajectory, propose_item
 
@@ -205,8 +205,8 @@ def test_new_token_page_is_not_cacheable(client, owner, bank):
 
 @pytest.fixture
 def released(bank, owner):
-    from memories.models import Release
-    from memories.services import memory_item_approve
+    from memories.releases.models import Release
+    from memories.review.decisions import memory_item_approve
 
     item = propose_item(bank, make_done_trajectory(bank))
     memory_item_approve(item=item, author=owner, confirm_duplicate=True)  # release 1
@@ -264,7 +264,7 @@ def test_a_token_expiry_with_an_offset_postgresql_cannot_store_is_a_form_error(c
 
 
 def test_a_revert_of_a_decision_named_in_non_ascii_digits_reverts_nothing(client, owner, bank):
-    from memories.services import memory_item_approve
+    from memories.review.decisions import memory_item_approve
 
     item = propose_item(bank, make_done_trajectory(bank))
     memory_item_approve(item=item, author=owner, confirm_duplicate=True)

@@ -2,7 +2,9 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from memories.services import memory_item_approve, memory_item_create, memory_item_embed_refresh
+from memories.embedding.items import memory_item_embed_refresh
+from memories.items.services import memory_item_create
+from memories.review.decisions import memory_item_approve
 from tests.factories import approved_items_near, unit
 
 

@@ -7,10 +7,13 @@ from django.utils import timezone
 from ninja.responses import NinjaJSONEncoder
 
 from accounts.models import ApiToken, TokenUsage
-from accounts.services import api_token_revoke
-from memories.models import MemoryItem, RetrievalEvent
-from memories.schemas import RetrieveOut
-from memories.services import memory_item_archive, memory_item_propose
+from accounts.teams.banks import bank_update_settings
+from accounts.tokens.services import api_token_revoke
+from memories.items.models import MemoryItem
+from memories.items.services import memory_item_propose
+from memories.review.decisions import memory_item_archive
+from memories.serving.models import RetrievalEvent
+from memories.serving.schemas import RetrieveOut
 from tests import factories
 
 RETRIEVE = "/api/v1/retrieve"
@@ -182,6 +185,10 @@ def test_list_is_approved_only_newest_first_and_paginated(client, auth, bank, ow
 
 
 def test_list_query_count_is_bounded(client, auth, bank, approved, django_assert_max_num_queries):
+    bank_update_settings(
+        bank=bank, actor=None, duplicate_threshold=1.0
+    )  # near-identical lessons, kept apart on purpose
+    bank.refresh_from_db()
     for n in range(5):
         approved(bank, f"Lesson {n}", "d", "c")
     # Token auth (lookup, rate window, last-used touch) + one page query + one count.

@@ -7,10 +7,12 @@ attacks worded unlike the rules' own tests are served by no agent surface."""
 import pytest
 from django.urls import reverse
 
-from accounts.services import bank_update_settings
-from memories.models import AutoApproval, ItemStatus, MemoryItem, RiskFinding, VerdictTier
-from memories.services import bank_trust_policy_update, memory_items_auto_approve, memory_items_risk_scan
-from memories.services.trust import AUDIT_ALL_FIRST
+from accounts.teams.banks import bank_update_settings
+from memories.items.models import ItemStatus, MemoryItem
+from memories.trust.models import AutoApproval, VerdictTier
+from memories.trust.risk_models import RiskFinding
+from memories.trust.risks import memory_items_risk_scan
+from memories.trust.services import AUDIT_ALL_FIRST, bank_trust_policy_update, memory_items_auto_approve
 from tests import factories
 from tests.factories import process_trajectory, propose_item
 from tests.memories.redteam.cases import ATTACKS, BENIGN

@@ -1,22 +1,22 @@
-"""Decisions on an item's status (memories.services.decisions): approve, reject, archive, flag, the
+"""Decisions on an item's status (memories.review.decisions): approve, reject, archive, flag, the
 transition table, merge and keep both — against the real database."""
 
 import numpy as np
 import pytest
 
-from memories.embeddings import embed_text, item_embedding_hash, item_embedding_text
-from memories.models import ItemStatus, MemoryItem
-from memories.services import (
+from memories.embedding.model import embed_text, item_embedding_hash, item_embedding_text
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.services import memory_item_propose
+from memories.review.decisions import (
     memory_item_approve,
     memory_item_archive,
     memory_item_flag,
     memory_item_keep_both,
     memory_item_merge,
-    memory_item_propose,
     memory_item_reject,
     memory_item_supersede,
-    retrieval_preview,
 )
+from memories.serving.preview import retrieval_preview
 from memories.tasks import memory_item_embed_task
 from reasoningbank_site.errors import Conflict, Invalid
 from tests.conftest import queued_tasks

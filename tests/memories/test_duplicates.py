@@ -8,17 +8,13 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from accounts.services import bank_update_settings
-from memories.models import ItemStatus, MemoryItem, SupportKind
-from memories.services import (
-    experience_create,
-    memory_item_approve,
-    memory_item_create,
-    memory_item_edit,
-    memory_item_embed_refresh,
-    memory_item_merge,
-    retrieval_preview,
-)
+from accounts.teams.banks import bank_update_settings
+from memories.embedding.items import memory_item_embed_refresh
+from memories.items.experiences import experience_create
+from memories.items.models import ItemStatus, MemoryItem, SupportKind
+from memories.items.services import memory_item_create, memory_item_edit
+from memories.review.decisions import memory_item_approve, memory_item_merge
+from memories.serving.preview import retrieval_preview
 from reasoningbank_site.api import status_for
 from reasoningbank_site.errors import DuplicateApproval, Invalid
 from tests import factories

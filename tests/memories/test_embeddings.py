@@ -4,14 +4,15 @@ cannot reproduce (or RB_EMBEDDING_RUNTIME=torch) runs on PyTorch."""
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 from sentence_transformers import SentenceTransformer
 
-from memories import embeddings, onnx_embedding
-from memories.embeddings import embed_texts, get_model
-from memories.onnx_embedding import OnnxSentenceEncoder
+from memories.embedding import model as embeddings
+from memories.embedding import onnx as onnx_embedding
+from memories.embedding.model import OnnxSentenceEncoder, embed_texts, get_model
 
 TEXTS = [
     "",
@@ -66,16 +67,19 @@ def test_onnx_vectors_are_the_torch_vectors_and_rank_the_same(runtime):
     assert (top(onnx_queries, onnx_texts) == top(torch_queries, torch_texts)).all()
 
 
-def test_a_second_load_reuses_the_export(runtime, monkeypatch):
-    runtime("onnx")  # exported by now (by this process or an earlier one)
-    embeddings._load.cache_clear()
+def test_a_second_load_reuses_the_export(runtime, settings, monkeypatch):
+    first = runtime("onnx")  # exported by now (by this process or an earlier one)
+    assert embeddings.model_is_loaded()
 
     def no_export(*args):
         raise AssertionError("exported again")
 
+    # What another process's first load does: find the export, and run it.
     monkeypatch.setattr(onnx_embedding, "export_to", no_export)
-    assert isinstance(runtime("onnx"), OnnxSentenceEncoder)
-    assert embeddings.model_is_loaded()
+    location = embeddings.model_location()
+    export = onnx_embedding.ensure_export(location, Path(settings.RB_EMBEDDING_CACHE_DIR))
+    again = OnnxSentenceEncoder(location, export, threads=1)
+    assert np.abs(again.encode(TEXTS[:3]) - first.encode(TEXTS[:3])).max() <= 1e-6
 
 
 def test_other_models_and_runtime_torch_run_on_pytorch(runtime, settings, tmp_path):
@@ -84,7 +88,7 @@ def test_other_models_and_runtime_torch_run_on_pytorch(runtime, settings, tmp_pa
     mean_pooled = embed_texts(QUERIES)
 
     # A model whose pooling is not the mean (here: its CLS token) cannot be reproduced: PyTorch, even with "onnx".
-    location = embeddings._model_location()
+    location = embeddings.model_location()
     assert onnx_embedding.unsupported_reason(location) == ""
     copy = tmp_path / "cls-model"
     shutil.copytree(location, copy, ignore=shutil.ignore_patterns("*.safetensors"))

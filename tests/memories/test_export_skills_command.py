@@ -10,7 +10,9 @@ import pytest
 import yaml
 from django.core.management import CommandError, call_command
 
-from memories.services import memory_item_archive, memory_item_create
+from accounts.teams.banks import bank_update_settings
+from memories.items.services import memory_item_create
+from memories.review.decisions import memory_item_archive
 from tests import factories
 
 
@@ -52,6 +54,10 @@ def test_zip_holds_the_folder_and_stdout_gets_the_markdown(bank, owner, tmp_path
 
 
 def test_agents_section_is_replaced_in_an_existing_file_and_the_rest_kept(bank, owner, tmp_path):
+    bank_update_settings(
+        bank=bank, actor=None, duplicate_threshold=1.0
+    )  # near-identical lessons, kept apart on purpose
+    bank.refresh_from_db()
     first = approved(bank, owner, "First lesson")
     agents = tmp_path / "AGENTS.md"
     agents.write_text("# Agents\n\nBuild with `make`.\n")

@@ -10,18 +10,17 @@ import pytest
 from django.db import connection
 
 from accounts.models import AuditEvent, RetrievalMode
-from memories import selectors
-from memories.embeddings import embed_text
-from memories.models import TAGS_MAX, ItemStatus, MemoryItem, RetrievalEvent, normalize_tags
-from memories.services import (
-    experience_create,
-    memory_item_approve,
-    memory_item_create,
-    memory_item_edit,
-    memory_item_propose,
-    memory_items_import,
-    retrieval_perform,
-)
+from memories.embedding.model import embed_text
+from memories.items.experiences import experience_create
+from memories.items.export import memory_items_export
+from memories.items.imports import memory_items_import
+from memories.items.models import TAGS_MAX, ItemStatus, MemoryItem, normalize_tags
+from memories.items.services import memory_item_create, memory_item_edit, memory_item_propose
+from memories.review.decisions import memory_item_approve
+from memories.review.selectors import item_history
+from memories.serving import RetrievalFilters
+from memories.serving.models import RetrievalEvent
+from memories.serving.retrieval import retrieval_perform
 from reasoningbank_site.errors import Invalid
 from tests import factories
 
@@ -120,14 +119,14 @@ def test_tag_edit_is_versioned_audited_and_keeps_the_item_searchable(bank, owner
     assert item.tags == ["errors", "forms"]
     assert item.embedding_hash == embedding_hash and item.embedding is not None  # tags are not embedded text
     assert item.status == ItemStatus.APPROVED
-    history = selectors.item_history(item=item)
+    history = item_history(item=item)
     assert history[0].version.action == "edited" and history[0].version.tags == ["errors", "forms"]
     assert history[0].changes == [("tags", [("+", "errors"), ("+", "forms")])]
     event = AuditEvent.objects.filter(action="memory_item.edited").latest("id")
     assert (event.before["tags"], event.after["tags"]) == ([], ["errors", "forms"])
 
     memory_item_edit(item=item, author=owner, tags="forms")
-    assert selectors.item_history(item=item)[0].changes == [("tags", [("-", "errors")])]
+    assert item_history(item=item)[0].changes == [("tags", [("-", "errors")])]
     versions = item.versions.count()
     memory_item_edit(item=item, author=owner, tags=["FORMS"])  # same tags: nothing written
     assert item.versions.count() == versions
@@ -137,7 +136,7 @@ def test_tag_edit_is_versioned_audited_and_keeps_the_item_searchable(bank, owner
 
 def test_tags_travel_with_export_and_import(bank, other_bank, owner):
     memory_item_create(bank=bank, title="Tagged", description="d", content="c", author=owner, tags=["web", "auth"])
-    rows = list(selectors.memory_items_export(bank=bank))
+    rows = list(memory_items_export(bank=bank))
     assert rows[0]["tags"] == ["auth", "web"]
     report = memory_items_import(bank=other_bank, author=owner, records=rows)
     assert not report.errors
@@ -326,12 +325,12 @@ def test_experience_mode_filters_the_experiences_items(bank, owner):
     unfiltered = retrieval_perform(bank=bank, query=QUERY, k=1)
     assert [item.title for item, _ in unfiltered.items] == ["Near"]
     # The nearest experience has no item of agent "b": the search moves on to the next one.
-    filtered = retrieval_perform(bank=bank, query=QUERY, k=1, filters=selectors.RetrievalFilters(agents=("b",)))
+    filtered = retrieval_perform(bank=bank, query=QUERY, k=1, filters=RetrievalFilters(agents=("b",)))
     assert [item.title for item, _ in filtered.items] == ["Far"]
 
 
 def test_filtered_retrieval_query_count_is_bounded(bank, owner, shop, django_assert_max_num_queries):
-    filters = selectors.RetrievalFilters(tags_any=("checkout",), agents=("shop-bot/1.3",), metadata={"env": "prod"})
+    filters = RetrievalFilters(tags_any=("checkout",), agents=("shop-bot/1.3",), metadata={"env": "prod"})
     retrieval_perform(bank=bank, query="warm up the model", filters=filters)
     # The same 7 statements as without filters (test_retrieval_query_count_does_not_grow_with_items).
     with django_assert_max_num_queries(7):

@@ -1,18 +1,13 @@
-"""Making an item (memories.services.items): propose, create, edit — against the real database."""
+"""Making an item (memories.items.services): propose, create, edit — against the real database."""
 
 import numpy as np
 import pytest
 
-from memories.embeddings import item_embedding_hash
-from memories.models import ItemStatus, MemoryItem
-from memories.selectors import NEAR_DUPLICATE_SIMILARITY
-from memories.services import (
-    memory_item_create,
-    memory_item_edit,
-    memory_item_propose,
-    memory_item_reject,
-    memory_item_supersede,
-)
+from memories.embedding.model import item_embedding_hash
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.near_duplicates import NEAR_DUPLICATE_SIMILARITY
+from memories.items.services import memory_item_create, memory_item_edit, memory_item_propose
+from memories.review.decisions import memory_item_reject, memory_item_supersede
 from reasoningbank_site.errors import Conflict, Invalid
 from tests.memories.lessons import DATES, LOGIN, actions
 
@@ -61,13 +56,13 @@ def test_propose_rejects_bad_input(bank):
     assert len(long.title) == 200
 
 
-def test_create_proposed_enqueues_embedding_after_commit(bank, owner, eager_celery, django_capture_on_commit_callbacks):
+def test_create_proposed_is_embedded_inline_for_the_duplicate_check(bank, owner, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         item = memory_item_create(bank=bank, author=owner, **LOGIN)
-        assert MemoryItem.objects.get(pk=item.pk).embedding is None  # not before commit
-    assert len(callbacks) == 1
+        # embedded before commit: the one near-duplicate check compares it with the bank's items at once
+        assert MemoryItem.objects.get(pk=item.pk).embedding is not None
+    assert callbacks == []  # no embedding left for a worker to do
     item.refresh_from_db()
-    assert item.embedding is not None
     assert item.embedding_hash == item_embedding_hash(item)
     assert item.created_by == owner
     assert actions(item) == [(1, "created", "proposed")]

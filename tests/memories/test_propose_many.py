@@ -9,10 +9,10 @@ from django.test.utils import CaptureQueriesContext
 from pgvector import Vector
 
 from accounts.models import AuditEvent
-from memories.embeddings import embed_text, item_embedding_hash, item_embedding_text
-from memories.models import MemoryItem
-from memories.selectors import near_duplicates_search, near_duplicates_search_many, retrieval
-from memories.services import ProposedItem, memory_item_create, memory_items_propose
+from memories.embedding.model import embed_text, item_embedding_hash, item_embedding_text
+from memories.items.models import MemoryItem
+from memories.items.near_duplicates import near_duplicates_search, near_duplicates_search_many, vector_literal
+from memories.items.services import ProposedItem, memory_item_create, memory_items_propose
 from reasoningbank_site.errors import Invalid
 from tests import factories
 
@@ -148,7 +148,7 @@ def test_search_many_equals_search_one_by_one(owner):
     assert any(many) and near_duplicates_search_many(bank=bank, vectors=[]) == []
     with connection.cursor() as cursor:  # its short literals are the model's float32 vectors exactly
         for vector in vectors:
-            short, ours = retrieval.vector_literal(vector), Vector(vector).to_text()
+            short, ours = vector_literal(vector), Vector(vector).to_text()
             cursor.execute("SELECT %s::vector::text = %s::vector::text, %s::vector = %s::vector", [short, ours] * 2)
             assert cursor.fetchone() == (True, True) and len(short) < len(ours)
             assert np.array_equal(np.array(short[1:-1].split(","), dtype=np.float32), vector)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from memories.services import retrieval_preview
-from memories.services.learning import ItemEffect, bank_learning_update, memory_items_outcomes_record
-from memories.services.retrieval.ranking import item_utility
+from memories.learning.policy import bank_learning_update
+from memories.learning.retirement import ItemEffect, memory_items_outcomes_record
+from memories.serving.preview import item_utility, retrieval_preview
 
 QUERY = "Find the Sunday opening hours of the city library."
 LESSONS = [

@@ -16,9 +16,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from memories.models import ItemStatus, MemoryItem
-from memories.selectors import REASONING_BANK_FIELDS
-from memories.services import memory_item_approve, memory_items_import
+from memories.items.export import REASONING_BANK_FIELDS
+from memories.items.imports import memory_items_import
+from memories.items.models import ItemStatus, MemoryItem
+from memories.review.decisions import memory_item_approve
 from tests import factories
 
 LIB_PYTHON = os.environ.get("RB_LIB_PYTHON", sys.executable)

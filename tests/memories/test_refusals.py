@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from memories.models import BankLearning, ItemStatus, MemoryItem, SupportKind
-from memories.selectors.learning import LifecycleState, bank_learning_state, item_repeats, lifecycle_items
-from memories.services import memory_item_approve, memory_item_archive, memory_item_reject
-from memories.services.learning import bank_learning_update, memory_item_archive_as_wrong, memory_item_reopen
+from memories.items.models import ItemStatus, MemoryItem, SupportKind
+from memories.learning.models import BankLearning
+from memories.learning.policy import bank_learning_update
+from memories.learning.refusals import memory_item_archive_as_wrong, memory_item_reopen
+from memories.learning.selectors import LifecycleState, bank_learning_state, item_repeats, lifecycle_items
+from memories.review.decisions import memory_item_approve, memory_item_archive, memory_item_reject
 from reasoningbank_site.errors import Conflict, Invalid
 from tests.factories import make_done_trajectory, propose_item
 from trajectories.pipeline.refused import refused_lessons

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from memories.embeddings import embedding_model_name, item_embedding_hash
-from memories.models import ItemStatus, MemoryItem
-from memories.selectors.duplicates import LOOKALIKE_SIMILARITY, rejected_lookalikes
-from memories.services import memory_item_approve, memory_item_reject
-from memories.services.learning import memory_item_archive_as_wrong
-from memories.services.versions import item_version_record
+from memories.embedding.model import embedding_model_name, item_embedding_hash
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.versions import item_version_record
+from memories.learning.refusals import memory_item_archive_as_wrong
+from memories.review.decisions import memory_item_approve, memory_item_reject
+from memories.review.duplicates import LOOKALIKE_SIMILARITY, rejected_lookalikes
 from tests.factories import make_done_trajectory, make_items, propose_item
 
 DIM = 384

@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from memories.models import ImportState, ItemStatus, MemoryItem, ReleaseImport
-from memories.selectors.releases import RELEASE_FORMAT
+from memories.items.models import ItemStatus, MemoryItem
+from memories.releases.models import ImportState, ReleaseImport
+from memories.releases.selectors import RELEASE_FORMAT
 from tests import factories
 from tests.memories.lessons import DATES, LOGIN
 from tests.worker import celery_broker, celery_worker, celery_worker_env, wait_for  # noqa: F401

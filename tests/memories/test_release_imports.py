@@ -12,10 +12,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import AuditEvent
-from memories.models import ImportState, ItemStatus, MemoryItem, ReleaseImport, RiskFinding
-from memories.selectors.releases import RELEASE_FORMAT
-from memories.services.releases.imports import release_import_start
-from memories.services.review_policy import review_policy_update
+from memories.items.models import ItemStatus, MemoryItem
+from memories.releases.imports import release_import_start
+from memories.releases.models import ImportState, ReleaseImport
+from memories.releases.selectors import RELEASE_FORMAT
+from memories.review.policy import review_policy_update
+from memories.trust.risk_models import RiskFinding
 from reasoningbank_site.errors import Forbidden
 from tests import factories
 from tests.memories.lessons import DATES, LOGIN
@@ -65,6 +67,17 @@ def test_an_api_import_answers_202_and_its_status_url_reports_the_outcome(client
     assert (status["state"], status["created"], status["archived"], status["release"]) == ("done", 2, 0, 1)
     assert status["finished_at"] and ReleaseImport.objects.get().records == []  # the file is not kept
     assert MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED, origin="import").count() == 2
+
+
+def test_an_import_approves_the_releases_own_text_next_to_a_proposed_near_twin(client, bank, owner, review, worker):
+    twin = factories.propose_item(bank, **{**LOGIN, "content": LOGIN["content"] + " Then check again."})
+    with worker():
+        queued = post_import(client, review, release_file(LOGIN))
+    assert client.get(queued.json()["status_url"], **review).json()["state"] == "done"
+    served = MemoryItem.objects.get(bank=bank, status=ItemStatus.APPROVED)
+    assert (served.title, served.content) == (LOGIN["title"], LOGIN["content"])  # not recorded on the twin
+    twin.refresh_from_db()
+    assert twin.status == ItemStatus.PROPOSED and twin.support_count == 0
 
 
 def test_an_import_with_risk_findings_needs_confirm_risks_and_records_the_token(

@@ -7,18 +7,17 @@ import pytest
 from django.urls import reverse
 
 from accounts.models import AuditEvent, RetrievalMode
-from accounts.services.banks import BANK_SETTINGS, bank_update_settings
-from memories.models import BankReleasing, PublishMode, Release, RetrievalEvent
-from memories.selectors.releases import draft_diff, release_diff, release_get, release_serving
-from memories.services import memory_item_approve, memory_item_archive, memory_item_edit, retrieval_perform
-from memories.services.embedding import memory_item_embed_refresh
-from memories.services.releases import (
-    release_canary_set,
-    release_mode_set,
-    release_promote,
-    release_publish,
-    release_rollback,
-)
+from accounts.teams.banks import BANK_SETTINGS, bank_update_settings
+from memories.embedding.items import memory_item_embed_refresh
+from memories.items.services import memory_item_edit
+from memories.releases.labels import release_canary_set, release_promote, release_rollback
+from memories.releases.models import BankReleasing, PublishMode, Release
+from memories.releases.publishing import release_mode_set, release_publish
+from memories.releases.selectors import draft_diff, release_diff, release_get
+from memories.review.decisions import memory_item_approve, memory_item_archive
+from memories.serving import release_serving
+from memories.serving.models import RetrievalEvent
+from memories.serving.retrieval import retrieval_perform
 from reasoningbank_site.errors import Conflict, Invalid, NotFound
 from tests.factories import make_done_trajectory, propose_item
 from tests.memories.lessons import DATES, LOGIN

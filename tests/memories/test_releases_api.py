@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from memories.models import ItemStatus, MemoryItem
-from memories.selectors.releases import release_get, release_versions
-from memories.services import memory_item_approve, memory_item_edit
-from memories.services.embedding import memory_item_embed_refresh
+from memories.embedding.items import memory_item_embed_refresh
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.services import memory_item_edit
+from memories.releases.selectors import release_get, release_versions
+from memories.review.decisions import memory_item_approve
 from tests import factories
 from tests.factories import make_done_trajectory, propose_item
 from tests.memories.lessons import DATES, LOGIN

@@ -10,9 +10,10 @@ import urllib.request
 
 import pytest
 
-from memories.models import PublishMode, RetrievalEvent
-from memories.services import memory_item_approve
-from memories.services.releases import release_mode_set, release_publish
+from memories.releases.models import PublishMode
+from memories.releases.publishing import release_mode_set, release_publish
+from memories.review.decisions import memory_item_approve
+from memories.serving.models import RetrievalEvent
 from tests import factories
 from tests.factories import make_done_trajectory, propose_item
 from tests.memories.lessons import DATES, LOGIN

@@ -4,17 +4,18 @@ import pytest
 from django.db import connection
 
 from accounts.models import ApiToken
-from accounts.services import api_token_hit
-from memories import selectors
-from memories.models import Arm, ItemStatus, MemoryItem, RetrievalEvent, RetrievalTally
-from memories.services import (
-    experience_create,
-    memory_item_approve,
-    memory_item_propose,
-    memory_item_reject,
-    memory_items_count_served,
-    retrieval_perform,
-)
+from accounts.tokens.auth import api_token_hit
+from memories.items.experiences import experience_create
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.services import memory_item_propose
+from memories.review.decisions import memory_item_approve, memory_item_reject
+from memories.serving import NO_FILTERS
+from memories.serving import search as search_module
+from memories.serving.models import Arm, RetrievalEvent, RetrievalTally
+from memories.serving.preview import system_block_preamble
+from memories.serving.retrieval import retrieval_perform
+from memories.serving.search import approved_items_search, approved_items_search_counted
+from memories.serving.upkeep import memory_items_count_served
 from tests import factories
 
 LOGIN = (
@@ -59,7 +60,7 @@ def test_sign_in_query_ranks_login_item_first(bank, web_items):
 
 def test_system_block_lists_items_under_the_preamble(bank, web_items):
     result = retrieval_perform(bank=bank, query="log in to my account", k=1)
-    preamble = selectors.system_block_preamble()
+    preamble = system_block_preamble()
     assert result.system_block.startswith(preamble)
     assert "step by step" in preamble
     assert f"## {LOGIN[0]}\n{LOGIN[1]}\n{LOGIN[2]}" in result.system_block
@@ -255,7 +256,7 @@ def test_iterative_scan_is_not_starved_by_other_banks(bank, crowded):
             [bank.pk, "[" + ",".join(str(x) for x in query) + "]"],
         )
         assert len(cursor.fetchall()) < 3
-    found = selectors.approved_items_search(bank=bank, vector=query, k=3, min_similarity=-1.0)
+    found = approved_items_search(bank=bank, vector=query, k=3, min_similarity=-1.0)
     assert sorted(item.pk for item, _ in found) == ours
 
 
@@ -342,7 +343,7 @@ def test_the_compiled_search_is_the_query_the_orm_builds(bank, web_items, task_i
     """approved_items_search_counted runs a statement compiled once per bank and
     shape: with this call's vector and task id it is, byte for byte, the
     statement the ORM builds for it, and it finds what the ORM's query finds."""
-    search = selectors.retrieval.search
+    search = search_module
     vector = [random.uniform(-1, 1) for _ in range(384)]
     fetch = 20 if duplicate_threshold is not None else 10
     has_approved, pending = search._counts_expressions(bank=bank)
@@ -351,7 +352,7 @@ def test_the_compiled_search_is_the_query_the_orm_builds(bank, web_items, task_i
         vector=vector,
         k=fetch,
         exclude_task_id=task_id,
-        filters=selectors.NO_FILTERS,
+        filters=NO_FILTERS,
         with_embedding=duplicate_threshold is not None,
     ).annotate(bank_has_approved=has_approved, bank_pending=pending)
     sql, params = qs.query.sql_with_params()
@@ -364,7 +365,7 @@ def test_the_compiled_search_is_the_query_the_orm_builds(bank, web_items, task_i
         search._vector_text(vector) if p is search._VECTOR else task_id if p is search._TASK else p for p in marked
     ]
     assert (compiled, filled) == (sql, list(params))
-    found, counts = selectors.approved_items_search_counted(
+    found, counts = approved_items_search_counted(
         bank=bank, vector=vector, k=10, min_similarity=-1, exclude_task_id=task_id
     )
     orm = sorted(qs, key=lambda item: (item.distance, item.pk)) if duplicate_threshold is None else None
@@ -377,9 +378,9 @@ def test_only_what_is_served_is_fetched(bank, web_items):
     """The search reads the fields the answer shows (SERVED_FIELDS): the dates,
     JSON and arrays it does not show stay in the database."""
     vector = [random.uniform(-1, 1) for _ in range(384)]
-    found, _counts = selectors.approved_items_search_counted(bank=bank, vector=vector, k=10, min_similarity=-1)
+    found, _counts = approved_items_search_counted(bank=bank, vector=vector, k=10, min_similarity=-1)
     assert len(found) == 3 and isinstance(found[0][0].tags, list)
-    served = {"id", *selectors.retrieval.SERVED_FIELDS}
+    served = {"id", *search_module.SERVED_FIELDS}
     assert found[0][0].get_deferred_fields() == {f.attname for f in MemoryItem._meta.concrete_fields} - served
 
 
@@ -389,8 +390,8 @@ def test_each_banks_search_serves_only_its_items_however_often_it_runs(crowded, 
     search still finds exactly its own."""
     query, ours = crowded
     for _ in range(7):
-        theirs, _counts = selectors.approved_items_search_counted(bank=other_bank, vector=query, k=3, min_similarity=-1)
+        theirs, _counts = approved_items_search_counted(bank=other_bank, vector=query, k=3, min_similarity=-1)
         assert len(theirs) == 3 and all(item.bank_id == other_bank.pk for item, _ in theirs)
     for _ in range(7):
-        found, _counts = selectors.approved_items_search_counted(bank=bank, vector=query, k=3, min_similarity=-1)
+        found, _counts = approved_items_search_counted(bank=bank, vector=query, k=3, min_similarity=-1)
         assert sorted(item.pk for item, _ in found) == ours

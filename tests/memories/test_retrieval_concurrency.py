@@ -8,39 +8,29 @@ different orders and deadlock two requests (a 500)."""
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from memories.models import MemoryItem, RetrievalEvent
-from memories.services import memory_items_count_served
+from memories.items.models import MemoryItem
+from memories.serving.models import RetrievalEvent
+from memories.serving.upkeep import memory_items_count_served
 from tests import factories
-from tests.helpers import post_over_http
+from tests.helpers import post_over_http, wait_for
 
 CLIENTS = 16
 ROUNDS = 12
-TEXTS = [
-    ("Sign in before acting", "Use when the task needs an account.", "Log in first and confirm the session."),
-    ("Walk every page", "Use when results span pages.", "Follow next until it disappears and collect each page."),
-    ("Type dates directly", "Use when a form has a date picker.", "Type YYYY-MM-DD into the field."),
-    ("Check the cart total", "Use before paying.", "Compare the cart total with the sum of item prices."),
-]
-QUERIES = [
-    "log into my account and list every page of my orders",
-    "pick a date and check the cart total before paying",
-    "sign in, then type the delivery date",
-    "walk the paginated results and check the total price",
-]
 
 
 @pytest.mark.django_db(transaction=True)
 def test_sixteen_concurrent_clients_sharing_items_all_get_their_lessons(live_server, approved):
     bank = factories.make_bank(top_k=4, min_similarity=-1.0, rate_limit_per_minute=0)
-    items = [approved(bank, *texts) for texts in TEXTS]
+    items = [approved(bank, *texts) for texts in factories.FLEET_LESSONS]
     token = factories.make_token(bank)
     url = f"{live_server.url}/api/v1/retrieve"
-    jobs = [QUERIES[(c + r) % len(QUERIES)] for c in range(CLIENTS) for r in range(ROUNDS)]
+    jobs = [
+        factories.FLEET_QUERIES[(c + r) % len(factories.FLEET_QUERIES)] for c in range(CLIENTS) for r in range(ROUNDS)
+    ]
 
     with ThreadPoolExecutor(max_workers=CLIENTS) as pool:
         answers = list(pool.map(lambda q: post_over_http(url, token, {"query": q, "k": 4}), jobs))
@@ -49,9 +39,12 @@ def test_sixteen_concurrent_clients_sharing_items_all_get_their_lessons(live_ser
     assert failures == [], f"{len(failures)} of {len(jobs)} retrievals failed, e.g. {failures[:3]}"
     assert all(len(body["items"]) == 4 for _status, body in answers), "every client is served all four lessons"
     # Each log is written just after its answer, off the agent's wait: every one lands.
-    deadline = time.monotonic() + 30
-    while RetrievalEvent.objects.filter(bank=bank).count() < len(jobs) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(
+        lambda: RetrievalEvent.objects.filter(bank=bank).count() >= len(jobs),
+        timeout=30,
+        interval=0.02,
+        what="every retrieval's log",
+    )
     assert RetrievalEvent.objects.filter(bank=bank).count() == len(jobs)
 
     # The counters are folded from the events outside the request, exactly once.

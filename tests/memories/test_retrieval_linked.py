@@ -9,11 +9,12 @@ import time
 import uuid
 
 import pytest
+import time_machine
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from memories.models import RetrievalEvent
+from memories.serving.models import RetrievalEvent
 from reasoningbank_site.ids import uuid7, uuid7_issued_at
 from tests import factories
 from tests.helpers import post_over_http
@@ -39,8 +40,8 @@ def test_retrieval_ids_are_uuid7_and_say_when_they_were_issued():
     assert all(i.version == 7 and i.variant == uuid.RFC_4122 for i in ids)
     assert all(before - 0.001 <= uuid7_issued_at(i) <= after + 0.001 for i in ids)
     assert uuid7_issued_at(uuid.uuid4()) is None
-    time.sleep(0.002)
-    assert uuid7() > max(ids), "a later id sorts later"
+    with time_machine.travel(max(uuid7_issued_at(i) for i in ids) + 0.0015, tick=False):  # the next millisecond
+        assert uuid7() > max(ids), "a later id sorts later"
 
 
 # --- over a live server: the answer, then at once a trajectory linked to it ---------------

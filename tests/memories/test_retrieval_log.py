@@ -11,8 +11,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from accounts.models import TokenUsage
-from memories.models import Arm, RetrievalEvent, RetrievalTally
-from memories.services import retrieval_perform
+from memories.serving.models import Arm, RetrievalEvent, RetrievalTally
+from memories.serving.retrieval import retrieval_perform
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -59,8 +59,8 @@ def test_each_retrieval_logs_one_event_and_one_tally_row_in_one_transaction(bank
     assert RetrievalTally.objects.filter(bank=bank).count() == 2
 
 
-def test_a_retrieval_over_the_api_is_two_statements_and_a_log_and_logs_what_it_answered(client, auth, bank, approved):
-    """POST /api/v1/retrieve: the token check with its rate count, the search
+def test_a_retrieval_over_the_api_is_three_statements_and_a_log_and_logs_what_it_answered(client, auth, bank, approved):
+    """POST /api/v1/retrieve: the token, its rate count, the search
     with its counts, the log (a transaction: SET LOCAL and two INSERTs) — and
     the logged event is the answer."""
     bank.min_similarity = -1.0
@@ -73,10 +73,11 @@ def test_a_retrieval_over_the_api_is_two_statements_and_a_log_and_logs_what_it_a
         response = client.post("/api/v1/retrieve", data=body, content_type="application/json", **auth)
     assert response.status_code == 200, response.content
     statements = [q["sql"] for q in captured.captured_queries]
-    assert len(statements) == 7, statements
-    assert "accounts_apitoken" in statements[0] and "memories_memoryitem" in statements[1]
-    assert statements[2:4] == ["BEGIN", "SET LOCAL synchronous_commit = off"] and statements[-1] == "COMMIT"
-    assert all(s.startswith("INSERT INTO") for s in statements[4:6])
+    assert len(statements) == 8, statements
+    assert "accounts_apitoken" in statements[0] and "accounts_tokenusage" in statements[1]
+    assert "memories_memoryitem" in statements[2]
+    assert statements[3:5] == ["BEGIN", "SET LOCAL synchronous_commit = off"] and statements[-1] == "COMMIT"
+    assert all(s.startswith("INSERT INTO") for s in statements[5:7])
     assert TokenUsage.objects.get(token__bank=bank).count == 2  # both requests checked and counted
     answer = response.json()
     event = RetrievalEvent.objects.get(public_id=answer["retrieval_id"])

@@ -11,12 +11,13 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memories.models import Arm, MemoryItem, RetrievalEvent
-from memories.services import memory_items_count_served
+from memories.items.models import MemoryItem
+from memories.serving.models import Arm, RetrievalEvent
+from memories.serving.upkeep import memory_items_count_served
 from tests import factories
 from trajectories.impact.report import bank_impact
+from trajectories.judging.verdicts import retrieval_outcomes_rebuild
 from trajectories.models import Trajectory
-from trajectories.recording.judgments import retrieval_outcomes_rebuild
 
 RETRIEVE = "/api/v1/retrieve"
 LESSONS = [

@@ -11,17 +11,11 @@ import pytest
 from django.urls import reverse
 
 from accounts.models import AuditEvent
-from memories.models import ItemOrigin, ItemStatus, MemoryItem
-from memories.services import (
-    memory_item_approve,
-    memory_item_archive,
-    memory_item_create,
-    memory_item_edit,
-    memory_item_flag,
-    memory_item_last_decision,
-    memory_item_reject,
-    memory_item_revert,
-)
+from accounts.teams.banks import bank_update_settings
+from memories.items.models import ItemOrigin, ItemStatus, MemoryItem
+from memories.items.services import memory_item_create, memory_item_edit
+from memories.review.decisions import memory_item_approve, memory_item_archive, memory_item_flag, memory_item_reject
+from memories.review.reverts import memory_item_last_decision, memory_item_revert
 from reasoningbank_site.errors import Conflict, NotFound
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -189,6 +183,10 @@ def test_row_approve_offers_undo_and_undo_answers_the_row_proposed_again(client,
 
 
 def test_focus_view_decision_offers_undo_on_the_next_page(client, bank, reviewer):
+    bank_update_settings(
+        bank=bank, actor=None, duplicate_threshold=1.0
+    )  # near-identical lessons, kept apart on purpose
+    bank.refresh_from_db()
     first, second = _item(bank, "First"), _item(bank, "Second")
     client.force_login(reviewer)
     response = client.post(_url("item_approve", bank, first), {"focus": "1", "queue": ""}, **HTMX)
@@ -215,6 +213,10 @@ def test_item_page_archive_offers_undo_in_the_panel_answer(client, bank, owner):
 
 
 def test_focus_view_keeps_the_queue_filters(client, bank, reviewer):
+    bank_update_settings(
+        bank=bank, actor=None, duplicate_threshold=1.0
+    )  # near-identical lessons, kept apart on purpose
+    bank.refresh_from_db()
     a = _item(bank, "Imported one", origin=ItemOrigin.IMPORT)
     _item(bank, "Written by hand")  # between them in the queue, but filtered out
     b = _item(bank, "Imported two", origin=ItemOrigin.IMPORT)

@@ -8,9 +8,10 @@ import uuid
 
 import pytest
 
-from memories.models import ItemStatus, MemoryItem
-from memories.services import memory_item_approve, memory_item_reject
-from memories.services.learning import ItemEffect, memory_items_outcomes_record
+from memories.items.models import ItemStatus, MemoryItem
+from memories.learning.policy import bank_learning_update
+from memories.learning.retirement import ItemEffect, memory_items_outcomes_record
+from memories.review.decisions import memory_item_approve, memory_item_merge, memory_item_reject
 from tests import factories
 from tests.factories import make_done_trajectory, propose_item
 
@@ -89,3 +90,21 @@ def test_archive_as_wrong_is_recorded_with_the_token(client, bank, owner, trajec
     assert done.status_code == 200 and done.json()["archived_as_wrong"] is True
     version = MemoryItem.objects.get(pk=item.pk).versions.order_by("number").last()
     assert version.action == "archived-as-wrong" and version.author_id is None and version.actor_token_id is not None
+
+
+def test_an_items_answer_leads_with_its_state_and_names_what_it_was_merged_into(client, bank, owner, review):
+    item = memory_item_approve(item=propose_item(bank, title="Sign in before listing orders"), author=owner)
+    bank_learning_update(bank=bank, actor=owner, suspend_when_hurting=True)
+    memory_items_outcomes_record(bank=bank, effects=[ItemEffect(str(item.public_id), -0.4, 78, hurts=True)])
+    item.refresh_from_db()
+    body = client.get(ITEM.format(item.public_id), **review).json()
+    assert body["status"] == "approved" and body["suspended"] is True  # the fields as they were
+    assert body["state"] == "suspended" and body["state_reason"] == f"Proposed for retirement: {item.retirement_reason}"
+
+    twin = propose_item(bank, title="Book tables by phone", content="Call the restaurant first.")
+    kept = memory_item_approve(
+        item=propose_item(bank, title="Search invoices", content="Search by number."), author=owner
+    )
+    memory_item_merge(item=twin, into=kept, author=owner)
+    body = client.get(ITEM.format(twin.public_id), **review).json()
+    assert (body["status"], body["state"], body["superseded_by"]) == ("superseded", "merged", str(kept.public_id))

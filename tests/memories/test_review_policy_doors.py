@@ -10,10 +10,12 @@ import json
 import pytest
 from django.urls import reverse
 
-from memories.models import ItemStatus, MemoryItem, ReviewVote
-from memories.services import memory_item_approve, memory_item_create, memory_item_edit, memory_item_reject
-from memories.services.review_policy import review_policy_update
-from memories.services.review_votes import review_vote_cast
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.services import memory_item_create, memory_item_edit
+from memories.review.decisions import memory_item_approve, memory_item_reject
+from memories.review.policy import review_policy_update
+from memories.review.policy_models import ReviewVote
+from memories.review.votes import review_vote_cast
 from reasoningbank_site.errors import Forbidden
 from tests import factories
 from tests.memories.lessons import LOGIN

@@ -1,4 +1,4 @@
-"""Who gives an item's several decisions (memories.services.review_seats):
+"""Who gives an item's several decisions (memories.review.seats):
 round-robin deals each item to N reviewers in turn and only they decide;
 claimed lets reviewers take places, up to N per item; owners and admins
 decide outright either way; places of departed reviewers are freed."""
@@ -13,11 +13,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import AuditEvent, Membership, Role
-from memories.models import Distribution, ItemStatus, MemoryItem, ReviewSeat, SeatSource
-from memories.services import memory_item_approve
-from memories.services.review_policy import review_policy_update
-from memories.services.review_seats import review_claim, review_claim_next, review_deal, review_release
-from memories.services.review_votes import review_vote_cast
+from memories.items.models import ItemStatus, MemoryItem
+from memories.review.decisions import memory_item_approve
+from memories.review.policy import review_policy_update
+from memories.review.policy_models import Distribution, ReviewSeat, SeatSource
+from memories.review.seats import review_claim, review_claim_next, review_deal, review_release
+from memories.review.votes import review_vote_cast
 from reasoningbank_site.errors import Conflict, Invalid, NotFound
 from tests import factories
 from tests.factories import bulk_items

@@ -1,4 +1,4 @@
-"""Several independent decisions per item (memories.services.review_votes):
+"""Several independent decisions per item (memories.review.votes):
 a vote stays hidden until all are in; agreement applies the decision,
 disagreement goes to an owner or admin; and the agreement measures
 (Cohen's kappa per pair, Fleiss' kappa per bank) on the Reviewers page."""
@@ -8,10 +8,11 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from memories.models import ItemStatus, ReviewVote
-from memories.selectors.agreement import bank_agreement, cohen_kappa, fleiss_kappa
-from memories.services.review_policy import review_policy_update
-from memories.services.review_votes import review_vote_cast
+from memories.items.models import ItemStatus
+from memories.review.agreement import bank_agreement, cohen_kappa, fleiss_kappa
+from memories.review.policy import review_policy_update
+from memories.review.policy_models import ReviewVote
+from memories.review.votes import review_vote_cast
 from reasoningbank_site.errors import Conflict, Invalid
 from tests.factories import bulk_items
 
@@ -131,7 +132,8 @@ def test_a_queue_row_shows_the_reviewers_own_decision_only(client, bank, alice, 
 
 
 def test_taking_back_a_decision_on_a_conflict_returns_it_to_the_owner(bank, item, alice, bob, owner, two_needed):
-    from memories.services import memory_item_reject, memory_item_revert
+    from memories.review.decisions import memory_item_reject
+    from memories.review.reverts import memory_item_revert
 
     review_vote_cast(item=item, author=alice, decision="approve")
     review_vote_cast(item=item, author=bob, decision="reject", reason="Too specific")
@@ -146,7 +148,7 @@ def test_taking_back_a_decision_on_a_conflict_returns_it_to_the_owner(bank, item
 
 
 def test_taking_back_the_reviewers_agreement_flags_it_for_an_owner(bank, item, alice, bob, owner, two_needed):
-    from memories.services import memory_item_revert
+    from memories.review.reverts import memory_item_revert
 
     review_vote_cast(item=item, author=alice, decision="approve")
     review_vote_cast(item=item, author=bob, decision="approve")

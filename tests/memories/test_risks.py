@@ -9,17 +9,16 @@ from pathlib import Path
 import pytest
 
 from accounts.models import AuditEvent
-from memories import selectors
-from memories.models import ItemStatus, RiskFinding
-from memories.risks import RULES_VERSION, Finding, Kind, scan_item, scan_text
-from memories.services import (
-    memory_item_approve,
-    memory_item_edit,
-    memory_item_embed_refresh,
-    memory_item_findings_add,
-    memory_items_risk_scan,
-    retrieval_perform,
-)
+from memories.embedding.items import memory_item_embed_refresh
+from memories.items.models import ItemStatus
+from memories.items.services import memory_item_edit
+from memories.review.decisions import memory_item_approve
+from memories.serving.retrieval import retrieval_perform
+from memories.trust.risk_models import RiskFinding
+from memories.trust.risk_reads import risk_counts
+from memories.trust.risks import memory_item_findings_add, memory_items_risk_scan
+from memories.trust.rules import RULES_VERSION, scan_item, scan_text
+from memories.trust.rules.findings import Finding, Kind
 from reasoningbank_site.errors import RisksNeedConfirmation
 from tests import factories
 from tests.memories.redteam.cases import ATTACKS, BENIGN
@@ -162,7 +161,7 @@ def test_review_api_shows_risks_and_needs_confirm_risks(client, review, risky, i
     assert done.json()["status"] == "approved" and all(r["confirmed"] for r in done.json()["risks"])
     finding = RiskFinding.objects.filter(item=risky).first()
     assert finding.confirmed_token.name == "triage-bot" and finding.confirmed_by is None
-    assert selectors.risk_counts(item_ids=[risky.pk]) == {}
+    assert risk_counts(item_ids=[risky.pk]) == {}
 
 
 def test_review_api_risks_of_another_bank_are_404(client, review, other_bank):

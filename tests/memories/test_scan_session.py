@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from memories import selectors
+from memories.serving.search import HNSW_EF_SEARCH, approved_items_search_counted
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,7 +22,7 @@ def _force_index_scan():
 
 def _search(bank, query):
     with CaptureQueriesContext(connection) as captured:
-        found = selectors.approved_items_search_counted(bank=bank, vector=query, k=3, min_similarity=-1.0)[0]
+        found = approved_items_search_counted(bank=bank, vector=query, k=3, min_similarity=-1.0)[0]
     return sorted(item.pk for item, _ in found), [q["sql"] for q in captured.captured_queries]
 
 
@@ -40,7 +40,7 @@ def test_a_search_is_one_statement_with_the_settings_in_force(bank, crowded):
     found, statements = _search(bank, query)
     assert found == ours  # not starved by the other bank: the iterative scan was in force
     assert len(statements) == 1 and "set_config" not in statements[0]
-    assert _session_settings() == (str(selectors.HNSW_EF_SEARCH), "relaxed_order", "off")
+    assert _session_settings() == (str(HNSW_EF_SEARCH), "relaxed_order", "off")
 
 
 def test_a_replaced_connection_gets_the_settings_again(bank, crowded):
@@ -60,7 +60,7 @@ def test_a_replaced_connection_gets_the_settings_again(bank, crowded):
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         assert cursor.fetchone()[0] != first
-    assert _session_settings() == (str(selectors.HNSW_EF_SEARCH), "relaxed_order", "off")
+    assert _session_settings() == (str(HNSW_EF_SEARCH), "relaxed_order", "off")
 
 
 def test_a_connection_without_the_settings_is_not_trusted(bank, crowded):

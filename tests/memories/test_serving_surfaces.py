@@ -20,16 +20,14 @@ import yaml
 from markdown_it import MarkdownIt
 
 from accounts.models import MAX_TOP_K, Bank, RetrievalMode
-from memories.models import MemoryItem, PublishMode
-from memories.services import (
-    memory_item_approve,
-    memory_item_archive,
-    memory_item_edit,
-    memory_item_embed_refresh,
-    memory_item_supersede,
-)
-from memories.services.learning import memory_item_archive_as_wrong
-from memories.services.releases import release_mode_set, release_publish, release_rollback
+from memories.embedding.items import memory_item_embed_refresh
+from memories.items.models import MemoryItem
+from memories.items.services import memory_item_edit
+from memories.learning.refusals import memory_item_archive_as_wrong
+from memories.releases.labels import release_rollback
+from memories.releases.models import PublishMode
+from memories.releases.publishing import release_mode_set, release_publish
+from memories.review.decisions import memory_item_approve, memory_item_archive, memory_item_supersede
 from reasoningbank_client.async_client import AsyncClient
 from reasoningbank_client.mcp import build_server
 from tests.factories import make_done_trajectory, make_token, propose_item

@@ -16,10 +16,13 @@ from django.urls import reverse
 from django.utils import timezone
 from markdown_it import MarkdownIt
 
-from memories import skill_files
-from memories.models import MemoryItem
-from memories.selectors import bank_lessons, system_block_preamble
-from memories.services import memory_item_archive, memory_item_create, memory_item_edit, memory_item_reject
+from accounts.teams.banks import bank_update_settings
+from memories.items.models import MemoryItem
+from memories.items.services import memory_item_create, memory_item_edit
+from memories.review.decisions import memory_item_archive, memory_item_reject
+from memories.serving import skill_files
+from memories.serving.preview import system_block_preamble
+from memories.serving.skills import bank_lessons
 from tests import factories
 
 API = "/api/v1/export/skills"
@@ -171,6 +174,10 @@ def test_skill_name_comes_from_the_slug_and_an_override_is_checked(bank, owner):
 
 
 def test_agents_section_replaces_its_own_markers_in_place_and_keeps_the_rest(bank, owner, other_bank):
+    bank_update_settings(
+        bank=bank, actor=None, duplicate_threshold=1.0
+    )  # near-identical lessons, kept apart on purpose
+    bank.refresh_from_db()
     approved(bank, owner, "First lesson")
     export = bank_lessons(bank=bank)
     theirs = skill_files.agents_section(bank_lessons(bank=other_bank))

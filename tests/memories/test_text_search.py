@@ -10,13 +10,13 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from memories import selectors
-from memories.models import MemoryItem, item_search_vector
+from memories.items.models import MemoryItem, item_search_vector
+from memories.review.selectors import item_list, review_agents, review_queue
 from reasoningbank_site import search
 from reasoningbank_site.search import SearchPaginator, prefix_tsquery, text_search
 from tests.factories import bulk_items, propose_item
 from trajectories.models import Trajectory, trajectory_search_vector
-from trajectories.selectors import trajectory_list
+from trajectories.records.selectors import trajectory_list
 
 HOSTILE = [
     "'",
@@ -57,33 +57,33 @@ def titles(qs) -> set[str]:
 
 
 def test_partial_words_match_as_prefixes(bank, items):
-    assert titles(selectors.review_queue(bank=bank, text="calen")) == {"Check the official calendar"}
-    assert titles(selectors.review_queue(bank=bank, text="BOOK")) == {"Check the official calendar"}  # description
-    assert titles(selectors.item_list(bank=bank, text="ven")) == {"Check the official calendar"}  # content
-    assert titles(selectors.item_list(bank=bank, text="shop-1")) == {"Retry after a 503"}
-    assert titles(selectors.item_list(bank=bank, text="o'brien")) == {"O'Brien's rule"}
+    assert titles(review_queue(bank=bank, text="calen")) == {"Check the official calendar"}
+    assert titles(review_queue(bank=bank, text="BOOK")) == {"Check the official calendar"}  # description
+    assert titles(item_list(bank=bank, text="ven")) == {"Check the official calendar"}  # content
+    assert titles(item_list(bank=bank, text="shop-1")) == {"Retry after a 503"}
+    assert titles(item_list(bank=bank, text="o'brien")) == {"O'Brien's rule"}
 
 
 def test_every_word_must_match(bank, items):
-    assert titles(selectors.item_list(bank=bank, text="retry flaky")) == {"Retry after a 503"}
-    assert titles(selectors.item_list(bank=bank, text="retry calendar")) == set()
-    assert titles(selectors.item_list(bank=bank, text="  the  ")) == {  # "the" and "them"
+    assert titles(item_list(bank=bank, text="retry flaky")) == {"Retry after a 503"}
+    assert titles(item_list(bank=bank, text="retry calendar")) == set()
+    assert titles(item_list(bank=bank, text="  the  ")) == {  # "the" and "them"
         "Check the official calendar",
         "O'Brien's rule",
     }
 
 
 def test_blank_search_is_no_filter_and_wordless_search_finds_nothing(bank, items):
-    assert len(selectors.item_list(bank=bank, text="   ")) == 3
-    assert list(selectors.item_list(bank=bank, text="!!! ---")) == []
+    assert len(item_list(bank=bank, text="   ")) == 3
+    assert list(item_list(bank=bank, text="!!! ---")) == []
     assert prefix_tsquery("!!! ---") is None
     assert prefix_tsquery("a'b c\\d") == "'a''b':* & 'c\\\\d':*"
 
 
 @pytest.mark.parametrize("text", HOSTILE)
 def test_hostile_text_never_errors(bank, items, text):
-    list(selectors.item_list(bank=bank, text=text))
-    list(selectors.review_queue(bank=bank, text=text))
+    list(item_list(bank=bank, text=text))
+    list(review_queue(bank=bank, text=text))
     list(trajectory_list(bank=bank, text=text))
 
 
@@ -100,8 +100,8 @@ def test_hostile_text_through_the_pages(client, owner, bank, items):
 def test_other_banks_never_match(bank, other_bank, items):
     propose_item(other_bank, title="Check the other calendar")
     Trajectory.objects.create(bank=other_bank, task="Find the calendar of the library", steps=[])
-    assert titles(selectors.item_list(bank=bank, text="calendar")) == {"Check the official calendar"}
-    assert titles(selectors.review_queue(bank=bank, text="cal")) == {"Check the official calendar"}
+    assert titles(item_list(bank=bank, text="calendar")) == {"Check the official calendar"}
+    assert titles(review_queue(bank=bank, text="cal")) == {"Check the official calendar"}
     assert list(trajectory_list(bank=bank, text="library")) == []
 
 
@@ -164,8 +164,8 @@ def test_searched_pages_keep_the_lists_order_ties_included(bank):
     Trajectory.objects.bulk_create(Trajectory(bank=bank, task=f"task number {i}", steps=[]) for i in range(70))
     Trajectory.objects.filter(task__endswith="1").update(created_at=same)
     for qs, total in [
-        (selectors.review_queue(bank=bank, text="lesso"), 120),
-        (selectors.item_list(bank=bank, text="less"), 120),
+        (review_queue(bank=bank, text="lesso"), 120),
+        (item_list(bank=bank, text="less"), 120),
         (trajectory_list(bank=bank, text="numb"), 70),
     ]:
         paginator = SearchPaginator(qs, 50)
@@ -180,7 +180,7 @@ def test_searched_pages_keep_the_lists_order_ties_included(bank):
 def test_past_the_cap_the_count_says_plus_and_pages_stay_in_order(client, owner, bank, monkeypatch):
     monkeypatch.setattr(search, "SEARCH_COUNT_CAP", 20)
     bulk_items(bank, 45)
-    qs = selectors.review_queue(bank=bank, text="lesson")
+    qs = review_queue(bank=bank, text="lesson")
     paginator = SearchPaginator(qs, 10)
     assert (paginator.count, paginator.capped, paginator.num_pages) == (20, True, 2)
     assert [row.pk for row in paginator.page(2).object_list] == list(qs.values_list("pk", flat=True))[10:20]
@@ -215,7 +215,7 @@ def test_a_word_in_most_rows_is_capped_by_walking_the_head_of_the_list(bank, mon
     monkeypatch.setattr(search, "DENSE_HEAD_MISSES", 5)  # the head: the list's first 25 rows
     rows = bulk_items(bank, 45)  # the queue's order: as created
     MemoryItem.objects.filter(pk__in=[rows[i].pk for i in renamed]).update(title="Other", description="", content="")
-    qs = selectors.review_queue(bank=bank, text="lesson")
+    qs = review_queue(bank=bank, text="lesson")
     paginator = SearchPaginator(qs, 10)
     with CaptureQueriesContext(connection) as captured:
         assert (paginator.count, paginator.capped) == expected
@@ -228,7 +228,7 @@ def test_agent_filters_list_the_recent_agents_once_each(client, owner, bank, oth
     for agent in ["shop-bot", "", "calendar-bot", "shop-bot"]:
         Trajectory.objects.create(bank=bank, task="t", agent=agent, steps=[])
     Trajectory.objects.create(bank=other_bank, task="t", agent="elsewhere", steps=[])
-    assert selectors.review_agents(bank=bank) == ["calendar-bot", "shop-bot"]
+    assert review_agents(bank=bank) == ["calendar-bot", "shop-bot"]
     client.force_login(owner)
     html = client.get(reverse("trajectories:list", kwargs={"bank_id": bank.public_id})).content.decode()
     assert 'value="calendar-bot"' in html and 'value="shop-bot"' in html and "elsewhere" not in html
@@ -238,7 +238,7 @@ def test_a_search_ordered_by_text_is_paged_by_the_database(bank, monkeypatch):
     # Python and PostgreSQL collate text differently: such an order is never sorted in Python.
     monkeypatch.setattr(search, "SEARCH_COUNT_CAP", 5)
     bulk_items(bank, 12)
-    qs = selectors.item_list(bank=bank, text="lesson").order_by("title", "id")
+    qs = item_list(bank=bank, text="lesson").order_by("title", "id")
     paginator = SearchPaginator(qs, 5)
     assert (paginator.count, paginator.capped) == (12, False)
     shown = [row.title for n in paginator.page_range for row in paginator.page(n).object_list]

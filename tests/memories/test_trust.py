@@ -8,23 +8,21 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import AuditEvent
-from accounts.services import bank_update_settings
-from memories import selectors
-from memories.models import AutoApproval, ItemStatus, MemoryItem, MemoryItemVersion, VerdictTier
-from memories.services import (
-    auto_approval_audit,
-    auto_approvals_undo,
-    bank_trust_policy_update,
-    memory_item_approve,
-    memory_item_embed_refresh,
-    retrieval_perform,
-)
+from accounts.teams.banks import bank_update_settings
+from memories.embedding.items import memory_item_embed_refresh
+from memories.items.models import ItemStatus, MemoryItem, MemoryItemVersion
+from memories.review.decisions import memory_item_approve
+from memories.serving.retrieval import retrieval_perform
+from memories.trust.auto_approval import audit_sample_pending, auto_approval_stats
+from memories.trust.models import AutoApproval, VerdictTier
+from memories.trust.selectors import item_tier
+from memories.trust.services import auto_approval_audit, auto_approvals_undo, bank_trust_policy_update
 from reasoningbank_site.errors import Invalid
 from tests import factories
 from tests.factories import process_trajectory, record_verdict
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
+from trajectories.judging.verdicts import trajectory_relabel
 from trajectories.models import JudgmentSource, Trajectory
-from trajectories.recording.judgments import trajectory_relabel
 
 SOURCES = {"llm": JudgmentSource.LLM, "agent": JudgmentSource.AGENT, "human": JudgmentSource.HUMAN}
 
@@ -67,7 +65,7 @@ def served(bank, **filters):
 def test_bank_policy_serves_only_items_reaching_its_tier(bank, owner, learnt):
     t, item, manual = learnt
     assert served(bank) == {item.pk, manual.pk}
-    assert selectors.item_tier(item=item) == VerdictTier.JUDGE
+    assert item_tier(item=item) == VerdictTier.JUDGE
     bank_trust_policy_update(bank=bank, actor=owner, min_tier=VerdictTier.HUMAN)
     assert served(bank) == {manual.pk}
     trajectory_relabel(trajectory=t, label="success", reason="Confirmed.", author=owner)
@@ -168,7 +166,7 @@ def test_the_agents_own_success_never_auto_approves_on_its_own(agent_trusted, fa
     items = MemoryItem.objects.filter(experience=t.experience)
     assert items.count() == 2 and {i.status for i in items} == {ItemStatus.PROPOSED}
     assert not AutoApproval.objects.exists()
-    assert selectors.item_tier(item=items[0]) == VerdictTier.AGENT
+    assert item_tier(item=items[0]) == VerdictTier.AGENT
 
 
 def test_the_trust_page_says_the_agents_word_ranks_lowest(client, bank, owner):
@@ -194,11 +192,11 @@ def test_audit_sample_disagreement_and_bulk_undo(bank, fake_llm, owner):
     first, second = AutoApproval.objects.filter(bank=bank).order_by("id")
     auto_approval_audit(approval=first, author=owner, agree=True)
     auto_approval_audit(approval=second, author=owner, agree=False)
-    stats = selectors.auto_approval_stats(bank=bank)
+    stats = auto_approval_stats(bank=bank)
     assert (stats["made"], stats["audited"], stats["disagreement_rate"]) == (2, 2, 0.5)
     second.item.refresh_from_db()
     assert second.item.status == ItemStatus.PROPOSED and "disagreed" in second.item.status_reason
-    assert selectors.audit_sample_pending(bank=bank) == []
+    assert audit_sample_pending(bank=bank) == []
 
     assert auto_approvals_undo(bank=bank, since=started + timedelta(hours=1), author=owner) == 0
     assert auto_approvals_undo(bank=bank, since=started, author=owner) == 1  # the other one went back already

@@ -12,10 +12,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memories.models import ItemStatus, MemoryItem
-from memories.selectors.learning import LifecycleState, lifecycle_items
-from memories.services import memory_item_approve
-from memories.services.learning import bank_learning_update, items_environment_observe, memory_item_validity_set
+from memories.items.models import ItemStatus, MemoryItem
+from memories.learning.policy import bank_learning_update
+from memories.learning.selectors import LifecycleState, lifecycle_items
+from memories.learning.validity import items_environment_observe, memory_item_validity_set
+from memories.review.decisions import memory_item_approve
 from reasoningbank_site.errors import Invalid
 from tests import factories
 from tests.factories import make_done_trajectory, propose_item

@@ -6,7 +6,6 @@ rows in PostgreSQL."""
 from __future__ import annotations
 
 import re
-import time
 import uuid
 
 import httpx
@@ -163,10 +162,11 @@ def test_d_llm_down_longer_than_the_retry_budget_then_back_every_trajectory_fini
             assert response.status_code == 202, response.text
             ids.append(response.json()["id"])
         # Down until every trajectory has used its whole retry budget and is parked (needs_attention today,
-        # awaiting_llm once transient exhaustion is resumable), and a little longer.
+        # awaiting_llm once transient exhaustion is resumable), and the sweeper has found the endpoint still down.
         prod.wait_finished(api, ids, timeout=120, states=("needs_attention", "awaiting_llm"))
         assert all(prod.llm.calls_with(marker) >= attempts for marker in markers), prod.llm.prompts
-        time.sleep(2)
+        probes = prod.llm.probes
+        wait_until(lambda: prod.llm.probes > probes, timeout=60, what="a probe of the endpoint while it is down")
         prod.llm.down = False  # back; nobody does anything
         try:
             final = prod.wait_finished(api, ids, timeout=120, states=("done",))

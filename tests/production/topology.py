@@ -25,7 +25,6 @@ import ctypes
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,7 +39,9 @@ import psutil
 import psycopg
 import redis
 
+from tests import harness
 from tests.fake_llm import FakeLLM, Scripted
+from tests.harness import free_port
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,23 +85,12 @@ class TopologyError(RuntimeError):
     """A part did not start, stop or answer in time (its log is in the message)."""
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def wait_until(predicate: Callable[[], object], *, timeout: float, what: str, interval: float = 0.2):
-    """Poll ``predicate`` until it returns something truthy (returned), or raise TopologyError.
-    (Not tests.helpers.wait_for: bench/ drives the topology outside pytest.)"""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TopologyError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
+    """``tests.harness.wait_until`` whose timeout is a TopologyError, as every other failure of a part here."""
+    try:
+        return harness.wait_until(predicate, timeout=timeout, what=what, interval=interval)
+    except harness.TimedOut as exc:
+        raise TopologyError(str(exc)) from None
 
 
 # A tiny process outliving the harness: when its parent (the harness) is gone without stop() — SIGKILL,
@@ -388,6 +378,8 @@ class LLM(FakeLLM):
             def do_GET(self):  # GET /v1/models: what a client probes to see whether the endpoint is back
                 if not self.path.rstrip("/").endswith("/models"):
                     return self._send(404, b'{"error": {"message": "fake LLM: no such path"}}')
+                with fake._lock:
+                    fake.probes += 1
                 if fake.down:
                     return self._send(503, b'{"error": {"message": "fake LLM: down (503)"}}')
                 self._send(200, b'{"object": "list", "data": [{"id": "fake-model", "object": "model"}]}')
@@ -427,7 +419,9 @@ class LLM(FakeLLM):
 # Creates the team, bank (no rate limit) and token the tests use; prints the token's secret.
 SETUP_SCRIPT = """
 from django.contrib.auth import get_user_model
-from accounts.services import api_token_create, bank_create, team_create
+from accounts.teams.banks import bank_create
+from accounts.teams.services import team_create
+from accounts.tokens.services import api_token_create
 owner = get_user_model().objects.create_user("ops", "ops@example.com", "ops-password-1234")
 bank = bank_create(team=team_create(name="Ops", slug="ops", owner=owner), name="Prod", rate_limit_per_minute=0)
 print(api_token_create(bank=bank, name="prod", scopes=["ingest", "retrieve"], created_by=owner).secret)

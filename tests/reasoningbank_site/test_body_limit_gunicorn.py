@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 
 import httpx
@@ -26,6 +27,7 @@ from reasoningbank_client import AsyncClient, Client, PayloadTooLargeError
 from reasoningbank_site.supervisor import web_argv
 from tests.clients.test_typescript import PACKAGE, compiled  # noqa: F401 (the compiled TypeScript client)
 from tests.conftest import skip_unless, which
+from tests.helpers import wait_for
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="gunicorn as `make run` starts it")
 
@@ -43,8 +45,12 @@ class Web:
 
     def requests_received(self, user_agent: str) -> int:
         """How many POSTs to the trajectories endpoint the access log shows from ``user_agent``, each
-        answered 413 (waiting a moment: gunicorn writes the line after the answer)."""
-        time.sleep(1)
+        answered 413. Gunicorn writes a request's line right after its answer, so a marker request sent
+        now, after the client had every answer it waited for, is logged after them: its line is waited for."""
+        marker = f"log-marker-{uuid.uuid4().hex}"
+        request = urllib.request.Request(f"{self.url}/healthz", headers={"User-Agent": marker})
+        urllib.request.urlopen(request, timeout=30).read()
+        wait_for(lambda: f'"{marker}"' in self.log.read_text(), timeout=30, interval=0.05, what="the marker's line")
         lines = self.log.read_text().splitlines()
         mine = [line for line in lines if f'"{user_agent}"' in line and "POST /api/v1/trajectories" in line]
         assert all('" 413 ' in line for line in mine), mine

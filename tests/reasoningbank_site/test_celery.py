@@ -2,8 +2,8 @@
 
 import pytest
 
-from memories.models import ItemStatus, MemoryItem
-from memories.services import memory_item_create
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.services import memory_item_create, memory_item_edit
 from tests import factories
 from tests.worker import celery_broker, celery_worker, celery_worker_env, wait_for  # noqa: F401
 
@@ -16,10 +16,16 @@ def test_worker_embeds_a_proposed_item_enqueued_on_commit(celery_worker):
         bank=bank,
         title="Confirm a form submission from the page",
         description="Use after submitting a web form.",
+        content="Read the page for a confirmation",
+    )
+    # An edit of its text: embedded by the worker, enqueued on commit (a new item is embedded inline).
+    item = memory_item_edit(
+        item=item,
+        author=None,
         content="Read the page for a confirmation or an inline error before reporting success.",
     )
     assert item.status == ItemStatus.PROPOSED
-    assert item.embedding is None, "a proposed item is embedded by the worker, not inline"
+    assert item.embedding is None, "an edited item is embedded by the worker, not inline"
 
     def embedded():
         row = MemoryItem.objects.filter(pk=item.pk).values("embedding", "embedding_model").get()

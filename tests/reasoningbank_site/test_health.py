@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from memories import embeddings
+from memories.embedding import model as embeddings
 from tests.worker import redis_broker, wait_for  # noqa: F401
 
 
@@ -81,9 +81,9 @@ def test_a_web_process_loads_the_model_at_start_and_commands_do_not():
     # modules with it): no request waits for either. The model runs
     # under ONNX Runtime, so torch stays out of the web process (its export runs in a subprocess)…
     started = _python(
-        "import sys, reasoningbank_site.wsgi; from memories import embeddings\n"
+        "import sys, reasoningbank_site.wsgi; from memories.embedding import model as embeddings\n"
         "print(embeddings.model_is_loaded(), embeddings.model_load_error() or 'no error', 'torch' in sys.modules,"
-        " 'memories.api' in sys.modules)"
+        " 'memories.serving.api' in sys.modules)"
     )
     assert started == "True no error False True"
     # …while Django set up for a management command (or the test suite) never imports torch.
@@ -93,7 +93,7 @@ def test_a_web_process_loads_the_model_at_start_and_commands_do_not():
 
 def test_a_web_process_starts_even_when_the_warm_up_search_cannot_reach_the_database():
     started = _python(
-        "import reasoningbank_site.wsgi; from memories import embeddings; print(embeddings.model_is_loaded())",
+        "import reasoningbank_site.wsgi; from memories.embedding import model as embeddings; print(embeddings.model_is_loaded())",
         RB_DATABASE_NAME="rb_no_such_database",
     )
     assert started == "True"

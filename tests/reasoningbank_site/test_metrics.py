@@ -8,7 +8,7 @@ import re
 import pytest
 from django.test import Client
 
-from memories.services import memory_item_create
+from memories.items.services import memory_item_create, memory_item_edit
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -41,7 +41,8 @@ def test_metrics_count_requests_by_route_and_read_the_pipeline(bank, owner):
             "/api/v1/retrieve", data=json.dumps({"query": "opening hours"}), content_type="application/json", **auth
         )
         assert response.status_code == 200, response.content
-    memory_item_create(bank=bank, author=owner, title="Unembedded", description="d", content="c")
+    item = memory_item_create(bank=bank, author=owner, title="Unembedded", description="d", content="c")
+    memory_item_edit(item=item, author=owner, content="c, edited")  # its new text waits for a worker
 
     response = client.get("/metrics")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/plain")

@@ -5,7 +5,7 @@ when one is set, else a request from this machine."""
 import pytest
 from django.test import Client
 
-from memories import embeddings
+from memories.embedding import model as embeddings
 from tests.worker import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)

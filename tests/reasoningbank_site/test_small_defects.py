@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from accounts.models import Membership, Role
 from accounts.templatetags.rb import ago
-from memories.models import MemoryItem
+from memories.items.models import MemoryItem
 from reasoningbank_site.text import counted
 from tests import factories
 from tests.factories import propose_item

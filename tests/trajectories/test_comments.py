@@ -7,8 +7,8 @@ import pytest
 from accounts.models import AuditEvent
 from reasoningbank_site.errors import Forbidden, Invalid
 from tests import factories
-from trajectories.comments import comment_add, comment_delete, comments_on
-from trajectories.models import COMMENT_MAX, Comment
+from trajectories.records.comments import comment_add, comment_delete, comments_on
+from trajectories.records.models import COMMENT_MAX, Comment
 
 pytestmark = pytest.mark.django_db
 

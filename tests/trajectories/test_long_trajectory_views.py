@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from tests.factories import make_done_trajectory, propose_item
 from tests.long_trajectory import FINAL_ANSWER, contrast_items, error_indexes, long_steps, make_group
-from trajectories.selectors import STEP_PAGE_SIZE
+from trajectories.records.steps import STEP_PAGE_SIZE
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 FIRST_RESPONSE_BOUND = 60_000  # bytes of HTML for a 600-step run (244,002 before paging; 36,521 after)

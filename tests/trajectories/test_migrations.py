@@ -6,7 +6,7 @@ import importlib
 import pytest
 from django.apps import apps
 
-from memories.models import MemoryItem
+from memories.items.models import MemoryItem
 from tests import factories
 
 pytestmark = pytest.mark.django_db

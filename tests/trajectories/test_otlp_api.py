@@ -15,6 +15,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+import time_machine
+from django.utils import timezone
 from google.rpc import status_pb2
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http import Compression
@@ -28,8 +30,10 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from tests import factories
 from tests.trajectories.fixtures import make_otlp_fixtures
-from trajectories import otlp
-from trajectories.models import TraceSpan, Trajectory
+from trajectories.models import Trajectory
+from trajectories.otlp.decode import to_otlp_json
+from trajectories.otlp.models import TraceSpan
+from trajectories.otlp.wire import JSON, PROTOBUF
 from trajectories.pipeline.sweeper import pipeline_sweep
 
 # The server answers on a loaded machine too: a generous timeout instead of httpx's 5 s.
@@ -196,7 +200,7 @@ def test_json_body_from_the_sdk_encoder(live_server, bank, token):
     memory = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(memory))
     agent_run(provider.get_tracer("t"), "Translate the README to French", "Done: README.fr.md")
-    document = otlp.to_otlp_json(encode_spans(memory.get_finished_spans()))
+    document = to_otlp_json(encode_spans(memory.get_finished_spans()))
 
     response = post_json(live_server.url, token, document)
     assert response.status_code == 200, response.text
@@ -306,9 +310,9 @@ def test_wrong_scope_is_403_status_in_the_request_encoding(live_server, bank):
     response = http_post(
         live_server.url + PATH,
         content=encode_spans(memory.get_finished_spans()).SerializeToString(),
-        headers={"Authorization": f"Bearer {retrieve_only}", "Content-Type": otlp.PROTOBUF},
+        headers={"Authorization": f"Bearer {retrieve_only}", "Content-Type": PROTOBUF},
     )
-    assert response.status_code == 403 and response.headers["Content-Type"] == otlp.PROTOBUF
+    assert response.status_code == 403 and response.headers["Content-Type"] == PROTOBUF
     assert "ingest" in status_pb2.Status.FromString(response.content).message
     assert not Trajectory.objects.exists()
 
@@ -321,11 +325,11 @@ def test_no_token_is_401(live_server, db):
 @pytest.mark.parametrize(
     "content_type, body, encoding",
     [
-        (otlp.PROTOBUF, b"\xff\xff\xff\xff not protobuf", ""),
-        (otlp.JSON, b"{not json", ""),
-        (otlp.JSON, b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}', ""),
-        (otlp.JSON, b'{"resourceSpans": "many"}', ""),
-        (otlp.PROTOBUF, b"\x1f\x8b\x08 truncated gzip", "gzip"),
+        (PROTOBUF, b"\xff\xff\xff\xff not protobuf", ""),
+        (JSON, b"{not json", ""),
+        (JSON, b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}', ""),
+        (JSON, b'{"resourceSpans": "many"}', ""),
+        (PROTOBUF, b"\x1f\x8b\x08 truncated gzip", "gzip"),
     ],
 )
 def test_garbage_is_400_with_a_status(live_server, token, content_type, body, encoding):
@@ -335,7 +339,7 @@ def test_garbage_is_400_with_a_status(live_server, token, content_type, body, en
     response = http_post(live_server.url + PATH, content=body, headers=headers)
     assert response.status_code == 400, response.text
     assert response.headers["Content-Type"] == content_type
-    if content_type == otlp.JSON:
+    if content_type == JSON:
         assert response.json()["message"]
     else:
         assert "not" in status_pb2.Status.FromString(response.content).message
@@ -355,7 +359,7 @@ def test_oversized_and_gzip_bombs_are_413(live_server, token, settings):
     response = http_post(
         live_server.url + PATH,
         content=b"\x00" * 20_000,
-        headers={"Authorization": f"Bearer {token}", "Content-Type": otlp.PROTOBUF},
+        headers={"Authorization": f"Bearer {token}", "Content-Type": PROTOBUF},
     )
     assert response.status_code == 413
     assert "limit" in status_pb2.Status.FromString(response.content).message
@@ -382,7 +386,7 @@ def test_invalid_ids_are_rejected_as_partial_success(live_server, bank, token):
     response = http_post(
         live_server.url + PATH,
         content=json.dumps(document_of(broken)).encode(),
-        headers={"Authorization": f"Bearer {token}", "Content-Type": otlp.JSON},
+        headers={"Authorization": f"Bearer {token}", "Content-Type": JSON},
     )
     assert response.json()["partialSuccess"]["rejectedSpans"] == "2"
 
@@ -392,14 +396,15 @@ def test_rate_limited_is_429_with_retry_after(live_server, bank):
     bank.save(update_fields=["rate_limit_per_minute"])
     token = factories.make_token(bank)
     document = document_of(spans_of(fixture("otlp_genai.json"))[:1])
-    assert post_json(live_server.url, token, document).status_code == 200
-    response = http_post(
-        live_server.url + PATH,
-        content=b"",
-        headers={"Authorization": f"Bearer {token}", "Content-Type": otlp.PROTOBUF},
-    )
+    with time_machine.travel(timezone.now().replace(second=20, microsecond=0), tick=False):  # 20 s into a window
+        assert post_json(live_server.url, token, document).status_code == 200
+        response = http_post(
+            live_server.url + PATH,
+            content=b"",
+            headers={"Authorization": f"Bearer {token}", "Content-Type": PROTOBUF},
+        )
     assert response.status_code == 429
-    assert int(response.headers["Retry-After"]) > 0
+    assert response.headers["Retry-After"] == "40"  # the seconds left in the one-minute window
     assert "Rate limit" in status_pb2.Status.FromString(response.content).message
 
 
@@ -407,9 +412,9 @@ def test_protobuf_success_answer_is_an_export_response(live_server, token):
     response = http_post(
         live_server.url + PATH,
         content=b"",
-        headers={"Authorization": f"Bearer {token}", "Content-Type": otlp.PROTOBUF},
+        headers={"Authorization": f"Bearer {token}", "Content-Type": PROTOBUF},
     )
-    assert response.status_code == 200 and response.headers["Content-Type"] == otlp.PROTOBUF
+    assert response.status_code == 200 and response.headers["Content-Type"] == PROTOBUF
     assert not ExportTraceServiceResponse.FromString(response.content).HasField("partial_success")
 
 

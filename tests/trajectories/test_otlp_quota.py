@@ -13,11 +13,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from accounts.services import bank_update_settings
+from accounts.teams.banks import bank_update_settings
 from tests import factories
 from tests.trajectories.test_otlp_api import PATH, agent_run, http_post, post_json, sdk
-from trajectories import otlp
-from trajectories.models import TraceSpan, Trajectory
+from trajectories.models import Trajectory
+from trajectories.otlp.decode import to_otlp_json
+from trajectories.otlp.models import TraceSpan
+from trajectories.otlp.wire import PROTOBUF
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eager_celery")]
 
@@ -61,7 +63,7 @@ def test_an_export_past_the_quota_answers_partial_success_with_its_rejected_span
     response = http_post(
         live_server.url + PATH,
         content=request.SerializeToString(),
-        headers={"Authorization": f"Bearer {spent}", "Content-Type": otlp.PROTOBUF},
+        headers={"Authorization": f"Bearer {spent}", "Content-Type": PROTOBUF},
     )
     assert response.status_code == 200
     partial = ExportTraceServiceResponse.FromString(response.content).partial_success
@@ -73,7 +75,7 @@ def test_an_export_past_the_quota_answers_partial_success_with_its_rejected_span
 def test_an_export_completes_only_as_many_traces_as_the_quota_has_left(live_server, bank, owner):
     token = factories.make_token(bank)
     bank_update_settings(bank=bank, actor=owner, ingest_quota_per_day=1)
-    document = otlp.to_otlp_json(encode_spans(_runs("First task", "Second task")))
+    document = to_otlp_json(encode_spans(_runs("First task", "Second task")))
     response = post_json(live_server.url, token, document)
     assert response.status_code == 200
     partial = response.json()["partialSuccess"]
@@ -87,7 +89,7 @@ def test_the_last_trajectory_of_the_quota_leaves_no_room_for_another_traces_span
     bank_update_settings(bank=bank, actor=owner, ingest_quota_per_day=1)
     first, second = _runs("First task"), _runs("Second task")
     waiting = [span for span in second if span.parent is not None]  # the second trace, its root still to come
-    document = otlp.to_otlp_json(encode_spans(first + waiting))
+    document = to_otlp_json(encode_spans(first + waiting))
     partial = post_json(live_server.url, token, document).json()["partialSuccess"]
     assert partial["rejectedSpans"] == str(len(waiting)) and "daily ingest quota" in partial["errorMessage"]
     assert list(Trajectory.objects.filter(bank=bank).values_list("task", flat=True)) == ["First task"]

@@ -22,7 +22,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from tests.conftest import skip_unless
 from tests.trajectories.fixtures import record_otlp_instrumentations as recorded
-from trajectories.models import TraceSpan, Trajectory
+from trajectories.models import Trajectory
+from trajectories.otlp.models import TraceSpan
 
 PATH = "/api/v1/otel/v1/traces"
 FIXTURES = Path(__file__).parent / "fixtures"

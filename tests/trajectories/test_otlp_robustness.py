@@ -15,9 +15,10 @@ from django.db import connection
 from reasoningbank_site.text import is_cut
 from tests import factories
 from tests.conftest import queued_tasks
-from trajectories.models import TraceSpan, Trajectory
-from trajectories.otlp import MAX_SPAN_CHARS
+from trajectories.models import Trajectory
 from trajectories.otlp.buffer import CLOSE_TASK
+from trajectories.otlp.decode import MAX_SPAN_CHARS
+from trajectories.otlp.models import TraceSpan
 from trajectories.pipeline.sweeper import pipeline_sweep
 
 PATH = "/api/v1/otel/v1/traces"

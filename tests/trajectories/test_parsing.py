@@ -2,7 +2,7 @@
 
 import pytest
 
-from trajectories.parsing import JudgeAnswer, parse_citations, parse_judge_answer, parse_memory_items
+from trajectories.pipeline.parsing import JudgeAnswer, parse_citations, parse_judge_answer, parse_memory_items
 
 pytestmark = pytest.mark.usefixtures("eager_celery")
 

@@ -7,15 +7,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from accounts.services import bank_update_settings
-from memories.services import memory_item_approve, memory_item_reject
+from accounts.teams.banks import bank_update_settings
+from memories.review.decisions import memory_item_approve, memory_item_reject
 from tests.factories import process_trajectory, propose_item, record_verdict
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
-from trajectories import prompting
-from trajectories.ingest import normalize_trajectory
-from trajectories.judging.datasets import judge_eval_rows
+from trajectories.exports.datasets import judge_eval_rows
+from trajectories.ingest.normalize import normalize_trajectory
 from trajectories.judging.few_shot import in_holdout
 from trajectories.models import JudgmentSource, Status, Trajectory
+from trajectories.pipeline import prompting
 from trajectories.prompts import NAMES, prompt_load
 
 pytestmark = pytest.mark.usefixtures("eager_celery")

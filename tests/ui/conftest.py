@@ -34,7 +34,7 @@ def browser():
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # the sync API runs an event loop in this thread
     from playwright.sync_api import sync_playwright
 
-    from memories.embeddings import embed_texts
+    from memories.embedding.model import embed_texts
 
     embed_texts(["warm up"])  # load the model now, not inside the first approve under a UI timeout
 

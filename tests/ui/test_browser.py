@@ -14,8 +14,8 @@ import re
 import pytest
 
 from accounts.models import Role
-from memories.models import ItemStatus, MemoryItem
-from memories.services import memory_item_create
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.services import memory_item_create
 from tests import factories
 from tests.factories import bulk_items, make_done_trajectory, propose_item
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from trajectories.models import Comment
+from trajectories.records.models import Comment
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from accounts.models import Role
-from accounts.services import bank_update_settings
-from memories.models import ItemStatus, MemoryItem
-from memories.services import memory_item_approve, memory_item_create, memory_item_embed_refresh
+from accounts.teams.banks import bank_update_settings
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.services import memory_item_create
+from memories.review.decisions import memory_item_approve
 from tests import factories
 from tests.factories import make_done_trajectory, propose_item
 
@@ -67,8 +68,12 @@ def test_queue_preview_support_and_the_duplicate_confirmation(page, live_server,
 
 def _twin_scene(bank, owner):
     served = memory_item_create(bank=bank, status=ItemStatus.APPROVED, author=owner, **DATES)
+    # Written while the bank merged only identical text (a twin queued then), checked at today's threshold.
+    bank_update_settings(bank=bank, actor=None, duplicate_threshold=1.0)
+    bank.refresh_from_db()
     twin = memory_item_create(bank=bank, author=owner, **{**DATES, "title": DATES["title"] + " (again)"})
-    memory_item_embed_refresh(item_id=twin.pk)
+    bank_update_settings(bank=bank, actor=None, duplicate_threshold=0.92)
+    bank.refresh_from_db()
     return served, twin
 
 

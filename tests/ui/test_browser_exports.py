@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from accounts.models import Role
-from memories.services import memory_item_approve
+from memories.review.decisions import memory_item_approve
 from tests import factories
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -11,8 +11,8 @@ from playwright.sync_api import expect
 
 from tests import factories
 from tests.trajectories.judging.test_experiments import CANDIDATE_MARK, judge_by_version, labelled
+from trajectories.judging.models import Experiment, PromptVersion
 from trajectories.judging.prompt_versions import prompt_active
-from trajectories.models import Experiment, PromptVersion
 from trajectories.prompts import prompt_load
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -13,10 +13,10 @@ import pytest
 from playwright.sync_api import expect
 
 from accounts.models import ApiToken, Role
-from accounts.services import api_token_create
-from memories.models import ItemStatus, MemoryItem
-from memories.services import memory_item_create
-from memories.views import queue
+from accounts.tokens.services import api_token_create
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.services import memory_item_create
+from memories.review.views import queue
 from tests import factories
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

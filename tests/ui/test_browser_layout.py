@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from accounts.models import Team
-from memories.models import ItemStatus, MemoryItem
+from memories.items.models import ItemStatus, MemoryItem
 from tests import factories
 from tests.factories import make_done_trajectory, propose_item
 from tests.ui.conftest import PASSWORD

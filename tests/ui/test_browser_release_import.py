@@ -9,9 +9,11 @@ import json
 
 import pytest
 
-from memories.models import ImportState, ItemStatus, MemoryItem, ReleaseImport, RiskFinding
-from memories.selectors.releases import RELEASE_FORMAT
-from memories.services.releases.imports import release_import_run
+from memories.items.models import ItemStatus, MemoryItem
+from memories.releases.imports import release_import_run
+from memories.releases.models import ImportState, ReleaseImport
+from memories.releases.selectors import RELEASE_FORMAT
+from memories.trust.risk_models import RiskFinding
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

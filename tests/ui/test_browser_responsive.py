@@ -10,8 +10,9 @@ import pytest
 from django.urls import reverse
 
 from accounts.models import Role
-from accounts.services import api_token_create
-from memories.services import memory_item_approve, memory_item_edit, memory_item_reject
+from accounts.tokens.services import api_token_create
+from memories.items.services import memory_item_edit
+from memories.review.decisions import memory_item_approve, memory_item_reject
 from tests import factories
 from tests.factories import bulk_items, make_done_trajectory, propose_item
 from tests.ui.conftest import PASSWORD

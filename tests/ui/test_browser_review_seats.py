@@ -10,8 +10,9 @@ import pytest
 from playwright.sync_api import expect
 
 from accounts.models import Role
-from memories.models import Distribution, ItemStatus, ReviewSeat, ReviewVote
-from memories.services.review_policy import review_policy_update
+from memories.items.models import ItemStatus
+from memories.review.policy import review_policy_update
+from memories.review.policy_models import Distribution, ReviewSeat, ReviewVote
 from tests import factories
 from tests.ui.conftest import _login, open_page
 

@@ -11,8 +11,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from memories.models import ItemStatus, MemoryItem
-from memories.services import memory_item_create
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.services import memory_item_create
 from tests.ui.conftest import open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

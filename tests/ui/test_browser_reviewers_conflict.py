@@ -14,10 +14,11 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from memories.models import ItemStatus, ReviewVote
-from memories.selectors.review import REVIEWERS_DISAGREE
-from memories.services.review_policy import review_policy_update
-from memories.services.review_votes import review_vote_cast
+from memories.items.models import ItemStatus
+from memories.review.policy import review_policy_update
+from memories.review.policy_models import ReviewVote
+from memories.review.selectors import REVIEWERS_DISAGREE
+from memories.review.votes import review_vote_cast
 from tests import factories
 from tests.ui.conftest import _login, open_page
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from memories.models import ItemStatus
-from memories.services.review_policy import review_policy_update
+from memories.items.models import ItemStatus
+from memories.review.policy import review_policy_update
 from tests import factories
 from tests.ui.conftest import _login, open_page
 

@@ -10,8 +10,9 @@ import re
 import pytest
 
 from accounts.models import Role
-from memories.models import ItemStatus, MemoryItem, RiskFinding
-from memories.services import memory_items_risk_scan
+from memories.items.models import ItemStatus, MemoryItem
+from memories.trust.risk_models import RiskFinding
+from memories.trust.risks import memory_items_risk_scan
 from tests import factories
 from tests.factories import make_done_trajectory, propose_item
 

@@ -5,7 +5,7 @@ outcomes agents report back are compared per bank and per item.
 - ``report``: the bank report (``bank_impact``) behind the Impact page and
   ``GET /api/v1/impact``; ``items``: the per-item effects (``item_outcomes``);
 - ``tallies``: reads of the maintained sums (memories.RetrievalTally, written
-  by memories.services.impact_tallies);
+  by memories.serving.tallies);
 - ``statistics``, ``arms``, ``verdicts``: the maths, plain functions of
   counts with no Django, so bench/impact_simulation.py runs the same code on
   simulated banks. This module imports nothing for that reason."""

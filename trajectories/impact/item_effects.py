@@ -9,8 +9,8 @@ from __future__ import annotations
 from django.db.models import Q
 
 from accounts.models import Bank
-from memories.models import MemoryItem
-from memories.services.learning import ItemEffect, memory_items_outcomes_record
+from memories.items.models import MemoryItem
+from memories.learning.retirement import ItemEffect, memory_items_outcomes_record
 from trajectories.impact.items import ItemOutcome, item_outcomes
 from trajectories.impact.report import bank_impact
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from accounts.models import Bank
-from memories.models import ItemSide, MemoryItem
+from memories.items.models import MemoryItem
+from memories.serving.models import ItemSide
 from trajectories.impact.arms import percent
 from trajectories.impact.report import ImpactReport, bank_impact
 from trajectories.impact.statistics import item_effects

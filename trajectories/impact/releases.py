@@ -12,9 +12,10 @@ from django.db.models import Count, F, FloatField, Q, Sum
 from django.db.models.functions import Cast, Coalesce, NullIf
 
 from accounts.models import Bank
-from memories.models import Arm, BankReleasing, RetrievalEvent
-from memories.selectors.releases import bank_releasing
-from memories.services.releases import release_canary_stop
+from memories.releases.labels import release_canary_stop
+from memories.releases.models import BankReleasing
+from memories.releases.selectors import bank_releasing
+from memories.serving.models import Arm, RetrievalEvent
 from trajectories.impact.arms import ArmSums
 from trajectories.impact.verdicts import Assessment, Decision, Guardrail, assess
 

@@ -4,7 +4,7 @@ and ``GET /api/v1/impact`` (``bank_impact``); per item it is
 ``statistics``, ``arms`` and ``verdicts`` (checked on simulated banks by
 bench/impact_simulation.py).
 
-What is measured: retrievals are split by ``memories.services.retrieval_perform``
+What is measured: retrievals are split by ``memories.serving.retrieval.retrieval_perform``
 into a treatment arm (items served) and a holdout arm (nothing served; the
 event still records what *would* have been served). Agents that send
 ``retrieval_id`` with their trajectory link an outcome to its arm. Success is
@@ -29,7 +29,7 @@ A time window filters by when the *retrieval* happened (whole UTC days), so
 an outcome counts in the window of the retrieval that fed it.
 
 Speed: nothing here reads the trajectories. The sums come from
-memories.RetrievalTally (kept by memories.services.impact_tallies from the
+memories.RetrievalTally (kept by memories.serving.tallies from the
 one verdict write path, read by ``tallies``), a few rows per day and item."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from datetime import UTC, datetime, time, timedelta
 from django.utils import timezone
 
 from accounts.models import Bank
-from memories.models import Arm
+from memories.serving.models import Arm
 from trajectories.impact.arms import ArmStats, percent
 from trajectories.impact.statistics import MIN_ITEM_UNITS, MIN_UNITS, MIXTURE_SD
 from trajectories.impact.tallies import Period, arm_sums, latest_period, window_days

@@ -1,5 +1,5 @@
 """Reads of the Impact report's maintained sums (memories.RetrievalTally,
-written by memories.services.impact_tallies): the holdout-fraction period to
+written by memories.serving.tallies): the holdout-fraction period to
 compare, and the period's sums per arm and per item and side. A few rows per
 day and item, so nothing here reads the trajectories, and each query reads at
 most a day of retrievals."""
@@ -14,7 +14,7 @@ from django.db import connection
 from django.db.models import Q
 
 from accounts.models import Bank
-from memories.models import Arm, RetrievalEvent, RetrievalTally
+from memories.serving.models import Arm, RetrievalEvent, RetrievalTally
 from trajectories.impact.arms import ArmStats, percent
 
 

@@ -21,25 +21,27 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.audit.services import audit_record
 from accounts.models import Bank
-from accounts.services import audit_record, bank_update_settings
+from accounts.teams.banks import bank_update_settings
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.errors import Conflict, Invalid, Unavailable
 from reasoningbank_site.text import prompt_version_label
+from trajectories.dashboard.selectors import Rate
 from trajectories.judging.few_shot import HOLDOUT_PERCENT, human_labelled, in_holdout
+from trajectories.judging.models import Experiment, ExperimentStatus, PromptName, PromptVersion
 from trajectories.judging.prompt_versions import (
     prompt_active,
     prompt_default_restore,
     prompt_of,
     prompt_version_activate,
 )
-from trajectories.models import Experiment, ExperimentStatus, Label, PromptName, PromptVersion, Trajectory
-from trajectories.parsing import parse_judge_answer
+from trajectories.models import Label, Trajectory
 from trajectories.pipeline.judge import judge_prompt_build
 from trajectories.pipeline.llm import chat, llm_configured
 from trajectories.pipeline.llm_calls import JUDGE_REMINDER
 from trajectories.pipeline.llm_errors import LLMPermanentError
-from trajectories.selectors import Rate
+from trajectories.pipeline.parsing import parse_judge_answer
 
 log = logging.getLogger(__name__)
 

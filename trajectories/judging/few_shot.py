@@ -24,10 +24,10 @@ from django.db.models import Q
 from pgvector.django import CosineDistance
 
 from accounts.models import Bank
-from memories.embeddings import embed_texts
-from memories.models import ItemStatus, MemoryItem
+from memories.embedding.model import embed_texts
+from memories.items.models import ItemStatus, MemoryItem
 from trajectories.models import Judgment, JudgmentSource, Trajectory
-from trajectories.prompting import neutralize, render_steps
+from trajectories.pipeline.prompting import neutralize, render_steps
 
 HOLDOUT_PERCENT = 30  # share of task ids set aside for experiments, never shown as examples
 CANDIDATES = 200

@@ -18,10 +18,11 @@ from django.db import transaction
 from django.db.models import JSONField, Max
 from django.db.models.expressions import RawSQL
 
+from accounts.audit.services import audit_record
 from accounts.models import Bank
-from accounts.services import audit_record
 from reasoningbank_site.errors import Invalid
-from trajectories.models import PromptName, PromptVersion, Trajectory
+from trajectories.judging.models import PromptName, PromptVersion
+from trajectories.models import Trajectory
 from trajectories.prompts import prompt_load, prompt_problems
 
 FEW_SHOT_SUFFIX = "+fs"

@@ -4,7 +4,7 @@
 
 from django.db import migrations
 
-SOURCE_METADATA_MAX = 50  # as memories.models.SOURCE_METADATA_MAX when written
+SOURCE_METADATA_MAX = 50  # as memories.items.models.SOURCE_METADATA_MAX when written
 
 
 def backfill_item_provenance(apps, schema_editor):

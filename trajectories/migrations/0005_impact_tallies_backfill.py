@@ -5,7 +5,7 @@ from django.db import migrations
 
 # Raw SQL on the tables as of memories 0005; imported, not copied, so the
 # migration and the service never disagree on what a tally row holds.
-from trajectories.recording.judgments import retrieval_outcomes_rebuild
+from trajectories.judging.verdicts import retrieval_outcomes_rebuild
 
 
 def backfill(apps, schema_editor):

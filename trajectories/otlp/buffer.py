@@ -14,9 +14,10 @@ from django.db import connection, transaction
 from accounts.models import ApiToken, Bank
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.text import counted
-from trajectories.models import TraceSpan, Trajectory
+from trajectories.ingest.quotas import ingest_quota_left
+from trajectories.models import Trajectory
 from trajectories.otlp.decode import is_agent_span, is_root, span_problem
-from trajectories.recording.quotas import ingest_quota_left
+from trajectories.otlp.models import TraceSpan
 
 # Registered in trajectories.tasks; enqueued by name (this module never imports tasks).
 CLOSE_TASK = "trajectories.otlp_close"

@@ -24,10 +24,11 @@ from django.utils import timezone
 from accounts.models import ApiToken, Bank
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.text import counted
-from trajectories.models import InputFormat, TraceSpan, Trajectory
+from trajectories.ingest.record import trajectory_ingest
+from trajectories.models import InputFormat, Trajectory
 from trajectories.otlp.buffer import lock_trace
 from trajectories.otlp.mapping import trajectory_from_spans
-from trajectories.recording.ingest import trajectory_ingest
+from trajectories.otlp.models import TraceSpan
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from trajectories.ingest import MAX_STEP_CONTENT_CHARS
+from trajectories.ingest.shared import MAX_STEP_CONTENT_CHARS
 
 # An OpenInference list index (``llm.input_messages.N.…``) has at most this many digits.
 _MAX_INDEX_DIGITS = 6

@@ -16,8 +16,9 @@ from django.db.models import BigIntegerField, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from memories.models import TrustPolicy
-from trajectories.models import LLMUsage, Status, Trajectory
+from memories.trust.models import TrustPolicy
+from trajectories.models import Status, Trajectory
+from trajectories.pipeline.models import LLMUsage
 from trajectories.pipeline.transitions import trajectory_move, trajectory_move_many
 
 # How often a parked row looks again (a raised budget is seen within this time).

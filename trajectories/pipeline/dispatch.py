@@ -14,7 +14,7 @@ that runs out parks its rows (``awaiting_llm``, or its MaTTS group stays
 resumes them with a fresh budget once the endpoint answers a probe, and a
 reviewer's Retry or ``rb_resume --retry-transient`` resumes them at once.
 
-This module never imports trajectories.recording or the tasks (recording imports it)."""
+This module never imports trajectories.ingest or the tasks (ingest imports it)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from accounts.services import audit_record
+from accounts.audit.services import audit_record
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.errors import Conflict
 from trajectories.models import Status, Trajectory

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from memories.embeddings import embeddings_prefetched, item_embedding_text
-from memories.models import ItemOrigin, SupportKind
-from memories.selectors.learning import LearningState, bank_learning_state
-from memories.services import ProposedItem, experience_create, memory_items_propose, memory_items_screen
-from memories.services.learning import items_environment_observe
+from memories.embedding.model import embeddings_prefetched, item_embedding_text
+from memories.items.experiences import experience_create
+from memories.items.models import ItemOrigin, SupportKind
+from memories.items.services import ProposedItem, memory_items_propose
+from memories.learning.selectors import LearningState, bank_learning_state
+from memories.learning.validity import items_environment_observe
+from memories.trust.services import memory_items_screen
 from reasoningbank_site.text import counted
 from trajectories.judging.few_shot import distill_examples
 from trajectories.judging.prompt_versions import FEW_SHOT_SUFFIX, prompt_active_among
@@ -20,11 +22,11 @@ from trajectories.models import Label, Status, Trajectory
 from trajectories.pipeline.budget import budget_is_set
 from trajectories.pipeline.llm import distill_model_for
 from trajectories.pipeline.llm_calls import DISTILL_CALL, SEQUENTIAL_CALL, items_parser, llm_ask
+from trajectories.pipeline.prompting import render_trajectory
 from trajectories.pipeline.refused import refused_lessons
 from trajectories.pipeline.risk_check import risk_second_opinion
 from trajectories.pipeline.rows import DISTILLING_DETAIL, trajectory_row
 from trajectories.pipeline.transitions import trajectory_move, trajectory_take
-from trajectories.prompting import render_trajectory
 from trajectories.prompts import prompt_fill
 
 MAX_ITEMS = 3

@@ -14,22 +14,23 @@ from django.db import transaction
 
 from reasoningbank_site.commits import commit_without_waiting_for_disk
 from trajectories.judging.few_shot import judge_examples
+from trajectories.judging.models import PromptName
 from trajectories.judging.prompt_versions import (
     FEW_SHOT_SUFFIX,
     ActivePrompt,
     active_prompt_versions,
     prompt_active_among,
 )
-from trajectories.models import JudgmentSource, PromptName, Status, Trajectory
-from trajectories.parsing import parse_judge_answer
+from trajectories.judging.verdicts import judgment_record
+from trajectories.models import JudgmentSource, Status, Trajectory
 from trajectories.pipeline.budget import budget_is_set
 from trajectories.pipeline.llm import judge_model_for
 from trajectories.pipeline.llm_calls import JUDGE_CALL, llm_ask
+from trajectories.pipeline.parsing import parse_judge_answer
+from trajectories.pipeline.prompting import render_trajectory
 from trajectories.pipeline.rows import DISTILLING_DETAIL, trajectory_row
 from trajectories.pipeline.transitions import trajectory_move, trajectory_move_on, trajectory_take
-from trajectories.prompting import render_trajectory
 from trajectories.prompts import prompt_fill
-from trajectories.recording.judgments import judgment_record
 
 
 def judge_prompt_build(*, trajectory: Trajectory, prompt: ActivePrompt, few_shot: bool) -> tuple[str, str]:

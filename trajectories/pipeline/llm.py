@@ -14,13 +14,10 @@ from collections.abc import Iterable
 
 import openai
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 
-from trajectories.pipeline.llm_errors import (
-    LLMBudgetSpent,
-    LLMNotConfigured,
-    LLMPermanentError,
-    LLMTransientError,
-)
+from trajectories.pipeline.llm_errors import LLMBudgetSpent, LLMNotConfigured, LLMPermanentError, LLMTransientError
 from trajectories.pipeline.llm_metrics import llm_measured, llm_tokens_count
 from trajectories.pipeline.llm_usage import llm_budget_hold, llm_budget_release, llm_call_estimate, llm_usage_settle
 
@@ -36,6 +33,14 @@ def llm_configured() -> bool:
 @functools.lru_cache(maxsize=4)
 def _client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
     return openai.OpenAI(base_url=base_url or None, api_key=api_key, timeout=timeout, max_retries=0)
+
+
+@receiver(setting_changed)
+def llm_client_forget(*, setting: str, **kwargs) -> None:
+    """A changed endpoint setting (``override_settings``, as in tests) drops the cached clients, so none keeps
+    pooled connections to a server that is gone."""
+    if setting in {"RB_LLM_BASE_URL", "OPENAI_API_KEY", "RB_LLM_TIMEOUT"}:
+        _client.cache_clear()
 
 
 def get_client() -> openai.OpenAI:

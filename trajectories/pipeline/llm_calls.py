@@ -16,12 +16,12 @@ from typing import TypeVar
 from django.db.models import F, QuerySet
 
 from trajectories.models import Status, Trajectory
-from trajectories.parsing import parse_memory_items
 from trajectories.pipeline.budget import budget_park_rows
 from trajectories.pipeline.llm import chat
 from trajectories.pipeline.llm_errors import LLMBudgetSpent, LLMPermanentError, LLMTransientError
+from trajectories.pipeline.parsing import parse_memory_items
+from trajectories.pipeline.prompting import excerpt
 from trajectories.pipeline.transitions import trajectory_move_many
-from trajectories.prompting import excerpt
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ holds an estimate before each call (``llm_budget_hold``: refused with
 LLMBudgetSpent when the budget cannot cover it), and once the endpoint
 answered replaces the hold with the real usage (``llm_usage_settle``); a
 failed call drops its hold (``llm_budget_release``). The reads are in
-``trajectories.selectors.llm_usage``.
+``trajectories.dashboard.llm_usage``.
 
 One raw-SQL statement per call, because the ORM has no additive upsert
 (``bulk_create(update_conflicts=True)`` overwrites): ``INSERT … ON CONFLICT DO
@@ -24,9 +24,9 @@ from django.db import connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from memories.models import TrustPolicy
-from trajectories.models import LLM_MODEL_NAME_MAX, LLMBudgetHold, LLMUsage
+from memories.trust.models import TrustPolicy
 from trajectories.pipeline.llm_errors import LLMBudgetSpent
+from trajectories.pipeline.models import LLM_MODEL_NAME_MAX, LLMBudgetHold, LLMUsage
 
 ADDED = """calls = {table}.calls + 1,
         prompt_tokens = {table}.prompt_tokens + EXCLUDED.prompt_tokens,

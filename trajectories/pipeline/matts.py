@@ -6,19 +6,22 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from memories.models import Experience, ItemOrigin
-from memories.services import ProposedItem, experience_create, memory_items_propose, memory_items_screen
+from memories.items.experiences import Experience, experience_create
+from memories.items.models import ItemOrigin
+from memories.items.services import ProposedItem, memory_items_propose
+from memories.trust.services import memory_items_screen
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.text import counted
+from trajectories.judging.models import PromptName
 from trajectories.judging.prompt_versions import prompt_active
-from trajectories.models import PromptName, Status, Trajectory
+from trajectories.models import Status, Trajectory
 from trajectories.pipeline.budget import group_budget_park
 from trajectories.pipeline.distill import proposed_detail, step_indexes
 from trajectories.pipeline.llm import distill_model_for, llm_configured
 from trajectories.pipeline.llm_calls import CONTRAST_CALL, items_parser, llm_ask
+from trajectories.pipeline.prompting import render_group
 from trajectories.pipeline.rows import NO_LLM_DETAIL
 from trajectories.pipeline.transitions import trajectory_move, trajectory_move_many
-from trajectories.prompting import render_group
 from trajectories.prompts import prompt_fill
 
 MAX_ITEMS_PARALLEL = 5

@@ -3,10 +3,10 @@ the task at hand, with the reviewers' reasons, so it proposes something else."""
 
 from __future__ import annotations
 
-from memories.embeddings import embed_texts
-from memories.selectors.learning import LearningState, refused_nearest
+from memories.embedding.model import embed_texts
+from memories.learning.selectors import LearningState, refused_nearest
 from trajectories.models import Trajectory
-from trajectories.prompting import neutralize
+from trajectories.pipeline.prompting import neutralize
 
 REFUSED_CHARS = 600  # one refused lesson at most
 REASON_CHARS = 200

@@ -12,12 +12,13 @@ import json
 import logging
 import re
 
-from memories.models import MemoryItem, TrustPolicy
-from memories.risks import KIND_LABELS, Finding
-from memories.services import memory_item_findings_add
+from memories.items.models import MemoryItem
+from memories.trust.models import TrustPolicy
+from memories.trust.risks import memory_item_findings_add
+from memories.trust.rules.findings import KIND_LABELS, Finding
 from trajectories.pipeline.llm import chat, distill_model_for
 from trajectories.pipeline.llm_errors import LLMError
-from trajectories.prompting import neutralize
+from trajectories.pipeline.prompting import neutralize
 from trajectories.prompts import prompt_render
 
 logger = logging.getLogger(__name__)

@@ -39,7 +39,7 @@ from trajectories.pipeline.llm_calls import CONTRAST_CALL
 from trajectories.pipeline.llm_errors import LLMTransientError
 from trajectories.pipeline.matts import trajectory_group_distill
 from trajectories.pipeline.sweeper import pipeline_sweep
-from trajectories.recording.retention import trajectory_steps_purge_expired
+from trajectories.records.retention import trajectory_steps_purge_expired
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ def pipeline_sweep_task() -> None:
 
 @shared_task(name="trajectories.purge_steps", ignore_result=True, acks_late=True)
 def trajectory_steps_purge_task() -> None:
-    """Beat, hourly: apply each bank's step retention (see trajectories.recording.retention)."""
+    """Beat, hourly: apply each bank's step retention (see trajectories.records.retention)."""
     trajectory_steps_purge_expired()
 
 

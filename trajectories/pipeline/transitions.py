@@ -18,8 +18,8 @@ from django.utils import timezone
 
 from reasoningbank_site.commits import commit_without_waiting_for_disk
 from trajectories.models import Status, Trajectory
+from trajectories.pipeline.events import needs_attention_move
 from trajectories.pipeline.held import TAKEN_BY
-from trajectories.pipeline.webhook_events import needs_attention_move
 
 S = Status
 

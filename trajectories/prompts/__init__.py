@@ -40,7 +40,7 @@ def prompt_render(name: str, **values: str) -> tuple[str, str]:
 
 # What every wording of a prompt must keep: the placeholders the pipeline
 # fills, and the markers of the answer format its parser reads
-# (trajectories.parsing). A bank's own version is refused without them.
+# (trajectories.pipeline.parsing). A bank's own version is refused without them.
 ITEM_FORMAT = ("# Memory Item", "## Title", "## Description", "## Content")
 REQUIRED_PLACEHOLDERS = {
     "judge": ("trajectory",),

@@ -14,9 +14,10 @@ from datetime import timedelta
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from accounts.errors import AccountsError
 from accounts.models import ApiToken, Bank, Scope
-from accounts.selectors import bank_find, bank_tokens
-from accounts.services import AccountsError, api_token_create, api_token_revoke
+from accounts.teams.selectors import bank_find, bank_tokens
+from accounts.tokens.services import api_token_create, api_token_revoke
 
 
 def _find_bank(ref: str) -> Bank:
@@ -40,7 +41,7 @@ def _parse_scopes(raw: str) -> list[str]:
     return scopes
 
 
-# accounts.services.api_token_create stores the secret's first 12 characters as the prefix.
+# accounts.tokens.services.api_token_create stores the secret's first 12 characters as the prefix.
 PREFIX_LENGTH = 12
 
 

@@ -13,9 +13,9 @@ import uuid
 
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.errors import AccountsError
 from accounts.management.commands.rb_token import _find_bank, _when
 from accounts.models import WebhookSubscription
-from accounts.services import AccountsError
 from accounts.webhooks.events import EVENTS
 from accounts.webhooks.subscriptions import webhook_subscription_create, webhook_subscription_delete
 

@@ -1,8 +1,10 @@
 """Python client of the ReasoningBank service.
 
-``client`` owns ``Client`` and ``async_client`` ``AsyncClient`` (one method
-per API endpoint, retries, typed errors), both built on ``base`` (request
-paths and bodies, answers); ``run`` the ``client.run(...)`` context managers;
+``endpoints`` holds every method of the API once, as a sans-IO operation
+(``operations``), on top of ``base`` (request paths and bodies, answers,
+retries); ``client`` owns ``Client``, which performs them blocking, and
+``async_client`` ``AsyncClient``, which awaits them; ``run`` the
+``client.run(...)`` context managers;
 ``types`` the answers as dataclasses; ``errors`` the exceptions; ``retry``
 the retry policy; ``adapters`` the conversion of agent-framework traces
 (OpenAI Agents SDK, LangChain) into messages the service reads; ``compat``

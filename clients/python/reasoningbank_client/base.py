@@ -1,6 +1,7 @@
-"""What ``Client`` (client.py) and ``AsyncClient`` (async_client.py) share:
-``_Base`` builds every request path and body and reads every answer; the two
-classes only send."""
+"""The configuration, request bodies and answers both clients share: ``_Base``
+builds every request path and body, reads every answer and retries
+(``_request``, an operation of operations.py); the API's methods are written
+once on top of it in endpoints.py, and ``Client`` / ``AsyncClient`` only send."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import httpx
 from reasoningbank_client import __version__
 from reasoningbank_client.adapters import to_messages
 from reasoningbank_client.errors import ConfigurationError, ConnectionError, RBError, error_for
-from reasoningbank_client.retry import RetryPolicy, parse_retry_after
+from reasoningbank_client.operations import Call, Op, Sleep
+from reasoningbank_client.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
 
 API_PREFIX = "/api/v1"
 DEFAULT_TIMEOUT = 30.0
@@ -130,6 +132,27 @@ class _Base:
 
     def _connection_error(self, exc: Exception) -> ConnectionError:
         return ConnectionError(f"Could not reach {self.base_url}: {exc!r}", code="connection_error")
+
+    def _request(self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None) -> Op[Any]:
+        """One request, retried as ``self.retry`` says (retry.py): its parsed JSON, or the typed error."""
+        attempt, waited = 0, 0.0
+        while True:
+            attempt += 1
+            try:
+                response = yield Call(method, path, json, params)
+            except httpx.TransportError as exc:
+                error, retry_after = self._connection_error(exc), None
+            else:
+                body, error, retry_after = self._read(response)
+                if error is None:
+                    return body
+                if response.status_code not in RETRY_STATUSES:
+                    raise error
+            delay = self.retry.next_delay(attempt, waited, retry_after)
+            if delay is None:
+                raise error
+            yield Sleep(delay)
+            waited += delay
 
     # --- request bodies -------------------------------------------------------------------------
     @staticmethod

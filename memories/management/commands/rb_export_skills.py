@@ -19,9 +19,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.models import Bank
-from accounts.selectors import bank_find
-from memories import selectors, skill_files
-from memories.selectors import BankLessons
+from accounts.teams.selectors import bank_find
+from memories.serving import skill_files
+from memories.serving.skills import BankLessons, bank_lessons
 from reasoningbank_site.errors import Invalid
 
 
@@ -47,7 +47,7 @@ class Command(BaseCommand):
             raise CommandError(f"No bank '{ref}'. Give its slug or TEAM/SLUG.") from None
         except Bank.MultipleObjectsReturned:
             raise CommandError(f"Several teams have a bank '{ref}': say which, as TEAM/{ref}.") from None
-        lessons = selectors.bank_lessons(bank=bank)
+        lessons = bank_lessons(bank=bank)
         try:
             name = skill_files.skill_name(lessons, options["name"])
             written = self._write(lessons, options["format"], name, options["out"])

@@ -35,7 +35,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from memories.models import ItemStatus, MemoryItem
+from memories.items.models import ItemStatus, MemoryItem
 from reasoningbank_site import embedded, workers
 from reasoningbank_site.demo import ADMIN_PASSWORD, ADMIN_USERNAME, DEMO, DEMO_QUERY, demo_token_path
 from reasoningbank_site.metrics import multiprocess_dir_prepare

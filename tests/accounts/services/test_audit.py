@@ -2,11 +2,11 @@
 
 import pytest
 
-from accounts import services
+from accounts.audit.services import audit_record
 
 
 def test_audit_record_from_any_service(bank, owner):
-    event = services.audit_record(
+    event = audit_record(
         action="memory_item.approve",
         bank=bank,
         user=owner,
@@ -16,4 +16,4 @@ def test_audit_record_from_any_service(bank, owner):
     )
     assert event.team == bank.team and event.object_id == str(bank.public_id) and event.object_type == "bank"
     with pytest.raises(ValueError):
-        services.audit_record(action="x.y")
+        audit_record(action="x.y")

@@ -2,14 +2,13 @@
 
 import pytest
 
-from accounts import services
+from accounts.errors import AccountsError
 from accounts.models import AuditEvent, Bank
+from accounts.teams.banks import bank_archive, bank_unarchive, bank_update_settings
 
 
 def test_bank_settings_update_audits_only_changed_fields(bank, owner):
-    services.bank_update_settings(
-        bank=bank, actor=owner, top_k=5, min_similarity=bank.min_similarity, holdout_fraction=0.1
-    )
+    bank_update_settings(bank=bank, actor=owner, top_k=5, min_similarity=bank.min_similarity, holdout_fraction=0.1)
     bank.refresh_from_db()
     assert (bank.top_k, bank.holdout_fraction) == (5, 0.1)
     event = AuditEvent.objects.get(action="bank.update_settings")
@@ -31,15 +30,15 @@ def test_bank_settings_update_audits_only_changed_fields(bank, owner):
     ],
 )
 def test_bank_settings_reject_bad_values(bank, owner, values):
-    with pytest.raises(services.AccountsError):
-        services.bank_update_settings(bank=bank, actor=owner, **values)
+    with pytest.raises(AccountsError):
+        bank_update_settings(bank=bank, actor=owner, **values)
 
 
 def test_bank_archive_roundtrip_is_idempotent_and_audited(bank, owner):
-    services.bank_archive(bank=bank, actor=owner)
-    services.bank_archive(bank=bank, actor=owner)
+    bank_archive(bank=bank, actor=owner)
+    bank_archive(bank=bank, actor=owner)
     assert Bank.objects.get(pk=bank.pk).is_archived
-    services.bank_unarchive(bank=bank, actor=owner)
+    bank_unarchive(bank=bank, actor=owner)
     assert not Bank.objects.get(pk=bank.pk).is_archived
     assert list(AuditEvent.objects.filter(bank=bank).values_list("action", flat=True).order_by("id")) == [
         "bank.create",

@@ -6,14 +6,14 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
-from accounts import services
+from accounts.errors import AccountsConflict, AccountsError, InvitationError
 from accounts.models import Invitation, Membership, Role
-from accounts.services.errors import AccountsConflict
+from accounts.teams.invitations import invitation_accept, invitation_create
 from tests import factories
 
 
 def test_invitation_is_emailed_used_once_and_expires(team, owner, owner_m):
-    issued = services.invitation_create(
+    issued = invitation_create(
         team=team,
         email="new@example.com",
         role=Role.REVIEWER,
@@ -27,27 +27,27 @@ def test_invitation_is_emailed_used_once_and_expires(team, owner, owner_m):
     joiner = factories.make_user()
     joiner.email = "new@example.com"  # invitations are bound to the invited address
     joiner.save(update_fields=["email"])
-    membership = services.invitation_accept(secret=issued.secret, user=joiner)
+    membership = invitation_accept(secret=issued.secret, user=joiner)
     assert membership.role == Role.REVIEWER and membership.team == team
-    with pytest.raises(services.InvitationError) as used:
-        services.invitation_accept(secret=issued.secret, user=factories.make_user())
+    with pytest.raises(InvitationError) as used:
+        invitation_accept(secret=issued.secret, user=factories.make_user())
     assert used.value.reason == "used"
 
-    late = services.invitation_create(
+    late = invitation_create(
         team=team, email="late@example.com", role=Role.VIEWER, actor=owner, actor_membership=owner_m
     )
     Invitation.objects.filter(pk=late.invitation.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
-    with pytest.raises(services.InvitationError) as expired:
-        services.invitation_accept(secret=late.secret, user=factories.make_user())
+    with pytest.raises(InvitationError) as expired:
+        invitation_accept(secret=late.secret, user=factories.make_user())
     assert expired.value.reason == "expired"
-    with pytest.raises(services.InvitationError) as unknown:
-        services.invitation_accept(secret="nope", user=joiner)
+    with pytest.raises(InvitationError) as unknown:
+        invitation_accept(secret="nope", user=joiner)
     assert unknown.value.reason == "unknown"
 
 
 def test_invitation_mail_sent_on_commit(team, owner, owner_m, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        issued = services.invitation_create(
+        issued = invitation_create(
             team=team,
             email="mail@example.com",
             role=Role.VIEWER,
@@ -63,20 +63,16 @@ def test_invitation_mail_sent_on_commit(team, owner, owner_m, django_capture_on_
 def test_only_owners_invite_owners(team):
     admin = factories.make_member(team, Role.ADMIN)
     admin_m = Membership.objects.get(team=team, user=admin)
-    with pytest.raises(services.AccountsError, match="Only owners invite owners"):
-        services.invitation_create(
-            team=team, email="x@example.com", role=Role.OWNER, actor=admin, actor_membership=admin_m
-        )
+    with pytest.raises(AccountsError, match="Only owners invite owners"):
+        invitation_create(team=team, email="x@example.com", role=Role.OWNER, actor=admin, actor_membership=admin_m)
 
 
 def test_invitation_never_downgrades_an_existing_member(team, owner, owner_m):
     admin = factories.make_member(team, Role.ADMIN)
     # An invitation to a member's own address is refused up front; one any account may accept can still reach them.
     with pytest.raises(AccountsConflict, match="already a member"):
-        services.invitation_create(
-            team=team, email=admin.email, role=Role.VIEWER, actor=owner, actor_membership=owner_m
-        )
-    issued = services.invitation_create(
+        invitation_create(team=team, email=admin.email, role=Role.VIEWER, actor=owner, actor_membership=owner_m)
+    issued = invitation_create(
         team=team,
         email="shared@example.com",
         role=Role.VIEWER,
@@ -84,4 +80,4 @@ def test_invitation_never_downgrades_an_existing_member(team, owner, owner_m):
         actor_membership=owner_m,
         allow_any_email=True,
     )
-    assert services.invitation_accept(secret=issued.secret, user=admin).role == Role.ADMIN
+    assert invitation_accept(secret=issued.secret, user=admin).role == Role.ADMIN

@@ -4,31 +4,31 @@ from datetime import UTC, timedelta
 
 from django.utils import timezone
 
-from accounts import services
+from accounts.tokens.auth import api_token_hit
 from tests import factories
 
 
 def test_rate_counter_counts_in_fixed_windows(token, bank):
-    from accounts.selectors import api_token_for_secret
+    from accounts.tokens.auth import api_token_for_secret
 
     api_token = api_token_for_secret(raw=token)
     t0 = timezone.now().replace(second=5, microsecond=0)
-    decisions = [services.api_token_hit(token=api_token, limit=2, now=t0) for _ in range(3)]
+    decisions = [api_token_hit(token=api_token, limit=2, now=t0) for _ in range(3)]
     assert [d.count for d in decisions] == [1, 2, 3]
     assert [d.allowed for d in decisions] == [True, True, False]
     assert decisions[-1].retry_after == 55
     # The next minute starts a fresh window.
-    assert services.api_token_hit(token=api_token, limit=2, now=t0 + timedelta(minutes=1)).count == 1
+    assert api_token_hit(token=api_token, limit=2, now=t0 + timedelta(minutes=1)).count == 1
     # 0 means no limit.
-    assert services.api_token_hit(token=api_token, limit=0, now=t0).allowed
+    assert api_token_hit(token=api_token, limit=0, now=t0).allowed
 
 
 def test_token_usage_compaction_folds_old_minutes_into_days_and_keeps_totals(bank):
     from datetime import datetime, timedelta
 
     from accounts.models import TokenUsage
-    from accounts.selectors import api_token_for_secret
-    from accounts.services import token_usage_compact
+    from accounts.tokens.auth import api_token_for_secret
+    from accounts.tokens.usage import token_usage_compact
 
     token = api_token_for_secret(raw=factories.make_token(bank))
     other = api_token_for_secret(raw=factories.make_token(bank, name="other"))

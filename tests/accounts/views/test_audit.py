@@ -8,14 +8,17 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from accounts import services
+from accounts.audit.services import audit_record
 from accounts.models import Membership, Role
+from accounts.teams.banks import bank_update_settings
+from accounts.teams.services import membership_change_role
+from accounts.tokens.services import api_token_create
 
 
 @pytest.fixture
 def audited(bank, people):
-    services.bank_update_settings(bank=bank, actor=people["owner"], top_k=4)
-    services.api_token_create(bank=bank, name="=cmd|calc", scopes=["retrieve"], created_by=people["admin"])
+    bank_update_settings(bank=bank, actor=people["owner"], top_k=4)
+    api_token_create(bank=bank, name="=cmd|calc", scopes=["retrieve"], created_by=people["admin"])
     return bank
 
 
@@ -50,7 +53,7 @@ def test_audit_filters(as_, people, audited):
 
 def test_audit_paginates(as_, people, bank):
     for n in range(55):
-        services.audit_record(action="test.bulk", bank=bank, user=people["owner"], after={"n": n})
+        audit_record(action="test.bulk", bank=bank, user=people["owner"], after={"n": n})
     url = reverse("accounts:bank_audit", kwargs={"bank_id": bank.public_id})
     client = as_(people["owner"])
     first = client.get(url, {"action": "test.bulk"})
@@ -61,7 +64,7 @@ def test_audit_paginates(as_, people, bank):
 
 
 def test_audit_csv_streams_filtered_rows_safely(as_, people, audited, other_bank):
-    services.audit_record(action="token.create", bank=other_bank, after={"name": "NOT-OURS"})
+    audit_record(action="token.create", bank=other_bank, after={"name": "NOT-OURS"})
     url = reverse("accounts:bank_audit_csv", kwargs={"bank_id": audited.public_id})
     response = as_(people["viewer"]).get(url)
     assert response.streaming and response["Content-Type"].startswith("text/csv")
@@ -78,7 +81,7 @@ def test_audit_csv_streams_filtered_rows_safely(as_, people, audited, other_bank
 
 
 def test_audit_csv_defuses_spreadsheet_formulas(as_, people, bank):
-    services.audit_record(action="=HYPERLINK(1)", bank=bank, after={"n": 1})
+    audit_record(action="=HYPERLINK(1)", bank=bank, after={"n": 1})
     response = as_(people["owner"]).get(reverse("accounts:bank_audit_csv", kwargs={"bank_id": bank.public_id}))
     rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert rows[0]["action"] == "'=HYPERLINK(1)"
@@ -86,7 +89,7 @@ def test_audit_csv_defuses_spreadsheet_formulas(as_, people, bank):
 
 def test_team_audit_includes_membership_changes(as_, people, team):
     viewer_m = Membership.objects.get(team=team, user=people["viewer"])
-    services.membership_change_role(
+    membership_change_role(
         membership=viewer_m,
         role=Role.REVIEWER,
         actor=people["owner"],

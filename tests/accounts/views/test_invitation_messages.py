@@ -8,8 +8,9 @@ import pytest
 from django.core import mail
 from django.test import override_settings
 
-from accounts import services
 from accounts.models import Invitation
+from accounts.teams.invitations import invitation_create
+from accounts.teams.services import team_create
 from tests import factories
 from tests.accounts.views import team_url
 
@@ -17,7 +18,7 @@ from tests.accounts.views import team_url
 @pytest.fixture
 def crew(db):
     owner = factories.make_user("crew-owner")
-    return owner, services.team_create(name="Crew", owner=owner)
+    return owner, team_create(name="Crew", owner=owner)
 
 
 @override_settings(EMAIL_BACKEND="django.core.mail.backends.console.EmailBackend")
@@ -56,7 +57,7 @@ def test_inviting_a_member_again_says_already_a_member_and_sends_nothing(client,
 
 def test_the_invited_users_home_page_mentions_the_pending_invitation(client, crew):
     owner, team = crew
-    services.invitation_create(
+    invitation_create(
         team=team, email="joiner@example.com", role="reviewer", actor=owner, actor_membership=team.memberships.get()
     )
     joiner = factories.make_user("joiner")

@@ -8,8 +8,8 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
-from accounts import services
 from accounts.models import Invitation, Membership, Role, Team
+from accounts.teams.services import team_create
 from tests import factories
 from tests.accounts.views import team_url
 
@@ -91,7 +91,7 @@ def _invite(client, team, email="new@example.com", role="reviewer"):
 @pytest.mark.django_db(transaction=True)
 def test_invitation_flow_signup_accept_once(client):
     owner = factories.make_user("own")
-    team = services.team_create(name="Crew", owner=owner)
+    team = team_create(name="Crew", owner=owner)
     client.force_login(owner)
     link = _invite(client, team)
     client.logout()
@@ -116,7 +116,7 @@ def test_invitation_flow_signup_accept_once(client):
 @pytest.mark.django_db(transaction=True)
 def test_expired_invitation_shows_clear_page(client):
     owner = factories.make_user("own2")
-    team = services.team_create(name="Crew2", owner=owner)
+    team = team_create(name="Crew2", owner=owner)
     client.force_login(owner)
     link = _invite(client, team, role="viewer")
     Invitation.objects.update(expires_at=timezone.now() - timedelta(minutes=1))

@@ -3,8 +3,9 @@
 import pytest
 from django.urls import reverse
 
-from accounts import services
 from accounts.models import ApiToken
+from accounts.tokens.auth import api_token_hit
+from accounts.tokens.services import api_token_create
 from tests.accounts.views import bank_url
 
 
@@ -31,7 +32,7 @@ def test_token_create_validates(as_, people, bank):
 
 @pytest.mark.parametrize("who", ["reviewer", "viewer"])
 def test_reviewers_and_viewers_see_tokens_without_secrets_or_controls(as_, people, bank, who):
-    issued = services.api_token_create(bank=bank, name="visible", scopes=["retrieve"])
+    issued = api_token_create(bank=bank, name="visible", scopes=["retrieve"])
     url = reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id})
     html = as_(people[who]).get(url).content.decode()
     assert (
@@ -48,8 +49,8 @@ def test_reviewers_and_viewers_see_tokens_without_secrets_or_controls(as_, peopl
 
 
 def test_revoke_token_and_other_banks_token_is_404(as_, people, bank, other_bank):
-    mine = services.api_token_create(bank=bank, name="mine", scopes=["retrieve"])
-    theirs = services.api_token_create(bank=other_bank, name="theirs", scopes=["retrieve"])
+    mine = api_token_create(bank=bank, name="mine", scopes=["retrieve"])
+    theirs = api_token_create(bank=other_bank, name="theirs", scopes=["retrieve"])
 
     def revoke(token_id) -> str:
         return reverse("accounts:token_revoke", kwargs={"bank_id": bank.public_id, "token_id": token_id})
@@ -66,7 +67,7 @@ def test_revoke_token_and_other_banks_token_is_404(as_, people, bank, other_bank
 
 
 def test_revoking_a_token_asks_for_confirmation_first(as_, people, bank):
-    issued = services.api_token_create(bank=bank, name="shop agent", scopes=["retrieve"])
+    issued = api_token_create(bank=bank, name="shop agent", scopes=["retrieve"])
     url = reverse("accounts:token_revoke", kwargs={"bank_id": bank.public_id, "token_id": issued.token.public_id})
     client = as_(people["admin"])
     tokens = client.get(bank_url(bank, "bank_tokens")).content.decode()
@@ -86,9 +87,9 @@ def test_revoking_a_token_asks_for_confirmation_first(as_, people, bank):
 
 def test_token_list_shows_request_counts_in_bounded_queries(as_, people, bank, django_assert_max_num_queries):
     for n in range(3):
-        issued = services.api_token_create(bank=bank, name=f"t{n}", scopes=["retrieve"])
+        issued = api_token_create(bank=bank, name=f"t{n}", scopes=["retrieve"])
         for _ in range(n + 1):
-            services.api_token_hit(token=issued.token, limit=0)
+            api_token_hit(token=issued.token, limit=0)
     client = as_(people["viewer"])
     url = reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id})
     with django_assert_max_num_queries(8):

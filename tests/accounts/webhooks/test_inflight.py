@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from accounts.models import WebhookAttempt, WebhookDelivery
 from accounts.webhooks.delivery import NextAttempt, webhook_delivery_run
-from accounts.webhooks.inflight import _slot_key, bank_inflight_slot
+from accounts.webhooks.inflight import bank_inflight_slot
 from accounts.webhooks.subscriptions import webhook_events_emit, webhook_subscription_create
 from tests import factories
 from tests.webhook_receiver import Receiver
@@ -43,27 +43,31 @@ def receiver():
 
 @contextmanager
 def slots_taken_elsewhere(bank_id: int, count: int) -> Iterator[None]:
-    """Hold ``count`` of the bank's slots from another session (a thread's own connection)."""
-    taken, release, done = threading.Event(), threading.Event(), threading.Event()
+    """Hold ``count`` of the bank's slots from other sessions, as other worker threads' attempts would: each
+    thread (its own connection) takes one slot through ``bank_inflight_slot`` and keeps it until released."""
+    release = threading.Event()
+    taken = threading.Semaphore(0)
 
     def hold():
         try:
-            with connection.cursor() as cursor:
-                for slot in range(count):
-                    cursor.execute("SELECT pg_advisory_lock(%s)", [_slot_key(bank_id, slot)])
-            taken.set()
-            release.wait(30)
+            with bank_inflight_slot(bank_id=bank_id) as got:
+                assert got, "a free slot"
+                taken.release()
+                release.wait(30)
         finally:
             connection.close()  # the session ends: its locks go with it
-            done.set()
 
-    threading.Thread(target=hold, daemon=True).start()
-    assert taken.wait(10)
+    threads = [threading.Thread(target=hold, daemon=True) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+        assert taken.acquire(timeout=10)  # one at a time: each takes the next free slot
     try:
         yield
     finally:
         release.set()
-        assert done.wait(10)
+        for thread in threads:
+            thread.join(10)
+            assert not thread.is_alive()
 
 
 def _delivery_for(bank, url) -> WebhookDelivery:

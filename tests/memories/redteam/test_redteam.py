@@ -5,7 +5,8 @@ Every attack kind must be flagged; at most 10 % of the benign look-alikes."""
 
 import pytest
 
-from memories.models import ItemStatus, MemoryItem, RiskFinding
+from memories.items.models import ItemStatus, MemoryItem
+from memories.trust.risk_models import RiskFinding
 from tests import factories
 from tests.memories.redteam.cases import ATTACKS, BENIGN, CASES
 from tests.trajectories.llm_answers import JUDGE_SUCCESS

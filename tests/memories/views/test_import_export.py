@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from memories.models import MemoryItem
-from memories.services import memory_item_create
+from memories.items.models import MemoryItem
+from memories.items.services import memory_item_create
 
 
 def _download(response) -> list[dict]:

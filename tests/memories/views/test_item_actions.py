@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from memories.models import ItemStatus
+from memories.items.models import ItemStatus
 from tests.factories import propose_item
 from tests.memories.views import HTMX, item_action, page_urls
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from memories.models import ItemStatus, MemoryItem
+from memories.items.models import ItemStatus, MemoryItem
 
 
 def test_reviewer_writes_a_memory_by_hand_and_can_approve_it_at_once(client, reviewer, viewer, stranger, bank):

@@ -12,9 +12,13 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from memories.models import BankLearning, ItemStatus, MemoryItem
-from memories.services import memory_item_approve, memory_item_reject
-from memories.services.learning import ItemEffect, bank_learning_update, memory_items_outcomes_record
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.services import memory_item_edit
+from memories.learning.models import BankLearning
+from memories.learning.policy import bank_learning_update
+from memories.learning.refusals import memory_item_archive_as_wrong
+from memories.learning.retirement import ItemEffect, memory_items_outcomes_record
+from memories.review.decisions import memory_item_approve, memory_item_reject
 from tests.factories import make_done_trajectory, propose_item
 
 REASON = "Official pages of this city are months out of date."
@@ -84,6 +88,17 @@ def test_each_state_has_a_queue_filter_and_a_badge(client, reviewer, bank, scene
     assert "suspended" in retirement and "Impact says this item hurts" in retirement  # the evidence, in the row
     assert "site_version is now" in _queue(client, bank, state="stale")
     assert _queue(client, bank, state="nonsense")  # an unknown state is ignored, never a 500
+
+
+def test_an_item_archived_as_wrong_and_distilled_again_is_badged_repeated_in_the_queue(client, reviewer, bank, owner):
+    wrong = memory_item_approve(
+        item=propose_item(bank, title="Call the shop", content="Phone before you go."), author=owner
+    )
+    memory_item_archive_as_wrong(item=wrong, author=owner, reason="The shop has no phone.")
+    propose_item(bank, make_done_trajectory(bank), title="Call the shop", content="Phone before you go.")
+    client.force_login(reviewer)
+    page = _queue(client, bank, state="repeated")
+    assert wrong.title in page and 'data-lifecycle="repeated"' in page
 
 
 def test_the_item_page_shows_a_refused_items_repeats_with_the_reason_and_reopens_it(client, reviewer, bank, scene):
@@ -204,3 +219,16 @@ def test_utility_ranking_is_a_bank_setting_the_settings_page_shows(client, owner
         'name="utility_ranking"' in page
         and reverse("memories:bank_learning", kwargs={"bank_id": bank.public_id}) in page
     )
+
+
+def test_the_item_page_folds_a_long_history_after_five_entries(client, reviewer, bank, owner):
+    item = propose_item(bank, title="Prefer the official source")
+    for n in range(7):
+        memory_item_edit(item=item, author=owner, tags=[f"edit-{n}"])
+    client.force_login(reviewer)
+    page = client.get(reverse("memories:item_detail", kwargs={"bank_id": bank.public_id, "item_id": item.public_id}))
+    html = page.content.decode()
+    shown, folded = html.split("data-history-more", 1)
+    assert "<summary>Show all 8</summary>" in folded
+    assert shown.count("<strong>edited</strong>") == 5 and folded.count("<strong>edited</strong>") == 2
+    assert "<strong>created</strong>" in folded  # the oldest entry, folded

@@ -7,9 +7,10 @@ import re
 
 from django.urls import reverse
 
-from memories.models import MemoryItem, PublishMode
-from memories.services import memory_item_approve
-from memories.services.releases import release_mode_set, release_publish
+from memories.items.models import MemoryItem
+from memories.releases.models import PublishMode
+from memories.releases.publishing import release_mode_set, release_publish
+from memories.review.decisions import memory_item_approve
 from tests.factories import propose_item
 
 
@@ -60,3 +61,22 @@ def test_an_approved_item_production_does_not_serve_says_so_on_every_page(client
 
     releases = client.get(reverse("trajectories:releases", kwargs={"bank_id": b})).content.decode()
     assert re.search(r"Production \(release 2\) serves 2 items now; what the draft adds", releases)
+
+
+def test_the_memories_page_names_each_items_state_and_why_it_is_not_served(client, owner, bank):
+    release_mode_set(bank=bank, mode=PublishMode.MANUAL, actor=owner)
+    published = memory_item_approve(item=propose_item(bank, title="Published lesson"), author=owner)
+    release_publish(bank=bank, actor=owner)
+    memory_item_approve(
+        item=propose_item(bank, title="Waiting lesson", content="Another lesson entirely."),
+        author=owner,
+        confirm_duplicate=True,
+    )
+    MemoryItem.objects.filter(pk=published.pk).update(suspended=True, retirement_reason="Impact says it hurts.")
+    client.force_login(owner)
+    html = client.get(reverse("memories:items", kwargs={"bank_id": bank.public_id})).content.decode()
+    suspended, waiting = _row(html, "Published lesson"), _row(html, "Waiting lesson")
+    assert ">Suspended</span>" in suspended and ">Approved</span>" not in suspended
+    assert 'title="Not served: suspended until a reviewer decides on its retirement."' in suspended
+    assert ">Approved · not yet in production</span>" in waiting
+    assert 'title="Not served: production (release 1) does not hold it yet.' in waiting

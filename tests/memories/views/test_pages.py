@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from memories.models import ItemStatus
+from memories.items.models import ItemStatus
 from tests.factories import bulk_items, make_done_trajectory, propose_item
 from tests.memories.views import item_action, page_urls
 from trajectories.models import Judgment, Trajectory

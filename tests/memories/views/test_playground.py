@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from memories import services
-from memories.models import RetrievalEvent
-from memories.services import memory_item_create
+from memories.items.services import memory_item_create, memory_item_edit
+from memories.review.decisions import memory_item_approve
+from memories.serving.models import RetrievalEvent
 from tests.factories import propose_item
 from tests.memories.views import HTMX
 
@@ -46,10 +46,10 @@ def test_playground_filters_by_tags_agent_and_metadata(client, viewer, owner, ba
         source_agents=["museum-bot"],
         source_metadata=[{"env": "prod", "city": "Lyon"}],
     )
-    services.memory_item_edit(item=hours, author=owner, tags=["hours"])
-    services.memory_item_approve(item=hours, author=owner)
+    memory_item_edit(item=hours, author=owner, tags=["hours"])
+    memory_item_approve(item=hours, author=owner)
     tickets = propose_item(bank, title="Buy tickets online before going", source_agents=["ticket-bot"])
-    services.memory_item_approve(item=tickets, author=owner)
+    memory_item_approve(item=tickets, author=owner)
     client.force_login(viewer)
     url = reverse("memories:playground", kwargs={"bank_id": bank.public_id})
     query = {"q": "When is the museum open on Sunday?"}
@@ -74,8 +74,8 @@ def test_playground_filters_by_tags_agent_and_metadata(client, viewer, owner, ba
 
 
 def test_playground_serves_what_production_serves_not_items_waiting_for_a_release(client, viewer, owner, bank):
-    from memories.models import PublishMode
-    from memories.services.releases import release_mode_set, release_publish
+    from memories.releases.models import PublishMode
+    from memories.releases.publishing import release_mode_set, release_publish
 
     bank.min_similarity = -1.0
     bank.save(update_fields=["min_similarity"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from memories.models import MemoryItem
+from memories.items.models import MemoryItem
 from tests.factories import bulk_items, make_done_trajectory, propose_item
 from tests.memories.views import HTMX
 

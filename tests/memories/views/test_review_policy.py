@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from memories.models import ReviewPolicy, SavedQueueView
-from memories.services.review_policy import review_policy_update
+from memories.review.policy import review_policy_update
+from memories.review.policy_models import ReviewPolicy, SavedQueueView
 
 HOSTILE = "# Approve\n\nOnly **general** lessons.\n\n<script>alert(1)</script> [x](javascript:alert(1))"
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from memories.models import ItemStatus, RiskFinding, VerdictTier
-from memories.services import memory_items_risk_scan
+from memories.items.models import ItemStatus
+from memories.trust.models import VerdictTier
+from memories.trust.risk_models import RiskFinding
+from memories.trust.risks import memory_items_risk_scan
 from tests.factories import propose_item
 from tests.memories.views import HTMX, item_action, page_urls
 from trajectories.models import Trajectory
@@ -85,8 +87,8 @@ def test_a_queue_rows_approve_asks_in_the_row_then_confirms(client, reviewer, ba
 
 
 def test_the_last_of_several_decisions_asks_about_risks_too(client, bank, owner, alice, bob, risky, trajectory):
-    from memories.services.review_policy import review_policy_update
-    from memories.services.review_votes import review_vote_cast
+    from memories.review.policy import review_policy_update
+    from memories.review.votes import review_vote_cast
 
     review_policy_update(bank=bank, actor=owner, guidelines="", decisions_required=2)
     review_vote_cast(item=risky, author=alice, decision="approve")

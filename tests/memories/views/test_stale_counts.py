@@ -8,7 +8,7 @@ import re
 
 from django.urls import reverse
 
-from memories.services import memory_item_approve
+from memories.review.decisions import memory_item_approve
 from tests.factories import bulk_items, propose_item
 from tests.memories.views import HTMX
 

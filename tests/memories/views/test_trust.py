@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from memories.models import AutoApproval, ItemStatus, TrustPolicy, VerdictTier
-from memories.services import bank_trust_policy_update, memory_items_auto_approve
+from memories.items.models import ItemStatus
+from memories.trust.models import AutoApproval, TrustPolicy, VerdictTier
+from memories.trust.services import bank_trust_policy_update, memory_items_auto_approve
 from tests.factories import propose_item
 
 
@@ -83,7 +84,7 @@ def test_the_page_shows_todays_llm_tokens_beside_the_budget(client, bank, owner,
 
     from django.utils import timezone
 
-    from trajectories.models import LLMStage, LLMUsage
+    from trajectories.pipeline.models import LLMStage, LLMUsage
 
     today = timezone.now().date()
     for target, day, stage, prompt, completion in [

@@ -8,10 +8,7 @@ import pytest
 
 from tests import factories
 from tests.factories import make_arm, make_items, with_holdout
-from trajectories.impact.statistics import (
-    newcombe_difference,
-    two_proportion_p,
-)
+from trajectories.impact.statistics import newcombe_difference, two_proportion_p
 
 # --- GET /api/v1/impact -------------------------------------------------------------------------------
 

@@ -11,9 +11,7 @@ from django.utils import timezone
 from tests.factories import make_arm, make_items, with_holdout
 from trajectories.impact.items import item_outcomes
 from trajectories.impact.report import bank_impact
-from trajectories.impact.statistics import (
-    newcombe_difference,
-)
+from trajectories.impact.statistics import newcombe_difference
 
 # --- per item ----------------------------------------------------------------------------------------
 
@@ -104,9 +102,9 @@ def test_item_outcomes_window_and_limit(bank):
     assert [o.public_id for o in rows] == [items[3].public_id, items[2].public_id, items[1].public_id]
 
 
-def test_item_outcomes_query_count(bank, django_assert_num_queries):
+def test_item_outcomes_query_count(bank, django_assert_max_num_queries):
     items = make_items(bank, 3)
     make_arm(bank, "treatment", successes=3, items=items)
     report = bank_impact(bank=bank)
-    with django_assert_num_queries(2):  # the aggregate and the items' titles
+    with django_assert_max_num_queries(2):  # the aggregate and the items' titles
         assert len(item_outcomes(bank=bank, report=report)) == 3

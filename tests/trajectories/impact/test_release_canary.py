@@ -14,10 +14,12 @@ from django.urls import reverse
 
 from accounts.models import AuditEvent, WebhookDelivery
 from accounts.webhooks.subscriptions import webhook_subscription_create
-from memories.models import BankReleasing, PublishMode
-from memories.selectors.releases import release_serving
-from memories.services import memory_item_approve, retrieval_perform
-from memories.services.releases import release_mode_set, release_policy_set, release_publish
+from memories.releases.labels import release_policy_set
+from memories.releases.models import BankReleasing, PublishMode
+from memories.releases.publishing import release_mode_set, release_publish
+from memories.review.decisions import memory_item_approve
+from memories.serving import release_serving
+from memories.serving.retrieval import retrieval_perform
 from tests.factories import make_done_trajectory, make_trajectory, propose_item, record_verdict
 from trajectories.impact.releases import canaries_auto_rollback, canary_auto_rollback, canary_verdict
 from trajectories.impact.verdicts import Decision

@@ -13,16 +13,18 @@ import random
 import pytest
 
 from accounts.models import AuditEvent
-from memories.models import ItemStatus, MemoryItem
-from memories.selectors.learning import LifecycleState, lifecycle_items
-from memories.services import memory_item_approve, retrieval_perform, retrieval_preview
-from memories.services.learning import (
+from memories.items.models import ItemStatus, MemoryItem
+from memories.learning.policy import bank_learning_update
+from memories.learning.retirement import (
     ItemEffect,
-    bank_learning_update,
     memory_item_retirement_keep,
     memory_item_supersede_with,
     memory_items_outcomes_record,
 )
+from memories.learning.selectors import LifecycleState, lifecycle_items
+from memories.review.decisions import memory_item_approve
+from memories.serving.preview import retrieval_preview
+from memories.serving.retrieval import retrieval_perform
 from reasoningbank_site.errors import Invalid
 from tests.factories import make_done_trajectory, make_trajectory, propose_item, record_verdict
 from trajectories.impact.item_effects import bank_item_effects_record, item_effects_record_all

@@ -12,15 +12,14 @@ from datetime import UTC, datetime, time, timedelta
 
 import pytest
 
-from memories.models import ItemSide, RetrievalEvent, RetrievalTally
-from memories.services import retrieval_tallies_compact
-from memories.services.impact_tallies import retrieval_tally_created
+from memories.serving.models import ItemSide, RetrievalEvent, RetrievalTally
+from memories.serving.tallies import retrieval_tallies_compact, retrieval_tally_created
 from tests.factories import make_items, with_holdout
 from trajectories.impact.items import ItemComparison, item_outcomes
 from trajectories.impact.report import bank_impact, window_start
+from trajectories.ingest.record import trajectory_ingest
+from trajectories.judging.verdicts import judgment_record, retrieval_outcomes_rebuild
 from trajectories.models import JudgmentSource, Trajectory
-from trajectories.recording.ingest import trajectory_ingest
-from trajectories.recording.judgments import judgment_record, retrieval_outcomes_rebuild
 
 STEPS = [{"kind": "action", "content": "search"}, {"kind": "answer", "content": "done"}]
 

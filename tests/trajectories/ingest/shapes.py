@@ -3,7 +3,8 @@ compact view of steps to compare, and the answers of the library fixtures."""
 
 import pytest
 
-from trajectories.ingest import KINDS, NormalizeError, normalize_trajectory
+from trajectories.ingest.normalize import normalize_trajectory
+from trajectories.ingest.shared import KINDS, NormalizeError
 
 KETTLE_ANSWER = "The kettle costs 34.50 but is out of stock, so I could not add it to the cart."
 DATES_ANSWER = "Fixed the format string; the test passes now."

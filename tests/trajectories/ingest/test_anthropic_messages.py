@@ -12,7 +12,7 @@ from tests.trajectories.ingest.shapes import (
     compact_steps,
 )
 from tests.trajectories.payloads import ANTHROPIC_MESSAGES, ANTHROPIC_SYSTEM
-from trajectories.ingest import detect_message_format, normalize_trajectory
+from trajectories.ingest.normalize import detect_message_format, normalize_trajectory
 
 
 def test_anthropic_tool_use_with_thinking():

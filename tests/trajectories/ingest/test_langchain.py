@@ -14,7 +14,7 @@ from tests.trajectories.ingest.shapes import (
     assert_step_shape,
     compact_steps,
 )
-from trajectories.ingest import inferred_final_answer, normalize_trajectory
+from trajectories.ingest.normalize import inferred_final_answer, normalize_trajectory
 
 
 @pytest.mark.parametrize("name", LANGCHAIN_FIXTURES)

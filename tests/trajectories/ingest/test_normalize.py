@@ -11,7 +11,8 @@ from tests.conftest import skip_unless
 from tests.trajectories.fixtures import make_fixtures
 from tests.trajectories.ingest.shapes import DATES_ANSWER, ESCAPING_NAME, KETTLE_ANSWER, LANGCHAIN_FIXTURES
 from tests.trajectories.payloads import ANTHROPIC_MESSAGES, ANTHROPIC_SYSTEM, NATIVE_STEPS, OPENAI_MESSAGES
-from trajectories.ingest import MAX_STEP_CONTENT_CHARS, NormalizeError, inferred_final_answer, normalize_trajectory
+from trajectories.ingest.normalize import inferred_final_answer, normalize_trajectory
+from trajectories.ingest.shared import MAX_STEP_CONTENT_CHARS, NormalizeError
 
 API_URL = "/api/v1/trajectories"
 

@@ -12,7 +12,7 @@ from tests.trajectories.ingest.shapes import (
     compact_steps,
 )
 from tests.trajectories.payloads import OPENAI_MESSAGES
-from trajectories.ingest import normalize_trajectory
+from trajectories.ingest.normalize import normalize_trajectory
 
 
 def test_openai_tool_calling_conversation():

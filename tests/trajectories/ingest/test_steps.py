@@ -10,7 +10,7 @@ from tests.trajectories.ingest.shapes import (
     compact_steps,
 )
 from tests.trajectories.payloads import NATIVE_STEPS
-from trajectories.ingest import inferred_final_answer, normalize_trajectory
+from trajectories.ingest.normalize import inferred_final_answer, normalize_trajectory
 
 
 def test_native_steps_triples_and_normalized_mix():

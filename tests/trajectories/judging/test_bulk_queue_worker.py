@@ -15,7 +15,8 @@ from tests.trajectories.judging.test_experiments import candidate, cases, judge_
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE
 from tests.worker import celery_broker, celery_workers, fake_llm_worker_env, wait_for  # noqa: F401
 from trajectories.judging.experiments import experiment_start
-from trajectories.models import ExperimentStatus, Status, Trajectory
+from trajectories.judging.models import ExperimentStatus
+from trajectories.models import Status, Trajectory
 
 pytestmark = [
     pytest.mark.worker,

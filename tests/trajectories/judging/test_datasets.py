@@ -9,8 +9,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tests import factories
+from trajectories.judging.models import PromptName
 from trajectories.judging.prompt_versions import prompt_of, prompt_version_save
-from trajectories.models import JudgmentSource, PromptName, Trajectory
+from trajectories.models import JudgmentSource, Trajectory
 from trajectories.pipeline.judge import judge_prompt_build
 from trajectories.prompts import prompt_load
 

@@ -13,16 +13,19 @@ import pytest
 from django.urls import reverse
 
 from accounts.models import AuditEvent
-from memories.services import bank_trust_policy_update, memory_item_approve, memory_item_edit, memory_item_reject
+from memories.items.services import memory_item_edit
+from memories.review.decisions import memory_item_approve, memory_item_reject
+from memories.trust.services import bank_trust_policy_update
 from reasoningbank_site.errors import Conflict, Invalid
 from tests.factories import make_member, propose_item, record_verdict
 from tests.fake_llm import Scripted
+from trajectories.dashboard.selectors import distill_outcomes_by_version, judge_agreement_by_version
 from trajectories.judging.experiments import arm_result, experiment_promote, experiment_run, experiment_start
 from trajectories.judging.few_shot import in_holdout
+from trajectories.judging.models import Experiment, ExperimentStatus
 from trajectories.judging.prompt_versions import prompt_active, prompt_version_save
-from trajectories.models import Experiment, ExperimentStatus, JudgmentSource
+from trajectories.models import JudgmentSource
 from trajectories.prompts import prompt_load
-from trajectories.selectors import distill_outcomes_by_version, judge_agreement_by_version
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 

@@ -7,7 +7,7 @@ import pytest
 from tests.trajectories.judging.test_experiments import candidate, cases, judge_by_version  # noqa: F401
 from tests.worker import celery_broker, celery_worker, fake_llm_worker_env, wait_for  # noqa: F401
 from trajectories.judging.experiments import arm_result, experiment_start
-from trajectories.models import Experiment, ExperimentStatus
+from trajectories.judging.models import Experiment, ExperimentStatus
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

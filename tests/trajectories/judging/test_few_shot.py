@@ -10,9 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from accounts.services import AccountsInvalid, bank_update_settings
-from memories.models import ItemStatus
-from memories.services import memory_item_approve, memory_item_reject
+from accounts.errors import AccountsInvalid
+from accounts.teams.banks import bank_update_settings
+from memories.items.models import ItemStatus
+from memories.review.decisions import memory_item_approve, memory_item_reject
 from tests.factories import process_trajectory, propose_item, record_verdict
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE
 from trajectories.judging.few_shot import distill_examples, in_holdout, judge_examples

@@ -8,17 +8,17 @@ import pytest
 from django.urls import reverse
 
 from accounts.models import AuditEvent
-from memories.models import MemoryItem
+from memories.items.models import MemoryItem
 from reasoningbank_site.errors import Invalid
 from tests.factories import make_member, process_trajectory
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE
+from trajectories.judging.models import PromptVersion
 from trajectories.judging.prompt_versions import (
     prompt_active,
     prompt_default_restore,
     prompt_version_activate,
     prompt_version_save,
 )
-from trajectories.models import PromptVersion
 from trajectories.prompts import NAMES, prompt_load, prompt_problems
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from trajectories import otlp
-from trajectories.models import TraceSpan, Trajectory
+from trajectories.models import Trajectory
 from trajectories.otlp.buffer import otlp_spans_ingest
+from trajectories.otlp.decode import decode_export, is_agent_span, is_root
+from trajectories.otlp.mapping import STATUS_ERROR, trace_to_trajectory
+from trajectories.otlp.models import TraceSpan
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -20,7 +22,7 @@ TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 def decoded(name: str) -> list[dict]:
     body = (FIXTURES / name).read_bytes()
-    return otlp.decode_export(body=body, content_type="application/json", content_encoding="", max_bytes=10**7)
+    return decode_export(body=body, content_type="application/json", content_encoding="", max_bytes=10**7)
 
 
 def span(span_id: str, name: str, attributes: dict, *, parent: str = "", start: int = 0, status: int = 0) -> dict:
@@ -43,21 +45,21 @@ def span(span_id: str, name: str, attributes: dict, *, parent: str = "", start: 
 
 def test_fixture_spans_decode_with_hex_ids_and_plain_attribute_values():
     spans = decoded("otlp_genai.json")
-    root = next(s for s in spans if otlp.is_root(s))
+    root = next(s for s in spans if is_root(s))
     assert root["trace_id"] == "0af7651916cd43dd8448eb211c80319c" and len(root["span_id"]) == 16
     assert root["attributes"]["gen_ai.operation.name"] == "invoke_agent"
     chat = next(s for s in spans if s["name"] == "chat gpt-4o")
     assert chat["attributes"]["gen_ai.response.finish_reasons"] == ["tool_call"]  # arrays stay lists
     assert chat["attributes"]["gen_ai.usage.input_tokens"] == 120  # ints stay ints
     tool = next(s for s in spans if s["name"] == "execute_tool get_uv_index")
-    assert tool["status"]["code"] == otlp.STATUS_ERROR
+    assert tool["status"]["code"] == STATUS_ERROR
     assert tool["events"][0]["attributes"]["exception.type"] == "ConnectionError"
-    assert sorted(s["name"] for s in spans if not otlp.is_agent_span(s)) == ["POST", "POST"]
+    assert sorted(s["name"] for s in spans if not is_agent_span(s)) == ["POST", "POST"]
 
 
 def test_openinference_agent_and_tool_without_call_id():
-    spans = [s for s in decoded("otlp_openinference.json") if otlp.is_agent_span(s)]
-    data = otlp.trace_to_trajectory(spans, trace_id=spans[0]["trace_id"], closed_by="root_span")
+    spans = [s for s in decoded("otlp_openinference.json") if is_agent_span(s)]
+    data = trace_to_trajectory(spans, trace_id=spans[0]["trace_id"], closed_by="root_span")
     assert data["agent"] == "Docs assistant"
     tool_call, tool_result = data["steps"][2], data["steps"][3]
     assert tool_call["call_id"] == tool_result["call_id"] == "call_s1"  # the TOOL span matched to the model's call
@@ -97,7 +99,7 @@ def test_tool_results_from_model_input_when_no_tool_span():
             start=100,
         ),
     ]
-    data = otlp.trace_to_trajectory(spans, trace_id=TRACE, closed_by="root_span")
+    data = trace_to_trajectory(spans, trace_id=TRACE, closed_by="root_span")
     assert [(s["kind"], s["content"]) for s in data["steps"]] == [
         ("user", "Q?"),
         ("tool_call", ""),
@@ -115,7 +117,7 @@ def test_no_content_captured_still_makes_steps_and_a_task():
         ),
         span("b" * 16, "chat gpt-4o", {"gen_ai.operation.name": "chat"}, parent="a" * 16, start=5, status=2),
     ]
-    data = otlp.trace_to_trajectory(spans, trace_id=TRACE, closed_by="idle_timeout")
+    data = trace_to_trajectory(spans, trace_id=TRACE, closed_by="idle_timeout")
     assert data["task"] == "planner"
     assert data["steps"] == [
         {"kind": "observation", "content": "The model call failed: boom", "is_error": True, "duration_ms": 50}
@@ -135,7 +137,7 @@ def test_reasoningbank_fields_are_validated_not_trusted():
             },
         )
     ]
-    data = otlp.trace_to_trajectory(spans, trace_id=TRACE, closed_by="root_span")
+    data = trace_to_trajectory(spans, trace_id=TRACE, closed_by="root_span")
     assert data["outcome"] is None and data["retrieval_id"] is None and data["group_id"] == "g-1"
     assert len(data["metadata"]["otlp"]["warnings"]) == 2
 
@@ -152,7 +154,7 @@ def test_huge_tool_result_is_clipped_not_refused():
             },
         )
     ]
-    data = otlp.trace_to_trajectory(spans, trace_id=TRACE, closed_by="root_span")
+    data = trace_to_trajectory(spans, trace_id=TRACE, closed_by="root_span")
     result = data["steps"][1]
     assert len(result["content"]) <= 200_000 and "cut: 300000 characters" in result["content"]
 
@@ -161,7 +163,7 @@ def test_huge_tool_result_is_clipped_not_refused():
 @pytest.mark.usefixtures("eager_celery")
 def test_ingest_is_idempotent_and_closes_on_the_root(bank, django_capture_on_commit_callbacks):
     spans = decoded("otlp_genai.json")
-    root = next(s for s in spans if otlp.is_root(s))
+    root = next(s for s in spans if is_root(s))
     children = [s for s in spans if s is not root]
     first = otlp_spans_ingest(bank=bank, token=None, spans=children)
     again = otlp_spans_ingest(bank=bank, token=None, spans=children)

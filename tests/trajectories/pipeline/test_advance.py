@@ -4,7 +4,7 @@ it leaves, idempotency, and waiting for an LLM."""
 
 import pytest
 
-from memories.models import ItemOrigin, ItemStatus, MemoryItem
+from memories.items.models import ItemOrigin, ItemStatus, MemoryItem
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
 from trajectories.models import JudgmentSource, Status

@@ -7,13 +7,14 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from accounts.services import bank_update_settings
-from memories.models import MemoryItem
-from memories.services import bank_trust_policy_update
+from accounts.teams.banks import bank_update_settings
+from memories.items.models import MemoryItem
+from memories.trust.services import bank_trust_policy_update
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
-from trajectories.models import LLMStage, LLMUsage, Status, Trajectory
+from trajectories.models import Status, Trajectory
 from trajectories.pipeline import sweeper
+from trajectories.pipeline.models import LLMStage, LLMUsage
 from trajectories.pipeline.rows import trajectory_row
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]

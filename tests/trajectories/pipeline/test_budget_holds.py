@@ -5,24 +5,25 @@ the call fails, and two calls in flight at once cannot both take the last
 tokens (the policy row's lock, on the real PostgreSQL)."""
 
 import threading
-import time
 
 import pytest
 from django.db import connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from accounts.services import bank_update_settings
-from memories.services import bank_trust_policy_update
+from accounts.teams.banks import bank_update_settings
+from memories.trust.services import bank_trust_policy_update
 from tests import factories
 from tests.factories import process_trajectory
 from tests.fake_llm import Scripted
+from tests.helpers import wait_for, wait_until_another_waits_on_my_lock
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
-from trajectories.models import LLMBudgetHold, LLMStage, LLMUsage, Status, Trajectory
+from trajectories.models import Status, Trajectory
 from trajectories.pipeline import sweeper
 from trajectories.pipeline.llm import chat
 from trajectories.pipeline.llm_errors import LLMBudgetSpent, LLMPermanentError
 from trajectories.pipeline.llm_usage import llm_budget_hold, llm_call_estimate
+from trajectories.pipeline.models import LLMBudgetHold, LLMStage, LLMUsage
 
 USAGE = {"prompt_tokens": 700, "completion_tokens": 100}  # what each call of the scripted endpoint costs
 
@@ -123,7 +124,7 @@ def test_two_calls_in_flight_cannot_both_take_the_last_tokens(bank, owner, fake_
 
     first = threading.Thread(target=call)
     first.start()
-    time.sleep(0.3)  # the first call is waiting for its answer, its hold taken
+    wait_for(lambda: fake_llm.requests, timeout=10, what="the first call to wait for its answer, its hold taken")
     call()
     first.join()
     assert sorted(outcomes) == ["first", "refused"]
@@ -140,7 +141,7 @@ def test_the_policy_row_lock_makes_the_second_hold_wait_and_see_the_first(bank, 
             with transaction.atomic():
                 results.append(("first", llm_budget_hold(bank_id=bank.pk, tokens=1_000)))
                 taken.set()
-                time.sleep(0.5)  # the second hold starts meanwhile: it must wait for this commit
+                wait_until_another_waits_on_my_lock()  # the second hold waits for this commit
         finally:
             connection.close()
 

@@ -3,7 +3,7 @@ for, an unparseable answer, and a result made stale while the LLM answered."""
 
 import pytest
 
-from memories.models import MemoryItem
+from memories.items.models import MemoryItem
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
 from trajectories.models import Status, Trajectory

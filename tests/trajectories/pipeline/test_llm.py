@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from trajectories.pipeline.llm import chat, distill_model_for, judge_model_for, llm_configured, llm_probe
+from trajectories.pipeline.llm import chat, distill_model_for, get_client, judge_model_for, llm_configured, llm_probe
 from trajectories.pipeline.llm_errors import LLMNotConfigured, LLMPermanentError, LLMTransientError
 
 MESSAGES = [{"role": "user", "content": "Judge this."}]
@@ -60,3 +60,17 @@ def test_a_bank_may_choose_its_judge_and_distill_models(settings):
     assert judge_model_for(SimpleNamespace(judge_model="  ")) == "default-model"
     assert judge_model_for(SimpleNamespace(judge_model=" strict-judge ")) == "strict-judge"
     assert distill_model_for(SimpleNamespace(distill_model="")) == "default-model"
+
+
+def test_a_changed_llm_setting_drops_the_cached_client(fake_llm, settings):
+    """A client is kept per endpoint; a changed endpoint setting (as tests and override_settings make) drops
+    it, so no client keeps pooled connections to a server that is gone, even one back on the same port."""
+    first = get_client()
+    assert get_client() is first
+    settings.RB_LLM_BASE_URL = "http://127.0.0.1:9/v1"
+    settings.RB_LLM_BASE_URL = fake_llm.base_url
+    assert get_client() is not first
+    fake_llm.reply("answered by the fresh client")
+    assert chat(model="fake-model", messages=[{"role": "user", "content": "hi"}], purpose="judge") == (
+        "answered by the fresh client"
+    )

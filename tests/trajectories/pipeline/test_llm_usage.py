@@ -19,10 +19,10 @@ from django.utils import timezone
 
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
-from trajectories.models import LLMUsage, TrajectoryLLMUsage
+from trajectories.dashboard.llm_usage import bank_llm_usage, llm_usage_by_bank, trajectory_llm_usage
 from trajectories.pipeline.llm import chat
 from trajectories.pipeline.llm_usage import llm_usage_record
-from trajectories.selectors.llm_usage import bank_llm_usage, llm_usage_by_bank, trajectory_llm_usage
+from trajectories.pipeline.models import LLMUsage, TrajectoryLLMUsage
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 ROOT = Path(__file__).resolve().parents[3]

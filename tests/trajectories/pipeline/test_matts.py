@@ -6,14 +6,14 @@ the sweeper closes it; a relabelled member re-contrasts its group."""
 import pytest
 from django.urls import reverse
 
-from memories.models import ItemOrigin, ItemStatus, MemoryItem
-from memories.services import memory_item_create
+from memories.items.models import ItemOrigin, ItemStatus, MemoryItem
+from memories.items.services import memory_item_create
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import FAILURE_ITEMS, ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
+from trajectories.judging.verdicts import trajectory_relabel
 from trajectories.models import Status
 from trajectories.pipeline.matts import trajectory_group_distill
 from trajectories.pipeline.sweeper import pipeline_sweep
-from trajectories.recording.judgments import trajectory_relabel
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 
@@ -175,18 +175,15 @@ def test_complete_group_without_llm_resumes_when_one_is_set(
     assert "RB_LLM_BASE_URL" in b.status_detail
 
     from tests.fake_llm import FakeLLM
-    from trajectories.pipeline import llm
 
     server = FakeLLM().start()
     try:
         settings.RB_LLM_BASE_URL = server.base_url
-        llm._client.cache_clear()
         server.reply(CONTRAST)
         with django_capture_on_commit_callbacks(execute=True):
             pipeline_sweep()
     finally:
         server.stop()
-        llm._client.cache_clear()
     a.refresh_from_db()
     assert a.status == Status.DONE
     assert MemoryItem.objects.get().origin == ItemOrigin.MATTS_PARALLEL

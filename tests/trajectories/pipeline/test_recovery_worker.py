@@ -18,7 +18,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from memories.models import MemoryItem
+from memories.items.models import MemoryItem
 from reasoningbank_site import celery as celery_module
 from reasoningbank_site.celery import enqueue_on_commit
 from tests import factories

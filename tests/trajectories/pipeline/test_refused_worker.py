@@ -4,8 +4,8 @@ and never reaches the review queue; the distiller was shown it."""
 
 import pytest
 
-from memories.models import ItemStatus, MemoryItem, SupportKind
-from memories.services import memory_item_reject
+from memories.items.models import ItemStatus, MemoryItem, SupportKind
+from memories.review.decisions import memory_item_reject
 from tests import factories
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
 from tests.worker import celery_broker, celery_worker, fake_llm_worker_env, wait_for  # noqa: F401

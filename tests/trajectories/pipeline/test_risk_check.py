@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from memories.models import MemoryItem, RiskFinding
-from memories.services import bank_trust_policy_update
+from memories.items.models import MemoryItem
+from memories.trust.risk_models import RiskFinding
+from memories.trust.services import bank_trust_policy_update
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
 from trajectories.models import Status

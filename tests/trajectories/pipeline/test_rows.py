@@ -4,15 +4,16 @@ import pytest
 
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
+from trajectories.judging.models import PromptVersion
 from trajectories.judging.prompt_versions import active_prompt_versions
-from trajectories.models import PromptVersion, Status, Trajectory
+from trajectories.models import Status, Trajectory
 from trajectories.pipeline import rows
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 
 
 def test_the_row_is_read_once_with_its_bank_judged_versions_and_active_prompts(
-    make_trajectory, fake_llm, django_assert_num_queries
+    make_trajectory, fake_llm, django_assert_max_num_queries
 ):
     """The stages read a trajectory's row once: with its bank, the prompt
     versions of its LLM judgments and the bank's active prompts; a missing
@@ -23,7 +24,7 @@ def test_the_row_is_read_once_with_its_bank_judged_versions_and_active_prompts(
     fresh = make_trajectory(task="Find the museum's opening hours.")
     PromptVersion.objects.create(bank=done.bank, name="judge", number=2, text="Judge $trajectory", is_active=True)
 
-    with django_assert_num_queries(1):
+    with django_assert_max_num_queries(1):
         row = rows.trajectory_row(done.pk)
         assert row.bank.name and row.experience_id
     assert row.llm_judged == ["judge/v1"] and row.active_prompts

@@ -4,7 +4,7 @@ distilling are redone without duplicates."""
 
 import pytest
 
-from memories.models import MemoryItem
+from memories.items.models import MemoryItem
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE, JUDGE_SUCCESS
 from trajectories.models import Judgment, Status, Trajectory
@@ -22,19 +22,16 @@ def test_no_llm_waits_then_resumes(no_llm, settings, make_trajectory, django_cap
     assert report.resumed_awaiting_llm == []  # still no endpoint: nothing to do
 
     from tests.fake_llm import FakeLLM
-    from trajectories.pipeline import llm
 
     server = FakeLLM().start()
     try:
         settings.RB_LLM_BASE_URL = server.base_url
-        llm._client.cache_clear()
         server.reply(JUDGE_FAILURE).reply(ITEMS_MD)
         with django_capture_on_commit_callbacks(execute=True):
             report = sweeper.pipeline_sweep()
         assert report.resumed_awaiting_llm == [t.pk]
     finally:
         server.stop()
-        llm._client.cache_clear()
     t.refresh_from_db()
     assert t.status == Status.DONE and t.verdict == "failure"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from memories.services import experience_create
+from memories.items.experiences import experience_create
 from reasoningbank_site import celery as celery_module
 from reasoningbank_site.celery import app as celery_app
 from reasoningbank_site.celery import enqueue_on_commit

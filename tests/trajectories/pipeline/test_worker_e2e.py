@@ -3,7 +3,7 @@ worker judges and distills against the fake LLM → items proposed."""
 
 import pytest
 
-from memories.models import ItemOrigin, ItemStatus, MemoryItem
+from memories.items.models import ItemOrigin, ItemStatus, MemoryItem
 from tests import factories
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_FAILURE
 from tests.worker import celery_broker, celery_worker, fake_llm_worker_env, wait_for  # noqa: F401

@@ -1,4 +1,4 @@
-"""Deletion (trajectories.recording.deletion): a trajectory can be deleted
+"""Deletion (trajectories.records.deletion): a trajectory can be deleted
 through the API or the UI. Real database, the API through the test client,
 the UI through the Django client."""
 
@@ -9,11 +9,12 @@ import pytest
 from django.urls import reverse
 
 from accounts.models import AuditEvent, Role
-from memories.models import Experience, RetrievalEvent
+from memories.items.experiences import Experience
+from memories.serving.models import RetrievalEvent
 from tests import factories
 from trajectories.impact.report import bank_impact
+from trajectories.judging.verdicts import retrieval_outcomes_rebuild, trajectory_relabel
 from trajectories.models import Judgment, Status, Trajectory
-from trajectories.recording.judgments import retrieval_outcomes_rebuild, trajectory_relabel
 
 URL = "/api/v1/trajectories/{}"
 

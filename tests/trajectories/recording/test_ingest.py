@@ -1,4 +1,4 @@
-"""Recording one trajectory (trajectories.recording.ingest): validation, a
+"""Recording one trajectory (trajectories.ingest.record): validation, a
 repeated external_id, and concurrent duplicate POSTs."""
 
 import threading
@@ -9,12 +9,12 @@ from django.db import connection, transaction
 from django.test import Client
 
 from accounts.models import ApiToken
-from memories.models import RetrievalEvent
+from memories.serving.models import RetrievalEvent
 from reasoningbank_site.errors import Invalid
 from tests import factories
 from tests.trajectories.conftest import queued_tasks
+from trajectories.ingest.record import trajectory_ingest
 from trajectories.models import Trajectory
-from trajectories.recording.ingest import trajectory_ingest
 
 VALID = {"task": "Book a table for two", "steps": [{"thought": "open the site", "action": "goto('/')"}]}
 

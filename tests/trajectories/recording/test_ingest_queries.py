@@ -9,7 +9,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from memories.models import RetrievalEvent, RetrievalTally
+from memories.serving.models import RetrievalEvent, RetrievalTally
 from tests import factories
 from tests.trajectories.conftest import queued_tasks
 from tests.trajectories.payloads import ANTHROPIC_MESSAGES, NATIVE_STEPS, OPENAI_MESSAGES
@@ -101,17 +101,18 @@ def test_single_ingest_query_count(broker_queue, django_capture_on_commit_callba
     assert retrievals[0].steps == trajectory.step_count
     assert queued_tasks(broker_queue, before) == [("trajectories.process", f"({trajectory.pk},)")]
 
-    # With nothing but the trajectory to write: token, INSERT (committed on its own: no BEGIN, no COMMIT).
+    # With nothing but the trajectory to write: token, rate count, INSERT (committed on its own: no BEGIN,
+    # no COMMIT).
     for plain in (
         {"task": "plain", "steps": NATIVE_STEPS},
         {"task": "plain", "steps": NATIVE_STEPS, "external_id": "p"},
     ):
         with CaptureQueriesContext(connection) as captured, django_capture_on_commit_callbacks(execute=True):
             assert _post(plain, secret).status_code == 202
-        assert len(captured) == 2, "\n".join(q["sql"][:120] for q in captured.captured_queries)
-    with CaptureQueriesContext(connection) as captured:  # a repeat: token, INSERT (refused), its row
+        assert len(captured) == 3, "\n".join(q["sql"][:120] for q in captured.captured_queries)
+    with CaptureQueriesContext(connection) as captured:  # a repeat: token, rate count, INSERT (refused), its row
         assert _post(plain, secret).status_code == 200
-    assert len(captured) == 3, "\n".join(q["sql"][:120] for q in captured.captured_queries)
+    assert len(captured) == 4, "\n".join(q["sql"][:120] for q in captured.captured_queries)
     # the plain ones enqueued once each, after their commits
     stored = Trajectory.objects.filter(task="plain").order_by("pk").values_list("pk", flat=True)
     assert queued_tasks(broker_queue, before)[1:] == [("trajectories.process", f"({pk},)") for pk in stored]

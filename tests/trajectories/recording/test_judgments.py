@@ -1,11 +1,11 @@
-"""Judgments (trajectories.recording.judgments): the effective verdict, one LLM
+"""Judgments (trajectories.judging.verdicts): the effective verdict, one LLM
 judgment per prompt version, and refused values."""
 
 import pytest
 
+from trajectories.ingest.record import trajectory_ingest
+from trajectories.judging.verdicts import judgment_record
 from trajectories.models import Judgment
-from trajectories.recording.ingest import trajectory_ingest
-from trajectories.recording.judgments import judgment_record
 
 VALID = {"task": "Book a table for two", "steps": [{"thought": "open the site", "action": "goto('/')"}]}
 

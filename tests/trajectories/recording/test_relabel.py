@@ -1,16 +1,16 @@
-"""A human relabel (trajectories.recording.judgments.trajectory_relabel): supersede the
+"""A human relabel (trajectories.judging.verdicts.trajectory_relabel): supersede the
 proposed items, flag the approved ones, re-distill; the audit log records it."""
 
 import pytest
 
 from accounts.models import AuditEvent
-from memories.models import ItemOrigin, ItemStatus, MemoryItem
-from memories.services import memory_item_approve
+from memories.items.models import ItemOrigin, ItemStatus, MemoryItem
+from memories.review.decisions import memory_item_approve
 from reasoningbank_site.errors import Invalid
 from tests.factories import process_trajectory
 from tests.trajectories.llm_answers import FAILURE_ITEMS, ITEMS_MD, JUDGE_SUCCESS
+from trajectories.judging.verdicts import trajectory_relabel
 from trajectories.models import JudgmentSource, Status
-from trajectories.recording.judgments import trajectory_relabel
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 

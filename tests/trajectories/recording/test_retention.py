@@ -1,4 +1,4 @@
-"""Retention (trajectories.recording.retention): a bank's step retention purges
+"""Retention (trajectories.records.retention): a bank's step retention purges
 the raw record of old finished trajectories. Real database, the UI through
 the Django client."""
 
@@ -10,14 +10,16 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from accounts.errors import AccountsInvalid
 from accounts.models import AuditEvent
-from accounts.services import AccountsInvalid, bank_update_settings
-from memories.models import MemoryItem
+from accounts.teams.banks import bank_update_settings
+from memories.items.models import MemoryItem
 from tests import factories
-from trajectories.models import Judgment, Status, TraceSpan, Trajectory
+from trajectories.judging.verdicts import trajectory_relabel
+from trajectories.models import Judgment, Status, Trajectory
+from trajectories.otlp.models import TraceSpan
 from trajectories.pipeline.tasks import trajectory_steps_purge_task
-from trajectories.recording.judgments import trajectory_relabel
-from trajectories.recording.retention import trajectory_steps_purge_expired
+from trajectories.records.retention import trajectory_steps_purge_expired
 
 URL = "/api/v1/trajectories/{}"
 

@@ -8,8 +8,9 @@ from django.test import Client
 from django.urls import reverse
 
 from accounts.models import AuditEvent
-from trajectories.models import COMMENT_MAX, Comment, Trajectory
-from trajectories.recording.deletion import trajectory_delete
+from trajectories.models import Trajectory
+from trajectories.records.deletion import trajectory_delete
+from trajectories.records.models import COMMENT_MAX, Comment
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 

@@ -1,4 +1,4 @@
-"""The review focus view's evidence panel (trajectories.views.evidence): the
+"""The review focus view's evidence panel (trajectories.judging.evidence_views): the
 verdict and what set it, the judge's rationale, the outcome the agent
 claimed, the final answer and the cited steps; agreeing in one POST (a human
 label, no reason) and relabelling with the reason optional; access by role."""

@@ -10,9 +10,10 @@ import uuid
 import pytest
 from django.urls import reverse
 
-from memories.models import BankReleasing, PublishMode, Release
-from memories.services import memory_item_approve, memory_item_edit
-from memories.services.embedding import memory_item_embed_refresh
+from memories.embedding.items import memory_item_embed_refresh
+from memories.items.services import memory_item_edit
+from memories.releases.models import BankReleasing, PublishMode, Release
+from memories.review.decisions import memory_item_approve
 from tests.factories import make_done_trajectory, propose_item
 from tests.memories.lessons import DATES, LOGIN
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from memories import services as memory_services
-from memories.models import MemoryItem
+from memories.items.models import MemoryItem
+from memories.review.decisions import memory_item_approve, memory_item_archive
 from tests.factories import bulk_items
+from trajectories.judging.verdicts import judgment_record
 from trajectories.models import JudgmentSource, Trajectory
-from trajectories.recording.judgments import judgment_record
 
 
 def _row(html: str, username: str) -> str:
@@ -18,9 +18,9 @@ def _row(html: str, username: str) -> str:
 def test_reviewer_stats_count_decisions_and_agreement_with_cases(client, bank, owner, alice, bob, viewer):
     items = bulk_items(bank, 3)
     for item in items:
-        memory_services.memory_item_approve(item=item, author=alice)
+        memory_item_approve(item=item, author=alice)
     for item in items[:2]:  # bob overturns two of alice's approvals
-        memory_services.memory_item_archive(item=MemoryItem.objects.get(pk=item.pk), author=bob)
+        memory_item_archive(item=MemoryItem.objects.get(pk=item.pk), author=bob)
     trajectories = [Trajectory.objects.create(bank=bank, task=f"task {n}", steps=[]) for n in range(5)]
     for n, t in enumerate(trajectories):
         judge_said = "failure" if n == 4 else "success"

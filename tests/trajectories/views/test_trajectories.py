@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from memories.models import ItemStatus
+from memories.items.models import ItemStatus
 from tests.factories import make_done_trajectory, propose_item
 from trajectories.models import Judgment, Trajectory
 

@@ -5,7 +5,7 @@ import stat
 from django.contrib.auth import get_user_model
 
 from accounts.models import ApiToken, Bank, Membership, Team
-from memories.models import MemoryItem
+from memories.items.models import MemoryItem
 from reasoningbank_site.demo import DEMO_ITEMS, DEMO_QUERY, DEMO_TRAJECTORIES
 from tests import factories
 from tests.helpers import retrieve, run

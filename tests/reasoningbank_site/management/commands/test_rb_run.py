@@ -65,6 +65,12 @@ def test_rb_run_serves_the_demo_and_leaves_no_process_behind(tmp_path):
     try:
         text = log.read_text()
         assert "awaiting_llm" in text and "RB_LLM_BASE_URL" in text
+        # The banner sends people to the app, not to Django's admin, which is named for what it is.
+        lines = text.splitlines()
+        sign_in = next(line for line in lines if line.startswith("Sign in:"))
+        assert f"http://127.0.0.1:{stack.port}/ " in sign_in and "/admin/" not in sign_in
+        assert not any(line.startswith("Admin:") for line in lines)
+        assert any("Django admin (raw database rows" in line for line in lines)
         token = re.search(r"API token: (rb_\S+)", text).group(1)
         assert token == stack.token()
         assert text.count(token) == 1, "the secret is printed once; the examples read it from its file"

@@ -1,29 +1,15 @@
-"""`make run`'s banner and log: the sign-in line points at the app (Django's
-admin is named for what it is), and the worker logs warnings only unless
-RB_WORKER_LOG_LEVEL asks for more, so its periodic tasks do not scroll the
-banner away."""
+"""`make run`'s log: the worker logs warnings only unless RB_WORKER_LOG_LEVEL
+asks for more, so its periodic tasks do not scroll the banner away. (The
+banner itself is read from a real `rb_run` in test_rb_run.py.)"""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 from django.conf import settings
 
 from reasoningbank_site import workers
-from reasoningbank_site.management.commands.rb_run import Command
 from reasoningbank_site.supervisor import beat_argv, worker_argv
-
-
-def test_the_banner_sends_people_to_the_app_not_to_djangos_admin():
-    out = io.StringIO()
-    command = Command(stdout=out)
-    command._banner("127.0.0.1", 8123, 8124)
-    lines = out.getvalue().splitlines()
-    sign_in = next(line for line in lines if line.startswith("Sign in:"))
-    assert "http://127.0.0.1:8123/ " in sign_in and "/admin/" not in sign_in
-    assert not any(line.startswith("Admin:") for line in lines)
-    assert any("Django admin (raw database rows" in line for line in lines)
 
 
 def test_the_worker_logs_warnings_by_default(monkeypatch):

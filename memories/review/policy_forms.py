@@ -1,0 +1,97 @@
+"""The per-bank policy forms: learning after serving, review, trust."""
+
+import re
+
+from django import forms
+
+from memories.learning.models import BankLearning
+from memories.learning.policy import BANK_LEARNING_SETTINGS
+from memories.review.policy import DECISIONS_MAX
+from memories.review.policy_models import GUIDELINES_MAX, Distribution
+from memories.trust.models import TrustPolicy
+from reasoningbank_site.formfields import BoundedDateTimeField
+
+
+class BankLearningForm(forms.ModelForm):
+    """A bank's learning policy (memories.learning.policy.bank_learning_update validates and audits it)."""
+
+    environment_keys = forms.CharField(
+        required=False,
+        max_length=700,
+        help_text=BankLearning._meta.get_field("environment_keys").help_text + " Separate them with commas.",
+    )
+
+    class Meta:
+        model = BankLearning
+        fields = BANK_LEARNING_SETTINGS
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.initial["environment_keys"] = ", ".join(self.instance.environment_keys or [])
+
+    def clean_environment_keys(self) -> list[str]:
+        return [key for key in re.split(r"[,\s]+", self.cleaned_data.get("environment_keys") or "") if key]
+
+
+class ReviewPolicyForm(forms.Form):
+    guidelines = forms.CharField(
+        required=False,
+        max_length=GUIDELINES_MAX,
+        widget=forms.Textarea(attrs={"rows": 12, "class": "mono"}),
+        help_text="Markdown: what to approve, what to reject, examples. Shown beside the queue and each item.",
+    )
+    decisions_required = forms.IntegerField(
+        min_value=1,
+        max_value=DECISIONS_MAX,
+        label="Independent decisions per item",
+        help_text="1: the first reviewer's decision stands.",
+    )
+    distribution = forms.ChoiceField(
+        choices=Distribution.choices,
+        required=False,
+        label="Who decides, when an item needs several",
+        help_text="Owners and admins decide outright, whatever this says: that is how they resolve conflicts.",
+    )
+
+    def clean_distribution(self) -> str:
+        return self.cleaned_data.get("distribution") or Distribution.OPEN
+
+
+class TrustPolicyForm(forms.ModelForm):
+    """The bank's trust policy (memories.trust.models.TrustPolicy); the audit share is edited in percent."""
+
+    audit_percent = forms.IntegerField(min_value=0, max_value=100, label="Audit sample (%)")
+    auto_approve_agents = forms.CharField(
+        required=False, max_length=2000, label="Agent allow-list", help_text="Comma-separated; empty: any agent."
+    )
+
+    class Meta:
+        model = TrustPolicy
+        fields = ["min_tier", "auto_approve", "daily_llm_token_budget", "llm_risk_check"]
+        labels = {
+            "min_tier": "Serve only items whose verdicts reach",
+            "auto_approve": "Approve safe items automatically",
+            "daily_llm_token_budget": "LLM tokens per day",
+            "llm_risk_check": "Ask the LLM for a second opinion on each distillation's risks",
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["audit_percent"].initial = round(self.instance.audit_share * 100)
+        self.fields["auto_approve_agents"].initial = ", ".join(self.instance.auto_approve_agents)
+
+    def values(self) -> dict:
+        """The cleaned form as bank_trust_policy_update keyword arguments."""
+        data = self.cleaned_data
+        agents = [a.strip() for a in data["auto_approve_agents"].split(",") if a.strip()]
+        return {
+            **{name: data[name] for name in self.Meta.fields},
+            "auto_approve_agents": agents,
+            "audit_share": data["audit_percent"] / 100,
+        }
+
+
+class UndoSinceForm(forms.Form):
+    since = BoundedDateTimeField(
+        label="Undo the policy's approvals since", widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
+    )

@@ -1,0 +1,188 @@
+"""Trust policy writes: a bank's policy (serving tier, safe auto-approval,
+abuse limits), the auto-approval of screened items with its human audit
+sample, and the bulk undo of the policy's approvals."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.audit.services import audit_record
+from accounts.models import Bank
+from memories.items.models import ItemStatus, MemoryItem
+from memories.items.transitions import item_status_move
+from memories.items.versions import item_lock
+from memories.trust.auto_approval import rejected_twin_exists
+from memories.trust.models import AuditVerdict, AutoApproval, TrustPolicy, VerdictTier
+from memories.trust.risk_models import RiskFinding
+from memories.trust.risks import memory_items_risk_scan
+from memories.trust.topics import HELD_BACK, held_back_reason, sensitive_topics
+from reasoningbank_site.errors import Conflict, Invalid
+
+POLICY_FIELDS = (
+    "min_tier",
+    "auto_approve",
+    "auto_approve_agents",
+    "audit_share",
+    "daily_llm_token_budget",
+    "llm_risk_check",
+)
+AUTO_APPROVED_REASON = "Approved by the bank's trust policy (no risk finding, no twin, verdict tier met)."
+# A bank's first auto-approvals all go to the human audit sample; then its audit_share of them.
+AUDIT_ALL_FIRST = 50
+
+
+@transaction.atomic
+def bank_trust_policy_update(*, bank: Bank, actor, **values) -> TrustPolicy:
+    """Change some of the bank's trust policy (keys of POLICY_FIELDS; the
+    policy is made on first change) and audit the fields that changed.
+    Raises Invalid for unknown keys or values the model refuses."""
+    unknown = sorted(set(values) - set(POLICY_FIELDS))
+    if unknown:
+        raise Invalid(f"Unknown trust policy setting: {', '.join(unknown)}.")
+    policy, _ = TrustPolicy.objects.select_for_update().get_or_create(bank=bank)
+    before = {key: getattr(policy, key) for key in values}
+    for key, value in values.items():
+        setattr(policy, key, value)
+    try:
+        policy.full_clean(exclude=["bank"])
+    except ValidationError as exc:
+        raise Invalid("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
+    changed = [key for key in values if getattr(policy, key) != before[key]]
+    if changed:
+        policy.save(update_fields=[*changed, "updated_at"])
+        audit_record(
+            action="bank.trust_policy_update",
+            bank=bank,
+            user=actor,
+            obj=bank,
+            before={key: before[key] for key in changed},
+            after={key: getattr(policy, key) for key in changed},
+        )
+    return policy
+
+
+def memory_items_screen(*, items: Sequence[MemoryItem], steps: Sequence[dict] = (), tier: int = 0) -> None:
+    """What happens to items just distilled from one run (``steps``, its
+    verdict ``tier``): the risk scan, then the bank's auto-approval when its
+    policy has it on (memory_items_auto_approve)."""
+    memory_items_risk_scan(items=items, steps=steps)
+    memory_items_auto_approve(items=items, tier=tier)
+
+
+def _refusal(policy: TrustPolicy, item: MemoryItem, tier: int) -> str:
+    """Why the policy will not approve ``item`` ("" when it will). The topic gate's reason starts with
+    HELD_BACK and is shown to reviewers; the others are the ordinary review's business."""
+    if RiskFinding.objects.filter(item=item).exists():
+        return "risk findings"
+    topics = sensitive_topics(f"{item.title}\n{item.description}\n{item.content}")
+    if topics:
+        return held_back_reason(topics)
+    if item.near_duplicates:
+        return "a near-duplicate"
+    if rejected_twin_exists(item=item):
+        return "a rejected twin"
+    if tier < max(policy.min_tier, VerdictTier.JUDGE):  # the agent's own word never approves by itself
+        return "verdict tier"
+    if policy.auto_approve_agents and not set(item.source_agents or ()) <= set(policy.auto_approve_agents):
+        return "agent not on the allow-list"
+    return ""
+
+
+def memory_items_auto_approve(*, items: Sequence[MemoryItem], tier: int) -> list[AutoApproval]:
+    """Approve, as the bank's trust policy, each new proposal of ``items``
+    that has no risk finding, recommends nothing of the topic gate's
+    (memories.trust.topics: commands, URLs, package indexes, payments,
+    credentials, role changes), has no near-duplicate and no rejected twin,
+    whose verdict ``tier`` reaches the policy's (and is at least the
+    judge's), and whose source agents are on the allow-list when there is
+    one. An item the topic gate keeps stays proposed with the reason in its
+    ``needs_review_reason``. Nothing happens when the policy is off (the
+    default). Each approval is a version "auto-approved" (no author), an
+    audit event, and an AutoApproval row; the bank's first AUDIT_ALL_FIRST
+    approvals, then a random ``audit_share`` of them, are marked for the
+    human audit sample."""
+    fresh = [i for i in items if i.pk is not None and getattr(i, "supported_by", None) is None]
+    if not fresh:
+        return []
+    policy = TrustPolicy.objects.filter(bank_id=fresh[0].bank_id, auto_approve=True).first()
+    if policy is None:
+        return []
+    made = []
+    earlier = AutoApproval.objects.filter(bank_id=policy.bank_id).count()
+    for item in fresh:
+        if item.status != ItemStatus.PROPOSED:
+            continue
+        refusal = _refusal(policy, item, tier)
+        if refusal.startswith(HELD_BACK):
+            MemoryItem.objects.filter(pk=item.pk, status=ItemStatus.PROPOSED).update(needs_review_reason=refusal)
+            item.needs_review_reason = refusal
+        if refusal:
+            continue
+
+        def approval(item: MemoryItem) -> list[str]:
+            item.approved_at, item.approved_by = timezone.now(), None
+            return ["approved_at", "approved_by"]
+
+        if not item_status_move(
+            item=item, to=ItemStatus.APPROVED, reason=AUTO_APPROVED_REASON, prepare=approval, action="auto-approved"
+        ):
+            continue
+        sampled = earlier + len(made) < AUDIT_ALL_FIRST or random.random() < policy.audit_share
+        made.append(AutoApproval(item=item, bank_id=item.bank_id, sampled=sampled))
+        audit_record(
+            action="memory_item.auto_approve",
+            bank=item.bank,
+            obj=item,
+            after={"policy": "trust_policy", "sampled_for_audit": sampled, "tier": tier},
+        )
+    return AutoApproval.objects.bulk_create(made) if made else []
+
+
+@transaction.atomic
+def auto_approval_audit(*, approval: AutoApproval, author, agree: bool) -> AutoApproval:
+    """A human's answer on an auto-approval of the audit sample. Disagreeing
+    sends the item back to review (proposed) with a reason naming ``author``.
+    Raises Conflict when it was audited or undone already."""
+    approval = AutoApproval.objects.select_for_update().select_related("item__bank").get(pk=approval.pk)
+    if approval.audit_verdict or approval.undone_at:
+        raise Conflict("This auto-approval was audited or undone already.")
+    approval.audit_verdict = AuditVerdict.AGREE if agree else AuditVerdict.DISAGREE
+    approval.audited_by, approval.audited_at = author, timezone.now()
+    approval.save(update_fields=["audit_verdict", "audited_by", "audited_at"])
+    if not agree:
+        _send_back(approval.item, author, f"An auditor ({author}) disagreed with its auto-approval.")
+    return approval
+
+
+def _send_back(item: MemoryItem, author, reason: str) -> bool:
+    item_lock(item)
+    if item.status != ItemStatus.APPROVED:
+        return False
+    return item_status_move(item=item, to=ItemStatus.PROPOSED, author=author, reason=reason, revert=True)
+
+
+@transaction.atomic
+def auto_approvals_undo(*, bank: Bank, since: datetime, author) -> int:
+    """Undo the trust policy's approvals made in ``bank`` at or after
+    ``since``: each item still approved goes back to review (proposed, a
+    "reverted" version naming ``author``), its AutoApproval marked undone;
+    one audit event counts them. Returns how many items went back."""
+    rows = list(
+        AutoApproval.objects.select_for_update()
+        .filter(bank=bank, created_at__gte=since, undone_at__isnull=True)
+        .select_related("item")
+        .order_by("id")
+    )
+    who = getattr(author, "username", None) or "someone"
+    back = sum(_send_back(r.item, author, f"Auto-approval undone by {who}.") for r in rows)
+    AutoApproval.objects.filter(pk__in=[r.pk for r in rows]).update(undone_at=timezone.now())
+    audit_record(
+        action="bank.auto_approvals_undo", bank=bank, user=author, obj=bank, after={"since": since, "items": back}
+    )
+    return back

@@ -1,0 +1,396 @@
+"""Reads behind a bank's dashboard: trajectories per status, judge/human
+agreement, recent activity and the review backlog. Counts are grouped in one
+query each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+
+from django.db import connection
+from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
+from django.db.models.functions import TruncWeek
+from django.utils import timezone
+
+from accounts.models import Bank
+from memories.items.models import ItemStatus, MemoryItem, MemoryItemVersion
+from reasoningbank_site.text import counted
+from trajectories.impact.statistics import wilson_interval
+from trajectories.models import Judgment, JudgmentSource, Label, Status, Trajectory
+
+
+def status_counts(*, bank: Bank) -> list[tuple[str, str, int]]:
+    """(status, label, count) for every pipeline status, in pipeline order."""
+    counts = dict(Trajectory.objects.filter(bank=bank).values_list("status").annotate(n=Count("id")).order_by())
+    return [(value, label, counts.get(value, 0)) for value, label in Status.choices]
+
+
+@dataclass
+class Agreement:
+    both: int  # trajectories with an llm and a human judgment
+    agree: int
+
+    @property
+    def fraction(self) -> float | None:
+        return self.agree / self.both if self.both else None
+
+
+def judge_human_agreement(*, bank: Bank) -> Agreement:
+    """Among trajectories judged by both the LLM and a human, how many have
+    the same label in the latest LLM and the latest human judgment."""
+
+    def latest(source):
+        return (
+            Judgment.objects.filter(trajectory=OuterRef("pk"), source=source)
+            .order_by("-created_at", "-id")
+            .values("label")[:1]
+        )
+
+    rows = (
+        Trajectory.objects.filter(bank=bank)
+        .filter(Exists(Judgment.objects.filter(trajectory=OuterRef("pk"), source=JudgmentSource.LLM)))
+        .filter(Exists(Judgment.objects.filter(trajectory=OuterRef("pk"), source=JudgmentSource.HUMAN)))
+        .annotate(llm=Subquery(latest(JudgmentSource.LLM)), human=Subquery(latest(JudgmentSource.HUMAN)))
+        .values_list("llm", "human")
+    )
+    both = agree = 0
+    for llm, human in rows.iterator():
+        both += 1
+        agree += llm == human
+    return Agreement(both=both, agree=agree)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """``x`` of ``n``, with its Wilson 95% interval (None when n is 0)."""
+
+    x: int
+    n: int
+
+    @property
+    def value(self) -> float | None:
+        return self.x / self.n if self.n else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return wilson_interval(self.x, self.n)
+
+    @property
+    def text(self) -> str:
+        """ "62% [48–75%] n=40": the rate, its interval and always its n."""
+        if not self.n:
+            return "— n=0"
+        low, high = self.interval
+        return f"{self.value:.0%} [{round(low * 100)}–{round(high * 100)}%] n={self.n}"
+
+
+@dataclass
+class VersionAgreement:
+    version: str
+    first_at: object
+    last_at: object
+    accuracy: Rate  # the LLM's label equals the reviewer's latest
+    false_success: Rate  # LLM said success, of the reviewer's failures
+    false_failure: Rate  # LLM said failure, of the reviewer's successes
+
+
+def judge_agreement_by_version(*, bank: Bank) -> list[VersionAgreement]:
+    """For every judge prompt version (``Judgment.prompt_version``, e.g.
+    ``judge/v1`` or ``judge@bank-3-v2+fs``): how its LLM judgments compare
+    with the reviewer's latest verdict on the same trajectories, in the order
+    the versions were first used — the judge's agreement over time."""
+    human = (
+        Judgment.objects.filter(trajectory=OuterRef("trajectory"), source=JudgmentSource.HUMAN)
+        .order_by("-created_at", "-id")
+        .values("label")[:1]
+    )
+    rows = (
+        Judgment.objects.filter(trajectory__bank=bank, source=JudgmentSource.LLM)
+        .annotate(human=Subquery(human))
+        .filter(human__isnull=False)
+        .order_by("created_at", "id")
+        .values_list("prompt_version", "label", "human", "created_at")
+    )
+    tallies: dict[str, list] = {}
+    for version, said, truth, at in rows.iterator():
+        t = tallies.setdefault(version or "(unrecorded)", [at, at, 0, 0, 0, 0, 0, 0])
+        t[1] = at
+        t[2] += said == truth
+        t[3] += 1
+        if truth == Label.FAILURE:
+            t[4] += said == Label.SUCCESS
+            t[5] += 1
+        else:
+            t[6] += said == Label.FAILURE
+            t[7] += 1
+    return [
+        VersionAgreement(v, t[0], t[1], Rate(t[2], t[3]), Rate(t[4], t[5]), Rate(t[6], t[7]))
+        for v, t in tallies.items()
+    ]
+
+
+@dataclass
+class DistillOutcome:
+    version: str
+    items: int
+    approved_unchanged: int
+    approved_edited: int
+    rejected: int
+    pending: int
+
+    @property
+    def decided(self) -> int:
+        return self.approved_unchanged + self.approved_edited + self.rejected
+
+    @property
+    def share_unchanged(self) -> Rate:
+        return Rate(self.approved_unchanged, self.decided)
+
+    @property
+    def share_edited(self) -> Rate:
+        return Rate(self.approved_edited, self.decided)
+
+    @property
+    def share_rejected(self) -> Rate:
+        return Rate(self.rejected, self.decided)
+
+
+def distill_outcomes_by_version(*, bank: Bank) -> list[DistillOutcome]:
+    """For every distill prompt version that proposed items: how reviewers
+    decided them — approved unchanged, approved after an edit, rejected, or
+    not decided yet (proposed; superseded items are left out: a relabel, not
+    a reviewer, retired them). Shares are of the decided items."""
+    edited = Exists(MemoryItemVersion.objects.filter(item=OuterRef("pk"), action="edited"))
+    rows = (
+        MemoryItem.objects.filter(bank=bank)
+        .exclude(prompt_version="")
+        .exclude(status=ItemStatus.SUPERSEDED)
+        .annotate(edited=edited)
+        .values("prompt_version", "status", "edited")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    out: dict[str, DistillOutcome] = {}
+    for row in rows:
+        o = out.setdefault(row["prompt_version"], DistillOutcome(row["prompt_version"], 0, 0, 0, 0, 0))
+        o.items += row["n"]
+        if row["status"] in (ItemStatus.APPROVED, ItemStatus.ARCHIVED):
+            if row["edited"]:
+                o.approved_edited += row["n"]
+            else:
+                o.approved_unchanged += row["n"]
+        elif row["status"] == ItemStatus.REJECTED:
+            o.rejected += row["n"]
+        else:
+            o.pending += row["n"]
+    return sorted(out.values(), key=lambda o: o.version)
+
+
+@dataclass
+class Activity:
+    when: object
+    who: str
+    what: str
+    title: str
+    kind: str  # "item" | "judgment" | "trajectory"
+    public_id: str
+
+
+def recent_activity(*, bank: Bank, limit: int = 12) -> list[Activity]:
+    """The latest item actions, human/LLM judgments and arrivals, merged by time."""
+    events: list[Activity] = []
+    for v in (
+        MemoryItemVersion.objects.filter(item__bank=bank)
+        .select_related("author", "item")
+        .only("action", "created_at", "author__username", "item__title", "item__public_id")
+        .order_by("-created_at", "-id")[:limit]
+    ):
+        events.append(
+            Activity(
+                v.created_at,
+                v.author.get_username() if v.author else "pipeline",
+                v.action,
+                v.item.title,
+                "item",
+                str(v.item.public_id),
+            )
+        )
+    for j in (
+        Judgment.objects.filter(trajectory__bank=bank)
+        .select_related("author", "trajectory")
+        .only("source", "label", "created_at", "author__username", "trajectory__task", "trajectory__public_id")
+        .order_by("-created_at", "-id")[:limit]
+    ):
+        who = j.author.get_username() if j.author else j.get_source_display()
+        events.append(
+            Activity(
+                j.created_at, who, f"judged {j.label}", j.trajectory.task[:120], "judgment", str(j.trajectory.public_id)
+            )
+        )
+    for t in (
+        Trajectory.objects.filter(bank=bank)
+        .only("task", "agent", "created_at", "public_id")
+        .order_by("-created_at", "-id")[:limit]
+    ):
+        events.append(
+            Activity(
+                t.created_at, t.agent or "agent", "sent a trajectory", t.task[:120], "trajectory", str(t.public_id)
+            )
+        )
+    events.sort(key=lambda e: e.when, reverse=True)
+    return events[:limit]
+
+
+def review_backlog(*, bank: Bank) -> dict[str, int]:
+    """Proposed items waiting for review, and approved items flagged for another look."""
+    qs = MemoryItem.objects.filter(bank=bank)
+    return qs.aggregate(
+        proposed=Count("id", filter=Q(status=ItemStatus.PROPOSED)),
+        flagged=Count("id", filter=Q(status=ItemStatus.APPROVED) & ~Q(needs_review_reason="")),
+        approved=Count("id", filter=Q(status=ItemStatus.APPROVED)),
+    )
+
+
+# --- Charts: one point per day or week, grouped in SQL ----------------------------------
+
+CHART_DAYS = 30
+CHART_WEEKS = 12
+# A rate from fewer cases than this is shown as "n/a (n cases)", never as a percentage.
+MIN_CASES = 5
+
+
+@dataclass(frozen=True)
+class ReviewDay:
+    day: date
+    backlog: int  # proposed items waiting at the end of the day
+    approved: int  # approvals that day
+
+
+@dataclass(frozen=True)
+class PeriodRate:
+    """``x`` of ``n`` cases in the period starting ``start``; no value below MIN_CASES."""
+
+    start: date
+    x: int
+    n: int
+
+    @property
+    def value(self) -> float | None:
+        return self.x / self.n if self.n >= MIN_CASES else None
+
+    @property
+    def text(self) -> str:
+        if self.value is None:
+            return f"n/a ({counted(self.n, 'case')})"
+        return f"{self.value:.0%} ({self.x} of {self.n})"
+
+
+def _today() -> date:
+    return timezone.localdate()
+
+
+def _week_start(day: date) -> date:
+    return day - timedelta(days=day.weekday())  # Monday, as PostgreSQL's date_trunc('week')
+
+
+# Per day: how many items entered the queue (a version whose status became
+# proposed) minus how many left it, and the approvals (moves into approved;
+# clearing a review flag writes an "approved" version too but is not one). LAG runs over every
+# version of the bank's items, the outer filter keeps the window's days.
+_REVIEW_MOVES_SQL = """
+WITH moves AS (
+    SELECT v.created_at, v.status,
+           LAG(v.status) OVER (PARTITION BY v.item_id ORDER BY v.number) AS previous
+    FROM {versions} v JOIN {items} i ON i.id = v.item_id
+    WHERE i.bank_id = %s
+)
+SELECT (created_at AT TIME ZONE %s)::date AS day,
+       SUM(CASE WHEN status = %s AND previous IS DISTINCT FROM %s THEN 1
+                WHEN status <> %s AND previous = %s THEN -1 ELSE 0 END) AS delta,
+       COUNT(*) FILTER (WHERE status = %s AND previous IS DISTINCT FROM %s) AS approved
+FROM moves
+WHERE created_at >= %s
+GROUP BY 1
+"""
+
+
+def review_by_day(*, bank: Bank, days: int = CHART_DAYS, today: date | None = None) -> list[ReviewDay]:
+    """The review queue over the last ``days`` days (oldest first): the
+    backlog at each day's end and that day's approvals. The backlog is
+    anchored on today's count of proposed items and walked back through the
+    items' version history (every status move writes a version). Two queries."""
+    today = today or _today()
+    first = today - timedelta(days=days - 1)
+    tz = timezone.get_current_timezone()
+    start = timezone.make_aware(datetime.combine(first, time.min), tz)
+    proposed = ItemStatus.PROPOSED
+    sql = _REVIEW_MOVES_SQL.format(versions=MemoryItemVersion._meta.db_table, items=MemoryItem._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [bank.pk, str(tz), *[proposed] * 4, ItemStatus.APPROVED, ItemStatus.APPROVED, start])
+        moves = {day: (delta, approved) for day, delta, approved in cursor.fetchall()}
+    backlog = MemoryItem.objects.filter(bank=bank, status=proposed).count()
+    out = []
+    for offset in range(days):
+        day = today - timedelta(days=offset)
+        delta, approved = moves.get(day, (0, 0))
+        out.append(ReviewDay(day, max(backlog, 0), approved))
+        backlog -= delta  # the backlog at the end of the day before
+    return out[::-1]
+
+
+def _weeks(rows, *, weeks: int, today: date) -> list[PeriodRate]:
+    """One PeriodRate per week (oldest first) from rows of (week start, x, n); missing weeks count 0."""
+    found = {(w.date() if hasattr(w, "date") else w): (x, n) for w, x, n in rows}
+    last = _week_start(today)
+    out = []
+    for back in range(weeks - 1, -1, -1):
+        start = last - timedelta(weeks=back)
+        x, n = found.get(start, (0, 0))
+        out.append(PeriodRate(start, x, n))
+    return out
+
+
+def _weeks_start(weeks: int, today: date) -> datetime:
+    first = _week_start(today) - timedelta(weeks=weeks - 1)
+    return timezone.make_aware(datetime.combine(first, time.min))
+
+
+def success_by_week(*, bank: Bank, weeks: int = CHART_WEEKS, today: date | None = None) -> list[PeriodRate]:
+    """Per week of arrival (oldest first): trajectories whose effective
+    verdict is success, of those with a verdict. One query."""
+    today = today or _today()
+    rows = (
+        Trajectory.objects.filter(bank=bank, created_at__gte=_weeks_start(weeks, today))
+        .exclude(verdict="")
+        .annotate(week=TruncWeek("created_at"))
+        .values("week")
+        .annotate(x=Count("id", filter=Q(verdict=Label.SUCCESS)), n=Count("id"))
+        .order_by()
+        .values_list("week", "x", "n")
+    )
+    return _weeks(rows, weeks=weeks, today=today)
+
+
+def agreement_by_week(*, bank: Bank, weeks: int = CHART_WEEKS, today: date | None = None) -> list[PeriodRate]:
+    """Per week of the LLM's judgment (oldest first): LLM judgments that
+    match the reviewer's latest verdict on the same trajectory, of those with
+    a reviewer verdict (as the per-version table counts them). One query."""
+    today = today or _today()
+    human = (
+        Judgment.objects.filter(trajectory=OuterRef("trajectory"), source=JudgmentSource.HUMAN)
+        .order_by("-created_at", "-id")
+        .values("label")[:1]
+    )
+    rows = (
+        Judgment.objects.filter(
+            trajectory__bank=bank, source=JudgmentSource.LLM, created_at__gte=_weeks_start(weeks, today)
+        )
+        .annotate(human=Subquery(human))
+        .filter(human__isnull=False)
+        .annotate(week=TruncWeek("created_at"))
+        .values("week")
+        .annotate(x=Count("id", filter=Q(label=F("human"))), n=Count("id"))
+        .order_by()
+        .values_list("week", "x", "n")
+    )
+    return _weeks(rows, weeks=weeks, today=today)

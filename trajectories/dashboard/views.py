@@ -1,0 +1,52 @@
+"""The bank's dashboard (session auth): pipeline counts, the review
+backlog, judge agreement, recent activity, the charts and the LLM usage; its
+counts refresh every few seconds."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
+
+from accounts.access import bank_for_user
+from memories.releases.selectors import bank_releasing
+from reasoningbank_site.views_helpers import template_for
+from trajectories.dashboard.charts import dashboard_charts
+from trajectories.dashboard.llm_usage import bank_llm_usage
+from trajectories.dashboard.selectors import (
+    MIN_CASES,
+    distill_outcomes_by_version,
+    judge_agreement_by_version,
+    judge_human_agreement,
+    recent_activity,
+    review_backlog,
+    status_counts,
+)
+from trajectories.judging.evidence import disagreement_count
+from trajectories.pipeline.llm import llm_configured
+
+
+@login_required
+def dashboard(request, bank_id):
+    bank, membership = bank_for_user(request, bank_id)
+    counts = status_counts(bank=bank)
+    total = sum(n for _, _, n in counts)
+    context = {
+        "bank": bank,
+        "membership": membership,
+        "counts": counts,
+        "total": total,
+        "backlog": review_backlog(bank=bank),
+        "disagreements": disagreement_count(bank=bank),
+        "agreement": judge_human_agreement(bank=bank),
+        "min_cases": MIN_CASES,
+        "agreement_by_version": judge_agreement_by_version(bank=bank),
+        "distill_by_version": distill_outcomes_by_version(bank=bank),
+        "activity": recent_activity(bank=bank),
+        # The 5-second refresh redraws the counts only; the charts come with the whole page.
+        "charts": [] if request.htmx else dashboard_charts(bank=bank),
+        "llm_usage": None if request.htmx else bank_llm_usage(bank=bank),
+        "llm_configured": llm_configured(),
+        "api_base": request.build_absolute_uri("/api/v1/"),
+        "releasing": bank_releasing(bank=bank),
+    }
+    return render(request, template_for(request, "trajectories/dashboard.html", {"live": "live"}), context)

@@ -1,0 +1,102 @@
+"""A bank's Export page and its downloads (session auth; viewers may
+download, as they may read every page they come from): trajectories as OpenAI
+chat fine-tuning JSONL, the human-labelled judge evaluation set, and the
+approved memories in the `reasoning-bank` library's format. Each download
+streams JSON Lines from the database as an attachment (never rendered as
+HTML); the export API (trajectories.exports.api) serves the same rows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Exists, OuterRef, Q
+from django.http import StreamingHttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from accounts.access import bank_for_user
+from accounts.models import Bank
+from memories.items.models import ItemStatus
+from memories.review.selectors import item_status_counts
+from memories.serving.export import served_items_export_reasoning_bank
+from memories.serving.lists import served_items
+from trajectories.exports import datasets
+from trajectories.models import Judgment, JudgmentSource, Trajectory
+
+
+def jsonl_response(rows: Iterable[dict], filename: str) -> StreamingHttpResponse:
+    """``rows`` streamed as a JSON Lines attachment named ``filename``."""
+    lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+def export_name(bank: Bank, what: str) -> str:
+    return f"{bank.team.slug}-{bank.slug}-{what}.jsonl"
+
+
+def chat_verdict(value: str | None) -> str:
+    """The ``verdict`` of a chat export request: success unless failure or all is asked for."""
+    return value if value in datasets.CHAT_VERDICTS else "success"
+
+
+def _counts(bank: Bank) -> dict:
+    judged_by = Judgment.objects.filter(trajectory=OuterRef("pk"))
+    verdicts = Trajectory.objects.filter(bank=bank, steps_purged_at=None).aggregate(
+        success=Count("id", filter=Q(verdict="success")), failure=Count("id", filter=Q(verdict="failure"))
+    )
+    labelled = (
+        Trajectory.objects.filter(bank=bank)
+        .filter(
+            Exists(judged_by.filter(source=JudgmentSource.HUMAN)), Exists(judged_by.filter(source=JudgmentSource.LLM))
+        )
+        .count()
+    )
+    approved = item_status_counts(bank=bank)[ItemStatus.APPROVED]
+    served = served_items(bank=bank)
+    return {
+        **verdicts,
+        "all": verdicts["success"] + verdicts["failure"],
+        "labelled": labelled,
+        "approved": approved,
+        "served": served.items.count(),
+        "release": served.number,
+    }
+
+
+@login_required
+@require_GET
+def export_page(request, bank_id):
+    bank, membership = bank_for_user(request, bank_id)
+    context = {"bank": bank, "membership": membership, "counts": _counts(bank)}
+    return render(request, "trajectories/export.html", context)
+
+
+@login_required
+@require_GET
+def export_chat(request, bank_id):
+    bank, _membership = bank_for_user(request, bank_id)
+    verdict = chat_verdict(request.GET.get("verdict"))
+    metadata = request.GET.get("metadata") != "0"
+    rows = datasets.chat_finetune_rows(bank=bank, verdict=verdict, metadata=metadata)
+    return jsonl_response(rows, export_name(bank, f"chat-{verdict}"))
+
+
+@login_required
+@require_GET
+def export_judge_eval(request, bank_id):
+    bank, _membership = bank_for_user(request, bank_id)
+    rows = datasets.judge_eval_rows(bank=bank, with_input=request.GET.get("input") != "0")
+    return jsonl_response(rows, export_name(bank, "judge-eval"))
+
+
+@login_required
+@require_GET
+def export_reasoning_bank(request, bank_id):
+    bank, _membership = bank_for_user(request, bank_id)
+    rows = served_items_export_reasoning_bank(bank=bank)
+    return jsonl_response(rows, export_name(bank, "reasoning-bank"))
