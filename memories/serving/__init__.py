@@ -6,8 +6,10 @@ with its share, none yet) and, for a retrieval, which arm a draw falls in
 serve: the release's members (or, for a production that is the approved set,
 the approved items), never one archived as wrong, rejected or superseded,
 suspended, past its validity, with a risk finding nobody confirmed, below the
-bank's serving tier, or outside the request's filters. ``served_items`` is
-that set for a bank, with each item's text as released: what ``GET /memories``,
+bank's serving tier, or outside the request's filters; the rules it is built
+from (filters, trust tier, validity, release membership) are here too.
+``served_items`` (``lists``) is that set for a bank, with each item's text as
+released: what ``GET /memories``,
 MCP ``list_memories``, the Agent Skills folder, the zip, the AGENTS.md section
 and the served export hold, and what ``/retrieve`` searches (in both modes,
 through ``served_q``)."""

@@ -1,5 +1,6 @@
 """The served items as lists: what GET /memories, MCP list_memories, the agent files and the served export hold
-(the set ``served_q`` defines, with each item's text as released), and why an approved item is not served."""
+(the set ``served_q`` defines, with each item's text as released), and the served flag a list page reads with
+its rows. Why an item is or is not served is its lifecycle's (memories.items.lifecycle)."""
 
 from __future__ import annotations
 
