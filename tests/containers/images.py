@@ -130,12 +130,11 @@ def _context_of_worktree(target: Path) -> None:
 
 
 def _context_of_commit(target: Path, commit: str) -> None:
-    """``commit``'s code with today's docker/ folder and pyproject files, so the dependency layers are the
-    cached ones (the upgrade test's "previous" image: earlier code and schema, today's dependencies)."""
+    """``commit``'s code and its own docker/ folder (its Dockerfile copies that commit's modules by name),
+    with today's pyproject files, so the dependency layers are the cached ones (the upgrade test's
+    "previous" image: earlier code and schema, today's dependencies)."""
     archive = subprocess.run(["git", "archive", commit], cwd=ROOT, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-    shutil.rmtree(target / "docker", ignore_errors=True)
-    shutil.copytree(ROOT / "docker", target / "docker")
     for name in ("pyproject.toml", "clients/python/pyproject.toml"):
         shutil.copy2(ROOT / name, target / name)
 

@@ -2,7 +2,7 @@
 image migrates forward and takes over; nothing is lost.
 
 "Previous" is main as it was before the newest commit of main's own line (first parents: a merged
-branch's inner commits never were main) that changed a migration, so the upgrade applies at least one, built with today's docker/ folder and dependency list (so its dependency
+branch's inner commits never were main) that changed a migration, so the upgrade applies at least one, built with its own docker/ folder and today's dependency list (so its dependency
 layers are the cached ones): RB_UPGRADE_FROM=<git revision> chooses another. Its dependencies are
 therefore today's, not the ones that commit declared."""
 
