@@ -2,7 +2,7 @@
 image migrates forward and takes over; nothing is lost.
 
 "Previous" is main as it was before the newest commit of main's own line (first parents: a merged
-branch's inner commits never were main) that changed a migration, so the upgrade applies at least one, built with its own docker/ folder and today's dependency list (so its dependency
+branch's inner commits never were main) that added a migration, so the upgrade applies at least one, built with its own docker/ folder and today's dependency list (so its dependency
 layers are the cached ones): RB_UPGRADE_FROM=<git revision> chooses another. Its dependencies are
 therefore today's, not the ones that commit declared."""
 
@@ -22,7 +22,7 @@ def previous_commit() -> str:
     chosen = os.environ.get("RB_UPGRADE_FROM", "")
     if not chosen:
         last = subprocess.run(
-            ["git", "log", "--first-parent", "-1", "--format=%H", "--", "*/migrations/*.py"],
+            ["git", "log", "--first-parent", "-1", "--diff-filter=A", "--format=%H", "--", "*/migrations/*.py"],
             cwd=images.ROOT,
             capture_output=True,
             text=True,

@@ -416,12 +416,16 @@ class LLM(FakeLLM):
         return sum(marker in prompt for prompt in self.prompts)
 
 
-# Creates the team, bank (no rate limit) and token the tests use; prints the token's secret.
+# Creates the team, bank (no rate limit) and token the tests use; prints the token's secret. It also runs in
+# the upgrade test's previous image, whose services were still in one package.
 SETUP_SCRIPT = """
 from django.contrib.auth import get_user_model
-from accounts.teams.banks import bank_create
-from accounts.teams.services import team_create
-from accounts.tokens.services import api_token_create
+try:
+    from accounts.teams.banks import bank_create
+    from accounts.teams.services import team_create
+    from accounts.tokens.services import api_token_create
+except ImportError:
+    from accounts.services import api_token_create, bank_create, team_create
 owner = get_user_model().objects.create_user("ops", "ops@example.com", "ops-password-1234")
 bank = bank_create(team=team_create(name="Ops", slug="ops", owner=owner), name="Prod", rate_limit_per_minute=0)
 print(api_token_create(bank=bank, name="prod", scopes=["ingest", "retrieve"], created_by=owner).secret)
