@@ -3,8 +3,6 @@ commands that use it) and revoking one."""
 
 from __future__ import annotations
 
-import json
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
@@ -15,6 +13,7 @@ from accounts.access import bank_for_user
 from accounts.models import ApiToken, Role
 from accounts.teams import selectors
 from accounts.teams.forms import TokenForm
+from accounts.tokens.examples import is_agent_token, token_examples
 from accounts.tokens.services import api_token_create, api_token_revoke
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.security import no_store
@@ -23,7 +22,7 @@ from reasoningbank_site.views_helpers import post_action
 
 def _tokens_page(request, bank, me, *, form=None, issued=None):
     """The tokens page; right after a creation (``issued``) it shows the
-    secret once, with curl commands that use it."""
+    secret once, with curl commands for the scopes it was granted."""
     api_base = request.build_absolute_uri("/api/v1/")
     context = {
         "bank": bank,
@@ -36,25 +35,11 @@ def _tokens_page(request, bank, me, *, form=None, issued=None):
         "now": timezone.now(),
     }
     if issued:
-        context["curl_retrieve"] = _curl(
-            api_base + "retrieve",
-            issued.secret,
-            {"query": "Find the cheapest flight from Berlin to Rome next Friday", "k": bank.top_k},
-        )
-        context["curl_trajectory"] = _curl(
-            api_base + "trajectories",
-            issued.secret,
-            {
-                "task": "Find the cheapest flight from Berlin to Rome next Friday",
-                "steps": [
-                    {"kind": "action", "content": "search_flights(origin=BER, destination=FCO, date=friday)"},
-                    {"kind": "observation", "content": "3 results, cheapest 79 EUR"},
-                ],
-                "final_answer": "79 EUR with the 06:10 flight",
-                "outcome": "success",
-                "external_id": "run-0001",
-            },
-        )
+        context["examples"] = [
+            (example, example.curl(api_base=api_base, secret=issued.secret))
+            for example in token_examples(bank=bank, scopes=issued.token.scopes)
+        ]
+        context["agent_token"] = is_agent_token(issued.token.scopes)
     response = render(request, "accounts/bank_tokens.html", context)
     return no_store(response) if issued else response  # the secret is shown once: never cache it
 
@@ -102,13 +87,3 @@ def token_revoke(request, bank_id, token_id):
     api_token_revoke(token=token, actor=request.user)
     messages.success(request, f"Token {token.prefix}… revoked.")
     return redirect("accounts:bank_tokens", bank_id=bank.public_id)
-
-
-def _curl(url: str, secret: str, body: dict) -> str:
-    payload = json.dumps(body, indent=2).replace("'", "'\\''")
-    return (
-        f"curl -sS -X POST {url} \\\n"
-        f"  -H 'Authorization: Bearer {secret}' \\\n"
-        f"  -H 'Content-Type: application/json' \\\n"
-        f"  -d '{payload}'"
-    )
