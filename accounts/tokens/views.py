@@ -11,10 +11,11 @@ from django.views.decorators.http import require_GET
 
 from accounts.access import bank_for_user
 from accounts.models import ApiToken, Role
+from accounts.shown_once import shown_once_keep, shown_once_take
 from accounts.teams import selectors
 from accounts.teams.forms import TokenForm
 from accounts.tokens.examples import is_agent_token, token_examples
-from accounts.tokens.services import api_token_create, api_token_revoke
+from accounts.tokens.services import IssuedToken, api_token_create, api_token_revoke
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.security import no_store
 from reasoningbank_site.views_helpers import post_action
@@ -44,17 +45,25 @@ def _tokens_page(request, bank, me, *, form=None, issued=None):
     return no_store(response) if issued else response  # the secret is shown once: never cache it
 
 
+def _secret_key(bank) -> str:
+    return f"token-secret:{bank.public_id}"
+
+
 @login_required
 @require_GET
 def bank_tokens(request, bank_id):
+    """The list; right after a creation, the new token's secret (once)."""
     bank, me = bank_for_user(request, bank_id)
-    return _tokens_page(request, bank, me)
+    kept = shown_once_take(request, key=_secret_key(bank)) if me.has_role(Role.ADMIN) else None
+    token = ApiToken.objects.filter(bank=bank, public_id=kept["token"]).first() if kept else None
+    issued = IssuedToken(token=token, secret=kept["secret"]) if token else None
+    return _tokens_page(request, bank, me, issued=issued)
 
 
 @login_required
 @post_action
 def token_create(request, bank_id):
-    """Create a token and answer with the tokens page showing its secret (once)."""
+    """Create a token and redirect to the tokens page, which shows its secret (once)."""
     bank, me = bank_for_user(request, bank_id, role=Role.ADMIN)
     form = TokenForm(request.POST)
     if form.is_valid():
@@ -69,7 +78,9 @@ def token_create(request, bank_id):
         except DomainError as exc:
             form.add_error(None, str(exc))
         else:
-            return _tokens_page(request, bank, me, issued=issued)
+            kept = {"token": str(issued.token.public_id), "secret": issued.secret}
+            shown_once_keep(request, key=_secret_key(bank), value=kept)
+            return redirect("accounts:bank_tokens", bank_id=bank.public_id)
     return _tokens_page(request, bank, me, form=form)
 
 

@@ -20,10 +20,13 @@ def test_create_token_shows_secret_once_with_curl(as_, people, bank):
     url = reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id})
     client = as_(people["admin"])
     response = client.post(bank_url(bank, "token_create"), {"name": "web agent", "scopes": ["retrieve", "ingest"]})
+    assert response.status_code == 302 and response["Location"] == url  # post/redirect/get
+    response = client.get(url)
     html = response.content.decode()
     token = ApiToken.objects.get(name="web agent")
     secret = response.context["issued"].secret
     assert response.status_code == 200 and secret in html and 'data-copy="token-secret"' in html
+    assert "no-store" in response["Cache-Control"]
     assert f"Bearer {secret}" in html and "/api/v1/retrieve" in html and "/api/v1/trajectories" in html
     assert token.created_by == people["admin"] and token.scopes == ["ingest", "retrieve"]
     assert secret not in client.get(url).content.decode()  # once
@@ -68,7 +71,9 @@ AGENT_SCOPES_NOTE = 'id="no-agent-scope"'
 def test_a_new_tokens_examples_are_the_requests_its_scopes_allow_and_each_one_works(
     as_, people, bank, client, scopes, shown
 ):
-    response = as_(people["admin"]).post(bank_url(bank, "token_create"), {"name": "agent", "scopes": scopes})
+    response = as_(people["admin"]).post(
+        bank_url(bank, "token_create"), {"name": "agent", "scopes": scopes}, follow=True
+    )
     page = response.content.decode()
     requests = _shown_requests(page)
     secret = response.context["issued"].secret
@@ -91,6 +96,18 @@ def test_a_new_tokens_examples_are_the_requests_its_scopes_allow_and_each_one_wo
 def test_every_scope_has_its_example(bank):
     assert set(scope_examples(bank)) == set(Scope.values)
     assert len({example.name for example in scope_examples(bank).values()}) == len(Scope.values)
+
+
+def test_a_reload_after_creating_a_token_creates_no_second_one_and_shows_no_secret(as_, people, bank):
+    client = as_(people["admin"])
+    tokens = bank_url(bank, "bank_tokens")
+    response = client.post(bank_url(bank, "token_create"), {"name": "ci", "scopes": ["review"]}, follow=True)
+    assert response.redirect_chain == [(tokens, 302)]  # the address bar shows the tokens page, not the form's POST
+    secret = response.context["issued"].secret
+    assert secret in response.content.decode()
+    reload = client.get(tokens)
+    assert secret not in reload.content.decode() and reload.context["issued"] is None
+    assert ApiToken.objects.filter(bank=bank, name="ci").count() == 1
 
 
 def test_token_create_validates(as_, people, bank):
