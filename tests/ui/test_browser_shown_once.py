@@ -1,9 +1,9 @@
-"""Secrets shown once, in a real headless Chromium: the printed-only
-invitation link and a new webhook's signing secret each have the copy button
-(the same ``data-copy`` mechanism as a new token's secret), the button puts
-the value on the clipboard and says "Copied", and a reload of the page shows
-the value no more (a new webhook's page is reached by post/redirect/get, so
-the reload adds no second webhook)."""
+"""Secrets shown once, in a real headless Chromium: a new token's secret and
+its curl examples, the printed-only invitation link and a new webhook's
+signing secret each have the same ``data-copy`` button, which puts the value
+on the clipboard and says "Copied", and a reload of the page shows the value
+no more (the pages are reached by post/redirect/get, so the reload creates
+nothing twice)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from accounts.models import Invitation, WebhookSubscription
+from accounts.models import ApiToken, Invitation, WebhookSubscription
 from tests.ui.conftest import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -79,5 +79,32 @@ def test_a_new_webhooks_secret_copies_and_a_reload_adds_nothing(browser, live_se
         page.reload()
         assert page.url.endswith(detail) and page.locator("#webhook-secret").count() == 0
         assert secret not in page.content() and WebhookSubscription.objects.count() == 1
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize(("width", "height"), [(390, 844), (1366, 768)])
+def test_a_review_only_tokens_page_offers_its_own_example_and_a_reload_creates_nothing(
+    browser, live_server, owner, bank, width, height
+):
+    context, page = _signed_in(browser, live_server, owner, width, height)
+    try:
+        tokens = reverse("accounts:bank_tokens", kwargs={"bank_id": bank.public_id})
+        page.goto(f"{live_server.url}{tokens}")
+        page.fill("#create-token input[name=name]", "review script")
+        page.locator("#create-token input[name=scopes]").evaluate_all(
+            "(boxes) => boxes.forEach((b) => (b.checked = b.value === 'review'))"
+        )
+        page.click("#create-token button[type=submit]")
+        page.wait_for_url(re.compile(re.escape(tokens) + r"$"))
+        assert page.locator("#no-agent-scope").is_visible()
+        assert page.locator("#curl-retrieve, #curl-trajectory").count() == 0
+        secret = page.locator("#token-secret").inner_text()
+        curl = page.locator("#curl-review").inner_text()
+        assert f"Bearer {secret}" in curl and _copy(page, "curl-review") == curl.strip()
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        page.reload()
+        assert page.locator("#token-secret").count() == 0 and secret not in page.content()
+        assert ApiToken.objects.filter(bank=bank, name="review script").count() == 1
     finally:
         context.close()
