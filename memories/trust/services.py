@@ -105,7 +105,8 @@ def memory_items_auto_approve(*, items: Sequence[MemoryItem], tier: int) -> list
     one. An item the topic gate keeps stays proposed with the reason in its
     ``needs_review_reason``. Nothing happens when the policy is off (the
     default). Each approval is a version "auto-approved" (no author), its
-    one audit event (memory_item.auto_approve, whose note names the verdict's tier), and an AutoApproval row; the bank's first AUDIT_ALL_FIRST
+    one audit event (memory_item.auto_approve, its note naming the verdict's
+    tier), and an AutoApproval row; the bank's first AUDIT_ALL_FIRST
     approvals, then a random ``audit_share`` of them, are marked for the
     human audit sample."""
     fresh = [i for i in items if i.pk is not None and getattr(i, "supported_by", None) is None]
