@@ -16,6 +16,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from accounts.audit.actions import audit_action_label
+
 
 class Role(models.TextChoices):
     OWNER = "owner", "Owner"
@@ -349,6 +351,10 @@ class AuditEvent(models.Model):
         if self.actor_token_id:
             return f"token {self.actor_token.prefix}… ({self.actor_token.name})"
         return "system"
+
+    @property
+    def action_label(self) -> str:
+        return audit_action_label(self.action)
 
 
 # Defined in their own module (the webhooks package); imported here so Django registers them with this app.

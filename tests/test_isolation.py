@@ -101,7 +101,7 @@ def _side(team, label: str) -> Side:
         bank=bank, task=f"{text} task", steps=[{"index": 0, "kind": "answer", "content": "done"}], step_count=1
     )
     issued = api_token_create(bank=bank, name=f"{text} token", scopes=["retrieve", "ingest", "review"])
-    audit_record(action="test.marker", bank=bank, after={"text": text})
+    audit_record(action="comment.create", bank=bank, after={"text": text})
     invitation = Invitation.objects.create(
         team=team,
         email=f"{label.lower()}@example.com",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from accounts.audit.actions import AuditAction
 from accounts.models import ApiToken, AuditEvent, Bank, Team
 
 
@@ -26,7 +27,7 @@ def audit_record(*, action: str, **fields) -> AuditEvent:
     would copy content the log must not keep (a deleted trajectory's task).
     Anonymous users are recorded as no actor. Raises
     ValueError (a programming error, not a refusal) if neither team nor bank
-    is given. Joins the caller's transaction, so an event exists only if the
+    is given, or the action is not in the registry. Joins the caller's transaction, so an event exists only if the
     change it describes does."""
     event = audit_event(action=action, **fields)
     event.save(force_insert=True)
@@ -46,6 +47,8 @@ def audit_event(
     object_repr: str | None = None,
 ) -> AuditEvent:
     """The unsaved event ``audit_record`` appends (same arguments and rules)."""
+    if action not in AuditAction.values:
+        raise ValueError(f"{action!r} is not an audit action: add it to AuditAction (accounts/audit/actions.py)")
     if team is None:
         if bank is None:
             raise ValueError("audit_record needs a team or a bank")

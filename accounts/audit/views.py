@@ -12,6 +12,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from accounts.access import bank_for_user, team_for_user
+from accounts.audit.actions import audit_action_label
 from accounts.teams import selectors
 from accounts.teams.forms import AuditFilterForm
 
@@ -40,7 +41,7 @@ def _audit_page(request, *, team, bank, template_context):
         **template_context,
         "form": form,
         "page": page,
-        "actions": selectors.audit_actions(team=team),
+        "actions": [(action, audit_action_label(action)) for action in selectors.audit_actions(team=team)],
         "filters": filters,
     }
     return render(request, "accounts/audit.html", context)

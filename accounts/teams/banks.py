@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record, snapshot
 from accounts.errors import AccountsConflict, AccountsInvalid
 from accounts.models import Bank, Team
@@ -72,7 +73,7 @@ def bank_create(*, team: Team, name: str, slug: str = "", actor=None, **settings
     bank.slug = slug
     bank.save()
     audit_record(
-        action="bank.create",
+        action=AuditAction.BANK_CREATE,
         team=team,
         bank=bank,
         user=actor,
@@ -116,7 +117,7 @@ def bank_update_settings(*, bank: Bank, actor, **values) -> Bank:
         _holdout_check(bank)
     bank.save(update_fields=[*changed, "updated_at"])
     audit_record(
-        action="bank.update_settings",
+        action=AuditAction.BANK_UPDATE_SETTINGS,
         bank=bank,
         user=actor,
         obj=bank,
@@ -135,7 +136,7 @@ def bank_archive(*, bank: Bank, actor) -> Bank:
         bank.archived_at = timezone.now()
         bank.save(update_fields=["archived_at", "updated_at"])
         audit_record(
-            action="bank.archive",
+            action=AuditAction.BANK_ARCHIVE,
             bank=bank,
             user=actor,
             obj=bank,
@@ -154,6 +155,11 @@ def bank_unarchive(*, bank: Bank, actor) -> Bank:
         bank.archived_at = None
         bank.save(update_fields=["archived_at", "updated_at"])
         audit_record(
-            action="bank.unarchive", bank=bank, user=actor, obj=bank, before=before, after={"archived_at": None}
+            action=AuditAction.BANK_UNARCHIVE,
+            bank=bank,
+            user=actor,
+            obj=bank,
+            before=before,
+            after={"archived_at": None},
         )
     return bank

@@ -14,6 +14,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.errors import AccountsConflict, AccountsForbidden, AccountsInvalid, InvitationError
 from accounts.models import ROLE_RANK, Invitation, InvitationState, Membership, Role, Team
@@ -82,7 +83,7 @@ def invitation_create(
     )
     url = site_url.rstrip("/") + reverse("accounts:invitation_accept", kwargs={"secret": secret})
     audit_record(
-        action="invitation.create",
+        action=AuditAction.INVITATION_CREATE,
         team=team,
         user=actor,
         obj=invitation,
@@ -164,7 +165,7 @@ def invitation_accept(*, secret: str, user) -> Membership:
         membership.role = invitation.role
         membership.save(update_fields=["role"])
     audit_record(
-        action="invitation.accept",
+        action=AuditAction.INVITATION_ACCEPT,
         team=invitation.team,
         user=user,
         obj=invitation,
@@ -197,7 +198,7 @@ def invitation_revoke(*, invitation: Invitation, actor, actor_membership: Member
         invitation.revoked_at = timezone.now()
         invitation.save(update_fields=["revoked_at"])
         audit_record(
-            action="invitation.revoke",
+            action=AuditAction.INVITATION_REVOKE,
             team=invitation.team,
             user=actor,
             obj=invitation,

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from django.db import transaction
 from django.utils.text import slugify
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.errors import AccountsConflict, AccountsForbidden, AccountsInvalid
 from accounts.models import Membership, Role, Team
@@ -50,9 +51,9 @@ def team_create(*, name: str, owner, slug: str = "") -> Team:
         slug = unique_slug(name, lambda s: Team.objects.filter(slug=s).exists())
     team = Team.objects.create(name=name, slug=slug)
     membership = Membership.objects.create(team=team, user=owner, role=Role.OWNER)
-    audit_record(action="team.create", team=team, user=owner, obj=team, after={"name": name, "slug": slug})
+    audit_record(action=AuditAction.TEAM_CREATE, team=team, user=owner, obj=team, after={"name": name, "slug": slug})
     audit_record(
-        action="membership.add",
+        action=AuditAction.MEMBERSHIP_ADD,
         team=team,
         user=owner,
         obj=membership,
@@ -89,7 +90,7 @@ def membership_change_role(*, membership: Membership, role: str, actor, actor_me
     membership.role = role
     membership.save(update_fields=["role"])
     audit_record(
-        action="membership.change_role",
+        action=AuditAction.MEMBERSHIP_CHANGE_ROLE,
         team=membership.team,
         user=actor,
         obj=membership,
@@ -115,7 +116,7 @@ def membership_remove(*, membership: Membership, actor, actor_membership: Member
         raise AccountsConflict("The last owner cannot leave or be removed: make someone else an owner first.")
     before = {"user": membership.user.get_username(), "role": membership.role}
     audit_record(
-        action="membership.leave" if leaving else "membership.remove",
+        action=AuditAction.MEMBERSHIP_LEAVE if leaving else AuditAction.MEMBERSHIP_REMOVE,
         team=membership.team,
         user=actor,
         obj=membership,

@@ -14,12 +14,13 @@ from django.views.decorators.http import require_GET, require_http_methods
 from accounts import errors
 from accounts.access import team_for_user
 from accounts.models import Invitation, Membership, Role
+from accounts.shown_once import shown_once_keep, shown_once_take
 from accounts.teams import invitations, selectors
 from accounts.teams import services as team_services
 from accounts.teams.account_views import bank_home_url
 from accounts.teams.forms import InviteForm, RoleForm, TeamForm
 from reasoningbank_site.errors import DomainError
-from reasoningbank_site.security import int_or_404
+from reasoningbank_site.security import int_or_404, no_store
 from reasoningbank_site.views_helpers import post_action
 
 
@@ -38,7 +39,11 @@ def team_create(request):
     return render(request, "accounts/team_create.html", {"form": form})
 
 
-def _team_page(request, team, me, *, invite_form=None):
+def _invitation_link_key(team) -> str:
+    return f"invitation-link:{team.public_id}"
+
+
+def _team_page(request, team, me, *, invite_form=None, invitation_link=None):
     context = {
         "team": team,
         "me": me,
@@ -50,15 +55,18 @@ def _team_page(request, team, me, *, invite_form=None):
         "invite_form": invite_form or InviteForm(),
         "roles": Role.choices,
         "role_choices_admin": [c for c in Role.choices if c[0] != Role.OWNER],
+        "invitation_link": invitation_link,
     }
-    return render(request, "accounts/team_detail.html", context)
+    response = render(request, "accounts/team_detail.html", context)
+    return no_store(response) if invitation_link else response  # the link is shown once: never cache it
 
 
 @login_required
 @require_GET
 def team_detail(request, team_id):
     team, me = team_for_user(request, team_id)
-    return _team_page(request, team, me)
+    link = shown_once_take(request, key=_invitation_link_key(team)) if me.has_role(Role.ADMIN) else None
+    return _team_page(request, team, me, invitation_link=link)
 
 
 # --- the team page's actions: one POST-only view each; a refusal is a message on the team page
@@ -88,9 +96,10 @@ def team_invite(request, team_id):
                 messages.warning(
                     request,
                     f"Invitation for {issued.invitation.email} created, but email is not set up (RB_EMAIL_BACKEND "
-                    f"prints messages to the server's console): nothing was sent. Send them this link yourself, "
-                    f"it works once: {issued.url}",
+                    f"prints messages to the server's console): nothing was sent. Copy the link below and send it "
+                    f"yourself.",
                 )
+                shown_once_keep(request, key=_invitation_link_key(team), value=issued.url)
             else:
                 messages.success(request, f"Invitation emailed to {issued.invitation.email}.")
             return redirect("accounts:team", team_id=team.public_id)

@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.errors import AccountsInvalid
 from accounts.models import ApiToken, Bank, Scope, validate_token_expiry
@@ -52,7 +53,7 @@ def api_token_create(
         expires_at=expires_at,
     )
     audit_record(
-        action="token.create",
+        action=AuditAction.TOKEN_CREATE,
         bank=bank,
         user=created_by,
         obj=token,
@@ -69,7 +70,7 @@ def api_token_revoke(*, token: ApiToken, actor=None) -> ApiToken:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
         audit_record(
-            action="token.revoke",
+            action=AuditAction.TOKEN_REVOKE,
             bank=token.bank,
             user=actor,
             obj=token,

@@ -3,8 +3,6 @@ commands that use it) and revoking one."""
 
 from __future__ import annotations
 
-import json
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
@@ -13,9 +11,11 @@ from django.views.decorators.http import require_GET
 
 from accounts.access import bank_for_user
 from accounts.models import ApiToken, Role
+from accounts.shown_once import shown_once_keep, shown_once_take
 from accounts.teams import selectors
 from accounts.teams.forms import TokenForm
-from accounts.tokens.services import api_token_create, api_token_revoke
+from accounts.tokens.examples import is_agent_token, token_examples
+from accounts.tokens.services import IssuedToken, api_token_create, api_token_revoke
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.security import no_store
 from reasoningbank_site.views_helpers import post_action
@@ -23,7 +23,7 @@ from reasoningbank_site.views_helpers import post_action
 
 def _tokens_page(request, bank, me, *, form=None, issued=None):
     """The tokens page; right after a creation (``issued``) it shows the
-    secret once, with curl commands that use it."""
+    secret once, with curl commands for the scopes it was granted."""
     api_base = request.build_absolute_uri("/api/v1/")
     context = {
         "bank": bank,
@@ -36,40 +36,34 @@ def _tokens_page(request, bank, me, *, form=None, issued=None):
         "now": timezone.now(),
     }
     if issued:
-        context["curl_retrieve"] = _curl(
-            api_base + "retrieve",
-            issued.secret,
-            {"query": "Find the cheapest flight from Berlin to Rome next Friday", "k": bank.top_k},
-        )
-        context["curl_trajectory"] = _curl(
-            api_base + "trajectories",
-            issued.secret,
-            {
-                "task": "Find the cheapest flight from Berlin to Rome next Friday",
-                "steps": [
-                    {"kind": "action", "content": "search_flights(origin=BER, destination=FCO, date=friday)"},
-                    {"kind": "observation", "content": "3 results, cheapest 79 EUR"},
-                ],
-                "final_answer": "79 EUR with the 06:10 flight",
-                "outcome": "success",
-                "external_id": "run-0001",
-            },
-        )
+        context["examples"] = [
+            (example, example.curl(api_base=api_base, secret=issued.secret))
+            for example in token_examples(bank=bank, scopes=issued.token.scopes)
+        ]
+        context["agent_token"] = is_agent_token(issued.token.scopes)
     response = render(request, "accounts/bank_tokens.html", context)
     return no_store(response) if issued else response  # the secret is shown once: never cache it
+
+
+def _secret_key(bank) -> str:
+    return f"token-secret:{bank.public_id}"
 
 
 @login_required
 @require_GET
 def bank_tokens(request, bank_id):
+    """The list; right after a creation, the new token's secret (once)."""
     bank, me = bank_for_user(request, bank_id)
-    return _tokens_page(request, bank, me)
+    kept = shown_once_take(request, key=_secret_key(bank)) if me.has_role(Role.ADMIN) else None
+    token = ApiToken.objects.filter(bank=bank, public_id=kept["token"]).first() if kept else None
+    issued = IssuedToken(token=token, secret=kept["secret"]) if token else None
+    return _tokens_page(request, bank, me, issued=issued)
 
 
 @login_required
 @post_action
 def token_create(request, bank_id):
-    """Create a token and answer with the tokens page showing its secret (once)."""
+    """Create a token and redirect to the tokens page, which shows its secret (once)."""
     bank, me = bank_for_user(request, bank_id, role=Role.ADMIN)
     form = TokenForm(request.POST)
     if form.is_valid():
@@ -84,7 +78,9 @@ def token_create(request, bank_id):
         except DomainError as exc:
             form.add_error(None, str(exc))
         else:
-            return _tokens_page(request, bank, me, issued=issued)
+            kept = {"token": str(issued.token.public_id), "secret": issued.secret}
+            shown_once_keep(request, key=_secret_key(bank), value=kept)
+            return redirect("accounts:bank_tokens", bank_id=bank.public_id)
     return _tokens_page(request, bank, me, form=form)
 
 
@@ -102,13 +98,3 @@ def token_revoke(request, bank_id, token_id):
     api_token_revoke(token=token, actor=request.user)
     messages.success(request, f"Token {token.prefix}… revoked.")
     return redirect("accounts:bank_tokens", bank_id=bank.public_id)
-
-
-def _curl(url: str, secret: str, body: dict) -> str:
-    payload = json.dumps(body, indent=2).replace("'", "'\\''")
-    return (
-        f"curl -sS -X POST {url} \\\n"
-        f"  -H 'Authorization: Bearer {secret}' \\\n"
-        f"  -H 'Content-Type: application/json' \\\n"
-        f"  -d '{payload}'"
-    )

@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.errors import AccountsConflict
 from accounts.models import Bank
@@ -63,7 +64,11 @@ def webhook_subscription_create(
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
     )
     audit_record(
-        action="webhook.create", bank=bank, user=actor, obj=subscription, after={"url": receiver.url, "events": names}
+        action=AuditAction.WEBHOOK_CREATE,
+        bank=bank,
+        user=actor,
+        obj=subscription,
+        after={"url": receiver.url, "events": names},
     )
     return IssuedWebhook(subscription=subscription, secret=secret)
 
@@ -72,7 +77,7 @@ def webhook_subscription_create(
 def webhook_subscription_delete(*, subscription: WebhookSubscription, actor=None) -> None:
     """Remove the subscription and its delivery log; queued attempts find nothing to send."""
     audit_record(
-        action="webhook.delete",
+        action=AuditAction.WEBHOOK_DELETE,
         bank=subscription.bank,
         user=actor,
         obj=subscription,
@@ -89,7 +94,7 @@ def webhook_subscription_enable(*, subscription: WebhookSubscription, actor=None
     )
     if changed:
         subscription.refresh_from_db()
-        audit_record(action="webhook.enable", bank=subscription.bank, user=actor, obj=subscription)
+        audit_record(action=AuditAction.WEBHOOK_ENABLE, bank=subscription.bank, user=actor, obj=subscription)
 
 
 def webhook_subscription_disable(*, subscription_id: int, reason: str) -> bool:
@@ -100,7 +105,9 @@ def webhook_subscription_disable(*, subscription_id: int, reason: str) -> bool:
         )
         if changed:
             subscription = WebhookSubscription.objects.select_related("bank__team").get(pk=subscription_id)
-            audit_record(action="webhook.disable", bank=subscription.bank, obj=subscription, after={"reason": reason})
+            audit_record(
+                action=AuditAction.WEBHOOK_DISABLE, bank=subscription.bank, obj=subscription, after={"reason": reason}
+            )
     return bool(changed)
 
 
@@ -176,7 +183,7 @@ def webhook_delivery_redeliver(*, delivery: WebhookDelivery, actor=None) -> None
         raise AccountsConflict("This delivery is still being attempted; wait for it to finish.")
     delivery.refresh_from_db()
     audit_record(
-        action="webhook.redeliver",
+        action=AuditAction.WEBHOOK_REDELIVER,
         bank=subscription.bank,
         user=actor,
         obj=subscription,

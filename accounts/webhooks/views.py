@@ -1,6 +1,6 @@
-"""A bank's webhooks (admins and owners): the list, adding one (its secret
-shown once), a webhook's delivery log with redelivery, enabling a disabled
-one, removing one."""
+"""A bank's webhooks (admins and owners): the list, adding one (then its
+page, showing the secret once: post/redirect/get), a webhook's delivery log
+with redelivery, enabling a disabled one, removing one."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 
 from accounts.access import bank_for_user
 from accounts.models import Role, WebhookAttempt, WebhookDelivery, WebhookSubscription
+from accounts.shown_once import shown_once_keep, shown_once_take
 from accounts.webhooks.forms import WebhookForm
 from accounts.webhooks.subscriptions import (
     webhook_delivery_redeliver,
@@ -26,15 +27,17 @@ from reasoningbank_site.views_helpers import post_action
 LOG_LENGTH = 50
 
 
-def _webhooks_page(request, bank, *, form=None, issued=None):
+def _webhooks_page(request, bank, *, form=None):
     context = {
         "bank": bank,
         "form": form or WebhookForm(),
-        "issued": issued,
         "webhooks": WebhookSubscription.objects.filter(bank=bank).order_by("-created_at"),
     }
-    response = render(request, "accounts/bank_webhooks.html", context)
-    return no_store(response) if issued else response  # the secret is shown once: never cache it
+    return render(request, "accounts/bank_webhooks.html", context)
+
+
+def _secret_key(webhook_public_id) -> str:
+    return f"webhook-secret:{webhook_public_id}"
 
 
 def _webhook(bank, webhook_id) -> WebhookSubscription:
@@ -51,7 +54,7 @@ def bank_webhooks(request, bank_id):
 @login_required
 @post_action
 def webhook_create(request, bank_id):
-    """Add a webhook and answer with the list showing its secret (once)."""
+    """Add a webhook and redirect to its page, which shows its secret (once)."""
     bank, _me = bank_for_user(request, bank_id, role=Role.ADMIN)
     form = WebhookForm(request.POST)
     if form.is_valid():
@@ -60,14 +63,18 @@ def webhook_create(request, bank_id):
         except DomainError as exc:
             form.add_error(None, exc.message)
         else:
-            return _webhooks_page(request, bank, issued=issued)
+            webhook = issued.subscription
+            shown_once_keep(request, key=_secret_key(webhook.public_id), value=issued.secret)
+            messages.success(request, f"Webhook for {webhook.url} added.")
+            return redirect("accounts:webhook_detail", bank_id=bank.public_id, webhook_id=webhook.public_id)
     return _webhooks_page(request, bank, form=form)
 
 
 @login_required
 @require_GET
 def webhook_detail(request, bank_id, webhook_id):
-    """The webhook and its latest deliveries, each with its attempts' status codes."""
+    """The webhook and its latest deliveries, each with its attempts' status
+    codes; right after it was added, its signing secret (once)."""
     bank, _me = bank_for_user(request, bank_id, role=Role.ADMIN)
     webhook = _webhook(bank, webhook_id)
     deliveries = (
@@ -75,8 +82,10 @@ def webhook_detail(request, bank_id, webhook_id):
         .order_by("-created_at", "-id")
         .prefetch_related(Prefetch("attempt_log", queryset=WebhookAttempt.objects.order_by("number")))[:LOG_LENGTH]
     )
-    context = {"bank": bank, "webhook": webhook, "deliveries": deliveries, "log_length": LOG_LENGTH}
-    return render(request, "accounts/webhook_detail.html", context)
+    secret = shown_once_take(request, key=_secret_key(webhook.public_id))
+    context = {"bank": bank, "webhook": webhook, "deliveries": deliveries, "log_length": LOG_LENGTH, "secret": secret}
+    response = render(request, "accounts/webhook_detail.html", context)
+    return no_store(response) if secret else response  # the secret is shown once: never cache it
 
 
 @login_required

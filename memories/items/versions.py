@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import Model
 
+from accounts.audit.actions import AuditAction, item_version_audit_action
 from accounts.audit.services import audit_event
 from accounts.models import ApiToken
 from memories.items.models import MemoryItem, MemoryItemVersion
@@ -92,7 +93,7 @@ def items_version_record(
             after["note"] = change.note
         events.append(
             audit_event(
-                action=f"memory_item.{change.action}",
+                action=item_version_audit_action(change.action),
                 bank=item.bank,
                 user=change.author,
                 token=change.token,
@@ -147,7 +148,7 @@ def items_created_record(*, items: list[MemoryItem], note: str = "") -> list[Mem
         after = {f: getattr(version, f) for f in _AUDITED_FIELDS}
         if note:
             after["note"] = note
-        events.append(audit_event(action="memory_item.created", bank=item.bank, obj=item, after=after))
+        events.append(audit_event(action=AuditAction.MEMORY_ITEM_CREATE, bank=item.bank, obj=item, after=after))
     _insert(versions, events)
     releases_items_changed(changes=[(item, None) for item in items])
     return versions

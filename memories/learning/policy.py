@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import Bank
 from memories.learning.models import BankLearning
@@ -49,7 +50,7 @@ def bank_learning_update(*, bank: Bank, actor, **values) -> BankLearning:
     if changed:
         learning.save(update_fields=[*changed, "updated_at"])
         audit_record(
-            action="bank.update_learning",
+            action=AuditAction.BANK_UPDATE_LEARNING,
             bank=bank,
             user=actor,
             obj=bank,

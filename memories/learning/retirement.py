@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import ApiToken, Bank
 from memories.items.models import ItemStatus, MemoryItem
@@ -84,7 +85,7 @@ def memory_items_outcomes_record(*, bank: Bank, effects: Sequence[ItemEffect]) -
             if item.suspended:
                 item.bank = bank
                 audit_record(
-                    action="memory_item.suspend",
+                    action=AuditAction.MEMORY_ITEM_SUSPEND,
                     bank=bank,
                     obj=item,
                     before={"suspended": False},
@@ -132,7 +133,7 @@ def memory_item_retirement_keep(
     item_version_record(item=item, action="kept", author=author, note=note.strip() or "kept in service", token=token)
     if was_suspended:
         audit_record(
-            action="memory_item.unsuspend",
+            action=AuditAction.MEMORY_ITEM_UNSUSPEND,
             bank=item.bank,
             user=author,
             token=token,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import Bank
 from accounts.webhooks.events import bank_webhook_data
@@ -108,7 +109,7 @@ def canary_start(*, releasing: BankReleasing, release: Release, fraction, actor=
     if releasing.canary_id != release.pk:
         releasing.canary_started_at = timezone.now()
     releasing.canary, releasing.canary_fraction = release, fraction
-    _save(releasing, action="release.canary", before=before, actor=actor, token=token)
+    _save(releasing, action=AuditAction.RELEASE_START_CANARY, before=before, actor=actor, token=token)
 
 
 @transaction.atomic
@@ -138,7 +139,7 @@ def release_canary_stop(*, bank: Bank, actor=None, token=None, note: str = "", a
     releasing.canary, releasing.canary_fraction, releasing.canary_started_at = None, 0, None
     if automatic:
         releasing.rollback_notice, releasing.rollback_notice_at = note, timezone.now()
-    action = "release.canary_rolled_back_automatically" if automatic else "release.canary_stopped"
+    action = AuditAction.RELEASE_AUTO_ROLL_BACK_CANARY if automatic else AuditAction.RELEASE_STOP_CANARY
     _save(releasing, action=action, before=before, actor=actor, token=token, note=note)
     if automatic:  # nobody pressed a button: tell the bank's receivers (sent once this commits)
         data = {
@@ -163,7 +164,7 @@ def release_promote(*, bank: Bank, actor=None, token=None) -> str | None:
     before = _labels(releasing)
     releasing.production = releasing.canary
     releasing.canary, releasing.canary_fraction, releasing.canary_started_at = None, 0, None
-    _save(releasing, action="release.promoted", before=before, actor=actor, token=token)
+    _save(releasing, action=AuditAction.RELEASE_PROMOTE, before=before, actor=actor, token=token)
     return f"Release {releasing.production.number} is now production."
 
 
@@ -182,7 +183,7 @@ def release_rollback(*, bank: Bank, number: int, actor=None, token=None) -> tupl
     switched = _manual(releasing)
     releasing.production = release
     releasing.canary, releasing.canary_fraction, releasing.canary_started_at = None, 0, None
-    _save(releasing, action="release.rolled_back", before=before, actor=actor, token=token)
+    _save(releasing, action=AuditAction.RELEASE_ROLL_BACK, before=before, actor=actor, token=token)
     more = " The bank now publishes by hand, so the next change does not undo it." if switched else ""
     return f"Release {number} is production.{more}", False
 
@@ -196,7 +197,7 @@ def release_policy_set(*, bank: Bank, auto_rollback: bool, actor=None, token=Non
     releasing.auto_rollback = bool(auto_rollback)
     releasing.save(update_fields=["auto_rollback", "updated_at"])
     audit_record(
-        action="release.auto_rollback",
+        action=AuditAction.RELEASE_SET_AUTO_ROLLBACK,
         bank=bank,
         user=actor,
         token=token,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import Bank
 from memories.items.models import ItemStatus, MemoryItem
@@ -77,7 +78,7 @@ def release_write(
     releasing.latest = number
     releasing.save(update_fields=["latest", "updated_at"])
     audit_record(
-        action="release.published",
+        action=AuditAction.RELEASE_PUBLISH,
         bank=bank,
         user=actor,
         token=token,
@@ -147,7 +148,12 @@ def release_mode_set(*, bank: Bank, mode: str, actor=None, token=None) -> Releas
         releasing.save(update_fields=["production", "canary", "canary_fraction", "canary_started_at", "updated_at"])
     serving_sync(releasing)
     audit_record(
-        action="release.mode", bank=bank, user=actor, token=token, before={"mode": before}, after={"mode": mode}
+        action=AuditAction.RELEASE_SET_MODE,
+        bank=bank,
+        user=actor,
+        token=token,
+        before={"mode": before},
+        after={"mode": mode},
     )
     word = "automatically: every change is published at once" if mode == PublishMode.AUTOMATIC else "by hand"
     return ReleaseOutcome(release, f"The bank now publishes {word}.")

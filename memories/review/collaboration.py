@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import Bank, Membership, Role
 from memories.items.models import ItemOrigin, MemoryItem, MemoryItemVersion, normalize_tags
@@ -143,7 +144,7 @@ def review_assignment_create(
     if items:
         assignment.items.set(items)
     audit_record(
-        action="review_assignment.create",
+        action=AuditAction.REVIEW_ASSIGNMENT_CREATE,
         bank=bank,
         user=author,
         obj=assignment,
@@ -161,5 +162,7 @@ def review_assignment_create(
 def review_assignment_delete(*, assignment: ReviewAssignment, author) -> None:
     """Remove a slice (audited with what it was)."""
     before = {"reviewer": assignment.reviewer.get_username(), "slice": assignment.describe(), "note": assignment.note}
-    audit_record(action="review_assignment.delete", bank=assignment.bank, user=author, obj=assignment, before=before)
+    audit_record(
+        action=AuditAction.REVIEW_ASSIGNMENT_DELETE, bank=assignment.bank, user=author, obj=assignment, before=before
+    )
     assignment.delete()

@@ -8,6 +8,7 @@ import uuid
 
 from django.db import transaction
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import Bank, Membership, Role
 from memories.items.models import MemoryItem
@@ -90,7 +91,9 @@ def review_policy_update(
     policy.save(update_fields=[*fields, "updated_at"])
     after = {name: getattr(policy, name) for name in fields}
     if after != before:
-        audit_record(action="review_policy.update", bank=bank, user=actor, obj=policy, before=before, after=after)
+        audit_record(
+            action=AuditAction.REVIEW_POLICY_UPDATE, bank=bank, user=actor, obj=policy, before=before, after=after
+        )
     if policy.seated and distribution == Distribution.ROUND_ROBIN:
         review_deal(bank=bank, full=True)
     return policy

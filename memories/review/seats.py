@@ -20,6 +20,7 @@ from django.db import transaction
 from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import Bank, Membership, Role
 from memories.items.models import ItemStatus, MemoryItem
@@ -224,7 +225,11 @@ def review_release(*, item: MemoryItem, holder, actor, actor_membership: Members
     seat.delete()
     if holder.pk != actor.pk:
         audit_record(
-            action="review_seat.release", bank=item.bank, user=actor, obj=item, before={"holder": holder.get_username()}
+            action=AuditAction.REVIEW_SEAT_RELEASE,
+            bank=item.bank,
+            user=actor,
+            obj=item,
+            before={"holder": holder.get_username()},
         )
     if item.status == ItemStatus.PROPOSED:
         review_deal(bank=item.bank, only=item, skip_user=holder)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import ApiToken
 from memories.items.models import ItemStatus, MemoryItem
@@ -100,7 +101,7 @@ def memory_item_risks_confirm(*, item: MemoryItem, author, token: ApiToken | Non
         confirmed=True, confirmed_at=now, confirmed_by=author, confirmed_token=token
     )
     audit_record(
-        action="memory_item.risks_confirm",
+        action=AuditAction.MEMORY_ITEM_CONFIRM_RISKS,
         bank=item.bank,
         user=author,
         token=token,

@@ -12,13 +12,14 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import Bank
 from memories.items.models import ItemStatus, MemoryItem
 from memories.items.transitions import item_status_move
 from memories.items.versions import item_lock
 from memories.trust.auto_approval import rejected_twin_exists
-from memories.trust.models import AuditVerdict, AutoApproval, TrustPolicy, VerdictTier
+from memories.trust.models import TIER_NAMES, AuditVerdict, AutoApproval, TrustPolicy, VerdictTier
 from memories.trust.risk_models import RiskFinding
 from memories.trust.risks import memory_items_risk_scan
 from memories.trust.topics import HELD_BACK, held_back_reason, sensitive_topics
@@ -32,7 +33,7 @@ POLICY_FIELDS = (
     "daily_llm_token_budget",
     "llm_risk_check",
 )
-AUTO_APPROVED_REASON = "Approved by the bank's trust policy (no risk finding, no twin, verdict tier met)."
+AUTO_APPROVED_REASON = "Approved by the bank's trust policy (no risk finding, no twin, verdict of the {tier} met)."
 # A bank's first auto-approvals all go to the human audit sample; then its audit_share of them.
 AUDIT_ALL_FIRST = 50
 
@@ -57,7 +58,7 @@ def bank_trust_policy_update(*, bank: Bank, actor, **values) -> TrustPolicy:
     if changed:
         policy.save(update_fields=[*changed, "updated_at"])
         audit_record(
-            action="bank.trust_policy_update",
+            action=AuditAction.BANK_UPDATE_TRUST_POLICY,
             bank=bank,
             user=actor,
             obj=bank,
@@ -103,8 +104,9 @@ def memory_items_auto_approve(*, items: Sequence[MemoryItem], tier: int) -> list
     judge's), and whose source agents are on the allow-list when there is
     one. An item the topic gate keeps stays proposed with the reason in its
     ``needs_review_reason``. Nothing happens when the policy is off (the
-    default). Each approval is a version "auto-approved" (no author), an
-    audit event, and an AutoApproval row; the bank's first AUDIT_ALL_FIRST
+    default). Each approval is a version "auto-approved" (no author), its
+    one audit event (memory_item.auto_approve, its note naming the verdict's
+    tier), and an AutoApproval row; the bank's first AUDIT_ALL_FIRST
     approvals, then a random ``audit_share`` of them, are marked for the
     human audit sample."""
     fresh = [i for i in items if i.pk is not None and getattr(i, "supported_by", None) is None]
@@ -129,18 +131,13 @@ def memory_items_auto_approve(*, items: Sequence[MemoryItem], tier: int) -> list
             item.approved_at, item.approved_by = timezone.now(), None
             return ["approved_at", "approved_by"]
 
+        reason = AUTO_APPROVED_REASON.format(tier=TIER_NAMES.get(tier, "verdict"))  # its one audit event's note
         if not item_status_move(
-            item=item, to=ItemStatus.APPROVED, reason=AUTO_APPROVED_REASON, prepare=approval, action="auto-approved"
+            item=item, to=ItemStatus.APPROVED, reason=reason, prepare=approval, action="auto-approved"
         ):
             continue
         sampled = earlier + len(made) < AUDIT_ALL_FIRST or random.random() < policy.audit_share
         made.append(AutoApproval(item=item, bank_id=item.bank_id, sampled=sampled))
-        audit_record(
-            action="memory_item.auto_approve",
-            bank=item.bank,
-            obj=item,
-            after={"policy": "trust_policy", "sampled_for_audit": sampled, "tier": tier},
-        )
     return AutoApproval.objects.bulk_create(made) if made else []
 
 
@@ -183,6 +180,10 @@ def auto_approvals_undo(*, bank: Bank, since: datetime, author) -> int:
     back = sum(_send_back(r.item, author, f"Auto-approval undone by {who}.") for r in rows)
     AutoApproval.objects.filter(pk__in=[r.pk for r in rows]).update(undone_at=timezone.now())
     audit_record(
-        action="bank.auto_approvals_undo", bank=bank, user=author, obj=bank, after={"since": since, "items": back}
+        action=AuditAction.BANK_UNDO_AUTO_APPROVALS,
+        bank=bank,
+        user=author,
+        obj=bank,
+        after={"since": since, "items": back},
     )
     return back

@@ -64,7 +64,7 @@ def test_long_text_is_word_diffed_with_long_unchanged_runs_cut():
 def test_audit_page_shows_readable_escaped_changes_and_csv_keeps_json(client, bank, owner, item):
     memory_item_edit(item=item, author=owner, title='<script>alert("x")</script>', content=LONG)
     audit_record(
-        action="test.hostile",
+        action="bank.update_settings",
         bank=bank,
         user=owner,
         before={"name": "<b>old</b>"},
@@ -76,7 +76,7 @@ def test_audit_page_shows_readable_escaped_changes_and_csv_keeps_json(client, ba
 
     assert "<script>alert" not in html and "<img src=x" not in html and "<b>old</b>" not in html
     assert "<del>&lt;b&gt;old&lt;/b&gt;</del> → <ins>&lt;img src=x onerror=&quot;alert(1)&quot;&gt;</ins>" in html
-    edited = html[html.index("memory_item.edited") :]
+    edited = html[html.index("memory_item.edit") :]
     assert re.search(
         r'<span class="field">title</span>:\s*<del>Prefer the official source</del> → <ins>&lt;script&gt;', edited
     )
@@ -85,6 +85,6 @@ def test_audit_page_shows_readable_escaped_changes_and_csv_keeps_json(client, ba
 
     response = client.get(reverse("accounts:bank_audit_csv", kwargs={"bank_id": bank.public_id}))
     rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
-    hostile = next(r for r in rows if r[1] == "test.hostile")
+    hostile = next(r for r in rows if r[1] == "bank.update_settings")
     assert json.loads(hostile[8]) == {"name": "<b>old</b>"}
     assert json.loads(hostile[9]) == {"name": '<img src=x onerror="alert(1)">'}

@@ -65,7 +65,7 @@ def test_review_from_the_client(reviewer_client, proposed, bank):
     }
     actors = set(
         AuditEvent.objects.filter(bank=bank, action__startswith="memory_item.")
-        .exclude(action="memory_item.created")
+        .exclude(action="memory_item.create")
         .values_list("actor_token__name", flat=True)
     )
     assert actors == {"review-tool"}

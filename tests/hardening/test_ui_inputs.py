@@ -195,7 +195,7 @@ def test_invite_into_team_with_crlf_name_sends_a_one_line_subject(client):
 def test_new_token_page_is_not_cacheable(client, owner, bank):
     client.force_login(owner)
     url = reverse("accounts:token_create", kwargs={"bank_id": bank.public_id})
-    response = client.post(url, {"name": "agent", "scopes": ["retrieve"]})
+    response = client.post(url, {"name": "agent", "scopes": ["retrieve"]}, follow=True)  # to the page showing it
     assert response.status_code == 200 and "rb_" in response.content.decode()
     assert "no-store" in response["Cache-Control"]
 

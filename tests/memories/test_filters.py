@@ -122,7 +122,7 @@ def test_tag_edit_is_versioned_audited_and_keeps_the_item_searchable(bank, owner
     history = item_history(item=item)
     assert history[0].version.action == "edited" and history[0].version.tags == ["errors", "forms"]
     assert history[0].changes == [("tags", [("+", "errors"), ("+", "forms")])]
-    event = AuditEvent.objects.filter(action="memory_item.edited").latest("id")
+    event = AuditEvent.objects.filter(action="memory_item.edit").latest("id")
     assert (event.before["tags"], event.after["tags"]) == ([], ["errors", "forms"])
 
     memory_item_edit(item=item, author=owner, tags="forms")

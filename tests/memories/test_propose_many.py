@@ -133,7 +133,11 @@ def test_lessons_found_again_are_consolidated_together_as_one_after_the_other(ow
         (3, "supported"),
     ]
     assert [title for _k, title, *_rest in supports] == [PROPOSED[0][0], PROPOSED[2][0]]
-    assert [a for a, _b, _after in events] == ["memory_item.created", "memory_item.supported", "memory_item.supported"]
+    assert [a for a, _b, _after in events] == [
+        "memory_item.create",
+        "memory_item.add_support",
+        "memory_item.add_support",
+    ]
     assert events[2][1]["status"] == "approved" and PROPOSED[2][0] in events[2][2]["note"]
 
 

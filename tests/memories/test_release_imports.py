@@ -99,7 +99,7 @@ def test_an_import_with_risk_findings_needs_confirm_risks_and_records_the_token(
     token = bank.tokens.get(name="promoter")
     findings = RiskFinding.objects.filter(item=item)
     assert findings and all(f.confirmed and f.confirmed_token == token and f.confirmed_by is None for f in findings)
-    event = AuditEvent.objects.get(action="memory_item.risks_confirm", object_id=str(item.public_id))
+    event = AuditEvent.objects.get(action="memory_item.confirm_risks", object_id=str(item.public_id))
     assert event.actor_token == token
     written = AuditEvent.objects.filter(bank=bank, id__gt=before)
     assert written.count() >= 4 and set(written.values_list("actor_token", flat=True)) == {token.pk}

@@ -61,7 +61,7 @@ def test_every_change_of_the_approved_set_publishes_a_release_at_once_by_default
     assert releases == [(1, 1, 0, 0, 1), (2, 1, 0, 0, 2), (3, 0, 1, 0, 2), (4, 0, 0, 1, 1)]
     serving = _serving(bank)
     assert (serving.production, serving.production_is_draft) == (4, True)
-    assert AuditEvent.objects.filter(action="release.published").count() == 4
+    assert AuditEvent.objects.filter(action="release.publish").count() == 4
     diff = release_diff(old=release_get(bank=bank, number=2), new=release_get(bank=bank, number=3))
     assert [c.title for c in diff.changed] == [LOGIN["title"]] and not diff.added and not diff.removed
     ((name, runs),) = diff.changed[0].fields
@@ -113,7 +113,7 @@ def test_rollback_serves_the_earlier_release_at_once_with_its_text_and_never_del
     assert served == {LOGIN["title"]: old_content, DATES["title"]: DATES["content"]}
     assert result.release == 2
     assert BankReleasing.objects.get(bank=bank).mode == PublishMode.MANUAL
-    assert AuditEvent.objects.filter(action="release.rolled_back").count() == 1
+    assert AuditEvent.objects.filter(action="release.roll_back").count() == 1
     # Rolling forward is a rollback too.
     release_rollback(bank=bank, number=4, actor=owner)
     assert _served(bank) == ({"Log in first"}, 4)

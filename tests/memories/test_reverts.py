@@ -51,7 +51,7 @@ def test_reverting_an_approval_makes_the_item_proposed_again_recorded_and_audite
     version = item.versions.get(number=3)
     assert version.author == owner
     assert version.note == f"reverted the approval of version 2 by {reviewer.get_username()}"
-    event = AuditEvent.objects.get(action="memory_item.reverted", object_id=str(item.public_id))
+    event = AuditEvent.objects.get(action="memory_item.revert", object_id=str(item.public_id))
     assert event.actor_user == owner
     assert (event.before["status"], event.after["status"]) == ("approved", "proposed")
     assert memory_item_last_decision(item=item) is None  # nothing left to undo

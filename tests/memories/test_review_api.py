@@ -136,7 +136,7 @@ def test_approve_is_audited_as_the_token(client, review, item, bank):
     assert response.json()["status"] == "approved"
     item.refresh_from_db()
     assert item.status == ItemStatus.APPROVED and item.embedding is not None and item.approved_by is None
-    event = AuditEvent.objects.get(bank=bank, action="memory_item.approved")
+    event = AuditEvent.objects.get(bank=bank, action="memory_item.approve")
     assert event.actor_user is None and event.actor_token.name == "triage-bot"
     assert event.actor_label.startswith("token rb_")
     version = item.versions.order_by("-number").first()
@@ -161,7 +161,7 @@ def test_reject_keeps_the_reason_and_is_audited(client, review, item, bank):
     assert response.status_code == 200
     assert response.json()["status"] == "rejected"
     assert response.json()["status_reason"] == "Too specific to one site."
-    event = AuditEvent.objects.get(bank=bank, action="memory_item.rejected")
+    event = AuditEvent.objects.get(bank=bank, action="memory_item.reject")
     assert event.actor_token is not None and event.after["note"] == "Too specific to one site."
 
 
@@ -189,7 +189,7 @@ def test_edit_changes_text_and_is_audited(client, review, item, bank):
     assert data["status"] == "proposed" and data["description"] == item.description
     item.refresh_from_db()
     assert item.title == "Check the official site first"
-    event = AuditEvent.objects.get(bank=bank, action="memory_item.edited")
+    event = AuditEvent.objects.get(bank=bank, action="memory_item.edit")
     assert event.actor_token is not None and event.before["title"] == "Prefer the official source"
 
 

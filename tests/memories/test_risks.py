@@ -86,14 +86,14 @@ def test_approval_needs_confirmation_recorded_with_who(risky, owner):
     risky.refresh_from_db()
     assert risky.status == ItemStatus.APPROVED
     assert {(f.confirmed, f.confirmed_by_id) for f in RiskFinding.objects.filter(item=risky)} == {(True, owner.pk)}
-    event = AuditEvent.objects.get(action="memory_item.risks_confirm")
+    event = AuditEvent.objects.get(action="memory_item.confirm_risks")
     assert event.actor_user_id == owner.pk and len(event.after["findings"]) == 2
 
 
 def test_a_clean_item_is_approved_without_confirmation(item, owner):
     assert not RiskFinding.objects.filter(item=item).exists()
     memory_item_approve(item=item, author=owner)
-    assert not AuditEvent.objects.filter(action="memory_item.risks_confirm").exists()
+    assert not AuditEvent.objects.filter(action="memory_item.confirm_risks").exists()
 
 
 def test_edit_rescans_and_keeps_confirmations(risky, owner):

@@ -72,7 +72,7 @@ def test_bank_policy_serves_only_items_reaching_its_tier(bank, owner, learnt):
     assert served(bank) == {item.pk, manual.pk}
     bank_trust_policy_update(bank=bank, actor=owner, min_tier=VerdictTier.AGENT)
     assert served(bank) == {item.pk, manual.pk}
-    event = AuditEvent.objects.filter(action="bank.trust_policy_update").latest("id")
+    event = AuditEvent.objects.filter(action="bank.update_trust_policy").latest("id")
     assert event.after == {"min_tier": VerdictTier.AGENT} and event.actor_user_id == owner.pk
 
 
@@ -119,6 +119,18 @@ def test_auto_approval_is_off_by_default(bank, fake_llm):
     t = _run(bank, fake_llm)
     assert {i.status for i in MemoryItem.objects.filter(experience=t.experience)} == {ItemStatus.PROPOSED}
     assert not AutoApproval.objects.exists()
+
+
+@pytest.mark.usefixtures("eager_celery")
+def test_an_auto_approval_writes_one_audit_event_naming_the_judge(bank, fake_llm, owner):
+    bank_trust_policy_update(bank=bank, actor=owner, auto_approve=True, min_tier=VerdictTier.JUDGE)
+    t = _run(bank, fake_llm)
+    for item in MemoryItem.objects.filter(experience=t.experience):
+        events = list(AuditEvent.objects.filter(object_id=str(item.public_id)).order_by("id"))
+        assert [e.action for e in events] == ["memory_item.create", "memory_item.auto_approve"]
+        approval = events[-1]
+        assert approval.after["status"] == "approved" and "verdict of the judge met" in approval.after["note"]
+        assert "tier" not in approval.after and approval.action_label == "Memory item approved by the trust policy"
 
 
 @pytest.mark.usefixtures("eager_celery")
@@ -201,7 +213,7 @@ def test_audit_sample_disagreement_and_bulk_undo(bank, fake_llm, owner):
     assert auto_approvals_undo(bank=bank, since=started + timedelta(hours=1), author=owner) == 0
     assert auto_approvals_undo(bank=bank, since=started, author=owner) == 1  # the other one went back already
     assert {i.status for i in MemoryItem.objects.filter(experience=t.experience)} == {ItemStatus.PROPOSED}
-    assert AuditEvent.objects.get(action="bank.auto_approvals_undo", after__items=1).actor_user_id == owner.pk
+    assert AuditEvent.objects.get(action="bank.undo_auto_approvals", after__items=1).actor_user_id == owner.pk
 
 
 def test_review_api_detail_has_the_tier(client, bank, learnt):

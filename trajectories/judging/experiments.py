@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import Bank
 from accounts.teams.banks import bank_update_settings
@@ -159,7 +160,7 @@ def experiment_start(
         created_by=author,
     )
     audit_record(
-        action="experiment.start",
+        action=AuditAction.EXPERIMENT_START,
         bank=bank,
         user=author,
         obj=experiment,
@@ -267,7 +268,7 @@ def experiment_promote(*, experiment: Experiment, author) -> Experiment:
     locked.promoted_at, locked.promoted_by = timezone.now(), author
     locked.save(update_fields=["promoted_at", "promoted_by"])
     audit_record(
-        action="experiment.promote",
+        action=AuditAction.EXPERIMENT_PROMOTE,
         bank=bank,
         user=author,
         obj=locked,

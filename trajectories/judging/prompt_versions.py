@@ -18,6 +18,7 @@ from django.db import transaction
 from django.db.models import JSONField, Max
 from django.db.models.expressions import RawSQL
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import Bank
 from reasoningbank_site.errors import Invalid
@@ -134,7 +135,7 @@ def prompt_version_save(
         bank=bank, name=name, number=number, text=text, note=note.strip()[:200], is_active=activate, author=author
     )
     audit_record(
-        action="prompt.save",
+        action=AuditAction.PROMPT_SAVE,
         bank=bank,
         user=author,
         obj=version,
@@ -154,7 +155,7 @@ def prompt_version_activate(*, version: PromptVersion, author=None) -> PromptVer
     PromptVersion.objects.filter(pk=version.pk).update(is_active=True)
     version.is_active = True
     audit_record(
-        action="prompt.activate",
+        action=AuditAction.PROMPT_ACTIVATE,
         bank=version.bank,
         user=author,
         obj=version,
@@ -172,7 +173,7 @@ def prompt_default_restore(*, bank: Bank, name: str, author=None) -> None:
     before = prompt_active(bank=bank, name=name).version
     PromptVersion.objects.filter(bank=bank, name=name, is_active=True).update(is_active=False)
     audit_record(
-        action="prompt.restore_default",
+        action=AuditAction.PROMPT_RESTORE_DEFAULT,
         bank=bank,
         user=author,
         before={"version": before},

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.db import connection, transaction
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import Bank
 from memories.items.models import ItemOrigin, ItemStatus, MemoryItem
@@ -168,7 +169,7 @@ def trajectory_relabel(*, trajectory: Trajectory, label: str, reason: str, autho
     judgment = judgment_record(trajectory=t, source=JudgmentSource.HUMAN, label=label, rationale=reason, author=author)
     t.refresh_from_db()
     audit_record(
-        action="trajectory.relabel",
+        action=AuditAction.TRAJECTORY_RELABEL,
         bank=t.bank,
         user=author,
         obj=t,

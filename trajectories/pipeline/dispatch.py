@@ -26,6 +26,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.errors import Conflict
@@ -203,7 +204,7 @@ def trajectory_retry(*, trajectory: Trajectory, author) -> None:
         rows = Trajectory.objects.filter(bank_id=t.bank_id, group_id=t.group_id)
     trajectories_resume(rows)
     audit_record(
-        action="trajectory.retry",
+        action=AuditAction.TRAJECTORY_RETRY,
         bank=t.bank,
         user=author,
         obj=t,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import QuerySet
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import Bank
 from memories.items.models import MemoryItem
@@ -40,7 +41,11 @@ def comment_add(
         raise Invalid("That is not in this bank.")
     comment = Comment.objects.create(bank=bank, item=item, trajectory=trajectory, author=author, body=body)
     audit_record(
-        action="comment.create", bank=bank, user=author, obj=comment, after={**_target(comment), "length": len(body)}
+        action=AuditAction.COMMENT_CREATE,
+        bank=bank,
+        user=author,
+        obj=comment,
+        after={**_target(comment), "length": len(body)},
     )
     return comment
 
@@ -50,7 +55,7 @@ def comment_delete(*, comment: Comment, user) -> None:
     """Delete a comment; only its author may. Audited. Raises Forbidden for anyone else."""
     if comment.author_id is None or comment.author_id != user.pk:
         raise Forbidden("Only its author can delete a comment.")
-    audit_record(action="comment.delete", bank=comment.bank, user=user, obj=comment, before=_target(comment))
+    audit_record(action=AuditAction.COMMENT_DELETE, bank=comment.bank, user=user, obj=comment, before=_target(comment))
     comment.delete()
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import ApiToken, AuditEvent
 from memories.items.experiences import Experience
@@ -95,7 +96,7 @@ def trajectory_delete(*, trajectory: Trajectory, user=None, token: ApiToken | No
     if experience_id is not None:
         Experience.objects.filter(pk=experience_id, items__isnull=True, trajectories__isnull=True).delete()
     audit_record(
-        action="trajectory.delete",
+        action=AuditAction.TRAJECTORY_DELETE,
         bank=bank,
         user=user,
         token=token,

@@ -16,6 +16,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import Bank
 from trajectories.models import InputFormat, Status, Trajectory
@@ -66,7 +67,7 @@ def _bank_steps_purge(*, bank: Bank, now, batch_size: int) -> int:
             break
     if total:
         audit_record(
-            action="trajectory.purge_steps",
+            action=AuditAction.TRAJECTORY_PURGE_STEPS,
             bank=bank,
             after={"count": total, "retention_days": days, "created_before": cutoff},
         )

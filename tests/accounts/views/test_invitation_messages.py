@@ -69,3 +69,18 @@ def test_the_invited_users_home_page_mentions_the_pending_invitation(client, cre
     other = factories.make_user("someone-else")
     client.force_login(other)
     assert "Invitations waiting for you" not in client.get("/").content.decode()
+
+
+@override_settings(EMAIL_BACKEND="django.core.mail.backends.console.EmailBackend")
+def test_the_printed_only_invitation_link_is_shown_once_with_a_copy_button_not_in_the_message(client, crew):
+    owner, team = crew
+    client.force_login(owner)
+    page = client.post(team_url(team, "team_invite"), {"email": "new@example.com", "role": "reviewer"}, follow=True)
+    html = page.content.decode()
+    link = page.context["invitation_link"]
+    assert "/invitations/" in link and f'<code id="invitation-link" class="secret">{link}</code>' in html
+    assert 'data-copy="invitation-link"' in html and "no-store" in page["Cache-Control"]
+    assert html.count(link) == 1  # in the copy row only, not in the flash message too
+    assert all(link not in str(m) for m in page.context["messages"])
+    again = client.get(team_url(team, "team"))  # a reload: the link is gone
+    assert link not in again.content.decode() and 'data-copy="invitation-link"' not in again.content.decode()

@@ -33,11 +33,13 @@ def test_owner_adds_sees_secret_once_then_log_and_redelivers(
     response = client.post(
         page(bank, "webhook_create"), {"url": receiver.url, "events": ["item.proposed"], "description": "CI"}
     )
-    html = response.content.decode()
-    secret = response.context["issued"].secret
-    assert response.status_code == 200 and secret in html and "no-store" in response["Cache-Control"]
-    assert secret not in client.get(page(bank)).content.decode()  # once
     webhook = WebhookSubscription.objects.get()
+    assert response.status_code == 302
+    response = client.get(response["Location"])
+    html = response.content.decode()
+    secret = response.context["secret"]
+    assert secret.startswith("whsec_") and secret in html and "no-store" in response["Cache-Control"]
+    assert secret not in client.get(page(bank)).content.decode()  # once
     with django_capture_on_commit_callbacks(execute=True):
         factories.propose_item(bank, trajectory)
     detail = page(bank, "webhook_detail", webhook_id=webhook.public_id)
@@ -52,6 +54,30 @@ def test_owner_adds_sees_secret_once_then_log_and_redelivers(
     html = client.get(detail).content.decode()
     assert html.count('class="attempt">5xx<') == 2 and 'class="attempt">2xx<' in html and "delivered" in html
     assert [r.answered for r in receiver.received] == [500, 500, 204]
+
+
+def test_adding_a_webhook_redirects_to_its_page_and_a_reload_neither_adds_nor_shows_the_secret(
+    as_, people, bank, settings
+):
+    settings.RB_WEBHOOK_ALLOW_PRIVATE = True
+    client = as_(people["owner"])
+    form = {"url": "http://127.0.0.1:9/rb", "events": ["item.proposed"]}
+    response = client.post(page(bank, "webhook_create"), form, follow=True)
+    webhook = WebhookSubscription.objects.get()
+    detail = page(bank, "webhook_detail", webhook_id=webhook.public_id)
+    assert response.redirect_chain == [(detail, 302)]  # post/redirect/get: the address bar shows the webhook
+    html = response.content.decode()
+    secret = response.context["secret"]
+    assert secret and secret in html and 'data-copy="webhook-secret"' in html
+    assert "no-store" in response["Cache-Control"]
+    reload = client.get(detail)  # what the browser's reload repeats
+    assert reload.status_code == 200 and secret not in reload.content.decode()
+    assert "no-store" not in reload.get("Cache-Control", "")
+    assert WebhookSubscription.objects.count() == 1
+    # Another webhook's page never shows this one's secret.
+    client.post(page(bank, "webhook_create"), {**form, "url": "http://127.0.0.1:9/other"})
+    other = WebhookSubscription.objects.exclude(pk=webhook.pk).get()
+    assert secret not in client.get(page(bank, "webhook_detail", webhook_id=other.public_id)).content.decode()
 
 
 @pytest.mark.parametrize(

@@ -92,7 +92,7 @@ def test_a_bank_that_opted_in_has_the_hurting_canary_rolled_back_audited_and_ann
     assert data["note"].startswith("Canary release 2 was rolled back automatically.")
     serving = _serving(bank)
     assert (serving.production, serving.canary) == (1, None)
-    event = AuditEvent.objects.get(action="release.canary_rolled_back_automatically")
+    event = AuditEvent.objects.get(action="release.auto_roll_back_canary")
     assert (
         event.before["canary"] == 2 and event.after["canary"] is None and "significantly worse" in event.after["note"]
     )

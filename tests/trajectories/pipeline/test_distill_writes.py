@@ -54,7 +54,7 @@ def test_a_distillations_versions_and_audit_events_are_each_items_own(fake_llm, 
             None,
         )
         assert (version.title, version.content, version.status) == (item.title, item.content, "proposed")
-    events = AuditEvent.objects.filter(bank=t.bank, action="memory_item.created").order_by("pk")
+    events = AuditEvent.objects.filter(bank=t.bank, action="memory_item.create").order_by("pk")
     assert [(e.object_id, e.object_repr) for e in events] == [(str(i.public_id), str(i)) for i in items]
     assert [e.after["title"] for e in events] == [i.title for i in items]
     assert all(e.before is None and e.after["note"] == "distilled (success)" and e.team == t.bank.team for e in events)

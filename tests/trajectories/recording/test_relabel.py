@@ -52,9 +52,9 @@ def test_relabel_supersedes_proposed_flags_approved_and_redistills(
     events = {(e.action, e.object_id): e for e in AuditEvent.objects.filter(bank=t.bank)}
     relabel = events[("trajectory.relabel", str(t.public_id))]
     assert (relabel.actor_user, relabel.before, relabel.after["verdict"]) == (owner, {"verdict": "success"}, "failure")
-    assert events[("memory_item.approved", str(first.public_id))].actor_user == owner
-    assert events[("memory_item.flagged", str(first.public_id))].before["status"] == "approved"
-    superseded = events[("memory_item.superseded", str(second.public_id))]
+    assert events[("memory_item.approve", str(first.public_id))].actor_user == owner
+    assert events[("memory_item.flag", str(first.public_id))].before["status"] == "approved"
+    superseded = events[("memory_item.supersede", str(second.public_id))]
     assert (superseded.before["status"], superseded.after["status"]) == ("proposed", "superseded")
 
 
