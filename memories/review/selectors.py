@@ -14,10 +14,17 @@ from datetime import date
 from typing import NamedTuple
 
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 
 from accounts.models import Bank
-from memories.items.models import ItemOrigin, ItemStatus, MemoryItem, MemoryItemVersion, item_search_vector
+from memories.items.models import (
+    ItemOrigin,
+    ItemStatus,
+    MemoryItem,
+    MemoryItemSupport,
+    MemoryItemVersion,
+    item_search_vector,
+)
 from memories.learning.selectors import LIFECYCLE_FIELDS, lifecycle_items
 from memories.trust.risk_reads import has_unconfirmed_risks, unconfirmed_risk_count
 from reasoningbank_site.search import text_search
@@ -92,7 +99,7 @@ def review_queue(
     if has_duplicate:
         qs = qs.exclude(near_duplicates=[])
     if disagreement:
-        qs = qs.filter(Exists(_disagreeing_trajectories().filter(experience_id=OuterRef("experience_id"))))
+        qs = qs.filter(_disputed())
     if conflict:
         qs = qs.filter(needs_review_reason__startswith=REVIEWERS_DISAGREE)
     if has_risks:
@@ -101,7 +108,7 @@ def review_queue(
     qs = qs.annotate(risk_count=unconfirmed_risk_count())
     qs = qs.only(*LIST_FIELDS, "content")  # rows preview the content
     if sort == "disagreement":
-        qs = qs.annotate(disputed=Exists(_disagreeing_trajectories().filter(experience_id=OuterRef("experience_id"))))
+        qs = qs.annotate(disputed=_disputed())
     return qs.order_by(*QUEUE_SORTS.get(sort, QUEUE_SORTS[""])[1])
 
 
@@ -114,23 +121,50 @@ QUEUE_SORTS = {
 }
 
 
+def agent_judge_disagree() -> Q:
+    """The one definition of a disputed run, for the trajectory model: its agent reported one outcome while
+    the verdict says the other. The dashboard's count, the trajectory list's filter and the queue's use it."""
+    return Q(outcome="success", verdict="failure") | Q(outcome="failure", verdict="success")
+
+
 def _disagreeing_trajectories() -> QuerySet:
     """Trajectories whose agent reported one outcome while the verdict says the other."""
     # The trajectory model by Bank's relation name: this app never imports the trajectories app.
     trajectories = Bank._meta.get_field("trajectories").related_model.objects
-    return trajectories.filter(Q(outcome="success", verdict="failure") | Q(outcome="failure", verdict="success"))
+    return trajectories.filter(agent_judge_disagree())
+
+
+def _disputed() -> Exists:
+    """An item a disputed run stands behind: distilled from it, or supported by it (its lesson distilled again
+    there, recorded as evidence on this item instead of a new proposal)."""
+    runs = _disagreeing_trajectories()
+    supports = MemoryItemSupport.objects.filter(item_id=OuterRef("pk"))
+    return Exists(runs.filter(experience_id=OuterRef("experience_id"))) | Exists(
+        supports.filter(Exists(runs.filter(experience_id=OuterRef("experience_id"))))
+    )
 
 
 def queue_rows_claimed(*, items) -> None:
-    """Set ``claimed_outcome`` on each of ``items`` (a page of queue rows) distilled from a
-    trajectory whose reported outcome differs from its verdict: what the agent claimed (one query)."""
+    """Set ``claimed_outcome`` on each of ``items`` (a page of queue rows) that a disputed run stands behind
+    (``_disputed``): what its agent claimed, the item's own run first, else a supporting one (two queries)."""
     experiences = {item.experience_id for item in items if item.experience_id}
     claimed: dict[int, str] = {}
     if experiences:
         rows = _disagreeing_trajectories().filter(experience_id__in=experiences).values_list("experience_id", "outcome")
         claimed = dict(rows)
+    supported: dict[int, str] = {}
+    if items:
+        runs = _disagreeing_trajectories().filter(experience_id=OuterRef("experience_id"))
+        rows = (
+            MemoryItemSupport.objects.filter(item_id__in=[item.pk for item in items])
+            .annotate(outcome=Subquery(runs.values("outcome")[:1]))
+            .exclude(outcome=None)
+            .order_by("created_at", "id")
+            .values_list("item_id", "outcome")
+        )
+        supported = dict(rows)  # the latest support's claim wins
     for item in items:
-        item.claimed_outcome = claimed.get(item.experience_id, "")
+        item.claimed_outcome = claimed.get(item.experience_id) or supported.get(item.pk, "")
 
 
 def item_list(*, bank: Bank, status: str = "", text: str = "") -> QuerySet[MemoryItem]:
