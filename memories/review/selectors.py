@@ -146,25 +146,29 @@ def _disputed() -> Exists:
 
 def queue_rows_claimed(*, items) -> None:
     """Set ``claimed_outcome`` on each of ``items`` (a page of queue rows) that a disputed run stands behind
-    (``_disputed``): what its agent claimed, the item's own run first, else a supporting one (two queries)."""
-    experiences = {item.experience_id for item in items if item.experience_id}
-    claimed: dict[int, str] = {}
-    if experiences:
-        rows = _disagreeing_trajectories().filter(experience_id__in=experiences).values_list("experience_id", "outcome")
-        claimed = dict(rows)
-    supported: dict[int, str] = {}
-    if items:
-        runs = _disagreeing_trajectories().filter(experience_id=OuterRef("experience_id"))
-        rows = (
-            MemoryItemSupport.objects.filter(item_id__in=[item.pk for item in items])
-            .annotate(outcome=Subquery(runs.values("outcome")[:1]))
-            .exclude(outcome=None)
-            .order_by("created_at", "id")
-            .values_list("item_id", "outcome")
-        )
-        supported = dict(rows)  # the latest support's claim wins
+    (``_disputed``): what its agent claimed, the item's own run first, else its latest supporting one (one query)."""
     for item in items:
-        item.claimed_outcome = claimed.get(item.experience_id) or supported.get(item.pk, "")
+        item.claimed_outcome = ""
+    # Only an item with a source run or with support can have a disputed run behind it.
+    ids = [item.pk for item in items if item.experience_id or getattr(item, "support_count", 0)]
+    if not ids:
+        return
+    own = _disagreeing_trajectories().filter(experience_id=OuterRef("experience_id")).values("outcome")[:1]
+    backing = (
+        MemoryItemSupport.objects.filter(item_id=OuterRef("pk"))
+        .annotate(claim=Subquery(own))  # the support's run: OuterRef is the support's experience here
+        .exclude(claim=None)
+        .order_by("-created_at", "-id")
+        .values("claim")[:1]
+    )
+    rows = (
+        MemoryItem.objects.filter(pk__in=ids)
+        .annotate(own=Subquery(own), backing=Subquery(backing))
+        .values_list("pk", "own", "backing")
+    )
+    claimed = {pk: own_claim or backing_claim or "" for pk, own_claim, backing_claim in rows}
+    for item in items:
+        item.claimed_outcome = claimed.get(item.pk, "")
 
 
 def item_list(*, bank: Bank, status: str = "", text: str = "") -> QuerySet[MemoryItem]:
