@@ -25,6 +25,7 @@ from memories.review import collaboration_reads as collab
 from memories.review import selectors as review_selectors
 from memories.review.decisions import memory_item_approve, memory_item_reject
 from memories.review.forms import BulkActionForm, ReviewFilterForm
+from memories.review.guidelines import guidelines_panel_read
 from memories.review.policy import review_policy_get
 from memories.review.policy_models import Distribution
 from memories.review.seats import queue_seating, review_deal
@@ -143,6 +144,7 @@ def review(request, bank_id):
         review_deal(bank=bank)  # items distilled since the last look get their reviewers
     form = ReviewFilterForm(request.GET or None, agents=partial(review_agents, bank=bank))
     filters = form.filters() if request.GET else {}
+    rows_only = bool(request.htmx) and request.htmx.target == "queue"
     assignments, mine = collab.bank_assignments(bank=bank), request.GET.get("assigned") == "me"
     queue = _queue(request, bank, filters, mine=mine, assignments=assignments)
     rows = with_my_vote(collab.queue_rows_read_along(queue, user=request.user), user=request.user)
@@ -159,12 +161,17 @@ def review(request, bank_id):
         "page": page,
         "filtered": bool(request.GET),
         "narrowed": _narrowed(filters, mine),
+        "filters_on": sum(bool(value) for key, value in filters.items() if key != "text") + mine,
         "state": filters.get("state", ""),
         "noun": queue_noun(filters.get("state", "")),
-        "count_oob": bool(request.htmx) and request.htmx.target == "queue",  # the filters swap the rows alone
+        "count_oob": rows_only,  # the filters swap the rows alone: their count comes with them
         "assigned_to_me": mine,
         "seating": queue_seating(policy=policy, user=request.user),
         "policy": policy,
+        # Read (and recorded as shown) only for the whole page: the filters' answer is the rows alone.
+        "guidelines": None
+        if rows_only
+        else guidelines_panel_read(bank=bank, user=request.user, text=policy.guidelines),
         "row_error": "",  # what a row answering a decision shows (set, so 50 rows do not each look it up in vain)
         "duplicate": None,
         "risk_confirmation": None,
