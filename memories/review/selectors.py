@@ -76,7 +76,8 @@ def review_queue(
     has_risks: bool = False,
 ) -> QuerySet[MemoryItem]:
     """Proposed items of ``bank``, narrowed by the queue filters
-    (``disagreement``: distilled from a trajectory whose reported outcome differs from its verdict;
+    (``disagreement``: distilled from, or supported by, a trajectory whose reported outcome differs from
+    its verdict (``agent_judge_disagree``);
     ``conflict``: its independent reviewer decisions disagree, for an owner or admin to resolve;
     ``has_risks``: only items with unconfirmed risk findings), in the order ``sort`` names
     (QUEUE_SORTS; oldest first by default); with a ``state`` (LifecycleState), the items in that
