@@ -100,7 +100,7 @@ def _outside_card(page) -> list[str]:
     )
 
 
-def test_on_a_phone_every_filter_is_inside_its_card_and_usable(browser, live_server, owner, walkthrough):
+def test_on_a_phone_every_filter_is_inside_its_card_and_usable(browser, live_server, bank, owner, walkthrough):
     context, page, errors = _signed_in(browser, live_server, owner, 390, 844)
     try:
         page.goto(f"{live_server.url}{walkthrough}")
@@ -122,6 +122,15 @@ def test_on_a_phone_every_filter_is_inside_its_card_and_usable(browser, live_ser
         expect(page.locator("[data-queue-count]")).to_have_text("0 stale")
         expect(page.locator("#queue")).to_contain_text("No item in “Stale” matches these filters")
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        # The dashboard's disagreement link lands on the runs it counts, whose list has the same filter.
+        page.goto(f"{live_server.url}{reverse('trajectories:dashboard', kwargs={'bank_id': bank.public_id})}")
+        link = page.locator("[data-disagreements] a")
+        expect(link).to_contain_text("1 trajectory where the agent and the judge disagree")
+        link.click()
+        page.wait_for_url(re.compile(r"/trajectories/\?disagree=on$"))
+        expect(page.locator("#trajectory-rows [data-row]")).to_have_count(1)
+        expect(page.locator("form.filters input[name=disagree]")).to_be_checked()
+        assert _outside_card(page) == []
         assert errors == []
     finally:
         context.close()

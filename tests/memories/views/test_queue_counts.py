@@ -37,6 +37,11 @@ def test_the_filters_rows_come_with_their_count(client, reviewer, bank):
     assert html.lstrip().startswith('<section id="queue"')  # the rows alone, as before
     assert html.count('<tr id="item-') == 3
     assert 'hx-swap-oob="true"' in html and _count(html) == "3 proposed"
+    # The "Filters" toggle says how many are on, and is open while any is.
+    assert re.search(r'id="filters-on"[^>]*hx-swap-oob="true">\(1 on\)</span>', html)
+    page = client.get(_queue(bank), {"dup": "on", "state": "stale", "q": "lesson"}).content.decode()
+    assert re.search(r'id="filters-on"[^>]*>\(2 on\)</span>', page) and "data-filters-toggle open" in page
+    assert "data-filters-toggle open" not in client.get(_queue(bank), {"q": "lesson"}).content.decode()
 
 
 def test_assigned_to_me_counts_the_rows_it_keeps_after_a_decision(client, bank, owner):
