@@ -4,7 +4,17 @@ from memories.items import import_export_views as import_export
 from memories.items import views as items
 from memories.learning import settings_views as learning_settings
 from memories.learning import views as lifecycle
-from memories.review.views import assignments, item, item_actions, policy, presence, queue, saved_views, seats
+from memories.review.views import (
+    assignments,
+    guidelines,
+    item,
+    item_actions,
+    policy,
+    presence,
+    queue,
+    saved_views,
+    seats,
+)
 from memories.serving import views as playground
 from memories.trust import views as trust
 
@@ -18,6 +28,7 @@ urlpatterns = [
     path("banks/<uuid:bank_id>/review/<uuid:item_id>/claim/", seats.review_claim_item, name="review_claim_item"),
     path("banks/<uuid:bank_id>/review/<uuid:item_id>/release/", seats.review_release_item, name="review_release_item"),
     path("banks/<uuid:bank_id>/review/views/", saved_views.saved_view_create, name="saved_view_create"),
+    path("banks/<uuid:bank_id>/review/guidelines/fold/", guidelines.guidelines_fold, name="guidelines_fold"),
     path("banks/<uuid:bank_id>/review/views/delete/", saved_views.saved_view_remove, name="saved_view_remove"),
     path("banks/<uuid:bank_id>/items/", items.items, name="items"),
     path("banks/<uuid:bank_id>/items/new/", items.item_create, name="item_create"),

@@ -14,7 +14,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import Bank, Role
-from memories.items.models import MemoryItem, MemoryItemVersion
+from memories.items.models import ItemStatus, MemoryItem, MemoryItemVersion
 from memories.review.models import ReviewAssignment, ReviewPresence
 from memories.review.policy_models import ReviewSeat
 
@@ -97,7 +97,8 @@ def queue_rows_annotate(*, items: list[MemoryItem], assignments: list[ReviewAssi
     gives it ``seen_version`` and ``reviewed_by``) its ``assignees``: the reviewers given a slice holding it,
     and with ``seats`` (a round-robin or claimed policy) those holding a place on it."""
     assignees: dict[int, set[str]] = defaultdict(set)
-    ids = [item.pk for item in items]
+    # A decided item is no one's to review any more: its old places and slices are not named on its row.
+    ids = [item.pk for item in items if item.status == ItemStatus.PROPOSED]
     places = ReviewSeat.objects.filter(item_id__in=ids) if seats else ReviewSeat.objects.none()
     for pk, username in places.values_list("item_id", "user__username"):
         assignees[pk].add(username)

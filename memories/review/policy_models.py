@@ -109,3 +109,21 @@ class SavedQueueView(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class GuidelinesRead(models.Model):
+    """What a reviewer last read of a bank's guidelines (a digest of their text) and whether they keep the
+    panel folded: the queue opens the guidelines at the first read and again when they change, and
+    otherwise as the reviewer last left them (memories.review.guidelines)."""
+
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    digest = models.CharField(max_length=64)
+    folded = models.BooleanField(default=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["bank", "user"], name="guidelinesread_unique_bank_user")]
+
+    def __str__(self) -> str:
+        return f"guidelines read by {self.user_id} in bank {self.bank_id}"

@@ -14,10 +14,17 @@ from datetime import date
 from typing import NamedTuple
 
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 
 from accounts.models import Bank
-from memories.items.models import ItemOrigin, ItemStatus, MemoryItem, MemoryItemVersion, item_search_vector
+from memories.items.models import (
+    ItemOrigin,
+    ItemStatus,
+    MemoryItem,
+    MemoryItemSupport,
+    MemoryItemVersion,
+    item_search_vector,
+)
 from memories.learning.selectors import LIFECYCLE_FIELDS, lifecycle_items
 from memories.trust.risk_reads import has_unconfirmed_risks, unconfirmed_risk_count
 from reasoningbank_site.search import text_search
@@ -69,7 +76,8 @@ def review_queue(
     has_risks: bool = False,
 ) -> QuerySet[MemoryItem]:
     """Proposed items of ``bank``, narrowed by the queue filters
-    (``disagreement``: distilled from a trajectory whose reported outcome differs from its verdict;
+    (``disagreement``: distilled from, or supported by, a trajectory whose reported outcome differs from
+    its verdict (``agent_judge_disagree``);
     ``conflict``: its independent reviewer decisions disagree, for an owner or admin to resolve;
     ``has_risks``: only items with unconfirmed risk findings), in the order ``sort`` names
     (QUEUE_SORTS; oldest first by default); with a ``state`` (LifecycleState), the items in that
@@ -92,7 +100,7 @@ def review_queue(
     if has_duplicate:
         qs = qs.exclude(near_duplicates=[])
     if disagreement:
-        qs = qs.filter(Exists(_disagreeing_trajectories().filter(experience_id=OuterRef("experience_id"))))
+        qs = qs.filter(_disputed())
     if conflict:
         qs = qs.filter(needs_review_reason__startswith=REVIEWERS_DISAGREE)
     if has_risks:
@@ -101,7 +109,7 @@ def review_queue(
     qs = qs.annotate(risk_count=unconfirmed_risk_count())
     qs = qs.only(*LIST_FIELDS, "content")  # rows preview the content
     if sort == "disagreement":
-        qs = qs.annotate(disputed=Exists(_disagreeing_trajectories().filter(experience_id=OuterRef("experience_id"))))
+        qs = qs.annotate(disputed=_disputed())
     return qs.order_by(*QUEUE_SORTS.get(sort, QUEUE_SORTS[""])[1])
 
 
@@ -114,23 +122,54 @@ QUEUE_SORTS = {
 }
 
 
+def agent_judge_disagree() -> Q:
+    """The one definition of a disputed run, for the trajectory model: its agent reported one outcome while
+    the verdict says the other. The dashboard's count, the trajectory list's filter and the queue's use it."""
+    return Q(outcome="success", verdict="failure") | Q(outcome="failure", verdict="success")
+
+
 def _disagreeing_trajectories() -> QuerySet:
     """Trajectories whose agent reported one outcome while the verdict says the other."""
     # The trajectory model by Bank's relation name: this app never imports the trajectories app.
     trajectories = Bank._meta.get_field("trajectories").related_model.objects
-    return trajectories.filter(Q(outcome="success", verdict="failure") | Q(outcome="failure", verdict="success"))
+    return trajectories.filter(agent_judge_disagree())
+
+
+def _disputed() -> Exists:
+    """An item a disputed run stands behind: distilled from it, or supported by it (its lesson distilled again
+    there, recorded as evidence on this item instead of a new proposal)."""
+    runs = _disagreeing_trajectories()
+    supports = MemoryItemSupport.objects.filter(item_id=OuterRef("pk"))
+    return Exists(runs.filter(experience_id=OuterRef("experience_id"))) | Exists(
+        supports.filter(Exists(runs.filter(experience_id=OuterRef("experience_id"))))
+    )
 
 
 def queue_rows_claimed(*, items) -> None:
-    """Set ``claimed_outcome`` on each of ``items`` (a page of queue rows) distilled from a
-    trajectory whose reported outcome differs from its verdict: what the agent claimed (one query)."""
-    experiences = {item.experience_id for item in items if item.experience_id}
-    claimed: dict[int, str] = {}
-    if experiences:
-        rows = _disagreeing_trajectories().filter(experience_id__in=experiences).values_list("experience_id", "outcome")
-        claimed = dict(rows)
+    """Set ``claimed_outcome`` on each of ``items`` (a page of queue rows) that a disputed run stands behind
+    (``_disputed``): what its agent claimed, the item's own run first, else its latest supporting one (one query)."""
     for item in items:
-        item.claimed_outcome = claimed.get(item.experience_id, "")
+        item.claimed_outcome = ""
+    # Only an item with a source run or with support can have a disputed run behind it.
+    ids = [item.pk for item in items if item.experience_id or getattr(item, "support_count", 0)]
+    if not ids:
+        return
+    own = _disagreeing_trajectories().filter(experience_id=OuterRef("experience_id")).values("outcome")[:1]
+    backing = (
+        MemoryItemSupport.objects.filter(item_id=OuterRef("pk"))
+        .annotate(claim=Subquery(own))  # the support's run: OuterRef is the support's experience here
+        .exclude(claim=None)
+        .order_by("-created_at", "-id")
+        .values("claim")[:1]
+    )
+    rows = (
+        MemoryItem.objects.filter(pk__in=ids)
+        .annotate(own=Subquery(own), backing=Subquery(backing))
+        .values_list("pk", "own", "backing")
+    )
+    claimed = {pk: own_claim or backing_claim or "" for pk, own_claim, backing_claim in rows}
+    for item in items:
+        item.claimed_outcome = claimed.get(item.pk, "")
 
 
 def item_list(*, bank: Bank, status: str = "", text: str = "") -> QuerySet[MemoryItem]:

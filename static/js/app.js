@@ -79,4 +79,18 @@
         .forEach((box) => (box.checked = all.checked));
     }
   });
+
+  // The queue's guidelines panel: folding or unfolding it is remembered for the reviewer
+  // (memories.review.views.guidelines). "toggle" does not bubble, hence the capture; it also fires for a
+  // panel rendered open, which the data-folded comparison ignores.
+  document.addEventListener("toggle", (event) => {
+    const panel = event.target;
+    if (!(panel instanceof HTMLDetailsElement) || !panel.dataset.foldUrl) return;
+    const folded = panel.open ? "0" : "1";
+    if (panel.dataset.folded === folded) return;
+    panel.dataset.folded = folded;
+    panel.querySelector("[data-guidelines-fold]")?.toggleAttribute("hidden", folded === "1");
+    panel.querySelector("[data-guidelines-keep]")?.toggleAttribute("hidden", folded === "0");
+    htmx.ajax("POST", panel.dataset.foldUrl, { source: panel, values: { folded }, swap: "none" });
+  }, true);
 })();

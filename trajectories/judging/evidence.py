@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import Q
-
 from trajectories.judging.experiments import experiment_cases
 from trajectories.judging.few_shot import HOLDOUT_PERCENT
-from trajectories.models import Judgment, JudgmentSource, Label, Trajectory
+from trajectories.models import Judgment, JudgmentSource, Trajectory
+from trajectories.records.selectors import trajectory_list
 
 # The order in which a kind of judgment sets the verdict (trajectories.judging.verdicts).
 VERDICT_PRECEDENCE = (JudgmentSource.HUMAN, JudgmentSource.AGENT, JudgmentSource.LLM)
@@ -60,12 +59,9 @@ def trajectory_evidence(*, trajectory: Trajectory) -> Evidence:
 
 
 def disagreement_count(*, bank) -> int:
-    """How many of ``bank``'s trajectories the agent reported as one outcome and the verdict calls the other."""
-    return (
-        Trajectory.objects.filter(bank=bank)
-        .filter(Q(outcome=Label.SUCCESS, verdict=Label.FAILURE) | Q(outcome=Label.FAILURE, verdict=Label.SUCCESS))
-        .count()
-    )
+    """How many of ``bank``'s trajectories the agent reported as one outcome and the verdict calls the other:
+    the rows of the trajectory list's ``disagree`` filter, which the dashboard links to."""
+    return trajectory_list(bank=bank, disagree=True).count()
 
 
 # Below about 30 held-out cases a judge's accuracy has a 95% interval wider than ±15 points, so an experiment

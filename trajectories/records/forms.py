@@ -22,6 +22,7 @@ class TrajectoryFilterForm(forms.Form):
         choices=[("", "any verdict"), *Label.choices, ("none", "no verdict yet")],
     )
     agent = forms.CharField(required=False, max_length=200)
+    disagree = forms.BooleanField(required=False, label="Agent and judge disagree")
 
     def __init__(self, *args, agents=tuple, **kwargs):
         """``agents``: a callable giving the dropdown's agent names (called only to render it)."""
@@ -36,6 +37,7 @@ class TrajectoryFilterForm(forms.Form):
             "status": data.get("status") or "",
             "verdict": data.get("verdict") or "",
             "agent": data.get("agent") or "",
+            "disagree": bool(data.get("disagree")),
         }
 
 

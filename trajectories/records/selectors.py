@@ -10,7 +10,7 @@ from django.db.models import Prefetch, QuerySet
 
 from accounts.models import Bank
 from memories.items.models import MemoryItem, SupportKind
-from memories.review.selectors import review_agents
+from memories.review.selectors import agent_judge_disagree, review_agents
 from reasoningbank_site.search import text_search
 from reasoningbank_site.text import pretty_json
 from trajectories.models import Judgment, Status, Trajectory, trajectory_search_vector
@@ -82,16 +82,21 @@ LIST_FIELDS = (
     "status",
     "status_detail",
     "verdict",
+    "outcome",
     "step_count",
     "created_at",
 )
 
 
 def trajectory_list(
-    *, bank: Bank, status: str = "", verdict: str = "", agent: str = "", text: str = ""
+    *, bank: Bank, status: str = "", verdict: str = "", agent: str = "", text: str = "", disagree: bool = False
 ) -> QuerySet[Trajectory]:
-    """Trajectories of ``bank``, newest first: the columns the list shows (no steps, answer or metadata)."""
+    """Trajectories of ``bank``, newest first: the columns the list shows (no steps, answer or metadata).
+    ``disagree``: only those whose agent reported one outcome and whose verdict says the other (the
+    dashboard counts this list)."""
     qs = Trajectory.objects.filter(bank=bank).only(*LIST_FIELDS)
+    if disagree:
+        qs = qs.filter(agent_judge_disagree())
     if status:
         qs = qs.filter(status=status)
     if verdict == "none":

@@ -25,7 +25,7 @@ def posted_version(request, key: str = "seen_version") -> int | None:
 
 # --- the queue's filters, carried through the focus view --------------------------------
 
-QUEUE_FILTERS = tuple(ReviewFilterForm.base_fields)
+QUEUE_FILTERS = (*ReviewFilterForm.base_fields, "assigned")  # "assigned=me": the queue view narrows it
 
 
 def queue_query(data: QueryDict) -> str:

@@ -8,6 +8,7 @@ from functools import partial
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.http import QueryDict
 from django.shortcuts import redirect, render
 from django.template.backends.utils import csrf_input
 from django.template.loader import render_to_string
@@ -19,11 +20,12 @@ from accounts.access import bank_for_user
 from accounts.models import Role
 from memories.items.lifecycle import lifecycle_flags
 from memories.items.models import MemoryItem
-from memories.learning.selectors import LIFECYCLE_FIELDS
+from memories.learning.selectors import LIFECYCLE_FIELDS, LifecycleState
 from memories.review import collaboration_reads as collab
 from memories.review import selectors as review_selectors
 from memories.review.decisions import memory_item_approve, memory_item_reject
 from memories.review.forms import BulkActionForm, ReviewFilterForm
+from memories.review.guidelines import guidelines_panel_read
 from memories.review.policy import review_policy_get
 from memories.review.policy_models import Distribution
 from memories.review.seats import queue_seating, review_deal
@@ -141,10 +143,10 @@ def review(request, bank_id):
     if policy.seated and policy.distribution == Distribution.ROUND_ROBIN:
         review_deal(bank=bank)  # items distilled since the last look get their reviewers
     form = ReviewFilterForm(request.GET or None, agents=partial(review_agents, bank=bank))
-    queue = review_selectors.review_queue(bank=bank, **(form.filters() if request.GET else {}))
+    filters = form.filters() if request.GET else {}
+    rows_only = bool(request.htmx) and request.htmx.target == "queue"
     assignments, mine = collab.bank_assignments(bank=bank), request.GET.get("assigned") == "me"
-    if mine:
-        queue = collab.queue_assigned_to(queue, assignments=assignments, user=request.user)
+    queue = _queue(request, bank, filters, mine=mine, assignments=assignments)
     rows = with_my_vote(collab.queue_rows_read_along(queue, user=request.user), user=request.user)
     page = SearchPaginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     collab.queue_rows_annotate(items=page.object_list, assignments=assignments, seats=policy.seated)
@@ -158,9 +160,18 @@ def review(request, bank_id):
         "form": form,
         "page": page,
         "filtered": bool(request.GET),
+        "narrowed": _narrowed(filters, mine),
+        "filters_on": sum(bool(value) for key, value in filters.items() if key != "text") + mine,
+        "state": filters.get("state", ""),
+        "noun": queue_noun(filters.get("state", "")),
+        "count_oob": rows_only,  # the filters swap the rows alone: their count comes with them
         "assigned_to_me": mine,
         "seating": queue_seating(policy=policy, user=request.user),
         "policy": policy,
+        # Read (and recorded as shown) only for the whole page: the filters' answer is the rows alone.
+        "guidelines": None
+        if rows_only
+        else guidelines_panel_read(bank=bank, user=request.user, text=policy.guidelines),
         "row_error": "",  # what a row answering a decision shows (set, so 50 rows do not each look it up in vain)
         "duplicate": None,
         "risk_confirmation": None,
@@ -234,10 +245,33 @@ def _review_post(request, bank_id):
     return redirect_after_post(request, back)
 
 
+def _queue(request, bank, filters: dict, *, mine: bool, assignments=None):
+    """The queue as ``filters`` (ReviewFilterForm.filters) and "assigned to me" (``mine``) narrow it: what the
+    page lists and what its heading counts, one query for both."""
+    queue = review_selectors.review_queue(bank=bank, **filters)
+    if mine:
+        assignments = collab.bank_assignments(bank=bank) if assignments is None else assignments
+        queue = collab.queue_assigned_to(queue, assignments=assignments, user=request.user)
+    return queue
+
+
+def queue_noun(state: str) -> str:
+    """What the queue's count counts: "proposed", or the lifecycle state it shows ("stale", …)."""
+    return dict(LifecycleState.choices).get(state, "proposed").lower()
+
+
+def _narrowed(filters: dict, mine: bool) -> bool:
+    """Whether anything but the state (and the order) narrows the queue."""
+    return mine or any(value for key, value in filters.items() if key not in ("state", "sort"))
+
+
 def _append_queue_count(request, response, bank, queue: str) -> None:
     """Send the heading's "N proposed" again (out of band) with a row's answer: the queue, as filtered, shrank."""
-    paginator = SearchPaginator(review_selectors.review_queue(bank=bank, **queue_filters(bank, queue)), PAGE_SIZE)
-    context = {"count": paginator.count, "capped": paginator.capped, "oob": True}
+    filters = queue_filters(bank, queue)
+    mine = QueryDict(queue).get("assigned") == "me"
+    paginator = SearchPaginator(_queue(request, bank, filters, mine=mine), PAGE_SIZE)
+    noun = queue_noun(filters.get("state", ""))
+    context = {"count": paginator.count, "capped": paginator.capped, "noun": noun, "oob": True}
     html = render_to_string("memories/review.html#count", context, request)
     # In a <template>, which htmx unwraps: after a table row the HTML parser would move a bare span.
     response.content += f"<template>{html}</template>".encode()
