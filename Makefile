@@ -13,7 +13,9 @@ INSTALLER ?= uv
 # libraries the service never uses (the Dockerfile does the same); empty: the configured package index.
 TORCH_INDEX_URL ?= https://download.pytorch.org/whl/cpu
 ifeq ($(INSTALLER),uv)
-INSTALL = $(BIN)/uv pip install -q --python $(BIN)/python
+# uv reads none of pip's settings: the ones given in the environment are passed on.
+INSTALL = $(BIN)/uv pip install -q --python $(BIN)/python $(if $(PIP_INDEX_URL),--index-url $(PIP_INDEX_URL)) \
+	$(foreach url,$(PIP_EXTRA_INDEX_URL),--extra-index-url $(url)) $(foreach dir,$(PIP_FIND_LINKS),--find-links $(dir))
 else
 INSTALL = $(BIN)/python -m pip install -q
 endif
@@ -23,8 +25,10 @@ endif
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip $(if $(filter uv,$(INSTALLER)),uv)
-	@# torch is pinned and installed first, from TORCH_INDEX_URL: the rest then finds it installed.
-	$(INSTALL) $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL)) torch==2.13.0
+	@# torch is pinned and installed first, the CPU-only build when TORCH_INDEX_URL answers: the rest finds it installed.
+	$(INSTALL) $(if $(TORCH_INDEX_URL),--extra-index-url $(TORCH_INDEX_URL)) torch==2.13.0 || { \
+	  echo "make: $(TORCH_INDEX_URL) did not answer; installing torch from the configured index"; \
+	  $(INSTALL) torch==2.13.0; }
 	@# The service and the agent-side client (its own package: httpx only; MCP as an extra), resolved together.
 	$(INSTALL) -e . -e "./clients/python[mcp]"
 	@touch $(STAMP)
