@@ -225,7 +225,7 @@ def argv(host: str, port: int) -> list[str]:
 
 def endpoint_env(url: str) -> dict[str, str]:
     """What points a process at the demo endpoint at ``url`` and marks it as the demo (llm.llm_demo_active)."""
-    return {"RB_LLM_BASE_URL": url, DEMO_ENDPOINT_ENV: url, "RB_LLM_MODEL": DEMO_MODEL}
+    return {"RB_LLM_BASE_URL": url, DEMO_ENDPOINT_ENV: url, "RB_LLM_MODEL": DEMO_MODEL, "OPENAI_API_KEY": ""}
 
 
 def serve(host: str, port: int) -> None:
