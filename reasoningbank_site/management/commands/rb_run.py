@@ -35,7 +35,6 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from memories.embedding.model import preload as embedding_preload
 from memories.items.models import ItemStatus, MemoryItem
 from reasoningbank_site import embedded, workers
 from reasoningbank_site.demo import ADMIN_PASSWORD, ADMIN_USERNAME, DEMO, DEMO_QUERY, demo_token_path
@@ -97,8 +96,6 @@ class Command(BaseCommand):
         self.stdout.write(f"Database: {where}")
         if settings.EMBEDDED_POSTGRES:
             self._report_adopted_postgres()
-        if not options["no_demo"]:  # the demo embeds its memories: load (the first time, export) during the migrations
-            embedding_preload()
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Migrations applied.")
         if not settings.DEBUG:
