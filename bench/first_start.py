@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -59,20 +60,23 @@ def run(root: Path, env: dict[str, str], port: int) -> None:
         ["make", "run"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
     )
     seen: dict[str, float] = {}
-    login = None
-    os.set_blocking(proc.stdout.fileno(), False)
-    buffer = ""
-    while "banner" not in seen and proc.poll() is None:
-        chunk = proc.stdout.read() or ""
-        buffer += chunk
-        *complete, buffer = buffer.split("\n")
+    lines: list[str] = []
+
+    def pump() -> None:
+        for line in proc.stdout:
+            lines.append(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    login, read = None, 0
+    while ("banner" not in seen or login is None) and proc.poll() is None and time.monotonic() - started < 600:
         now = time.monotonic() - started
-        for line in complete:
+        for line in lines[read:]:
             for name, pattern in PHASES:
                 if name not in seen and pattern.search(line):
                     seen[name] = now
             if "Press Ctrl-C" in line:
                 seen["banner"] = now
+        read = len(lines)
         if login is None:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/accounts/login/", timeout=2) as answer:
