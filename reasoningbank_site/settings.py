@@ -349,7 +349,11 @@ RB_EMBEDDING_DIM = 384
 # processes) for a [Transformer, mean Pooling, Normalize] model, exported once into
 # RB_EMBEDDING_CACHE_DIR; any other model, and "torch", run sentence-transformers on PyTorch.
 RB_EMBEDDING_RUNTIME = envstr("RB_EMBEDDING_RUNTIME", "onnx")
-RB_EMBEDDING_CACHE_DIR = Path(envstr("RB_EMBEDDING_CACHE_DIR") or DATA_DIR / "embedding-cache")
+# The export is keyed by the model files' contents: one per model version, in the user's cache by default, so
+# a fresh clone or `make clean-data` reuses it instead of exporting again (memories.embedding.onnx).
+RB_EMBEDDING_CACHE_DIR = Path(
+    envstr("RB_EMBEDDING_CACHE_DIR") or Path(envstr("XDG_CACHE_HOME") or Path.home() / ".cache") / "reasoningbank/onnx"
+)
 # Intra-op threads per process for embedding (ONNX Runtime or torch): one is fastest for
 # single short queries on a small shared CPU, where more fight the web and database for cores.
 RB_EMBEDDING_THREADS = envint("RB_EMBEDDING_THREADS", 1)

@@ -14,8 +14,9 @@ tokenizer; truncation to the model's ``max_seq_length``, padding to the
 longest text of a batch) and pools and normalises in numpy. Any other model
 stays on PyTorch (memories.embedding.model decides).
 
-The export is keyed by the model directory and its files (name, size,
-modification time), written to a temporary directory and renamed into place
+The export is keyed by the model files' contents (one export per model version,
+shared by every clone and virtualenv; by default in the user's cache directory, which
+`make clean-data` leaves alone), written to a temporary directory and renamed into place
 under an exclusive file lock, so processes starting together (gunicorn
 workers, Celery pool processes) export once and never read a partial file.
 """
@@ -80,19 +81,47 @@ def unsupported_reason(location: str) -> str:
     return ""
 
 
-def export_key(location: str) -> str:
-    """Names the export of this model: its directory and its files' names, sizes and times."""
-    root = Path(location).resolve()
+def _stat_key(root: Path) -> str:
+    """Cheap: the model directory and its files' names, sizes and modification times."""
     files = sorted(p for p in root.rglob("*") if p.is_file())
     stats = [(str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in files]
-    digest = hashlib.sha256(json.dumps([EXPORT_FORMAT, str(root), stats]).encode()).hexdigest()
-    return f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', root.name)}-{digest[:16]}"
+    return hashlib.sha256(json.dumps([EXPORT_FORMAT, str(root), stats]).encode()).hexdigest()
+
+
+def _content_key(root: Path) -> str:
+    """What the export depends on: the model files' names and contents (the model's version, wherever it lies)."""
+    digest = hashlib.sha256(json.dumps([EXPORT_FORMAT]).encode())
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def export_key(location: str, cache_dir: Path | None = None) -> str:
+    """Names the export of this model by its files' contents, so every copy of the same model version (another
+    clone's virtualenv, a reinstall) shares one export. Reading 90 MB takes a fraction of a second, so the
+    answer is remembered in ``cache_dir`` under the files' names, sizes and times: later loads only stat them."""
+    root = Path(location).resolve()
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", root.name)
+    pointer = cache_dir / "locations" / _stat_key(root) if cache_dir is not None else None
+    if pointer is not None and pointer.is_file():
+        return pointer.read_text().strip()
+    key = f"{name}-{_content_key(root)[:16]}"
+    if pointer is not None:
+        try:
+            pointer.parent.mkdir(parents=True, exist_ok=True)
+            pointer.write_text(key)
+        except OSError:  # a read-only cache (a container's baked-in export): hash again next time
+            pass
+    return key
 
 
 def ensure_export(location: str, cache_dir: Path) -> Path:
     """The directory holding ``location``'s ONNX export; exports it first when
     missing (once, whoever else is trying at the same time)."""
-    target = cache_dir / export_key(location)
+    target = cache_dir / export_key(location, cache_dir)
     if (target / "meta.json").is_file():
         return target
     cache_dir.mkdir(parents=True, exist_ok=True)

@@ -41,6 +41,7 @@ LIST_FIELDS = (
     "status",
     "origin",
     "verdict_label",
+    "model",  # the queue row labels what the demo LLM made
     "near_duplicates",
     "needs_review_reason",
     "created_at",

@@ -82,6 +82,55 @@ def test_a_second_load_reuses_the_export(runtime, settings, monkeypatch):
     assert np.abs(again.encode(TEXTS[:3]) - first.encode(TEXTS[:3])).max() <= 1e-6
 
 
+def test_every_copy_of_the_same_model_version_shares_one_export(runtime, settings, monkeypatch, tmp_path):
+    """Another clone's virtualenv holds the same model files at another path, with other times: its first load
+    finds the export made for this one instead of exporting again; a changed model file is another version."""
+    runtime("onnx")
+    cache = Path(settings.RB_EMBEDDING_CACHE_DIR)
+    location = embeddings.model_location()
+    export = onnx_embedding.ensure_export(location, cache)
+    copy = tmp_path / "other-clone" / ".venv" / "model"
+    shutil.copytree(location, copy)
+
+    def no_export(*args):
+        raise AssertionError("exported again")
+
+    monkeypatch.setattr(onnx_embedding, "export_to", no_export)
+    assert onnx_embedding.ensure_export(str(copy), cache) == export
+    assert (cache / "locations").is_dir(), "the next load of the copy only stats its files"
+    assert onnx_embedding.ensure_export(str(copy), cache) == export
+    config = json.loads((copy / "config.json").read_text())
+    (copy / "config.json").write_text(json.dumps({**config, "layer_norm_eps": 1e-6}))
+    assert onnx_embedding.export_key(str(copy), cache) != export.name
+
+
+def test_the_export_cache_is_outside_the_data_dir_so_clean_data_keeps_it(tmp_path):
+    """`make clean-data` deletes RB_DATA_DIR; the export (one per model version) lives in the user's cache."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in {"RB_EMBEDDING_CACHE_DIR", "XDG_CACHE_HOME"}}
+    # A database and broker named, so importing the settings starts no embedded server.
+    env.update(
+        RB_DATA_DIR=str(tmp_path / "data"),
+        HOME=str(tmp_path / "home"),
+        DATABASE_URL="postgresql://nobody@127.0.0.1:9/none",
+        CELERY_BROKER_URL="redis://127.0.0.1:9/0",
+    )
+    code = "from django.conf import settings; print(settings.RB_EMBEDDING_CACHE_DIR)"
+    done = subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {code}"],
+        env={**env, "DJANGO_SETTINGS_MODULE": "reasoningbank_site.settings"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == str(tmp_path / "home" / ".cache" / "reasoningbank" / "onnx")
+
+
 def test_other_models_and_runtime_torch_run_on_pytorch(runtime, settings, tmp_path):
     assert isinstance(runtime("torch"), SentenceTransformer)
     assert embeddings.model_is_loaded()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 from collections.abc import Iterable
 
 import openai
@@ -17,6 +18,8 @@ from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
+from reasoningbank_site.env import envbool
+from trajectories.pipeline.demo_llm import DEMO_ENDPOINT_ENV, DEMO_MODEL
 from trajectories.pipeline.llm_errors import LLMBudgetSpent, LLMNotConfigured, LLMPermanentError, LLMTransientError
 from trajectories.pipeline.llm_metrics import llm_measured, llm_tokens_count
 from trajectories.pipeline.llm_usage import llm_budget_hold, llm_budget_release, llm_call_estimate, llm_usage_settle
@@ -28,6 +31,19 @@ def llm_configured() -> bool:
     """True when an endpoint is set: a base URL (any compatible server) or an
     OpenAI key (the SDK's default endpoint)."""
     return bool(settings.RB_LLM_BASE_URL or settings.OPENAI_API_KEY)
+
+
+def llm_demo_wanted() -> bool:
+    """Whether `make run` starts the demo LLM: asked for (RB_LLM_DEMO=1) and no endpoint configured. A
+    configured endpoint always wins: the demo never stands in for it."""
+    return envbool("RB_LLM_DEMO") and not llm_configured()
+
+
+def llm_demo_active() -> bool:
+    """True when the endpoint is the demo LLM that rb_run started (``RB_LLM_DEMO=1``, no endpoint configured):
+    rb_run gives its children the demo's URL both as RB_LLM_BASE_URL and in RB_LLM_DEMO_ENDPOINT."""
+    demo = os.environ.get(DEMO_ENDPOINT_ENV, "")
+    return bool(demo) and settings.RB_LLM_BASE_URL == demo and not settings.OPENAI_API_KEY
 
 
 @functools.lru_cache(maxsize=4)
@@ -54,10 +70,15 @@ def get_client() -> openai.OpenAI:
 
 
 def judge_model_for(bank) -> str:
+    """The model recorded on a judgment: the demo's own name under the demo, whatever a bank chose."""
+    if llm_demo_active():
+        return DEMO_MODEL
     return (bank.judge_model or "").strip() or settings.RB_LLM_MODEL
 
 
 def distill_model_for(bank) -> str:
+    if llm_demo_active():
+        return DEMO_MODEL
     return (bank.distill_model or "").strip() or settings.RB_LLM_MODEL
 
 

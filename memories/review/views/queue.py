@@ -89,6 +89,7 @@ ROW_FIELDS = (
     "created_at",
     "support_count",
     "verdict_label",
+    "model",  # the Demo LLM label (includes/demo_llm.html)
     "claimed_outcome",
     "my_vote",
     "near_duplicates",

@@ -40,7 +40,8 @@ from reasoningbank_site import embedded, workers
 from reasoningbank_site.demo import ADMIN_PASSWORD, ADMIN_USERNAME, DEMO, DEMO_QUERY, demo_token_path
 from reasoningbank_site.metrics import multiprocess_dir_prepare
 from reasoningbank_site.supervisor import Child, beat_argv, port_is_free, say, web_argv, worker_argv, worker_log_level
-from trajectories.pipeline.llm import llm_configured
+from trajectories.pipeline import demo_llm
+from trajectories.pipeline.llm import llm_configured, llm_demo_wanted
 
 READY_TIMEOUT = 120.0
 STOP_TIMEOUT = 20.0
@@ -77,6 +78,7 @@ class Command(BaseCommand):
             )
         self.stopping = False
         self.children: list[Child] = []
+        self.demo_llm_url = ""
         self.data_dir = data_dir
         self.pg_check_at = 0.0
         self.broker_check_at = 0.0
@@ -170,9 +172,27 @@ class Command(BaseCommand):
             f"Starting the Celery workers (pipeline, webhooks, bulk; broker: {broker}) and beat, the web server on "
             f"{host}:{port} and the MCP server on {host}:{mcp_port}…"
         )
+        self._demo_llm_start(host, port + 2, env, base)
         for child in (worker, *queue_workers, beat, web, mcp):
             self.children.append(child)
             child.start(env, base)
+
+    def _demo_llm_start(self, host: str, port: int, env: dict[str, str], base: Path) -> None:
+        """RB_LLM_DEMO=1 and no endpoint configured: the demo LLM starts first, and the others are pointed at it."""
+        if not llm_demo_wanted():
+            if os.environ.get("RB_LLM_DEMO"):
+                self.stdout.write(
+                    "RB_LLM_DEMO is ignored: an LLM endpoint is configured (RB_LLM_BASE_URL/OPENAI_API_KEY)."
+                )
+            return
+        port = int(os.environ.get("RB_LLM_DEMO_PORT") or port)
+        if not port_is_free(host, port):
+            raise CommandError(f"Port {port} on {host} (the demo LLM's) is in use: choose another, RB_LLM_DEMO_PORT=…")
+        child = Child("demo-llm", demo_llm.argv(host, port), signal.SIGTERM, ready_marker=demo_llm.READY_LINE)
+        self.children.append(child)
+        child.start(env, base)
+        self.demo_llm_url = f"http://{host}:{port}/v1"
+        env.update(demo_llm.endpoint_env(self.demo_llm_url))
 
     def _wait_ready(self) -> int:
         """Wait until every child says it is ready (tending them meanwhile); the exit code if the stack gave up."""
@@ -331,12 +351,18 @@ class Command(BaseCommand):
                 }
             )
         )
-        if llm_configured():
+        if self.demo_llm_url:
+            llm = (
+                f"LLM:       the demo LLM at {self.demo_llm_url} (RB_LLM_DEMO=1): rules, not a model; every verdict and "
+                "item it makes is labelled Demo LLM. Set RB_LLM_BASE_URL for a real one."
+            )
+        elif llm_configured():
             llm = f"LLM:       {settings.RB_LLM_BASE_URL or 'OpenAI'} (model {settings.RB_LLM_MODEL})"
         else:
             llm = (
                 "LLM:       none configured -- trajectories will wait in awaiting_llm; set RB_LLM_BASE_URL "
-                "(and RB_LLM_MODEL, OPENAI_API_KEY) to an OpenAI-compatible endpoint and restart. "
+                "(and RB_LLM_MODEL, OPENAI_API_KEY) to an OpenAI-compatible endpoint and restart, or try the "
+                "pipeline with RB_LLM_DEMO=1 make run (a labelled demo LLM). "
                 "Humans can still judge trajectories and write memories in the UI."
             )
         line = "=" * 78
