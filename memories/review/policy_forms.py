@@ -6,7 +6,7 @@ from django import forms
 
 from memories.learning.models import BankLearning
 from memories.learning.policy import BANK_LEARNING_SETTINGS
-from memories.review.policy import DECISIONS_MAX
+from memories.review.policy import DECISIONS_MAX, ONE_DECISION_OPEN
 from memories.review.policy_models import GUIDELINES_MAX, Distribution
 from memories.trust.models import TrustPolicy
 from reasoningbank_site.formfields import BoundedDateTimeField
@@ -60,11 +60,20 @@ class ReviewPolicyForm(forms.Form):
         choices=Distribution.choices,
         required=False,
         label="Who decides, when an item needs several",
-        help_text="Owners and admins decide outright, whatever this says: that is how they resolve conflicts.",
+        help_text="Only with 2 or more decisions per item (with one, any reviewer gives it). Owners and admins "
+        "decide outright, whatever this says: that is how they resolve conflicts. Leaving round-robin frees the "
+        "places it dealt that nobody has decided on.",
     )
 
     def clean_distribution(self) -> str:
         return self.cleaned_data.get("distribution") or Distribution.OPEN
+
+    def clean(self):
+        data = super().clean()
+        required = data.get("decisions_required")
+        if required is not None and required < 2 and data.get("distribution", Distribution.OPEN) != Distribution.OPEN:
+            self.add_error("distribution", ONE_DECISION_OPEN)
+        return data
 
 
 class TrustPolicyForm(forms.ModelForm):
