@@ -200,3 +200,21 @@ def test_the_llm_budget_shows_its_cost_or_that_no_price_is_configured(client, ba
     priced = _text(client.get(_url(bank)).content.decode())
     assert "Today's tokens cost $0.8000" in priced  # 0.4 M × $1 + 0.1 M × $4
     assert "The whole budget costs $1.00 to $4.00 a day on gpt-x" in priced and "No price is configured" not in priced
+
+
+def test_the_list_of_approvals_costs_the_same_queries_for_few_or_many(client, bank, owner, reviewer):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(owner)
+
+    def queries_for(n: int) -> int:
+        for item in make_items(bank, n):
+            approval = AutoApproval.objects.create(item=item, bank=bank, sampled=True)
+            approval.audit_verdict, approval.audited_by = "disagree", reviewer
+            approval.save(update_fields=["audit_verdict", "audited_by"])
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(_url(bank)).status_code == 200
+        return len(queries)
+
+    assert queries_for(2) == queries_for(20)
