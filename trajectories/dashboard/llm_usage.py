@@ -1,7 +1,7 @@
 """Reads of the LLM tokens counted by trajectories.pipeline.llm_usage: a bank's
 last days per stage and per day (the dashboard's panel), one trajectory's per
-stage and model (its page), today's tokens (the trust page, beside the daily
-budget), and every bank's totals (/metrics). Costs are
+stage and model (its page), today's tokens and their cost (the trust page, beside the
+daily budget it counts against), and every bank's totals (/metrics). Costs are
 estimated here, with the current prices (trajectories.pipeline.llm_prices)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 from django.conf import settings
-from django.db.models import F, Sum
+from django.db.models import Sum
 from django.utils import timezone
 
 from accounts.models import Bank
@@ -76,12 +76,6 @@ class BankUsage:
     @property
     def unpriced(self) -> list[str]:
         return sorted(self.total.unpriced)
-
-
-def llm_tokens_today(*, bank: Bank) -> int:
-    """The prompt and completion tokens ``bank``'s LLM calls used today (UTC): what its daily budget counts."""
-    today = LLMUsage.objects.filter(bank=bank, day=timezone.now().date())  # now() is UTC
-    return today.aggregate(n=Sum(F("prompt_tokens") + F("completion_tokens")))["n"] or 0
 
 
 def bank_llm_usage(*, bank: Bank, days: int = USAGE_DAYS) -> BankUsage:
@@ -165,9 +159,10 @@ class BudgetDay:
 
 
 def llm_budget_day(*, bank: Bank, budget: int | None) -> BudgetDay:
-    """Today's (UTC) LLM usage of ``bank`` with its cost, and the cost of ``budget`` tokens on its models."""
+    """Today's (UTC: what the daily budget counts) LLM usage of ``bank`` with its cost, and the cost of
+    ``budget`` tokens on its models. One query for the usage."""
     today = UsageLine("Today")
-    rows = LLMUsage.objects.filter(bank=bank, day=timezone.now().date()).values_list(
+    rows = LLMUsage.objects.filter(bank=bank, day=timezone.now().date()).values_list(  # now() is UTC
         "model", "calls", "prompt_tokens", "completion_tokens"
     )
     for model, calls, prompt, completion in rows:
