@@ -5,6 +5,7 @@ decide outright either way; places of departed reviewers are freed."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from datetime import timedelta
 
@@ -247,3 +248,18 @@ def test_one_decision_per_item_refuses_round_robin_and_claimed(client, bank, own
     assert response.status_code == 200 and "only when an item needs 2 or more decisions" in response.content.decode()
     assert not ReviewPolicy.objects.filter(bank=bank).exists()
     assert client.post(url, {"guidelines": "", "decisions_required": "1", "distribution": "open"}).status_code == 302
+
+
+def test_a_policy_saved_with_one_decision_and_claimed_offers_open_on_its_form(client, bank, owner):
+    # A policy saved before one decision refused round-robin and claimed: its form offers Open, so saving the
+    # guidelines alone does not stumble on a setting that did nothing.
+    ReviewPolicy.objects.create(bank=bank, decisions_required=1, distribution=Distribution.CLAIM)
+    client.force_login(owner)
+    url = reverse("memories:review_policy", kwargs={"bank_id": bank.public_id})
+    html = client.get(url).content.decode()
+    assert re.search(r'<option value="open" selected>', html)
+    assert (
+        client.post(url, {"guidelines": "Be strict.", "decisions_required": "1", "distribution": "open"}).status_code
+        == 302
+    )
+    assert ReviewPolicy.objects.get(bank=bank).distribution == Distribution.OPEN
