@@ -28,6 +28,7 @@ class AuditAction(models.TextChoices):
     BANK_UPDATE_TRUST_POLICY = "bank.update_trust_policy", "Trust policy changed"
     BANK_UPDATE_LEARNING = "bank.update_learning", "Learning settings changed"
     BANK_UNDO_AUTO_APPROVALS = "bank.undo_auto_approvals", "Auto-approvals undone"
+    AUTO_APPROVAL_AUDIT = "auto_approval.audit", "Auto-approval audited"
     TOKEN_CREATE = "token.create", "API token created"
     TOKEN_REVOKE = "token.revoke", "API token revoked"
     WEBHOOK_CREATE = "webhook.create", "Webhook added"

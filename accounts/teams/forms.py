@@ -46,6 +46,34 @@ class RoleForm(forms.Form):
     role = forms.ChoiceField(choices=Role.choices)
 
 
+# The settings' labels and the help the model fields lack, written for the people who set them.
+BANK_LABELS = {
+    "name": "Bank name",
+    "description": "What this bank is for",
+    "retrieval_mode": "What a retrieval matches",
+    "top_k": "Memories served per retrieval",
+    "min_similarity": "Least similarity served",
+    "duplicate_threshold": "Similarity that makes a duplicate",
+    "trust_agent_outcome": "Trust the agent's own outcome",
+    "reward_threshold": "Reward that counts as success",
+    "judge_model": "LLM model of the judge",
+    "distill_model": "LLM model of the distiller",
+    "few_shot_enabled": "Show reviewers' past decisions as examples",
+    "few_shot_max_chars": "Longest examples per prompt (characters)",
+    "holdout_fraction": "Share of retrievals served nothing (holdout)",
+    "item_holdout_fraction": "Chance each item is left out (item holdout)",
+    "utility_ranking": "Rank by measured usefulness too",
+    "rate_limit_per_minute": "Requests per minute per token",
+    "ingest_quota_per_day": "Trajectories per token per day",
+    "step_retention_days": "Keep trajectory steps for (days)",
+}
+BANK_HELP = {
+    "description": "Shown to your team beside the bank's name.",
+    "retrieval_mode": "Items: the memories closest to the agent's task. Experiences: the past tasks closest to it, "
+    "with all their memories (the paper's way).",
+}
+
+
 class BankFormMixin:
     """Shows the model fields' range validators to the browser as the inputs'
     ``min``/``max`` (the server applies the validators themselves)."""
@@ -64,6 +92,7 @@ class BankCreateForm(BankFormMixin, forms.ModelForm):
     class Meta:
         model = Bank
         fields = ["name", "description", "retrieval_mode", "top_k"]
+        labels, help_texts = BANK_LABELS, BANK_HELP
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 
 
@@ -74,6 +103,7 @@ class BankSettingsForm(BankFormMixin, forms.ModelForm):
     class Meta:
         model = Bank
         fields = BANK_SETTINGS  # the one list the service validates and audits
+        labels, help_texts = BANK_LABELS, BANK_HELP
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 
 

@@ -22,11 +22,15 @@ from memories.review.policy_models import (
     SeatSource,
     VoteDecision,
 )
-from memories.review.seats import policy_lock, review_deal
+from memories.review.seats import dealt_places_free, policy_lock, review_deal
 from reasoningbank_site.errors import Forbidden, Invalid
 from reasoningbank_site.text import has_control_chars
 
 DECISIONS_MAX = 5
+ONE_DECISION_OPEN = (
+    "Round-robin and Claimed apply only when an item needs 2 or more decisions: with one, any reviewer gives it. "
+    "Choose Open, or ask for more decisions."
+)
 
 
 def review_policy_get(*, bank: Bank) -> ReviewPolicy:
@@ -75,8 +79,10 @@ def review_policy_update(
 ) -> ReviewPolicy:
     """Set ``bank``'s guidelines (markdown), the independent decisions an item needs (1 to DECISIONS_MAX)
     and who gives them (memories.review.policy_models.Distribution), creating the policy on first use; audited as
-    ``review_policy.update``. A round-robin policy deals the waiting items at once (review_seats).
-    Raises Invalid for over-long guidelines, a number out of range or an unknown distribution."""
+    ``review_policy.update``. A round-robin policy deals the waiting items at once (review_seats); leaving
+    round-robin frees the dealt places nobody decided on (``places_freed`` in the audit event), so they can be
+    claimed. Raises Invalid for over-long guidelines, a number out of range, an unknown distribution, or
+    round-robin or claimed with one decision per item (where they would do nothing)."""
     guidelines = (guidelines or "").strip()
     if len(guidelines) > GUIDELINES_MAX:
         raise Invalid(f"Guidelines are at most {GUIDELINES_MAX} characters (got {len(guidelines)}).")
@@ -84,16 +90,20 @@ def review_policy_update(
         raise Invalid(f"Decisions per item must be a whole number from 1 to {DECISIONS_MAX}.")
     if distribution not in Distribution.values:
         raise Invalid(f"distribution must be one of {Distribution.values}, got {distribution!r}.")
+    if decisions_required < 2 and distribution != Distribution.OPEN:
+        raise Invalid(ONE_DECISION_OPEN)
     policy, _created = ReviewPolicy.objects.select_for_update().get_or_create(bank=bank)
     fields = ["guidelines", "decisions_required", "distribution"]
     before = {name: getattr(policy, name) for name in fields}
     policy.guidelines, policy.decisions_required, policy.distribution = guidelines, decisions_required, distribution
     policy.save(update_fields=[*fields, "updated_at"])
     after = {name: getattr(policy, name) for name in fields}
-    if after != before:
-        audit_record(
-            action=AuditAction.REVIEW_POLICY_UPDATE, bank=bank, user=actor, obj=policy, before=before, after=after
-        )
+    if before["distribution"] == Distribution.ROUND_ROBIN and not (
+        policy.seated and distribution == before["distribution"]
+    ):
+        after["places_freed"] = dealt_places_free(policy=policy)
+    if {name: after[name] for name in fields} != before:
+        audit_record(action=AuditAction.REVIEW_POLICY_UPDATE, bank=bank, user=actor, obj=policy, before=before, after=after)
     if policy.seated and distribution == Distribution.ROUND_ROBIN:
         review_deal(bank=bank, full=True)
     return policy

@@ -6,7 +6,7 @@ from django import forms
 
 from memories.learning.models import BankLearning
 from memories.learning.policy import BANK_LEARNING_SETTINGS
-from memories.review.policy import DECISIONS_MAX
+from memories.review.policy import DECISIONS_MAX, ONE_DECISION_OPEN
 from memories.review.policy_models import GUIDELINES_MAX, Distribution
 from memories.trust.models import TrustPolicy
 from reasoningbank_site.formfields import BoundedDateTimeField
@@ -18,12 +18,21 @@ class BankLearningForm(forms.ModelForm):
     environment_keys = forms.CharField(
         required=False,
         max_length=700,
+        label="Metadata that makes an item stale when it changes",
         help_text=BankLearning._meta.get_field("environment_keys").help_text + " Separate them with commas.",
     )
 
     class Meta:
         model = BankLearning
         fields = BANK_LEARNING_SETTINGS
+        labels = {
+            "repeat_threshold": "Similarity that repeats a refused lesson",
+            "rejected_examples": "Refused lessons shown to the distiller",
+            "valid_days": "Approved items expire after (days)",
+            "suspend_when_hurting": "Stop serving items that hurt",
+            "utility_weight": "Weight of measured usefulness in ranking",
+            "utility_prior": "Retrievals before usefulness counts half",
+        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -36,6 +45,7 @@ class BankLearningForm(forms.ModelForm):
 class ReviewPolicyForm(forms.Form):
     guidelines = forms.CharField(
         required=False,
+        label="Reviewer guidelines",
         max_length=GUIDELINES_MAX,
         widget=forms.Textarea(attrs={"rows": 12, "class": "mono"}),
         help_text="Markdown: what to approve, what to reject, examples. Shown beside the queue and each item.",
@@ -50,17 +60,31 @@ class ReviewPolicyForm(forms.Form):
         choices=Distribution.choices,
         required=False,
         label="Who decides, when an item needs several",
-        help_text="Owners and admins decide outright, whatever this says: that is how they resolve conflicts.",
+        help_text="Only with 2 or more decisions per item (with one, any reviewer gives it). Owners and admins "
+        "decide outright, whatever this says: that is how they resolve conflicts. Leaving round-robin frees the "
+        "places it dealt that nobody has decided on.",
     )
 
     def clean_distribution(self) -> str:
         return self.cleaned_data.get("distribution") or Distribution.OPEN
 
+    def clean(self):
+        data = super().clean()
+        required = data.get("decisions_required")
+        if required is not None and required < 2 and data.get("distribution", Distribution.OPEN) != Distribution.OPEN:
+            self.add_error("distribution", ONE_DECISION_OPEN)
+        return data
+
 
 class TrustPolicyForm(forms.ModelForm):
     """The bank's trust policy (memories.trust.models.TrustPolicy); the audit share is edited in percent."""
 
-    audit_percent = forms.IntegerField(min_value=0, max_value=100, label="Audit sample (%)")
+    audit_percent = forms.IntegerField(
+        min_value=0,
+        max_value=100,
+        label="Audit sample (%)",
+        help_text="The share of auto-approvals a reviewer is asked to check (the first 50 all are).",
+    )
     auto_approve_agents = forms.CharField(
         required=False, max_length=2000, label="Agent allow-list", help_text="Comma-separated; empty: any agent."
     )
@@ -73,6 +97,15 @@ class TrustPolicyForm(forms.ModelForm):
             "auto_approve": "Approve safe items automatically",
             "daily_llm_token_budget": "LLM tokens per day",
             "llm_risk_check": "Ask the LLM for a second opinion on each distillation's risks",
+        }
+        help_texts = {
+            "min_tier": "Items learnt under a weaker verdict stay in the bank but are not served.",
+            "auto_approve": "Off by default. Only items with no risk, no recommended command, URL, payment or "
+            "credential, no near-duplicate and no rejected twin; the rest wait for a reviewer.",
+            "daily_llm_token_budget": "Prompt and completion tokens the judge and distiller may spend per UTC day. "
+            "Past it, trajectories wait (nothing is lost). Empty: no budget.",
+            "llm_risk_check": "Costs one more LLM call per distillation; its findings keep an item from being served "
+            "until a reviewer confirms or dismisses them.",
         }
 
     def __init__(self, *args, **kwargs):

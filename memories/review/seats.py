@@ -125,6 +125,23 @@ def review_deal(*, bank: Bank, only: MemoryItem | None = None, skip_user=None, f
     return len(dealt)
 
 
+def dealt_places_free(*, policy: ReviewPolicy) -> int:
+    """Free the places round-robin dealt on ``policy``'s bank's proposed items that their holders have not
+    decided on (a decision keeps its place: it counts), and forget the last whole deal, so a later round-robin
+    deals everything again. The caller holds the policy's lock. Returns how many places were freed."""
+    decided = ReviewVote.objects.filter(item=OuterRef("item"), user=OuterRef("user"))
+    freed, _ = (
+        ReviewSeat.objects.filter(
+            item__bank_id=policy.bank_id, item__status=ItemStatus.PROPOSED, source=SeatSource.DEALT
+        )
+        .exclude(Exists(decided))
+        .delete()
+    )
+    policy.dealt_at, policy.dealt_voters = None, []
+    policy.save(update_fields=["dealt_at", "dealt_voters"])
+    return freed
+
+
 def seat_take(*, item: MemoryItem, author, policy: ReviewPolicy) -> None:
     """Before ``author``'s vote on ``item`` (the caller holds policy_lock, then the item's lock): under a seated policy, check that the item
     is theirs to decide, claiming a free place under a claimed policy. Raises Conflict naming who holds it."""

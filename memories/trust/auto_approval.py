@@ -4,6 +4,7 @@ sample waiting for a human, and the items its topic gate kept for one."""
 
 from __future__ import annotations
 
+from django.core.paginator import Page, Paginator
 from django.db.models import Count, Q
 
 from accounts.models import Bank
@@ -11,6 +12,9 @@ from memories.items.models import ItemStatus, MemoryItem
 from memories.items.near_duplicates import near_duplicates_search
 from memories.trust.models import AuditVerdict, AutoApproval
 from memories.trust.topics import HELD_BACK
+from reasoningbank_site.rates import CaseRate
+
+AUTO_APPROVALS_PER_PAGE = 25
 
 
 def rejected_twin_exists(*, item: MemoryItem) -> bool:
@@ -23,7 +27,7 @@ def rejected_twin_exists(*, item: MemoryItem) -> bool:
 
 def auto_approval_stats(*, bank: Bank) -> dict:
     """The policy's record: approvals made, undone, in the audit sample, audited, and the disagreement rate
-    (None before any audit)."""
+    (``disagreement``: a CaseRate of the audited, so no rate from a handful of audits)."""
     rows = AutoApproval.objects.filter(bank=bank)
     counts = rows.aggregate(
         made=Count("id"),
@@ -34,8 +38,41 @@ def auto_approval_stats(*, bank: Bank) -> dict:
     )
     audited = counts["agree"] + counts["disagree"]
     counts["audited"] = audited
-    counts["disagreement_rate"] = counts["disagree"] / audited if audited else None
+    counts["disagreement"] = CaseRate(counts["disagree"], audited)
     return counts
+
+
+def auto_approvals_page(*, bank: Bank, page=1) -> Page:
+    """One page of the policy's approvals, most recent first, with their items and who audited them
+    (a page number out of range gives the last page)."""
+    rows = (
+        AutoApproval.objects.filter(bank=bank)
+        .select_related("item", "audited_by")
+        .only(
+            "id",
+            "created_at",
+            "sampled",
+            "audit_verdict",
+            "audited_at",
+            "undone_at",
+            "audited_by__username",
+            "item__public_id",
+            "item__title",
+            "item__status",
+            "item__bank_id",
+        )
+        .order_by("-created_at", "-id")
+    )
+    return Paginator(rows, AUTO_APPROVALS_PER_PAGE).get_page(page)
+
+
+def auto_approval_disagreements(*, bank: Bank, limit: int = 20) -> list[AutoApproval]:
+    """The audit's disagreements, most recent first: the items a human sent back, who and when."""
+    return list(
+        AutoApproval.objects.filter(bank=bank, audit_verdict=AuditVerdict.DISAGREE)
+        .select_related("item", "audited_by")
+        .order_by("-audited_at", "-id")[:limit]
+    )
 
 
 def audit_sample_pending(*, bank: Bank, limit: int = 50) -> list[AutoApproval]:

@@ -143,7 +143,8 @@ def memory_items_auto_approve(*, items: Sequence[MemoryItem], tier: int) -> list
 
 @transaction.atomic
 def auto_approval_audit(*, approval: AutoApproval, author, agree: bool) -> AutoApproval:
-    """A human's answer on an auto-approval of the audit sample. Disagreeing
+    """A human's answer on an auto-approval of the audit sample, audited as
+    ``auto_approval.audit`` (the verdict in its ``after``). Disagreeing
     sends the item back to review (proposed) with a reason naming ``author``.
     Raises Conflict when it was audited or undone already."""
     approval = AutoApproval.objects.select_for_update().select_related("item__bank").get(pk=approval.pk)
@@ -152,8 +153,16 @@ def auto_approval_audit(*, approval: AutoApproval, author, agree: bool) -> AutoA
     approval.audit_verdict = AuditVerdict.AGREE if agree else AuditVerdict.DISAGREE
     approval.audited_by, approval.audited_at = author, timezone.now()
     approval.save(update_fields=["audit_verdict", "audited_by", "audited_at"])
+    sent_back = False
     if not agree:
-        _send_back(approval.item, author, f"An auditor ({author}) disagreed with its auto-approval.")
+        sent_back = _send_back(approval.item, author, f"An auditor ({author}) disagreed with its auto-approval.")
+    audit_record(
+        action=AuditAction.AUTO_APPROVAL_AUDIT,
+        bank=approval.item.bank,
+        user=author,
+        obj=approval.item,
+        after={"verdict": approval.audit_verdict, "sent_back_to_review": sent_back},
+    )
     return approval
 
 

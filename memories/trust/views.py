@@ -1,7 +1,9 @@
 """The bank's trust page: its trust policy (serving tier, safe
-auto-approval, abuse limits), the policy's record with the audit sample's
-disagreement rate beside it, the sample to audit, the items its topic gate
-kept for a human, and the bulk undo."""
+auto-approval, abuse limits: the LLM budget with its cost, the agent API's
+rate limit and ingest quota), the policy's record with the audit sample's
+disagreement rate beside it, the sample to audit (a disagreement asks for
+confirmation), the history of disagreements, every auto-approved item, the
+items its topic gate kept for a human, and the bulk undo."""
 
 from __future__ import annotations
 
@@ -14,18 +16,25 @@ from django.views.decorators.http import require_http_methods
 from accounts.access import bank_for_user
 from accounts.models import Role
 from memories.review.policy_forms import TrustPolicyForm, UndoSinceForm
-from memories.trust.auto_approval import audit_sample_pending, auto_approval_held_back, auto_approval_stats
+from memories.trust.auto_approval import (
+    audit_sample_pending,
+    auto_approval_disagreements,
+    auto_approval_held_back,
+    auto_approval_stats,
+    auto_approvals_page,
+)
 from memories.trust.models import AutoApproval
 from memories.trust.selectors import bank_trust_policy
 from memories.trust.services import auto_approval_audit, auto_approvals_undo, bank_trust_policy_update
 from reasoningbank_site.errors import DomainError
 from reasoningbank_site.text import counted
 from reasoningbank_site.views_helpers import post_action
-from trajectories.dashboard.llm_usage import llm_tokens_today
+from trajectories.dashboard.llm_usage import llm_budget_day
 
 
-def _page(request, bank, membership, form=None, undo_form=None):
+def _page(request, bank, membership, form=None, undo_form=None, confirming=None):
     policy = bank_trust_policy(bank=bank)
+    llm_day = llm_budget_day(bank=bank, budget=policy.daily_llm_token_budget)
     context = {
         "bank": bank,
         "membership": membership,
@@ -34,10 +43,14 @@ def _page(request, bank, membership, form=None, undo_form=None):
         "form": form or TrustPolicyForm(instance=policy),
         "undo_form": undo_form or UndoSinceForm(),
         "policy": policy,
-        "tokens_today": llm_tokens_today(bank=bank),
+        "llm_day": llm_day,
+        "tokens_today": llm_day.today.tokens,
         "stats": auto_approval_stats(bank=bank),
         "sample": audit_sample_pending(bank=bank),
         "held_back": auto_approval_held_back(bank=bank),
+        "disagreements": auto_approval_disagreements(bank=bank),
+        "approvals": auto_approvals_page(bank=bank, page=request.GET.get("page")),
+        "confirming": confirming,
     }
     return render(request, "memories/trust.html", context)
 
@@ -64,15 +77,28 @@ def trust(request, bank_id):
 @login_required
 @post_action
 def trust_audit(request, bank_id, item_id):
-    """A reviewer's answer on the auto-approval of one item of the audit sample (agree=1 or 0)."""
-    bank, _membership = bank_for_user(request, bank_id, role=Role.REVIEWER)
-    approval = AutoApproval.objects.filter(bank=bank, item__public_id=item_id, sampled=True).order_by("-id").first()
+    """A reviewer's answer on the auto-approval of one item of the audit sample (agree=1 or 0). A
+    disagreement sends the item back to review, so without confirm=1 it answers the page with a
+    confirmation instead."""
+    bank, membership = bank_for_user(request, bank_id, role=Role.REVIEWER)
+    approval = (
+        AutoApproval.objects.filter(bank=bank, item__public_id=item_id, sampled=True)
+        .select_related("item")
+        .order_by("-id")
+        .first()
+    )
     if approval is None:
         raise Http404("No auto-approval of this item in the audit sample.")
+    agree = request.POST.get("agree") == "1"
+    if not agree and request.POST.get("confirm") != "1":
+        return _page(request, bank, membership, confirming=approval)
     try:
-        auto_approval_audit(approval=approval, author=request.user, agree=request.POST.get("agree") == "1")
+        auto_approval_audit(approval=approval, author=request.user, agree=agree)
     except DomainError as exc:
         messages.error(request, str(exc))
+    else:
+        title = approval.item.title
+        messages.success(request, f"Agreed with “{title}”." if agree else f"“{title}” sent back to review.")
     return redirect("memories:trust", bank_id=bank.public_id)
 
 

@@ -5,6 +5,7 @@ decide outright either way; places of departed reviewers are freed."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from datetime import timedelta
 
@@ -16,7 +17,7 @@ from accounts.models import AuditEvent, Membership, Role
 from memories.items.models import ItemStatus, MemoryItem
 from memories.review.decisions import memory_item_approve
 from memories.review.policy import review_policy_update
-from memories.review.policy_models import Distribution, ReviewSeat, SeatSource
+from memories.review.policy_models import Distribution, ReviewPolicy, ReviewSeat, SeatSource
 from memories.review.seats import review_claim, review_claim_next, review_deal, review_release
 from memories.review.votes import review_vote_cast
 from reasoningbank_site.errors import Conflict, Invalid, NotFound
@@ -219,3 +220,46 @@ def test_the_focus_views_place_forms_come_back_to_the_item(client, bank, owner, 
     review_vote_cast(item=item, author=alice, decision="approve")
     html = client.get(focus(bank, item)).content.decode()
     assert 'data-seat="alice">alice (decided)' in html and "Give up my place" not in html  # a decision stands
+
+
+def test_switching_round_robin_to_claimed_frees_the_places_nobody_used(bank, owner, alice, bob, carol):
+    items = bulk_items(bank, 6)
+    policy(bank, owner, Distribution.ROUND_ROBIN)  # every item dealt to two of the three: no free place left
+    voted = items[0]
+    voter = ReviewSeat.objects.filter(item=voted).order_by("user__username").first().user
+    review_vote_cast(item=voted, author=voter, decision="approve")
+    policy(bank, owner, Distribution.CLAIM)
+    # The dealt places nobody decided on are free again; a decision keeps its place.
+    assert {voter.get_username()} == holders(voted)
+    assert all(not holders(item) for item in items[1:])
+    someone_else = next(u for u in (alice, bob, carol) if u != voter)
+    assert review_claim_next(bank=bank, user=someone_else, count=10) == 6
+    event = AuditEvent.objects.filter(action="review_policy.update").latest("id")
+    assert event.after["places_freed"] == 11  # 12 dealt places, one of them decided on
+
+
+def test_one_decision_per_item_refuses_round_robin_and_claimed(client, bank, owner, alice, bob):
+    for distribution in (Distribution.ROUND_ROBIN, Distribution.CLAIM):
+        with pytest.raises(Invalid, match="2 or more decisions"):
+            policy(bank, owner, distribution, n=1)
+    client.force_login(owner)
+    url = reverse("memories:review_policy", kwargs={"bank_id": bank.public_id})
+    response = client.post(url, {"guidelines": "", "decisions_required": "1", "distribution": "claim"})
+    assert response.status_code == 200 and "only when an item needs 2 or more decisions" in response.content.decode()
+    assert not ReviewPolicy.objects.filter(bank=bank).exists()
+    assert client.post(url, {"guidelines": "", "decisions_required": "1", "distribution": "open"}).status_code == 302
+
+
+def test_a_policy_saved_with_one_decision_and_claimed_offers_open_on_its_form(client, bank, owner):
+    # A policy saved before one decision refused round-robin and claimed: its form offers Open, so saving the
+    # guidelines alone does not stumble on a setting that did nothing.
+    ReviewPolicy.objects.create(bank=bank, decisions_required=1, distribution=Distribution.CLAIM)
+    client.force_login(owner)
+    url = reverse("memories:review_policy", kwargs={"bank_id": bank.public_id})
+    html = client.get(url).content.decode()
+    assert re.search(r'<option value="open" selected>', html)
+    assert (
+        client.post(url, {"guidelines": "Be strict.", "decisions_required": "1", "distribution": "open"}).status_code
+        == 302
+    )
+    assert ReviewPolicy.objects.get(bank=bank).distribution == Distribution.OPEN

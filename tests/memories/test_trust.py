@@ -205,7 +205,8 @@ def test_audit_sample_disagreement_and_bulk_undo(bank, fake_llm, owner):
     auto_approval_audit(approval=first, author=owner, agree=True)
     auto_approval_audit(approval=second, author=owner, agree=False)
     stats = auto_approval_stats(bank=bank)
-    assert (stats["made"], stats["audited"], stats["disagreement_rate"]) == (2, 2, 0.5)
+    assert (stats["made"], stats["audited"], stats["disagree"]) == (2, 2, 1)
+    assert stats["disagreement"].value is None  # two audits are too few for a rate
     second.item.refresh_from_db()
     assert second.item.status == ItemStatus.PROPOSED and "disagreed" in second.item.status_reason
     assert audit_sample_pending(bank=bank) == []

@@ -73,9 +73,9 @@ def test_success_by_week_counts_verdicts_and_says_na_below_the_minimum(bank):
     assert len(weeks) == 12
     last, earlier = weeks[-1], weeks[-4]
     assert (last.x, last.n, last.value, last.text) == (4, 5, 0.8, "80% (4 of 5)")
-    # One failure is one case: no "0%", n/a with the count.
-    assert (earlier.x, earlier.n, earlier.value, earlier.text) == (0, 1, None, "n/a (1 case)")
-    assert weeks[0].text == "n/a (0 cases)"
+    # One failure is one case: no "0%", the counts and how many more a rate needs.
+    assert (earlier.x, earlier.n, earlier.value, earlier.text) == (0, 1, None, "0 of 1 (a rate needs 5 cases, 4 more)")
+    assert weeks[0].text == "no case yet (a rate needs 5 cases, 5 more)"
 
 
 def test_agreement_by_week_compares_each_llm_judgment_with_the_reviewers_latest(bank, owner):
@@ -98,7 +98,12 @@ def test_agreement_by_week_compares_each_llm_judgment_with_the_reviewers_latest(
     weeks = agreement_by_week(bank=bank)
 
     assert (weeks[-1].x, weeks[-1].n, weeks[-1].text) == (3, 6, "50% (3 of 6)")
-    assert (weeks[-3].x, weeks[-3].n, weeks[-3].value, weeks[-3].text) == (2, 2, None, "n/a (2 cases)")
+    assert (weeks[-3].x, weeks[-3].n, weeks[-3].value, weeks[-3].text) == (
+        2,
+        2,
+        None,
+        "2 of 2 (a rate needs 5 cases, 3 more)",
+    )
     assert sum(w.n for w in weeks) == 8
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from accounts.models import Bank
 from reasoningbank_site.charts import Chart, Point, Series, time_chart
+from reasoningbank_site.rates import MIN_CASES
 from reasoningbank_site.text import counted
-from trajectories.dashboard.selectors import MIN_CASES, agreement_by_week, review_by_day, success_by_week
+from trajectories.dashboard.selectors import agreement_by_week, review_by_day, success_by_week
 
 
 def _day(d) -> str:

@@ -1,7 +1,7 @@
 """Reads of the LLM tokens counted by trajectories.pipeline.llm_usage: a bank's
 last days per stage and per day (the dashboard's panel), one trajectory's per
-stage and model (its page), today's tokens (the trust page, beside the daily
-budget), and every bank's totals (/metrics). Costs are
+stage and model (its page), today's tokens and their cost (the trust page, beside the
+daily budget it counts against), and every bank's totals (/metrics). Costs are
 estimated here, with the current prices (trajectories.pipeline.llm_prices)."""
 
 from __future__ import annotations
@@ -9,11 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from django.db.models import F, Sum
+from django.conf import settings
+from django.db.models import Sum
 from django.utils import timezone
 
 from accounts.models import Bank
 from trajectories.models import Trajectory
+from trajectories.pipeline.llm import distill_model_for, judge_model_for
 from trajectories.pipeline.llm_prices import llm_cost
 from trajectories.pipeline.models import LLMStage, LLMUsage, TrajectoryLLMUsage
 
@@ -74,12 +76,6 @@ class BankUsage:
     @property
     def unpriced(self) -> list[str]:
         return sorted(self.total.unpriced)
-
-
-def llm_tokens_today(*, bank: Bank) -> int:
-    """The prompt and completion tokens ``bank``'s LLM calls used today (UTC): what its daily budget counts."""
-    today = LLMUsage.objects.filter(bank=bank, day=timezone.now().date())  # now() is UTC
-    return today.aggregate(n=Sum(F("prompt_tokens") + F("completion_tokens")))["n"] or 0
 
 
 def bank_llm_usage(*, bank: Bank, days: int = USAGE_DAYS) -> BankUsage:
@@ -147,3 +143,35 @@ def llm_usage_by_bank() -> list[BankStageUsage]:
         if cost is not None:
             entry[2] = (entry[2] or 0.0) + cost
     return [BankStageUsage(bank, stage, p, c, cost) for (bank, stage), (p, c, cost) in sums.items()]
+
+
+@dataclass(frozen=True)
+class BudgetDay:
+    """What the trust page says beside a bank's daily token budget: today's tokens and their cost, and what
+    the whole budget costs spent on the bank's models (all prompt tokens at the cheapest input price to all
+    completion tokens at the dearest output price); None when a model has no configured price."""
+
+    today: UsageLine
+    models: list[str]
+    unpriced: list[str]  # the bank's models, and today's, with no price in RB_LLM_PRICES
+    budget_low: float | None
+    budget_high: float | None
+
+
+def llm_budget_day(*, bank: Bank, budget: int | None) -> BudgetDay:
+    """Today's (UTC: what the daily budget counts) LLM usage of ``bank`` with its cost, and the cost of
+    ``budget`` tokens on its models. One query for the usage."""
+    today = UsageLine("Today")
+    rows = LLMUsage.objects.filter(bank=bank, day=timezone.now().date()).values_list(  # now() is UTC
+        "model", "calls", "prompt_tokens", "completion_tokens"
+    )
+    for model, calls, prompt, completion in rows:
+        today.add(model=model, calls=calls, prompt_tokens=prompt, completion_tokens=completion)
+    models = sorted({judge_model_for(bank), distill_model_for(bank)})
+    prices = [settings.RB_LLM_PRICES.get(model) for model in models]
+    unpriced = sorted(today.unpriced | {m for m, p in zip(models, prices, strict=True) if p is None})
+    low = high = None
+    if budget and all(prices):
+        low = budget * min(p["input"] for p in prices) / 1_000_000
+        high = budget * max(p["output"] for p in prices) / 1_000_000
+    return BudgetDay(today=today, models=models, unpriced=unpriced, budget_low=low, budget_high=high)

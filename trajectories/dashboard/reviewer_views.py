@@ -10,7 +10,8 @@ from django.views.decorators.http import require_GET
 
 from accounts.access import bank_for_user
 from memories.review.agreement import bank_agreement
-from trajectories.dashboard.reviewers import BAR_STEP, CHART_HEIGHT, MIN_CASES, PERIODS, reviewer_stats
+from reasoningbank_site.rates import MIN_CASES
+from trajectories.dashboard.reviewers import BAR_STEP, CHART_HEIGHT, PERIODS, reviewer_stats
 
 
 @login_required

@@ -9,7 +9,7 @@ disagree; approve after approve, or reject after archive: they agree), and
 two consecutive human verdicts on one trajectory by different reviewers.
 Agreement with the judge: a reviewer's latest verdict on a trajectory against
 the LLM's latest verdict before it. A share is only stated from MIN_CASES
-cases up; below that it reads "n/a (2 cases)"."""
+cases up (reasoningbank_site.rates); below that it gives the counts and how many more it needs."""
 
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ from django.utils import timezone
 
 from accounts.models import Bank, Role
 from memories.items.models import MemoryItemVersion
+from reasoningbank_site.rates import CaseRate
 from trajectories.models import Judgment, JudgmentSource
 
-MIN_CASES = 5
 CHART_HEIGHT, BAR_STEP = 24, 6  # the per-day chart: pixels high, pixels per day
 PERIODS = (14, 30)
 DECISIONS = ("approved", "rejected", "archived")
@@ -37,11 +37,9 @@ class Share:
     cases: int = 0
 
     @property
-    def text(self) -> str:
-        """ "80% (8 of 10)"; under MIN_CASES cases "n/a (1 case)", never a bare 0%."""
-        if self.cases < MIN_CASES:
-            return f"n/a ({self.cases} case{'' if self.cases == 1 else 's'})"
-        return f"{self.agree / self.cases:.0%} ({self.agree} of {self.cases})"
+    def rate(self) -> CaseRate:
+        """ "80% (8 of 10)"; under MIN_CASES cases the counts and how many more a share needs."""
+        return CaseRate(self.agree, self.cases)
 
 
 @dataclass

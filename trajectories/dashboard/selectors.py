@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from accounts.models import Bank
 from memories.items.models import ItemStatus, MemoryItem, MemoryItemVersion
-from reasoningbank_site.text import counted
+from reasoningbank_site.rates import CaseRate
 from trajectories.impact.statistics import wilson_interval
 from trajectories.models import Judgment, JudgmentSource, Label, Status, Trajectory
 
@@ -33,6 +33,10 @@ class Agreement:
     @property
     def fraction(self) -> float | None:
         return self.agree / self.both if self.both else None
+
+    @property
+    def rate(self) -> CaseRate:
+        return CaseRate(self.agree, self.both)
 
 
 def judge_human_agreement(*, bank: Bank) -> Agreement:
@@ -61,15 +65,8 @@ def judge_human_agreement(*, bank: Bank) -> Agreement:
 
 
 @dataclass(frozen=True)
-class Rate:
-    """``x`` of ``n``, with its Wilson 95% interval (None when n is 0)."""
-
-    x: int
-    n: int
-
-    @property
-    def value(self) -> float | None:
-        return self.x / self.n if self.n else None
+class Rate(CaseRate):
+    """``x`` of ``n``, with its Wilson 95% interval (None when n is 0); stated as a rate from MIN_CASES up."""
 
     @property
     def interval(self) -> tuple[float, float] | None:
@@ -77,9 +74,9 @@ class Rate:
 
     @property
     def text(self) -> str:
-        """ "62% [48–75%] n=40": the rate, its interval and always its n."""
-        if not self.n:
-            return "— n=0"
+        """ "62% [48–75%] n=40": the rate, its interval and always its n; below MIN_CASES the counts only."""
+        if not self.enough:
+            return super().text
         low, high = self.interval
         return f"{self.value:.0%} [{round(low * 100)}–{round(high * 100)}%] n={self.n}"
 
@@ -255,8 +252,6 @@ def review_backlog(*, bank: Bank) -> dict[str, int]:
 
 CHART_DAYS = 30
 CHART_WEEKS = 12
-# A rate from fewer cases than this is shown as "n/a (n cases)", never as a percentage.
-MIN_CASES = 5
 
 
 @dataclass(frozen=True)
@@ -267,22 +262,10 @@ class ReviewDay:
 
 
 @dataclass(frozen=True)
-class PeriodRate:
+class PeriodRate(CaseRate):
     """``x`` of ``n`` cases in the period starting ``start``; no value below MIN_CASES."""
 
-    start: date
-    x: int
-    n: int
-
-    @property
-    def value(self) -> float | None:
-        return self.x / self.n if self.n >= MIN_CASES else None
-
-    @property
-    def text(self) -> str:
-        if self.value is None:
-            return f"n/a ({counted(self.n, 'case')})"
-        return f"{self.value:.0%} ({self.x} of {self.n})"
+    start: date | None = None
 
 
 def _today() -> date:
@@ -346,7 +329,7 @@ def _weeks(rows, *, weeks: int, today: date) -> list[PeriodRate]:
     for back in range(weeks - 1, -1, -1):
         start = last - timedelta(weeks=back)
         x, n = found.get(start, (0, 0))
-        out.append(PeriodRate(start, x, n))
+        out.append(PeriodRate(x, n, start))
     return out
 
 

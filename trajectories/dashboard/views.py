@@ -9,11 +9,11 @@ from django.shortcuts import render
 
 from accounts.access import bank_for_user
 from memories.releases.selectors import bank_releasing
+from reasoningbank_site.rates import MIN_CASES
 from reasoningbank_site.views_helpers import template_for
 from trajectories.dashboard.charts import dashboard_charts
 from trajectories.dashboard.llm_usage import bank_llm_usage
 from trajectories.dashboard.selectors import (
-    MIN_CASES,
     distill_outcomes_by_version,
     judge_agreement_by_version,
     judge_human_agreement,

@@ -13,6 +13,7 @@ from accounts.models import Role
 from memories.review.guidelines import guidelines_html
 from memories.review.policy import review_policy_get, review_policy_update
 from memories.review.policy_forms import ReviewPolicyForm
+from memories.review.policy_models import Distribution
 from memories.review.seats import seat_summary, team_voters
 from reasoningbank_site.errors import DomainError
 
@@ -24,6 +25,8 @@ def review_policy(request, bank_id):
     bank, membership = bank_for_user(request, bank_id, role=role)
     policy = review_policy_get(bank=bank)
     initial = {name: getattr(policy, name) for name in ("guidelines", "decisions_required", "distribution")}
+    if not policy.seated:  # with one decision only Open is accepted (a policy saved before may say otherwise)
+        initial["distribution"] = Distribution.OPEN
     form = ReviewPolicyForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:

@@ -88,3 +88,9 @@ def test_a_view_needs_a_name(client, reviewer, bank):
     save = reverse("memories:saved_view_create", kwargs={"bank_id": bank.public_id})
     assert "Name the view" in client.post(save, {"name": " ", "queue": "dup=on"}, follow=True).content.decode()
     assert not SavedQueueView.objects.exists()
+
+
+def test_the_bank_settings_lead_to_the_review_policy(client, viewer, bank):
+    client.force_login(viewer)
+    html = client.get(reverse("accounts:bank_settings", kwargs={"bank_id": bank.public_id})).content.decode()
+    assert f'href="{policy_url(bank)}">Review policy</a>' in html

@@ -4,13 +4,21 @@ bulk undo; as its owner, a viewer, another team's member and anonymously."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 
+from accounts.models import AuditEvent
 from memories.items.models import ItemStatus
+from memories.trust.auto_approval import AUTO_APPROVALS_PER_PAGE
 from memories.trust.models import AutoApproval, TrustPolicy, VerdictTier
 from memories.trust.services import bank_trust_policy_update, memory_items_auto_approve
-from tests.factories import propose_item
+from tests.factories import make_items, propose_item
+
+
+def _text(html: str) -> str:
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split()).replace(" )", ")").replace("( ", "(")
 
 
 def _url(bank, name="trust", **kw):
@@ -59,13 +67,16 @@ def test_audit_sample_answers_and_the_rate_beside_the_policy(client, bank, owner
     client.force_login(reviewer)
     page = client.get(_url(bank)).content.decode()
     assert page.count("data-audit") == 1 and "1 approved by the policy" in page
-    client.post(_url(bank, "trust_audit", item_id=auto_approved.item.public_id), {"agree": "0"})
+    client.post(_url(bank, "trust_audit", item_id=auto_approved.item.public_id), {"agree": "0", "confirm": "1"})
     auto_approved.refresh_from_db()
     auto_approved.item.refresh_from_db()
     assert auto_approved.audit_verdict == "disagree" and auto_approved.audited_by == reviewer
     assert auto_approved.item.status == ItemStatus.PROPOSED
     page = client.get(_url(bank)).content.decode()
-    assert "data-audit" not in page and "<strong data-disagreement>100 %</strong>" in page
+    assert "data-audit" not in page
+    # One audit is no rate: the counts, and how many more audits a rate needs.
+    rate = _text(page.split("data-disagreement>")[1].split("</p>")[0])
+    assert rate == "1 of 1 (a rate needs 5 cases, 4 more)" and "100 %" not in page
 
 
 def test_admin_undoes_the_policys_approvals_since(client, bank, owner, reviewer, auto_approved):
@@ -105,3 +116,105 @@ def test_the_page_shows_todays_llm_tokens_beside_the_budget(client, bank, owner,
     bank_trust_policy_update(bank=bank, actor=owner, daily_llm_token_budget=4_000)
     page = client.get(_url(bank)).content.decode()
     assert "of the daily budget of 4,000 (125 %)" in page and "Spent:" in page
+
+
+def test_a_disagreement_asks_first_then_is_audited_and_listed(client, bank, owner, reviewer, auto_approved):
+    client.force_login(reviewer)
+    url = _url(bank, "trust_audit", item_id=auto_approved.item.public_id)
+    asked = client.post(url, {"agree": "0"}).content.decode()
+    assert "data-disagree-confirm" in asked and "Prefer the official source" in asked
+    auto_approved.refresh_from_db()
+    assert auto_approved.audit_verdict == "" and auto_approved.item.status == ItemStatus.APPROVED  # nothing yet
+    assert client.post(url, {"agree": "0", "confirm": "1"}).status_code == 302
+    event = AuditEvent.objects.get(action="auto_approval.audit")
+    assert (event.actor_user, event.after) == (reviewer, {"verdict": "disagree", "sent_back_to_review": True})
+    page = client.get(_url(bank)).content.decode()
+    history = page.split("data-disagreements")[1].split("</table>")[0]
+    assert (
+        "Prefer the official source" in history and reviewer.username in history and "data-disagree-confirm" not in page
+    )
+
+
+def test_an_agreement_is_audited_without_asking(client, bank, reviewer, auto_approved):
+    client.force_login(reviewer)
+    client.post(_url(bank, "trust_audit", item_id=auto_approved.item.public_id), {"agree": "1"})
+    assert AuditEvent.objects.get(action="auto_approval.audit").after["verdict"] == "agree"
+    assert "data-disagreements" not in client.get(_url(bank)).content.decode()
+
+
+def test_every_auto_approved_item_is_listed_recent_first_page_by_page(client, bank, viewer):
+    items = make_items(bank, AUTO_APPROVALS_PER_PAGE + 2)
+    for item in items:  # the policy's approvals, oldest first (as memory_items_auto_approve records them)
+        AutoApproval.objects.create(item=item, bank=bank)
+    client.force_login(viewer)
+    page = client.get(_url(bank)).content.decode()
+    listed = re.findall(r"Item (\d+)<", page.split("data-approved-list")[1].split("</table>")[0])
+    assert listed == [str(n) for n in range(len(items) - 1, 1, -1)]  # newest first, one page
+    link = reverse("memories:item_detail", kwargs={"bank_id": bank.public_id, "item_id": items[-1].public_id})
+    assert f'href="{link}"' in page and f"Page 1 of 2 · {len(items)} approved by the policy" in page
+    second = client.get(_url(bank), {"page": 2}).content.decode()
+    assert re.findall(r"Item (\d+)<", second.split("data-approved-list")[1].split("</table>")[0]) == [
+        "1",
+        "0",
+    ]
+    assert client.get(_url(bank), {"page": "x"}).status_code == 200  # a bad page number gives the first page
+
+
+def test_the_page_leads_back_to_settings_and_shows_the_ingest_limits(client, bank, owner, viewer):
+    client.force_login(viewer)
+    page = client.get(_url(bank)).content.decode()
+    settings_url = reverse("accounts:bank_settings", kwargs={"bank_id": bank.public_id})
+    assert f'<a href="{settings_url}" data-back>← Settings</a>' in page and "Review queue" not in page
+    limits = _text(page.split("data-ingest-limits>")[1].split("</p>")[0])
+    assert "any number of trajectories (no daily quota)" in limits and "600 requests per minute" in limits
+    assert "Admins change them in Settings" in limits
+    bank.ingest_quota_per_day = 1200
+    bank.save(update_fields=["ingest_quota_per_day"])
+    client.force_login(owner)
+    page = client.get(_url(bank)).content.decode()
+    assert "1,200 trajectories per UTC day" in _text(page) and f'href="{settings_url}#limits"' in page
+
+
+def test_the_llm_budget_shows_its_cost_or_that_no_price_is_configured(client, bank, owner, settings):
+    from django.utils import timezone
+
+    from trajectories.pipeline.models import LLMStage, LLMUsage
+
+    settings.RB_LLM_MODEL = "gpt-x"
+    LLMUsage.objects.create(
+        bank=bank,
+        day=timezone.now().date(),
+        stage=LLMStage.JUDGE,
+        model="gpt-x",
+        calls=1,
+        prompt_tokens=400_000,
+        completion_tokens=100_000,
+    )
+    bank_trust_policy_update(bank=bank, actor=owner, daily_llm_token_budget=1_000_000)
+    client.force_login(owner)
+    settings.RB_LLM_PRICES = {}
+    unpriced = _text(client.get(_url(bank)).content.decode())
+    assert "No price is configured for gpt-x" in unpriced and "Today's tokens cost unknown" in unpriced
+    assert "The whole budget costs" not in unpriced
+    settings.RB_LLM_PRICES = {"gpt-x": {"input": 1.0, "output": 4.0}}
+    priced = _text(client.get(_url(bank)).content.decode())
+    assert "Today's tokens cost $0.8000" in priced  # 0.4 M × $1 + 0.1 M × $4
+    assert "The whole budget costs $1.00 to $4.00 a day on gpt-x" in priced and "No price is configured" not in priced
+
+
+def test_the_list_of_approvals_costs_the_same_queries_for_few_or_many(client, bank, owner, reviewer):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(owner)
+
+    def queries_for(n: int) -> int:
+        for item in make_items(bank, n):
+            approval = AutoApproval.objects.create(item=item, bank=bank, sampled=True)
+            approval.audit_verdict, approval.audited_by = "disagree", reviewer
+            approval.save(update_fields=["audit_verdict", "audited_by"])
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(_url(bank)).status_code == 200
+        return len(queries)
+
+    assert queries_for(2) == queries_for(20)

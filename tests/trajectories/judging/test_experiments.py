@@ -275,11 +275,16 @@ def test_agreement_per_prompt_version_with_n(client, bank, owner, make_trajector
     rows = {r.version: r for r in judge_agreement_by_version(bank=bank)}
     assert (rows["judge/v1"].accuracy.x, rows["judge/v1"].accuracy.n) == (1, 2)
     assert (rows["judge/v1"].false_success.x, rows["judge/v1"].false_success.n) == (1, 1)
-    assert rows["judge@bank-1-v2"].accuracy.text == "100% [21–100%] n=1"
+    # One case is no rate: the counts, and how many more a rate needs.
+    assert rows["judge@bank-1-v2"].accuracy.text == "1 of 1 (a rate needs 5 cases, 4 more)"
 
     client.force_login(owner)
     page = client.get(reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})).content.decode()
-    assert re.search(r"<code title=\"judge/v1\">judge v1 \(default\)</code>.*?50% \[9–91%\] n=2", page, re.DOTALL)
+    assert re.search(
+        r"<code title=\"judge/v1\">judge v1 \(default\)</code>.*?1 of 2 \(a rate needs 5 cases, 3 more\)",
+        page,
+        re.DOTALL,
+    )
 
 
 def test_distillation_outcomes_per_version(bank, owner, trajectory):
@@ -300,4 +305,4 @@ def test_distillation_outcomes_per_version(bank, owner, trajectory):
         1,
         1,
     )
-    assert row.share_rejected.text == "33% [6–79%] n=3"
+    assert row.share_rejected.text == "1 of 3 (a rate needs 5 cases, 2 more)"

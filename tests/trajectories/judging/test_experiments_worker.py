@@ -37,8 +37,14 @@ def test_the_worker_runs_an_experiment_to_the_scripted_numbers(bank, owner, case
     assert experiment.status == ExperimentStatus.DONE, experiment.error
     assert (experiment.done, experiment.total) == (5, 5)
     base, cand = arm_result(experiment.cases, "baseline"), arm_result(experiment.cases, "candidate")
-    assert (base.accuracy.text, base.false_success.text) == ("60% [23–88%] n=5", "100% [34–100%] n=2")
-    assert (cand.accuracy.text, cand.false_success.text) == ("100% [57–100%] n=5", "0% [0–66%] n=2")
+    assert (base.accuracy.text, base.false_success.text) == (
+        "60% [23–88%] n=5",
+        "2 of 2 (a rate needs 5 cases, 3 more)",
+    )
+    assert (cand.accuracy.text, cand.false_success.text) == (
+        "100% [57–100%] n=5",
+        "0 of 2 (a rate needs 5 cases, 3 more)",
+    )
     assert len(fake_llm.requests) == 10
     assert "trajectories.experiment_run" in celery_worker.log()
     assert Experiment.objects.count() == 1
