@@ -103,7 +103,9 @@ def review_policy_update(
     ):
         after["places_freed"] = dealt_places_free(policy=policy)
     if {name: after[name] for name in fields} != before:
-        audit_record(action=AuditAction.REVIEW_POLICY_UPDATE, bank=bank, user=actor, obj=policy, before=before, after=after)
+        audit_record(
+            action=AuditAction.REVIEW_POLICY_UPDATE, bank=bank, user=actor, obj=policy, before=before, after=after
+        )
     if policy.seated and distribution == Distribution.ROUND_ROBIN:
         review_deal(bank=bank, full=True)
     return policy
