@@ -290,3 +290,40 @@ def test_the_demo_data_judged_and_distilled_fits_every_page(
         assert page.locator("#llm-tokens table").count() == 1  # the pipeline's token table is on the page
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("team_name", ["Demo team", LONG_TEAM_NAME])
+def test_at_1366_px_the_top_bar_shows_the_banks_name_before_the_teams(browser, live_server, owner, bank, team_name):
+    bank_name = "Web shopping agent (production)"
+    Team.objects.filter(pk=bank.team_id).update(name=team_name)
+    bank.name = bank_name
+    bank.save(update_fields=["name"])
+    context, page = _signed_in(browser, live_server, owner, 1366, 768)
+    try:
+        page.goto(f"{live_server.url}{reverse('trajectories:dashboard', kwargs={'bank_id': bank.public_id})}")
+        assert page.locator(".banknav .bankname strong").inner_text() == bank_name
+        assert page.locator(".banknav .bankname").get_attribute("title") == f"{team_name} / {bank_name}"
+        # How much of each name is visible: its text's width inside every box that clips it.
+        seen = page.evaluate(
+            """() => [...document.querySelectorAll('.bankname > *')].map((e) => {
+                const range = document.createRange();
+                range.selectNodeContents(e);
+                const text = range.getBoundingClientRect();
+                let right = window.innerWidth;
+                for (let a = e; a && a !== document.body; a = a.parentElement) {
+                    if (getComputedStyle(a).overflowX !== 'visible') right = Math.min(right, a.getBoundingClientRect().right);
+                }
+                return {full: Math.round(text.width), visible: Math.round(Math.min(text.right, right) - text.left)};
+            })"""
+        )
+        team, name = seen
+        # The bank's name keeps at least 12rem ("Web shopping agent (pr…", not "Web …"), the team's gives way first.
+        assert name["visible"] >= min(name["full"], 180), seen
+        assert team["visible"] < team["full"] or name["visible"] == name["full"], seen
+        tops = page.locator(".banknav .navlinks a").evaluate_all(
+            "(links) => links.map((a) => Math.round(a.getBoundingClientRect().top))"
+        )
+        assert len(set(tops)) == 1, tops  # and the bank's links still fit on one line
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    finally:
+        context.close()
