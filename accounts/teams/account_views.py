@@ -26,9 +26,9 @@ def home(request):
     if not request.user.is_authenticated:
         return redirect(f"{reverse('accounts:login')}?next=/")
     memberships = selectors.memberships_for_user(user=request.user)
-    work = banks_work(
-        banks=[b for m in memberships for b in m.team.banks.all() if not b.is_archived], user=request.user
-    )
+    # What waits in each live bank for a reviewer or more; a viewer decides nothing, so nothing waits for them.
+    deciding = [b for m in memberships if m.has_role(Role.REVIEWER) for b in m.team.banks.all() if not b.is_archived]
+    work = banks_work(banks=deciding, user=request.user)
     teams = [
         {
             "membership": m,

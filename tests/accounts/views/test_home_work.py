@@ -91,3 +91,12 @@ def test_the_home_pages_queries_do_not_grow_with_the_number_of_banks(client, own
                     bank=extra, actor=owner, guidelines="", decisions_required=2, distribution=Distribution.CLAIM
                 )
     assert queries() == few
+
+
+def test_a_viewer_is_not_sent_to_review_or_judge(client, bank, viewer):
+    propose_item(bank, title="Sort by price first")
+    make_trajectory(bank, status="awaiting_llm")
+    client.force_login(viewer)
+    html = client.get(reverse("accounts:home")).content.decode()
+    assert "data-next-step" not in html
+    assert "Nothing waits for you here." in _bank_block(html, bank.slug)
