@@ -41,7 +41,7 @@ def trajectory_work(banks: list[Bank], user) -> dict[int, list[BankWork]]:
                 count=n[0],
                 text=f"{counted(n[0], 'trajectory', 'trajectories')} where the agent and the judge disagree",
                 action="Review them first",
-                url=reverse("memories:review", kwargs=b) + "?disagree=on",
+                url=f"{trajectories}?disagree=on",  # the trajectory list's filter, where the dashboard's count leads
             ),
             BankWork(
                 priority=20,

@@ -45,9 +45,9 @@ def test_each_bank_says_what_waits_and_links_the_next_step(client, owner, bank):
     assert "1 trajectory where the agent and the judge disagree" in text
     assert "1 trajectory to judge (no LLM has judged them)" in text
     assert "1 trajectory needing attention" in text
-    # The next step is the disagreements (they come first in the queue too), then the rest.
+    # The next step is the disagreements (the trajectory list's filter, as the dashboard links them), then the rest.
     b = bank.public_id
-    assert f'data-next-step href="/banks/{b}/review/?disagree=on">Review them first' in html
+    assert f'data-next-step href="/banks/{b}/trajectories/?disagree=on">Review them first' in html
     assert f'href="/banks/{b}/trajectories/?status=awaiting_llm"' in html
     assert "Nothing waits for you here." in _bank_block(html, quiet.slug)
 
