@@ -72,6 +72,8 @@ class Chart:
     x_labels: list[str]
     series: list[Series]
     percent: bool
+    # What the chart says instead when every point is n/a: a whole sentence, numbers written in.
+    empty: str = "Not enough data yet: no period so far has enough cases for a rate."
     width: int = WIDTH
     height: int = HEIGHT
     left: int = LEFT
@@ -129,11 +131,15 @@ def time_chart(
     y_label: str,
     x_label: str,
     percent: bool = False,
+    empty: str = "",
 ) -> Chart:
     """Lay out ``series`` (each with one point per x label) over the x labels,
     sharing one y axis from 0: 0–100% when ``percent`` (values are fractions),
-    else 0 to a round number above the largest value."""
+    else 0 to a round number above the largest value. ``empty`` is the sentence
+    shown instead when no point has a value."""
     chart = Chart(chart_id, title, desc, y_label, x_label, x_labels, series, percent)
+    if empty:
+        chart.empty = empty
     count = len(x_labels)
     if not count:
         return chart

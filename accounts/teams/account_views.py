@@ -1,4 +1,5 @@
-"""The account pages: home (the teams and banks of the signed-in user) and signup."""
+"""The account pages: home (the teams and banks of the signed-in user, with
+what waits in each bank and the next step) and signup."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django.views.decorators.http import require_http_methods
 
 from accounts.models import Bank, Role
 from accounts.teams import email_verification, invitations, selectors
+from accounts.teams.bank_work import banks_work
 from accounts.teams.forms import SignupForm
 from reasoningbank_site.security import safe_next_url
 
@@ -24,11 +26,14 @@ def home(request):
     if not request.user.is_authenticated:
         return redirect(f"{reverse('accounts:login')}?next=/")
     memberships = selectors.memberships_for_user(user=request.user)
+    # What waits in each live bank for a reviewer or more; a viewer decides nothing, so nothing waits for them.
+    deciding = [b for m in memberships if m.has_role(Role.REVIEWER) for b in m.team.banks.all() if not b.is_archived]
+    work = banks_work(banks=deciding, user=request.user)
     teams = [
         {
             "membership": m,
             "team": m.team,
-            "banks": [{"bank": b, "url": bank_home_url(b)} for b in m.team.banks.all()],
+            "banks": [{"bank": b, "url": bank_home_url(b), "work": work.get(b.pk)} for b in m.team.banks.all()],
             "can_admin": m.has_role(Role.ADMIN),
         }
         for m in memberships

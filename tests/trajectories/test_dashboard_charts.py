@@ -171,3 +171,15 @@ def test_a_new_banks_weekly_rates_are_an_empty_state_not_twelve_weeks_of_na(clie
     assert success and "Not enough data yet" in success.group(1)
     assert ">n/a<" not in html
     assert "<svg" in _figure(html, "chart-review")  # a chart with something to draw is still drawn
+
+
+def test_the_empty_state_of_each_weekly_chart_is_a_whole_sentence(client, owner, bank):
+    record_verdict(make_trajectory(bank), "success")
+    client.force_login(owner)
+    html = client.get(reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})).content.decode()
+    for chart_id in ("chart-success", "chart-agreement"):
+        figure = re.search(rf'<figure class="chart empty" id="{chart_id}" data-chart-empty>(.*?)</figure>', html, re.S)
+        assert figure, f"no empty {chart_id} on the page"
+        text = " ".join(re.sub(r"<[^>]+>", " ", figure.group(1)).split())
+        assert "Not enough data yet: no week so far has 5 cases, the fewest a rate is shown for." in text, text
+        assert "week of so far" not in text

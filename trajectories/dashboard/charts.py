@@ -26,6 +26,7 @@ def dashboard_charts(*, bank: Bank) -> list[Chart]:
     agreement = agreement_by_week(bank=bank)
     approvals = sum(d.approved for d in review)
     min_cases = counted(MIN_CASES, "case")
+    empty_weeks = f"Not enough data yet: no week so far has {min_cases}, the fewest a rate is shown for."
     return [
         time_chart(
             chart_id="chart-review",
@@ -64,6 +65,7 @@ def dashboard_charts(*, bank: Bank) -> list[Chart]:
             y_label="success",
             x_label="week of",
             percent=True,
+            empty=empty_weeks,
         ),
         time_chart(
             chart_id="chart-agreement",
@@ -77,5 +79,6 @@ def dashboard_charts(*, bank: Bank) -> list[Chart]:
             y_label="agreement",
             x_label="week of",
             percent=True,
+            empty=empty_weeks,
         ),
     ]

@@ -15,6 +15,7 @@ from django.utils import timezone
 from accounts.models import Bank
 from memories.items.models import ItemStatus, MemoryItem, MemoryItemVersion
 from reasoningbank_site.rates import CaseRate
+from trajectories.dashboard.activity import ACTOR_FIELDS, item_action_words
 from trajectories.impact.statistics import wilson_interval
 from trajectories.models import Judgment, JudgmentSource, Label, Status, Trajectory
 
@@ -198,15 +199,15 @@ def recent_activity(*, bank: Bank, limit: int = 12) -> list[Activity]:
     events: list[Activity] = []
     for v in (
         MemoryItemVersion.objects.filter(item__bank=bank)
-        .select_related("author", "item")
-        .only("action", "created_at", "author__username", "item__title", "item__public_id")
+        .select_related("author", "actor_token", "item")
+        .only("action", "created_at", "item__title", "item__public_id", *ACTOR_FIELDS)
         .order_by("-created_at", "-id")[:limit]
     ):
         events.append(
             Activity(
                 v.created_at,
-                v.author.get_username() if v.author else "pipeline",
-                v.action,
+                v.actor_label,
+                item_action_words(v.action),
                 v.item.title,
                 "item",
                 str(v.item.public_id),

@@ -7,6 +7,8 @@ import re
 
 from django.urls import reverse
 
+from accounts.tokens.services import api_token_create
+from memories.items.versions import item_version_record
 from tests.factories import make_done_trajectory, propose_item
 from trajectories.models import Judgment
 
@@ -42,3 +44,18 @@ def test_dashboard_counts_and_agreement(client, owner, bank):
     assert "curl -X POST" not in html
     live = client.get(url, HTTP_HX_TARGET="live", **HTMX).content.decode()
     assert live.lstrip().startswith('<div id="live"') and 'hx-trigger="every 5s"' in live
+
+
+def test_recent_activity_reads_as_sentences_and_names_who_acted(client, owner, bank):
+    stale, kept, retiring = (propose_item(bank, title=t) for t in ("Stale one", "Kept one", "Retiring one"))
+    token = api_token_create(bank=bank, name="review bot", scopes=["review"], created_by=owner).token
+    item_version_record(item=stale, action="stale", note="the site changed")
+    item_version_record(item=kept, action="kept-both", author=owner)
+    item_version_record(item=retiring, action="proposed-for-retirement", token=token)
+    client.force_login(owner)
+    html = client.get(reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})).content.decode()
+    activity = html[html.index('<ul class="activity">') :]
+    lines = [" ".join(re.sub(r"<[^>]+>", " ", li).split()) for li in re.findall(r"<li>(.*?)</li>", activity, re.S)]
+    assert "just now the pipeline marked stale: Stale one" in lines, lines
+    assert f"just now {owner.get_username()} kept apart from its near-duplicates: Kept one" in lines, lines
+    assert f"just now token {token.prefix}… (review bot) proposed for retirement: Retiring one" in lines, lines
