@@ -53,6 +53,13 @@ _LIFECYCLE_ACTIONS = {
 }
 
 
+# Status moves the status machine allows but a state does not offer: a refused lesson goes back through the
+# queue (reopen), where the bank's review policy applies again, never straight to serving from its page.
+_WITHHELD_ACTIONS = {
+    ItemState.REFUSED: frozenset({"approve"}),
+}
+
+
 @dataclass(frozen=True)
 class LinkedItem:
     public_id: object
@@ -171,6 +178,8 @@ def _status_actions(item: MemoryItem) -> tuple[str, ...]:
     )
     actions = tuple(name for name, to in moves if item_move_allowed(current=item.status, to=to))
     if item.status == ItemStatus.APPROVED:
+        if item.needs_review_reason:  # flagged (a new risk finding): approving again confirms it
+            actions = ("approve", *actions)
         actions += ("archive-wrong",)
     return actions
 
@@ -201,12 +210,12 @@ def lifecycle_of(item: MemoryItem, *, production: int | None) -> ItemLifecycle:
         reason = ""  # waiting in the queue says it all; a flag is needs_review_reason, shown as such
     elif status == ItemStatus.APPROVED:
         state, label, reason = _approved_state(item, production=production, in_production=in_production)
-    lead = _LIFECYCLE_ACTIONS.get(state, ())
+    lead, withheld = _LIFECYCLE_ACTIONS.get(state, ()), _WITHHELD_ACTIONS.get(state, frozenset())
     return ItemLifecycle(
         state=state,
         label=label,
         reason=reason,
-        actions=lead + tuple(a for a in _status_actions(item) if a not in lead),
+        actions=lead + tuple(a for a in _status_actions(item) if a not in lead and a not in withheld),
         in_production=in_production,
         not_served=_not_served(item, production),
         flags=flags,
