@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Subquery, Value
-from django.utils import timezone
 
 from accounts.models import Bank
 from memories.items.models import ItemStatus, MemoryItem, MemoryItemSupport, SupportKind
 from memories.items.transitions import item_move_allowed
 from memories.learning.selectors import LifecycleState, item_expired
+from memories.learning.validity import validity_label
 from memories.serving import release_item_exists, served_release, unconfirmed_risk_q
 from memories.serving.lists import served_flag
 
@@ -231,8 +231,7 @@ def _approved_state(item: MemoryItem, *, production: int | None, in_production: 
     if item.retirement_reason:
         return ItemState.RETIREMENT, "Proposed for retirement", item.retirement_reason
     if item_expired(item):
-        when = timezone.localtime(item.valid_until).strftime("%Y-%m-%d %H:%M")
-        return ItemState.EXPIRED, "Expired", f"Past its validity since {when}."
+        return ItemState.EXPIRED, "Expired", f"Past its validity since {validity_label(item.valid_until)}."
     if item.stale_reason:
         return ItemState.STALE, "Stale", item.stale_reason
     if in_production:
