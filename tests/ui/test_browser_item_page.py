@@ -1,13 +1,17 @@
 """An item's page in a real headless Chromium at a laptop's 1,366×768: a
 refused item offers what its lifecycle offers (Reopen, never Approve beside
-it) and no empty box under its state."""
+it) and no empty box under its state; saving an edit of an approved item
+brings "Saved." into view and says when agents get the edit (at once, or
+after "Publish release" when the bank publishes by hand)."""
 
 from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
 
-from memories.review.decisions import memory_item_reject
+from memories.items.services import memory_item_edit
+from memories.releases.publishing import release_mode_set
+from memories.review.decisions import memory_item_approve, memory_item_reject
 from memories.review.policy import review_policy_update
 from tests import factories
 from tests.ui.conftest import PASSWORD
@@ -46,5 +50,58 @@ def test_a_rejected_item_offers_reopen_not_approve_and_no_empty_box(browser, liv
         expect(panel.locator("[data-action=approve]")).to_have_count(0)
         expect(panel.get_by_role("link", name="Edit")).to_be_visible()  # its text can still be corrected
         assert panel.evaluate(EMPTY_BOXES) == []
+    finally:
+        context.close()
+
+
+def _approved_item(bank, owner):
+    """An approved item as a walkthrough meets it: edited twice, so its page has a history below the text."""
+    item = factories.propose_item(
+        bank,
+        factories.make_done_trajectory(bank),
+        title="Confirm a form submission from the page, not from the click",
+        description="Use after submitting any web form; do not use for forms that only save drafts.",
+        content="After submitting, read the page for a confirmation message or reference number. " * 3,
+    )
+    memory_item_edit(item=item, author=owner, content=item.content + " Look for inline validation errors.")
+    memory_item_approve(item=item, author=owner, confirm_duplicate=True)
+    memory_item_edit(item=item, author=owner, tags=["forms", "checkout"])
+    return item
+
+
+def _save_an_edit(page, live_server, bank, item, height):
+    page.goto(f"{live_server.url}/banks/{bank.public_id}/items/{item.public_id}/")
+    page.locator("[data-action=edit]").click()
+    page.locator("#edit-form textarea[name=content]").fill("Read the page for a confirmation before reporting success.")
+    save = page.locator("#edit-form button[type=submit]")
+    save.scroll_into_view_if_needed()
+    assert page.evaluate("window.scrollY") > 0  # the Save button sits below the fold: the page had to scroll
+    save.click()
+    saved = page.locator("#item-panel .messages")
+    expect(saved).to_contain_text("Saved.")
+    page.wait_for_timeout(300)  # htmx's scroll after the swap
+    header = page.evaluate("document.querySelector('header.topbar').getBoundingClientRect().bottom")
+    box = saved.bounding_box()
+    assert box is not None and header - 1 <= box["y"] and box["y"] + box["height"] <= height, (box, header)
+    return saved
+
+
+@pytest.mark.parametrize(("width", "height"), [(1366, 768), (390, 844)])
+@pytest.mark.parametrize("mode", ["manual", "automatic"])
+def test_saving_an_approved_items_edit_shows_saved_in_view_and_when_agents_get_it(
+    browser, live_server, bank, owner, mode, width, height
+):
+    release_mode_set(bank=bank, mode=mode, actor=owner)
+    item = _approved_item(bank, owner)
+    context, page = _signed_in(browser, live_server, owner, width, height)
+    try:
+        saved = _save_an_edit(page, live_server, bank, item, height)
+        if mode == "manual":
+            expect(saved).to_contain_text("in the next release draft")
+            link = saved.get_by_role("link", name="Publish release")
+            expect(link).to_have_attribute("href", f"/banks/{bank.public_id}/releases/")
+        else:
+            expect(saved).to_contain_text("agents get the new text now")
+            expect(saved.get_by_role("link")).to_have_count(0)
     finally:
         context.close()

@@ -10,12 +10,16 @@ from typing import NamedTuple
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django_htmx.http import reswap
 
 from accounts.access import bank_for_user
 from accounts.models import Role
-from memories.items.models import MemoryItem
+from memories.items.models import ItemStatus, MemoryItem
 from memories.items.services import memory_item_edit
+from memories.releases.models import PublishMode
+from memories.releases.selectors import bank_releasing
 from memories.review.decisions import (
     memory_item_approve,
     memory_item_archive,
@@ -137,7 +141,20 @@ def item_edit(request, bank_id, item_id):
     data = form.cleaned_data
     fields = {key: data[key] for key in ("title", "description", "content", "tags", "note")}
     edit = partial(memory_item_edit, item=t.item, author=request.user, seen_version=posted_version(request), **fields)
-    return _act(request, t, edit, done="Saved.", decided=False, edit_form=form)
+    response = _act(request, t, edit, done=_saved(request, t), decided=False, edit_form=form)
+    if request.htmx and response.status_code == 200 and not response.has_header("HX-Redirect"):
+        # The answer's message heads the panel, and the Save button was far below it: bring it into view.
+        return reswap(response, "outerHTML show:#item-panel:top")
+    return response
+
+
+def _saved(request, t: _Target) -> str:
+    """What "Saved." means for agents: nothing for an item not served; for an approved one, that agents get
+    the edit now (automatic publishing) or after the next "Publish release" (manual)."""
+    if t.item.status != ItemStatus.APPROVED:
+        return "Saved."
+    manual = bank_releasing(bank=t.bank).mode == PublishMode.MANUAL
+    return render_to_string("memories/includes/item_saved.html", {"bank": t.bank, "manual": manual})
 
 
 @login_required
