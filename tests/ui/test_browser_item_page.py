@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from memories.items.models import MemoryItemSupport, SupportKind
 from memories.items.services import memory_item_edit
 from memories.releases.publishing import release_mode_set
 from memories.review.decisions import memory_item_approve, memory_item_reject
@@ -103,5 +104,75 @@ def test_saving_an_approved_items_edit_shows_saved_in_view_and_when_agents_get_i
         else:
             expect(saved).to_contain_text("agents get the new text now")
             expect(saved.get_by_role("link")).to_have_count(0)
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def reviewed(bank, owner):
+    """A proposed item as the focus view meets it: judged against the agent's claim, seen again in eight
+    later runs, edited three times."""
+    trajectory = factories.make_done_trajectory(bank, outcome="failure", verdict="")
+    factories.record_verdict(trajectory, "success", rationale="Status: success. The answer matches the site.")
+    item = factories.propose_item(
+        bank,
+        trajectory,
+        title="Confirm a form submission from the page, not from the click",
+        description="Use after submitting any web form; do not use for forms that only save drafts.",
+        content="After submitting, read the page for a confirmation message or reference number. " * 3,
+    )
+    MemoryItemSupport.objects.bulk_create(
+        MemoryItemSupport(item=item, kind=SupportKind.DISTILLED, title=f"Check the confirmation ({i})", similarity=0.93)
+        for i in range(8)
+    )
+    for n in range(3):
+        memory_item_edit(item=item, author=owner, content=f"{item.content} Step {n}.", note=f"edit {n}")
+    return item
+
+
+def _tops(page, selectors: dict[str, str]) -> dict[str, float]:
+    """Where each element starts, in px from the top of the page."""
+    return {
+        name: page.locator(selector).first.evaluate("(e) => e.getBoundingClientRect().top + window.scrollY")
+        for name, selector in selectors.items()
+    }
+
+
+FOCUS_PARTS = {
+    "item": "#item-panel h1.itemtitle",
+    "claim": "#evidence [data-claimed]",
+    "verdict": "#evidence [data-verdict]",
+    "rationale": "#evidence [data-rationale]",
+    "seen again": "#support",
+    "history": "ol.history",
+}
+
+
+def test_on_a_phone_the_focus_view_shows_the_item_then_its_verdict_and_rationale(
+    browser, live_server, bank, owner, reviewed
+):
+    context, page = _signed_in(browser, live_server, owner, 390, 844)
+    try:
+        page.goto(f"{live_server.url}/banks/{bank.public_id}/review/{reviewed.public_id}/")
+        page.locator("#evidence [data-rationale]").wait_for()
+        tops = _tops(page, FOCUS_PARTS)
+        assert list(tops) == sorted(tops, key=tops.get), tops  # item, claim, verdict, rationale, then the rest
+        assert tops["rationale"] < 1.5 * 844, tops
+        expect(page.locator("#evidence [data-rationale]")).to_be_visible()
+        expect(page.get_by_role("button", name="Approve")).to_be_visible()
+        expect(page.locator("[data-supports] > li").first).to_be_visible()
+    finally:
+        context.close()
+
+
+def test_on_a_laptop_the_focus_view_keeps_the_evidence_beside_the_item(browser, live_server, bank, owner, reviewed):
+    context, page = _signed_in(browser, live_server, owner)
+    try:
+        page.goto(f"{live_server.url}/banks/{bank.public_id}/review/{reviewed.public_id}/")
+        page.locator("#evidence [data-rationale]").wait_for()
+        panel, aside = page.locator("#item-panel").bounding_box(), page.locator(".split.focus > aside").bounding_box()
+        assert aside["x"] >= panel["x"] + panel["width"] and abs(aside["y"] - panel["y"]) < 2, (panel, aside)
+        history = page.locator("ol.history").bounding_box()  # the item's history stays in its panel
+        assert panel["y"] < history["y"] < panel["y"] + panel["height"], (panel, history)
     finally:
         context.close()

@@ -143,8 +143,8 @@ def item_edit(request, bank_id, item_id):
     edit = partial(memory_item_edit, item=t.item, author=request.user, seen_version=posted_version(request), **fields)
     response = _act(request, t, edit, done=_saved(request, t), decided=False, edit_form=form)
     if request.htmx and response.status_code == 200 and not response.has_header("HX-Redirect"):
-        # The answer's message heads the panel, and the Save button was far below it: bring it into view.
-        return reswap(response, "outerHTML show:#item-panel:top")
+        # The answer's message heads the item, and the Save button was far below it: bring it into view.
+        return reswap(response, "outerHTML show:#item-head:top")
     return response
 
 
