@@ -104,14 +104,14 @@ def _item_answer(
     return render(request, htmx_template(request, ITEM_TEMPLATE, "panel"), context)
 
 
-def _act(request, t: _Target, call, *, done: str, decided: bool = True, undo: bool = False, **forms):
+def _act(request, t: _Target, call, *, done, decided: bool = True, undo: bool = False, **forms):
     """Run an item action's service ``call`` (a ``partial``): a refusal becomes an error
     message (``forms`` are shown again with what was typed), success the
-    ``done`` message — in the toast with an Undo button when ``undo`` and the
-    action decided something that can be taken back; then answer as
-    ``_item_answer`` says."""
+    ``done`` message (or ``done(result)``, when it depends on what the service returned) — in the
+    toast with an Undo button when ``undo`` and the action decided something that can be taken back;
+    then answer as ``_item_answer`` says."""
     try:
-        call()
+        result = call()
     except DuplicateApproval as exc:
         return _item_answer(request, t, duplicate=exc)  # asks for confirmation
     except RisksNeedConfirmation as exc:
@@ -119,6 +119,8 @@ def _act(request, t: _Target, call, *, done: str, decided: bool = True, undo: bo
     except DomainError as exc:
         messages.error(request, str(exc))
         return _item_answer(request, t, **forms)
+    if callable(done):
+        done = done(result)
     queue = posted_queue_query(request) if t.focus else ""
     offer = (
         undo_offer(request, t.bank, t.item, text=done, focus=t.focus, queue=queue, target="#item-panel")
@@ -141,17 +143,22 @@ def item_edit(request, bank_id, item_id):
     data = form.cleaned_data
     fields = {key: data[key] for key in ("title", "description", "content", "tags", "note")}
     edit = partial(memory_item_edit, item=t.item, author=request.user, seen_version=posted_version(request), **fields)
-    response = _act(request, t, edit, done=_saved(request, t), decided=False, edit_form=form)
+    before = t.item.updated_at
+    done = partial(_saved, t, before=before)
+    response = _act(request, t, edit, done=done, decided=False, edit_form=form)
     if request.htmx and response.status_code == 200 and not response.has_header("HX-Redirect"):
         # The answer's message heads the item, and the Save button was far below it: bring it into view.
         return reswap(response, "outerHTML show:#item-head:top")
     return response
 
 
-def _saved(request, t: _Target) -> str:
-    """What "Saved." means for agents: nothing for an item not served; for an approved one, that agents get
-    the edit now (automatic publishing) or after the next "Publish release" (manual)."""
-    if t.item.status != ItemStatus.APPROVED:
+def _saved(t: _Target, item: MemoryItem, *, before) -> str:
+    """What saving ``item`` (last updated at ``before``) did: nothing, when nothing changed; for an
+    approved item, when agents get the edit: now (automatic publishing) or after the next "Publish
+    release" (manual)."""
+    if item.updated_at == before:
+        return "No change to save."
+    if item.status != ItemStatus.APPROVED:
         return "Saved."
     manual = bank_releasing(bank=t.bank).mode == PublishMode.MANUAL
     return render_to_string("memories/includes/item_saved.html", {"bank": t.bank, "manual": manual})
