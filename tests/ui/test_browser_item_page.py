@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from accounts.models import Team
 from memories.items.models import MemoryItemSupport, SupportKind
 from memories.items.services import memory_item_edit
 from memories.releases.publishing import release_mode_set
@@ -93,6 +94,7 @@ def test_saving_an_approved_items_edit_shows_saved_in_view_and_when_agents_get_i
     browser, live_server, bank, owner, mode, width, height
 ):
     release_mode_set(bank=bank, mode=mode, actor=owner)
+    Team.objects.filter(pk=bank.team_id).update(name="Checkout-flow evaluation agents")  # a top bar that wraps
     item = _approved_item(bank, owner)
     context, page = _signed_in(browser, live_server, owner, width, height)
     try:

@@ -147,8 +147,9 @@ def item_edit(request, bank_id, item_id):
     done = partial(_saved, t, before=before)
     response = _act(request, t, edit, done=done, decided=False, edit_form=form)
     if request.htmx and response.status_code == 200 and not response.has_header("HX-Redirect"):
-        # The answer's message heads the item, and the Save button was far below it: bring it into view.
-        return reswap(response, "outerHTML show:#item-head:top")
+        # The answer's message heads the item, near the page's top, and the Save button was far below it:
+        # back to the top (below the sticky bar, however tall it wraps), where the message is in view.
+        return reswap(response, "outerHTML show:window:top")
     return response
 
 

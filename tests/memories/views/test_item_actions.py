@@ -178,7 +178,7 @@ def test_saving_an_approved_item_unchanged_says_so_and_an_invalid_form_keeps_its
     response = client.post(item_action(bank, item, "edit"), same, **HTMX)
     html = response.content.decode()
     assert "No change to save." in html and "release draft" not in html
-    assert response["HX-Reswap"] == "outerHTML show:#item-head:top"  # its message heads the item: shown
+    assert response["HX-Reswap"] == "outerHTML show:window:top"  # its message heads the item: shown
     response = client.post(item_action(bank, item, "edit"), {**same, "content": "A new lesson."}, **HTMX)
     assert "this edit is in the next release draft" in response.content.decode()
     invalid = client.post(item_action(bank, item, "edit"), {**same, "title": ""}, **HTMX)
