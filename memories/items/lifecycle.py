@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Subquery, Value
-from django.utils import timezone
 
 from accounts.models import Bank
 from memories.items.models import ItemStatus, MemoryItem, MemoryItemSupport, SupportKind
 from memories.items.transitions import item_move_allowed
 from memories.learning.selectors import LifecycleState, item_expired
+from memories.learning.validity import validity_label
 from memories.serving import release_item_exists, served_release, unconfirmed_risk_q
 from memories.serving.lists import served_flag
 
@@ -50,6 +50,13 @@ _LIFECYCLE_ACTIONS = {
     ItemState.STALE: ("still-holds",),
     ItemState.EXPIRED: ("validity",),
     ItemState.REFUSED: ("reopen",),
+}
+
+
+# Status moves the status machine allows but a state does not offer: a refused lesson goes back through the
+# queue (reopen), where the bank's review policy applies again, never straight to serving from its page.
+_WITHHELD_ACTIONS = {
+    ItemState.REFUSED: frozenset({"approve"}),
 }
 
 
@@ -171,6 +178,8 @@ def _status_actions(item: MemoryItem) -> tuple[str, ...]:
     )
     actions = tuple(name for name, to in moves if item_move_allowed(current=item.status, to=to))
     if item.status == ItemStatus.APPROVED:
+        if item.needs_review_reason:  # flagged (a new risk finding): approving again confirms it
+            actions = ("approve", *actions)
         actions += ("archive-wrong",)
     return actions
 
@@ -201,12 +210,12 @@ def lifecycle_of(item: MemoryItem, *, production: int | None) -> ItemLifecycle:
         reason = ""  # waiting in the queue says it all; a flag is needs_review_reason, shown as such
     elif status == ItemStatus.APPROVED:
         state, label, reason = _approved_state(item, production=production, in_production=in_production)
-    lead = _LIFECYCLE_ACTIONS.get(state, ())
+    lead, withheld = _LIFECYCLE_ACTIONS.get(state, ()), _WITHHELD_ACTIONS.get(state, frozenset())
     return ItemLifecycle(
         state=state,
         label=label,
         reason=reason,
-        actions=lead + tuple(a for a in _status_actions(item) if a not in lead),
+        actions=lead + tuple(a for a in _status_actions(item) if a not in lead and a not in withheld),
         in_production=in_production,
         not_served=_not_served(item, production),
         flags=flags,
@@ -222,8 +231,7 @@ def _approved_state(item: MemoryItem, *, production: int | None, in_production: 
     if item.retirement_reason:
         return ItemState.RETIREMENT, "Proposed for retirement", item.retirement_reason
     if item_expired(item):
-        when = timezone.localtime(item.valid_until).strftime("%Y-%m-%d %H:%M")
-        return ItemState.EXPIRED, "Expired", f"Past its validity since {when}."
+        return ItemState.EXPIRED, "Expired", f"Past its validity since {validity_label(item.valid_until)}."
     if item.stale_reason:
         return ItemState.STALE, "Stale", item.stale_reason
     if in_production:

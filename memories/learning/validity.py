@@ -6,12 +6,12 @@ stale one is only listed."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import date, datetime, time, timedelta
 
 from django.db import transaction
 from django.db.models import Q
 from django.db.models.fields.json import KeyTextTransform
-from django.utils import timezone
+from django.utils import dateformat, timezone
 
 from accounts.models import ApiToken, Bank
 from memories.items.models import REASON_MAX, ItemStatus, MemoryItem
@@ -40,6 +40,18 @@ def approval_lifecycle(item: MemoryItem) -> list[str]:
     return fields
 
 
+def validity_day_end(day: date) -> datetime:
+    """The end of ``day`` in the reviewer's (the current) time zone: a validity picked as a day lasts through it."""
+    return timezone.make_aware(datetime.combine(day, time.max))
+
+
+def validity_label(moment: datetime) -> str:
+    """``moment`` as a reviewer reads it, in the current time zone: the day ("1 Jan 2020") when it is the end
+    of a day (what a date picked on the item page sets), else the day and time ("1 Jan 2020 14:30 UTC")."""
+    local = timezone.localtime(moment)
+    return dateformat.format(local, "j M Y" if local.time() == time.max else "j M Y H:i T")
+
+
 @transaction.atomic
 def memory_item_validity_set(
     *,
@@ -59,7 +71,7 @@ def memory_item_validity_set(
             raise Invalid("valid_until needs a time zone (e.g. 2027-01-31T00:00:00Z).")
         if valid_until <= timezone.now():
             raise Invalid(
-                f"valid_until {valid_until.isoformat()} is in the past: give a future moment, "
+                f"Valid until {validity_label(valid_until)} is in the past: give a later day, "
                 "or none for no expiry (archive the item to stop serving it now)."
             )
     item_version_check(item=item, seen_version=seen_version)
@@ -70,7 +82,7 @@ def memory_item_validity_set(
         return item
     item.valid_until = valid_until
     item.save(update_fields=["valid_until", "updated_at"])
-    note = f"valid until {valid_until.isoformat()}" if valid_until else "no expiry"
+    note = f"valid until {validity_label(valid_until)}" if valid_until else "no expiry"
     item_version_record(item=item, action="validity", author=author, note=note, token=token)
     return item
 

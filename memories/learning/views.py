@@ -5,7 +5,7 @@ view; every answer goes back to the item page with a message."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, time
+from datetime import datetime
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -15,7 +15,7 @@ from accounts.models import Role
 from memories.items.models import MemoryItem
 from memories.learning.refusals import memory_item_archive_as_wrong, memory_item_reopen
 from memories.learning.retirement import memory_item_retirement_keep, memory_item_supersede_with
-from memories.learning.validity import memory_item_stale_clear, memory_item_validity_set
+from memories.learning.validity import memory_item_stale_clear, memory_item_validity_set, validity_day_end
 from memories.review.forms import LifecycleActionForm
 from memories.review.selectors import item_for_bank
 from memories.review.views.decisions import posted_queue_query, posted_version, with_query
@@ -25,10 +25,8 @@ from reasoningbank_site.views_helpers import post_action, redirect_after_post
 
 
 def _valid_until(day) -> datetime | None:
-    """A day chosen in the form: valid until the end of it (UTC); none when empty."""
-    if day is None:
-        return None
-    return datetime.combine(day, time.max, tzinfo=UTC)
+    """A day chosen in the form: valid until the end of it in the reviewer's time zone; none when empty."""
+    return None if day is None else validity_day_end(day)
 
 
 @login_required

@@ -17,7 +17,7 @@ from memories.learning.validity import approval_lifecycle
 from memories.review.collaboration import item_version_check
 from memories.review.duplicates import approved_duplicates
 from memories.review.policy import decision_alone_check
-from memories.trust.risk_reads import risk_out
+from memories.trust.risk_reads import risk_label, risk_out
 from memories.trust.risks import item_risks_pending, memory_item_risks_confirm
 from reasoningbank_site.errors import Conflict, DuplicateApproval, Invalid, RisksNeedConfirmation
 from reasoningbank_site.text import counted
@@ -66,7 +66,7 @@ def memory_item_approve(
 
     pending = item_risks_pending(item)  # an approved item too: an edit may have found new ones
     if pending and not confirm_risks:
-        kinds = ", ".join(sorted({f.kind.replace("_", " ") for f in pending}))
+        kinds = ", ".join(sorted({risk_label(f.kind).lower() for f in pending}))
         raise RisksNeedConfirmation(
             f"“{item.title}” has {counted(len(pending), 'unconfirmed risk finding')} ({kinds}): "
             "read them, then confirm to approve it anyway.",

@@ -6,8 +6,11 @@ from __future__ import annotations
 from django import template
 
 from memories.items.models import SupportKind
+from memories.learning.validity import validity_label
 
 register = template.Library()
+
+register.filter("validity", validity_label)  # a validity as reviewers read it: "5 Mar 2031", in their time zone
 
 FOLD_AFTER = 5  # entries of a long evidence list shown before its "Show all N"
 

@@ -25,19 +25,32 @@ def visible(text: str) -> str:
     return _INVISIBLE.sub(lambda m: f"⟨U+{ord(m.group(0)):04X}⟩", text or "")
 
 
+register.filter("risk_label", risk_label)
+
+FIELDS = ("title", "description", "content")
+
+
+def _in_field(item: MemoryItem, excerpt: str) -> tuple[str, str, str]:
+    """(the field of ``item`` holding ``excerpt``, up to CONTEXT_CHARS of that field's text before it, and
+    after it); ("", "", "") when no one field holds it. The context never runs into the next field."""
+    for field in FIELDS:
+        text = getattr(item, field)
+        at = text.find(excerpt)
+        if at >= 0:
+            end = at + len(excerpt)
+            return field, text[max(0, at - CONTEXT_CHARS) : at], text[end : end + CONTEXT_CHARS]
+    return "", "", ""
+
+
 @register.simple_tag
 def item_risk_findings(item: MemoryItem) -> list[dict]:
-    """The item's findings for its page: kind label, where it was found, the
-    excerpt with up to CONTEXT_CHARS characters of the item's text on each
-    side (when it is in the item's text), and who confirmed it."""
-    text = f"{item.title}\n{item.description}\n{item.content}"
+    """The item's findings for its page: kind label, where it was found (the
+    field of the item, or a step of its source run), the excerpt with up to
+    CONTEXT_CHARS characters of that field's text on each side, and who
+    confirmed it."""
     out = []
     for finding in item_risks(item=item):
-        at = text.find(finding.excerpt)
-        before = after = ""
-        if at >= 0:
-            before = text[max(0, at - CONTEXT_CHARS) : at]
-            after = text[at + len(finding.excerpt) : at + len(finding.excerpt) + CONTEXT_CHARS]
+        field, before, after = _in_field(item, finding.excerpt)
         who = finding.confirmed_by or finding.confirmed_token
         out.append(
             {
@@ -47,7 +60,8 @@ def item_risk_findings(item: MemoryItem) -> list[dict]:
                 "before": before,
                 "after": after,
                 "step": finding.step,
-                "in_item": at >= 0,
+                "field": field,
+                "in_item": bool(field),
                 "confirmed": finding.confirmed,
                 "confirmed_by": str(who) if who else "",
                 "confirmed_at": finding.confirmed_at,

@@ -109,7 +109,7 @@ def test_a_refused_item_gives_the_reviewers_reason_and_whether_it_was_seen_again
     memory_item_reject(item=rejected, author=owner, reason="Official pages are out of date.")
     lc = _state(bank, rejected)
     assert (lc.state, lc.label, lc.reason) == (ItemState.REFUSED, "Rejected", "Official pages are out of date.")
-    assert lc.actions[:2] == ("reopen", "approve") and not lc.repeats
+    assert lc.actions == ("reopen",) and not lc.repeats  # back through the queue, never straight to serving
 
     propose_item(bank, make_done_trajectory(bank), title="Prefer official sources")  # the same lesson again
     lc = _state(bank, rejected)
@@ -119,12 +119,20 @@ def test_a_refused_item_gives_the_reviewers_reason_and_whether_it_was_seen_again
     memory_item_archive_as_wrong(item=wrong, author=owner, reason="The shop has no phone.")
     lc = _state(bank, wrong)
     assert (lc.state, lc.label, lc.reason) == (ItemState.REFUSED, "Archived as wrong", "The shop has no phone.")
+    assert lc.actions == ("reopen",)
 
 
 def test_an_archived_item_can_only_be_approved_again(bank, owner):
     item = memory_item_archive(item=_approved(bank, owner, "Old lesson", "Old text."), author=owner)
     lc = _state(bank, item)
     assert (lc.state, lc.label, lc.actions) == (ItemState.ARCHIVED, "Archived", ("approve",))
+
+
+def test_an_approved_item_flagged_for_review_offers_to_approve_it_again(bank, owner):
+    item = _approved(bank, owner, "Flagged lesson", "Some text.")
+    assert "approve" not in _state(bank, item).actions
+    MemoryItem.objects.filter(pk=item.pk).update(needs_review_reason="New risk findings.")
+    assert _state(bank, item).actions[0] == "approve"
 
 
 def test_a_merged_item_names_the_item_it_was_merged_into(bank, owner):

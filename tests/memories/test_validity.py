@@ -58,6 +58,7 @@ def test_review_api_patch_sets_and_removes_validity_and_refuses_the_past_as_422_
     past = client.patch(url, {"valid_until": "2001-01-01T00:00:00Z"}, content_type="application/json", **review)
     assert past.status_code == 422 and past.json()["code"] == "validation_error", past.json()
     assert "in the past" in past.json()["detail"]
+    assert "Valid until 1 Jan 2001 00:00 UTC is in the past" in past.json()["detail"]  # a moment, not a day
 
     future = (timezone.now() + timedelta(days=30)).replace(microsecond=0)
     body = client.patch(url, {"valid_until": future.isoformat()}, content_type="application/json", **review).json()

@@ -41,6 +41,7 @@ def test_risk_badge_findings_and_the_confirmation_dialog(page, live_server, logi
     dialog = page.locator("dialog[data-risk-confirm]")
     expect(dialog).to_be_visible()
     expect(dialog).to_contain_text("exfiltration")
+    expect(dialog.locator(".badge.risk[data-risk=exfiltration]")).to_have_text("Exfiltration")  # the panel's label
     expect(dialog.locator("[data-dup-confirm-ok]")).to_be_focused()
     page.keyboard.press("Escape")
     expect(dialog).to_have_count(0)
@@ -74,6 +75,7 @@ def test_a_to_approve_a_risky_queue_row_asks_in_a_dialog(page, live_server, logi
     dialog = page.locator("dialog[data-risk-confirm]")
     expect(dialog).to_be_visible()
     expect(dialog).to_contain_text("exfiltration")
+    expect(dialog.locator(".badge.risk[data-risk=exfiltration]")).to_have_text("Exfiltration")  # the panel's label
     expect(dialog.locator("[data-dup-confirm-ok]")).to_be_focused()
     page.keyboard.press("Escape")
     expect(dialog).to_have_count(0)

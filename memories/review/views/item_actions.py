@@ -10,12 +10,16 @@ from typing import NamedTuple
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django_htmx.http import reswap
 
 from accounts.access import bank_for_user
 from accounts.models import Role
-from memories.items.models import MemoryItem
+from memories.items.models import ItemStatus, MemoryItem
 from memories.items.services import memory_item_edit
+from memories.releases.models import PublishMode
+from memories.releases.selectors import bank_releasing
 from memories.review.decisions import (
     memory_item_approve,
     memory_item_archive,
@@ -100,14 +104,14 @@ def _item_answer(
     return render(request, htmx_template(request, ITEM_TEMPLATE, "panel"), context)
 
 
-def _act(request, t: _Target, call, *, done: str, decided: bool = True, undo: bool = False, **forms):
+def _act(request, t: _Target, call, *, done, decided: bool = True, undo: bool = False, **forms):
     """Run an item action's service ``call`` (a ``partial``): a refusal becomes an error
     message (``forms`` are shown again with what was typed), success the
-    ``done`` message — in the toast with an Undo button when ``undo`` and the
-    action decided something that can be taken back; then answer as
-    ``_item_answer`` says."""
+    ``done`` message (or ``done(result)``, when it depends on what the service returned) — in the
+    toast with an Undo button when ``undo`` and the action decided something that can be taken back;
+    then answer as ``_item_answer`` says."""
     try:
-        call()
+        result = call()
     except DuplicateApproval as exc:
         return _item_answer(request, t, duplicate=exc)  # asks for confirmation
     except RisksNeedConfirmation as exc:
@@ -115,6 +119,8 @@ def _act(request, t: _Target, call, *, done: str, decided: bool = True, undo: bo
     except DomainError as exc:
         messages.error(request, str(exc))
         return _item_answer(request, t, **forms)
+    if callable(done):
+        done = done(result)
     queue = posted_queue_query(request) if t.focus else ""
     offer = (
         undo_offer(request, t.bank, t.item, text=done, focus=t.focus, queue=queue, target="#item-panel")
@@ -137,7 +143,26 @@ def item_edit(request, bank_id, item_id):
     data = form.cleaned_data
     fields = {key: data[key] for key in ("title", "description", "content", "tags", "note")}
     edit = partial(memory_item_edit, item=t.item, author=request.user, seen_version=posted_version(request), **fields)
-    return _act(request, t, edit, done="Saved.", decided=False, edit_form=form)
+    before = t.item.updated_at
+    done = partial(_saved, t, before=before)
+    response = _act(request, t, edit, done=done, decided=False, edit_form=form)
+    if request.htmx and response.status_code == 200 and not response.has_header("HX-Redirect"):
+        # The answer's message heads the item, near the page's top, and the Save button was far below it:
+        # back to the top (below the sticky bar, however tall it wraps), where the message is in view.
+        return reswap(response, "outerHTML show:window:top")
+    return response
+
+
+def _saved(t: _Target, item: MemoryItem, *, before) -> str:
+    """What saving ``item`` (last updated at ``before``) did: nothing, when nothing changed; for an
+    approved item, when agents get the edit: now (automatic publishing) or after the next "Publish
+    release" (manual)."""
+    if item.updated_at == before:
+        return "No change to save."
+    if item.status != ItemStatus.APPROVED:
+        return "Saved."
+    manual = bank_releasing(bank=t.bank).mode == PublishMode.MANUAL
+    return render_to_string("memories/includes/item_saved.html", {"bank": t.bank, "manual": manual})
 
 
 @login_required

@@ -163,3 +163,23 @@ def test_bad_tags_rerender_the_edit_form_with_the_rule(client, reviewer, bank, i
     assert "At most 12 tags" in too_many.content.decode()
     item.refresh_from_db()
     assert item.tags == []
+
+
+def test_saving_an_approved_item_unchanged_says_so_and_an_invalid_form_keeps_its_place(
+    client, owner, bank, item, trajectory
+):
+    from memories.releases.publishing import release_mode_set
+    from memories.review.decisions import memory_item_approve
+
+    release_mode_set(bank=bank, mode="manual", actor=owner)
+    memory_item_approve(item=item, author=owner)
+    client.force_login(owner)
+    same = {"title": item.title, "description": item.description, "content": item.content, "tags": ""}
+    response = client.post(item_action(bank, item, "edit"), same, **HTMX)
+    html = response.content.decode()
+    assert "No change to save." in html and "release draft" not in html
+    assert response["HX-Reswap"] == "outerHTML show:window:top"  # its message heads the item: shown
+    response = client.post(item_action(bank, item, "edit"), {**same, "content": "A new lesson."}, **HTMX)
+    assert "this edit is in the next release draft" in response.content.decode()
+    invalid = client.post(item_action(bank, item, "edit"), {**same, "title": ""}, **HTMX)
+    assert "errorlist" in invalid.content.decode() and not invalid.has_header("HX-Reswap")  # errors stay in view

@@ -6,7 +6,7 @@ wrong, supersede) as a reviewer only."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.urls import reverse
@@ -232,3 +232,31 @@ def test_the_item_page_folds_a_long_history_after_five_entries(client, reviewer,
     assert "<summary>Show all 8</summary>" in folded
     assert shown.count("<strong>edited</strong>") == 5 and folded.count("<strong>edited</strong>") == 2
     assert "<strong>created</strong>" in folded  # the oldest entry, folded
+
+
+def test_a_past_validity_names_the_day_in_the_reviewers_time_zone(client, reviewer, bank, scene, settings):
+    """The day a reviewer picks is theirs: it lasts to the end of that day in their time zone, and a
+    refusal or the history names it as a day, not as an ISO moment in UTC."""
+    from zoneinfo import ZoneInfo
+
+    settings.TIME_ZONE = "America/New_York"
+    client.force_login(reviewer)
+    expired = scene["expired"]
+    url = reverse("memories:item_lifecycle", kwargs={"bank_id": bank.public_id, "item_id": expired.public_id})
+    page = client.post(url, {"action": "validity", "valid_until": "2020-01-01"}, follow=True).content.decode()
+    assert "Valid until 1 Jan 2020 is in the past" in page
+    assert "2020-01-01T23:59:59" not in page and "+00:00" not in page
+
+    client.post(url, {"action": "validity", "valid_until": "2031-03-05"})
+    expired.refresh_from_db()
+    assert expired.valid_until == datetime(2031, 3, 5, 23, 59, 59, 999999, tzinfo=ZoneInfo("America/New_York"))
+    assert expired.versions.order_by("-number").first().note == "valid until 5 Mar 2031"
+
+
+def test_the_validity_date_input_refuses_a_past_day_before_it_is_sent(client, reviewer, bank, scene):
+    client.force_login(reviewer)
+    expired = scene["expired"]
+    url = reverse("memories:item_detail", kwargs={"bank_id": bank.public_id, "item_id": expired.public_id})
+    page = client.get(url).content.decode()
+    today = timezone.localdate().isoformat()
+    assert page.count('name="valid_until"') == page.count(f'name="valid_until" min="{today}"') == 2

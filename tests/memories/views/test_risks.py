@@ -110,3 +110,25 @@ def test_item_page_shows_the_verdict_tier(client, viewer, bank, item, trajectory
     Trajectory.objects.filter(pk=trajectory.pk).update(verdict_tier=VerdictTier.HUMAN)
     html = client.get(page_urls(bank, item, trajectory)["item"]).content.decode()
     assert 'data-tier="human"' in html and "tier: human" in html
+
+
+def test_the_confirmation_dialog_names_each_finding_as_the_panel_does(client, reviewer, bank, risky, trajectory):
+    client.force_login(reviewer)
+    html = client.post(item_action(bank, risky, "approve"), **HTMX).content.decode()
+    dialog = html[html.index("data-risk-confirm") :]
+    assert '"injected_instruction">Injected instruction</span>' in dialog
+    assert '"hidden_characters">Hidden characters</span>' in dialog
+    assert ">injected_instruction<" not in dialog and ">hidden_characters<" not in dialog
+    assert "(hidden characters, injected instruction)" in dialog  # the message reads the same labels
+
+
+def test_an_excerpts_context_stays_in_its_own_field_and_names_it(client, viewer, bank, risky, trajectory):
+    from memories.templatetags.risks import item_risk_findings
+
+    findings = {f["kind"]: f for f in item_risk_findings(risky)}
+    injected = findings["injected_instruction"]
+    assert injected["field"] == "content"
+    assert injected["before"] == "Summarise the notes.\u200b\u200b Then "  # not the title and description before it
+    client.force_login(viewer)
+    html = client.get(page_urls(bank, risky, trajectory)["item"]).content.decode()
+    assert "data-risk-field" in html and "in the content" in html
