@@ -1,9 +1,12 @@
 import sys
+import zoneinfo
+from urllib.parse import unquote
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
+from django.utils import timezone
 from django.views.defaults import server_error
 
 OTLP_PREFIX = "/api/v1/otel/"
@@ -80,3 +83,38 @@ def handler500(request):
     if isinstance(exception, DATABASE_ERRORS):
         return database_unavailable_response(request)
     return server_error(request)
+
+
+# The cookie static/js/app.js sets to the browser's IANA time zone name (e.g. "Europe/Lisbon").
+TIME_ZONE_COOKIE = "rb_tz"
+
+
+class ReviewerTimeZoneMiddleware:
+    """Pages show dates, and read the days a reviewer picks, in the reviewer's own time zone: the one their
+    browser reports in the ``rb_tz`` cookie (Django's "selecting the current time zone" pattern). Without the
+    cookie, or with a name that is no time zone, the site's ``TIME_ZONE``."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        zone = reviewer_time_zone(request.COOKIES.get(TIME_ZONE_COOKIE, ""))
+        if zone is None:
+            timezone.deactivate()
+        else:
+            timezone.activate(zone)
+        try:
+            return self.get_response(request)
+        finally:
+            timezone.deactivate()
+
+
+def reviewer_time_zone(name: str) -> zoneinfo.ZoneInfo | None:
+    """The time zone a cookie names, or None for an empty, unknown or malformed name."""
+    name = unquote(name)
+    if not name or len(name) > 64:
+        return None
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        return None

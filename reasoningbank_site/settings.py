@@ -65,6 +65,8 @@ MIDDLEWARE = [
     "reasoningbank_site.middleware.DatabaseUnavailableMiddleware",
     "reasoningbank_site.security.ApiJsonErrorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # Dates in the reviewer's time zone (the browser's, from the rb_tz cookie app.js sets).
+    "reasoningbank_site.middleware.ReviewerTimeZoneMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",

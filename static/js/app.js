@@ -10,6 +10,17 @@
   const UNDO_TOAST_MS = 8000; // how long a decision's Undo is offered
   let toastTimer = null;
 
+  // The reviewer's time zone, for the dates the server writes and the days it reads
+  // (reasoningbank_site.middleware.ReviewerTimeZoneMiddleware); pages after this one use it.
+  try {
+    const zone = encodeURIComponent(Intl.DateTimeFormat().resolvedOptions().timeZone || "");
+    if (zone && !document.cookie.split("; ").includes(`rb_tz=${zone}`)) {
+      document.cookie = `rb_tz=${zone}; path=/; max-age=31536000; SameSite=Lax`;
+    }
+  } catch (_) {
+    // No Intl time zone: the site's time zone is used.
+  }
+
   function clearToastAfter(ms) {
     clearTimeout(toastTimer);
     toastTimer = setTimeout(() => {

@@ -253,6 +253,26 @@ def test_a_past_validity_names_the_day_in_the_reviewers_time_zone(client, review
     assert expired.versions.order_by("-number").first().note == "valid until 5 Mar 2031"
 
 
+def test_a_picked_day_lasts_to_the_end_of_that_day_in_the_browsers_time_zone(client, reviewer, bank, scene):
+    """The browser's zone (the rb_tz cookie app.js sets) is the reviewer's; a cookie naming no zone, or
+    something that is not a name at all, falls back to the site's zone and never fails the request."""
+    from zoneinfo import ZoneInfo
+
+    client.force_login(reviewer)
+    expired = scene["expired"]
+    url = reverse("memories:item_lifecycle", kwargs={"bank_id": bank.public_id, "item_id": expired.public_id})
+    client.cookies["rb_tz"] = "Asia%2FTokyo"
+    client.post(url, {"action": "validity", "valid_until": "2031-03-05"})
+    expired.refresh_from_db()
+    assert expired.valid_until == datetime(2031, 3, 5, 23, 59, 59, 999999, tzinfo=ZoneInfo("Asia/Tokyo"))
+
+    for junk in ("Nowhere%2FAtlantis", "..%2F..%2Fetc%2Fpasswd", "x" * 300, "%00"):
+        client.cookies["rb_tz"] = junk
+        assert client.post(url, {"action": "validity", "valid_until": "2031-03-06"}).status_code == 302
+        expired.refresh_from_db()
+        assert expired.valid_until == datetime(2031, 3, 6, 23, 59, 59, 999999, tzinfo=ZoneInfo("UTC"))
+
+
 def test_the_validity_date_input_refuses_a_past_day_before_it_is_sent(client, reviewer, bank, scene):
     client.force_login(reviewer)
     expired = scene["expired"]
