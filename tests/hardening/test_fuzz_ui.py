@@ -227,6 +227,7 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
             )
         ],
         "memories:review_assignment_remove": [("post", {})],
+        "memories:guidelines_fold": [("post", {"folded": "1", "next": "/"})],
         "memories:saved_view_create": [("post", {"name": "fuzzed view", "queue": "dup=on"})],
         "memories:saved_view_remove": [("post", {"view": "not-a-uuid"})],
         "memories:review_policy": [
