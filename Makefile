@@ -13,8 +13,10 @@ INSTALLER ?= uv
 # libraries the service never uses (the Dockerfile does the same); empty: the configured package index.
 TORCH_INDEX_URL ?= https://download.pytorch.org/whl/cpu
 ifeq ($(INSTALLER),uv)
-# uv reads none of pip's settings: the ones given in the environment are passed on.
-INSTALL = $(BIN)/uv pip install -q --python $(BIN)/python $(if $(PIP_INDEX_URL),--index-url $(PIP_INDEX_URL)) \
+# uv reads none of pip's settings: the ones given in the environment are passed on. --compile-bytecode does what
+# pip does by default: without it every process imports torch and transformers from source (16 s against 7 s
+# here, on every start where Python may not write .pyc files).
+INSTALL = $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python $(if $(PIP_INDEX_URL),--index-url $(PIP_INDEX_URL)) \
 	$(foreach url,$(PIP_EXTRA_INDEX_URL),--extra-index-url $(url)) $(foreach dir,$(PIP_FIND_LINKS),--find-links $(dir))
 else
 INSTALL = $(BIN)/python -m pip install -q
