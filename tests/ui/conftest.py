@@ -87,6 +87,20 @@ def _login(page, live_server, user, next_url: str):
     page.wait_for_url(re.compile(re.escape(next_url) + r"$"))
 
 
+def signed_in(browser, live_server, user, width=1366, height=768, **options):
+    """A new context at ``width``×``height`` (``options``: more of Playwright's context options, e.g.
+    ``timezone_id`` or ``permissions``) and its page, with ``user`` signed in through the login page."""
+    context = browser.new_context(viewport={"width": width, "height": height}, **options)
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("input[name=username]", user.username)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("form button[type=submit]")
+    page.wait_for_load_state()
+    return context, page
+
+
 @pytest.fixture
 def login():
     """``login(page, live_server, user, next_url)``: sign ``user`` in through

@@ -16,7 +16,7 @@ from memories.releases.publishing import release_mode_set
 from memories.review.decisions import memory_item_approve, memory_item_reject
 from memories.review.policy import review_policy_update
 from tests import factories
-from tests.ui.conftest import PASSWORD
+from tests.ui.conftest import signed_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -26,24 +26,12 @@ EMPTY_BOXES = """(panel) => [...panel.querySelectorAll('div, p, section, ul, dl'
     .map((e) => e.outerHTML.slice(0, 120))"""
 
 
-def _signed_in(browser, live_server, user, width=1366, height=768):
-    context = browser.new_context(viewport={"width": width, "height": height})
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", user.username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("form button[type=submit]")
-    page.wait_for_load_state()
-    return context, page
-
-
 def test_a_rejected_item_offers_reopen_not_approve_and_no_empty_box(browser, live_server, bank, owner):
     item = factories.propose_item(bank, factories.make_done_trajectory(bank), title="Always pick the first result")
     memory_item_reject(item=item, author=owner, reason="Too specific to one site")
     # The bank asks for two decisions per item since: the rejection above was taken by one.
     review_policy_update(bank=bank, actor=owner, guidelines="", decisions_required=2)
-    context, page = _signed_in(browser, live_server, owner)
+    context, page = signed_in(browser, live_server, owner)
     try:
         page.goto(f"{live_server.url}/banks/{bank.public_id}/items/{item.public_id}/")
         panel = page.locator("#item-panel")
@@ -96,7 +84,7 @@ def test_saving_an_approved_items_edit_shows_saved_in_view_and_when_agents_get_i
     release_mode_set(bank=bank, mode=mode, actor=owner)
     Team.objects.filter(pk=bank.team_id).update(name="Checkout-flow evaluation agents")  # a top bar that wraps
     item = _approved_item(bank, owner)
-    context, page = _signed_in(browser, live_server, owner, width, height)
+    context, page = signed_in(browser, live_server, owner, width, height)
     try:
         saved = _save_an_edit(page, live_server, bank, item, height)
         if mode == "manual":
@@ -153,7 +141,7 @@ FOCUS_PARTS = {
 def test_on_a_phone_the_focus_view_shows_the_item_then_its_verdict_and_rationale(
     browser, live_server, bank, owner, reviewed
 ):
-    context, page = _signed_in(browser, live_server, owner, 390, 844)
+    context, page = signed_in(browser, live_server, owner, 390, 844)
     try:
         page.goto(f"{live_server.url}/banks/{bank.public_id}/review/{reviewed.public_id}/")
         page.locator("#evidence [data-rationale]").wait_for()
@@ -168,7 +156,7 @@ def test_on_a_phone_the_focus_view_shows_the_item_then_its_verdict_and_rationale
 
 
 def test_on_a_laptop_the_focus_view_keeps_the_evidence_beside_the_item(browser, live_server, bank, owner, reviewed):
-    context, page = _signed_in(browser, live_server, owner)
+    context, page = signed_in(browser, live_server, owner)
     try:
         page.goto(f"{live_server.url}/banks/{bank.public_id}/review/{reviewed.public_id}/")
         page.locator("#evidence [data-rationale]").wait_for()

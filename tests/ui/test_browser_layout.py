@@ -23,7 +23,7 @@ from memories.review.decisions import memory_item_approve
 from reasoningbank_site.demo import ADMIN_USERNAME, demo_seed
 from tests import factories
 from tests.factories import make_done_trajectory, propose_item
-from tests.ui.conftest import PASSWORD
+from tests.ui.conftest import PASSWORD, signed_in
 from trajectories.models import Trajectory
 from trajectories.pipeline.llm_usage import llm_usage_record
 from trajectories.records.comments import comment_add
@@ -146,18 +146,6 @@ def flow(bank, owner):
     }
 
 
-def _signed_in(browser, live_server, user, width, height):
-    context = browser.new_context(viewport={"width": width, "height": height})
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", user.username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("form button[type=submit]")
-    page.wait_for_load_state()
-    return context, page
-
-
 def _too_wide(page, live_server, pages: dict[str, str]) -> dict:
     found = {}
     for name, url in pages.items():
@@ -189,7 +177,7 @@ def _too_wide(page, live_server, pages: dict[str, str]) -> dict:
 
 @pytest.mark.parametrize(("width", "height"), [(390, 844), (1280, 900)])
 def test_no_page_of_the_review_flow_scrolls_sideways(browser, live_server, owner, flow, width, height):
-    context, page = _signed_in(browser, live_server, owner, width, height)
+    context, page = signed_in(browser, live_server, owner, width, height)
     try:
         too_wide = _too_wide(page, live_server, flow)
         assert not too_wide, too_wide
@@ -202,7 +190,7 @@ def test_no_page_of_the_review_flow_scrolls_sideways(browser, live_server, owner
 
 
 def test_on_a_phone_the_nav_is_a_menu_and_the_first_queue_item_shows(browser, live_server, owner, flow):
-    context, page = _signed_in(browser, live_server, owner, 390, 844)
+    context, page = signed_in(browser, live_server, owner, 390, 844)
     try:
         page.goto(f"{live_server.url}{flow['review queue']}")
         assert not page.locator(".banknav .navlinks a").first.is_visible()
@@ -219,7 +207,7 @@ def test_on_a_phone_the_nav_is_a_menu_and_the_first_queue_item_shows(browser, li
 
 
 def test_on_a_phone_the_focus_view_shows_the_steps_before_the_comments(browser, live_server, owner, flow):
-    context, page = _signed_in(browser, live_server, owner, 390, 844)
+    context, page = signed_in(browser, live_server, owner, 390, 844)
     try:
         page.goto(f"{live_server.url}{flow['focus view']}")
         page.locator("#evidence article.step").first.wait_for()
@@ -232,7 +220,7 @@ def test_on_a_phone_the_focus_view_shows_the_steps_before_the_comments(browser, 
 
 
 def test_at_1280_px_the_bank_nav_fits_on_one_line(browser, live_server, owner, flow):
-    context, page = _signed_in(browser, live_server, owner, 1280, 900)
+    context, page = signed_in(browser, live_server, owner, 1280, 900)
     try:
         page.goto(f"{live_server.url}{flow['review queue']}")
         tops = page.locator(".banknav .navlinks a").evaluate_all(
@@ -282,7 +270,7 @@ def test_the_demo_data_judged_and_distilled_fits_every_page(
     proposed = MemoryItem.objects.filter(bank=bank, status=ItemStatus.PROPOSED).first()
     pages["focus view"] = reverse("memories:review_focus", kwargs={**b, "item_id": proposed.public_id})
     pages["trajectories"] = reverse("trajectories:list", kwargs=b)
-    context, page = _signed_in(browser, live_server, admin, width, height)
+    context, page = signed_in(browser, live_server, admin, width, height)
     try:
         too_wide = _too_wide(page, live_server, pages)
         assert not too_wide, too_wide
@@ -301,7 +289,7 @@ def test_the_top_bar_shows_the_banks_name_before_the_teams(
     Team.objects.filter(pk=bank.team_id).update(name=team_name)
     bank.name = bank_name
     bank.save(update_fields=["name"])
-    context, page = _signed_in(browser, live_server, owner, width, height)
+    context, page = signed_in(browser, live_server, owner, width, height)
     try:
         page.goto(f"{live_server.url}{reverse('trajectories:dashboard', kwargs={'bank_id': bank.public_id})}")
         assert page.locator(".banknav .bankname strong").inner_text() == bank_name

@@ -13,23 +13,13 @@ import pytest
 from django.urls import reverse
 
 from accounts.models import ApiToken, Invitation, WebhookSubscription
-from tests.ui.conftest import PASSWORD
+from tests.ui.conftest import signed_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def _signed_in(browser, live_server, user, width, height):
-    context = browser.new_context(
-        viewport={"width": width, "height": height}, permissions=["clipboard-read", "clipboard-write"]
-    )
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", user.username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("form button[type=submit]")
-    page.wait_for_load_state()
-    return context, page
+    return signed_in(browser, live_server, user, width, height, permissions=["clipboard-read", "clipboard-write"])
 
 
 def _copy(page, source_id: str) -> str:

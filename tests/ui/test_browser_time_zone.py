@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from memories.review.decisions import memory_item_approve
 from tests import factories
-from tests.ui.conftest import PASSWORD
+from tests.ui.conftest import signed_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -23,15 +23,8 @@ TOKYO = "Asia/Tokyo"  # UTC+9 all year: a day there ends 9 hours before the same
 def test_a_picked_day_is_a_day_where_the_reviewer_is(browser, live_server, bank, owner):
     item = factories.propose_item(bank, factories.make_done_trajectory(bank), title="Type dates into date pickers")
     memory_item_approve(item=item, author=owner, confirm_duplicate=True)
-    context = browser.new_context(viewport={"width": 1366, "height": 768}, timezone_id=TOKYO)
-    page = context.new_page()
-    page.set_default_timeout(30_000)
+    context, page = signed_in(browser, live_server, owner, timezone_id=TOKYO)
     try:
-        page.goto(f"{live_server.url}/accounts/login/")
-        page.fill("input[name=username]", owner.username)
-        page.fill("input[name=password]", PASSWORD)
-        page.click("form button[type=submit]")
-        page.wait_for_load_state()
         assert {c["name"]: c["value"] for c in context.cookies()}.get("rb_tz") == "Asia%2FTokyo"
 
         page.goto(f"{live_server.url}/banks/{bank.public_id}/items/{item.public_id}/")
