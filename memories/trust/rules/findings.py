@@ -26,6 +26,10 @@ class Kind:
     EXTERNAL_LINK = "external_link"
     SECRET = "secret"
     OBSERVATION_COPY = "observation_copy"
+    # Kinds that need more than the item's text: where its words came from, what the bank has approved before.
+    COPIED_INSTRUCTION = "copied_instruction"
+    UNAPPROVED_ACTION = "unapproved_action"
+    ANOMALY = "anomaly"
 
 
 KIND_LABELS = {
@@ -42,6 +46,9 @@ KIND_LABELS = {
     Kind.EXTERNAL_LINK: "External link",
     Kind.SECRET: "Secret",
     Kind.OBSERVATION_COPY: "Copies a tool observation",
+    Kind.COPIED_INSTRUCTION: "An instruction copied from external content",
+    Kind.UNAPPROVED_ACTION: "An action the bank never approved",
+    Kind.ANOMALY: "Unlike the bank's approved items",
 }
 
 
