@@ -33,9 +33,11 @@ def _row(item: MemoryItem, finding: Finding) -> RiskFinding:
     )
 
 
-def memory_items_risk_scan(*, items: Sequence[MemoryItem], steps: Sequence[dict] = ()) -> list[RiskFinding]:
+def memory_items_risk_scan(
+    *, items: Sequence[MemoryItem], steps: Sequence[dict] = (), task: str = ""
+) -> list[RiskFinding]:
     """Scan items just proposed from one trajectory (``steps``: its steps, as
-    stored) and store their findings in one insert. Items that are not new
+    stored; ``task``: what the user asked) and store their findings in one insert. Items that are not new
     proposals (a lesson the bank already held, returned by
     memory_items_propose with ``supported_by`` set) are skipped."""
     rows = []

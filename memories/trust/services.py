@@ -68,11 +68,13 @@ def bank_trust_policy_update(*, bank: Bank, actor, **values) -> TrustPolicy:
     return policy
 
 
-def memory_items_screen(*, items: Sequence[MemoryItem], steps: Sequence[dict] = (), tier: int = 0) -> None:
+def memory_items_screen(
+    *, items: Sequence[MemoryItem], steps: Sequence[dict] = (), tier: int = 0, task: str = ""
+) -> None:
     """What happens to items just distilled from one run (``steps``, its
-    verdict ``tier``): the risk scan, then the bank's auto-approval when its
-    policy has it on (memory_items_auto_approve)."""
-    memory_items_risk_scan(items=items, steps=steps)
+    verdict ``tier``, the user's ``task``): the risk scan, then the bank's
+    auto-approval when its policy has it on (memory_items_auto_approve)."""
+    memory_items_risk_scan(items=items, steps=steps, task=task)
     memory_items_auto_approve(items=items, tier=tier)
 
 

@@ -150,7 +150,7 @@ def distill_row(t: Trajectory) -> bool:
             observed_at=locked.created_at,
             learning=state.learning,
         )
-        memory_items_screen(items=proposed, steps=t.steps or [], tier=locked.verdict_tier)
+        memory_items_screen(items=proposed, steps=t.steps or [], tier=locked.verdict_tier, task=t.task)
         trajectory_move(t.pk, from_=Status.DISTILLING, to=Status.DONE, detail=proposed_detail(proposed), also=link)
     risk_second_opinion(bank=t.bank, items=proposed, trajectory_ids=[t.pk])  # after commit: it only adds findings
     return True

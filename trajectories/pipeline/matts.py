@@ -144,6 +144,7 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
             items=proposed,
             steps=[s for m in members for s in m.steps or []],
             tier=min(m.verdict_tier for m in locked),
+            task=locked[0].task,
         )
         trajectory_move_many(
             Trajectory.objects.filter(pk__in=ids),
