@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from memories.items.models import ItemStatus, MemoryItem
 from memories.items.services import memory_item_edit
-from memories.trust.anomaly.calibration import MIN_REFERENCE, bank_anomaly_calibrate
+from memories.trust.anomaly.calibration import MIN_REFERENCE, bank_anomaly_calibrate, banks_anomaly_recalibrate
 from memories.trust.anomaly.detect import ANOMALY_DETECTOR
 from memories.trust.anomaly.models import AnomalyCalibration
 from memories.trust.models import TrustPolicy
@@ -253,6 +253,22 @@ def test_a_scan_asks_a_worker_to_calibrate_a_bank_that_reached_the_minimum(
     assert calibration.reference_size == MIN_REFERENCE and calibration.threshold is not None
     _item, found = _propose(bank, *OFF_TOPIC)
     assert [f.kind for f in found] == ["anomaly"]
+
+
+def test_beat_recalibrates_only_stale_banks_with_the_score_on(approved, bank, other_bank, owner):
+    _bank_of(approved, bank, MIN_REFERENCE)
+    _bank_of(approved, other_bank, MIN_REFERENCE)
+    bank_trust_policy_update(bank=other_bank, actor=owner, anomaly_false_flag_rate=0)
+    assert banks_anomaly_recalibrate() == 1  # ours: never calibrated; the other has the score off
+    assert AnomalyCalibration.objects.get(bank=bank).reference_size == MIN_REFERENCE
+    assert not AnomalyCalibration.objects.filter(bank=other_bank).exists()
+    assert banks_anomaly_recalibrate() == 0  # nothing changed since
+    approved(bank, *ON_TOPIC)
+    approved(bank, "Check the size of a parcel before choosing a locker", DESCRIPTION, "Lockers take small parcels.")
+    assert banks_anomaly_recalibrate() == 0  # 2 more of 20: within 10 %
+    approved(bank, "Check the warranty period on electronics", DESCRIPTION, "The warranty is in the product details.")
+    assert banks_anomaly_recalibrate() == 1  # 3 more: past 10 %
+    assert AnomalyCalibration.objects.get(bank=bank).reference_size == MIN_REFERENCE + 3
 
 
 @pytest.mark.parametrize("value", ["25", "-1", "abc", "nan"])
