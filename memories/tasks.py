@@ -12,6 +12,7 @@ from memories.embedding.model import preload
 from memories.releases.imports import release_import_run
 from memories.serving.tallies import retrieval_tallies_compact
 from memories.serving.upkeep import memory_items_count_served
+from memories.trust.anomaly.calibration import bank_anomaly_calibrate_by_id, banks_anomaly_recalibrate
 from reasoningbank_site.celery import db_outage_retry
 
 
@@ -52,3 +53,15 @@ def retrieval_tallies_compact_task() -> int:
 def release_import_task(import_id: int) -> str:
     """Write a release import the request checked and queued (idempotent: one that ended is left alone)."""
     return release_import_run(import_id=import_id)
+
+
+@shared_task(name="memories.anomaly_calibrate", ignore_result=True, acks_late=True, **db_outage_retry())
+def bank_anomaly_calibrate_task(bank_id: int) -> bool:
+    """Recalibrate one bank's anomaly score (its approved set changed enough)."""
+    return bank_anomaly_calibrate_by_id(bank_id=bank_id)
+
+
+@shared_task(name="memories.anomaly_recalibrate", ignore_result=True, acks_late=True)
+def banks_anomaly_recalibrate_task() -> int:
+    """Periodic (beat): recalibrate the banks whose anomaly calibration is stale."""
+    return banks_anomaly_recalibrate()

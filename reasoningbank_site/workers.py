@@ -82,6 +82,8 @@ def beat_schedule(*, sweep_interval: float, dispatch_interval: float) -> dict:
         "trajectories-webhook-verdicts": {"task": "trajectories.webhook_verdicts", "schedule": 300.0},
         # Writes Impact's per-item effects on items (utility ranking) and proposes harmful items for retirement.
         "trajectories-item-effects": {"task": "trajectories.item_effects", "schedule": 600.0},
+        # Recalibrates the anomaly score of banks whose approved items changed by more than 10 % (or a day ago).
+        "memories-anomaly-recalibrate": {"task": "memories.anomaly_recalibrate", "schedule": 600.0},
         # Rolls back canary releases significantly worse than production (banks that opted in).
         "trajectories-canary-rollback": {"task": "trajectories.canary_rollback", "schedule": 300.0},
     }

@@ -85,6 +85,14 @@ class TrustPolicyForm(forms.ModelForm):
         label="Audit sample (%)",
         help_text="The share of auto-approvals a reviewer is asked to check (the first 50 all are).",
     )
+    anomaly_percent = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=20,
+        label="Anomaly false-flag rate (%)",
+        help_text="The share of the bank's own approved items the anomaly score would flag as unlike the rest: "
+        "a new item scoring above that threshold waits for a reviewer. 0 turns the score off; at most 20; empty keeps it.",
+    )
     auto_approve_agents = forms.CharField(
         required=False, max_length=2000, label="Agent allow-list", help_text="Comma-separated; empty: any agent."
     )
@@ -112,6 +120,7 @@ class TrustPolicyForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.fields["audit_percent"].initial = round(self.instance.audit_share * 100)
         self.fields["auto_approve_agents"].initial = ", ".join(self.instance.auto_approve_agents)
+        self.fields["anomaly_percent"].initial = round(self.instance.anomaly_false_flag_rate * 100, 2)
 
     def values(self) -> dict:
         """The cleaned form as bank_trust_policy_update keyword arguments."""
@@ -121,7 +130,7 @@ class TrustPolicyForm(forms.ModelForm):
             **{name: data[name] for name in self.Meta.fields},
             "auto_approve_agents": agents,
             "audit_share": data["audit_percent"] / 100,
-        }
+        } | ({} if data["anomaly_percent"] is None else {"anomaly_false_flag_rate": data["anomaly_percent"] / 100})
 
 
 class UndoSinceForm(forms.Form):

@@ -49,6 +49,11 @@ class TrustPolicy(models.Model):
     daily_llm_token_budget = models.PositiveBigIntegerField(null=True, blank=True)
     # An LLM second opinion on each distillation's items (findings recorded with its prompt version).
     llm_risk_check = models.BooleanField(default=False)
+    # The anomaly score's false-flag rate: the share of the bank's own approved items its threshold would flag
+    # (memories.trust.anomaly; 0: off).
+    anomaly_false_flag_rate = models.FloatField(
+        default=0.02, validators=[MinValueValidator(0.0), MaxValueValidator(0.2)]
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

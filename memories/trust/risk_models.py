@@ -24,6 +24,8 @@ class RiskFinding(models.Model):
     found_in = models.CharField(max_length=8, choices=FindingSource.choices, default=FindingSource.ITEM)
     # What found it: the rules' version ("rules-2"), or an LLM check's prompt version.
     detector = models.CharField(max_length=60)
+    # A scoring detector's score (the anomaly score); null for the others.
+    score = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # A reviewer (or a review token) who approved the item knowing of this finding.
     confirmed = models.BooleanField(default=False)

@@ -32,6 +32,7 @@ POLICY_FIELDS = (
     "audit_share",
     "daily_llm_token_budget",
     "llm_risk_check",
+    "anomaly_false_flag_rate",
 )
 AUTO_APPROVED_REASON = "Approved by the bank's trust policy (no risk finding, no twin, verdict of the {tier} met)."
 # A bank's first auto-approvals all go to the human audit sample; then its audit_share of them.

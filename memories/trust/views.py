@@ -16,6 +16,7 @@ from django.views.decorators.http import require_http_methods
 from accounts.access import bank_for_user
 from accounts.models import Role
 from memories.review.policy_forms import TrustPolicyForm, UndoSinceForm
+from memories.trust.anomaly.reads import bank_anomaly_status
 from memories.trust.auto_approval import (
     audit_sample_pending,
     auto_approval_disagreements,
@@ -44,6 +45,7 @@ def _page(request, bank, membership, form=None, undo_form=None, confirming=None)
         "undo_form": undo_form or UndoSinceForm(),
         "policy": policy,
         "llm_day": llm_day,
+        "anomaly": bank_anomaly_status(bank=bank),
         "tokens_today": llm_day.today.tokens,
         "stats": auto_approval_stats(bank=bank),
         "sample": audit_sample_pending(bank=bank),
