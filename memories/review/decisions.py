@@ -4,6 +4,8 @@ keep both)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -17,10 +19,22 @@ from memories.learning.validity import approval_lifecycle
 from memories.review.collaboration import item_version_check
 from memories.review.duplicates import approved_duplicates
 from memories.review.policy import decision_alone_check
+from memories.trust.risk_events import item_risk_confirmed_announce
 from memories.trust.risk_reads import risk_label, risk_out
 from memories.trust.risks import item_risks_pending, memory_item_risks_confirm
 from reasoningbank_site.errors import Conflict, DuplicateApproval, Invalid, RisksNeedConfirmation
 from reasoningbank_site.text import counted
+
+
+def risks_refusal(*, item: MemoryItem, findings: Sequence) -> RisksNeedConfirmation:
+    """The refusal of an approval (or an approve vote) of ``item`` while ``findings`` are unconfirmed."""
+    kinds = ", ".join(sorted({risk_label(f.kind).lower() for f in findings}))
+    return RisksNeedConfirmation(
+        f"“{item.title}” has {counted(len(findings), 'unconfirmed risk finding')} ({kinds}): "
+        "read them, then confirm to approve it anyway.",
+        findings=findings,
+        details={"risks": [risk_out(f) for f in findings]},
+    )
 
 
 @transaction.atomic
@@ -33,6 +47,7 @@ def memory_item_approve(
     seen_version: int | None = None,
     token: ApiToken | None = None,
     agreed: bool = False,
+    voters: Sequence = (),
 ) -> MemoryItem:
     """Make the item servable. Answers at once: when its embedding is
     missing or stale, an embed task is enqueued after commit and the item is
@@ -50,7 +65,9 @@ def memory_item_approve(
     (``several_decisions_required``) when the bank's review policy needs
     several decisions and ``author`` (or the token) does not decide alone
     (memories.review.policy.decides_alone), unless ``agreed``: the
-    reviewers' votes agreed (memories.review.votes)."""
+    reviewers' votes agreed (memories.review.votes), ``voters`` the others
+    who approved, each having confirmed the findings. Confirmed findings are
+    announced to webhooks (``item.risk_confirmed``) naming who confirmed."""
     if not agreed:
         decision_alone_check(bank=item.bank, user=None if token else author, doing="approve an item")
     item_version_check(item=item, seen_version=seen_version)
@@ -66,13 +83,7 @@ def memory_item_approve(
 
     pending = item_risks_pending(item)  # an approved item too: an edit may have found new ones
     if pending and not confirm_risks:
-        kinds = ", ".join(sorted({risk_label(f.kind).lower() for f in pending}))
-        raise RisksNeedConfirmation(
-            f"“{item.title}” has {counted(len(pending), 'unconfirmed risk finding')} ({kinds}): "
-            "read them, then confirm to approve it anyway.",
-            findings=pending,
-            details={"risks": [risk_out(f) for f in pending]},
-        )
+        raise risks_refusal(item=item, findings=pending)
 
     def approval(item: MemoryItem) -> list[str]:
         item.approved_at = timezone.now()
@@ -84,6 +95,7 @@ def memory_item_approve(
     moved = item_status_move(item=item, to=ItemStatus.APPROVED, author=author, prepare=approval, token=token)
     if pending:
         memory_item_risks_confirm(item=item, author=author, token=token)
+        item_risk_confirmed_announce(item=item, findings=pending, by=[*voters, author], token=token)
     if moved and not item_embedding_is_current(item):
         item_embed_enqueue(item.pk)
     if not moved and item.needs_review_reason:

@@ -13,6 +13,7 @@ from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import ApiToken
 from memories.items.models import ItemStatus, MemoryItem
+from memories.trust.risk_events import item_suspended_announce
 from memories.trust.risk_models import FindingSource, RiskFinding
 from memories.trust.rules import RULES_VERSION, scan_item, scan_text
 from memories.trust.rules.findings import Finding, Kind
@@ -82,6 +83,7 @@ def memory_item_risk_rescan(*, item: MemoryItem) -> list[RiskFinding]:
     if item.status == ItemStatus.APPROVED and any(not f.confirmed for f in fresh):
         item.needs_review_reason = NEW_RISKS_REASON
         item.save(update_fields=["needs_review_reason", "updated_at"])
+        item_suspended_announce(item=item, findings=fresh)  # webhooks: item.suspended, after commit
     return sorted(keep, key=lambda f: f.pk) + fresh
 
 
@@ -127,4 +129,5 @@ def memory_item_findings_add(*, item: MemoryItem, findings: Sequence[Finding], d
     RiskFinding.objects.bulk_create(rows)
     if rows and MemoryItem.objects.filter(pk=item.pk, status=ItemStatus.APPROVED).exists():
         MemoryItem.objects.filter(pk=item.pk).update(needs_review_reason=NEW_RISKS_REASON)
+        item_suspended_announce(item=item, findings=rows)  # webhooks: item.suspended, after commit
     return rows

@@ -41,6 +41,7 @@ from memories.review.views.decisions import (
     with_query,
 )
 from memories.review.votes import review_vote_cast, votes_needed, with_my_vote
+from memories.trust.risk_reads import unconfirmed_risk_count
 from reasoningbank_site.errors import DomainError, DuplicateApproval, RisksNeedConfirmation
 from reasoningbank_site.search import SearchPaginator
 from reasoningbank_site.security import safe_next_url
@@ -200,7 +201,8 @@ def _review_post(request, bank_id):
     items = list(items_by_public_ids(bank=bank, public_ids=form.cleaned_data["items"]).order_by("created_at"))
     confirm = {
         "confirm_duplicate": request.POST.get("confirm_duplicate") == "1",
-        "confirm_risks": request.POST.get("confirm_risks") == "1",
+        # Only for the one item whose findings the dialog showed: a bulk approval never confirms risks.
+        "confirm_risks": request.POST.get("confirm_risks") == "1" and len(form.cleaned_data["items"]) == 1,
     }
     voting = votes_needed(bank=bank, membership=_membership)
     done, failed, unconfirmed, risky = [], [], [], []
@@ -284,7 +286,8 @@ def _row_answer(request, bank, item, action: str, failed, unconfirmed, *, risky=
     if item is None:
         return toast(request, "That item no longer exists.")
     rows = collab.queue_rows_read_along(MemoryItem.objects.filter(pk=item.pk), user=request.user)
-    item = with_my_vote(rows, user=request.user).get()
+    # Its risk badge stays after a vote: the findings are unconfirmed until the votes decide.
+    item = with_my_vote(rows, user=request.user).annotate(risk_count=unconfirmed_risk_count()).get()
     seated = review_policy_get(bank=bank).seated
     collab.queue_rows_annotate(items=[item], assignments=collab.bank_assignments(bank=bank), seats=seated)
     queue_rows_claimed(items=[item])
