@@ -114,7 +114,9 @@ def _risks_confirm(vote: ReviewVote, *, item: MemoryItem, findings: list[RiskFin
     """Save the approve ``vote`` as confirming ``findings`` (one audit event: who read which), or refuse
     with RisksNeedConfirmation when its reviewer did not ``confirm``."""
     if not confirm:
-        raise risks_refusal(item=item, findings=findings)
+        refusal = risks_refusal(item=item, findings=findings)
+        refusal.vote = True  # the dialog says what a vote's confirmation does
+        raise refusal
     vote.confirmed_findings = sorted({*(vote.confirmed_findings or ()), *(f.pk for f in findings)})
     vote.save()
     audit_record(

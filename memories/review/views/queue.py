@@ -239,7 +239,8 @@ def _review_post(request, bank_id):
         )
     if risky:
         titles = ", ".join(f"“{item.title}”" for item, _ in risky)
-        messages.warning(request, f"Not approved, having unconfirmed risk findings: {titles}. Open each to read them.")
+        refused = "No vote cast on" if voting else "Not approved"
+        messages.warning(request, f"{refused} items with unconfirmed risk findings: {titles}. Open each to read them.")
     for item, error in failed:
         messages.error(request, f"“{item.title}”: {error}")
     missing = len(form.cleaned_data["items"]) - len(items)
