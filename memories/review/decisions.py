@@ -4,7 +4,7 @@ keep both)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from django.db import transaction
 from django.utils import timezone
@@ -37,13 +37,23 @@ def risks_refusal(*, item: MemoryItem, findings: Sequence) -> RisksNeedConfirmat
     )
 
 
+def risks_unseen(findings: Sequence, confirm_risks: bool | Collection[int]) -> list:
+    """The ``findings`` that ``confirm_risks`` does not confirm: none for True, all for False, else those whose
+    id is not in it (the ids a confirmation dialog showed: a finding added since it opened is not confirmed)."""
+    if confirm_risks is True:
+        return []
+    if not confirm_risks:
+        return list(findings)
+    return [f for f in findings if f.pk not in confirm_risks]
+
+
 @transaction.atomic
 def memory_item_approve(
     *,
     item: MemoryItem,
     author,
     confirm_duplicate: bool = False,
-    confirm_risks: bool = False,
+    confirm_risks: bool | Collection[int] = False,
     seen_version: int | None = None,
     token: ApiToken | None = None,
     agreed: bool = False,
@@ -60,8 +70,9 @@ def memory_item_approve(
     DuplicateApproval (nothing changed) when an approved item of the bank is
     at or above its duplicate threshold, unless ``confirm_duplicate``;
     RisksNeedConfirmation (nothing changed) when it has unconfirmed risk
-    findings, unless ``confirm_risks`` (then recorded as confirmed by
-    ``author``/``token``); Conflict for a superseded item; Forbidden
+    findings, unless ``confirm_risks`` (True, or the ids of every one of
+    them, as the confirmation dialog showed them; then recorded as confirmed
+    by ``author``/``token``); Conflict for a superseded item; Forbidden
     (``several_decisions_required``) when the bank's review policy needs
     several decisions and ``author`` (or the token) does not decide alone
     (memories.review.policy.decides_alone), unless ``agreed``: the
@@ -82,7 +93,7 @@ def memory_item_approve(
             )
 
     pending = item_risks_pending(item)  # an approved item too: an edit may have found new ones
-    if pending and not confirm_risks:
+    if risks_unseen(pending, confirm_risks):
         raise risks_refusal(item=item, findings=pending)
 
     def approval(item: MemoryItem) -> list[str]:

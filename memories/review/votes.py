@@ -11,6 +11,7 @@ on their own."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -21,7 +22,7 @@ from accounts.audit.services import audit_record
 from accounts.models import Membership, Role
 from memories.items.models import REASON_MAX, ItemStatus, MemoryItem
 from memories.items.versions import item_lock
-from memories.review.decisions import memory_item_approve, memory_item_reject, risks_refusal
+from memories.review.decisions import memory_item_approve, memory_item_reject, risks_refusal, risks_unseen
 from memories.review.policy_models import ReviewPolicy, ReviewVote, VoteDecision
 from memories.review.seats import policy_lock, seat_take
 from memories.review.selectors import REVIEWERS_DISAGREE as CONFLICT_PREFIX
@@ -60,13 +61,14 @@ def review_vote_cast(
     decision: str,
     reason: str = "",
     confirm_duplicate: bool = False,
-    confirm_risks: bool = False,
+    confirm_risks: bool | Collection[int] = False,
 ) -> VoteOutcome:
     """Record ``author``'s independent ``decision`` ("approve" or "reject", a reason required to reject) on
     the proposed ``item``. The last vote applies the decision when all agree (as ``author``, through
     memory_item_approve / memory_item_reject, which may raise DuplicateApproval), else marks the conflict
     in ``needs_review_reason``. Every approve vote sees the risk: on an item with unconfirmed risk findings
-    it raises RisksNeedConfirmation (nothing recorded) unless ``confirm_risks``, which records the findings
+    it raises RisksNeedConfirmation (nothing recorded) unless ``confirm_risks`` (True, or the ids of all
+    the findings the refusal named, as its dialog showed them), which records the findings
     ``author`` confirmed (ReviewVote.confirmed_findings) and audits them. The findings stay unconfirmed for
     serving until the votes decide, and they decide only when every approve vote confirmed every finding
     there is: a finding added after a vote marks the item for that reviewer, who approves again, confirming
@@ -110,10 +112,10 @@ def _unseen(vote: ReviewVote, pending: list[RiskFinding]) -> list[RiskFinding]:
     return [f for f in pending if f.pk not in set(vote.confirmed_findings or ())]
 
 
-def _risks_confirm(vote: ReviewVote, *, item: MemoryItem, findings: list[RiskFinding], confirm: bool) -> None:
+def _risks_confirm(vote: ReviewVote, *, item: MemoryItem, findings: list[RiskFinding], confirm) -> None:
     """Save the approve ``vote`` as confirming ``findings`` (one audit event: who read which), or refuse
-    with RisksNeedConfirmation when its reviewer did not ``confirm``."""
-    if not confirm:
+    with RisksNeedConfirmation when its reviewer did not ``confirm`` them all (True, or all their ids)."""
+    if risks_unseen(findings, confirm):
         refusal = risks_refusal(item=item, findings=findings)
         refusal.vote = True  # the dialog says what a vote's confirmation does
         raise refusal

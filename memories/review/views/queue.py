@@ -34,6 +34,7 @@ from memories.review.views.decisions import (
     offer_undo,
     pop_undo,
     posted_queue_query,
+    posted_risk_confirmation,
     posted_version,
     queue_filters,
     queue_query,
@@ -202,7 +203,7 @@ def _review_post(request, bank_id):
     confirm = {
         "confirm_duplicate": request.POST.get("confirm_duplicate") == "1",
         # Only for the one item whose findings the dialog showed: a bulk approval never confirms risks.
-        "confirm_risks": request.POST.get("confirm_risks") == "1" and len(form.cleaned_data["items"]) == 1,
+        "confirm_risks": len(form.cleaned_data["items"]) == 1 and posted_risk_confirmation(request),
     }
     voting = votes_needed(bank=bank, membership=_membership)
     done, failed, unconfirmed, risky = [], [], [], []

@@ -149,3 +149,30 @@ def test_a_review_token_casts_no_vote_even_confirming(client, bank, risky, two_n
         answer = client.post(url, body, content_type="application/json", **auth)
         assert answer.status_code == 403 and answer.json()["code"] == "several_decisions_required"
     assert not ReviewVote.objects.exists() and not RiskFinding.objects.filter(confirmed=True).exists()
+
+
+def test_a_confirmation_covers_only_the_findings_its_dialog_showed(client, bank, risky, alice, two_needed):
+    client.force_login(alice)
+    html = client.post(_approve_url(bank, risky), **HTMX).content.decode()
+    (shown,) = RiskFinding.objects.filter(item=risky)
+    assert f'name="risk" value="{shown.pk}"' in html
+    # Another detector adds a finding while the dialog is open: confirming what it showed is not enough.
+    late = Finding(kind=Kind.SECRET, excerpt="the API key", step=None)
+    memory_item_findings_add(item=risky, findings=[late], detector="llm:risk_check/v1")
+    html = client.post(_approve_url(bank, risky), {"confirm_risks": "1", "risk": [shown.pk]}, **HTMX)
+    html = html.content.decode()
+    assert "data-risk-confirm" in html and "the API key" in html and not ReviewVote.objects.exists()
+    every = [f.pk for f in RiskFinding.objects.filter(item=risky)]
+    client.post(_approve_url(bank, risky), {"confirm_risks": "1", "risk": every}, **HTMX)
+    assert sorted(ReviewVote.objects.get().confirmed_findings) == sorted(every)
+
+
+def test_a_direct_approval_also_confirms_only_what_it_showed(client, bank, risky, reviewer):
+    client.force_login(reviewer)
+    (shown,) = RiskFinding.objects.filter(item=risky)
+    late = Finding(kind=Kind.SECRET, excerpt="the API key", step=None)
+    memory_item_findings_add(item=risky, findings=[late], detector="llm:risk_check/v1")
+    html = client.post(_approve_url(bank, risky), {"confirm_risks": "1", "risk": [shown.pk]}, **HTMX)
+    assert "data-risk-confirm" in html.content.decode()
+    risky.refresh_from_db()
+    assert risky.status == ItemStatus.PROPOSED and not RiskFinding.objects.filter(confirmed=True).exists()
