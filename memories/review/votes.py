@@ -38,6 +38,8 @@ class VoteOutcome:
     required: int
     applied: str = ""  # "approve" / "reject" once the votes agreed (or the decision was direct)
     conflict: bool = False
+    # All approved, but these reviewers voted before risk findings they have not confirmed: they approve again.
+    unconfirmed: tuple[str, ...] = ()
 
     @property
     def waiting(self) -> int:
@@ -153,11 +155,11 @@ def _outcome(item: MemoryItem, votes: list[ReviewVote], required: int, *, author
     behind = [v.user.get_username() for v in votes if _unseen(v, pending)]
     if behind:
         item.needs_review_reason = (
-            f"All {required} reviewers approved, but risk findings appeared after the vote of "
-            f"{', '.join(behind)}: each must approve again, confirming them (or an owner or admin decides)."
+            f"All {required} reviewers approved, but risk findings appeared since: {' and '.join(behind)} "
+            "must approve again, confirming them (or an owner or admin decides)."
         )[:REASON_MAX]
         item.save(update_fields=["needs_review_reason", "updated_at"])
-        return VoteOutcome(recorded=True, votes=len(votes), required=required)
+        return VoteOutcome(recorded=True, votes=len(votes), required=required, unconfirmed=tuple(behind))
     # A refused approval (a near-duplicate to confirm) rolls the vote back with it, so it can be cast again.
     memory_item_approve(
         item=item,

@@ -227,6 +227,9 @@ def _vote(request, t: _Target, decision: str, *, reason: str = "", confirm: bool
         messages.success(request, f"All {outcome.required} reviewers agreed: “{t.item.title}” is {decision}d.")
     elif outcome.conflict:
         messages.warning(request, "The reviewers disagree on this item: an owner or admin will decide.")
+    elif outcome.unconfirmed:
+        who = " and ".join(outcome.unconfirmed)
+        messages.warning(request, f"All approved, but risk findings appeared since: {who} must approve again.")
     else:
         messages.success(
             request,

@@ -176,3 +176,14 @@ def test_a_direct_approval_also_confirms_only_what_it_showed(client, bank, risky
     assert "data-risk-confirm" in html.content.decode()
     risky.refresh_from_db()
     assert risky.status == ItemStatus.PROPOSED and not RiskFinding.objects.filter(confirmed=True).exists()
+
+
+def test_the_last_voter_is_told_who_must_confirm_again(client, bank, risky, alice, bob, two_needed):
+    review_vote_cast(item=risky, author=alice, decision="approve", confirm_risks=True)
+    late = Finding(kind=Kind.SECRET, excerpt="the API key", step=None)
+    memory_item_findings_add(item=risky, findings=[late], detector="llm:risk_check/v1")
+    client.force_login(bob)
+    every = [f.pk for f in RiskFinding.objects.filter(item=risky)]
+    response = client.post(_approve_url(bank, risky), {"confirm_risks": "1", "risk": every}, follow=True)
+    html = response.content.decode()
+    assert "alice must approve again" in html and "0 more reviewer" not in html
