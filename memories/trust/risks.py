@@ -13,6 +13,7 @@ from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import ApiToken
 from memories.items.models import ItemStatus, MemoryItem
+from memories.trust.paraphrase.services import memory_items_paraphrase_scan
 from memories.trust.risk_models import FindingSource, RiskFinding
 from memories.trust.rules import RULES_VERSION, scan_item, scan_text
 from memories.trust.rules.findings import Finding, Kind
@@ -46,7 +47,8 @@ def memory_items_risk_scan(
             continue
         found = scan_item(title=item.title, description=item.description, content=item.content, steps=list(steps))
         rows += [_row(item, f) for f in found]
-    return RiskFinding.objects.bulk_create(rows) if rows else []
+    created = RiskFinding.objects.bulk_create(rows) if rows else []
+    return created + memory_items_paraphrase_scan(items=items, steps=steps, task=task)
 
 
 @transaction.atomic
