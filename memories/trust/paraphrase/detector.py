@@ -18,18 +18,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from memories.embedding.model import embed_texts
-from memories.trust.paraphrase.directives import is_strong_directive
-from memories.trust.paraphrase.sentences import sentences
+from memories.trust.paraphrase.directives import is_strong_directive, strong_directive_offsets
+from memories.trust.paraphrase.sentences import sentence_at, sentences
 from memories.trust.rules.findings import EXCERPT_MAX, Finding, Kind
 
 DETECTOR = "paraphrase-1"
 # Step kinds that carry what the world said (memories.trust.rules.graft reads the same ones).
 EXTERNAL_KINDS = ("observation", "tool_result")
+# An item whose whole text (the vector the bank already stored) is less similar than this to every directive is
+# not cut into sentences: none of its sentences comes near one (measured on the tune data: see bench/paraphrase.py).
+ITEM_GATE = 0.3
 SIMILAR = 0.55  # cosine similarity (all-MiniLM-L6-v2) from which an item sentence restates a directive
 TASK_MARGIN = 0.0  # …and it must be at least this much closer to the directive than to the user's task
-# Caps on what one run costs: the sentences read per step, the directives compared per run, the item's sentences.
-STEP_SENTENCES = 200
-RUN_DIRECTIVES = 32
+# Caps on what one run costs: the directives compared per run (the first ones), the item's sentences.
+RUN_DIRECTIVES = 64
 ITEM_SENTENCES = 24
 
 
@@ -40,45 +42,68 @@ class Directive:
 
 
 def directives(steps: Sequence[dict]) -> list[Directive]:
-    """The strong directive sentences of the external-content ``steps`` (at most RUN_DIRECTIVES, in order)."""
+    """The strong directive sentences of the external-content ``steps`` (at
+    most RUN_DIRECTIVES, first ones first). A step is searched whole, however
+    long; only the sentences around its strong forms are cut out."""
     found: list[Directive] = []
     seen = set()
     for position, step in enumerate(steps or ()):
         if not isinstance(step, dict) or step.get("kind") not in EXTERNAL_KINDS:
             continue
+        text = str(step.get("content") or "")
+        offsets = strong_directive_offsets(text)
+        if not offsets:
+            continue
         index = step.get("index") if isinstance(step.get("index"), int) else position
-        for sentence in sentences(str(step.get("content") or ""), limit=STEP_SENTENCES):
-            if sentence.text not in seen and is_strong_directive(sentence.text):
-                seen.add(sentence.text)
-                found.append(Directive(sentence.text, index))
-                if len(found) >= RUN_DIRECTIVES:
-                    return found
+        for offset in offsets:
+            sentence = sentence_at(text, offset)
+            if sentence is None or sentence.text in seen or not is_strong_directive(sentence.text):
+                continue
+            seen.add(sentence.text)
+            found.append(Directive(sentence.text, index))
+            if len(found) >= RUN_DIRECTIVES:
+                return found
     return found
 
 
-def scan(texts: Sequence[Sequence[str]], steps: Sequence[dict], task: str = "") -> list[list[Finding]]:
+def scan(
+    texts: Sequence[Sequence[str]],
+    steps: Sequence[dict],
+    task: str = "",
+    vectors: Sequence[np.ndarray | None] | None = None,
+) -> list[list[Finding]]:
     """For each item (its fields' texts: title, description, content), the
     COPIED_INSTRUCTION findings: the item sentence (an exact substring of one
-    field) and the step of the directive it restates. One model call for the
-    whole run; none when the external content holds no strong directive."""
+    field) and the step of the directive it restates. ``vectors``: the items'
+    stored embeddings when at hand (an item far from every directive is not
+    cut into sentences). No model call when the external content holds no
+    strong directive; else one for the directives, one for the task (none when
+    the distillation embedded it already), one for the sentences of the items
+    that come near them."""
+    found: list[list[Finding]] = [[] for _ in texts]
     planted = directives(steps)
     if not planted or not texts:
-        return [[] for _ in texts]
-    per_item = [[s.text for field in fields for s in sentences(field or "")][:ITEM_SENTENCES] for fields in texts]
-    flat = list(dict.fromkeys(s for item in per_item for s in item))
+        return found
     task = (task or "").strip()
-    vectors = embed_texts([d.text for d in planted] + flat + ([task] if task else []))
-    planted_v, flat_v = vectors[: len(planted)], vectors[len(planted) : len(planted) + len(flat)]
-    task_sim = flat_v @ vectors[-1] if task else np.full(len(flat), -1.0, dtype=np.float32)
+    planted_v = embed_texts([d.text for d in planted])
+    task_v = embed_texts([task])[0] if task else None  # a distillation's task is usually embedded already
+    near = [
+        n
+        for n in range(len(texts))
+        if vectors is None or vectors[n] is None or float((planted_v @ np.asarray(vectors[n])).max()) >= ITEM_GATE
+    ]
+    per_item = {n: [s.text for f in texts[n] for s in sentences(f or "")][:ITEM_SENTENCES] for n in near}
+    flat = list(dict.fromkeys(s for item in per_item.values() for s in item))
+    if not flat:
+        return found
+    flat_v = embed_texts(flat)
+    task_sim = flat_v @ task_v if task_v is not None else np.full(len(flat), -1.0, dtype=np.float32)
     sims = flat_v @ planted_v.T  # item sentence × directive
     row = {s: n for n, s in enumerate(flat)}
-    out = []
-    for item in per_item:
-        found = []
+    for n, item in per_item.items():
         for sentence in dict.fromkeys(item):
-            n = row[sentence]
-            best = int(sims[n].argmax())
-            if sims[n, best] >= SIMILAR and sims[n, best] - task_sim[n] >= TASK_MARGIN:
-                found.append(Finding(Kind.COPIED_INSTRUCTION, sentence[:EXCERPT_MAX], planted[best].step))
-        out.append(found)
-    return out
+            i = row[sentence]
+            best = int(sims[i].argmax())
+            if sims[i, best] >= SIMILAR and sims[i, best] - task_sim[i] >= TASK_MARGIN:
+                found[n].append(Finding(Kind.COPIED_INSTRUCTION, sentence[:EXCERPT_MAX], planted[best].step))
+    return found

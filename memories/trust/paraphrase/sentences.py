@@ -11,6 +11,7 @@ from dataclasses import dataclass
 _BOUNDARY = re.compile(r"(?<=[.!?;。！？])\s+|(?<=:)\s+(?=[A-ZÀ-Ý\[\"'«])|\s*\n+\s*")
 # Fewer letters than this: a label or a number, not a sentence.
 MIN_LETTERS = 8
+_NOT_LETTER = re.compile(r"[\W\d_]+")
 
 
 @dataclass(frozen=True)
@@ -21,15 +22,38 @@ class Sentence:
 
 def sentences(text: str, limit: int | None = None) -> list[Sentence]:
     """The sentences of ``text`` (at most ``limit``, first ones first), stripped, each an exact substring of it."""
+    text = text or ""
     out, start = [], 0
-    for gap in [*_BOUNDARY.finditer(text or ""), None]:
-        end = gap.start() if gap is not None else len(text or "")
-        piece = (text or "")[start:end]
+    gaps = _BOUNDARY.finditer(text)  # lazily: a long page is cut only as far as ``limit`` needs
+    while start <= len(text):
+        gap = next(gaps, None)
+        end = gap.start() if gap is not None else len(text)
+        piece = text[start:end]
         stripped = piece.strip(" \t-*•>#")
-        if sum(ch.isalpha() for ch in stripped) >= MIN_LETTERS:
+        if len(_NOT_LETTER.sub("", stripped)) >= MIN_LETTERS:
             out.append(Sentence(stripped, start + piece.index(stripped)))
             if limit is not None and len(out) >= limit:
                 break
-        if gap is not None:
-            start = gap.end()
+        if gap is None:
+            break
+        start = gap.end()
     return out
+
+
+# How far back from a match the start of its sentence is looked for (a longer sentence is cut there).
+SENTENCE_REACH = 500
+
+
+def sentence_at(text: str, offset: int) -> Sentence | None:
+    """The sentence of ``text`` around ``offset``, found by looking only near
+    it (a long page is not cut whole); None when it is too short to be one."""
+    floor = max(0, offset - SENTENCE_REACH)
+    start = floor
+    for gap in _BOUNDARY.finditer(text, floor, offset):
+        start = gap.end()
+    after = _BOUNDARY.search(text, offset)
+    piece = text[start : after.start() if after is not None else len(text)]
+    stripped = piece.strip(" \t-*•>#")
+    if len(_NOT_LETTER.sub("", stripped)) < MIN_LETTERS:
+        return None
+    return Sentence(stripped, start + piece.index(stripped))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memories.embedding.items import item_embedding_is_current
 from memories.items.models import MemoryItem
 from memories.trust.paraphrase.detector import DETECTOR, scan
 from memories.trust.risk_models import FindingSource, RiskFinding
@@ -21,7 +22,10 @@ def memory_items_paraphrase_scan(
     new = [i for i in items if getattr(i, "supported_by", None) is None and i.pk is not None]
     if not new:
         return []
-    found = scan([(i.title, i.description, i.content) for i in new], list(steps or ()), task)
+    texts = [(i.title, i.description, i.content) for i in new]
+    # The vector stored for each item (embedded when proposed) is of its whole text, as scan wants.
+    vectors = [i.embedding if item_embedding_is_current(i) else None for i in new]
+    found = scan(texts, list(steps or ()), task, vectors)
     rows = [
         RiskFinding(
             item=item, kind=f.kind, excerpt=f.excerpt, step=f.step, found_in=FindingSource.ITEM, detector=DETECTOR
