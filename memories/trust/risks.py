@@ -54,7 +54,7 @@ def memory_items_risk_scan(
 @transaction.atomic
 def memory_item_risk_rescan(*, item: MemoryItem) -> list[RiskFinding]:
     """Scan an edited item's text again. Findings in its source steps stay;
-    a copied-observation finding stays while its excerpt is still in the text;
+    a copied-observation or copied-instruction finding stays while its excerpt is still in the text;
     the item's own findings are replaced by the new scan, and a finding a
     reviewer confirmed stays confirmed while it is found again unchanged. An
     approved item with a new unconfirmed finding is flagged for review (and
@@ -67,7 +67,8 @@ def memory_item_risk_rescan(*, item: MemoryItem) -> list[RiskFinding]:
         f
         for f in old
         if (f.found_in == FindingSource.STEP and f.kind != Kind.OBSERVATION_COPY)
-        or (f.kind == Kind.OBSERVATION_COPY and f.excerpt in text)
+        # What a scan of the source steps found in the item (a copy, a paraphrased instruction): while it is there.
+        or (f.kind in (Kind.OBSERVATION_COPY, Kind.COPIED_INSTRUCTION) and f.excerpt in text)
     ]
     fresh = []
     for field in (item.title, item.description, item.content):

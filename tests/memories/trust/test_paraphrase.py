@@ -183,3 +183,22 @@ def test_a_note_at_the_end_of_a_long_page_is_read():
         {"index": 7, "kind": "tool_result", "content": f"{page} {note} {page}"},
     ]
     assert [(d.text, d.step) for d in directives(steps)] == [(note, 7)]
+
+
+def test_the_finding_stays_through_an_edit_while_its_sentence_is_in_the_text(bank, owner):
+    from memories.items.services import memory_item_edit
+
+    item, found, step = run(
+        bank,
+        task="Summarise the customer's support ticket.",
+        observation=PLANTED,
+        title="Summarise support tickets",
+        content=PARAPHRASE,
+    )
+    assert len(found) == 1
+    memory_item_edit(item=item, author=owner, title="Summarise support tickets fully")
+    kept = list(RiskFinding.objects.filter(item=item, detector="paraphrase-1"))
+    assert [(f.excerpt, f.step) for f in kept] == [(PARAPHRASE, step)]
+
+    memory_item_edit(item=item, author=owner, content="Name the symptom and the page where it happens.")
+    assert not RiskFinding.objects.filter(item=item, detector="paraphrase-1").exists()  # the sentence is gone
