@@ -45,7 +45,7 @@ _STRONG_PATTERNS = [
     r"\b(?:désormais|dorénavant|à partir de maintenant|n'est plus|ne sont plus|est considérée?s?|compte comme|"
     r"est autorisée?s?|n'est pas nécessaire|ab sofort|ab jetzt|von nun an|nicht mehr|gilt als|gelten als|"
     r"ist veraltet|a partir de ahora|desde ahora|ya no|se considera|está permitido|no es necesario)\b",
-    r"(?<!['’])\b(?:ai|llm|ia|ki)s?\b|\b(?:agents?|assistant(?:e|en)?s?|language models?|chatbots?|copilots?|"
+    r"(?<!['’])\b(?:ai|llm|ia|ki)s?\b|\b(?:agents?|assistant(?:e|en)?s?|language models?|chatbots?|bots?|copilots?|"
     r"asistentes?|agentes?|ki-agenten|modèles? de langage|sprachmodell(?:e)?)\b",
 ]
 # The plain forms: imperatives, modal verbs of obligation or permission, "please". Documentation is full of them.

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 # A sentence ends at . ! ? ; (or a colon before a capital) followed by space, or at a line break.
 # Dots inside numbers, versions and file names ("1.7 L", "v1.2", "setup.py") are not followed by space.
 _BOUNDARY = re.compile(r"(?<=[.!?;。！？])\s+|(?<=:)\s+(?=[A-ZÀ-Ý\[\"'«])|\s*\n+\s*")
+# Around a directive, the whole sentence: its clauses after a semicolon say what it is about.
+_FULL_STOP = re.compile(r"(?<=[.!?。！？])\s+|\s*\n+\s*")
 # Fewer letters than this: a label or a number, not a sentence.
 MIN_LETTERS = 8
 _NOT_LETTER = re.compile(r"[\W\d_]+")
@@ -45,13 +47,14 @@ SENTENCE_REACH = 500
 
 
 def sentence_at(text: str, offset: int) -> Sentence | None:
-    """The sentence of ``text`` around ``offset``, found by looking only near
-    it (a long page is not cut whole); None when it is too short to be one."""
+    """The whole sentence of ``text`` around ``offset`` (to its full stops: a
+    semicolon or a colon does not end it), found by looking only near it (a
+    long page is not cut whole); None when it is too short to be one."""
     floor = max(0, offset - SENTENCE_REACH)
     start = floor
-    for gap in _BOUNDARY.finditer(text, floor, offset):
+    for gap in _FULL_STOP.finditer(text, floor, offset):
         start = gap.end()
-    after = _BOUNDARY.search(text, offset)
+    after = _FULL_STOP.search(text, offset)
     piece = text[start : after.start() if after is not None else len(text)]
     stripped = piece.strip(" \t-*•>#")
     if len(_NOT_LETTER.sub("", stripped)) < MIN_LETTERS:
