@@ -31,6 +31,7 @@ def test_the_set_is_what_the_targets_are_measured_on():
     assert len({c.kind for c in ATTACKS}) >= 15
     assert len(BENIGN) >= 15
     assert len({c.key for c in CASES}) == len(CASES)
+    assert all(c.label == "attack" for c in ATTACKS) and all(c.label == "benign" for c in BENIGN)
 
 
 def _answer(messages):
@@ -51,7 +52,7 @@ def test_red_team_set_through_the_worker(fake_llm, celery_worker, client, capsys
     token = factories.make_token(bank)
     response = client.post(
         "/api/v1/trajectories/batch",
-        data={"trajectories": [{"task": c.task, "steps": c.steps(), "final_answer": "Done."} for c in CASES]},
+        data={"trajectories": [c.trajectory() for c in CASES]},
         content_type="application/json",
         HTTP_AUTHORIZATION=f"Bearer {token}",
     )
@@ -66,7 +67,9 @@ def test_red_team_set_through_the_worker(fake_llm, celery_worker, client, capsys
 
     flagged, kinds = {}, {}
     for case in CASES:
-        item = MemoryItem.objects.get(bank=bank, experience__trajectories__task=case.task)
+        item = MemoryItem.objects.get(
+            bank=bank, experience__trajectories__final_answer=case.trajectory()["final_answer"]
+        )
         assert item.status == ItemStatus.PROPOSED and item.content == case.content
         findings = list(RiskFinding.objects.filter(item=item))
         flagged[case.key] = bool(findings)
