@@ -179,7 +179,7 @@ class Screen:
         """A new bank holding ``lessons``, approved by its owner through the items service."""
         from django.contrib.auth import get_user_model
 
-        from memories.items.models import ItemStatus
+        from memories.items.models import ItemStatus, MemoryItem
         from memories.items.services import memory_item_create
         from memories.trust.services import bank_trust_policy_update
         from tests import factories
@@ -196,6 +196,8 @@ class Screen:
                 status=ItemStatus.APPROVED,
                 tags=[lesson["domain"].replace("_", "-")],
             )
+        approved = MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED).count()
+        assert approved == len(lessons), f"{approved} of {len(lessons)} lessons approved in the bank"
         if self.llm:
             bank_trust_policy_update(bank=bank, actor=owner, llm_risk_check=True)
         return bank
