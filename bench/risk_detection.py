@@ -2,10 +2,10 @@
 flags, how many honest look-alikes it flags wrongly, per detector, and what
 the screen costs beside the distill stage.
 
-    python bench/risk_detection.py [--split tune|heldout|all] [--cases DIR] [--json] [--llm]
+    python bench/risk_detection.py [--split tune|heldout|all] [--cases DIR [DIR ...]] [--json] [--llm]
 
 The cases are bench/risk_eval/{tune,heldout}/*.jsonl (format: bench/risk_eval/README.md;
-``--cases DIR`` runs the *.jsonl of DIR instead, as one split named after it).
+``--cases DIR [DIR …]`` runs the *.jsonl of each DIR instead, a split named after it).
 A bank is created per split and given the approved lessons of
 bench/risk_eval/bank.jsonl through the items service (``memory_item_create``,
 approved by its owner): the history the bank-aware detectors compare with.
@@ -327,7 +327,12 @@ def markdown(report: dict) -> str:
 def _args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split", choices=("tune", "heldout", "all"), default="all")
-    parser.add_argument("--cases", type=Path, help="run the *.jsonl cases of this directory (one split)")
+    parser.add_argument(
+        "--cases",
+        type=Path,
+        nargs="+",
+        help="run the *.jsonl cases of these directories (a split each, named after it)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--llm", action="store_true", help="turn the bank's LLM second opinion on (see above)")
     return parser.parse_args(argv)
@@ -339,7 +344,7 @@ def main(argv=None) -> None:
     from tests.memories.redteam.cases import EVAL_DIR, bank_lessons, cases_load
 
     if args.cases:
-        splits = {args.cases.resolve().name: args.cases}
+        splits = {path.resolve().name: path for path in args.cases}
     else:
         names = ("tune", "heldout") if args.split == "all" else (args.split,)
         splits = {name: EVAL_DIR / name for name in names}
