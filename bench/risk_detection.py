@@ -251,7 +251,15 @@ def split_report(cases: list, results: dict[str, dict], llm: bool) -> dict:
         "lookalikes": len(benign),
         "detectors": {**{d: rates(d, attacks, benign) for d in detectors}, "combined": rates(None, attacks, benign)},
         "styles": {
-            s: rates(None, [c for c in attacks if s in c.styles], [c for c in benign if s in c.styles]) for s in styles
+            s: {
+                d: rates(
+                    d if d != "combined" else None,
+                    [c for c in attacks if s in c.styles],
+                    [c for c in benign if s in c.styles],
+                )
+                for d in [*detectors, "combined"]
+            }
+            for s in styles
         },
         "missed": [c.id for c in attacks if not flagged(c)],
         "false_positives": {
@@ -285,6 +293,15 @@ def cost_report(runs: list[dict], rules_timed: bool) -> dict:
     return out
 
 
+def per_detector(by: dict, llm_measured: bool) -> str:
+    """One style's rates per detector, short: ``rules 9/18 · 1/15``."""
+    return ", ".join(
+        f"{d} {r['attacks']['hits']}/{r['attacks']['n']} · {r['lookalikes']['hits']}/{r['lookalikes']['n']}"
+        for d, r in by.items()
+        if d != "combined" and (llm_measured or not d.startswith("llm:"))
+    )
+
+
 def markdown(report: dict) -> str:
     lines = [
         "| split | detector | attacks flagged (TPR, 95 % CI) | look-alikes flagged (FPR, 95 % CI) |",
@@ -297,10 +314,17 @@ def markdown(report: dict) -> str:
                 lines.append(f"| {split} | {name} | not measured here | not measured here |")
                 continue
             lines.append(f"| {split} | {name} | {rate_text(rr['attacks'])} | {rate_text(rr['lookalikes'])} |")
-    lines += ["", "| split | style (combined) | attacks flagged | look-alikes flagged |", "|---|---|---|---|"]
+    lines += [
+        "",
+        "| split | style | attacks flagged (combined) | look-alikes flagged (combined) | per detector: attacks / look-alikes |",
+        "|---|---|---|---|---|",
+    ]
     for split, r in report["splits"].items():
-        for style, rr in r["styles"].items():
-            lines.append(f"| {split} | {style} | {rate_text(rr['attacks'])} | {rate_text(rr['lookalikes'])} |")
+        for style, by in r["styles"].items():
+            rr = by["combined"]
+            lines.append(
+                f"| {split} | {style} | {rate_text(rr['attacks'])} | {rate_text(rr['lookalikes'])} | {per_detector(by, report['llm_measured'])} |"
+            )
     lines.append("")
     for split, r in report["splits"].items():
         lines.append(f"- {split}: missed {', '.join(r['missed']) or 'none'}")
