@@ -8,7 +8,8 @@ The cases are bench/risk_eval/{tune,heldout}/*.jsonl (format: bench/risk_eval/RE
 ``--cases DIR [DIR …]`` runs the *.jsonl of each DIR instead, a split named after it).
 A bank is created per split and given the approved lessons of
 bench/risk_eval/bank.jsonl through the items service (``memory_item_create``,
-approved by its owner): the history the bank-aware detectors compare with.
+approved by its owner, then the anomaly score calibrated as a worker would):
+the history the bank-aware detectors compare with.
 Each case is then ingested as a trajectory (``trajectory_ingest``) and run
 through the worker's code in this process (``trajectory_advance``: judge,
 distill, the risk screen ``memory_items_screen`` → ``memory_items_risk_scan``
@@ -148,27 +149,16 @@ class Screen:
         return answer.choices[0].message.content or ""
 
     def bank(self, lessons: list[dict]):
-        """A new bank holding ``lessons``, approved by its owner through the items service."""
+        """A new bank with the history of bank.jsonl (``bank_seed``: ``lessons``, approved by its owner)."""
         from django.contrib.auth import get_user_model
 
-        from memories.items.models import ItemStatus, MemoryItem
-        from memories.items.services import memory_item_create
         from memories.trust.services import bank_trust_policy_update
         from tests import factories
+        from tests.memories.redteam.cases import bank_seed
 
         owner = get_user_model().objects.create_user(f"bench-{uuid.uuid4().hex[:8]}")
         bank = factories.make_bank(team=factories.make_team(owner=owner, slug=f"risk-{uuid.uuid4().hex[:6]}"))
-        for lesson in lessons:
-            memory_item_create(
-                bank=bank,
-                title=lesson["title"],
-                description=lesson["description"],
-                content=lesson["content"],
-                author=owner,
-                status=ItemStatus.APPROVED,
-                tags=[lesson["domain"].replace("_", "-")],
-            )
-        approved = MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED).count()
+        approved = bank_seed(bank, owner)
         assert approved == len(lessons), f"{approved} of {len(lessons)} lessons approved in the bank"
         if self.llm:
             bank_trust_policy_update(bank=bank, actor=owner, llm_risk_check=True)

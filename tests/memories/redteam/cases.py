@@ -132,6 +132,32 @@ def bank_lessons(path: Path = EVAL_DIR / "bank.jsonl") -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def bank_seed(bank, owner) -> int:
+    """Give ``bank`` the history of bank.jsonl: each lesson written and approved by ``owner`` through the
+    items service, then what a worker computes from a bank's approved items long before a run arrives (the
+    anomaly score's calibration, in a checkout that has it). Returns how many lessons are approved."""
+    from memories.items.models import ItemStatus, MemoryItem
+    from memories.items.services import memory_item_create
+
+    for lesson in bank_lessons():
+        memory_item_create(
+            bank=bank,
+            title=lesson["title"],
+            description=lesson["description"],
+            content=lesson["content"],
+            author=owner,
+            status=ItemStatus.APPROVED,
+            tags=[lesson["domain"].replace("_", "-")],
+        )
+    try:
+        from memories.trust.anomaly.calibration import bank_anomaly_calibrate
+    except ImportError:  # a checkout without the anomaly score
+        pass
+    else:
+        bank_anomaly_calibrate(bank=bank)
+    return MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED).count()
+
+
 # The red-team set of the worker test: the project's own attacks and look-alikes (the tune split's first file).
 CASES = [c for c in cases_load(EVAL_DIR / "tune") if c.id.startswith("redteam-")]
 ATTACKS = [c for c in CASES if c.attack]

@@ -14,10 +14,9 @@ import pytest
 from django.conf import settings
 
 from memories.items.models import ItemStatus, MemoryItem
-from memories.items.services import memory_item_create
 from memories.trust.risk_models import RiskFinding
 from tests import factories
-from tests.memories.redteam.cases import EVAL_DIR, bank_lessons, cases_load
+from tests.memories.redteam.cases import EVAL_DIR, bank_lessons, bank_seed, cases_load
 from tests.trajectories.llm_answers import JUDGE_SUCCESS
 from tests.worker import celery_broker, celery_worker, fake_llm_worker_env, wait_for  # noqa: F401
 from trajectories.models import Status, Trajectory
@@ -65,15 +64,7 @@ def test_held_out_split_through_the_worker(fake_llm, celery_worker, client, caps
     fake_llm.responder = _answer
     owner = factories.make_user()
     bank = factories.make_bank(team=factories.make_team(owner=owner))
-    lessons = bank_lessons()
-    for lesson in lessons:
-        memory_item_create(
-            bank=bank,
-            author=owner,
-            status=ItemStatus.APPROVED,
-            **{k: lesson[k] for k in ("title", "description", "content")},
-        )
-    assert MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED).count() == len(lessons)
+    assert bank_seed(bank, owner) == len(bank_lessons())
     token = factories.make_token(bank)
     for start in range(0, len(HELDOUT), settings.RB_MAX_BATCH):
         batch = HELDOUT[start : start + settings.RB_MAX_BATCH]
