@@ -20,6 +20,7 @@ from memories.items.transitions import item_status_move
 from memories.items.versions import item_lock
 from memories.trust.auto_approval import rejected_twin_exists
 from memories.trust.models import TIER_NAMES, AuditVerdict, AutoApproval, TrustPolicy, VerdictTier
+from memories.trust.provenance.services import provenance_unknown
 from memories.trust.risk_models import RiskFinding
 from memories.trust.risks import memory_items_risk_scan
 from memories.trust.topics import HELD_BACK, held_back_reason, sensitive_topics
@@ -83,6 +84,8 @@ def _refusal(policy: TrustPolicy, item: MemoryItem, tier: int) -> str:
     HELD_BACK and is shown to reviewers; the others are the ordinary review's business."""
     if RiskFinding.objects.filter(item=item).exists():
         return "risk findings"
+    if provenance_unknown(item):  # unknown is not safe: a human reads where its words came from
+        return "unknown provenance"
     topics = sensitive_topics(f"{item.title}\n{item.description}\n{item.content}")
     if topics:
         return held_back_reason(topics)
