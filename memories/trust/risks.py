@@ -16,7 +16,7 @@ from memories.items.models import ItemStatus, MemoryItem
 from memories.trust.provenance.findings import DETECTOR as PROVENANCE
 from memories.trust.provenance.findings import copied_instructions, topic_only
 from memories.trust.provenance.services import item_provenance_recompute, item_values, provenance_row, provenances_store
-from memories.trust.provenance.spans import item_spans
+from memories.trust.provenance.spans import Sources, item_spans
 from memories.trust.risk_models import FindingSource, RiskFinding
 from memories.trust.rules import RULES_VERSION, scan_item, scan_text
 from memories.trust.rules.findings import Finding, Kind
@@ -50,11 +50,12 @@ def memory_items_risk_scan(
     proposals (a lesson the bank already held, returned by
     memory_items_propose with ``supported_by`` set) are skipped."""
     rows, provenances = [], []
+    sources = Sources(list(steps), task)
     for item in items:
         if getattr(item, "supported_by", None) is not None or item.pk is None:
             continue
         values = item_values(item)
-        spans = item_spans(**values, steps=list(steps), task=task)
+        spans = item_spans(**values, sources=sources)
         provenances.append(provenance_row(item, spans))
         found = scan_item(**values, steps=list(steps))
         rows += [_row(item, f) for f in found if not topic_only(f, values, spans, task, steps)]

@@ -101,9 +101,18 @@ def field_spans(field: str, text: str, sources: Sources) -> list[Span]:
     return out
 
 
-def item_spans(*, title: str, description: str, content: str, steps: Iterable[dict] = (), task: str = "") -> list[Span]:
-    """The provenance of an item's three fields against its source ``steps`` and ``task``."""
-    sources = Sources(steps, task)
+def item_spans(
+    *,
+    title: str,
+    description: str,
+    content: str,
+    steps: Iterable[dict] = (),
+    task: str = "",
+    sources: Sources | None = None,
+) -> list[Span]:
+    """The provenance of an item's three fields against its source ``steps`` and ``task`` (or ``sources``
+    built from them once for several items of one run)."""
+    sources = sources or Sources(steps, task)
     values = {"title": title, "description": description, "content": content}
     return [span for field in FIELDS for span in field_spans(field, values[field] or "", sources)]
 

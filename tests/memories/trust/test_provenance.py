@@ -148,13 +148,15 @@ def test_an_edit_recomputes_provenance_and_its_findings(bank, owner):
     assert any(s["source"] == "external" for s in ItemProvenance.objects.get(item=item).spans)
 
 
-def test_an_item_written_by_a_person_has_unknown_provenance(bank, owner):
+@pytest.mark.parametrize(
+    ("origin", "reason"), [(ItemOrigin.MANUAL, "written by a person"), (ItemOrigin.IMPORT, "imported")]
+)
+def test_an_item_written_by_a_person_or_imported_has_unknown_provenance(bank, owner, origin, reason):
     item = memory_item_create(
-        bank=bank, title="Quote hours", description="Use for hours.", content="Quote them.", author=owner
+        bank=bank, title="Quote hours", description="Use for hours.", content="Quote them.", author=owner, origin=origin
     )
     provenance = ItemProvenance.objects.get(item=item)
-    assert item.origin == ItemOrigin.MANUAL
-    assert provenance.status == ProvenanceStatus.UNKNOWN and "written by a person" in provenance.reason
+    assert provenance.status == ProvenanceStatus.UNKNOWN and reason in provenance.reason and provenance.spans == []
 
 
 def test_purged_steps_keep_the_spans_computed_before_and_an_edit_makes_them_unknown(bank, owner):
