@@ -23,6 +23,7 @@ class Segment:
 class ProvenanceView:
     known: bool
     reason: str = ""  # why it is unknown
+    recorded: bool = True  # False: none was computed for the item
     computed_at: object = None
     fields: dict[str, list[Segment]] = field(default_factory=dict)
     copied_steps: list[int] = field(default_factory=list)  # the external steps the item copies, in order
@@ -49,7 +50,7 @@ def item_provenance_view(*, item: MemoryItem) -> ProvenanceView:
     """What the item page shows of ``item``'s provenance."""
     row = ItemProvenance.objects.filter(item=item).first()
     if row is None:
-        return ProvenanceView(known=False, reason=NOT_RECORDED)
+        return ProvenanceView(known=False, reason=NOT_RECORDED, recorded=False)
     if row.status != ProvenanceStatus.KNOWN:
         return ProvenanceView(known=False, reason=row.reason, computed_at=row.computed_at)
     view = ProvenanceView(known=True, computed_at=row.computed_at)

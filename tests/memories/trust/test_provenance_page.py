@@ -76,3 +76,8 @@ def test_purged_steps_then_an_edit_say_provenance_unknown_with_the_date(client, 
 def test_an_item_written_by_hand_says_provenance_unknown(client, owner, bank):
     item = memory_item_create(bank=bank, title="Quote hours", description="For hours.", content="Quote.", author=owner)
     assert "Provenance unknown: the item was written by a person" in _page(client, owner, bank, item)
+
+
+def test_an_item_proposed_before_provenance_was_computed_says_so_quietly(client, owner, bank, item):
+    html = _page(client, owner, bank, item)
+    assert '<p class="muted small" data-provenance="unknown">Provenance unknown: none was recorded' in html
