@@ -22,6 +22,7 @@ from django.db import connection
 from django.db.models import Case, F, PositiveIntegerField, Value, When
 
 from accounts.models import Bank
+from memories.items.corroboration import items_corroboration_refresh
 from memories.items.experiences import Experience
 from memories.items.models import ItemOrigin, ItemStatus, MemoryItem, MemoryItemSupport, SupportKind
 from memories.items.near_duplicates import NEAR_DUPLICATE_LIMIT, NEAR_DUPLICATE_SIMILARITY, near_duplicates_search_many
@@ -61,6 +62,7 @@ def _supports_add(entries: Sequence[tuple[MemoryItem, MemoryItemSupport, Version
         changes=[change for _item, _support, change in entries],
         insert_with=[support for _item, support, _change in entries],  # one insert: supports, versions, events
     )
+    items_corroboration_refresh(list({item.pk: item for item, _support, _change in entries}.values()))
 
 
 def _support_of(

@@ -12,6 +12,7 @@ from django.utils import timezone
 from accounts.models import ApiToken, Bank
 from memories.embedding.items import item_embed_enqueue, item_embed_inline, items_embed_inline
 from memories.items.consolidation import proposals_check
+from memories.items.corroboration import items_corroboration_refresh
 from memories.items.events import items_status_announce
 from memories.items.experiences import Experience
 from memories.items.models import (
@@ -203,6 +204,8 @@ def memory_items_propose(
         fresh = [item for item, existing in zip(items, taken, strict=True) if existing is None]
         if fresh:
             MemoryItem.objects.bulk_create(fresh)
+            pending = {item.pk: experience_trajectory_ids for item in fresh} if experience_trajectory_ids else None
+            items_corroboration_refresh(fresh, pending=pending)
             items_created_record(items=fresh, note=f"distilled ({origin})")
             items_status_announce(items=fresh)
     return [existing or item for item, existing in zip(items, taken, strict=True)]

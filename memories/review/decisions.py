@@ -17,6 +17,7 @@ from memories.learning.validity import approval_lifecycle
 from memories.review.collaboration import item_version_check
 from memories.review.duplicates import approved_duplicates
 from memories.review.policy import decision_alone_check
+from memories.trust.corroboration import HUMAN_APPROVAL_NOTE, awaits_human_approval
 from memories.trust.risk_reads import risk_label, risk_out
 from memories.trust.risks import item_risks_pending, memory_item_risks_confirm
 from reasoningbank_site.errors import Conflict, DuplicateApproval, Invalid, RisksNeedConfirmation
@@ -38,8 +39,9 @@ def memory_item_approve(
     missing or stale, an embed task is enqueued after commit and the item is
     served from the moment it is embedded (retrieval skips items without a
     current embedding; the retrieval answer counts them as pending).
-    Approving an approved item clears a review flag if it has one (and is
-    otherwise a no-op). ``token``: the API token acting instead of a user
+    Approving an approved item clears a review flag if it has one, records a
+    human approval when its bank requires corroboration and it has none
+    (it is then served at once), and is otherwise a no-op. ``token``: the API token acting instead of a user
     (the review API), recorded in the history and the audit log. Raises
     StaleVersion when ``seen_version`` is given and the item changed since;
     DuplicateApproval (nothing changed) when an approved item of the bank is
@@ -90,6 +92,8 @@ def memory_item_approve(
         item.needs_review_reason = ""
         item.save(update_fields=["needs_review_reason", "updated_at"])
         item_version_record(item=item, action="approved", author=author, note="review flag cleared", token=token)
+    elif not moved and awaits_human_approval(item):
+        item_version_record(item=item, action="approved", author=author, note=HUMAN_APPROVAL_NOTE, token=token)
     return item
 
 

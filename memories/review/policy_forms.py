@@ -91,12 +91,24 @@ class TrustPolicyForm(forms.ModelForm):
 
     class Meta:
         model = TrustPolicy
-        fields = ["min_tier", "auto_approve", "daily_llm_token_budget", "llm_risk_check"]
+        fields = [
+            "min_tier",
+            "auto_approve",
+            "daily_llm_token_budget",
+            "llm_risk_check",
+            # Corroboration before serving.
+            "corroboration_required",
+            "corroboration_min_sources",
+            "corroboration_distinct",
+        ]
         labels = {
             "min_tier": "Serve only items whose verdicts reach",
             "auto_approve": "Approve safe items automatically",
             "daily_llm_token_budget": "LLM tokens per day",
             "llm_risk_check": "Ask the LLM for a second opinion on each distillation's risks",
+            "corroboration_required": "Serve only items a human approved or enough independent runs support",
+            "corroboration_min_sources": "Independent sources an item needs without a human",
+            "corroboration_distinct": "Sources are independent when they come from",
         }
         help_texts = {
             "min_tier": "Items learnt under a weaker verdict stay in the bank but are not served.",
@@ -106,6 +118,12 @@ class TrustPolicyForm(forms.ModelForm):
             "Past it, trajectories wait (nothing is lost). Empty: no budget.",
             "llm_risk_check": "Costs one more LLM call per distillation; its findings keep an item from being served "
             "until a reviewer confirms or dismisses them.",
+            "corroboration_required": "Off by default. An item with no human approval is served only when it has no "
+            "risk finding and the number below of independent source trajectories distilled it (seen again); "
+            "auto-approval waits for them. A human's approval serves an item at once.",
+            "corroboration_min_sources": "From 2 to 20.",
+            "corroboration_distinct": "Runs: any two runs. Agents or API tokens: one agent (or token) repeating a "
+            "run counts once; a run naming no agent (or sent without a token) counts for none.",
         }
 
     def __init__(self, *args, **kwargs):

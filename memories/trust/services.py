@@ -19,6 +19,7 @@ from memories.items.models import ItemStatus, MemoryItem
 from memories.items.transitions import item_status_move
 from memories.items.versions import item_lock
 from memories.trust.auto_approval import rejected_twin_exists
+from memories.trust.corroboration import WAITING, corroboration_of, is_waiting, waiting_reason
 from memories.trust.models import TIER_NAMES, AuditVerdict, AutoApproval, TrustPolicy, VerdictTier
 from memories.trust.risk_models import RiskFinding
 from memories.trust.risks import memory_items_risk_scan
@@ -32,6 +33,9 @@ POLICY_FIELDS = (
     "audit_share",
     "daily_llm_token_budget",
     "llm_risk_check",
+    "corroboration_required",
+    "corroboration_min_sources",
+    "corroboration_distinct",
 )
 AUTO_APPROVED_REASON = "Approved by the bank's trust policy (no risk finding, no twin, verdict of the {tier} met)."
 # A bank's first auto-approvals all go to the human audit sample; then its audit_share of them.
@@ -94,6 +98,9 @@ def _refusal(policy: TrustPolicy, item: MemoryItem, tier: int) -> str:
         return "verdict tier"
     if policy.auto_approve_agents and not set(item.source_agents or ()) <= set(policy.auto_approve_agents):
         return "agent not on the allow-list"
+    corroboration = corroboration_of(item=item, policy=policy)
+    if corroboration is not None and not corroboration.met:
+        return waiting_reason(corroboration)  # shown to reviewers: "Corroborated by 1 of 3 independent runs: …"
     return ""
 
 
@@ -110,8 +117,12 @@ def memory_items_auto_approve(*, items: Sequence[MemoryItem], tier: int) -> list
     one audit event (memory_item.auto_approve, its note naming the verdict's
     tier), and an AutoApproval row; the bank's first AUDIT_ALL_FIRST
     approvals, then a random ``audit_share`` of them, are marked for the
-    human audit sample."""
-    fresh = [i for i in items if i.pk is not None and getattr(i, "supported_by", None) is None]
+    human audit sample. When the bank requires corroboration, an item with
+    fewer independent sources than it asks for stays proposed, its reason
+    "Corroborated by 1 of 3 independent runs: not served yet."; each later
+    run that distills it again (an item of ``items`` with ``supported_by``)
+    counts again, and the policy approves it once it is corroborated."""
+    fresh = [i for i in items if i.pk is not None and (getattr(i, "supported_by", None) is None or is_waiting(i))]
     if not fresh:
         return []
     policy = TrustPolicy.objects.filter(bank_id=fresh[0].bank_id, auto_approve=True).first()
@@ -119,13 +130,17 @@ def memory_items_auto_approve(*, items: Sequence[MemoryItem], tier: int) -> list
         return []
     made = []
     earlier = AutoApproval.objects.filter(bank_id=policy.bank_id).count()
-    for item in fresh:
+    for item in {i.pk: i for i in fresh}.values():
         if item.status != ItemStatus.PROPOSED:
             continue
         refusal = _refusal(policy, item, tier)
-        if refusal.startswith(HELD_BACK):
-            MemoryItem.objects.filter(pk=item.pk, status=ItemStatus.PROPOSED).update(needs_review_reason=refusal)
-            item.needs_review_reason = refusal
+        shown = refusal if refusal.startswith((HELD_BACK, WAITING)) else ""
+        if is_waiting(item) and not shown:  # seen again, refused for another reason: its count stays true
+            corroboration = corroboration_of(item=item, policy=policy)
+            shown = waiting_reason(corroboration) if corroboration and not corroboration.met else ""
+        if shown or is_waiting(item):
+            MemoryItem.objects.filter(pk=item.pk, status=ItemStatus.PROPOSED).update(needs_review_reason=shown)
+            item.needs_review_reason = shown
         if refusal:
             continue
 

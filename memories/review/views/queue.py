@@ -18,6 +18,7 @@ from django.views.decorators.http import require_http_methods
 
 from accounts.access import bank_for_user
 from accounts.models import Role
+from memories.items.corroboration import COUNT_FIELDS
 from memories.items.lifecycle import lifecycle_flags
 from memories.items.models import MemoryItem
 from memories.learning.selectors import LIFECYCLE_FIELDS, LifecycleState
@@ -88,6 +89,7 @@ ROW_FIELDS = (
     "tags",
     "created_at",
     "support_count",
+    *COUNT_FIELDS,  # corroboration before serving (memories/includes/corroboration.html)
     "verdict_label",
     "model",  # the Demo LLM label (includes/demo_llm.html)
     "claimed_outcome",
