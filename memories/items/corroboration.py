@@ -10,18 +10,22 @@ item, so serving filters on them inside the vector search:
 - ``corroborating_tokens``: distinct API tokens that sent the runs (a run
   uploaded without a token adds none).
 
-Refreshed wherever evidence is added (``memory_items_propose`` for new
-items, ``_supports_add`` for seen-again and merged evidence), from every
-source recorded so far: a trajectory deleted later still counted when it
-was seen. The trajectory model is reached by relation name: this app never
+Counted in SQL from every source recorded so far, wherever evidence is added:
+``items_corroboration_refresh`` for new items (one UPDATE … RETURNING, none
+when they name no run), and ``corroboration_counts`` inside the statement
+that grows the ``support_count`` of items seen again or merged into (no
+statement of its own). A trajectory deleted later still counted when it was
+seen. The trajectory table is reached by relation name: this app never
 imports the trajectories app."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from django.db.models import Q
+from django.db import connection
+from django.db.models import IntegerField
+from django.db.models.expressions import RawSQL
 
 from memories.items.experiences import Experience
 from memories.items.models import MemoryItem, MemoryItemSupport, SupportKind
@@ -29,60 +33,27 @@ from memories.items.models import MemoryItem, MemoryItemSupport, SupportKind
 COUNT_FIELDS = ("corroborating_runs", "corroborating_agents", "corroborating_tokens")
 # Evidence that names the runs of the same lesson (a repeat is evidence on a refused item: never served).
 EVIDENCE_KINDS = (SupportKind.DISTILLED, SupportKind.MERGED)
+# What tells sources apart, per count: a MaTTS group is one run; an empty agent name and no token tell nothing.
+_KEYS = {
+    "corroborating_runs": "CASE WHEN t.group_id <> '' THEN 'g:' || t.group_id ELSE 't:' || t.id::text END",
+    "corroborating_agents": "NULLIF(t.agent, '')",
+    "corroborating_tokens": "t.token_id",
+}
+_UUID = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
 
-def _trajectories():
-    return Experience._meta.get_field("trajectories").related_model.objects
+class Sources:
+    """Sources of items not written yet (a new experience, evidence about to be inserted): experience ids and
+    trajectory public ids, by item pk."""
 
+    def __init__(self) -> None:
+        self.experiences: dict[int, set[int]] = {}
+        self.trajectories: dict[int, set[str]] = {}
 
-def _cited(cited_steps) -> set[str]:
-    return {str(c["trajectory"]) for c in cited_steps or () if isinstance(c, dict) and c.get("trajectory")}
-
-
-def source_counts(rows: Sequence[dict]) -> tuple[int, int, int]:
-    """(runs, agents, tokens) of trajectory rows (``id``, ``group_id``, ``agent``, ``token_id``)."""
-    runs = {f"g:{r['group_id']}" if r["group_id"] else f"t:{r['id']}" for r in rows}
-    agents = {r["agent"] for r in rows if r["agent"]}
-    tokens = {r["token_id"] for r in rows if r["token_id"] is not None}
-    return len(runs), len(agents), len(tokens)
-
-
-def items_corroboration_refresh(
-    items: Sequence[MemoryItem], *, pending: Mapping[int, Sequence[str]] | None = None
-) -> None:
-    """Count the independent sources of ``items`` (saved items) and store
-    them (on the rows and the objects), in three queries. ``pending``:
-    trajectory public ids by item pk that the caller links in this
-    transaction but has not written yet (a new experience)."""
-    items = [item for item in items if item.pk is not None]
-    if items:
-        sources_count(items, supports=MemoryItemSupport, trajectories=_trajectories(), pending=pending)
-        MemoryItem.objects.bulk_update(items, COUNT_FIELDS)
-
-
-def sources_count(items, *, supports, trajectories, pending=None) -> None:
-    """Set the ``corroborating_*`` counts of ``items`` (not saved): read their
-    evidence from the ``supports`` model and their runs from the
-    ``trajectories`` manager (the migration that added the counts passes its
-    historical models)."""
-    experiences: dict[int, set[int]] = {item.pk: {item.experience_id} - {None} for item in items}
-    named: dict[int, set[str]] = {
-        item.pk: _cited(item.cited_steps) | set((pending or {}).get(item.pk, ())) for item in items
-    }
-    evidence = supports.objects.filter(item_id__in=list(experiences), kind__in=EVIDENCE_KINDS)
-    for row in evidence.values("item_id", "experience_id", "trajectory_ids"):
-        if row["experience_id"] is not None:
-            experiences[row["item_id"]].add(row["experience_id"])
-        named[row["item_id"]].update(str(t) for t in row["trajectory_ids"] or () if isinstance(t, str))
-    named = {pk: _uuids(ids) for pk, ids in named.items()}
-    rows = list(
-        trajectories.filter(
-            Q(experience_id__in=set().union(*experiences.values())) | Q(public_id__in=set().union(*named.values()))
-        ).values("id", "public_id", "experience_id", "group_id", "agent", "token_id")
-    )
-    for item in items:
-        mine = [r for r in rows if r["experience_id"] in experiences[item.pk] or str(r["public_id"]) in named[item.pk]]
-        item.corroborating_runs, item.corroborating_agents, item.corroborating_tokens = source_counts(mine)
+    def add(self, pk: int, *, experience_id: int | None = None, trajectory_ids: Iterable = ()) -> None:
+        if experience_id is not None:
+            self.experiences.setdefault(pk, set()).add(experience_id)
+        self.trajectories.setdefault(pk, set()).update(_uuids(trajectory_ids))
 
 
 def _uuids(values) -> set[str]:
@@ -94,3 +65,79 @@ def _uuids(values) -> set[str]:
         except ValueError:
             continue
     return out
+
+
+def _by_item(values: Mapping[int, set], cast: str) -> tuple[str, list]:
+    """A CASE on the item's id giving its array of ``values`` (an empty array for the others)."""
+    whens, params = [], []
+    for pk, found in values.items():
+        if found:
+            whens.append(f"WHEN %s THEN %s::{cast}[]")
+            params += [pk, sorted(found)]
+    if not whens:
+        return f"'{{}}'::{cast}[]", []
+    return f"(CASE {{item}}.id {' '.join(whens)} ELSE '{{}}'::{cast}[] END)", params
+
+
+def _count_sql(field: str, pending: Sources) -> tuple[str, list]:
+    """The count ``field`` of the item of the statement's row, as SQL: distinct keys among the trajectories of
+    its bank that its experience, its cited steps, its evidence (supports) or ``pending`` name."""
+    item = connection.ops.quote_name(MemoryItem._meta.db_table)
+    support = connection.ops.quote_name(MemoryItemSupport._meta.db_table)
+    trajectory = connection.ops.quote_name(Experience._meta.get_field("trajectories").related_model._meta.db_table)
+    kinds = ", ".join(f"'{kind}'" for kind in EVIDENCE_KINDS)
+    evidence = f"FROM {support} s WHERE s.item_id = {item}.id AND s.kind IN ({kinds})"
+    named = (
+        f"SELECT x FROM (SELECT jsonb_array_elements_text(s.trajectory_ids) AS x {evidence} "
+        f"AND jsonb_typeof(s.trajectory_ids) = 'array' UNION ALL SELECT c ->> 'trajectory' FROM jsonb_array_elements("
+        f"CASE WHEN jsonb_typeof({item}.cited_steps) = 'array' THEN {item}.cited_steps ELSE '[]'::jsonb END) c) n"
+    )
+    experiences, experience_params = _by_item(pending.experiences, "integer")
+    trajectories, trajectory_params = _by_item(pending.trajectories, "uuid")
+    sql = (
+        f"SELECT COUNT(DISTINCT {_KEYS[field]}) FROM {trajectory} t WHERE t.bank_id = {item}.bank_id AND ("
+        f"t.experience_id = {item}.experience_id OR t.experience_id IN (SELECT s.experience_id {evidence}) "
+        f"OR t.public_id IN (SELECT CASE WHEN x ~ %s THEN x::uuid END FROM ({named}) ids) "
+        f"OR t.experience_id = ANY({experiences}) OR t.public_id = ANY({trajectories}))"
+    )
+    return sql.replace("{item}", item), [_UUID, *experience_params, *trajectory_params]
+
+
+def corroboration_counts(pending: Sources | None = None) -> dict[str, RawSQL]:
+    """The three counts as expressions for an UPDATE of MemoryItem rows (``queryset.update(**…)``)."""
+    pending = pending or Sources()
+    out = {}
+    for field in COUNT_FIELDS:
+        sql, params = _count_sql(field, pending)
+        out[field] = RawSQL(f"({sql})", params, output_field=IntegerField())
+    return out
+
+
+def _names_a_source(item: MemoryItem, pending: Sources) -> bool:
+    cited = any(isinstance(c, dict) and c.get("trajectory") for c in item.cited_steps or ())
+    return bool(item.experience_id or cited or pending.experiences.get(item.pk) or pending.trajectories.get(item.pk))
+
+
+def items_corroboration_refresh(items: Sequence[MemoryItem], *, pending: Sources | None = None) -> None:
+    """Count the independent sources of ``items`` (saved) and store them, on
+    the rows and the objects, in one statement (none when no item names an
+    experience, a cited run or a ``pending`` source)."""
+    pending = pending or Sources()
+    items = [i for i in items if i.pk is not None and _names_a_source(i, pending)]
+    if not items:
+        return
+    counts = corroboration_counts(pending)
+    table = connection.ops.quote_name(MemoryItem._meta.db_table)
+    sets, params = [], []
+    for field in COUNT_FIELDS:
+        sql, field_params = counts[field].sql, counts[field].params
+        sets.append(f"{connection.ops.quote_name(field)} = {sql}")
+        params += list(field_params)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET {', '.join(sets)} WHERE {table}.id = ANY(%s) RETURNING id, {', '.join(COUNT_FIELDS)}",
+            [*params, [i.pk for i in items]],
+        )
+        found = {row[0]: row[1:] for row in cursor.fetchall()}
+    for item in items:
+        item.corroborating_runs, item.corroborating_agents, item.corroborating_tokens = found[item.pk]

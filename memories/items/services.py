@@ -12,7 +12,7 @@ from django.utils import timezone
 from accounts.models import ApiToken, Bank
 from memories.embedding.items import item_embed_enqueue, item_embed_inline, items_embed_inline
 from memories.items.consolidation import proposals_check
-from memories.items.corroboration import items_corroboration_refresh
+from memories.items.corroboration import Sources, items_corroboration_refresh
 from memories.items.events import items_status_announce
 from memories.items.experiences import Experience
 from memories.items.models import (
@@ -204,7 +204,9 @@ def memory_items_propose(
         fresh = [item for item, existing in zip(items, taken, strict=True) if existing is None]
         if fresh:
             MemoryItem.objects.bulk_create(fresh)
-            pending = {item.pk: experience_trajectory_ids for item in fresh} if experience_trajectory_ids else None
+            pending = Sources()  # a new experience's run, linked after this
+            for item in fresh:
+                pending.add(item.pk, trajectory_ids=experience_trajectory_ids or ())
             items_corroboration_refresh(fresh, pending=pending)
             items_created_record(items=fresh, note=f"distilled ({origin})")
             items_status_announce(items=fresh)

@@ -8,18 +8,14 @@ BATCH = 500
 
 
 def count_sources(apps, schema_editor):
-    """The independent sources of every item learnt from runs or supported by evidence."""
-    from memories.items.corroboration import COUNT_FIELDS, sources_count
+    """The independent sources of every item learnt from runs or supported by evidence, in batches."""
+    from memories.items.corroboration import corroboration_counts
 
     Item = apps.get_model("memories", "MemoryItem")
-    Support = apps.get_model("memories", "MemoryItemSupport")
-    Trajectory = apps.get_model("trajectories", "Trajectory")
     learnt = Item.objects.filter(Q(experience__isnull=False) | Q(supports__isnull=False)).distinct()
     pks = list(learnt.order_by("pk").values_list("pk", flat=True))
     for start in range(0, len(pks), BATCH):
-        items = list(Item.objects.filter(pk__in=pks[start : start + BATCH]).only("pk", "experience_id", "cited_steps"))
-        sources_count(items, supports=Support, trajectories=Trajectory.objects, pending=None)
-        Item.objects.bulk_update(items, COUNT_FIELDS)
+        Item.objects.filter(pk__in=pks[start : start + BATCH]).update(**corroboration_counts())
 
 
 class Migration(migrations.Migration):

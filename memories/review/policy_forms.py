@@ -76,6 +76,10 @@ class ReviewPolicyForm(forms.Form):
         return data
 
 
+# Corroboration settings a form may leave out (kept as they are); the on/off checkbox is the policy itself.
+CORROBORATION_KEPT = ("corroboration_min_sources", "corroboration_distinct")
+
+
 class TrustPolicyForm(forms.ModelForm):
     """The bank's trust policy (memories.trust.models.TrustPolicy); the audit share is edited in percent."""
 
@@ -130,13 +134,15 @@ class TrustPolicyForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.fields["audit_percent"].initial = round(self.instance.audit_share * 100)
         self.fields["auto_approve_agents"].initial = ", ".join(self.instance.auto_approve_agents)
+        for name in CORROBORATION_KEPT:  # a form sent without them (an older page) leaves them as they are
+            self.fields[name].required = False
 
     def values(self) -> dict:
         """The cleaned form as bank_trust_policy_update keyword arguments."""
         data = self.cleaned_data
         agents = [a.strip() for a in data["auto_approve_agents"].split(",") if a.strip()]
         return {
-            **{name: data[name] for name in self.Meta.fields},
+            **{name: data[name] for name in self.Meta.fields if name not in CORROBORATION_KEPT or data[name]},
             "auto_approve_agents": agents,
             "audit_share": data["audit_percent"] / 100,
         }

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db.models import BooleanField, ExpressionWrapper
+
 from memories.items.models import ItemStatus, MemoryItem
-from memories.serving import corroboration_q
+from memories.serving import corroboration_q, human_approved_q
 from memories.trust.models import CorroborationDistinct, TrustPolicy
 
 # How the auto-approval's wait reads on the item (its needs_review_reason) and where it is recognized.
@@ -80,3 +82,19 @@ def awaits_human_approval(item: MemoryItem) -> bool:
     if item.status != ItemStatus.APPROVED:
         return False
     return MemoryItem.objects.filter(pk=item.pk).exclude(corroboration_q()).exists()
+
+
+def item_corroboration_out(item: MemoryItem) -> dict | None:
+    """The review API's ``corroboration`` of ``item`` (None when its bank does not require it), in one query
+    beside the policy's."""
+    corroboration = corroboration_of(item=item, policy=TrustPolicy.objects.filter(bank_id=item.bank_id).first())
+    if corroboration is None:
+        return None
+    flags = (
+        MemoryItem.objects.filter(pk=item.pk)
+        .annotate(human=ExpressionWrapper(human_approved_q(), output_field=BooleanField()))
+        .annotate(allowed=ExpressionWrapper(corroboration_q(), output_field=BooleanField()))
+        .values("human", "allowed")
+        .first()
+    ) or {"human": False, "allowed": False}
+    return {**corroboration.as_dict(), "human_approved": flags["human"], "policy_allows": flags["allowed"]}

@@ -15,6 +15,7 @@ from django.utils import timezone
 from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import Bank
+from memories.items.corroboration import COUNT_FIELDS
 from memories.items.models import ItemStatus, MemoryItem
 from memories.items.transitions import item_status_move
 from memories.items.versions import item_lock
@@ -128,6 +129,12 @@ def memory_items_auto_approve(*, items: Sequence[MemoryItem], tier: int) -> list
     policy = TrustPolicy.objects.filter(bank_id=fresh[0].bank_id, auto_approve=True).first()
     if policy is None:
         return []
+    seen_again = [i for i in fresh if getattr(i, "supported_by", None) is not None]
+    if seen_again:  # their counts grew in the statement that recorded the evidence: read them
+        counts = MemoryItem.objects.filter(pk__in=[i.pk for i in seen_again]).in_bulk(field_name="pk")
+        for item in seen_again:
+            for name in COUNT_FIELDS:
+                setattr(item, name, getattr(counts[item.pk], name))
     made = []
     earlier = AutoApproval.objects.filter(bank_id=policy.bank_id).count()
     for item in {i.pk: i for i in fresh}.values():

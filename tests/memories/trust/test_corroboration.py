@@ -235,3 +235,29 @@ def test_the_policy_is_saved_from_the_trust_page_and_audited(client, bank, owner
 
     event = AuditEvent.objects.filter(action="bank.update_trust_policy").latest("id")
     assert event.after["corroboration_min_sources"] == 4
+
+
+def test_the_review_api_item_detail_says_its_corroboration_and_a_review_token_approval_serves_it(
+    client, auto_on, owner, run, agent_api
+):
+    item_url = "/api/v1/review/items/{}"
+    review = {"HTTP_AUTHORIZATION": f"Bearer {factories.make_token(auto_on, scopes=('review',))}"}
+    run()
+    item = _items(auto_on)["Prefer the official source"]
+    assert client.get(item_url.format(item.public_id), **review).json()["corroboration"] is None  # policy off
+
+    _corroborate(auto_on, owner)
+    detail = client.get(item_url.format(item.public_id), **review).json()
+    assert detail["corroboration"] == {
+        "sources": 1,
+        "required": 3,
+        "distinct": "runs",
+        "met": False,
+        "human_approved": False,
+        "policy_allows": False,
+    }
+    assert agent_api() == set()
+    approved = client.post(item_url.format(item.public_id) + "/approve", {}, content_type="application/json", **review)
+    assert approved.status_code == 200, approved.content
+    assert approved.json()["corroboration"]["human_approved"] is True
+    assert agent_api() == {"Prefer the official source"}
