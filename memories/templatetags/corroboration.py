@@ -1,5 +1,5 @@
 """Template helper for corroboration before serving: an item's independent
-sources against its bank's policy (the policy read once per page)."""
+sources against its bank's policy (read once per page)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from django import template
 from memories.items.corroboration import COUNT_FIELDS
 from memories.items.models import MemoryItem
 from memories.trust.corroboration import Corroboration, corroboration_of
-from memories.trust.models import TrustPolicy
 
 register = template.Library()
 
@@ -22,9 +21,7 @@ def item_corroboration(context, item: MemoryItem) -> Corroboration | None:
     bank = context.get("bank")
     if bank is None:
         return None
-    policies = context.render_context.setdefault("corroboration_policies", {})
-    if bank.pk not in policies:
-        policies[bank.pk] = TrustPolicy.objects.filter(bank_id=bank.pk).first()
+    policy = getattr(bank, "trust_policy", None)  # read once per bank object: the reverse one-to-one caches it
     if isinstance(item, dict):
         item = SimpleNamespace(**{name: item.get(name, 0) for name in COUNT_FIELDS})
-    return corroboration_of(item=item, policy=policies[bank.pk])
+    return corroboration_of(item=item, policy=policy)
