@@ -261,3 +261,41 @@ def test_the_review_api_item_detail_says_its_corroboration_and_a_review_token_ap
     assert approved.status_code == 200, approved.content
     assert approved.json()["corroboration"]["human_approved"] is True
     assert agent_api() == {"Prefer the official source"}
+
+
+def test_the_migration_counts_the_sources_of_items_learnt_before_it(auto_on, run):
+    import importlib
+
+    from django.apps import apps
+
+    run()
+    run(agent="another-agent")
+    MemoryItem.objects.filter(bank=auto_on).update(corroborating_runs=0, corroborating_agents=0, corroborating_tokens=0)
+    importlib.import_module("memories.migrations.0028_corroboration").count_sources(apps, None)
+    counts = {(i.corroborating_runs, i.corroborating_agents) for i in _items(auto_on).values()}
+    assert counts == {(2, 2)}
+
+
+def test_runs_sent_with_one_token_do_not_corroborate_when_tokens_must_differ(
+    client, auto_on, owner, fake_llm, agent_api
+):
+    _corroborate(auto_on, owner, n=2, distinct="tokens")
+    first, second = factories.make_token(auto_on), factories.make_token(auto_on)
+
+    def send(token: str, n: int):
+        fake_llm.reply(JUDGE_SUCCESS).reply(ITEMS_MD)
+        body = {"task": TASK, "steps": factories.STEPS, "final_answer": "12-17", "external_id": f"run-{n}"}
+        sent = client.post(
+            "/api/v1/trajectories", data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+        )
+        assert sent.status_code in (200, 201, 202), sent.content
+        process_trajectory(Trajectory.objects.get(bank=auto_on, external_id=f"run-{n}"))
+
+    send(first, 1)
+    send(first, 2)
+    items = _items(auto_on)
+    assert {(i.corroborating_runs, i.corroborating_tokens) for i in items.values()} == {(2, 1)}
+    assert agent_api() == set()
+    send(second, 3)
+    assert {i.status for i in _items(auto_on).values()} == {ItemStatus.APPROVED}
+    assert agent_api() == TITLES
