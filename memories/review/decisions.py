@@ -40,9 +40,9 @@ def memory_item_approve(
     served from the moment it is embedded (retrieval skips items without a
     current embedding; the retrieval answer counts them as pending).
     Approving an approved item clears a review flag if it has one, records a
-    human approval when its bank requires corroboration and it has none
-    (it is then served at once), and is otherwise a no-op. ``token``: the API token acting instead of a user
-    (the review API), recorded in the history and the audit log. Raises
+    human approval when its bank's corroboration policy withholds it (it is
+    then served at once), and is otherwise a no-op. ``token``: the API token
+    acting instead of a user (the review API), recorded in the history and the audit log. Raises
     StaleVersion when ``seen_version`` is given and the item changed since;
     DuplicateApproval (nothing changed) when an approved item of the bank is
     at or above its duplicate threshold, unless ``confirm_duplicate``;

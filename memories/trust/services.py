@@ -131,7 +131,7 @@ def memory_items_auto_approve(*, items: Sequence[MemoryItem], tier: int) -> list
         return []
     seen_again = [i for i in fresh if getattr(i, "supported_by", None) is not None]
     if seen_again:  # their counts grew in the statement that recorded the evidence: read them
-        counts = MemoryItem.objects.filter(pk__in=[i.pk for i in seen_again]).in_bulk(field_name="pk")
+        counts = MemoryItem.objects.only("pk", *COUNT_FIELDS).in_bulk([i.pk for i in seen_again])
         for item in seen_again:
             for name in COUNT_FIELDS:
                 setattr(item, name, getattr(counts[item.pk], name))
