@@ -167,6 +167,8 @@ def corroboration_q() -> Q:
     of its own: a probe of the policy's unique index per item, then of the
     item's findings and versions only where the policy is on."""
     requiring = TrustPolicy.objects.filter(bank_id=OuterRef("bank_id"), corroboration_required=True)
+    # Uncorrelated: a hashed lookup per item (the policies that require it read once), not an index probe.
+    required = Q(bank_id__in=TrustPolicy.objects.filter(corroboration_required=True).values("bank_id"))
     short = requiring.filter(
         Q(
             corroboration_distinct=CorroborationDistinct.RUNS,
@@ -182,7 +184,7 @@ def corroboration_q() -> Q:
         )
     )
     corroborated = ~Q(Exists(short)) & ~Q(Exists(RiskFinding.objects.filter(item=OuterRef("pk"))))
-    return ~Q(Exists(requiring)) | corroborated | human_approved_q()
+    return ~required | corroborated | human_approved_q()
 
 
 @dataclass(frozen=True)
