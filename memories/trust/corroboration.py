@@ -98,3 +98,13 @@ def item_corroboration_out(item: MemoryItem) -> dict | None:
         .first()
     ) or {"human": False, "allowed": False}
     return {**corroboration.as_dict(), "human_approved": flags["human"], "policy_allows": flags["allowed"]}
+
+
+def corroboration_waiting(*, bank, limit: int = 50) -> list[MemoryItem]:
+    """Proposed items the auto-approval holds until they are corroborated (the count in their reason), newest
+    first."""
+    return list(
+        MemoryItem.objects.filter(bank=bank, status=ItemStatus.PROPOSED, needs_review_reason__startswith=WAITING)
+        .only("id", "public_id", "bank_id", "title", "needs_review_reason", "created_at")
+        .order_by("-created_at", "-id")[:limit]
+    )

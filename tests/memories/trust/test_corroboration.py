@@ -191,13 +191,15 @@ def test_an_item_with_a_finding_is_never_served_without_a_human(auto_on, owner, 
     assert agent_api() == TITLES
 
 
-def test_the_waiting_reason_and_count_show_in_the_queue(client, auto_on, owner, run):
+def test_the_waiting_reason_and_count_show_in_the_queue_and_on_the_trust_page(client, auto_on, owner, run):
     _corroborate(auto_on, owner)
     run()
     client.force_login(owner)
     queue = client.get(reverse("memories:review", kwargs={"bank_id": auto_on.public_id})).content.decode()
     assert queue.count("Corroborated by 1 of 3 independent runs: not served yet.") == 2
     assert queue.count('data-corroboration="1/3"') == 2
+    trust = client.get(reverse("memories:trust", kwargs={"bank_id": auto_on.public_id})).content.decode()
+    assert trust.count("data-waiting>") == 2 and "Waiting for corroboration" in trust
 
 
 @pytest.mark.parametrize("n", [1, 21, -3])
