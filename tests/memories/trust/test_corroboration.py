@@ -301,3 +301,15 @@ def test_runs_sent_with_one_token_do_not_corroborate_when_tokens_must_differ(
     send(second, 3)
     assert {i.status for i in _items(auto_on).values()} == {ItemStatus.APPROVED}
     assert agent_api() == TITLES
+
+
+def test_an_item_merged_in_brings_its_runs(bank, owner):
+    from memories.review.decisions import memory_item_merge
+
+    first, second = (factories.make_done_trajectory(bank, external_id=f"m{n}", agent=f"a{n}") for n in range(2))
+    into = factories.propose_item(bank, first, title="Prefer the official source")
+    item = factories.propose_item(bank, second, title="Use the institution's own site")
+    assert (into.corroborating_runs, item.corroborating_runs) == (1, 1)
+    memory_item_merge(item=item, into=into, author=owner)
+    into.refresh_from_db()
+    assert (into.corroborating_runs, into.corroborating_agents) == (2, 2)
