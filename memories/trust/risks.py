@@ -13,6 +13,7 @@ from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import ApiToken
 from memories.items.models import ItemStatus, MemoryItem
+from memories.trust.actions.services import item_actions_rescan, items_actions_scan
 from memories.trust.risk_models import FindingSource, RiskFinding
 from memories.trust.rules import RULES_VERSION, scan_item, scan_text
 from memories.trust.rules.findings import Finding, Kind
@@ -46,7 +47,8 @@ def memory_items_risk_scan(
             continue
         found = scan_item(title=item.title, description=item.description, content=item.content, steps=list(steps))
         rows += [_row(item, f) for f in found]
-    return RiskFinding.objects.bulk_create(rows) if rows else []
+    stored = RiskFinding.objects.bulk_create(rows) if rows else []
+    return stored + items_actions_scan(items=items, task=task)
 
 
 @transaction.atomic
@@ -79,6 +81,7 @@ def memory_item_risk_rescan(*, item: MemoryItem) -> list[RiskFinding]:
                 fresh.append(row)
     RiskFinding.objects.filter(item=item).exclude(pk__in=[f.pk for f in keep]).delete()
     RiskFinding.objects.bulk_create(fresh)
+    fresh += item_actions_rescan(item=item)
     if item.status == ItemStatus.APPROVED and any(not f.confirmed for f in fresh):
         item.needs_review_reason = NEW_RISKS_REASON
         item.save(update_fields=["needs_review_reason", "updated_at"])

@@ -79,7 +79,6 @@ PROSE_PROGRAMS = (
         "printf",
         "export",
         "env",
-        "set",
         "sed",
         "tee",
         "mv",
@@ -99,8 +98,6 @@ _PROSE = re.compile(
     re.I,
 )
 _PROSE_END = re.compile(r"\s*(?:$|\n|`|[.;,](?:\s|$)|\)(?:\s|$)|\s(?:and|then|et|puis|und|y|または|и)\s)", re.M)
-# What only a command has in its first words: a flag, a pipe, a path, a variable, a URL, user@host, a redirection.
-_ARGUMENT_SHAPE = re.compile(r"(^|\s)(-{1,2}\w|\||[~.]?/|\$|\w+://|[\w.-]+@)|[<>]|&&")
 _FENCE = re.compile(r"^[ \t]*(```|~~~)[ \t]*([\w+-]*)[^\n]*\n(.*?)^[ \t]*\1", re.M | re.S)
 _SHELL_FENCES = {"sh", "bash", "shell", "console", "zsh", "shell-session", "powershell", "ps1", "pwsh", "cmd", "bat"}
 _SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
@@ -178,6 +175,38 @@ def _split(line: str) -> list[tuple[str, str]]:
     return out
 
 
+_ARGUMENT_LIKE = re.compile(r"^(-|[~./$|<>&\"'`*(\[{])|[-_./=@:$\d*<>|]|[A-Z]")
+_PLAIN = re.compile(r"^[^\W\d_]+[,.;:]?$")
+# Subcommands taking a plain word (a package, a repository, an image): "pip install requests".
+_NAMED_TARGET = {"install", "add", "i", "get", "clone", "pull", "run", "exec", "tap", "dlx", "download", "apply"}
+
+
+def _prose_extent(name: str, rest: str) -> int:
+    """How much of ``rest`` (the prose after program ``name``) belongs to its command: arguments that only
+    a command has (flags, paths, URLs, words with digits, dots, dashes…), a known subcommand and its one
+    plain target, the programs after a pipe or ``&&``; the first other plain word ends it. 0: no command."""
+    # state: "program" (a program comes next), "sub" (its subcommand may), "target" (a plain target may), "args"
+    end, program, state = 0, name, "sub"
+    for m in re.finditer(r"\S+", rest):
+        word = m.group(0)
+        low = word.lower()
+        if state == "program" or word in ("|", "||", "&&", ";") or (low == "-m" and name == "python"):
+            state = "program" if word in ("|", "||", "&&", ";", "-m", "sudo") or _ASSIGNMENT.match(word) else "sub"
+            program = low if state == "sub" else program
+        elif state == "sub" and low in SUBCOMMANDS.get(program, ()):
+            state = "target" if low in _NAMED_TARGET else "args"
+        elif _ARGUMENT_LIKE.search(word) and not _PLAIN.match(word):
+            state = "target" if state == "target" else "args"  # options before the target: "install -y x"
+        elif (state == "target" and _PLAIN.match(word)) or (
+            state == "sub" and program in ("npx", "pipx") and _PLAIN.match(word)
+        ):
+            state = "args"
+        else:
+            break
+        end = m.end()
+    return end
+
+
 def _command_lines(text: str) -> list[tuple[int, str]]:
     """Every command line of ``text`` with its offset: fenced shell blocks (every line), other fenced blocks
     and code spans (lines starting with a known program), prompt lines, and prose commands."""
@@ -213,11 +242,10 @@ def _command_lines(text: str) -> list[tuple[int, str]]:
         if any(s <= m.start() < e for s, e in taken):
             continue
         end = _PROSE_END.search(text, m.end() + 1)
-        line = text[m.start() : end.start() if end else len(text)]
-        rest = text[m.end() : m.start() + len(line)]
-        head = " ".join(rest.split()[:3])
-        name = _program(_words(line))[0]
-        if _ARGUMENT_SHAPE.search(head) or next(iter(rest.split()), "").lower() in SUBCOMMANDS.get(name, ()):
+        rest = text[m.end() : end.start() if end else len(text)]
+        name = _program(_words(text[m.start() : m.end()]))[0]
+        line = text[m.start() : m.end() + _prose_extent(name, rest)]
+        if line != text[m.start() : m.end()]:
             taken.append((m.start(), m.start() + len(line)))
             add(m.start(), line, False)
     return sorted(found)

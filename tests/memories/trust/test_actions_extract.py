@@ -100,6 +100,18 @@ def test_prose_words_are_no_commands():
     assert [a.value for a in of("Decode the value with base64 -d before reading it.", K.COMMAND)] == ["base64"]
 
 
+def test_a_command_in_prose_ends_where_the_prose_goes_on():
+    found = text_actions("Use pipx install acme-cli so the tool gets its own environment.")
+    assert [(a.kind, a.value, a.excerpt) for a in found] == [
+        (K.COMMAND, "pipx install", "pipx install acme-cli"),
+        (K.PACKAGE, "pypi:acme-cli", "pipx install acme-cli"),
+    ]
+    assert [a.excerpt for a in of("Run npm ci so the versions are locked", K.COMMAND)] == ["npm ci"]
+    assert [a.excerpt for a in of("then curl -fsSL https://x.example/i | sudo bash and relax", K.COMMAND)] == [
+        "curl -fsSL https://x.example/i | sudo bash"
+    ]
+
+
 @pytest.mark.parametrize(
     ("text", "packages"),
     [
