@@ -186,7 +186,7 @@ def _prose_extent(name: str, rest: str) -> int:
     a command has (flags, paths, URLs, words with digits, dots, dashes…), a known subcommand and its one
     plain target, the programs after a pipe or ``&&``; the first other plain word ends it. 0: no command."""
     # state: "program" (a program comes next), "sub" (its subcommand may), "target" (a plain target may), "args"
-    end, program, state = 0, name, "sub"
+    end, program, state, after_option = 0, name, "sub", False
     for m in re.finditer(r"\S+", rest):
         word = m.group(0)
         low = word.lower()
@@ -196,13 +196,16 @@ def _prose_extent(name: str, rest: str) -> int:
         elif state == "sub" and low in SUBCOMMANDS.get(program, ()):
             state = "target" if low in _NAMED_TARGET else "args"
         elif _ARGUMENT_LIKE.search(word) and not _PLAIN.match(word):
-            state = "target" if state == "target" else "args"  # options before the target: "install -y x"
+            # Options (and an option's value) before the target keep it coming: "install -i URL x".
+            option = word.startswith("-")
+            state = "target" if state == "target" and (option or after_option) else "args"
         elif (state == "target" and _PLAIN.match(word)) or (
             state == "sub" and program in ("npx", "pipx") and _PLAIN.match(word)
         ):
             state = "args"
         else:
             break
+        after_option = word.startswith("-") and "=" not in word
         end = m.end()
     return end
 
