@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django import template
 
-from memories.items.models import MemoryItem
+from memories.items.models import ItemStatus, MemoryItem
 from memories.trust.actions.models import ItemAction
 from memories.trust.actions.shapes import KIND_VERBS, ActionKind
 from memories.trust.risk_models import RiskFinding
@@ -26,14 +26,23 @@ def item_actions_shown(item: MemoryItem) -> list[dict]:
     findings = dict(
         RiskFinding.objects.filter(item=item, kind=Kind.UNAPPROVED_ACTION).values_list("excerpt", "confirmed")
     )
+    rows = list(ItemAction.objects.filter(item=item).order_by("id"))
+    # A command and the package it installs share one excerpt: the one that is known elsewhere is not marked.
+    elsewhere = set(
+        ItemAction.objects.filter(
+            bank_id=item.bank_id, item__status=ItemStatus.APPROVED, value__in={a.value for a in rows}
+        )
+        .exclude(item=item)
+        .values_list("kind", "value")
+    )
     out = []
-    for a in ItemAction.objects.filter(item=item).order_by("id"):
+    for a in rows:
         if a.kind == ActionKind.PACKAGE:
             registry, _, name = a.value.partition(":")
             shown = f"{name} ({registry})"
         else:
             shown = a.excerpt if len(a.excerpt) <= SHOWN_MAX else a.excerpt[: SHOWN_MAX - 1] + "…"
-        novel = a.excerpt in findings
+        novel = a.excerpt in findings and (a.kind, a.value) not in elsewhere
         out.append(
             {
                 "kind": a.kind,
