@@ -278,6 +278,8 @@ def memory_item_create(
     item_version_record(item=item, action="created", author=author, note=note, token=token)
     if memory_item_risk_rescan(item=item) and status == ItemStatus.APPROVED:
         memory_item_risks_confirm(item=item, author=author, token=token)  # who wrote it approved, knowing
+        item.needs_review_reason = ""  # so nothing waits for a review: the scan's flag is answered
+        item.save(update_fields=["needs_review_reason"])
     if first_vote:
         review_vote_first(item=item, author=author)
     items_status_announce(items=[item])

@@ -155,7 +155,8 @@ def test_an_import_lists_unapproved_actions_and_records_them(bank, owner):
     }
     release_import(bank=bank, records=_records(lesson), actor=owner, confirm_risks=True)
     item = MemoryItem.objects.get(bank=bank, title="Check the status page")
-    assert item.status == ItemStatus.APPROVED
+    # Approved by the importer, who confirmed its findings: served, and not flagged as waiting for a review.
+    assert item.status == ItemStatus.APPROVED and item.needs_review_reason == ""
     assert ItemAction.objects.filter(item=item, value="status.vendor.example").exists()
     found = RiskFinding.objects.filter(item=item, kind="unapproved_action")
     assert found.count() == 2 and all(f.confirmed and f.confirmed_by_id == owner.pk for f in found)
