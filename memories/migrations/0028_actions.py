@@ -46,7 +46,7 @@ class Migration(migrations.Migration):
                 ('excerpt', models.TextField()),
                 ('risks', models.CharField(blank=True, max_length=200)),
                 ('bank', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='accounts.bank')),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='actions', to='memories.memoryitem')),
+                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='recommended_actions', to='memories.memoryitem')),
             ],
             options={
                 'ordering': ['id'],

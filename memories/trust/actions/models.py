@@ -11,7 +11,7 @@ from memories.items.models import MemoryItem
 
 class ItemAction(models.Model):
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+")
-    item = models.ForeignKey(MemoryItem, on_delete=models.CASCADE, related_name="actions")
+    item = models.ForeignKey(MemoryItem, on_delete=models.CASCADE, related_name="recommended_actions")
     kind = models.CharField(max_length=16)  # shapes.ActionKind
     value = models.CharField(max_length=500)  # normalised: what approvals and the task are compared on
     excerpt = models.TextField()  # the exact text it was read from
