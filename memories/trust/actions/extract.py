@@ -11,7 +11,11 @@ from memories.trust.actions.commands import command_actions
 from memories.trust.actions.installs import package_actions, permission_actions
 from memories.trust.actions.network import network_actions
 from memories.trust.actions.payments import payment_actions
-from memories.trust.actions.shapes import Action
+from memories.trust.actions.shapes import Action, ActionKind
+
+# A command's name is too coarse a signal by itself ("npm ci", "rm", "curl -O"): what it fetches or installs is
+# judged by its host and its package. A command is a finding when it runs code its own way or widens rights.
+RISKY_COMMAND_PARTS = {"pipe to a shell", "sudo", "chmod", "chown", "eval"}
 
 
 def text_actions(text: str) -> list[Action]:
@@ -31,6 +35,12 @@ def text_actions(text: str) -> list[Action]:
             seen.add(a.key)
             out.append(a)
     return out
+
+
+def flaggable(a: Action) -> bool:
+    """Whether ``a``, new to a bank, is a finding: every host, address, package, payment and permission;
+    a command only with a risky part of RISKY_COMMAND_PARTS (the rest are recorded and shown, not flagged)."""
+    return a.kind != ActionKind.COMMAND or bool(RISKY_COMMAND_PARTS & set(a.risks))
 
 
 def item_actions(*, title: str, description: str, content: str) -> list[Action]:

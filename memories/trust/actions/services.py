@@ -12,7 +12,7 @@ from django.db.models import Q
 
 from accounts.models import Bank
 from memories.items.models import ItemStatus, MemoryItem
-from memories.trust.actions.extract import item_actions, task_asks
+from memories.trust.actions.extract import flaggable, item_actions, task_asks
 from memories.trust.actions.models import ItemAction
 from memories.trust.actions.shapes import Action
 from memories.trust.risk_models import FindingSource, RiskFinding
@@ -54,7 +54,7 @@ def _unapproved(actions: Sequence[Action], known: set, task: str) -> list[Action
     asks = task_asks(task)
     wanted = {}
     for a in actions:
-        if a.key not in known and not asks(a):
+        if flaggable(a) and a.key not in known and not asks(a):
             wanted.setdefault(a.excerpt, a)
     return list(wanted.values())
 
@@ -104,7 +104,7 @@ def item_actions_rescan(*, item: MemoryItem) -> list[RiskFinding]:
 
 def rows_unapproved_actions(*, bank: Bank, rows: Sequence[dict]) -> list[list[Action]]:
     """For each of ``rows`` (title, description, content: items about to be imported), the actions no
-    item ``bank`` approves recommends. An import has no task: nothing is exempt."""
+    item ``bank`` approves recommends (those that make a finding). An import has no task: nothing is exempt."""
     per_row = [item_actions(title=r["title"], description=r["description"], content=r["content"]) for r in rows]
     known = bank_approved_actions(bank=bank, keys=[a.key for actions in per_row for a in actions])
-    return [[a for a in actions if a.key not in known] for actions in per_row]
+    return [_unapproved(actions, known, "") for actions in per_row]
