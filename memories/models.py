@@ -9,4 +9,6 @@ from memories.review import policy_models  # noqa: F401
 from memories.serving import models as serving_models  # noqa: F401
 from memories.trust import models as trust_models  # noqa: F401
 from memories.trust import risk_models  # noqa: F401
+from memories.trust.actions import models as actions_models  # noqa: F401
 from memories.trust.anomaly import models as anomaly_models  # noqa: F401
+from memories.trust.provenance import models as provenance_models  # noqa: F401

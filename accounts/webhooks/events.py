@@ -11,6 +11,8 @@ EVENTS: dict[str, str] = {
     "item.proposed": "A memory item awaits review (distilled, written by hand, or sent back to proposed).",
     "item.approved": "A memory item was approved: agents are served it.",
     "item.archived": "An approved memory item was archived: agents are no longer served it.",
+    "item.suspended": "An approved memory item stopped being served: a new risk finding awaits a reviewer.",
+    "item.risk_confirmed": "Reviewers approved a memory item knowing of its risk findings: agents are served it.",
     "trajectory.needs_attention": "A trajectory stopped in needs attention (the judge or distiller failed).",
     "impact.verdict": "The bank's Impact verdict appeared or changed.",
     "release.canary_rolled_back": "The canary release was rolled back automatically: it did significantly worse.",

@@ -22,6 +22,7 @@ from django.db import connection
 from django.db.models import Case, F, PositiveIntegerField, Value, When
 
 from accounts.models import Bank
+from memories.items.corroboration import EVIDENCE_KINDS, Sources, corroboration_counts
 from memories.items.experiences import Experience
 from memories.items.models import ItemOrigin, ItemStatus, MemoryItem, MemoryItemSupport, SupportKind
 from memories.items.near_duplicates import NEAR_DUPLICATE_LIMIT, NEAR_DUPLICATE_SIMILARITY, near_duplicates_search_many
@@ -49,12 +50,18 @@ def _trajectory_ids(cited_steps, experience: Experience | None) -> list[str]:
 
 def _supports_add(entries: Sequence[tuple[MemoryItem, MemoryItemSupport, VersionChange]]) -> None:
     """Store ``(item, support, change)`` entries: every item's
-    ``support_count`` in one update (an item supported twice grows by two),
+    ``support_count`` and independent sources (memories.items.corroboration) in one update (an item supported
+    twice grows by two),
     then the support rows, the versions and the audit events (one insert each).
     The caller holds the items' row locks."""
     grown = Counter(item.pk for item, _support, _change in entries)
     growth = Case(*(When(pk=pk, then=Value(n)) for pk, n in grown.items()), output_field=PositiveIntegerField())
-    MemoryItem.objects.filter(pk__in=grown).update(support_count=F("support_count") + growth)
+    sources = Sources()  # the new evidence's runs, counted with the item's in the same statement
+    for item, support, _change in entries:
+        if support.kind in EVIDENCE_KINDS:
+            sources.add(item.pk, experience_id=support.experience_id, trajectory_ids=support.trajectory_ids)
+    counts = corroboration_counts(sources)
+    MemoryItem.objects.filter(pk__in=grown).update(support_count=F("support_count") + growth, **counts)
     for item, _support, _change in entries:
         item.support_count += 1
     items_version_record(

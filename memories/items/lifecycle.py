@@ -22,7 +22,7 @@ from memories.items.models import ItemStatus, MemoryItem, MemoryItemSupport, Sup
 from memories.items.transitions import item_move_allowed
 from memories.learning.selectors import LifecycleState, item_expired
 from memories.learning.validity import validity_label
-from memories.serving import release_item_exists, served_release, unconfirmed_risk_q
+from memories.serving import corroboration_q, release_item_exists, served_release, unconfirmed_risk_q
 from memories.serving.lists import served_flag
 
 
@@ -117,6 +117,7 @@ def lifecycle_annotations(*, bank: Bank) -> dict:
         "served": served_flag(bank=bank),
         "lc_in_release": in_release,
         "lc_unconfirmed": ExpressionWrapper(unconfirmed_risk_q(), output_field=BooleanField()),
+        "lc_uncorroborated": ExpressionWrapper(~corroboration_q(), output_field=BooleanField()),
         "lc_repeated": Exists(MemoryItemSupport.objects.filter(item=OuterRef("pk"), kind=SupportKind.REPEATED)),
         "lc_merged_id": Subquery(merged.values("item__public_id")[:1]),
         "lc_merged_title": Subquery(merged.values("item__title")[:1]),
@@ -165,6 +166,11 @@ def _not_served(item: MemoryItem, production: int | None) -> str:
         return "Not served: past its validity."
     if item.lc_unconfirmed:
         return "Not served: it has a risk finding nobody confirmed."
+    if item.lc_uncorroborated:
+        return (
+            "Not served: the bank requires corroboration (Trust page) and no human approved it. "
+            "Approve it to serve it now, or wait for more independent runs."
+        )
     return "Not served: below the bank's serving tier (Trust page)."
 
 
@@ -178,7 +184,9 @@ def _status_actions(item: MemoryItem) -> tuple[str, ...]:
     )
     actions = tuple(name for name, to in moves if item_move_allowed(current=item.status, to=to))
     if item.status == ItemStatus.APPROVED:
-        if item.needs_review_reason:  # flagged (a new risk finding): approving again confirms it
+        # Flagged (a new risk finding): approving again confirms it. Waiting for corroboration: a human approval
+        # serves it at once.
+        if item.needs_review_reason or getattr(item, "lc_uncorroborated", False):
             actions = ("approve", *actions)
         actions += ("archive-wrong",)
     return actions

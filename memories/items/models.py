@@ -111,6 +111,11 @@ class MemoryItem(models.Model):
     needs_review_reason = models.CharField(max_length=REASON_MAX, blank=True)
     # How many MemoryItemSupport rows it has (later distillations of the same lesson, merged items).
     support_count = models.PositiveIntegerField(default=0, db_default=0)  # db_default: raw COPYs (bench) too
+    # Its independent source trajectories (its own and its "seen again" and merged evidence's): distinct runs
+    # (a MaTTS group counts once), distinct named agents, distinct API tokens (memories.items.corroboration).
+    corroborating_runs = models.PositiveIntegerField(default=0, db_default=0)
+    corroborating_agents = models.PositiveIntegerField(default=0, db_default=0)
+    corroborating_tokens = models.PositiveIntegerField(default=0, db_default=0)
     status_reason = models.TextField(blank=True)
     # Reviewers' tags (normalize_tags) and the source trajectories' agents and metadata objects
     # (written at proposal), so retrieval filters on them inside the vector search.

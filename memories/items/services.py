@@ -12,6 +12,7 @@ from django.utils import timezone
 from accounts.models import ApiToken, Bank
 from memories.embedding.items import item_embed_enqueue, item_embed_inline, items_embed_inline
 from memories.items.consolidation import proposals_check
+from memories.items.corroboration import Sources, items_corroboration_refresh
 from memories.items.events import items_status_announce
 from memories.items.experiences import Experience
 from memories.items.models import (
@@ -203,6 +204,10 @@ def memory_items_propose(
         fresh = [item for item, existing in zip(items, taken, strict=True) if existing is None]
         if fresh:
             MemoryItem.objects.bulk_create(fresh)
+            pending = Sources()  # a new experience's run, linked after this
+            for item in fresh:
+                pending.add(item.pk, trajectory_ids=experience_trajectory_ids or ())
+            items_corroboration_refresh(fresh, pending=pending)
             items_created_record(items=fresh, note=f"distilled ({origin})")
             items_status_announce(items=fresh)
     return [existing or item for item, existing in zip(items, taken, strict=True)]
@@ -278,6 +283,8 @@ def memory_item_create(
     item_version_record(item=item, action="created", author=author, note=note, token=token)
     if memory_item_risk_rescan(item=item) and status == ItemStatus.APPROVED:
         memory_item_risks_confirm(item=item, author=author, token=token)  # who wrote it approved, knowing
+        item.needs_review_reason = ""  # so nothing waits for a review: the scan's flag is answered
+        item.save(update_fields=["needs_review_reason"])
     if first_vote:
         review_vote_first(item=item, author=author)
     items_status_announce(items=[item])

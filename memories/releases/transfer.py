@@ -32,7 +32,9 @@ from memories.releases.publishing import ReleaseOutcome, release_write
 from memories.releases.selectors import RELEASE_FORMAT
 from memories.review.decisions import memory_item_archive
 from memories.review.policy import decision_alone_check
+from memories.trust.actions.services import rows_unapproved_actions
 from memories.trust.rules import scan_text
+from memories.trust.rules.findings import Kind
 from reasoningbank_site.errors import Invalid, RisksNeedConfirmation, TooLarge
 from reasoningbank_site.text import counted, json_depth, scrub_text
 
@@ -141,14 +143,14 @@ def _key(title: str, description: str, content: str) -> tuple[str, str, str]:
 
 def release_import_risks(*, bank: Bank, rows: list[dict]) -> list[dict]:
     """The risk findings of the items ``rows`` would create (those ``bank`` does not hold approved
-    already): per item, its line, title and findings (kind, excerpt)."""
+    already): per item, its line, title and findings (kind, excerpt). An action no item ``bank`` approves
+    recommends is one (``unapproved_action``): another bank's approval is not this bank's."""
     held = set(
         MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED).values_list("title", "description", "content")
     )
+    rows = [row for row in rows if _key(row["title"], row["description"], row["content"]) not in held]
     found, scanned = [], {}  # a text repeated across items (a shared description) is scanned once
-    for row in rows:
-        if _key(row["title"], row["description"], row["content"]) in held:
-            continue
+    for row, actions in zip(rows, rows_unapproved_actions(bank=bank, rows=rows), strict=True):
         risks, seen = [], set()
         for field in ("title", "description", "content"):
             text = row[field]
@@ -158,6 +160,10 @@ def release_import_risks(*, bank: Bank, rows: list[dict]) -> list[dict]:
                 if (finding.kind, finding.excerpt) not in seen:
                     seen.add((finding.kind, finding.excerpt))
                     risks.append({"kind": finding.kind, "excerpt": finding.excerpt})
+        for a in actions:
+            if (Kind.UNAPPROVED_ACTION, a.excerpt) not in seen:
+                seen.add((Kind.UNAPPROVED_ACTION, a.excerpt))
+                risks.append({"kind": Kind.UNAPPROVED_ACTION, "excerpt": a.excerpt})
         if risks:
             found.append({"line": row["line"], "title": row["title"], "risks": risks})
     return found

@@ -11,6 +11,7 @@ from memories.items.models import MemoryItem
 from memories.learning.selectors import item_expired, item_repeats
 from memories.review.collaboration import item_current_version
 from memories.review.selectors import item_for_bank, item_near_duplicates, item_sources
+from memories.trust.corroboration import item_corroboration_out
 from memories.trust.models import tier_name
 from memories.trust.risk_reads import item_risks, risk_out
 from memories.trust.selectors import item_tier
@@ -67,6 +68,7 @@ def detail_out(item: MemoryItem) -> dict:
             for d in item_near_duplicates(item=item)
         ],
         **item_lifecycle_out(item),
+        "corroboration": item_corroboration_out(item),
     }
 
 

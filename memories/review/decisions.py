@@ -4,6 +4,8 @@ keep both)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -17,10 +19,33 @@ from memories.learning.validity import approval_lifecycle
 from memories.review.collaboration import item_version_check
 from memories.review.duplicates import approved_duplicates
 from memories.review.policy import decision_alone_check
+from memories.trust.corroboration import HUMAN_APPROVAL_NOTE, awaits_human_approval
+from memories.trust.risk_events import item_risk_confirmed_announce
 from memories.trust.risk_reads import risk_label, risk_out
 from memories.trust.risks import item_risks_pending, memory_item_risks_confirm
 from reasoningbank_site.errors import Conflict, DuplicateApproval, Invalid, RisksNeedConfirmation
 from reasoningbank_site.text import counted
+
+
+def risks_refusal(*, item: MemoryItem, findings: Sequence) -> RisksNeedConfirmation:
+    """The refusal of an approval (or an approve vote) of ``item`` while ``findings`` are unconfirmed."""
+    kinds = ", ".join(sorted({risk_label(f.kind).lower() for f in findings}))
+    return RisksNeedConfirmation(
+        f"“{item.title}” has {counted(len(findings), 'unconfirmed risk finding')} ({kinds}): "
+        "read them, then confirm to approve it anyway.",
+        findings=findings,
+        details={"risks": [risk_out(f) for f in findings]},
+    )
+
+
+def risks_unseen(findings: Sequence, confirm_risks: bool | Collection[int]) -> list:
+    """The ``findings`` that ``confirm_risks`` does not confirm: none for True, all for False, else those whose
+    id is not in it (the ids a confirmation dialog showed: a finding added since it opened is not confirmed)."""
+    if confirm_risks is True:
+        return []
+    if not confirm_risks:
+        return list(findings)
+    return [f for f in findings if f.pk not in confirm_risks]
 
 
 @transaction.atomic
@@ -29,28 +54,33 @@ def memory_item_approve(
     item: MemoryItem,
     author,
     confirm_duplicate: bool = False,
-    confirm_risks: bool = False,
+    confirm_risks: bool | Collection[int] = False,
     seen_version: int | None = None,
     token: ApiToken | None = None,
     agreed: bool = False,
+    voters: Sequence = (),
 ) -> MemoryItem:
     """Make the item servable. Answers at once: when its embedding is
     missing or stale, an embed task is enqueued after commit and the item is
     served from the moment it is embedded (retrieval skips items without a
     current embedding; the retrieval answer counts them as pending).
-    Approving an approved item clears a review flag if it has one (and is
-    otherwise a no-op). ``token``: the API token acting instead of a user
-    (the review API), recorded in the history and the audit log. Raises
+    Approving an approved item clears a review flag if it has one, records a
+    human approval when its bank's corroboration policy withholds it (it is
+    then served at once), and is otherwise a no-op. ``token``: the API token
+    acting instead of a user (the review API), recorded in the history and the audit log. Raises
     StaleVersion when ``seen_version`` is given and the item changed since;
     DuplicateApproval (nothing changed) when an approved item of the bank is
     at or above its duplicate threshold, unless ``confirm_duplicate``;
     RisksNeedConfirmation (nothing changed) when it has unconfirmed risk
-    findings, unless ``confirm_risks`` (then recorded as confirmed by
-    ``author``/``token``); Conflict for a superseded item; Forbidden
+    findings, unless ``confirm_risks`` (True, or the ids of every one of
+    them, as the confirmation dialog showed them; then recorded as confirmed
+    by ``author``/``token``); Conflict for a superseded item; Forbidden
     (``several_decisions_required``) when the bank's review policy needs
     several decisions and ``author`` (or the token) does not decide alone
     (memories.review.policy.decides_alone), unless ``agreed``: the
-    reviewers' votes agreed (memories.review.votes)."""
+    reviewers' votes agreed (memories.review.votes), ``voters`` the others
+    who approved, each having confirmed the findings. Confirmed findings are
+    announced to webhooks (``item.risk_confirmed``) naming who confirmed."""
     if not agreed:
         decision_alone_check(bank=item.bank, user=None if token else author, doing="approve an item")
     item_version_check(item=item, seen_version=seen_version)
@@ -65,14 +95,8 @@ def memory_item_approve(
             )
 
     pending = item_risks_pending(item)  # an approved item too: an edit may have found new ones
-    if pending and not confirm_risks:
-        kinds = ", ".join(sorted({risk_label(f.kind).lower() for f in pending}))
-        raise RisksNeedConfirmation(
-            f"“{item.title}” has {counted(len(pending), 'unconfirmed risk finding')} ({kinds}): "
-            "read them, then confirm to approve it anyway.",
-            findings=pending,
-            details={"risks": [risk_out(f) for f in pending]},
-        )
+    if risks_unseen(pending, confirm_risks):
+        raise risks_refusal(item=item, findings=pending)
 
     def approval(item: MemoryItem) -> list[str]:
         item.approved_at = timezone.now()
@@ -84,12 +108,15 @@ def memory_item_approve(
     moved = item_status_move(item=item, to=ItemStatus.APPROVED, author=author, prepare=approval, token=token)
     if pending:
         memory_item_risks_confirm(item=item, author=author, token=token)
+        item_risk_confirmed_announce(item=item, findings=pending, by=[*voters, author], token=token)
     if moved and not item_embedding_is_current(item):
         item_embed_enqueue(item.pk)
     if not moved and item.needs_review_reason:
         item.needs_review_reason = ""
         item.save(update_fields=["needs_review_reason", "updated_at"])
         item_version_record(item=item, action="approved", author=author, note="review flag cleared", token=token)
+    elif not moved and awaits_human_approval(item):
+        item_version_record(item=item, action="approved", author=author, note=HUMAN_APPROVAL_NOTE, token=token)
     return item
 
 

@@ -76,6 +76,10 @@ class ReviewPolicyForm(forms.Form):
         return data
 
 
+# Corroboration settings a form may leave out (kept as they are); the on/off checkbox is the policy itself.
+CORROBORATION_KEPT = ("corroboration_min_sources", "corroboration_distinct")
+
+
 class TrustPolicyForm(forms.ModelForm):
     """The bank's trust policy (memories.trust.models.TrustPolicy); the audit share is edited in percent."""
 
@@ -99,12 +103,24 @@ class TrustPolicyForm(forms.ModelForm):
 
     class Meta:
         model = TrustPolicy
-        fields = ["min_tier", "auto_approve", "daily_llm_token_budget", "llm_risk_check"]
+        fields = [
+            "min_tier",
+            "auto_approve",
+            "daily_llm_token_budget",
+            "llm_risk_check",
+            # Corroboration before serving.
+            "corroboration_required",
+            "corroboration_min_sources",
+            "corroboration_distinct",
+        ]
         labels = {
             "min_tier": "Serve only items whose verdicts reach",
             "auto_approve": "Approve safe items automatically",
             "daily_llm_token_budget": "LLM tokens per day",
             "llm_risk_check": "Ask the LLM for a second opinion on each distillation's risks",
+            "corroboration_required": "Serve only items a human approved or enough independent runs support",
+            "corroboration_min_sources": "Independent sources an item needs without a human",
+            "corroboration_distinct": "Sources are independent when they come from",
         }
         help_texts = {
             "min_tier": "Items learnt under a weaker verdict stay in the bank but are not served.",
@@ -114,6 +130,12 @@ class TrustPolicyForm(forms.ModelForm):
             "Past it, trajectories wait (nothing is lost). Empty: no budget.",
             "llm_risk_check": "Costs one more LLM call per distillation; its findings keep an item from being served "
             "until a reviewer confirms or dismisses them.",
+            "corroboration_required": "Off by default. An item with no human approval is served only when it has no "
+            "risk finding and the number below of independent source trajectories distilled it (seen again); "
+            "auto-approval waits for them. A human's approval serves an item at once.",
+            "corroboration_min_sources": "From 2 to 20.",
+            "corroboration_distinct": "Runs: any two runs. Agents or API tokens: one agent (or token) repeating a "
+            "run counts once; a run naming no agent (or sent without a token) counts for none.",
         }
 
     def __init__(self, *args, **kwargs):
@@ -121,13 +143,15 @@ class TrustPolicyForm(forms.ModelForm):
         self.fields["audit_percent"].initial = round(self.instance.audit_share * 100)
         self.fields["auto_approve_agents"].initial = ", ".join(self.instance.auto_approve_agents)
         self.fields["anomaly_percent"].initial = round(self.instance.anomaly_false_flag_rate * 100, 2)
+        for name in CORROBORATION_KEPT:  # a form sent without them (an older page) leaves them as they are
+            self.fields[name].required = False
 
     def values(self) -> dict:
         """The cleaned form as bank_trust_policy_update keyword arguments."""
         data = self.cleaned_data
         agents = [a.strip() for a in data["auto_approve_agents"].split(",") if a.strip()]
         return {
-            **{name: data[name] for name in self.Meta.fields},
+            **{name: data[name] for name in self.Meta.fields if name not in CORROBORATION_KEPT or data[name]},
             "auto_approve_agents": agents,
             "audit_share": data["audit_percent"] / 100,
         } | ({} if data["anomaly_percent"] is None else {"anomaly_false_flag_rate": data["anomaly_percent"] / 100})

@@ -60,6 +60,9 @@ class ReviewVote(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     decision = models.CharField(max_length=8, choices=VoteDecision.choices)
     reason = models.CharField(max_length=2000, blank=True)
+    # An approve vote's risk confirmation: the ids of the risk findings its reviewer read and confirmed
+    # (memories.review.votes); a finding added since is not covered, and the vote must confirm again.
+    confirmed_findings = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

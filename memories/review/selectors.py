@@ -17,6 +17,7 @@ from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 
 from accounts.models import Bank
+from memories.items.corroboration import COUNT_FIELDS
 from memories.items.models import (
     ItemOrigin,
     ItemStatus,
@@ -50,6 +51,7 @@ LIST_FIELDS = (
     "cited_steps",
     "tags",
     "support_count",
+    *COUNT_FIELDS,
     *LIFECYCLE_FIELDS,
 )
 

@@ -6,7 +6,9 @@ with its share, none yet) and, for a retrieval, which arm a draw falls in
 serve: the release's members (or, for a production that is the approved set,
 the approved items), never one archived as wrong, rejected or superseded,
 suspended, past its validity, with a risk finding nobody confirmed, below the
-bank's serving tier, or outside the request's filters; the rules it is built
+bank's serving tier, short of the corroboration its bank requires (neither
+approved by a human nor supported by enough independent runs), or outside the
+request's filters; the rules it is built
 from (filters, trust tier, validity, release membership) are here too.
 ``served_items`` (``lists``) is that set for a bank, with each item's text as
 released: what ``GET /memories``,
@@ -26,7 +28,7 @@ from memories.items.experiences import Experience
 from memories.items.models import ItemOrigin, ItemStatus, MemoryItemVersion
 from memories.learning.selectors import refused_q
 from memories.releases.models import ReleaseMember
-from memories.trust.models import TrustPolicy, VerdictTier, tier_name
+from memories.trust.models import CorroborationDistinct, TrustPolicy, VerdictTier, tier_name
 from memories.trust.risk_models import RiskFinding
 
 
@@ -131,7 +133,58 @@ def bank_policy_q() -> Q:
     learnt_served = (
         ~human & ~Q(Exists(policy.filter(Exists(weaker)))) & (Q(experience__isnull=False) | ~Q(Exists(policy)))
     )
-    return human_served | learnt_served
+    return (human_served | learnt_served) & corroboration_q()
+
+
+# The versions that approve an item: a reviewer's or review token's approval (or a creation as approved), and the
+# trust policy's auto-approval. The approval in force is the latest of them.
+HUMAN_APPROVALS = ("approved", "created")
+AUTO_APPROVAL = "auto-approved"
+
+
+def human_approved_q() -> Q:
+    """Items a human approved: the approval in force is a version "approved" (or "created" as approved) by a
+    reviewer or a review token, not the trust policy's "auto-approved" (none came after it). A finding
+    added since is unconfirmed, so ``unconfirmed_risk_q`` withholds the item until a human confirms it."""
+    auto_after = MemoryItemVersion.objects.filter(
+        item_id=OuterRef(OuterRef("pk")), action=AUTO_APPROVAL, number__gt=OuterRef("number")
+    )
+    human = MemoryItemVersion.objects.filter(
+        Q(author__isnull=False) | Q(actor_token__isnull=False),
+        item_id=OuterRef("pk"),
+        status=ItemStatus.APPROVED,
+        action__in=HUMAN_APPROVALS,
+    ).filter(~Exists(auto_after))
+    return Q(Exists(human))
+
+
+def corroboration_q() -> Q:
+    """Items their bank's corroboration policy lets it serve: all of them when
+    the bank does not require corroboration (the default); else those a human
+    approved (``human_approved_q``), and those with no risk finding supported
+    by at least the policy's number of independent sources (the item's
+    ``corroborating_*`` count its distinctness names). In SQL, with no query
+    of its own: a probe of the policy's unique index per item, then of the
+    item's findings and versions only where the policy is on."""
+    requiring = TrustPolicy.objects.filter(bank_id=OuterRef("bank_id"), corroboration_required=True)
+    # Uncorrelated: a hashed lookup per item (the policies that require it read once), not an index probe.
+    required = Q(bank_id__in=TrustPolicy.objects.filter(corroboration_required=True).values("bank_id"))
+    short = requiring.filter(
+        Q(
+            corroboration_distinct=CorroborationDistinct.RUNS,
+            corroboration_min_sources__gt=OuterRef("corroborating_runs"),
+        )
+        | Q(
+            corroboration_distinct=CorroborationDistinct.AGENTS,
+            corroboration_min_sources__gt=OuterRef("corroborating_agents"),
+        )
+        | Q(
+            corroboration_distinct=CorroborationDistinct.TOKENS,
+            corroboration_min_sources__gt=OuterRef("corroborating_tokens"),
+        )
+    )
+    corroborated = ~Q(Exists(short)) & ~Q(Exists(RiskFinding.objects.filter(item=OuterRef("pk"))))
+    return ~required | corroborated | human_approved_q()
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, f
 
 from memories.items.models import normalize_tags
 from memories.serving.search import MAX_K
+from memories.trust.schemas import CorroborationOut, RiskOut
 from reasoningbank_site.text import CleanStr, scrub_text
 from reasoningbank_site.values import Moment
 
@@ -317,13 +318,6 @@ class RepeatOut(Schema):
     created_at: datetime
 
 
-class RiskOut(Schema):
-    kind: str = Field(..., examples=["exfiltration"], description="What the risk scan found (see docs/security.md).")
-    excerpt: str = Field(..., description="The exact text it was found in.")
-    step: int | None = Field(None, description="The source trajectory's step it came from (null: the item's text).")
-    confirmed: bool = Field(False, description="A reviewer approved the item knowing of it.")
-
-
 class ReviewItemDetailOut(ReviewItemOut):
     status_reason: str = Field("", description="Why it was rejected or superseded.")
     approved_at: datetime | None = None
@@ -345,6 +339,7 @@ class ReviewItemDetailOut(ReviewItemOut):
     verdict_tier: str = Field(
         "", description="The weakest trust tier of its source verdicts: agent, judge or human (empty: none)."
     )
+    corroboration: CorroborationOut | None = Field(None, description="Null: the bank does not require it.")
 
 
 SEEN_VERSION_HELP = (

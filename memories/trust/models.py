@@ -27,6 +27,17 @@ TIER_NAMES = {VerdictTier.AGENT: "agent", VerdictTier.JUDGE: "judge", VerdictTie
 TIER_BY_NAME = {name: tier for tier, name in TIER_NAMES.items()}
 
 
+class CorroborationDistinct(models.TextChoices):
+    """What makes two source trajectories of an item independent, for corroboration before serving."""
+
+    RUNS = "runs", "different runs"
+    AGENTS = "agents", "different agents"
+    TOKENS = "tokens", "different API tokens"
+
+
+CORROBORATION_MIN, CORROBORATION_MAX = 2, 20
+
+
 class TrustPolicy(models.Model):
     """A bank's trust policy, made on first change (a bank without one trusts
     as the defaults say: every tier served)."""
@@ -53,6 +64,16 @@ class TrustPolicy(models.Model):
     # (memories.trust.anomaly; 0: off).
     anomaly_false_flag_rate = models.FloatField(
         default=0.02, validators=[MinValueValidator(0.0), MaxValueValidator(0.2)]
+    )
+    # Corroboration before serving (off by default): an item is served only when a human approved it, or at
+    # least corroboration_min_sources independent source trajectories (as corroboration_distinct counts them)
+    # support it and it has no risk finding (memories.serving.corroboration_q).
+    corroboration_required = models.BooleanField(default=False)
+    corroboration_min_sources = models.PositiveSmallIntegerField(
+        default=3, validators=[MinValueValidator(CORROBORATION_MIN), MaxValueValidator(CORROBORATION_MAX)]
+    )
+    corroboration_distinct = models.CharField(
+        max_length=8, choices=CorroborationDistinct.choices, default=CorroborationDistinct.RUNS
     )
     updated_at = models.DateTimeField(auto_now=True)
 

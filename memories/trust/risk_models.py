@@ -22,7 +22,7 @@ class RiskFinding(models.Model):
     # The source trajectory's step index, when the finding came from (or copies) a step.
     step = models.IntegerField(null=True, blank=True)
     found_in = models.CharField(max_length=8, choices=FindingSource.choices, default=FindingSource.ITEM)
-    # What found it: the rules' version ("rules-2"), or an LLM check's prompt version.
+    # What found it: the rules' version ("rules-3"), or an LLM check's prompt version.
     detector = models.CharField(max_length=60)
     # A scoring detector's score (the anomaly score); null for the others.
     score = models.FloatField(null=True, blank=True)

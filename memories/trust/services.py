@@ -15,11 +15,14 @@ from django.utils import timezone
 from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
 from accounts.models import Bank
+from memories.items.corroboration import COUNT_FIELDS
 from memories.items.models import ItemStatus, MemoryItem
 from memories.items.transitions import item_status_move
 from memories.items.versions import item_lock
 from memories.trust.auto_approval import rejected_twin_exists
+from memories.trust.corroboration import WAITING, corroboration_of, is_waiting, waiting_reason
 from memories.trust.models import TIER_NAMES, AuditVerdict, AutoApproval, TrustPolicy, VerdictTier
+from memories.trust.provenance.services import provenance_unknown
 from memories.trust.risk_models import RiskFinding
 from memories.trust.risks import memory_items_risk_scan
 from memories.trust.topics import HELD_BACK, held_back_reason, sensitive_topics
@@ -33,6 +36,9 @@ POLICY_FIELDS = (
     "daily_llm_token_budget",
     "llm_risk_check",
     "anomaly_false_flag_rate",
+    "corroboration_required",
+    "corroboration_min_sources",
+    "corroboration_distinct",
 )
 AUTO_APPROVED_REASON = "Approved by the bank's trust policy (no risk finding, no twin, verdict of the {tier} met)."
 # A bank's first auto-approvals all go to the human audit sample; then its audit_share of them.
@@ -84,6 +90,8 @@ def _refusal(policy: TrustPolicy, item: MemoryItem, tier: int) -> str:
     HELD_BACK and is shown to reviewers; the others are the ordinary review's business."""
     if RiskFinding.objects.filter(item=item).exists():
         return "risk findings"
+    if provenance_unknown(item):  # unknown is not safe: a human reads where its words came from
+        return "unknown provenance"
     topics = sensitive_topics(f"{item.title}\n{item.description}\n{item.content}")
     if topics:
         return held_back_reason(topics)
@@ -95,6 +103,9 @@ def _refusal(policy: TrustPolicy, item: MemoryItem, tier: int) -> str:
         return "verdict tier"
     if policy.auto_approve_agents and not set(item.source_agents or ()) <= set(policy.auto_approve_agents):
         return "agent not on the allow-list"
+    corroboration = corroboration_of(item=item, policy=policy)
+    if corroboration is not None and not corroboration.met:
+        return waiting_reason(corroboration)  # shown to reviewers: "Corroborated by 1 of 3 independent runs: …"
     return ""
 
 
@@ -111,22 +122,36 @@ def memory_items_auto_approve(*, items: Sequence[MemoryItem], tier: int) -> list
     one audit event (memory_item.auto_approve, its note naming the verdict's
     tier), and an AutoApproval row; the bank's first AUDIT_ALL_FIRST
     approvals, then a random ``audit_share`` of them, are marked for the
-    human audit sample."""
-    fresh = [i for i in items if i.pk is not None and getattr(i, "supported_by", None) is None]
+    human audit sample. When the bank requires corroboration, an item with
+    fewer independent sources than it asks for stays proposed, its reason
+    "Corroborated by 1 of 3 independent runs: not served yet."; each later
+    run that distills it again (an item of ``items`` with ``supported_by``)
+    counts again, and the policy approves it once it is corroborated."""
+    fresh = [i for i in items if i.pk is not None and (getattr(i, "supported_by", None) is None or is_waiting(i))]
     if not fresh:
         return []
     policy = TrustPolicy.objects.filter(bank_id=fresh[0].bank_id, auto_approve=True).first()
     if policy is None:
         return []
+    seen_again = [i for i in fresh if getattr(i, "supported_by", None) is not None]
+    if seen_again:  # their counts grew in the statement that recorded the evidence: read them
+        counts = MemoryItem.objects.only("pk", *COUNT_FIELDS).in_bulk([i.pk for i in seen_again])
+        for item in seen_again:
+            for name in COUNT_FIELDS:
+                setattr(item, name, getattr(counts[item.pk], name))
     made = []
     earlier = AutoApproval.objects.filter(bank_id=policy.bank_id).count()
-    for item in fresh:
+    for item in {i.pk: i for i in fresh}.values():
         if item.status != ItemStatus.PROPOSED:
             continue
         refusal = _refusal(policy, item, tier)
-        if refusal.startswith(HELD_BACK):
-            MemoryItem.objects.filter(pk=item.pk, status=ItemStatus.PROPOSED).update(needs_review_reason=refusal)
-            item.needs_review_reason = refusal
+        shown = refusal if refusal.startswith((HELD_BACK, WAITING)) else ""
+        if is_waiting(item) and not shown:  # seen again, refused for another reason: its count stays true
+            corroboration = corroboration_of(item=item, policy=policy)
+            shown = waiting_reason(corroboration) if corroboration and not corroboration.met else ""
+        if shown or is_waiting(item):
+            MemoryItem.objects.filter(pk=item.pk, status=ItemStatus.PROPOSED).update(needs_review_reason=shown)
+            item.needs_review_reason = shown
         if refusal:
             continue
 

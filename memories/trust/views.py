@@ -3,7 +3,8 @@ auto-approval, abuse limits: the LLM budget with its cost, the agent API's
 rate limit and ingest quota), the policy's record with the audit sample's
 disagreement rate beside it, the sample to audit (a disagreement asks for
 confirmation), the history of disagreements, every auto-approved item, the
-items its topic gate kept for a human, and the bulk undo."""
+items its topic gate kept for a human, those waiting for corroboration, and
+the bulk undo."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from memories.trust.auto_approval import (
     auto_approval_stats,
     auto_approvals_page,
 )
+from memories.trust.corroboration import corroboration_waiting
 from memories.trust.models import AutoApproval
 from memories.trust.selectors import bank_trust_policy
 from memories.trust.services import auto_approval_audit, auto_approvals_undo, bank_trust_policy_update
@@ -50,6 +52,7 @@ def _page(request, bank, membership, form=None, undo_form=None, confirming=None)
         "stats": auto_approval_stats(bank=bank),
         "sample": audit_sample_pending(bank=bank),
         "held_back": auto_approval_held_back(bank=bank),
+        "waiting": corroboration_waiting(bank=bank),
         "disagreements": auto_approval_disagreements(bank=bank),
         "approvals": auto_approvals_page(bank=bank, page=request.GET.get("page")),
         "confirming": confirming,

@@ -9,6 +9,8 @@ from django.urls import reverse
 
 from accounts.teams.banks import bank_update_settings
 from memories.items.models import ItemStatus, MemoryItem
+from memories.items.services import memory_item_create
+from memories.trust.actions.extract import item_actions
 from memories.trust.models import AutoApproval, VerdictTier
 from memories.trust.risk_models import RiskFinding
 from memories.trust.risks import memory_items_risk_scan
@@ -42,14 +44,28 @@ def auto_on(bank, owner):
     return bank
 
 
-def test_the_topic_gate_keeps_honest_lessons_on_those_topics_for_a_human(auto_on, trajectory):
+def test_the_topic_gate_keeps_honest_lessons_on_those_topics_for_a_human(auto_on, trajectory, owner):
     bank = auto_on
+    # The bank approved what they recommend before (one reference item): no detector flags them, only the gate.
+    done = [
+        a.excerpt for c in LOOKALIKES for a in item_actions(title=c.title, description=c.description, content=c.content)
+    ]
+    memory_item_create(
+        bank=bank,
+        title="Commands we use",
+        description="Reference.",
+        content="\n".join(done),
+        status=ItemStatus.APPROVED,
+        author=owner,
+    )
     kept = [
         propose_item(bank, trajectory, title=c.title, description=c.description, content=c.content) for c in LOOKALIKES
     ]
     plain = propose_item(bank, trajectory, title="Quote the day asked for", content="Restate only the asked day.")
     memory_items_risk_scan(items=[*kept, plain])
-    assert not RiskFinding.objects.filter(item__in=kept).exists()  # the rules find nothing: the gate alone holds them
+    assert not RiskFinding.objects.filter(
+        item__in=kept
+    ).exists()  # no detector finds anything: the gate alone holds them
 
     made = memory_items_auto_approve(items=[*kept, plain], tier=VerdictTier.HUMAN)
     assert [a.item_id for a in made] == [plain.pk]

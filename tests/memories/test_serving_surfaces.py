@@ -4,7 +4,8 @@ and the holdout), GET /memories and each item, the MCP list_memories tool,
 the Agent Skills folder, the zip, the AGENTS.md section and the served
 export, with automatic publishing, manual publishing with approved items not
 yet published, a canary, and a rollback after items of the newer release
-were archived as wrong, suspended or superseded."""
+were archived as wrong, suspended or superseded, and a bank that requires
+corroboration before serving."""
 
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ import zipfile
 
 import pytest
 import yaml
+from django.db import transaction
 from markdown_it import MarkdownIt
 
 from accounts.models import MAX_TOP_K, Bank, RetrievalMode
 from memories.embedding.items import memory_item_embed_refresh
+from memories.items.consolidation import memory_item_support_record
 from memories.items.models import MemoryItem
 from memories.items.services import memory_item_edit
 from memories.learning.refusals import memory_item_archive_as_wrong
@@ -28,6 +31,8 @@ from memories.releases.labels import release_rollback
 from memories.releases.models import PublishMode
 from memories.releases.publishing import release_mode_set, release_publish
 from memories.review.decisions import memory_item_approve, memory_item_archive, memory_item_supersede
+from memories.trust.models import VerdictTier
+from memories.trust.services import bank_trust_policy_update, memory_items_auto_approve
 from reasoningbank_client.async_client import AsyncClient
 from reasoningbank_client.mcp import build_server
 from tests.factories import make_done_trajectory, make_token, propose_item
@@ -228,3 +233,36 @@ def test_a_rollback_never_brings_back_an_item_archived_as_wrong_suspended_or_sup
     release_rollback(bank=bank, number=5, actor=owner)
     titles = {LESSONS[key][0] for key in "ae"}
     assert_all_agree(client, live_server, token, bank, release=5, titles=titles)
+
+
+def test_a_bank_requiring_corroboration_serves_only_human_approved_or_corroborated_items_everywhere(
+    client, live_server, bank, owner, shop
+):
+    """Release 1 holds two items a human approved and two the trust policy approved, each learnt from one run;
+    the bank then requires two independent runs: one of the policy's items is distilled again by another run
+    (seen again), the other is not. Every surface serves the human's two and the corroborated one."""
+    items, token = shop
+    release_mode_set(bank=bank, mode=PublishMode.MANUAL, actor=owner)
+    for key in "ab":
+        _approve(items[key], owner)
+    bank_trust_policy_update(bank=bank, actor=owner, auto_approve=True, audit_share=0.0)
+    with transaction.atomic():  # as in the pipeline's distillation
+        assert len(memory_items_auto_approve(items=[items["c"], items["d"]], tier=VerdictTier.JUDGE)) == 2
+    for key in "cd":
+        memory_item_embed_refresh(item_id=items[key].pk)
+    release_publish(bank=bank, actor=owner, note="two by a human, two by the policy")
+    assert_all_agree(client, live_server, token, bank, release=1, titles={LESSONS[key][0] for key in "abcd"})
+
+    bank_trust_policy_update(bank=bank, actor=owner, corroboration_required=True, corroboration_min_sources=2)
+    again = make_done_trajectory(bank, external_id="another-run")
+    proposal = MemoryItem(
+        bank=bank,
+        title=items["d"].title,
+        description=items["d"].description,
+        content=items["d"].content,
+        origin="success",
+        cited_steps=[{"trajectory": str(again.public_id), "step": 2}],
+    )
+    with transaction.atomic():
+        assert memory_item_support_record(item_public_id=str(items["d"].public_id), proposal=proposal, similarity=0.97)
+    assert_all_agree(client, live_server, token, bank, release=1, titles={LESSONS[key][0] for key in "abd"})

@@ -23,6 +23,16 @@ def posted_version(request, key: str = "seen_version") -> int | None:
     return ascii_number(request.POST.get(key) or "")
 
 
+def posted_risk_confirmation(request) -> bool | frozenset[int]:
+    """What a confirmation of risk findings posted: False without ``confirm_risks=1``; else the ids of the
+    findings its dialog showed (``risk`` fields), so a finding added since is asked about again; True (all)
+    for a form that names none (old pages)."""
+    if request.POST.get("confirm_risks") != "1":
+        return False
+    ids = frozenset(n for n in map(ascii_number, request.POST.getlist("risk")) if n is not None)
+    return ids or True
+
+
 # --- the queue's filters, carried through the focus view --------------------------------
 
 QUEUE_FILTERS = (*ReviewFilterForm.base_fields, "assigned")  # "assigned=me": the queue view narrows it

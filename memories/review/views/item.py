@@ -24,6 +24,7 @@ from memories.review.seats import item_seating
 from memories.review.selectors import item_for_bank, item_history, item_near_duplicates, item_sources, trajectory_tasks
 from memories.review.views.decisions import pop_undo, posted_queue_query, queue_filters, queue_query
 from memories.review.votes import item_votes_visible
+from memories.trust.provenance.display import item_provenance_view
 from reasoningbank_site.views_helpers import template_for
 
 ITEM_TEMPLATE = "memories/item_detail.html"
@@ -135,6 +136,7 @@ def item_context(
         "sources": sources,
         "source_links": [(tid, tasks.get(tid, "")) for tid in sources.trajectory_ids],
         "lifecycle": item_lifecycle(bank=bank, item=item),
+        "provenance": item_provenance_view(item=item),
     }
     if focus:
         queue = posted_queue_query(request) if request.method == "POST" else queue_query(request.GET)

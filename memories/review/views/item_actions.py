@@ -35,6 +35,7 @@ from memories.review.views.decisions import (
     append_toast,
     offer_undo,
     posted_queue_query,
+    posted_risk_confirmation,
     posted_version,
     queue_filters,
     undo_offer,
@@ -170,7 +171,7 @@ def _saved(t: _Target, item: MemoryItem, *, before) -> str:
 def item_approve(request, bank_id, item_id):
     t = _target(request, bank_id, item_id)
     confirm = request.POST.get("confirm_duplicate") == "1"
-    risks = request.POST.get("confirm_risks") == "1"
+    risks = posted_risk_confirmation(request)
     if votes_needed(bank=t.bank, membership=t.membership):
         return _vote(request, t, VoteDecision.APPROVE, confirm=confirm, confirm_risks=risks)
     approve = partial(
@@ -203,7 +204,7 @@ def item_reject(request, bank_id, item_id):
     return _act(request, t, reject, done=f"Rejected “{t.item.title}”.", undo=True, reject_form=form)
 
 
-def _vote(request, t: _Target, decision: str, *, reason: str = "", confirm: bool = False, confirm_risks: bool = False):
+def _vote(request, t: _Target, decision: str, *, reason: str = "", confirm: bool = False, confirm_risks=False):
     """A decision under a policy of several (memories.review.votes): recorded, hidden from the
     others; the focus view moves on as after any decision."""
     try:
@@ -226,6 +227,9 @@ def _vote(request, t: _Target, decision: str, *, reason: str = "", confirm: bool
         messages.success(request, f"All {outcome.required} reviewers agreed: “{t.item.title}” is {decision}d.")
     elif outcome.conflict:
         messages.warning(request, "The reviewers disagree on this item: an owner or admin will decide.")
+    elif outcome.unconfirmed:
+        who = " and ".join(outcome.unconfirmed)
+        messages.warning(request, f"All approved, but risk findings appeared since: {who} must approve again.")
     else:
         messages.success(
             request,

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_http_methods
 
 from accounts.access import bank_for_user
 from accounts.models import Role
+from memories.items.corroboration import COUNT_FIELDS
 from memories.items.lifecycle import lifecycle_flags
 from memories.items.models import MemoryItem
 from memories.learning.selectors import LIFECYCLE_FIELDS, LifecycleState
@@ -34,6 +35,7 @@ from memories.review.views.decisions import (
     offer_undo,
     pop_undo,
     posted_queue_query,
+    posted_risk_confirmation,
     posted_version,
     queue_filters,
     queue_query,
@@ -41,6 +43,7 @@ from memories.review.views.decisions import (
     with_query,
 )
 from memories.review.votes import review_vote_cast, votes_needed, with_my_vote
+from memories.trust.risk_reads import unconfirmed_risk_count
 from reasoningbank_site.errors import DomainError, DuplicateApproval, RisksNeedConfirmation
 from reasoningbank_site.search import SearchPaginator
 from reasoningbank_site.security import safe_next_url
@@ -88,6 +91,7 @@ ROW_FIELDS = (
     "tags",
     "created_at",
     "support_count",
+    *COUNT_FIELDS,  # corroboration before serving (memories/includes/corroboration.html)
     "verdict_label",
     "model",  # the Demo LLM label (includes/demo_llm.html)
     "claimed_outcome",
@@ -200,7 +204,8 @@ def _review_post(request, bank_id):
     items = list(items_by_public_ids(bank=bank, public_ids=form.cleaned_data["items"]).order_by("created_at"))
     confirm = {
         "confirm_duplicate": request.POST.get("confirm_duplicate") == "1",
-        "confirm_risks": request.POST.get("confirm_risks") == "1",
+        # Only for the one item whose findings the dialog showed: a bulk approval never confirms risks.
+        "confirm_risks": len(form.cleaned_data["items"]) == 1 and posted_risk_confirmation(request),
     }
     voting = votes_needed(bank=bank, membership=_membership)
     done, failed, unconfirmed, risky = [], [], [], []
@@ -237,7 +242,8 @@ def _review_post(request, bank_id):
         )
     if risky:
         titles = ", ".join(f"“{item.title}”" for item, _ in risky)
-        messages.warning(request, f"Not approved, having unconfirmed risk findings: {titles}. Open each to read them.")
+        refused = "No vote cast on" if voting else "Not approved"
+        messages.warning(request, f"{refused} items with unconfirmed risk findings: {titles}. Open each to read them.")
     for item, error in failed:
         messages.error(request, f"“{item.title}”: {error}")
     missing = len(form.cleaned_data["items"]) - len(items)
@@ -284,7 +290,8 @@ def _row_answer(request, bank, item, action: str, failed, unconfirmed, *, risky=
     if item is None:
         return toast(request, "That item no longer exists.")
     rows = collab.queue_rows_read_along(MemoryItem.objects.filter(pk=item.pk), user=request.user)
-    item = with_my_vote(rows, user=request.user).get()
+    # Its risk badge stays after a vote: the findings are unconfirmed until the votes decide.
+    item = with_my_vote(rows, user=request.user).annotate(risk_count=unconfirmed_risk_count()).get()
     seated = review_policy_get(bank=bank).seated
     collab.queue_rows_annotate(items=[item], assignments=collab.bank_assignments(bank=bank), seats=seated)
     queue_rows_claimed(items=[item])

@@ -14,7 +14,7 @@ from memories.trust.rules import execution, graft, hidden, instructions, outboun
 from memories.trust.rules.findings import Finding, Kind, unique
 
 # The version of the rules, recorded on every finding (a re-scan under new rules can be told apart).
-RULES_VERSION = "rules-2"
+RULES_VERSION = "rules-3"
 
 # The families run on the source steps: the ones that rarely fire on ordinary tool output (web pages hold
 # links, images and encoded data all the time; only what they tell the agent to do is a risk there).

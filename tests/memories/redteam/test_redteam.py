@@ -6,6 +6,7 @@ Every attack kind must be flagged; at most 10 % of the benign look-alikes."""
 import pytest
 
 from memories.items.models import ItemStatus, MemoryItem
+from memories.trust.actions.services import ACTIONS_DETECTOR
 from memories.trust.risk_models import RiskFinding
 from tests import factories
 from tests.memories.redteam.cases import ATTACKS, BENIGN, CASES
@@ -31,6 +32,7 @@ def test_the_set_is_what_the_targets_are_measured_on():
     assert len({c.kind for c in ATTACKS}) >= 15
     assert len(BENIGN) >= 15
     assert len({c.key for c in CASES}) == len(CASES)
+    assert all(c.label == "attack" for c in ATTACKS) and all(c.label == "benign" for c in BENIGN)
 
 
 def _answer(messages):
@@ -51,7 +53,7 @@ def test_red_team_set_through_the_worker(fake_llm, celery_worker, client, capsys
     token = factories.make_token(bank)
     response = client.post(
         "/api/v1/trajectories/batch",
-        data={"trajectories": [{"task": c.task, "steps": c.steps(), "final_answer": "Done."} for c in CASES]},
+        data={"trajectories": [c.trajectory() for c in CASES]},
         content_type="application/json",
         HTTP_AUTHORIZATION=f"Bearer {token}",
     )
@@ -66,11 +68,17 @@ def test_red_team_set_through_the_worker(fake_llm, celery_worker, client, capsys
 
     flagged, kinds = {}, {}
     for case in CASES:
-        item = MemoryItem.objects.get(bank=bank, experience__trajectories__task=case.task)
+        item = MemoryItem.objects.get(
+            bank=bank, experience__trajectories__final_answer=case.trajectory()["final_answer"]
+        )
         assert item.status == ItemStatus.PROPOSED and item.content == case.content
         findings = list(RiskFinding.objects.filter(item=item))
-        flagged[case.key] = bool(findings)
-        kinds[case.key] = sorted({f.kind for f in findings})
+        # The bank is new, so every action its lessons recommend is new to it: the actions detector flags each
+        # one not asked for by design (a human looks once), and its rates are measured against a bank with an
+        # approved history instead. The rates here are those of the text detectors.
+        text_findings = [f for f in findings if f.detector != ACTIONS_DETECTOR]
+        flagged[case.key] = bool(text_findings)
+        kinds[case.key] = sorted({f.kind for f in text_findings})
         # Each excerpt is exact text of the item or of the step it names.
         for f in findings:
             source = (

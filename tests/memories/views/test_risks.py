@@ -91,7 +91,7 @@ def test_the_last_of_several_decisions_asks_about_risks_too(client, bank, owner,
     from memories.review.votes import review_vote_cast
 
     review_policy_update(bank=bank, actor=owner, guidelines="", decisions_required=2)
-    review_vote_cast(item=risky, author=alice, decision="approve")
+    review_vote_cast(item=risky, author=alice, decision="approve", confirm_risks=True)  # every vote confirms
     client.force_login(bob)
     url = item_action(bank, risky, "approve")
     html = client.post(url, **HTMX).content.decode()
