@@ -70,7 +70,7 @@ def memory_items_risk_scan(
     stored = RiskFinding.objects.bulk_create(rows) if rows else []
     # The detectors that read more than the text: the run's external content, the bank's approved items.
     stored += memory_items_paraphrase_scan(items=items, steps=steps, task=task)
-    stored += items_actions_scan(items=items, task=task)
+    stored += items_actions_scan(items=items, task=task, steps=steps)
     return stored + memory_items_anomaly_scan(items=items)
 
 
@@ -116,11 +116,12 @@ def memory_item_risk_rescan(*, item: MemoryItem) -> list[RiskFinding]:
     RiskFinding.objects.filter(item=item).exclude(pk__in=[f.pk for f in keep]).delete()
     RiskFinding.objects.bulk_create(fresh)
     # The detectors that read the bank (what it approved before), on the new text.
-    fresh += memory_item_anomaly_rescan(item=item)
-    fresh += item_actions_rescan(item=item)
+    fresh += item_actions_rescan(item=item, task=inputs.task, steps=[] if spans is None else inputs.steps)
     if item.status == ItemStatus.APPROVED and any(not f.confirmed for f in fresh):
         item.needs_review_reason = NEW_RISKS_REASON
         item.save(update_fields=["needs_review_reason", "updated_at"])
+    fresh += memory_item_anomaly_rescan(item=item)  # flags an approved item itself, with its own reason
+    if item.status == ItemStatus.APPROVED and any(not f.confirmed for f in fresh):
         item_suspended_announce(item=item, findings=fresh)  # webhooks: item.suspended, after commit
     return sorted(keep, key=lambda f: f.pk) + fresh
 

@@ -19,6 +19,7 @@ from memories.items.corroboration import COUNT_FIELDS
 from memories.items.models import ItemStatus, MemoryItem
 from memories.items.transitions import item_status_move
 from memories.items.versions import item_lock
+from memories.trust.actions.services import item_has_new_action
 from memories.trust.auto_approval import rejected_twin_exists
 from memories.trust.corroboration import WAITING, corroboration_of, is_waiting, waiting_reason
 from memories.trust.models import TIER_NAMES, AuditVerdict, AutoApproval, TrustPolicy, VerdictTier
@@ -95,6 +96,8 @@ def _refusal(policy: TrustPolicy, item: MemoryItem, tier: int) -> str:
     topics = sensitive_topics(f"{item.title}\n{item.description}\n{item.content}")
     if topics:
         return held_back_reason(topics)
+    if item_has_new_action(item):  # a host, command, package or payee the bank never approved: a human looks
+        return "an action new to the bank"
     if item.near_duplicates:
         return "a near-duplicate"
     if rejected_twin_exists(item=item):

@@ -70,19 +70,15 @@ def risky(bank, trajectory):
 
 
 def test_proposed_item_findings_are_stored(risky):
-    rules = RiskFinding.objects.filter(item=risky, detector=RULES_VERSION)
-    assert sorted(f.kind for f in rules) == [Kind.EXFILTRATION, Kind.INJECTED_INSTRUCTION]
-    assert not RiskFinding.objects.filter(item=risky, confirmed=True).exists()
-    # The one other finding: the collector's host, an action the bank never approved.
-    assert [f.kind for f in RiskFinding.objects.filter(item=risky).exclude(detector=RULES_VERSION)] == [
-        Kind.UNAPPROVED_ACTION
-    ]
+    kinds = sorted(f.kind for f in RiskFinding.objects.filter(item=risky))
+    assert kinds == [Kind.EXFILTRATION, Kind.INJECTED_INSTRUCTION]
+    assert all(not f.confirmed and f.detector == RULES_VERSION for f in RiskFinding.objects.filter(item=risky))
 
 
 def test_approval_needs_confirmation_recorded_with_who(risky, owner):
     with pytest.raises(RisksNeedConfirmation) as refused:
         memory_item_approve(item=risky, author=owner)
-    assert len(refused.value.findings) == 3 and refused.value.code == "risks_need_confirmation"
+    assert len(refused.value.findings) == 2 and refused.value.code == "risks_need_confirmation"
     risky.refresh_from_db()
     assert risky.status == ItemStatus.PROPOSED
     memory_item_approve(item=risky, author=owner, confirm_risks=True)
@@ -90,7 +86,7 @@ def test_approval_needs_confirmation_recorded_with_who(risky, owner):
     assert risky.status == ItemStatus.APPROVED
     assert {(f.confirmed, f.confirmed_by_id) for f in RiskFinding.objects.filter(item=risky)} == {(True, owner.pk)}
     event = AuditEvent.objects.get(action="memory_item.confirm_risks")
-    assert event.actor_user_id == owner.pk and len(event.after["findings"]) == 3
+    assert event.actor_user_id == owner.pk and len(event.after["findings"]) == 2
 
 
 def test_a_clean_item_is_approved_without_confirmation(item, owner):
@@ -144,15 +140,11 @@ def test_review_api_shows_risks_and_needs_confirm_risks(client, review, risky, i
     detail = client.get(f"{QUEUE}/{item.public_id}", **review).json()
     assert detail["risks"] == [] and detail["risk_count"] == 0
     detail = client.get(f"{QUEUE}/{risky.public_id}", **review).json()
-    assert {r["kind"] for r in detail["risks"]} == {
-        Kind.EXFILTRATION,
-        Kind.INJECTED_INSTRUCTION,
-        Kind.UNAPPROVED_ACTION,
-    }
+    assert {r["kind"] for r in detail["risks"]} == {Kind.EXFILTRATION, Kind.INJECTED_INSTRUCTION}
     assert all(r["excerpt"] in INJECTED and r["step"] is None for r in detail["risks"])
 
     listed = client.get(QUEUE, {"has_risks": "true"}, **review).json()
-    assert [i["id"] for i in listed["items"]] == [str(risky.public_id)] and listed["items"][0]["risk_count"] == 3
+    assert [i["id"] for i in listed["items"]] == [str(risky.public_id)] and listed["items"][0]["risk_count"] == 2
     assert listed["count"] == 1
     assert client.get(QUEUE, **review).json()["count"] == 2
 
@@ -160,7 +152,7 @@ def test_review_api_shows_risks_and_needs_confirm_risks(client, review, risky, i
     refused = client.post(approve, data="{}", content_type="application/json", **review)
     assert refused.status_code == 409
     body = refused.json()
-    assert body["code"] == "risks_need_confirmation" and body["detail"] and len(body["risks"]) == 3
+    assert body["code"] == "risks_need_confirmation" and body["detail"] and len(body["risks"]) == 2
     risky.refresh_from_db()
     assert risky.status == ItemStatus.PROPOSED
     done = client.post(approve, data=json.dumps({"confirm_risks": True}), content_type="application/json", **review)

@@ -1,8 +1,14 @@
 """The actions finding: an action an item recommends that no item the bank
-currently approves recommends, and that the source task did not ask for, is
-a finding of kind ``unapproved_action`` (detector ACTIONS_DETECTOR, excerpt:
-the action's text). Its actions are recorded (ItemAction) on every scan, so
-approving the item makes them known to the bank."""
+currently approves recommends, that the source task did not ask for, and
+that came from the run's external content (a tool result or observation:
+what an attacker can write) is a finding of kind ``unapproved_action``
+(detector ACTIONS_DETECTOR, excerpt: the action's text). When the run cannot
+be read (written by a person, imported, steps purged) its origin is unknown,
+and novelty alone is a finding. An action new to the bank in the distiller's
+own words is no finding: it is listed as new on the item page, and keeps
+auto-approval away (item_has_new_action). Its actions are recorded
+(ItemAction) on every scan, so approving the item makes them known to the
+bank."""
 
 from __future__ import annotations
 
@@ -49,12 +55,28 @@ def _record(item: MemoryItem, actions: Sequence[Action]) -> None:
     )
 
 
-def _unapproved(actions: Sequence[Action], known: set, task: str) -> list[Action]:
-    """The actions neither known nor asked for, one per excerpt (a command and its package share one)."""
+# Step kinds whose words the world wrote (a page, a file, an API's answer), not the agent or its user.
+EXTERNAL_KINDS = ("tool_result", "observation")
+
+
+def external_text(steps: Sequence[dict] | None) -> str | None:
+    """The external content of a run's ``steps``, one text; None when there are no steps to read (the
+    origin of an action is then unknown)."""
+    if not steps:
+        return None
+    return "\n".join(
+        str(s.get("content") or "") for s in steps if isinstance(s, dict) and s.get("kind") in EXTERNAL_KINDS
+    )
+
+
+def _unapproved(actions: Sequence[Action], known: set, task: str, external: str | None = None) -> list[Action]:
+    """The actions neither known nor asked for and, when the run's ``external`` content is known, written
+    there; one per excerpt (a command and its package share one)."""
     asks = task_asks(task)
+    planted = (lambda a: True) if external is None else task_asks(external)
     wanted = {}
     for a in actions:
-        if flaggable(a) and a.key not in known and not asks(a):
+        if flaggable(a) and a.key not in known and not asks(a) and planted(a):
             wanted.setdefault(a.excerpt, a)
     return list(wanted.values())
 
@@ -69,32 +91,35 @@ def _finding(item: MemoryItem, a: Action) -> RiskFinding:
     )
 
 
-def items_actions_scan(*, items: Sequence[MemoryItem], task: str = "") -> list[RiskFinding]:
-    """Record the actions of items just proposed from one run (``task``: what its user asked) and store a
-    finding per action neither the bank approved nor the task asked for. Items that are no new proposal
+def items_actions_scan(*, items: Sequence[MemoryItem], task: str = "", steps: Sequence[dict] = ()) -> list[RiskFinding]:
+    """Record the actions of items just proposed from one run (``task``: what its user asked, ``steps``: its
+    steps) and store a finding per action neither the bank approved nor the task asked for, that the run's
+    external content wrote (any such action when there are no steps). Items that are no new proposal
     (``supported_by`` set: a lesson the bank held already) are skipped, as the risk scan skips them."""
     new = [i for i in items if getattr(i, "supported_by", None) is None and i.pk is not None]
     if not new:
         return []
     by_item = {item.pk: _of(item) for item in new}
+    external = external_text(steps)
     rows = []
     for item in new:
         known = bank_approved_actions(bank=item.bank, keys=[a.key for a in by_item[item.pk]])
         _record(item, by_item[item.pk])
-        rows += [_finding(item, a) for a in _unapproved(by_item[item.pk], known, task)]
+        rows += [_finding(item, a) for a in _unapproved(by_item[item.pk], known, task, external)]
     return RiskFinding.objects.bulk_create(rows) if rows else []
 
 
-def item_actions_rescan(*, item: MemoryItem) -> list[RiskFinding]:
-    """Record an edited (or just created) item's actions again and return its actions findings now. The task
-    is its source run's (its experience's, while that exists). An approved item's actions before the edit
+def item_actions_rescan(*, item: MemoryItem, task: str = "", steps: Sequence[dict] = ()) -> list[RiskFinding]:
+    """Record an edited (or just created) item's actions again and return its actions findings now.
+    ``task`` and ``steps``: its source run's, when they can still be read (none: its actions' origin is
+    unknown, and the task is its experience's while that exists). An approved item's actions before the edit
     count as approved (they were, with it); a finding found again keeps its row (and its confirmation);
     one no longer found is dropped. Returns the item's actions findings now."""
     actions = _of(item)
     known = bank_approved_actions(bank=item.bank, keys=[a.key for a in actions])
     _record(item, actions)
-    task = item.experience.task if item.experience_id else ""
-    wanted = {a.excerpt: a for a in _unapproved(actions, known, task)}
+    task = task or (item.experience.task if item.experience_id else "")
+    wanted = {a.excerpt: a for a in _unapproved(actions, known, task, external_text(steps))}
     old = RiskFinding.objects.filter(item=item, detector=ACTIONS_DETECTOR)
     have = set(old.filter(excerpt__in=list(wanted)).values_list("excerpt", flat=True))
     old.filter(~Q(excerpt__in=list(wanted))).delete()
@@ -108,3 +133,10 @@ def rows_unapproved_actions(*, bank: Bank, rows: Sequence[dict]) -> list[list[Ac
     per_row = [item_actions(title=r["title"], description=r["description"], content=r["content"]) for r in rows]
     known = bank_approved_actions(bank=bank, keys=[a.key for actions in per_row for a in actions])
     return [_unapproved(actions, known, "") for actions in per_row]
+
+
+def item_has_new_action(item: MemoryItem) -> bool:
+    """Whether ``item`` recommends an action no item its bank currently approves recommends (recorded by
+    the scans): such an item is never approved without a human, finding or not."""
+    keys = set(ItemAction.objects.filter(item=item).values_list("kind", "value"))
+    return bool(keys - bank_approved_actions(bank=item.bank, keys=keys))

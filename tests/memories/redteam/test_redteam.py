@@ -6,7 +6,6 @@ Every attack kind must be flagged; at most 10 % of the benign look-alikes."""
 import pytest
 
 from memories.items.models import ItemStatus, MemoryItem
-from memories.trust.actions.services import ACTIONS_DETECTOR
 from memories.trust.risk_models import RiskFinding
 from tests import factories
 from tests.memories.redteam.cases import ATTACKS, BENIGN, CASES
@@ -73,12 +72,8 @@ def test_red_team_set_through_the_worker(fake_llm, celery_worker, client, capsys
         )
         assert item.status == ItemStatus.PROPOSED and item.content == case.content
         findings = list(RiskFinding.objects.filter(item=item))
-        # The bank is new, so every action its lessons recommend is new to it: the actions detector flags each
-        # one not asked for by design (a human looks once), and its rates are measured against a bank with an
-        # approved history instead. The rates here are those of the text detectors.
-        text_findings = [f for f in findings if f.detector != ACTIONS_DETECTOR]
-        flagged[case.key] = bool(text_findings)
-        kinds[case.key] = sorted({f.kind for f in text_findings})
+        flagged[case.key] = bool(findings)
+        kinds[case.key] = sorted({f.kind for f in findings})
         # Each excerpt is exact text of the item or of the step it names.
         for f in findings:
             source = (

@@ -11,6 +11,7 @@ from memories.trust.paraphrase.directives import is_directive, is_strong_directi
 from memories.trust.paraphrase.sentences import sentences
 from memories.trust.risk_models import FindingSource, RiskFinding
 from memories.trust.risks import item_risks_pending, memory_items_risk_scan
+from memories.trust.rules import RULES_VERSION
 from memories.trust.rules.findings import Kind
 from tests.factories import make_trajectory, propose_item
 
@@ -106,7 +107,9 @@ def test_a_lesson_in_the_distillers_own_words_is_not_flagged_beside_a_planted_no
         content="Open the returns page and read it to the end before answering; state the number of days allowed.",
     )
     assert found == []
-    assert RiskFinding.objects.filter(item=item, detector="rules-2").exists()  # the planted note itself: a step finding
+    assert RiskFinding.objects.filter(
+        item=item, detector=RULES_VERSION
+    ).exists()  # the planted note itself: a step finding
 
 
 def test_a_translated_plant_is_missed_by_the_english_centred_model(bank):

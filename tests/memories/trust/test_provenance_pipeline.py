@@ -50,7 +50,7 @@ def test_a_distilled_item_keeps_its_provenance_and_a_copied_instruction_is_held(
     copied = [s for s in provenance.spans if s["source"] == "external"]
     assert [item.content[s["start"] : s["end"]] for s in copied] == [COPIED + " before answering"]
     assert {s["step"] for s in copied} == {2}
-    finding = RiskFinding.objects.get(item=item, kind=Kind.COPIED_INSTRUCTION)
+    finding = RiskFinding.objects.get(item=item, kind=Kind.COPIED_INSTRUCTION, detector="provenance-1")
     assert (finding.step, finding.detector, finding.confirmed) == (2, "provenance-1", False)
 
     assert item.status == ItemStatus.PROPOSED  # held for a human, not auto-approved
