@@ -384,12 +384,12 @@ def test_the_queue_with_slices_and_presence_stays_within_a_few_queries(
         review_presence_touch(item=item, user=bob)
     client.force_login(alice)
     url = _url("review", bank)
-    # 13: session, user, bank with membership, slices (+ their items), the page (its rows' versions and
+    # 14: session, user, bank with membership, slices (+ their items), the page (its rows' versions and
     # presence read with them), a query per slice for the rows' assignees, the agent dropdown, the bank's
-    # guidelines and the reviewer's saved views
-    with django_assert_max_num_queries(13):
+    # guidelines, the reviewer's saved views and the bank's trust policy (the rows' corroboration)
+    with django_assert_max_num_queries(14):
         html = client.get(url).content.decode()
     assert html.count("being reviewed by bob") == 10 and html.count("→ alice") == 3
-    with django_assert_max_num_queries(13):
+    with django_assert_max_num_queries(14):
         mine = client.get(url, {"assigned": "me"}).content.decode()
     assert mine.count('<tr id="item-') == 3
