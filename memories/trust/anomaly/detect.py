@@ -7,8 +7,12 @@ reviewer approves it, confirming."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 from django.core.cache import cache
+from django.db.models import Count, Subquery
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce
 
 from memories.embedding.items import item_embedding_is_current
 from memories.embedding.model import embed_text, item_embedding_text
@@ -17,7 +21,6 @@ from memories.trust.anomaly.calibration import (
     calibration_is_stale,
     item_anomaly_score,
     reference_items,
-    threshold_at,
 )
 from memories.trust.anomaly.models import AnomalyCalibration
 from memories.trust.risk_models import RiskFinding
@@ -33,16 +36,30 @@ ANOMALY_REASON = "Unlike the bank's approved items: not served until a reviewer 
 
 def bank_anomaly_threshold(bank) -> float | None:
     """The bank's threshold at its policy's false-flag rate (None: off, or not calibrated). Asks a worker
-    to recalibrate when the approved set changed enough (calibration_is_stale); never calibrates here."""
+    to recalibrate when the approved set changed enough (calibration_is_stale); never calibrates here.
+    One query reads the calibration's threshold (the one stored score at the rate's quantile, not the whole
+    list: calibration.threshold_at in SQL) and the reference's size beside it."""
     rate = bank_trust_policy(bank=bank).anomaly_false_flag_rate
     if rate <= 0:
         return None
-    calibration = AnomalyCalibration.objects.filter(bank=bank).first()
-    if calibration_is_stale(calibration, reference_items(bank.pk).count()) and cache.add(
+    approved = Subquery(reference_items(bank.pk).order_by().values("bank_id").annotate(n=Count("pk")).values("n"))
+    row = (
+        AnomalyCalibration.objects.filter(bank=bank)
+        .annotate(
+            approved=Coalesce(approved, 0),
+            # np.quantile(scores, 1 - rate, method="higher") of the sorted scores (1-based in SQL).
+            at=RawSQL("scores[ceil((cardinality(scores) - 1) * %s)::int + 1]", (1.0 - rate,)),
+        )
+        .values("reference_size", "computed_at", "approved", "at")
+        .first()
+    )
+    calibration = SimpleNamespace(**row) if row else None
+    size = row["approved"] if row else reference_items(bank.pk).count()
+    if calibration_is_stale(calibration, size) and cache.add(
         f"rb:anomaly-calibrate:{bank.pk}", 1, timeout=CALIBRATE_ASK_INTERVAL
     ):
         enqueue_on_commit("memories.anomaly_calibrate", bank.pk)
-    return threshold_at(calibration.scores, rate) if calibration is not None else None
+    return float(row["at"]) if row and row["at"] is not None else None
 
 
 def _vector(item: MemoryItem):

@@ -60,9 +60,13 @@ def provenance_row(item: MemoryItem, spans: Sequence[Span] | None, reason: str =
 
 
 def provenances_store(rows: Sequence[ItemProvenance]) -> None:
-    """Store ``rows``, replacing each item's earlier provenance."""
-    ItemProvenance.objects.filter(item__in=[r.item for r in rows]).delete()
-    ItemProvenance.objects.bulk_create(rows)
+    """Store ``rows``, replacing each item's earlier provenance (one upsert on the item)."""
+    ItemProvenance.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["item"],
+        update_fields=["status", "reason", "spans", "method", "computed_at"],
+    )
 
 
 def item_provenance_recompute(item: MemoryItem) -> tuple[list[Span] | None, Inputs]:

@@ -14,8 +14,13 @@ from django.urls import reverse
 
 from memories.items.models import ItemStatus, MemoryItem
 from memories.items.services import memory_item_edit
-from memories.trust.anomaly.calibration import MIN_REFERENCE, bank_anomaly_calibrate, banks_anomaly_recalibrate
-from memories.trust.anomaly.detect import ANOMALY_DETECTOR
+from memories.trust.anomaly.calibration import (
+    MIN_REFERENCE,
+    bank_anomaly_calibrate,
+    banks_anomaly_recalibrate,
+    threshold_at,
+)
+from memories.trust.anomaly.detect import ANOMALY_DETECTOR, bank_anomaly_threshold
 from memories.trust.anomaly.models import AnomalyCalibration
 from memories.trust.models import TrustPolicy
 from memories.trust.risk_models import RiskFinding
@@ -214,6 +219,16 @@ def test_the_false_flag_rate_on_the_reference_stays_within_the_setting(shop, ban
     text = _text(client.get(reverse("memories:trust", kwargs={"bank_id": bank.public_id})).content.decode())
     assert "Calibrated on 30 approved items" in text
     assert f"At the 20 % set, it flags {round(above / 30 * 100, 1):g} % of those approved items" in text
+
+
+def test_a_scan_reads_the_threshold_the_calibration_holds_at_each_rate(shop, bank, owner):
+    """The scan reads one stored score in SQL (not the whole list): the same as the calibration's own."""
+    calibration = bank_anomaly_calibrate(bank=bank)
+    for rate in (0.01, 0.02, 0.05, 0.1, 0.15, 0.2):
+        bank_trust_policy_update(bank=bank, actor=owner, anomaly_false_flag_rate=rate)
+        assert bank_anomaly_threshold(bank) == pytest.approx(threshold_at(calibration.scores, rate)), rate
+    bank_trust_policy_update(bank=bank, actor=owner, anomaly_false_flag_rate=0)
+    assert bank_anomaly_threshold(bank) is None
 
 
 def test_an_edit_away_from_the_bank_stops_serving_an_approved_item(shop, bank, owner):
