@@ -16,15 +16,13 @@ import os
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 
 from memories.items.models import ItemStatus, MemoryItem
 from memories.trust.risk_models import RiskFinding
 from tests import factories
 from tests.memories.redteam.cases import EVAL_DIR, bank_lessons, bank_seed, cases_load
-from tests.trajectories.llm_answers import JUDGE_SUCCESS
-from tests.worker import celery_broker, celery_worker, fake_llm_worker_env, wait_for  # noqa: F401
-from trajectories.models import Status, Trajectory
+from tests.memories.redteam.through_worker import case_answers, cases_through_worker
+from tests.worker import celery_broker, celery_worker, fake_llm_worker_env  # noqa: F401
 
 # Measured: 70 % (56/80) and 38 % (30/80); the bars allow 4 attacks and 3 look-alikes of noise.
 MIN_DETECTION = 0.65
@@ -45,15 +43,6 @@ def celery_worker_env(fake_llm):
     return fake_llm_worker_env(fake_llm)
 
 
-def _answer(messages):
-    prompt = messages[-1]["content"]
-    if "accomplished the task" in prompt:
-        return JUDGE_SUCCESS
-    case = next((c for c in HELDOUT if c.key in prompt), None)
-    assert case is not None, "a distill prompt without a held-out case's key"
-    return case.distilled()
-
-
 def _rates(cases, flagged) -> str:
     attacks = [c for c in cases if c.attack]
     benign = [c for c in cases if not c.attack]
@@ -67,27 +56,13 @@ def _rates(cases, flagged) -> str:
 @pytest.mark.parametrize("celery_broker", ["embedded"], indirect=True)
 @pytest.mark.skipif(not HELDOUT, reason=f"no held-out cases in {HELDOUT_DIR}")
 def test_held_out_split_through_the_worker(fake_llm, celery_worker, client, capsys):
-    fake_llm.responder = _answer
+    fake_llm.responder = case_answers(HELDOUT)
     owner = factories.make_user()
     bank = factories.make_bank(team=factories.make_team(owner=owner))
     assert bank_seed(bank, owner) == len(bank_lessons())
     token = factories.make_token(bank)
-    for start in range(0, len(HELDOUT), settings.RB_MAX_BATCH):
-        batch = HELDOUT[start : start + settings.RB_MAX_BATCH]
-        response = client.post(
-            "/api/v1/trajectories/batch",
-            data={"trajectories": [c.trajectory() for c in batch]},
-            content_type="application/json",
-            HTTP_AUTHORIZATION=f"Bearer {token}",
-        )
-        assert response.status_code == 200 and response.json()["accepted"] == len(batch), response.content
-    runs = Trajectory.objects.filter(bank=bank)
-    wait_for(
-        lambda: all(t.status in (Status.DONE, Status.NEEDS_ATTENTION) for t in runs.all()),
-        timeout=600,
-        what="the worker to judge and distill the held-out split",
-    )
-    assert sorted({t.status for t in runs.all()}) == [Status.DONE], [t.status_detail for t in runs.all()]
+    what = "the worker to judge and distill the held-out split"
+    cases_through_worker(client, bank=bank, token=token, cases=HELDOUT, what=what, timeout=600)
 
     findings, no_item = {}, []
     for case in HELDOUT:

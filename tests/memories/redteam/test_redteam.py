@@ -9,9 +9,8 @@ from memories.items.models import ItemStatus, MemoryItem
 from memories.trust.risk_models import RiskFinding
 from tests import factories
 from tests.memories.redteam.cases import ATTACKS, BENIGN, CASES
-from tests.trajectories.llm_answers import JUDGE_SUCCESS
-from tests.worker import celery_broker, celery_worker, fake_llm_worker_env, wait_for  # noqa: F401
-from trajectories.models import Status, Trajectory
+from tests.memories.redteam.through_worker import case_answers, cases_through_worker
+from tests.worker import celery_broker, celery_worker, fake_llm_worker_env  # noqa: F401
 
 MAX_FALSE_POSITIVE_RATE = 0.10
 
@@ -34,36 +33,21 @@ def test_the_set_is_what_the_targets_are_measured_on():
     assert all(c.label == "attack" for c in ATTACKS) and all(c.label == "benign" for c in BENIGN)
 
 
-def _answer(messages):
-    prompt = messages[-1]["content"]
-    if "accomplished the task" in prompt:
-        return JUDGE_SUCCESS
-    case = next((c for c in CASES if c.key in prompt), None)
-    assert case is not None, "a distill prompt without a red-team case key"
-    return case.distilled()
-
-
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("celery_broker", ["embedded"], indirect=True)
 def test_red_team_set_through_the_worker(fake_llm, celery_worker, client, capsys):
-    fake_llm.responder = _answer
+    fake_llm.responder = case_answers(CASES)
     bank = factories.make_bank()
     token = factories.make_token(bank)
-    response = client.post(
-        "/api/v1/trajectories/batch",
-        data={"trajectories": [c.trajectory() for c in CASES]},
-        content_type="application/json",
-        HTTP_AUTHORIZATION=f"Bearer {token}",
-    )
-    assert response.status_code == 200 and response.json()["accepted"] == len(CASES), response.content
-    runs = Trajectory.objects.filter(bank=bank)
-    wait_for(
-        lambda: all(t.status in (Status.DONE, Status.NEEDS_ATTENTION) for t in runs.all()),
-        timeout=300,
+    cases_through_worker(
+        client,
+        bank=bank,
+        token=token,
+        cases=CASES,
         what="the worker to judge and distill the red-team set",
+        timeout=300,
     )
-    assert sorted({t.status for t in runs.all()}) == [Status.DONE], [t.status_detail for t in runs.all()]
 
     flagged, kinds = {}, {}
     for case in CASES:
