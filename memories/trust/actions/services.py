@@ -23,6 +23,7 @@ from memories.trust.actions.models import ItemAction
 from memories.trust.actions.shapes import Action
 from memories.trust.risk_models import FindingSource, RiskFinding
 from memories.trust.rules.findings import Kind
+from memories.trust.rules.graft import OBSERVATION_KINDS
 
 ACTIONS_DETECTOR = "actions-1"
 
@@ -55,17 +56,13 @@ def _record(item: MemoryItem, actions: Sequence[Action]) -> None:
     )
 
 
-# Step kinds whose words the world wrote (a page, a file, an API's answer), not the agent or its user.
-EXTERNAL_KINDS = ("tool_result", "observation")
-
-
 def external_text(steps: Sequence[dict] | None) -> str | None:
     """The external content of a run's ``steps``, one text; None when there are no steps to read (the
     origin of an action is then unknown)."""
     if not steps:
         return None
     return "\n".join(
-        str(s.get("content") or "") for s in steps if isinstance(s, dict) and s.get("kind") in EXTERNAL_KINDS
+        str(s.get("content") or "") for s in steps if isinstance(s, dict) and s.get("kind") in OBSERVATION_KINDS
     )
 
 

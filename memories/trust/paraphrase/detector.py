@@ -21,10 +21,9 @@ from memories.embedding.model import embed_texts
 from memories.trust.paraphrase.directives import is_strong_directive, strong_directive_offsets
 from memories.trust.paraphrase.sentences import sentence_at, sentences
 from memories.trust.rules.findings import EXCERPT_MAX, Finding, Kind
+from memories.trust.rules.graft import OBSERVATION_KINDS
 
 DETECTOR = "paraphrase-1"
-# Step kinds that carry what the world said (memories.trust.rules.graft reads the same ones).
-EXTERNAL_KINDS = ("observation", "tool_result")
 # An item whose whole text (the vector the bank already stored) is less similar than this to every directive is
 # not cut into sentences: none of its sentences comes near one (the tune set's flagged items score 0.41 or more).
 ITEM_GATE = 0.3
@@ -48,7 +47,7 @@ def directives(steps: Sequence[dict]) -> list[Directive]:
     found: list[Directive] = []
     seen = set()
     for position, step in enumerate(steps or ()):
-        if not isinstance(step, dict) or step.get("kind") not in EXTERNAL_KINDS:
+        if not isinstance(step, dict) or step.get("kind") not in OBSERVATION_KINDS:
             continue
         text = str(step.get("content") or "")
         offsets = strong_directive_offsets(text)
