@@ -253,3 +253,12 @@ def prompt_version_label(version: str) -> str:
             examples = " + examples" if match["fs"] else ""
             return f"{match['name']} v{match['number']} ({kind}){examples}"
     return version or ""
+
+
+def token_estimate(text: str) -> int:
+    """The LLM tokens ``text`` costs, estimated without a tokenizer (none ships offline): one token per
+    4 bytes of UTF-8, the usual rule for English with GPT-style tokenizers, which also counts a CJK
+    character as about one token. Used for the memory block's cost; agents report their real usage."""
+    if not text:
+        return 0
+    return -(-len(text.encode("utf-8")) // 4)

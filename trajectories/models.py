@@ -65,6 +65,11 @@ class Trajectory(models.Model):
     # The agent's own outcome signal, as sent.
     outcome = models.CharField(max_length=16, choices=Label.choices, blank=True)
     reward = models.FloatField(null=True, blank=True)
+    # The agent's own LLM usage for the run, when it reported it (null: not reported).
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    # False for an evaluation try: judged like any other, never distilled into the bank.
+    learn = models.BooleanField(default=True)
 
     # NULL, not "": the unique constraint below applies only to trajectories that sent one.
     external_id = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
@@ -167,6 +172,7 @@ class Judgment(models.Model):
 
 
 # Each domain's own models, loaded with the app's (Django reads this module).
+from trajectories.evaluation import models as evaluation_models  # noqa: E402, F401
 from trajectories.judging import models as judging_models  # noqa: E402, F401
 from trajectories.otlp import models as otlp_models  # noqa: E402, F401
 from trajectories.pipeline import models as pipeline_models  # noqa: E402, F401

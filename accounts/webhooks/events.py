@@ -16,6 +16,8 @@ EVENTS: dict[str, str] = {
     "trajectory.needs_attention": "A trajectory stopped in needs attention (the judge or distiller failed).",
     "impact.verdict": "The bank's Impact verdict appeared or changed.",
     "release.canary_rolled_back": "The canary release was rolled back automatically: it did significantly worse.",
+    "evaluation.started": "An evaluation run was created: a runner can start its tries (rb eval run <id> -- <command>).",
+    "evaluation.finished": "Every try of an evaluation run is recorded and judged: its verdict is known.",
 }
 
 

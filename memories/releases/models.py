@@ -34,6 +34,12 @@ class ReleaseSource(models.TextChoices):
     IMPORTED = "imported", "Imported"
 
 
+class EvaluationGate(models.TextChoices):
+    OFF = "off", "Off: releases are published without an evaluation"
+    NOT_WORSE = "not_worse", "Required: not worse than production"
+    BEATS_CONTROL = "beats_control", "Required: not worse than production, and better than the same-budget control"
+
+
 class Release(models.Model):
     """One numbered release of a bank: never changed after it is written."""
 
@@ -104,6 +110,8 @@ class BankReleasing(models.Model):
     auto_rollback = models.BooleanField(
         default=False, help_text="Roll the canary back on its own when it is significantly worse than production."
     )
+    # Whether a release must pass an evaluation run before it is published or canaried.
+    evaluation_gate = models.CharField(max_length=16, choices=EvaluationGate.choices, default=EvaluationGate.OFF)
     # The last automatic rollback, shown on the bank's dashboard until a reviewer dismisses it.
     rollback_notice = models.TextField(blank=True)
     rollback_notice_at = models.DateTimeField(null=True, blank=True)
@@ -111,6 +119,28 @@ class BankReleasing(models.Model):
 
     def __str__(self) -> str:
         return f"releasing of bank {self.bank_id}"
+
+
+class ReleaseEvaluation(models.Model):
+    """The outcome of one evaluation run for a release (its candidate arm), written by
+    trajectories.evaluation when the run is created and when its results are known; what the
+    publishing gate reads. ``passed`` is null while the run is under way."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="evaluations")
+    run = models.UUIDField(unique=True)  # the EvalRun's public id
+    passed = models.BooleanField(null=True, blank=True)
+    # "better", "worse", "no_difference" or "" (not known yet) against each comparator arm.
+    versus_production = models.CharField(max_length=16, blank=True)
+    versus_control = models.CharField(max_length=16, blank=True)
+    summary = models.CharField(max_length=500, blank=True)  # one sentence, shown on the releases page
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"evaluation {self.run} of {self.release}"
 
 
 class ImportState(models.TextChoices):

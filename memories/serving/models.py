@@ -46,6 +46,8 @@ class RetrievalEvent(models.Model):
     successes = models.PositiveIntegerField(default=0)
     steps = models.PositiveBigIntegerField(default=0)
     latency_ms = models.FloatField(default=0)
+    # The estimated tokens of the memory block served (reasoningbank_site.text.token_estimate); 0 when none.
+    memory_tokens = models.PositiveIntegerField(default=0)
     # The number of the bank's release this retrieval served (holdout: would have served); null before
     # the bank had a release. A canary retrieval is in the treatment arm with the canary's number.
     release = models.PositiveIntegerField(null=True, blank=True)
