@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from trajectories.dashboard import reviewer_views as reviewers
 from trajectories.dashboard import views as dashboard
@@ -12,6 +12,7 @@ from trajectories.records import views as trajectories
 
 app_name = "trajectories"
 urlpatterns = [
+    path("", include("trajectories.evaluation.urls")),
     path("banks/<uuid:bank_id>/", dashboard.dashboard, name="dashboard"),
     path("banks/<uuid:bank_id>/trajectories/", trajectories.trajectory_list, name="list"),
     path("banks/<uuid:bank_id>/trajectories/<uuid:trajectory_id>/", trajectories.trajectory_detail, name="detail"),
