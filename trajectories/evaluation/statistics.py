@@ -39,8 +39,8 @@ test cannot reject at 5 % at all (its smallest p-value is 2 / 2^n); at 10 it can
 majority of tasks moving one way."""
 BOOTSTRAP_DRAWS = 2000
 MONTE_CARLO_DRAWS = 20000
-EXACT_GRID_MAX = 200_000
-"""Widest distribution of the sum (in grid steps) computed exactly; a wider one falls back to Monte Carlo."""
+EXACT_WORK_MAX = 4_000_000
+"""Most steps (tasks × width of the sum's grid) the exact test may take; beyond, it uses Monte Carlo."""
 SEED = 20240601
 """The fixed seed of the bootstrap and the Monte Carlo test: a run's numbers never change on a refresh."""
 
@@ -157,7 +157,7 @@ def sign_flip_p(differences: list[Fraction], *, seed: int = SEED) -> tuple[float
         return 1.0, True
     observed = abs(sum(grid))
     total = sum(values)
-    if 2 * total + 1 <= EXACT_GRID_MAX:
+    if len(values) * (2 * total + 1) <= EXACT_WORK_MAX:
         # counts[s + total] = how many sign patterns give sum s; each task adds ±v.
         counts = [0] * (2 * total + 1)
         counts[total] = 1

@@ -127,7 +127,7 @@ def test_the_exact_sign_flip_test_matches_enumerating_every_sign_pattern():
 def test_a_wide_grid_falls_back_to_a_seeded_monte_carlo_near_the_exact_value(monkeypatch):
     differences = [Fraction(n, 3) for n in (1, 2, 3, -1, 2, 1, 3, -2, 1, 2)]
     exact, was_exact = sign_flip_p(differences)
-    monkeypatch.setattr(statistics, "EXACT_GRID_MAX", 1)
+    monkeypatch.setattr(statistics, "EXACT_WORK_MAX", 1)
     estimate, estimated_exactly = sign_flip_p(differences)
     assert was_exact and not estimated_exactly
     # 20,000 draws: the Monte Carlo error is about 0.003 here.
