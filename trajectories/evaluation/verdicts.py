@@ -139,13 +139,14 @@ def _gate_rule(run: EvalRun) -> str:
 
 
 def _gate(rule: str, *, lead: str | None, actual: dict | None, equal: dict | None, complete: bool) -> dict:
-    """Whether the candidate passes the bank's gate (the not-worse rule when the gate is off)."""
+    """Whether the candidate passes the bank's gate (the not-worse rule when the gate is off), as
+    memories.releases.gate reads the release evaluation: against production, never no memory."""
     if lead != ArmKind.CANDIDATE:
         return {"passed": None, "reason": "The run has no candidate release to pass."}
     if not complete:
         return {"passed": None, "reason": "Not every try is recorded and judged yet."}
-    if actual is None:
-        return {"passed": False, "reason": "The run has neither a production nor a no-memory arm to compare with."}
+    if actual is None or actual["versus"] != ArmKind.PRODUCTION:
+        return {"passed": False, "reason": "The run has no production arm: the gate compares the candidate with it."}
     versus = ARM_NAMES[actual["versus"]]
     if actual["verdict"] == statistics.NOT_ENOUGH:
         return {
@@ -217,18 +218,14 @@ def _release_evaluation_fill(run: EvalRun, results: dict) -> None:
     candidate = run.arms.filter(kind=ArmKind.CANDIDATE, release__isnull=False).first()
     if candidate is None:
         return
+    # "" when the run has no such arm; "not_enough" is a final verdict too (too few tasks to tell).
     by_versus = {c["versus"]: c["verdict"] for c in results["comparisons"]}
-
-    def known(kind: str) -> str:
-        verdict = by_versus.get(kind, "")
-        return verdict if verdict in (statistics.BETTER, statistics.WORSE, statistics.NO_DIFFERENCE) else ""
-
     ReleaseEvaluation.objects.update_or_create(
         run=run.public_id,
         defaults={
             "passed": results["gate"]["passed"],
-            "versus_production": known(ArmKind.PRODUCTION),
-            "versus_control": known(ArmKind.CONTROL),
+            "versus_production": by_versus.get(ArmKind.PRODUCTION, ""),
+            "versus_control": by_versus.get(ArmKind.CONTROL, ""),
             "summary": results["verdict"]["text"][:SUMMARY_MAX],
             "finished_at": run.finished_at,
         },

@@ -234,10 +234,14 @@ def test_an_equal_candidate_shows_no_difference_and_must_beat_the_control_when_t
 
 def test_without_production_the_candidate_is_compared_with_no_memory_and_the_control_verdict_is_not_enough(bank):
     run = make_run(bank, {ArmKind.CANDIDATE: always(True), ArmKind.NO_MEMORY: solves_first(2)})
-    results = run_results(run)
+    results = run_results_refresh(run)
     assert results["verdict"]["at_actual_cost"] == "better" and results["verdict"]["at_equal_cost"] == "not_enough"
     assert "did better than no memory" in results["verdict"]["text"]
     assert "no same-budget control" in results["verdict"]["text"]
+    # The gate asks "not worse than production": a run without production cannot pass it.
+    assert results["gate"]["passed"] is False and "no production arm" in results["gate"]["reason"]
+    evaluation = ReleaseEvaluation.objects.get(run=run.public_id)
+    assert (evaluation.passed, evaluation.versus_production, evaluation.versus_control) == (False, "", "")
 
 
 def test_too_few_tasks_give_not_enough_and_do_not_pass(bank):
@@ -245,6 +249,8 @@ def test_too_few_tasks_give_not_enough_and_do_not_pass(bank):
     results = run_results_refresh(run)
     assert results["comparisons"][0]["verdict"] == "not_enough"
     assert results["gate"]["passed"] is False and "Too few tasks" in results["gate"]["reason"]
+    # Final but inconclusive: the gate's message can say so rather than "no production arm".
+    assert ReleaseEvaluation.objects.get(run=run.public_id).versus_production == "not_enough"
 
 
 def test_a_task_check_decides_the_outcome_over_the_trajectory_verdict(bank):
