@@ -49,7 +49,7 @@ def task_set_filters_clean(filters: dict | None) -> dict:
         value = filters.get(name) or ""
         if not isinstance(value, str) or len(value) > 200:
             raise Invalid(f"filters.{name} must be a string of at most 200 characters.")
-        clean[name] = value.strip()
+        clean[name] = _no_nul(value.strip(), f"filters.{name}")
     for name in ("date_from", "date_to"):
         value = filters.get(name) or ""
         if isinstance(value, date):
@@ -127,20 +127,26 @@ def task_set_candidates(*, bank: Bank, filters: dict) -> list[Candidate]:
     return found
 
 
+def _no_nul(value: str, field: str) -> str:
+    if "\x00" in value:
+        raise Invalid(f"{field} holds a NUL character, which cannot be stored or searched.")
+    return value
+
+
 def _name_clean(name) -> str:
     name = (name or "").strip() if isinstance(name, str) else ""
     if not name:
         raise Invalid("A task set needs a name.")
     if len(name) > TASK_SET_NAME_MAX:
         raise Invalid(f"A task set's name is at most {TASK_SET_NAME_MAX} characters.")
-    return name
+    return _no_nul(name, "The name")
 
 
 def _description_clean(description) -> str:
     description = (description or "").strip() if isinstance(description, str) else ""
     if len(description) > DESCRIPTION_MAX:
         raise Invalid(f"A task set's description is at most {DESCRIPTION_MAX:,} characters.")
-    return description
+    return _no_nul(description, "The description")
 
 
 def _name_free(*, bank: Bank, name: str) -> None:
