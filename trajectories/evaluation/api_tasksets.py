@@ -50,6 +50,12 @@ class TaskSetsOut(Schema):
     task_sets: list[TaskSetOut]
 
 
+class TaskSetDeletedOut(Schema):
+    id: UUID
+    name: str
+    deleted: bool = True
+
+
 class TaskSetIn(BodyIn):
     name: str = Field(..., examples=["checkout tasks"])
     description: str = ""
@@ -148,16 +154,23 @@ def task_sets_list(request):
     return {"task_sets": [_out(t) for t in TaskSet.objects.filter(bank=request.bank).order_by("-created_at")]}
 
 
-@router.get("/task-sets/{ref}", auth=auth, response=api_responses({200: TaskSetDetailOut}, 404), summary="One task set")
-def task_sets_get(request, ref: str):
+@router.get(
+    "/task-sets/{task_set_id}", auth=auth, response=api_responses({200: TaskSetDetailOut}, 404), summary="One task set"
+)
+def task_sets_get(request, task_set_id: str):
     """By id or name, with its tasks in order."""
-    return _detail_out(tasksets.task_set_lookup(bank=request.bank, ref=ref))
+    return _detail_out(tasksets.task_set_lookup(bank=request.bank, ref=task_set_id))
 
 
 @router.delete(
-    "/task-sets/{ref}", auth=auth, response=api_responses({204: None}, 404, 409), summary="Delete a task set"
+    "/task-sets/{task_set_id}",
+    auth=auth,
+    response=api_responses({200: TaskSetDeletedOut}, 404, 409),
+    summary="Delete a task set",
 )
-def task_sets_delete(request, ref: str):
-    """409 ``task_set_in_use`` while an evaluation run uses it (its results need its tasks)."""
-    tasksets.task_set_delete(task_set=tasksets.task_set_lookup(bank=request.bank, ref=ref))
-    return Status(204, None)
+def task_sets_delete(request, task_set_id: str):
+    """The set and its tasks. 409 ``task_set_in_use`` while an evaluation run uses it (its results need
+    its tasks)."""
+    task_set = tasksets.task_set_lookup(bank=request.bank, ref=task_set_id)
+    tasksets.task_set_delete(task_set=task_set)
+    return {"id": task_set.public_id, "name": task_set.name, "deleted": True}

@@ -123,7 +123,8 @@ def test_delete_is_refused_while_a_run_uses_it(client, review, bank):
     EvalRun.objects.create(bank=bank, task_set=TaskSet.objects.get(name="used"), k=1)
     refused = client.delete(f"{URL}/used", **review)
     assert refused.status_code == 409 and refused.json()["code"] == "task_set_in_use"
-    assert client.delete(f"{URL}/free", **review).status_code == 204
+    deleted = client.delete(f"{URL}/free", **review)
+    assert deleted.status_code == 200 and deleted.json()["name"] == "free" and deleted.json()["deleted"] is True
     assert list(TaskSet.objects.values_list("name", flat=True)) == ["used"]
     assert client.delete(f"{URL}/free", **review).status_code == 404
 
