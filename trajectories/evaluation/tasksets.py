@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from datetime import date
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import F, Func, Q, TextField, Value
+from django.db.models.functions import Trim
 
 from accounts.models import Bank
 from memories.items.experiences import Experience
@@ -256,17 +257,60 @@ def task_set_delete(*, task_set: TaskSet, actor=None) -> None:
 def task_excluded_items(task: EvalTask) -> frozenset[str]:
     """Public ids of the items a try of ``task`` must never be served: the task's own lessons. They are
     the items learnt from a past run of the same task (the same task id when the task has one, or the
-    same text), found through the experience every distilled item and its supporting evidence link to,
-    and those whose ``source_task_id`` is the task's. Pass them as retrieval_preview's ``exclude``
-    beside ``task_id=task.task_id``: a past run with no task id is then left out too."""
-    bank_id = task.task_set.bank_id
-    same = Q(task=task.text)
-    if task.task_id:
-        same |= Q(task_id=task.task_id)
-    runs = Trajectory.objects.filter(same, bank_id=bank_id, experience__isnull=False).values("experience_id")
-    experiences = Experience.objects.filter(Q(pk__in=runs) | same, bank_id=bank_id).values("pk")
-    own = Q(experience__in=experiences) | Q(supports__experience__in=experiences)
-    if task.task_id:
-        own |= Q(source_task_id=task.task_id)
-    rows = MemoryItem.objects.filter(own, bank_id=bank_id).values_list("public_id", flat=True).distinct()
-    return frozenset(str(pk) for pk in rows)
+    same text, whitespace aside: the rule task_set_candidates dedupes by): the items of that past task's
+    experience (every distilled item links to the experience of the trajectory it came from, which holds
+    its task text and id), the items that experience supported later, and those whose ``source_task_id``
+    is the task's. Pass them as retrieval_preview's ``exclude`` beside ``task_id=task.task_id``: a past
+    run with no task id is then left out too. For many tasks, tasks_excluded_items reads them at once."""
+    return tasks_excluded_items([task])[task.pk]
+
+
+def tasks_excluded_items(tasks: list[EvalTask]) -> dict[int, frozenset[str]]:
+    """task_excluded_items for each of ``tasks`` (of one bank), by task pk: four queries in all, the
+    experiences read once (they have no index on their text) — what a run reads when it starts."""
+    if not tasks:
+        return {}
+    bank_id = tasks[0].task_set.bank_id
+    texts = {_normal(t.text) for t in tasks}
+    task_ids = {t.task_id for t in tasks if t.task_id}
+    rows = (
+        Experience.objects.filter(bank_id=bank_id)
+        .annotate(
+            normal_task=Trim(
+                Func(
+                    F("task"),
+                    Value(r"\s+"),
+                    Value(" "),
+                    Value("g"),
+                    function="regexp_replace",
+                    output_field=TextField(),
+                )
+            )
+        )
+        .filter(Q(normal_task__in=texts) | Q(task_id__in=task_ids))
+        .values_list("pk", "normal_task", "task_id")
+    )
+    experiences_of: dict[tuple[str, str], set[int]] = {}  # ("text", normalised) or ("id", task id) → experiences
+    for pk, text, task_id in rows:
+        experiences_of.setdefault(("text", text), set()).add(pk)
+        if task_id:
+            experiences_of.setdefault(("id", task_id), set()).add(pk)
+    every = set().union(*experiences_of.values()) if experiences_of else set()
+    items = MemoryItem.objects.filter(bank_id=bank_id)
+    by_experience: dict[int, set[str]] = {}
+    for experience, public_id in [
+        *items.filter(experience_id__in=every).values_list("experience_id", "public_id"),
+        *items.filter(supports__experience_id__in=every).values_list("supports__experience_id", "public_id"),
+    ]:
+        by_experience.setdefault(experience, set()).add(str(public_id))
+    by_task_id: dict[str, set[str]] = {}
+    for task_id, public_id in items.filter(source_task_id__in=task_ids).values_list("source_task_id", "public_id"):
+        by_task_id.setdefault(task_id, set()).add(str(public_id))
+    found = {}
+    for task in tasks:
+        experiences = experiences_of.get(("text", _normal(task.text)), set())
+        if task.task_id:
+            experiences = experiences | experiences_of.get(("id", task.task_id), set())
+        own = set().union(*(by_experience.get(e, set()) for e in experiences))
+        found[task.pk] = frozenset(own | by_task_id.get(task.task_id, set()) if task.task_id else own)
+    return found

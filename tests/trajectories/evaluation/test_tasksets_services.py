@@ -7,6 +7,7 @@ import pytest
 from django.utils import timezone
 
 from memories.embedding.items import memory_item_embed_refresh
+from memories.items.experiences import experience_create
 from memories.items.services import memory_item_create
 from memories.review.decisions import memory_item_approve
 from memories.serving.preview import retrieval_preview
@@ -222,6 +223,15 @@ def test_a_task_set_a_run_uses_is_not_deleted(bank):
 # --- leave one task out ----------------------------------------------------------------------
 
 
+def learnt(bank, trajectory, title, **fields):
+    """An item distilled from ``trajectory`` the way the pipeline links it: to the experience of its task
+    (text and task id) and with the task id as its source task id."""
+    experience = experience_create(bank=bank, task=trajectory.task, task_id=trajectory.task_id)
+    Trajectory.objects.filter(pk=trajectory.pk).update(experience=experience)
+    trajectory.experience = experience
+    return propose_item(bank, trajectory, title=title, source_task_id=trajectory.task_id, **fields)
+
+
 def _serve(item):
     memory_item_embed_refresh(item_id=item.pk)
     item.refresh_from_db()
@@ -241,7 +251,7 @@ def test_an_item_learnt_from_a_task_is_never_served_for_that_task(open_bank, own
     text = "Track the parcel sent to Lisbon and report its delivery date"
     learnt_from = reviewed(bank, owner, text, task_id=task_id)
     own = _serve(
-        propose_item(
+        learnt(
             bank,
             learnt_from,
             title="Track parcels on the carrier page",
@@ -270,11 +280,23 @@ def test_an_item_learnt_from_a_task_is_never_served_for_that_task(open_bank, own
 
 def test_an_uploaded_task_leaves_out_lessons_of_past_runs_of_its_text_or_task_id(open_bank, owner):
     bank = open_bank
-    by_text = _serve(propose_item(bank, reviewed(bank, owner, "Renew my library card"), title="Renew at the desk"))
-    by_id = _serve(propose_item(bank, reviewed(bank, owner, "Renew the card, please", task_id="lib-9"), title="Renew"))
-    unrelated = _serve(propose_item(bank, reviewed(bank, owner, "Order a pizza"), title="Order online"))
+    by_text = _serve(learnt(bank, reviewed(bank, owner, "Renew my library card"), "Renew at the desk"))
+    by_id = _serve(learnt(bank, reviewed(bank, owner, "Renew the card, please", task_id="lib-9"), "Renew"))
+    unrelated = _serve(learnt(bank, reviewed(bank, owner, "Order a pizza"), "Order online"))
     body = jsonl({"id": "r1", "task": "Renew my library card"}, {"id": "r2", "task": "Renew it", "task_id": "lib-9"})
     first, second = tasksets.task_set_upload(bank=bank, name="cards", body=body).tasks.all()
     assert str(by_text.public_id) in tasksets.task_excluded_items(first)
     assert str(by_id.public_id) in tasksets.task_excluded_items(second)
     assert str(unrelated.public_id) not in tasksets.task_excluded_items(first) | tasksets.task_excluded_items(second)
+    together = tasksets.tasks_excluded_items([first, second])  # a run reads every task's at once
+    assert together == {first.pk: tasksets.task_excluded_items(first), second.pk: tasksets.task_excluded_items(second)}
+    assert together[first.pk] == {str(by_text.public_id)} and together[second.pk] == {str(by_id.public_id)}
+
+
+def test_a_run_of_the_task_spaced_differently_and_without_task_id_is_left_out_too(open_bank, owner):
+    bank = open_bank
+    older = _serve(learnt(bank, reviewed(bank, owner, "Renew  my library\ncard"), "Renew at the desk"))
+    reviewed(bank, owner, "Renew my library card")  # the same task, its newest run: the set takes this text
+    task = tasksets.task_set_from_trajectories(bank=bank, name="cards", filters={}).tasks.get()
+    assert task.text == "Renew my library card" and task.task_id == ""
+    assert tasksets.task_excluded_items(task) == {str(older.public_id)}
