@@ -121,7 +121,8 @@ def retrieval_outcome_change(*, retrieval_id: int, **counters: int) -> None:
 
 def retrieval_outcomes_apply(*, events: list[RetrievalEvent], changes: dict[int, dict[str, int]]) -> None:
     """What retrieval_outcome_change does, for many retrievals at once: add
-    ``changes`` (retrieval pk → COUNTERS by name, each optional) to the counters of ``events`` — rows the caller locked with
+    ``changes`` (retrieval pk → COUNTERS by name, each optional) to the
+    counters of ``events`` — rows the caller locked with
     retrievals_lock_for_outcomes in this transaction — in one UPDATE, and
     append what they change in the report's sums in one INSERT. Changes for
     a retrieval not among ``events`` (deleted) are ignored."""

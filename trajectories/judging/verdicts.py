@@ -25,12 +25,12 @@ from trajectories.models import Judgment, JudgmentSource, Label, Status, Traject
 from trajectories.pipeline.dispatch import trajectory_enqueue
 from trajectories.pipeline.transitions import trajectory_move, trajectory_move_many
 
-# The tier of a verdict by the source of the judgment that sets it: the agent's own report ranks lowest.
 # What judgment_record reads of the trajectory it locks (its verdict and what the verdict moves in the report).
 VERDICT_FIELDS = (
     "pk", "verdict", "verdict_tier", "retrieval_id", "bank_id", "step_count", "prompt_tokens", "completion_tokens",
 )  # fmt: skip
 
+# The tier of a verdict by the source of the judgment that sets it: the agent's own report ranks lowest.
 SOURCE_TIER = {
     JudgmentSource.HUMAN: VerdictTier.HUMAN,
     JudgmentSource.LLM: VerdictTier.JUDGE,
