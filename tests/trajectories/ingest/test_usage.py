@@ -133,17 +133,22 @@ def test_openai_chat_messages_with_a_top_level_usage(client, auth):
     assert (trajectory.prompt_tokens, trajectory.completion_tokens) == (54, 9)
 
 
-def test_langchain_ai_messages_usage_metadata_is_summed(client, auth):
+@pytest.mark.parametrize("dump", ["messages_to_dict", "model_dump", "dumpd"])
+def test_langchain_ai_messages_usage_metadata_is_summed(client, auth, dump):
+    from langchain_core.load import dumpd
     from langchain_core.messages import AIMessage, HumanMessage, messages_to_dict
 
-    messages = messages_to_dict(
-        [
-            HumanMessage("Opening hours?"),
-            AIMessage("Checking.", usage_metadata={"input_tokens": 40, "output_tokens": 5, "total_tokens": 45}),
-            AIMessage("9 to 5.", usage_metadata={"input_tokens": 60, "output_tokens": 6, "total_tokens": 66}),
-        ]
-    )
-    trajectory = stored(post(client, auth, {"task": "Opening hours?", "messages": messages}))
+    messages = [
+        HumanMessage("Opening hours?"),
+        AIMessage("Checking.", usage_metadata={"input_tokens": 40, "output_tokens": 5, "total_tokens": 45}),
+        AIMessage("9 to 5.", usage_metadata={"input_tokens": 60, "output_tokens": 6, "total_tokens": 66}),
+    ]
+    dumped = {
+        "messages_to_dict": lambda: messages_to_dict(messages),
+        "model_dump": lambda: [m.model_dump() for m in messages],
+        "dumpd": lambda: [dumpd(m) for m in messages],
+    }[dump]()
+    trajectory = stored(post(client, auth, {"task": "Opening hours?", "messages": dumped}))
     assert trajectory.input_format == "langchain"
     assert (trajectory.prompt_tokens, trajectory.completion_tokens) == (100, 11)
 
