@@ -45,6 +45,11 @@ class RetrievalEvent(models.Model):
     judged = models.PositiveIntegerField(default=0)
     successes = models.PositiveIntegerField(default=0)
     steps = models.PositiveBigIntegerField(default=0)
+    # Of the judged ones, those whose agent reported token usage: how many, their successes and their tokens.
+    usage_runs = models.PositiveIntegerField(default=0)
+    usage_successes = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
     latency_ms = models.FloatField(default=0)
     # The estimated tokens of the memory block served (reasoningbank_site.text.token_estimate); 0 when none.
     memory_tokens = models.PositiveIntegerField(default=0)
@@ -98,6 +103,14 @@ class RetrievalTally(models.Model):
     judged = models.IntegerField(default=0)
     successes = models.IntegerField(default=0)
     steps = models.BigIntegerField(default=0)  # step count of the judged ones
+    # Of the judged ones, those that reported token usage: how many, their successes, their tokens.
+    usage_runs = models.IntegerField(default=0)
+    usage_successes = models.IntegerField(default=0)
+    prompt_tokens = models.BigIntegerField(default=0)
+    completion_tokens = models.BigIntegerField(default=0)
+    # The memory blocks served (every retrieval, later steps of a run included; holdout: 0 tokens) and their tokens.
+    memory_blocks = models.IntegerField(default=0)
+    memory_tokens = models.BigIntegerField(default=0)
     compacted = models.BooleanField(default=False)
 
     class Meta:

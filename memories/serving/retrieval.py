@@ -18,6 +18,7 @@ from memories.serving.models import Arm, RetrievalEvent, RetrievalTally
 from memories.serving.preview import RetrievalResult, retrieval_preview, system_block_render
 from reasoningbank_site.commits import commit_without_waiting_for_disk
 from reasoningbank_site.errors import NotFound
+from reasoningbank_site.text import token_estimate
 
 
 def retrieval_perform(
@@ -116,6 +117,7 @@ def _event(
         filters=filters.as_dict(),
         latency_ms=round(result.latency_ms, 2),
         release=result.release,
+        memory_tokens=token_estimate(result.system_block) if result.system_block else 0,
     )
 
 
@@ -136,7 +138,8 @@ def _run_step_perform(
     candidates are drawn as usual, and items already served in the run (in
     the holdout arm: that would have been) are not served again unless
     ``include_served``; the run keeps the release of its first retrieval.
-    Its event points to the run's first retrieval and appends no tally row: the run is one unit of the Impact report, through
+    Its event points to the run's first retrieval, and its tally row counts
+    only its memory block: the run is one unit of the Impact report, through
     its first retrieval, which the trajectory links. The run's first
     retrieval stays locked until the step is logged, so concurrent steps of
     one run never serve the same item twice."""
@@ -169,6 +172,14 @@ def _run_step_perform(
         result.event.holdout_fraction = first.holdout_fraction
         result.event.item_holdout_fraction = first.item_holdout_fraction
         result.event.save(force_insert=True)
+        RetrievalTally(
+            bank_id=bank.pk,
+            day=tally_day(result.event),
+            holdout_fraction=first.holdout_fraction,
+            arm=first.arm,
+            memory_blocks=1,
+            memory_tokens=result.event.memory_tokens,
+        ).save(force_insert=True)
     return result
 
 
@@ -259,6 +270,8 @@ def retrieval_tally_for(*, event: RetrievalEvent) -> RetrievalTally:
         arm=event.arm,
         retrievals=1,
         triggered=int(is_triggered(event.results)),
+        memory_blocks=1,
+        memory_tokens=event.memory_tokens,
     )
 
 

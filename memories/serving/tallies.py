@@ -27,7 +27,10 @@ from django.db.models import QuerySet
 from memories.serving.models import Arm, ItemSide, RetrievalEvent, RetrievalTally
 from memories.serving.retrieval import candidate_ids, is_triggered, retrieval_tally_for, tally_day
 
-SUMS = ("retrievals", "triggered", "units", "y_sum", "y_sq_sum", "trajectories", "judged", "successes", "steps")
+SUMS = (
+    "retrievals", "triggered", "units", "y_sum", "y_sq_sum", "trajectories", "judged", "successes", "steps",
+    "usage_runs", "usage_successes", "prompt_tokens", "completion_tokens", "memory_blocks", "memory_tokens",
+)  # fmt: skip
 KEY = ("bank_id", "day", "holdout_fraction", "arm", "item", "side")
 COMPACT_BATCH = 5000
 
@@ -56,9 +59,38 @@ def _y(judged: int, successes: int) -> float | None:
 # What retrieval_outcomes_apply reads of a locked retrieval.
 OUTCOME_FIELDS = (
     "pk", "public_id", "bank_id", "created_at", "arm", "results", "withheld", "holdout_fraction", "item_holdout_fraction",
-    "linked", "judged", "successes", "steps",
+    "linked", "judged", "successes", "steps", "usage_runs", "usage_successes", "prompt_tokens", "completion_tokens",
 )  # fmt: skip
-COUNTERS = ("linked", "judged", "successes", "steps")
+# A retrieval's outcome counters (RetrievalEvent), each also summed in its arm's tally rows.
+COUNTERS = (
+    "linked", "judged", "successes", "steps", "usage_runs", "usage_successes", "prompt_tokens", "completion_tokens",
+)  # fmt: skip
+# The counters that only the arm's row sums (the item rows compare outcomes, not costs).
+ARM_ONLY = ("steps", "usage_runs", "usage_successes", "prompt_tokens", "completion_tokens")
+
+
+def trajectory_counters(
+    *, judged: bool, success: bool, steps: int, prompt_tokens: int | None, completion_tokens: int | None
+) -> dict[str, int]:
+    """What one linked trajectory adds to its retrieval's counters besides
+    ``linked``: when judged, one judged run (a success or not) and its steps;
+    when it also reported token usage (either count not null), one run with
+    usage, its success and its tokens (a missing count as 0). The difference
+    of two of these is what a verdict change moves."""
+    usage = judged and (prompt_tokens is not None or completion_tokens is not None)
+    return {
+        "judged": int(judged),
+        "successes": int(judged and success),
+        "steps": steps if judged else 0,
+        "usage_runs": int(usage),
+        "usage_successes": int(usage and success),
+        "prompt_tokens": (prompt_tokens or 0) if usage else 0,
+        "completion_tokens": (completion_tokens or 0) if usage else 0,
+    }
+
+
+def counters_difference(new: dict[str, int], old: dict[str, int]) -> dict[str, int]:
+    return {name: new.get(name, 0) - old.get(name, 0) for name in COUNTERS}
 
 
 def retrievals_lock_for_outcomes(retrievals: QuerySet[RetrievalEvent]) -> list[RetrievalEvent]:
@@ -69,16 +101,18 @@ def retrievals_lock_for_outcomes(retrievals: QuerySet[RetrievalEvent]) -> list[R
 
 
 @transaction.atomic
-def retrieval_outcome_change(
-    *, retrieval_id: int, linked: int = 0, judged: int = 0, successes: int = 0, steps: int = 0
-) -> None:
-    """Add the given changes to a retrieval's outcome counters (a trajectory
-    linked: ``linked=1``; a verdict set or changed: ±judged, ±successes,
-    ±steps) and append what they change in the report's sums. The retrieval
+def retrieval_outcome_change(*, retrieval_id: int, **counters: int) -> None:
+    """Add the given changes (COUNTERS by name, each 0 when not given) to a
+    retrieval's outcome counters (a trajectory linked: ``linked=1``; a
+    verdict set or changed: the difference of trajectory_counters) and
+    append what they change in the report's sums. The retrieval
     row is locked, so concurrent judgments of one MaTTS group see each
     other's counts. A retrieval that had no candidates only keeps counters
     (the report compares triggered retrievals only). Missing retrieval: no-op."""
-    change = {"linked": linked, "judged": judged, "successes": successes, "steps": steps}
+    unknown = set(counters) - set(COUNTERS)
+    if unknown:
+        raise TypeError(f"unknown outcome counters: {sorted(unknown)}")
+    change = {name: counters.get(name, 0) for name in COUNTERS}
     if not any(change.values()):
         return
     events = retrievals_lock_for_outcomes(RetrievalEvent.objects.filter(pk=retrieval_id))
@@ -87,8 +121,8 @@ def retrieval_outcome_change(
 
 def retrieval_outcomes_apply(*, events: list[RetrievalEvent], changes: dict[int, dict[str, int]]) -> None:
     """What retrieval_outcome_change does, for many retrievals at once: add
-    ``changes`` (retrieval pk → {linked, judged, successes, steps}, each
-    optional) to the counters of ``events`` — rows the caller locked with
+    ``changes`` (retrieval pk → COUNTERS by name, each optional) to the
+    counters of ``events`` — rows the caller locked with
     retrievals_lock_for_outcomes in this transaction — in one UPDATE, and
     append what they change in the report's sums in one INSERT. Changes for
     a retrieval not among ``events`` (deleted) are ignored."""
@@ -116,16 +150,14 @@ def _counters_save(events: list[RetrievalEvent]) -> None:
     sql = (
         f"UPDATE {RetrievalEvent._meta.db_table} AS r SET "
         + ", ".join(f"{name} = v.{name}" for name in COUNTERS)
-        + " FROM unnest(%s::bigint[], %s::integer[], %s::integer[], %s::integer[], %s::integer[])"
+        + f" FROM unnest(%s::bigint[], {', '.join(['%s::bigint[]'] * len(COUNTERS))})"
         + f" AS v(id, {', '.join(COUNTERS)}) WHERE r.id = v.id"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [[e.pk for e in events], *([getattr(e, name) for e in events] for name in COUNTERS)])
 
 
-def _outcome_rows(
-    event: RetrievalEvent, *, old_y: float | None, linked: int, judged: int, successes: int, steps: int
-) -> list[RetrievalTally]:
+def _outcome_rows(event: RetrievalEvent, *, old_y: float | None, linked: int, **change: int) -> list[RetrievalTally]:
     """The tally rows a change of a triggered retrieval's counters appends
     (``event`` already holds the new counters; ``old_y`` is its success share before)."""
     new_y = _y(event.judged, event.successes)
@@ -133,8 +165,8 @@ def _outcome_rows(
         "units": int(new_y is not None) - int(old_y is not None),
         "y_sum": (new_y or 0.0) - (old_y or 0.0),
         "y_sq_sum": (new_y or 0.0) ** 2 - (old_y or 0.0) ** 2,
-        "judged": judged,
-        "successes": successes,
+        "judged": change["judged"],
+        "successes": change["successes"],
     }
     key = {
         "bank_id": event.bank_id,
@@ -142,7 +174,7 @@ def _outcome_rows(
         "holdout_fraction": event.holdout_fraction,
         "arm": event.arm,
     }
-    rows = [RetrievalTally(**key, **outcome, trajectories=linked, steps=steps)]
+    rows = [RetrievalTally(**key, **outcome, trajectories=linked, **{name: change[name] for name in ARM_ONLY})]
     if any(outcome.values()):
         rows += [
             RetrievalTally(**key, item=item, side=item_side(event, item), **outcome)
@@ -204,38 +236,44 @@ _UUID_RE = r"^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$"
 # summed in SQL from the retrievals' counters: arm rows, then item rows.
 _REBUILD_SQL = """
 WITH e AS (
-    SELECT r.*, (r.created_at AT TIME ZONE 'UTC')::date AS day,
-           COALESCE(jsonb_typeof(r.results) = 'array' AND jsonb_array_length(
+    SELECT r.*, (r.created_at AT TIME ZONE 'UTC')::date AS day, r.run_id IS NULL AS first,
+           r.run_id IS NULL AND COALESCE(jsonb_typeof(r.results) = 'array' AND jsonb_array_length(
                CASE WHEN jsonb_typeof(r.results) = 'array' THEN r.results ELSE '[]'::jsonb END) > 0, false)
                AS trig,
            CASE WHEN r.judged > 0 THEN r.successes::float / r.judged END AS y
     FROM {retrieval} r
-    WHERE r.bank_id = %(bank)s AND r.run_id IS NULL  -- a run counts once, through its first retrieval
+    WHERE r.bank_id = %(bank)s  -- a run counts once, through its first retrieval; each step's memory block counts
 ), arms AS (
     INSERT INTO {tally} (bank_id, day, holdout_fraction, arm, item, side, retrievals, triggered, units, y_sum,
-                         y_sq_sum, trajectories, judged, successes, steps, compacted)
-    SELECT bank_id, day, holdout_fraction, arm, NULL, '', COUNT(*), COUNT(*) FILTER (WHERE trig),
+                         y_sq_sum, trajectories, judged, successes, steps, usage_runs, usage_successes,
+                         prompt_tokens, completion_tokens, memory_blocks, memory_tokens, compacted)
+    SELECT bank_id, day, holdout_fraction, arm, NULL, '', COUNT(*) FILTER (WHERE first), COUNT(*) FILTER (WHERE trig),
            COUNT(*) FILTER (WHERE trig AND judged > 0),
            COALESCE(SUM(y) FILTER (WHERE trig), 0), COALESCE(SUM(y * y) FILTER (WHERE trig), 0),
            COALESCE(SUM(linked) FILTER (WHERE trig), 0), COALESCE(SUM(judged) FILTER (WHERE trig), 0),
-           COALESCE(SUM(successes) FILTER (WHERE trig), 0), COALESCE(SUM(steps) FILTER (WHERE trig), 0), true
+           COALESCE(SUM(successes) FILTER (WHERE trig), 0), COALESCE(SUM(steps) FILTER (WHERE trig), 0),
+           COALESCE(SUM(usage_runs) FILTER (WHERE trig), 0), COALESCE(SUM(usage_successes) FILTER (WHERE trig), 0),
+           COALESCE(SUM(prompt_tokens) FILTER (WHERE trig), 0),
+           COALESCE(SUM(completion_tokens) FILTER (WHERE trig), 0),
+           COUNT(*), COALESCE(SUM(memory_tokens), 0), true
     FROM e GROUP BY bank_id, day, holdout_fraction, arm
 )
 INSERT INTO {tally} (bank_id, day, holdout_fraction, arm, item, side, retrievals, triggered, units, y_sum, y_sq_sum,
-                     trajectories, judged, successes, steps, compacted)
+                     trajectories, judged, successes, steps, usage_runs, usage_successes, prompt_tokens,
+                     completion_tokens, memory_blocks, memory_tokens, compacted)
 SELECT e.bank_id, e.day, e.holdout_fraction, e.arm, c.item::uuid,
        CASE WHEN e.arm = %(holdout)s THEN %(side_holdout)s
             WHEN NOT COALESCE(e.item_holdout_fraction, 0) > 0 THEN %(side_served)s
             WHEN jsonb_typeof(e.withheld) = 'array' AND e.withheld @> to_jsonb(c.item) THEN %(side_withheld_r)s
             ELSE %(side_served_r)s END AS side,
-       0, 0, COUNT(*), SUM(e.y), SUM(e.y * e.y), 0, SUM(e.judged), SUM(e.successes), 0, true
+       0, 0, COUNT(*), SUM(e.y), SUM(e.y * e.y), 0, SUM(e.judged), SUM(e.successes), 0, 0, 0, 0, 0, 0, 0, true
 FROM e
 CROSS JOIN LATERAL (
     SELECT DISTINCT lower(elem ->> 'id') AS item
     FROM jsonb_array_elements(CASE WHEN jsonb_typeof(e.results) = 'array' THEN e.results ELSE '[]'::jsonb END) AS elem
     WHERE jsonb_typeof(elem) = 'object' AND elem ->> 'id' ~* %(uuid_re)s
 ) c
-WHERE e.judged > 0
+WHERE e.first AND e.judged > 0
 GROUP BY 1, 2, 3, 4, 5, 6
 """
 

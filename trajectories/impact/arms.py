@@ -25,6 +25,12 @@ class ArmSums:
     successes: int = 0
     steps_sum: int = 0  # step counts of the judged trajectories
     steps_n: int = 0
+    usage_runs: int = 0  # judged trajectories whose agent reported token usage
+    usage_successes: int = 0  # of those, successes
+    prompt_tokens: int = 0  # their tokens
+    completion_tokens: int = 0
+    memory_blocks: int = 0  # memory blocks served (every retrieval, later steps of a run included)
+    memory_tokens: int = 0  # their estimated tokens (holdout: 0)
 
     @property
     def rate(self) -> float | None:
@@ -71,6 +77,32 @@ class ArmSums:
     @property
     def mean_steps(self) -> float | None:
         return self.steps_sum / self.steps_n if self.steps_n else None
+
+    @property
+    def tokens(self) -> int:
+        """Prompt + completion tokens of the judged runs that reported usage."""
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def tokens_per_run(self) -> float | None:
+        return self.tokens / self.usage_runs if self.usage_runs else None
+
+    @property
+    def prompt_tokens_per_run(self) -> float | None:
+        return self.prompt_tokens / self.usage_runs if self.usage_runs else None
+
+    @property
+    def completion_tokens_per_run(self) -> float | None:
+        return self.completion_tokens / self.usage_runs if self.usage_runs else None
+
+    @property
+    def memory_tokens_per_retrieval(self) -> float | None:
+        return self.memory_tokens / self.memory_blocks if self.memory_blocks else None
+
+    @property
+    def success_per_1k_tokens(self) -> float | None:
+        """Successes per 1,000 tokens, over the judged runs that reported usage."""
+        return 1000 * self.usage_successes / self.tokens if self.usage_runs and self.tokens else None
 
 
 def percent(fraction: float | None) -> float | None:

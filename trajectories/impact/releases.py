@@ -38,6 +38,11 @@ class CanaryVerdict:
         return self.assessment.decision
 
     @property
+    def cost_rows(self) -> list[tuple[str, ArmSums]]:
+        """The two arms' sums with their names, for the cost line of the page."""
+        return [(f"Canary {self.canary}", self.canary_sums), (f"Production {self.production}", self.production_sums)]
+
+    @property
     def worse(self) -> bool:
         return self.assessment.decision == Decision.HURTS
 
@@ -61,23 +66,27 @@ class CanaryVerdict:
         )
 
 
+USAGE_COUNTERS = ("usage_runs", "usage_successes", "prompt_tokens", "completion_tokens")
+
+
 def _sums(bank: Bank, releasing: BankReleasing) -> dict[int, ArmSums]:
     """Per release number, the ArmSums of the bank's first retrievals served
-    (treatment arm) since the canary started, by the production or the canary."""
-    triggered = ~Q(results=[])
+    (treatment arm) since the canary started, by the production or the canary;
+    the memory blocks of every retrieval (later steps of a run too), as Impact counts them."""
+    first = Q(run__isnull=True)
+    triggered = first & ~Q(results=[])
     unit = triggered & Q(judged__gt=0)
     y = Cast(F("successes"), FloatField()) / NullIf(Cast(F("judged"), FloatField()), 0.0)
     rows = (
         RetrievalEvent.objects.filter(
             bank_id=bank.pk,
             arm=Arm.TREATMENT,
-            run__isnull=True,
             created_at__gte=releasing.canary_started_at,
             release__in=[releasing.production.number, releasing.canary.number],
         )
         .values("release")
         .annotate(
-            retrievals=Count("id"),
+            retrievals=Count("id", filter=first),
             n_triggered=Count("id", filter=triggered),
             units=Count("id", filter=unit),
             y_sum=Coalesce(Sum(y, filter=unit), 0.0),
@@ -86,7 +95,11 @@ def _sums(bank: Bank, releasing: BankReleasing) -> dict[int, ArmSums]:
             n_judged=Coalesce(Sum("judged", filter=triggered), 0),
             n_successes=Coalesce(Sum("successes", filter=triggered), 0),
             steps_sum=Coalesce(Sum("steps", filter=triggered), 0),
+            **{f"n_{name}": Coalesce(Sum(name, filter=triggered), 0) for name in USAGE_COUNTERS},
+            n_memory_blocks=Count("id"),
+            n_memory_tokens=Coalesce(Sum("memory_tokens"), 0),
         )
+        .filter(retrievals__gt=0)
     )
     return {
         row["release"]: ArmSums(
@@ -100,6 +113,9 @@ def _sums(bank: Bank, releasing: BankReleasing) -> dict[int, ArmSums]:
             successes=row["n_successes"],
             steps_sum=row["steps_sum"],
             steps_n=row["n_judged"],
+            memory_blocks=row["n_memory_blocks"],
+            memory_tokens=row["n_memory_tokens"],
+            **{name: row[f"n_{name}"] for name in USAGE_COUNTERS},
         )
         for row in rows
     }

@@ -156,7 +156,9 @@ def _period_rows(template: str, bank: Bank, first: date | None, last: date | Non
 _ARMS_SQL = """
 SELECT arm, ({in_period}) AS in_period,
        SUM(retrievals), SUM(triggered), SUM(units), SUM(y_sum), SUM(y_sq_sum),
-       SUM(trajectories), SUM(judged), SUM(successes), SUM(steps)
+       SUM(trajectories), SUM(judged), SUM(successes), SUM(steps),
+       SUM(usage_runs), SUM(usage_successes), SUM(prompt_tokens), SUM(completion_tokens),
+       SUM(memory_blocks), SUM(memory_tokens)
 FROM {tally}
 WHERE {window} AND item IS NULL
 GROUP BY 1, 2
@@ -168,7 +170,8 @@ def arm_sums(bank: Bank, first: date | None, last: date | None, period: Period |
     rows = _period_rows(_ARMS_SQL, bank, first, last, period)
     arms = {Arm.TREATMENT.value: ArmStats(arm=Arm.TREATMENT.value), Arm.HOLDOUT.value: ArmStats(arm=Arm.HOLDOUT.value)}
     excluded = 0
-    for arm, in_period, retrievals, triggered, units, y_sum, y_sq_sum, trajectories, judged, successes, steps in rows:
+    for row in rows:
+        arm, in_period, retrievals, triggered, units, y_sum, y_sq_sum, trajectories, judged, successes, steps = row[:11]
         if not in_period:
             excluded += retrievals
         elif arm in arms:
@@ -177,6 +180,10 @@ def arm_sums(bank: Bank, first: date | None, last: date | None, period: Period |
             stats.y_sum, stats.y_sq_sum = float(y_sum), max(0.0, float(y_sq_sum))
             stats.trajectories, stats.judged, stats.successes = trajectories, judged, successes
             stats.steps_sum, stats.steps_n = int(steps), judged
+            (stats.usage_runs, stats.usage_successes, stats.prompt_tokens, stats.completion_tokens) = map(
+                int, row[11:15]
+            )
+            stats.memory_blocks, stats.memory_tokens = int(row[15]), int(row[16])
     return arms, excluded
 
 

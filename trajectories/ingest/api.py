@@ -179,6 +179,12 @@ def _arm(stats: ArmStats) -> dict:
         "report_rate": stats.report_rate,
         "mean_steps": stats.mean_steps,
         "needed": stats.needed,
+        "usage_runs": stats.usage_runs,
+        "tokens_per_run": stats.tokens_per_run,
+        "prompt_tokens_per_run": stats.prompt_tokens_per_run,
+        "completion_tokens_per_run": stats.completion_tokens_per_run,
+        "memory_tokens_per_retrieval": stats.memory_tokens_per_retrieval,
+        "success_per_1k_tokens": stats.success_per_1k_tokens,
     }
 
 

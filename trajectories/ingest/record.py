@@ -16,13 +16,15 @@ from django.db.models.functions import Coalesce
 
 from accounts.models import ApiToken, Bank
 from memories.serving.models import RetrievalEvent
-from memories.serving.tallies import retrieval_outcomes_apply, retrievals_lock_for_outcomes
+from memories.serving.tallies import COUNTERS, retrieval_outcomes_apply, retrievals_lock_for_outcomes
 from memories.trust.models import VerdictTier
 from reasoningbank_site.errors import Conflict, DomainError, Invalid, RateLimited, TooLarge
 from trajectories.ingest.normalize import inferred_final_answer, normalize_trajectory
 from trajectories.ingest.quotas import ingest_quota_check
 from trajectories.ingest.schemas import TrajectoryIn
 from trajectories.ingest.shared import NormalizeError
+from trajectories.ingest.usage import messages_usage
+from trajectories.judging.verdicts import outcome_counters
 from trajectories.models import Judgment, JudgmentSource, Label, Trajectory
 from trajectories.pipeline.dispatch import trajectories_enqueue
 
@@ -95,6 +97,10 @@ def trajectory_build(
         )
     except NormalizeError as exc:
         raise Invalid(str(exc)) from None
+    try:
+        usage = payload.usage or messages_usage(payload.messages)
+    except NormalizeError as exc:
+        raise Invalid(str(exc)) from None
     input_format = input_format or detected_format
     _check_step_count(len(steps), "steps after normalization")
     signal = _agent_label(bank=bank, outcome=payload.outcome, reward=payload.reward)
@@ -116,25 +122,25 @@ def trajectory_build(
         group_size=payload.group_size,
         verdict=signal[0] if signal else "",
         verdict_tier=VerdictTier.AGENT if signal else VerdictTier.NONE,  # the agent's own word: the lowest tier
+        prompt_tokens=usage["prompt_tokens"] if usage else None,
+        completion_tokens=usage["completion_tokens"] if usage else None,
     )
     return BuiltTrajectory(payload=payload, trajectory=trajectory, signal=signal)
 
 
 def _outcome_changes(built: list[BuiltTrajectory]) -> dict[int, dict[str, int]]:
     """What storing ``built`` adds to each linked retrieval's outcome counters:
-    one linked trajectory each, and a judged one (a success or not, its steps)
-    when the agent's verdict came with it — what judgment_record would add."""
+    one linked trajectory each, and a judged one (a success or not, its steps,
+    its tokens) when the agent's verdict came with it — what judgment_record would add."""
     changes: dict[int, dict[str, int]] = {}
     for b in built:
         t = b.trajectory
         if t.retrieval_id is None:
             continue
-        change = changes.setdefault(t.retrieval_id, {"linked": 0, "judged": 0, "successes": 0, "steps": 0})
+        change = changes.setdefault(t.retrieval_id, dict.fromkeys(COUNTERS, 0))
         change["linked"] += 1
-        if t.verdict in Label.values:
-            change["judged"] += 1
-            change["successes"] += int(t.verdict == Label.SUCCESS)
-            change["steps"] += t.step_count
+        for name, value in outcome_counters(t, t.verdict).items():
+            change[name] += value
     return changes
 
 

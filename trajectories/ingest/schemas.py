@@ -18,6 +18,7 @@ from ninja import Schema
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from reasoningbank_site.text import json_depth, scrub_text  # the one text-cleaning mechanism
+from trajectories.ingest.usage import usage_read
 
 MAX_TASK_CHARS = 20_000
 MAX_FINAL_ANSWER_CHARS = 200_000
@@ -108,6 +109,16 @@ class TrajectoryIn(BaseModel):
     task_id: Identifier = ""
     agent: Identifier = ""
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free JSON (≤ 64 KiB serialized).")
+    usage: dict[str, Any] | None = Field(
+        None,
+        description=(
+            'The run\'s token usage, all LLM calls together: {"prompt_tokens": int, "completion_tokens": int} '
+            "(or input_tokens / output_tokens; Anthropic's cache_creation_input_tokens and cache_read_input_tokens "
+            "are added to the prompt). Whole numbers from 0 to 1,000,000,000. Without it, the usage objects the "
+            "messages carry (Anthropic Message or OpenAI response 'usage', LangChain 'usage_metadata') are summed."
+        ),
+        examples=[{"prompt_tokens": 5200, "completion_tokens": 640}],
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -131,6 +142,11 @@ class TrajectoryIn(BaseModel):
         if size > MAX_METADATA_BYTES:
             raise ValueError(f"is {size} bytes serialized; the limit is {MAX_METADATA_BYTES} bytes (64 KiB)")
         return value
+
+    @field_validator("usage", mode="before")
+    @classmethod
+    def _usage_counts(cls, value: Any) -> dict[str, int | None] | None:
+        return None if value is None else usage_read(value)
 
     @model_validator(mode="after")
     def _one_of_steps_or_messages(self) -> TrajectoryIn:
@@ -256,6 +272,22 @@ class ImpactArmOut(Schema):
     report_rate: float | None = Field(..., description="units / triggered: the share that came back judged.")
     mean_steps: float | None = Field(..., description="Mean step count of the judged trajectories.")
     needed: int = Field(..., description="Judged retrievals still needed before a verdict.")
+    usage_runs: int = Field(
+        0, description="Judged trajectories (of triggered retrievals) whose agent reported token usage."
+    )
+    tokens_per_run: float | None = Field(
+        None, description="Mean prompt + completion tokens of those runs; null when no run reported usage."
+    )
+    prompt_tokens_per_run: float | None = None
+    completion_tokens_per_run: float | None = None
+    memory_tokens_per_retrieval: float | None = Field(
+        None,
+        description="Estimated tokens of the memory block served, per retrieval (every step's retrieval "
+        "counts; the holdout's are 0); null without retrievals.",
+    )
+    success_per_1k_tokens: float | None = Field(
+        None, description="Successes per 1,000 tokens over the runs that reported usage; null when none did."
+    )
 
 
 class ImpactDifferenceOut(Schema):

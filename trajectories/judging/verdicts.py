@@ -12,13 +12,23 @@ from accounts.models import Bank
 from memories.items.models import ItemOrigin, ItemStatus, MemoryItem
 from memories.review.decisions import memory_item_flag, memory_item_supersede
 from memories.serving.models import RetrievalEvent
-from memories.serving.tallies import retrieval_outcome_change, retrieval_tallies_rebuild
+from memories.serving.tallies import (
+    counters_difference,
+    retrieval_outcome_change,
+    retrieval_tallies_rebuild,
+    trajectory_counters,
+)
 from memories.trust.models import VerdictTier
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.errors import Invalid
 from trajectories.models import Judgment, JudgmentSource, Label, Status, Trajectory
 from trajectories.pipeline.dispatch import trajectory_enqueue
 from trajectories.pipeline.transitions import trajectory_move, trajectory_move_many
+
+# What judgment_record reads of the trajectory it locks (its verdict and what the verdict moves in the report).
+VERDICT_FIELDS = (
+    "pk", "verdict", "verdict_tier", "retrieval_id", "bank_id", "step_count", "prompt_tokens", "completion_tokens",
+)  # fmt: skip
 
 # The tier of a verdict by the source of the judgment that sets it: the agent's own report ranks lowest.
 SOURCE_TIER = {
@@ -58,7 +68,8 @@ def judgment_record(
     so concurrent judgments agree on the verdict; ``trajectory`` is updated in
     place. ``locked``: the caller read ``trajectory`` in this transaction
     with ``select_for_update`` (at least its pk, verdict, verdict_tier,
-    retrieval_id, bank_id and step_count): it is used as is, not locked and read again.
+    retrieval_id, bank_id, step_count, prompt_tokens and completion_tokens): it
+    is used as is, not locked and read again.
     ``save_verdict=False``: the new verdict is set on ``trajectory`` but not
     written; the caller writes it with its own update of the row (a status
     move: one UPDATE instead of two).
@@ -75,11 +86,7 @@ def judgment_record(
     # Checked above, so nothing inside raises a refusal: inside the caller's transaction no savepoint is needed.
     with transaction.atomic(savepoint=False):
         row = (
-            trajectory
-            if locked
-            else Trajectory.objects.select_for_update()
-            .only("pk", "verdict", "verdict_tier", "retrieval_id", "bank_id", "step_count")
-            .get(pk=trajectory.pk)
+            trajectory if locked else Trajectory.objects.select_for_update().only(*VERDICT_FIELDS).get(pk=trajectory.pk)
         )
         # Its judgments so far, read once: for the LLM's key and for the effective verdict with the new one last.
         judgments = list(Judgment.objects.filter(trajectory_id=row.pk).order_by("created_at", "id"))
@@ -111,26 +118,42 @@ def judgment_record(
 
 def _retrieval_outcome_move(*, trajectory: Trajectory, old: str, new: str) -> None:
     """The one place a verdict reaches the Impact report: the trajectory's
-    retrieval counts it as judged (and a success) or no longer does."""
-    judged = int(new in Label.values) - int(old in Label.values)
+    retrieval counts it as judged (and a success, and its tokens when it
+    reported usage) or no longer does."""
     retrieval_outcome_change(
         retrieval_id=trajectory.retrieval_id,
-        judged=judged,
-        successes=int(new == Label.SUCCESS) - int(old == Label.SUCCESS),
-        steps=judged * trajectory.step_count,
+        **counters_difference(outcome_counters(trajectory, new), outcome_counters(trajectory, old)),
+    )
+
+
+def outcome_counters(trajectory: Trajectory, verdict: str) -> dict[str, int]:
+    """What ``trajectory`` adds to its retrieval's outcome counters with ``verdict`` (linked aside)."""
+    return trajectory_counters(
+        judged=verdict in Label.values,
+        success=verdict == Label.SUCCESS,
+        steps=trajectory.step_count,
+        prompt_tokens=trajectory.prompt_tokens,
+        completion_tokens=trajectory.completion_tokens,
     )
 
 
 # Each retrieval's outcome counters from its trajectories (of the same bank), for a rebuild.
 _OUTCOMES_SQL = """
 UPDATE {retrieval} r
-SET linked = s.linked, judged = s.judged, successes = s.successes, steps = s.steps
+SET linked = s.linked, judged = s.judged, successes = s.successes, steps = s.steps, usage_runs = s.usage_runs,
+    usage_successes = s.usage_successes, prompt_tokens = s.prompt_tokens, completion_tokens = s.completion_tokens
 FROM (
     SELECT r2.id,
            COUNT(t.id) AS linked,
            COUNT(t.id) FILTER (WHERE t.verdict IN (%(success)s, %(failure)s)) AS judged,
            COUNT(t.id) FILTER (WHERE t.verdict = %(success)s) AS successes,
-           COALESCE(SUM(t.step_count) FILTER (WHERE t.verdict IN (%(success)s, %(failure)s)), 0) AS steps
+           COALESCE(SUM(t.step_count) FILTER (WHERE t.verdict IN (%(success)s, %(failure)s)), 0) AS steps,
+           COUNT(t.id) FILTER (WHERE t.verdict IN (%(success)s, %(failure)s) AND {usage}) AS usage_runs,
+           COUNT(t.id) FILTER (WHERE t.verdict = %(success)s AND {usage}) AS usage_successes,
+           COALESCE(SUM(COALESCE(t.prompt_tokens, 0))
+                    FILTER (WHERE t.verdict IN (%(success)s, %(failure)s) AND {usage}), 0) AS prompt_tokens,
+           COALESCE(SUM(COALESCE(t.completion_tokens, 0))
+                    FILTER (WHERE t.verdict IN (%(success)s, %(failure)s) AND {usage}), 0) AS completion_tokens
     FROM {retrieval} r2
     LEFT JOIN {trajectory} t ON t.retrieval_id = r2.id AND t.bank_id = r2.bank_id
     WHERE r2.bank_id = %(bank)s
@@ -146,7 +169,11 @@ def retrieval_outcomes_rebuild(*, bank: Bank) -> None:
     trajectories' effective verdicts, then the Impact report's sums from them
     (memories.serving.tallies.retrieval_tallies_rebuild): for data loaded in bulk,
     the migration that introduced them, or a repair."""
-    sql = _OUTCOMES_SQL.format(retrieval=RetrievalEvent._meta.db_table, trajectory=Trajectory._meta.db_table)
+    sql = _OUTCOMES_SQL.format(
+        retrieval=RetrievalEvent._meta.db_table,
+        trajectory=Trajectory._meta.db_table,
+        usage="(t.prompt_tokens IS NOT NULL OR t.completion_tokens IS NOT NULL)",
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, {"bank": bank.pk, "success": Label.SUCCESS.value, "failure": Label.FAILURE.value})
     retrieval_tallies_rebuild(bank_id=bank.pk)

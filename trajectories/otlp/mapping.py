@@ -16,13 +16,13 @@ trajectory's ``metadata.otlp.warnings``; mapping never raises on values."""
 
 from __future__ import annotations
 
-import math
 import re
 import uuid
 from collections.abc import Iterable
 from typing import Any
 
 from trajectories.otlp import messages as m
+from trajectories.otlp.usage import USAGE_KEYS, span_tokens, usage_field
 
 STATUS_ERROR = 2  # Span.Status.STATUS_CODE_ERROR
 _AGENT_OPERATIONS = {"invoke_agent", "create_agent"}
@@ -96,25 +96,6 @@ def _operation(attrs: dict, out: _Steps) -> str:
     if "gen_ai.agent.name" in attrs or "pydantic_ai.all_messages" in attrs or "final_result" in attrs:
         return "agent"
     return ""
-
-
-def _tokens(attrs: dict, keys: tuple[str, str], out: _Steps) -> int:
-    """A token count: the first of ``keys`` that is set, as an integer; anything else counts 0, with a warning."""
-    key = next((k for k in keys if attrs.get(k)), None)
-    if key is None:
-        return 0
-    value = attrs[key]
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, float) and math.isfinite(value):
-        return int(value)
-    if isinstance(value, str) and len(value) <= 30:
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    out.warn(f"{key} {m.text(value)[:60]!r} is not a token count; ignored.")
-    return 0
 
 
 def _duration_ms(span: dict) -> int | None:
@@ -272,6 +253,7 @@ def trajectory_from_spans(spans: Iterable[dict], *, trace_id: str, closed_by: st
     agents: list[str] = []
     unnamed_agents: list[str] = []
     usage = {"input_tokens": 0, "output_tokens": 0}
+    usage_reported = False
     models: list[str] = []
     # Our fields: the first span's attribute, else its run metadata's, else its resource's (see _field).
     fields: list[dict[str, str]] = [{}, {}, {}]
@@ -294,8 +276,11 @@ def trajectory_from_spans(spans: Iterable[dict], *, trace_id: str, closed_by: st
         ends += [span["end"]] if span["end"] else []
         shown.append((span["name"], _duration_ms(span)))
         operation = _operation(attrs, out)
-        usage["input_tokens"] += _tokens(attrs, ("gen_ai.usage.input_tokens", "llm.token_count.prompt"), out)
-        usage["output_tokens"] += _tokens(attrs, ("gen_ai.usage.output_tokens", "llm.token_count.completion"), out)
+        for name, keys in USAGE_KEYS.items():
+            tokens = span_tokens(attrs, keys, out)
+            if tokens is not None:
+                usage[name] += tokens
+                usage_reported = True
         model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model") or attrs.get("llm.model_name")
         if model and m.text(model) not in models:
             models.append(m.text(model))
@@ -335,6 +320,7 @@ def trajectory_from_spans(spans: Iterable[dict], *, trace_id: str, closed_by: st
     def field(key: str) -> str:
         return next((tier[key] for tier in fields if key in tier), "")
 
+    usage_field_value = usage_field(usage, usage_reported, out)
     warnings = list(out.warnings)
     outcome = field("outcome").lower()
     if outcome and outcome not in _OUTCOMES:
@@ -371,4 +357,5 @@ def trajectory_from_spans(spans: Iterable[dict], *, trace_id: str, closed_by: st
         "group_id": field("group_id")[:200],
         "agent": (title or m.text(resource.get("service.name")))[:200],
         "metadata": metadata,
+        "usage": usage_field_value,
     }

@@ -21,7 +21,7 @@ from trajectories.judging.prompt_versions import (
     active_prompt_versions,
     prompt_active_among,
 )
-from trajectories.judging.verdicts import judgment_record
+from trajectories.judging.verdicts import VERDICT_FIELDS, judgment_record
 from trajectories.models import JudgmentSource, Status, Trajectory
 from trajectories.pipeline.budget import budget_is_set
 from trajectories.pipeline.llm import judge_model_for
@@ -103,7 +103,7 @@ def judge_row(t: Trajectory, *, distill_next: bool) -> bool:
         commit_without_waiting_for_disk()
         locked = (
             Trajectory.objects.select_for_update()
-            .only("pk", "status", "verdict", "verdict_tier", "retrieval_id", "bank_id", "step_count")
+            .only("status", *VERDICT_FIELDS)
             .annotate(active_prompts=active_prompt_versions())  # the distiller's words as of now
             .get(pk=t.pk)
         )

@@ -15,9 +15,10 @@ from accounts.models import ApiToken, AuditEvent
 from memories.items.experiences import Experience
 from memories.items.models import MemoryItem
 from memories.serving.models import RetrievalEvent
-from memories.serving.tallies import retrieval_outcome_change
+from memories.serving.tallies import counters_difference, retrieval_outcome_change
 from reasoningbank_site.errors import Conflict, NotFound
-from trajectories.models import Label, Status, Trajectory
+from trajectories.judging.verdicts import outcome_counters
+from trajectories.models import Status, Trajectory
 from trajectories.records.retention import trace_buffers_drop
 
 # A worker is reading the trajectory (an LLM call is under way): deleting it would race the stage.
@@ -62,14 +63,8 @@ def trajectory_delete(*, trajectory: Trajectory, user=None, token: ApiToken | No
             code="trajectory_in_flight",
         )
     if t.retrieval_id is not None:
-        judged = int(t.verdict in Label.values)
-        retrieval_outcome_change(
-            retrieval_id=t.retrieval_id,
-            linked=-1,
-            judged=-judged,
-            successes=-int(t.verdict == Label.SUCCESS),
-            steps=-judged * t.step_count,
-        )
+        gone = counters_difference({}, outcome_counters(t, t.verdict))
+        retrieval_outcome_change(retrieval_id=t.retrieval_id, **{**gone, "linked": -1})
         # The retrieval's query is the agent's task text: it goes too (nothing reads it back).
         RetrievalEvent.objects.filter(pk=t.retrieval_id).update(query="")
     if t.group_id and t.group_size:

@@ -319,6 +319,12 @@ class ImpactArm:
     ci_low: float | None
     ci_high: float | None
     needed: int
+    # Cost per arm (None when no judged run reported token usage; absent from older servers).
+    mean_steps: float | None = None
+    usage_runs: int = 0
+    tokens_per_run: float | None = None
+    memory_tokens_per_retrieval: float | None = None
+    success_per_1k_tokens: float | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ImpactArm:
