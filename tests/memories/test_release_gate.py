@@ -16,6 +16,8 @@ from accounts.models import AuditEvent, Role
 from memories.releases.labels import release_canary_set
 from memories.releases.models import BankReleasing, EvaluationGate, PublishMode, Release, ReleaseEvaluation
 from memories.releases.publishing import release_gate_set, release_mode_set, release_publish
+from memories.releases.selectors import RELEASE_FORMAT
+from memories.releases.transfer import parse_release_lines, release_import
 from memories.review.decisions import memory_item_approve
 from reasoningbank_site.errors import Conflict
 from tests import factories
@@ -286,3 +288,12 @@ def test_the_gate_setting_in_the_api_is_for_admins_tokens(client, bank, owner, t
     assert "now publishes by hand" in on.json()["message"]
     releasing = BankReleasing.objects.get(bank=bank)
     assert (releasing.evaluation_gate, releasing.mode) == ("beats_control", "manual")
+
+
+def test_an_import_under_the_gate_is_written_as_a_candidate(gated, owner):
+    lines = [{"release": {"format": RELEASE_FORMAT, "number": 4, "bank": "staging/web"}}, {**CART, "tags": []}]
+    records = parse_release_lines("".join(json.dumps(line) + "\n" for line in lines).encode())
+    outcome, _ = release_import(bank=gated, records=records, actor=owner)
+    assert outcome.candidate and outcome.release.number == 3
+    assert outcome.message == "Imported as release 3, a candidate: run an evaluation of it before it reaches agents."
+    assert _labels(gated)[:6] == (2, None, 0, "manual", 2, None)
