@@ -12,6 +12,7 @@ from datetime import datetime
 from uuid import UUID
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import prefetch_related_objects
 from django.http import StreamingHttpResponse
 from ninja import Field, Router, Schema, Status
@@ -185,19 +186,23 @@ def releases_canary_stop(request, payload: MoveIn | None = None):
     summary="Publishing mode, automatic rollback and the evaluation gate",
 )
 def releases_settings(request, payload: ReleaseSettingsIn):
+    """All or nothing: a field refused (say automatic publishing with the evaluation gate on) changes none."""
     messages, noop = [], True
-    if payload.evaluation_gate is not None:  # first: a gate switches the bank to manual
-        message, same = release_gate_set(bank=request.bank, gate=payload.evaluation_gate, token=request.api_token)
-        messages.append(message)
-        noop = noop and same
-    if payload.mode is not None:
-        outcome = release_mode_set(bank=request.bank, mode=payload.mode, token=request.api_token)
-        messages.append(outcome.message)
-        noop = noop and outcome.noop
-    if payload.auto_rollback is not None:
-        message = release_policy_set(bank=request.bank, auto_rollback=payload.auto_rollback, token=request.api_token)
-        messages.append(message)
-        noop = noop and message == "No change."
+    with transaction.atomic():
+        if payload.evaluation_gate is not None:  # first: a gate switches the bank to manual
+            message, same = release_gate_set(bank=request.bank, gate=payload.evaluation_gate, token=request.api_token)
+            messages.append(message)
+            noop = noop and same
+        if payload.mode is not None:
+            outcome = release_mode_set(bank=request.bank, mode=payload.mode, token=request.api_token)
+            messages.append(outcome.message)
+            noop = noop and outcome.noop
+        if payload.auto_rollback is not None:
+            message = release_policy_set(
+                bank=request.bank, auto_rollback=payload.auto_rollback, token=request.api_token
+            )
+            messages.append(message)
+            noop = noop and message == "No change."
     if not messages:
         raise Invalid("Send mode, auto_rollback and/or evaluation_gate.")
     return _move(request.bank, " ".join(messages), noop=noop)

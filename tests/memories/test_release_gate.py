@@ -297,3 +297,16 @@ def test_an_import_under_the_gate_is_written_as_a_candidate(gated, owner):
     assert outcome.candidate and outcome.release.number == 3
     assert outcome.message == "Imported as release 3, a candidate: run an evaluation of it before it reaches agents."
     assert _labels(gated)[:6] == (2, None, 0, "manual", 2, None)
+
+
+def test_a_settings_request_refused_in_part_changes_nothing(client, bank, owner):
+    auth = _auth(bank, created_by=owner)
+    both = client.put(
+        f"{API}/releases/settings",
+        data='{"evaluation_gate": "not_worse", "mode": "automatic"}',
+        content_type="application/json",
+        **auth,
+    )
+    assert both.status_code == 409 and both.json()["code"] == "evaluation_gate_on"
+    assert not BankReleasing.objects.filter(bank=bank).exclude(evaluation_gate="off").exists()
+    assert not AuditEvent.objects.filter(bank=bank, action=AuditAction.RELEASE_SET_EVALUATION_GATE).exists()
