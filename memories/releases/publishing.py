@@ -125,14 +125,17 @@ def release_publish(
     written as a candidate: no label, served to nobody until it passes an
     evaluation (memories.releases.gate). Audited. A draft equal to the newest
     release publishes nothing: a no-op outcome saying so. Raises Invalid for a
-    note over NOTE_MAX characters or a refused canary share; Conflict
+    note over NOTE_MAX characters, a refused canary share or a canary share
+    for a candidate; Conflict
     (``evaluation_required``) for a canary share under the gate; what
     release_gate_check raises for an override."""
     note = (note or "").strip()
     if len(note) > NOTE_MAX:
         raise Invalid(f"note: at most {NOTE_MAX} characters (got {len(note)}).")
+    if candidate and canary_fraction is not None:
+        raise Invalid("Choose either a canary share or a candidate (served to nobody), not both.")
     releasing = releasing_locked(bank=bank)
-    if canary_fraction is not None and not candidate:
+    if canary_fraction is not None:
         gate_refuses_new_release(releasing=releasing, doing="made the canary", override=override)
     release = release_write(releasing=releasing, source=ReleaseSource.PUBLISHED, note=note, actor=actor, token=token)
     if release is None:

@@ -310,3 +310,10 @@ def test_a_settings_request_refused_in_part_changes_nothing(client, bank, owner)
     assert both.status_code == 409 and both.json()["code"] == "evaluation_gate_on"
     assert not BankReleasing.objects.filter(bank=bank).exclude(evaluation_gate="off").exists()
     assert not AuditEvent.objects.filter(bank=bank, action=AuditAction.RELEASE_SET_EVALUATION_GATE).exists()
+
+
+def test_a_candidate_with_a_canary_share_is_refused_as_contradictory(client, bank, owner):
+    auth = _auth(bank, created_by=owner)
+    both = _post(client, "/releases/publish", auth, {"candidate": True, "canary_fraction": 0.2})
+    assert both.status_code == 422 and "either a canary share or a candidate" in both.json()["detail"]
+    assert not Release.objects.filter(bank=bank).exists()
