@@ -29,7 +29,6 @@ VERDICT_WORDS = {
     "better": "better than",
     "worse": "worse than",
     "no_difference": "no different from",
-    "not_enough": "not yet comparable with",
 }
 
 
@@ -66,15 +65,20 @@ def gate_finding(*, release: Release, gate: str) -> str | None:
     if not finished:
         return f"Release {n}'s evaluation {evaluations[0].run} is still under way: its results decide."
     found = finished[0]
-    summary = f" ({found.summary})" if found.summary else ""
+    summary = f" ({found.summary.rstrip('.')})" if found.summary else ""
+    too_few = "had too few tasks with known outcomes to compare it with"
     if found.versus_production not in PASSING_VERSUS_PRODUCTION:
         if not found.versus_production:
             return f"Release {n}'s evaluation had no production arm: run one comparing it with production."
+        if found.versus_production == "not_enough":
+            return f"Release {n}'s evaluation {too_few} production{summary}."
         word = VERDICT_WORDS.get(found.versus_production, "not comparable with")
         return f"Release {n}'s evaluation found it {word} production{summary}."
     required = "this bank's gate requires it to be better than the same-budget control"
     if not found.versus_control:
         return f"Release {n}'s evaluation had no same-budget control arm; {required}: run one with a control arm."
+    if found.versus_control == "not_enough":
+        return f"Release {n}'s evaluation {too_few} the same-budget control{summary}; {required}."
     word = VERDICT_WORDS.get(found.versus_control, "not comparable with")
     return f"Release {n}'s evaluation found it {word} the same-budget control{summary}; {required}."
 

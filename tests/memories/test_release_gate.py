@@ -317,3 +317,13 @@ def test_a_candidate_with_a_canary_share_is_refused_as_contradictory(client, ban
     both = _post(client, "/releases/publish", auth, {"candidate": True, "canary_fraction": 0.2})
     assert both.status_code == 422 and "either a canary share or a candidate" in both.json()["detail"]
     assert not Release.objects.filter(bank=bank).exists()
+
+
+def test_an_evaluation_with_too_few_known_outcomes_does_not_pass_and_says_so(client, gated, owner):
+    candidate = _candidate(gated, owner)
+    _evaluate(candidate, "not_enough", summary="Not enough tasks are known yet")
+    refused = _post(client, "/releases/3/rollback", _auth(gated))
+    assert refused.status_code == 409 and refused.json()["detail"].startswith(
+        "Release 3's evaluation had too few tasks with known outcomes to compare it with production "
+        "(Not enough tasks are known yet)."
+    )
