@@ -48,6 +48,8 @@ class AuditAction(models.TextChoices):
     RELEASE_PROMOTE = "release.promote", "Release promoted to production"
     RELEASE_ROLL_BACK = "release.roll_back", "Production rolled back"
     RELEASE_SET_AUTO_ROLLBACK = "release.set_auto_rollback", "Automatic canary rollback switched"
+    RELEASE_SET_EVALUATION_GATE = "release.set_evaluation_gate", "Evaluation gate changed"
+    RELEASE_OVERRIDE_GATE = "release.override_gate", "Evaluation gate overridden by an owner"
     MEMORY_ITEM_CREATE = "memory_item.create", "Memory item created"
     MEMORY_ITEM_EDIT = "memory_item.edit", "Memory item edited"
     MEMORY_ITEM_APPROVE = "memory_item.approve", "Memory item approved"

@@ -12,6 +12,8 @@ from datetime import datetime
 from uuid import UUID
 
 from django.conf import settings
+from django.db import transaction
+from django.db.models import prefetch_related_objects
 from django.http import StreamingHttpResponse
 from ninja import Field, Router, Schema, Status
 
@@ -24,8 +26,18 @@ from memories.releases.labels import (
     release_promote,
     release_rollback,
 )
-from memories.releases.models import NOTE_MAX, PublishMode, Release
-from memories.releases.publishing import release_mode_set, release_publish
+from memories.releases.models import Release
+from memories.releases.publishing import release_gate_set, release_mode_set, release_publish
+from memories.releases.schemas import (
+    CanaryIn,
+    MoveIn,
+    OverrideIn,
+    PublishIn,
+    ReleaseMoveOut,
+    ReleaseSettingsIn,
+    ReleasesOut,
+    release_out,
+)
 from memories.releases.selectors import (
     bank_releasing,
     release_diff,
@@ -35,89 +47,10 @@ from memories.releases.selectors import (
     releases_list,
 )
 from memories.releases.transfer import parse_release_lines, release_import_too_large
-from memories.serving.schemas import BodyIn
 from reasoningbank_site.errors import Invalid
 
 router = Router(tags=["releases"])
 auth = TokenAuth(scope="review")
-
-
-class ReleaseOut(Schema):
-    id: UUID = Field(..., description="The release's id; paths take it or the number.")
-    number: int = Field(..., examples=[7])
-    note: str = Field("", examples=["Login lessons reviewed"])
-    source: str = Field(..., description="automatic, published or imported.", examples=["published"])
-    items: int = Field(..., description="Items in the release.", examples=[42])
-    added: int
-    changed: int
-    removed: int
-    created_at: datetime
-    labels: list[str] = Field(default_factory=list, description="production and/or canary.", examples=[["canary"]])
-
-
-class ReleasesOut(Schema):
-    mode: str = Field(..., description="automatic (every change published at once) or manual.")
-    production: int | None = Field(
-        None, description="The release served to every retrieval not held out or in the canary."
-    )
-    canary: int | None = None
-    canary_fraction: float = Field(0, description="The canary's share of all retrievals.")
-    auto_rollback: bool = False
-    releases: list[ReleaseOut]
-
-
-class ReleaseMoveOut(Schema):
-    message: str
-    noop: bool = Field(False, description="True when nothing changed (nothing to publish, already production…).")
-    production: int | None = None
-    canary: int | None = None
-    canary_fraction: float = 0
-    release: int | None = Field(None, description="The release published or imported, if any.")
-
-
-class PublishIn(BodyIn):
-    note: str = Field("", max_length=NOTE_MAX, examples=["Login lessons reviewed"])
-    canary_fraction: float | None = Field(
-        None, description="Publish as the canary for this share of all retrievals (0.01–0.99) instead of production."
-    )
-
-
-class CanaryIn(BodyIn):
-    fraction: float = Field(
-        ..., description="Share of all retrievals served the canary (with the holdout ≤ 1).", examples=[0.1]
-    )
-
-
-class ReleaseSettingsIn(BodyIn):
-    mode: PublishMode | None = None
-    auto_rollback: bool | None = Field(None, description="Roll a significantly worse canary back on its own.")
-
-
-class MoveIn(BodyIn):
-    """A move that takes no fields: an empty body (or none); any field is a 422 naming it."""
-
-
-def _labels(releasing, release: Release) -> list[str]:
-    return [
-        name
-        for name, pk in (("production", releasing.production_id), ("canary", releasing.canary_id))
-        if pk == release.pk
-    ]
-
-
-def _release_out(releasing, release: Release) -> ReleaseOut:
-    return ReleaseOut(
-        id=release.public_id,
-        number=release.number,
-        note=release.note,
-        source=release.source,
-        items=release.item_count,
-        added=release.added,
-        changed=release.changed,
-        removed=release.removed,
-        created_at=release.created_at,
-        labels=_labels(releasing, release),
-    )
 
 
 def _move(bank, message: str, *, noop: bool = False, release: Release | None = None) -> ReleaseMoveOut:
@@ -136,13 +69,16 @@ def _move(bank, message: str, *, noop: bool = False, release: Release | None = N
 def releases(request):
     """Newest first, with the labels (production, canary) and the publishing mode."""
     releasing = bank_releasing(bank=request.bank)
+    listed = releases_list(bank=request.bank)
+    prefetch_related_objects(listed, "evaluations")  # every release's evaluations in one query
     return ReleasesOut(
         mode=releasing.mode,
         production=releasing.production.number if releasing.production_id else None,
         canary=releasing.canary.number if releasing.canary_id else None,
         canary_fraction=releasing.canary_fraction,
         auto_rollback=releasing.auto_rollback,
-        releases=[_release_out(releasing, r) for r in releases_list(bank=request.bank)],
+        evaluation_gate=releasing.evaluation_gate,
+        releases=[release_out(releasing, r) for r in listed],
     )
 
 
@@ -158,11 +94,23 @@ def release_diff_get(request, release_id: str, against: str | None = None):
 
 
 @router.post(
-    "/releases/publish", auth=auth, response=api_responses({200: ReleaseMoveOut}, 413), summary="Publish the draft"
+    "/releases/publish",
+    auth=auth,
+    response=api_responses({200: ReleaseMoveOut}, 409, 413),
+    summary="Publish the draft",
 )
 def releases_publish(request, payload: PublishIn):
+    """Under an evaluation gate (or with `candidate: true`) the release is written as a candidate, served to
+    nobody (the message says so; `GET /releases` marks it `candidate`), unless an owner's token overrides;
+    a canary share is then 409 ``evaluation_required``."""
     outcome = release_publish(
-        bank=request.bank, token=request.api_token, note=payload.note, canary_fraction=payload.canary_fraction
+        bank=request.bank,
+        token=request.api_token,
+        note=payload.note,
+        canary_fraction=payload.canary_fraction,
+        candidate=payload.candidate,
+        override=payload.override,
+        override_reason=payload.override_reason,
     )
     return _move(request.bank, outcome.message, noop=outcome.noop, release=outcome.release)
 
@@ -170,35 +118,53 @@ def releases_publish(request, payload: PublishIn):
 @router.post(
     "/releases/{release_id}/rollback",
     auth=auth,
-    response=api_responses({200: ReleaseMoveOut}, 404, 413),
+    response=api_responses({200: ReleaseMoveOut}, 404, 409, 413),
     summary="Make a release production",
 )
-def releases_rollback(request, release_id: str, payload: MoveIn | None = None):
+def releases_rollback(request, release_id: str, payload: OverrideIn | None = None):
+    """A release never served before is held by the evaluation gate (409 ``evaluation_required``)."""
     number = release_lookup(bank=request.bank, ref=release_id).number
-    message, noop = release_rollback(bank=request.bank, number=number, token=request.api_token)
+    payload = payload or OverrideIn()
+    message, noop = release_rollback(
+        bank=request.bank,
+        number=number,
+        token=request.api_token,
+        override=payload.override,
+        override_reason=payload.override_reason,
+    )
     return _move(request.bank, message, noop=noop)
 
 
 @router.post(
     "/releases/{release_id}/canary",
     auth=auth,
-    response=api_responses({200: ReleaseMoveOut}, 404, 413),
+    response=api_responses({200: ReleaseMoveOut}, 404, 409, 413),
     summary="Serve a release as the canary",
 )
 def releases_canary(request, release_id: str, payload: CanaryIn):
     number = release_lookup(bank=request.bank, ref=release_id).number
-    message = release_canary_set(bank=request.bank, number=number, fraction=payload.fraction, token=request.api_token)
+    message = release_canary_set(
+        bank=request.bank,
+        number=number,
+        fraction=payload.fraction,
+        token=request.api_token,
+        override=payload.override,
+        override_reason=payload.override_reason,
+    )
     return _move(request.bank, message)
 
 
 @router.post(
     "/releases/canary/promote",
     auth=auth,
-    response=api_responses({200: ReleaseMoveOut}, 413),
+    response=api_responses({200: ReleaseMoveOut}, 409, 413),
     summary="Promote the canary",
 )
-def releases_promote(request, payload: MoveIn | None = None):
-    message = release_promote(bank=request.bank, token=request.api_token)
+def releases_promote(request, payload: OverrideIn | None = None):
+    payload = payload or OverrideIn()
+    message = release_promote(
+        bank=request.bank, token=request.api_token, override=payload.override, override_reason=payload.override_reason
+    )
     return _move(request.bank, message or "There is no canary to promote.", noop=message is None)
 
 
@@ -216,21 +182,29 @@ def releases_canary_stop(request, payload: MoveIn | None = None):
 @router.put(
     "/releases/settings",
     auth=auth,
-    response=api_responses({200: ReleaseMoveOut}, 413),
-    summary="Publishing mode and automatic rollback",
+    response=api_responses({200: ReleaseMoveOut}, 409, 413),
+    summary="Publishing mode, automatic rollback and the evaluation gate",
 )
 def releases_settings(request, payload: ReleaseSettingsIn):
+    """All or nothing: a field refused (say automatic publishing with the evaluation gate on) changes none."""
     messages, noop = [], True
-    if payload.mode is not None:
-        outcome = release_mode_set(bank=request.bank, mode=payload.mode, token=request.api_token)
-        messages.append(outcome.message)
-        noop = noop and outcome.noop
-    if payload.auto_rollback is not None:
-        message = release_policy_set(bank=request.bank, auto_rollback=payload.auto_rollback, token=request.api_token)
-        messages.append(message)
-        noop = noop and message == "No change."
+    with transaction.atomic():
+        if payload.evaluation_gate is not None:  # first: a gate switches the bank to manual
+            message, same = release_gate_set(bank=request.bank, gate=payload.evaluation_gate, token=request.api_token)
+            messages.append(message)
+            noop = noop and same
+        if payload.mode is not None:
+            outcome = release_mode_set(bank=request.bank, mode=payload.mode, token=request.api_token)
+            messages.append(outcome.message)
+            noop = noop and outcome.noop
+        if payload.auto_rollback is not None:
+            message = release_policy_set(
+                bank=request.bank, auto_rollback=payload.auto_rollback, token=request.api_token
+            )
+            messages.append(message)
+            noop = noop and message == "No change."
     if not messages:
-        raise Invalid("Send mode and/or auto_rollback.")
+        raise Invalid("Send mode, auto_rollback and/or evaluation_gate.")
     return _move(request.bank, " ".join(messages), noop=noop)
 
 

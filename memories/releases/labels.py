@@ -12,6 +12,7 @@ from accounts.audit.services import audit_record
 from accounts.models import Bank
 from accounts.webhooks.events import bank_webhook_data
 from accounts.webhooks.subscriptions import webhook_events_emit
+from memories.releases.gate import release_gate_check
 from memories.releases.models import CANARY_FRACTION_MAX, BankReleasing, PublishMode, Release
 from memories.releases.selectors import release_get
 from reasoningbank_site.errors import Conflict, Invalid
@@ -34,7 +35,8 @@ def releasing_locked(*, bank: Bank) -> BankReleasing:
 def serving_sync(releasing: BankReleasing) -> None:
     """Copy ``releasing``'s labels onto its bank's row (and the bank instance),
     where retrieval reads them: call after every change of the labels, the
-    mode or the newest release, in the same transaction."""
+    mode or the newest release, in the same transaction. Marks the labelled
+    releases served (``first_served_at``) the first time they are."""
     production = releasing.production if releasing.production_id else None
     values = {
         "release_production": production.number if production else None,
@@ -46,6 +48,9 @@ def serving_sync(releasing: BankReleasing) -> None:
     Bank.objects.filter(pk=releasing.bank.pk).update(**values)
     for name, value in values.items():
         setattr(releasing.bank, name, value)
+    labelled = [pk for pk in (releasing.production_id, releasing.canary_id) if pk]
+    if labelled:  # served from now on: a later rollback to it is never held by the evaluation gate
+        Release.objects.filter(pk__in=labelled, first_served_at__isnull=True).update(first_served_at=timezone.now())
 
 
 def canary_fraction_check(*, bank: Bank, fraction) -> float:
@@ -113,16 +118,30 @@ def canary_start(*, releasing: BankReleasing, release: Release, fraction, actor=
 
 
 @transaction.atomic
-def release_canary_set(*, bank: Bank, number: int, fraction, actor=None, token=None) -> str:
+def release_canary_set(
+    *, bank: Bank, number: int, fraction, actor=None, token=None, override: bool = False, override_reason: str = ""
+) -> str:
     """Serve release ``number`` of ``bank`` as the canary to ``fraction`` of
     all retrievals (holdout, production and canary shares add up to 1); the
     bank then publishes by hand, so the comparison holds still. Changing the
-    share of the running canary keeps its start. Raises NotFound; Invalid
-    for a share that with the holdout exceeds 100 %; Conflict for the production release."""
+    share of the running canary keeps its start. Under an evaluation gate a
+    release never served before needs a passing evaluation (or an owner's
+    override). Raises NotFound; Invalid for a share that with the holdout
+    exceeds 100 %; Conflict for the production release, and what
+    release_gate_check raises."""
     releasing = releasing_locked(bank=bank)
-    canary_start(
-        releasing=releasing, release=release_get(bank=bank, number=number), fraction=fraction, actor=actor, token=token
-    )
+    release = release_get(bank=bank, number=number)
+    if release.first_served_at is None:
+        release_gate_check(
+            releasing=releasing,
+            release=release,
+            override=override,
+            reason=override_reason,
+            doing="made the canary",
+            actor=actor,
+            token=token,
+        )
+    canary_start(releasing=releasing, release=release, fraction=fraction, actor=actor, token=token)
     return f"Release {number} is the canary for {releasing.canary_fraction * 100:g} % of retrievals."
 
 
@@ -155,12 +174,25 @@ def release_canary_stop(*, bank: Bank, actor=None, token=None, note: str = "", a
 
 
 @transaction.atomic
-def release_promote(*, bank: Bank, actor=None, token=None) -> str | None:
+def release_promote(
+    *, bank: Bank, actor=None, token=None, override: bool = False, override_reason: str = ""
+) -> str | None:
     """The canary becomes production (served to every retrieval not held out);
-    audited. None when there is no canary (a no-op)."""
+    audited. Under an evaluation gate the canary needs a passing evaluation
+    (or an owner's override), whatever it did as the canary. None when there
+    is no canary (a no-op). Raises what release_gate_check raises."""
     releasing = releasing_locked(bank=bank)
     if not releasing.canary_id:
         return None
+    release_gate_check(
+        releasing=releasing,
+        release=releasing.canary,
+        override=override,
+        reason=override_reason,
+        doing="promoted to production",
+        actor=actor,
+        token=token,
+    )
     before = _labels(releasing)
     releasing.production = releasing.canary
     releasing.canary, releasing.canary_fraction, releasing.canary_started_at = None, 0, None
@@ -169,16 +201,32 @@ def release_promote(*, bank: Bank, actor=None, token=None) -> str | None:
 
 
 @transaction.atomic
-def release_rollback(*, bank: Bank, number: int, actor=None, token=None) -> tuple[str, bool]:
+def release_rollback(
+    *, bank: Bank, number: int, actor=None, token=None, override: bool = False, override_reason: str = ""
+) -> tuple[str, bool]:
     """Release ``number`` becomes production at once (any canary stops); items
     are never deleted, only what is served changes. A bank that published
     automatically now publishes by hand (else its next change would publish
     over the rollback). Audited. Returns (message, noop): rolling back to the
-    production release stops the canary, and without one is a no-op. Raises NotFound for an unknown number."""
+    production release stops the canary, and without one is a no-op. A
+    release served before is never held by the evaluation gate (going back is
+    safe); one never served is a publish in disguise and needs a passing
+    evaluation (or an owner's override). Raises NotFound for an unknown
+    number, and what release_gate_check raises."""
     releasing = releasing_locked(bank=bank)
     release = release_get(bank=bank, number=number)
     if releasing.production_id == release.pk and not releasing.canary_id:
         return f"Release {number} is production already: nothing to roll back.", True
+    if release.first_served_at is None:
+        release_gate_check(
+            releasing=releasing,
+            release=release,
+            override=override,
+            reason=override_reason,
+            doing="made production",
+            actor=actor,
+            token=token,
+        )
     before = _labels(releasing)
     switched = _manual(releasing)
     releasing.production = release

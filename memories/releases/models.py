@@ -56,6 +56,9 @@ class Release(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # When the release was first production or canary (null: never served, a candidate). A rollback to a
+    # release served before is never held by the evaluation gate; one never served is a publish in disguise.
+    first_served_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-number"]

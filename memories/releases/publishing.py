@@ -13,12 +13,21 @@ from django.db import transaction
 
 from accounts.audit.actions import AuditAction
 from accounts.audit.services import audit_record
-from accounts.models import Bank
+from accounts.models import Bank, Role
 from memories.items.models import ItemStatus, MemoryItem
+from memories.releases.gate import gate_refuses_new_release, release_gate_check, role_at_least
 from memories.releases.labels import canary_start, releasing_locked, serving_sync
-from memories.releases.models import NOTE_MAX, BankReleasing, PublishMode, Release, ReleaseMember, ReleaseSource
+from memories.releases.models import (
+    NOTE_MAX,
+    BankReleasing,
+    EvaluationGate,
+    PublishMode,
+    Release,
+    ReleaseMember,
+    ReleaseSource,
+)
 from memories.releases.selectors import draft_versions, open_versions, versions_text_changed
-from reasoningbank_site.errors import Invalid
+from reasoningbank_site.errors import Conflict, Forbidden, Invalid
 
 
 @dataclass
@@ -29,6 +38,7 @@ class ReleaseOutcome:
     release: Release | None
     message: str
     noop: bool = False
+    candidate: bool = False  # written without a label: it reaches agents only once it is made production or canary
 
 
 def release_write(
@@ -98,23 +108,54 @@ def release_write(
 
 @transaction.atomic
 def release_publish(
-    *, bank: Bank, actor=None, note: str = "", token=None, canary_fraction: float | None = None
+    *,
+    bank: Bank,
+    actor=None,
+    note: str = "",
+    token=None,
+    canary_fraction: float | None = None,
+    candidate: bool = False,
+    override: bool = False,
+    override_reason: str = "",
 ) -> ReleaseOutcome:
     """Publish ``bank``'s draft as its next release, with ``note``: it becomes
     production, or, with ``canary_fraction``, the canary served to that share
     of retrievals (see release_canary_set; the bank then publishes by hand).
-    Audited. A draft equal to the newest release publishes nothing: a no-op
-    outcome saying so. Raises Invalid for a note over NOTE_MAX characters or a
-    refused canary share."""
+    With ``candidate``, or under an evaluation gate without ``override``, it is
+    written as a candidate: no label, served to nobody until it passes an
+    evaluation (memories.releases.gate). Audited. A draft equal to the newest
+    release publishes nothing: a no-op outcome saying so. Raises Invalid for a
+    note over NOTE_MAX characters, a refused canary share or a canary share
+    for a candidate; Conflict
+    (``evaluation_required``) for a canary share under the gate; what
+    release_gate_check raises for an override."""
     note = (note or "").strip()
     if len(note) > NOTE_MAX:
         raise Invalid(f"note: at most {NOTE_MAX} characters (got {len(note)}).")
+    if candidate and canary_fraction is not None:
+        raise Invalid("Choose either a canary share or a candidate (served to nobody), not both.")
     releasing = releasing_locked(bank=bank)
+    if canary_fraction is not None:
+        gate_refuses_new_release(releasing=releasing, doing="made the canary", override=override)
     release = release_write(releasing=releasing, source=ReleaseSource.PUBLISHED, note=note, actor=actor, token=token)
     if release is None:
         return ReleaseOutcome(
             None, f"Nothing to publish: the draft is release {releasing.latest} as it stands.", noop=True
         )
+    gated = releasing.evaluation_gate != EvaluationGate.OFF
+    if candidate or (gated and not override):
+        message = f"Release {release.number} written as a candidate: run an evaluation of it before it reaches agents."
+        return ReleaseOutcome(release, message, candidate=True)
+    doing = "published" if canary_fraction is None else "made the canary"
+    release_gate_check(
+        releasing=releasing,
+        release=release,
+        override=override,
+        reason=override_reason,
+        doing=doing,
+        actor=actor,
+        token=token,
+    )
     if canary_fraction is not None:
         canary_start(releasing=releasing, release=release, fraction=canary_fraction, actor=actor, token=token)
         return ReleaseOutcome(release, f"Release {release.number} published as the canary.")
@@ -132,6 +173,12 @@ def release_mode_set(*, bank: Bank, mode: str, actor=None, token=None) -> Releas
     if mode not in PublishMode.values:
         raise Invalid(f"mode: one of {', '.join(PublishMode.values)} (got {mode!r}).")
     releasing = releasing_locked(bank=bank)
+    if mode == PublishMode.AUTOMATIC and releasing.evaluation_gate != EvaluationGate.OFF:
+        raise Conflict(
+            "An automatic publish serves every change at once, so nothing could be evaluated first: "
+            "turn the evaluation gate off before publishing automatically.",
+            code="evaluation_gate_on",
+        )
     if releasing.mode == mode:
         return ReleaseOutcome(
             None, f"The bank already publishes {'automatically' if mode == 'automatic' else 'by hand'}.", noop=True
@@ -157,6 +204,46 @@ def release_mode_set(*, bank: Bank, mode: str, actor=None, token=None) -> Releas
     )
     word = "automatically: every change is published at once" if mode == PublishMode.AUTOMATIC else "by hand"
     return ReleaseOutcome(release, f"The bank now publishes {word}.")
+
+
+@transaction.atomic
+def release_gate_set(*, bank: Bank, gate: str, actor=None, token=None) -> tuple[str, bool]:
+    """Set ``bank``'s evaluation gate (audited). A gate other than off switches the bank to publishing
+    by hand: an automatic publish could never be evaluated first. A token changes it only when an admin
+    or owner created it. Returns (message, noop). Raises Invalid for an unknown gate, Forbidden."""
+    if gate not in EvaluationGate.values:
+        raise Invalid(f"evaluation_gate: one of {', '.join(EvaluationGate.values)} (got {str(gate)[:40]!r}).")
+    if actor is None and not role_at_least(bank=bank, role=Role.ADMIN, actor=None, token=token):
+        raise Forbidden(
+            "Only admins and owners change the evaluation gate (an API token: one an admin or owner created).",
+            code="admin_required",
+        )
+    releasing = releasing_locked(bank=bank)
+    if releasing.evaluation_gate == gate:
+        return "No change.", True
+    before = {"evaluation_gate": releasing.evaluation_gate, "mode": releasing.mode}
+    releasing.evaluation_gate = gate
+    switched = gate != EvaluationGate.OFF and releasing.mode == PublishMode.AUTOMATIC
+    if switched:
+        releasing.mode = PublishMode.MANUAL
+    releasing.save(update_fields=["evaluation_gate", "mode", "updated_at"])
+    serving_sync(releasing)
+    audit_record(
+        action=AuditAction.RELEASE_SET_EVALUATION_GATE,
+        bank=bank,
+        user=actor,
+        token=token,
+        obj=bank,
+        before=before,
+        after={"evaluation_gate": gate, "mode": releasing.mode},
+    )
+    if gate == EvaluationGate.OFF:
+        return "Releases are published without an evaluation again.", False
+    message = f"Releases now need a passing evaluation ({EvaluationGate(gate).label.split(': ', 1)[1]}) "
+    message += "before they reach agents."
+    if switched:
+        message += " The bank now publishes by hand: an automatic publish could never be evaluated first."
+    return message, False
 
 
 # Versions that change whether an approved item may be served, without changing its status or text.
@@ -194,7 +281,7 @@ def releases_items_changed(*, changes: Sequence[tuple[MemoryItem, str | None]]) 
             continue
         with transaction.atomic():
             releasing = releasing_locked(bank=banks[bank_id])
-            if releasing.mode != PublishMode.AUTOMATIC:
+            if releasing.mode != PublishMode.AUTOMATIC or releasing.evaluation_gate != EvaluationGate.OFF:
                 continue
             release = release_write(releasing=releasing, source=ReleaseSource.AUTOMATIC, item_ids=item_ids)
             if release is not None:

@@ -27,7 +27,7 @@ from memories.items.models import (
 )
 from memories.items.services import memory_item_create
 from memories.releases.labels import releasing_locked, serving_sync
-from memories.releases.models import NOTE_MAX, PublishMode, ReleaseSource
+from memories.releases.models import NOTE_MAX, EvaluationGate, PublishMode, ReleaseSource
 from memories.releases.publishing import ReleaseOutcome, release_write
 from memories.releases.selectors import RELEASE_FORMAT
 from memories.review.decisions import memory_item_archive
@@ -216,7 +216,8 @@ def release_import(
     kept; their risk findings confirmed by ``actor`` or ``token``), and
     approved items of ``bank`` not in the release are archived (never
     deleted). One release is published whatever the bank's mode (audited,
-    with ``actor`` or ``token``). An import equal to what the bank holds is a
+    with ``actor`` or ``token``); under an evaluation gate it is written as a
+    candidate, not production. An import equal to what the bank holds is a
     no-op. Raises what release_import_check raises; nothing is written then."""
     checked = release_import_check(bank=bank, records=records, actor=actor, token=token, confirm_risks=confirm_risks)
     header = checked.header
@@ -266,7 +267,8 @@ def release_import(
     )
     releasing.mode = mode
     fields = ["mode", "updated_at"]
-    if release is not None:
+    candidate = releasing.evaluation_gate != EvaluationGate.OFF
+    if release is not None and not candidate:
         releasing.production = release
         fields.append("production")
     releasing.save(update_fields=fields)
@@ -276,4 +278,9 @@ def release_import(
         return ReleaseOutcome(
             None, "Nothing to import: the bank already holds exactly this release.", noop=True
         ), counts
+    if candidate:
+        message = (
+            f"Imported as release {release.number}, a candidate: run an evaluation of it before it reaches agents."
+        )
+        return ReleaseOutcome(release, message, candidate=True), counts
     return ReleaseOutcome(release, f"Imported as release {release.number}, now production."), counts

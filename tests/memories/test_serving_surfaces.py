@@ -3,7 +3,7 @@ the same bank is read through /retrieve in both modes (each arm of a canary
 and the holdout), GET /memories and each item, the MCP list_memories tool,
 the Agent Skills folder, the zip, the AGENTS.md section and the served
 export, with automatic publishing, manual publishing with approved items not
-yet published, a canary, and a rollback after items of the newer release
+yet published, candidate releases waiting for an evaluation, a canary, and a rollback after items of the newer release
 were archived as wrong, suspended or superseded, and a bank that requires
 corroboration before serving."""
 
@@ -28,8 +28,8 @@ from memories.items.models import MemoryItem
 from memories.items.services import memory_item_edit
 from memories.learning.refusals import memory_item_archive_as_wrong
 from memories.releases.labels import release_rollback
-from memories.releases.models import PublishMode
-from memories.releases.publishing import release_mode_set, release_publish
+from memories.releases.models import EvaluationGate, PublishMode
+from memories.releases.publishing import release_gate_set, release_mode_set, release_publish
 from memories.review.decisions import memory_item_approve, memory_item_archive, memory_item_supersede
 from memories.trust.models import VerdictTier
 from memories.trust.services import bank_trust_policy_update, memory_items_auto_approve
@@ -201,6 +201,26 @@ def test_manual_publishing_serves_production_not_the_approved_items_waiting_for_
     memory_item_edit(item=items["a"], author=owner, title="Log in first, then look for orders")
     memory_item_embed_refresh(item_id=items["a"].pk)
     assert_all_agree(client, live_server, token, bank, release=1, titles={LESSONS[key][0] for key in "ab"})
+
+
+def test_a_candidate_release_is_served_by_no_surface_until_it_is_made_production(
+    client, live_server, bank, owner, shop
+):
+    items, token = shop
+    for key in "ab":
+        _approve(items[key], owner)  # releases 1 and 2, production at once
+    release_gate_set(bank=bank, gate=EvaluationGate.NOT_WORSE, actor=owner)
+    for key in "cd":
+        _approve(items[key], owner)
+    assert release_publish(bank=bank, actor=owner).candidate  # release 3, under the gate
+    release_gate_set(bank=bank, gate=EvaluationGate.OFF, actor=owner)
+    _approve(items["e"], owner)
+    assert release_publish(bank=bank, actor=owner, candidate=True).candidate  # release 4, asked for
+    bank.holdout_fraction = 0.2
+    bank.save(update_fields=["holdout_fraction"])
+    assert_all_agree(
+        client, live_server, token, bank, release=2, titles={LESSONS[key][0] for key in "ab"}, holdout=True
+    )
 
 
 def test_a_canary_and_a_holdout_each_serve_their_arm_and_the_lists_hold_production(

@@ -31,8 +31,8 @@ from memories.releases.labels import (
     release_promote,
     release_rollback,
 )
-from memories.releases.models import ImportState, PublishMode, ReleaseImport
-from memories.releases.publishing import release_mode_set, release_publish
+from memories.releases.models import EvaluationGate, ImportState, PublishMode, ReleaseImport
+from memories.releases.publishing import release_gate_set, release_mode_set, release_publish
 from memories.releases.selectors import (
     bank_releasing,
     draft_diff,
@@ -48,9 +48,10 @@ from memories.serving.lists import served_items
 from reasoningbank_site.errors import DomainError, Invalid, NotFound
 from reasoningbank_site.text import counted
 from reasoningbank_site.values import ascii_number
+from trajectories.impact.release_evaluations import evaluations_url, release_evaluations_attach
 from trajectories.impact.releases import canary_verdict
 
-ADMIN_ACTIONS = frozenset({"mode", "auto_rollback"})
+ADMIN_ACTIONS = frozenset({"mode", "auto_rollback", "evaluation_gate"})
 IMPORT_ACTIONS = frozenset({"import", "import_confirm", "import_cancel"})
 
 
@@ -101,21 +102,28 @@ def _import(request, bank, action: str) -> tuple[str, ReleaseImport | None]:
 def _act(request, bank, action: str) -> str:
     """Run one POSTed move; returns the message to show. Raises DomainError."""
     post, user = request.POST, request.user
+    # An owner's override of the evaluation gate, with its reason (the view refuses it to anyone else).
+    gate = {"override": post.get("override") == "on", "override_reason": post.get("override_reason", "")}
     if action == "publish":
         share = post.get("canary_percent", "").strip()
         fraction = _percent(share, "canary share") if share else None
-        return release_publish(bank=bank, actor=user, note=post.get("note", ""), canary_fraction=fraction).message
+        candidate = post.get("candidate") == "on"
+        note = post.get("note", "")
+        return release_publish(
+            bank=bank, actor=user, note=note, canary_fraction=fraction, candidate=candidate, **gate
+        ).message
     if action == "canary":
         number = _number(post.get("number"))
-        return release_canary_set(
-            bank=bank, number=number, fraction=_percent(post.get("canary_percent", ""), "canary share"), actor=user
-        )
+        share = _percent(post.get("canary_percent", ""), "canary share")
+        return release_canary_set(bank=bank, number=number, fraction=share, actor=user, **gate)
     if action == "promote":
-        return release_promote(bank=bank, actor=user) or "There is no canary to promote."
+        return release_promote(bank=bank, actor=user, **gate) or "There is no canary to promote."
     if action == "stop":
         return release_canary_stop(bank=bank, actor=user) or "There is no canary: nothing to roll back."
     if action == "rollback":
-        return release_rollback(bank=bank, number=_number(post.get("number")), actor=user)[0]
+        return release_rollback(bank=bank, number=_number(post.get("number")), actor=user, **gate)[0]
+    if action == "evaluation_gate":
+        return release_gate_set(bank=bank, gate=post.get("evaluation_gate", ""), actor=user)[0]
     if action == "mode":
         return release_mode_set(bank=bank, mode=post.get("mode", ""), actor=user).message
     if action == "auto_rollback":
@@ -139,6 +147,8 @@ def releases(request, bank_id):
         needed = Role.ADMIN if action in ADMIN_ACTIONS else Role.REVIEWER
         if not me.has_role(needed):
             raise PermissionDenied(f"Only {needed}s and above change releases this way.")
+        if request.POST.get("override") == "on" and not me.has_role(Role.OWNER):
+            raise PermissionDenied("Only an owner may override the evaluation gate.")
         try:
             if action in IMPORT_ACTIONS:
                 message, confirming = _import(request, bank, action)
@@ -154,12 +164,17 @@ def releases(request, bank_id):
     context = {
         "bank": bank,
         "releasing": releasing,
-        "releases": releases_list(bank=bank),
+        "releases": release_evaluations_attach(
+            bank=bank, releases=releases_list(bank=bank), gate=releasing.evaluation_gate
+        ),
         "draft": draft_diff(bank=bank),
         "production_serves": served_items(bank=bank).items.count(),
         "verdict": canary_verdict(bank=bank, releasing=releasing),
         "can_review": me.has_role(Role.REVIEWER),
         "can_admin": me.has_role(Role.ADMIN),
+        "can_own": me.has_role(Role.OWNER),
+        "gates": EvaluationGate.choices,
+        "evaluations_url": evaluations_url(bank),
         "can_import": me.has_role(Role.REVIEWER) and decides_alone(bank=bank, user=request.user),
         "modes": PublishMode.choices,
         "error": error,
@@ -195,14 +210,18 @@ def release_detail(request, bank_id, release_id):
             old = release_lookup(bank=bank, ref=against)
         except (Invalid, NotFound) as exc:
             error = f"{exc} Compared with the release before instead."
+    releasing = bank_releasing(bank=bank)
+    release_evaluations_attach(bank=bank, releases=[release], gate=releasing.evaluation_gate)
     context = {
         "bank": bank,
         "release": release,
         "old": old,
         "diff": release_diff(old=old, new=release),
-        "releasing": bank_releasing(bank=bank),
+        "releasing": releasing,
         "error": error,
         "can_review": me.has_role(Role.REVIEWER),
+        "can_own": me.has_role(Role.OWNER),
+        "evaluations_url": evaluations_url(bank),
     }
     return render(request, "trajectories/release_detail.html", context)
 
