@@ -35,6 +35,8 @@ from memories.releases.models import Release, ReleaseImport
 from memories.releases.publishing import release_publish
 from reasoningbank_site.api import api
 from tests import factories
+from trajectories.evaluation.models import EvalAttempt, EvalRun, EvalTask, TaskSet
+from trajectories.evaluation.runs import evaluation_create
 from trajectories.models import Trajectory
 
 MARK = "ZZ-OTHER-TEAM-SECRET"
@@ -59,6 +61,8 @@ OBJECT_KWARGS = {
     "invitation_id": "invitation",
     "release_id": "release",
     "import_id": "release_import",
+    "evaluation_id": "evaluation",
+    "try_id": "evaluation_try",
 }
 
 
@@ -73,6 +77,8 @@ class Side:
     invitation: Invitation
     release: Release
     release_import: ReleaseImport
+    evaluation: EvalRun
+    evaluation_try: EvalAttempt
 
 
 @dataclass
@@ -109,6 +115,9 @@ def _side(team, label: str) -> Side:
         expires_at=timezone.now() + timedelta(days=1),
     )
     release = release_publish(bank=bank, note=f"{text} release").release
+    task_set = TaskSet.objects.create(bank=bank, name=f"{text} tasks", source="upload", task_count=1)
+    EvalTask.objects.create(task_set=task_set, key="t1", text=f"{text} evaluation task")
+    evaluation = evaluation_create(bank=bank, task_set=task_set, arms=["none", "control"], release=None, k=1)
     return Side(
         team=team,
         bank=bank,
@@ -119,6 +128,8 @@ def _side(team, label: str) -> Side:
         invitation=invitation,
         release=release,
         release_import=ReleaseImport.objects.create(bank=bank, state="done", message=f"{text} import"),
+        evaluation=evaluation,
+        evaluation_try=evaluation.attempts.first(),
     )
 
 

@@ -6,10 +6,15 @@ bank reads a run."""
 
 from __future__ import annotations
 
+import json
+
+import pydantic
 from django.conf import settings
 from ninja import Query, Router, Status
 
 from accounts.tokens.auth import TokenAuth, api_responses
+from memories.serving.schemas import BodyIn
+from reasoningbank_site.errors import Invalid, Undecodable
 from trajectories.evaluation.attempts import try_claim, try_record
 from trajectories.evaluation.models import EvalArm, EvalRun, RunState
 from trajectories.evaluation.run_schemas import (
@@ -29,6 +34,7 @@ from trajectories.evaluation.runs import (
     evaluation_progress_many,
     task_set_for_run,
 )
+from trajectories.ingest.batch import validation_error_dict
 
 router = Router(tags=["evaluations"])
 LIST_LIMIT = 100
@@ -38,6 +44,23 @@ STATE_FILTER = Query(None, description="open, finished or cancelled.")
 def _arms(run: EvalRun) -> list[dict]:
     arms = getattr(run, "arm_rows", None) or list(EvalArm.objects.filter(run=run).select_related("release"))
     return [{"kind": a.kind, "release": a.release.number if a.release else None} for a in arms]
+
+
+def _no_body(request) -> None:
+    """The actions that take no input accept no body, an empty one or ``{}`` (whatever its content type:
+    harnesses post nothing); any field is refused as unknown, as every other route does."""
+    raw = request.body.strip()
+    if not raw or request.content_type != "application/json":
+        return
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise Undecodable(f"The request body is not valid JSON ({exc}).", code="invalid_json") from None
+    try:
+        BodyIn.model_validate(data)
+    except pydantic.ValidationError as exc:
+        error = validation_error_dict(exc)
+        raise Invalid(error["detail"], details={"errors": error["errors"]}) from None
 
 
 def _evaluation(run: EvalRun, progress: dict, *, results: bool = True) -> dict:
@@ -63,7 +86,7 @@ def _evaluation(run: EvalRun, progress: dict, *, results: bool = True) -> dict:
 @router.post(
     "/evaluations",
     auth=TokenAuth(scope="review"),
-    response=api_responses({201: EvaluationOut}),
+    response=api_responses({201: EvaluationOut}, 413),
     summary="Create an evaluation run",
     description=(
         "Plans every try of `task_set` (tasks × arms × k) and answers the run, with the command that works "
@@ -123,7 +146,7 @@ def evaluation_detail(request, evaluation_id: str):
 @router.post(
     "/evaluations/{evaluation_id}/next",
     auth=TokenAuth(scope="ingest"),
-    response=api_responses({200: NextOut}, 404, 409),
+    response=api_responses({200: NextOut}, 404, 409, 413),
     by_alias=True,
     summary="Claim the run's next try",
     description=(
@@ -135,6 +158,7 @@ def evaluation_detail(request, evaluation_id: str):
     ),
 )
 def evaluation_next(request, evaluation_id: str):
+    _no_body(request)
     run = evaluation_lookup(bank=request.bank, ref=evaluation_id)
     attempt = try_claim(run=run, token=request.api_token)
     if attempt is None:
@@ -198,10 +222,11 @@ def evaluation_try_record(request, evaluation_id: str, try_id: str, payload: Try
 @router.post(
     "/evaluations/{evaluation_id}/cancel",
     auth=TokenAuth(scope="review"),
-    response=api_responses({200: EvaluationOut}, 404, 409),
+    response=api_responses({200: EvaluationOut}, 404, 409, 413),
     summary="Cancel an evaluation run",
     description="Its remaining tries are never offered and later records are refused (409). 409 for a finished run.",
 )
 def evaluation_cancel_endpoint(request, evaluation_id: str):
+    _no_body(request)
     run = evaluation_cancel(run=evaluation_lookup(bank=request.bank, ref=evaluation_id), token=request.api_token)
     return _evaluation(run, evaluation_progress(run))

@@ -227,6 +227,12 @@ def test_a_cancelled_run_is_audited_and_refuses_tries(client, scene, tokens):
     review, ingest = tokens
     run_id = _create(client, review, arms=["none", "control"])
     claimed = _claim(client, ingest, run_id)["try"]
+    status, answer = api(client, ingest, "post", f"/evaluations/{run_id}/next", {"arm": "none"})
+    assert (status, answer["code"]) == (422, "validation_error") and "arm: Extra inputs" in answer["detail"]
+    status, answer = api(client, review, "post", f"/evaluations/{run_id}/cancel", {"force": True})
+    assert (status, answer["code"]) == (422, "validation_error")
+    assert EvalRun.objects.get(public_id=run_id).state == "open"
+    assert api(client, ingest, "post", f"/evaluations/{run_id}/next", {})[1]["try"]["number"] == 1  # {} is no input
     status, answer = api(client, ingest, "post", f"/evaluations/{run_id}/cancel")
     assert (status, answer["code"]) == (403, "missing_scope")
     status, body = api(client, review, "post", f"/evaluations/{run_id}/cancel")
