@@ -64,6 +64,9 @@ def judgment_record(
     written; the caller writes it with its own update of the row (a status
     move: one UPDATE instead of two).
 
+    When the verdict of an evaluation try (``learn=False``) changes, its run's
+    results are computed again once this commits.
+
     An LLM judgment is keyed by (trajectory, prompt_version): recording it
     again returns the existing one unchanged (a redelivered task judges once).
 
