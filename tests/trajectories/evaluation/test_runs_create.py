@@ -184,3 +184,9 @@ def test_the_list_is_newest_first_without_results_in_a_fixed_number_of_queries(
     runs = list(EvalRun.objects.order_by("-created_at").values_list("public_id", flat=True))
     assert [e["id"] for e in body["evaluations"]] == [str(r) for r in runs]
     assert all("results" not in e and e["progress"]["total"] == 6 for e in body["evaluations"])
+    api(client, review_token, "post", f"/evaluations/{runs[0]}/cancel")
+    assert [e["id"] for e in api(client, review_token, "get", "/evaluations?state=cancelled")[1]["evaluations"]] == [
+        str(runs[0])
+    ]
+    status, answer = api(client, review_token, "get", "/evaluations?state=lost")
+    assert (status, answer["code"]) == (422, "validation_error")

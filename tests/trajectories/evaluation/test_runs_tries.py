@@ -4,9 +4,11 @@ arm is served (pinned, leave-one-task-out, the control's extra tokens), what a r
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
+from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.models import AuditEvent
@@ -16,8 +18,9 @@ from reasoningbank_site.text import token_estimate
 from tests import factories
 from tests.conftest import queued_tasks
 from tests.trajectories.evaluation.runs_scene import api, make_task_set, releases_scene
-from trajectories.evaluation.attempts import try_outcome
+from trajectories.evaluation.attempts import try_claim, try_outcome
 from trajectories.evaluation.models import AttemptState, EvalAttempt, EvalRun
+from trajectories.evaluation.runs import evaluation_create
 from trajectories.impact.report import bank_impact
 from trajectories.models import Trajectory
 
@@ -263,3 +266,27 @@ def test_evaluation_retrievals_and_tries_never_reach_live_impact(client, scene, 
     assert {i.pk: i.served_count for i in MemoryItem.objects.filter(bank=scene.bank)} == served_before
     report = bank_impact(bank=scene.bank)
     assert report.treatment.retrievals == 0 and report.holdout.retrievals == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_harnesses_never_claim_the_same_try(bank):
+    task_set = make_task_set(bank)
+    run = evaluation_create(bank=bank, task_set=task_set, arms=["none", "control"], release=None, k=1)
+    other: list = []
+
+    def claim_elsewhere():
+        try:
+            other.append(try_claim(run=run))
+        finally:
+            connection.close()
+
+    first = EvalAttempt.objects.filter(run=run).order_by("id").first()
+    with transaction.atomic():  # another harness's claim of the first try, in flight: its row is locked
+        EvalAttempt.objects.select_for_update().get(pk=first.pk)
+        worker = threading.Thread(target=claim_elsewhere)
+        worker.start()
+        worker.join(timeout=30)
+        assert not worker.is_alive(), "the claim waited for the other harness's lock"
+    assert other[0] is not None and other[0].pk != first.pk
+    assert try_claim(run=run).pk == first.pk  # once free, the first try is claimed next
+    assert EvalAttempt.objects.filter(run=run, state=AttemptState.CLAIMED).count() == 2
