@@ -18,10 +18,11 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from accounts.models import ApiToken
+from memories.embedding.model import EmbeddingModelError
 from memories.serving import release_searched, served_release
 from memories.serving.preview import RetrievalResult, retrieval_preview
 from memories.trust.models import VerdictTier
-from reasoningbank_site.errors import Conflict, Invalid, NotFound
+from reasoningbank_site.errors import Conflict, Invalid, NotFound, Unavailable
 from reasoningbank_site.text import token_estimate
 from trajectories.evaluation.checks import check_describe, check_passes
 from trajectories.evaluation.models import ArmKind, AttemptState, EvalAttempt, EvalRun, EvalTask, RunState
@@ -60,13 +61,19 @@ def _served(result: RetrievalResult) -> Served:
 
 
 def _serve(run: EvalRun, task: EvalTask, number: int | None) -> Served:
-    """What release ``number`` serves for ``task`` (None: production's approved set), its own lessons left out."""
-    result = retrieval_preview(
-        bank=run.bank,
-        query=task.text,
-        task_id=task.task_id,
-        release=release_searched(bank=run.bank, number=number),
-    )
+    """What release ``number`` serves for ``task`` (None: production's approved set), its own lessons left out.
+    Raises Unavailable when the embedding model cannot be loaded (the claim is not made)."""
+    if not task.text.strip():
+        return Served()  # nothing to search with: nothing served
+    try:
+        result = retrieval_preview(
+            bank=run.bank,
+            query=task.text,
+            task_id=task.task_id,
+            release=release_searched(bank=run.bank, number=number),
+        )
+    except EmbeddingModelError as exc:
+        raise Unavailable(f"The embedding model is not available: {exc}", code="embedding_unavailable") from exc
     return _served(result)
 
 

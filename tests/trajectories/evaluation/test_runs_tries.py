@@ -290,3 +290,12 @@ def test_concurrent_harnesses_never_claim_the_same_try(bank):
     assert other[0] is not None and other[0].pk != first.pk
     assert try_claim(run=run).pk == first.pk  # once free, the first try is claimed next
     assert EvalAttempt.objects.filter(run=run, state=AttemptState.CLAIMED).count() == 2
+
+
+def test_a_task_without_text_is_served_nothing_rather_than_blocking_the_run(client, bank, owner, tokens):
+    review, ingest = tokens
+    scene = releases_scene(bank, owner)
+    make_task_set(bank, tasks=[("blank", "   ", None)])
+    run_id = _create(client, review, release=scene.candidate, arms=["candidate", "control"])
+    tries = _all_tries(client, ingest, run_id)
+    assert [(t["arm"], t["memories"], t["extra_tokens"]) for t in tries] == [("candidate", [], 0), ("control", [], 0)]
