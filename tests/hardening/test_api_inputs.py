@@ -250,7 +250,7 @@ def test_every_write_route_answers_an_unknown_field_with_422_naming_it(client, b
     """Walks the OpenAPI document, so a route added later cannot forget ``extra="forbid"``:
     a body with a field the route does not know is refused, never silently ignored."""
     secret = factories.make_token(bank, scopes=("retrieve", "ingest", "review"), name="all")
-    url = path.format(item_id=uuid.uuid4(), release_id="1")
+    url = path.format(item_id=uuid.uuid4(), release_id="1", evaluation_id=uuid.uuid4(), try_id=uuid.uuid4())
     body = json.dumps({UNKNOWN: 1})
     response = getattr(client, method)(
         url, data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}"

@@ -21,6 +21,7 @@ from memories.serving.tallies import (
 from memories.trust.models import VerdictTier
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.errors import Invalid
+from trajectories.evaluation.refresh import evaluation_verdict_changed
 from trajectories.models import Judgment, JudgmentSource, Label, Status, Trajectory
 from trajectories.pipeline.dispatch import trajectory_enqueue
 from trajectories.pipeline.transitions import trajectory_move, trajectory_move_many
@@ -28,6 +29,7 @@ from trajectories.pipeline.transitions import trajectory_move, trajectory_move_m
 # What judgment_record reads of the trajectory it locks (its verdict and what the verdict moves in the report).
 VERDICT_FIELDS = (
     "pk", "verdict", "verdict_tier", "retrieval_id", "bank_id", "step_count", "prompt_tokens", "completion_tokens",
+    "learn",
 )  # fmt: skip
 
 # The tier of a verdict by the source of the judgment that sets it: the agent's own report ranks lowest.
@@ -68,11 +70,14 @@ def judgment_record(
     so concurrent judgments agree on the verdict; ``trajectory`` is updated in
     place. ``locked``: the caller read ``trajectory`` in this transaction
     with ``select_for_update`` (at least its pk, verdict, verdict_tier,
-    retrieval_id, bank_id, step_count, prompt_tokens and completion_tokens): it
+    retrieval_id, bank_id, step_count, prompt_tokens, completion_tokens and learn): it
     is used as is, not locked and read again.
     ``save_verdict=False``: the new verdict is set on ``trajectory`` but not
     written; the caller writes it with its own update of the row (a status
     move: one UPDATE instead of two).
+
+    When the verdict of an evaluation try (``learn=False``) changes, its run's
+    results are computed again once this commits.
 
     An LLM judgment is keyed by (trajectory, prompt_version): recording it
     again returns the existing one unchanged (a redelivered task judges once).
@@ -108,6 +113,8 @@ def judgment_record(
         verdict, tier = _effective_verdict([*judgments, judgment])
         if verdict != row.verdict and row.retrieval_id is not None:
             _retrieval_outcome_move(trajectory=row, old=row.verdict, new=verdict)
+        if verdict != row.verdict and not row.learn:  # an evaluation try: its run's results change
+            evaluation_verdict_changed(trajectory_id=row.pk)
         if (verdict, tier) != (row.verdict, row.verdict_tier):
             row.verdict, row.verdict_tier = verdict, tier
             if save_verdict:
