@@ -27,6 +27,7 @@ from reasoningbank_site.text import token_estimate
 from trajectories.evaluation.checks import check_describe, check_passes
 from trajectories.evaluation.models import ArmKind, AttemptState, EvalAttempt, EvalRun, EvalTask, RunState
 from trajectories.evaluation.refresh import evaluation_results_refresh_later
+from trajectories.evaluation.tasksets import task_excluded_items
 from trajectories.ingest.batch import validation_error_dict
 from trajectories.ingest.record import built_stored, trajectory_build
 from trajectories.ingest.schemas import TrajectoryIn
@@ -70,6 +71,7 @@ def _serve(run: EvalRun, task: EvalTask, number: int | None) -> Served:
             bank=run.bank,
             query=task.text,
             task_id=task.task_id,
+            exclude=task_excluded_items(task),
             release=release_searched(bank=run.bank, number=number),
         )
     except EmbeddingModelError as exc:

@@ -12,6 +12,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.models import AuditEvent
+from memories.items.experiences import experience_create
 from memories.items.models import MemoryItem
 from memories.serving.models import RetrievalEvent, RetrievalTally
 from reasoningbank_site.text import token_estimate
@@ -104,6 +105,21 @@ def test_a_task_is_never_served_the_lessons_learnt_from_its_own_task(client, ban
     assert served[("orders", "production")]["memories"] == []
     assert served[("orders", "control")]["extra_tokens"] == served[("orders", "candidate")]["memory_tokens"]
     assert len(served[("hours", "candidate")]["memories"]) == 2  # other tasks are served both
+
+
+def test_a_task_is_never_served_the_lessons_of_a_past_run_of_its_text_without_a_task_id(client, bank, owner, tokens):
+    review, ingest = tokens
+    scene = releases_scene(bank, owner)
+    # The login lesson was learnt from a past run of the same task, sent without a task id, spaced differently.
+    past = experience_create(bank=bank, task="Log in and  list my order history on the shop. ")
+    MemoryItem.objects.filter(pk=scene.login.pk).update(experience=past)
+    task_set = make_task_set(bank)
+    task_set.tasks.update(task_id="")  # only the text ties the tasks to their past runs
+    run_id = _create(client, review, release=scene.candidate, arms=["candidate", "production"])
+    served = {(t["task"]["id"], t["arm"]): t for t in _all_tries(client, ingest, run_id)}
+    assert [m["title"] for m in served[("orders", "candidate")]["memories"]] == [scene.dates.title]
+    assert served[("orders", "production")]["memories"] == []
+    assert {m["title"] for m in served[("hours", "candidate")]["memories"]} == {scene.login.title, scene.dates.title}
 
 
 def test_a_record_writes_a_trajectory_that_does_not_learn_and_fills_the_try(
