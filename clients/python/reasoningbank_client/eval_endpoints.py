@@ -23,8 +23,10 @@ def try_body(
     outcome: str | None = None,
     usage: Mapping[str, Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
+    system: Any = None,
 ) -> dict[str, Any]:
-    """The JSON body recording one try. ``messages`` may be anything ``adapters.to_messages`` reads."""
+    """The JSON body recording one try. ``messages`` may be anything ``adapters.to_messages`` reads;
+    ``system`` is the system prompt sent apart from them (Anthropic's convention)."""
     if messages is not None:
         messages, guessed_answer = to_messages(messages)
         if final_answer is None:
@@ -34,6 +36,7 @@ def try_body(
     body = {
         "steps": steps,
         "messages": messages,
+        "system": system,
         "final_answer": final_answer,
         "outcome": outcome,
         "usage": dict(usage) if usage is not None else None,
@@ -147,6 +150,7 @@ class EvaluationEndpoints(_Base):
         outcome: str | None = None,
         usage: Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
+        system: Any = None,
     ) -> Op[TryRecorded]:
         """Record what the agent did in one try. ``ConflictError`` with code ``try_recorded`` when the try was
         recorded already, ``evaluation_finished`` when the run is no longer open."""
@@ -157,6 +161,7 @@ class EvaluationEndpoints(_Base):
             outcome=outcome,
             usage=usage,
             metadata=metadata,
+            system=system,
         )
         path = api_path("evaluations", evaluation_id, "tries", try_id)
         return TryRecorded.from_dict((yield from self._request("POST", path, json=body)))

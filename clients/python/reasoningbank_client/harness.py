@@ -2,7 +2,8 @@
 
 Each worker (``parallel`` of them) loops: claim the run's next try (``next_try``), hand the try's JSON
 (a dict: the task, the arm, ``system_block``, ``memories``, ``extra_tokens``, …) to ``agent``, and
-record what it returns: ``{"final_answer", "steps" | "messages", "outcome"?, "usage"?, "metadata"?}``.
+record what it returns: ``{"final_answer", "steps" | "messages", "system"?, "outcome"?, "usage"?,
+"metadata"?}``.
 When the agent raises, or returns anything else, the try is recorded as a failure with the error as its
 last step; so is an answer the service refuses (a 4xx naming the problem). It ends when no try is left
 to claim: ``done`` when every try is recorded, else the tries left are claimed by another harness (they
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 Agent = Callable[[dict[str, Any]], Any]
 OnTry = Callable[[TryReport], Any]
 
-RESULT_KEYS = ("final_answer", "steps", "messages", "outcome", "usage", "metadata")
+RESULT_KEYS = ("final_answer", "steps", "messages", "system", "outcome", "usage", "metadata")
 REFUSED = (BadRequestError, PayloadTooLargeError, ValidationError)  # the service refused the agent's answer
 
 

@@ -120,6 +120,8 @@ export interface TryResult {
   final_answer?: string;
   steps?: Step[];
   messages?: Message[];
+  /** The system prompt sent apart from `messages` (Anthropic's convention). */
+  system?: string | Array<{ type: "text"; text: string }>;
   outcome?: Outcome;
   usage?: { prompt_tokens?: number; completion_tokens?: number };
   metadata?: Record<string, JsonValue>;
@@ -176,7 +178,7 @@ export interface EvaluationClient {
   evaluation(evaluationId: string): Promise<Evaluation>;
 }
 
-const RESULT_KEYS = ["final_answer", "steps", "messages", "outcome", "usage", "metadata"];
+const RESULT_KEYS = ["final_answer", "steps", "messages", "system", "outcome", "usage", "metadata"];
 
 /** The agent failed a try: recorded as a failure with this message. */
 export class AgentError extends Error {}
