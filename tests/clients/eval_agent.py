@@ -39,7 +39,7 @@ import sys
 import time
 from typing import Any
 
-LESSON = re.compile(r"answer for ([\w.-]+):\s*([\w.-]+)")
+LESSON = re.compile(r"answer for ([\w.-]*\w):\s*(\w[\w-]*)")
 
 
 def lesson_code(system_block: str, key: str) -> str | None:
