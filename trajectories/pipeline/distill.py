@@ -54,10 +54,11 @@ def trajectory_distill(*, trajectory_id: int) -> bool:
     its verdict calls for (success, failure, or MaTTS-sequential when it has
     refinement steps), proposing them through ``memory_item_propose`` under an
     Experience linked to the trajectory; the trajectory becomes ``done``.
-    Returns True when this call proposed the items. Raises
+    Returns True when this call proposed the items; never for a trajectory
+    that does not learn (``learn=False``: an evaluation try). Raises
     LLMTransientError after handing the trajectory back to ``judged``."""
     t = trajectory_row(trajectory_id)
-    return t is not None and distill_take(t.pk) and distill_row(t)
+    return t is not None and t.learn and distill_take(t.pk) and distill_row(t)
 
 
 def distill_take(trajectory_id: int) -> bool:

@@ -103,7 +103,7 @@ def judge_row(t: Trajectory, *, distill_next: bool) -> bool:
         commit_without_waiting_for_disk()
         locked = (
             Trajectory.objects.select_for_update()
-            .only("pk", "status", "verdict", "verdict_tier", "retrieval_id", "bank_id", "step_count")
+            .only("pk", "status", "verdict", "verdict_tier", "retrieval_id", "bank_id", "step_count", "learn")
             .annotate(active_prompts=active_prompt_versions())  # the distiller's words as of now
             .get(pk=t.pk)
         )

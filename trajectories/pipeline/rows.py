@@ -12,6 +12,7 @@ from trajectories.pipeline.budget import BUDGET_LEFT
 
 NO_LLM_DETAIL = "No LLM endpoint is configured (RB_LLM_BASE_URL); it resumes when one is set. Humans can judge it and write items meanwhile."
 DISTILLING_DETAIL = "Distilling memory items."
+NOT_LEARNT_DETAIL = "An evaluation try: judged, never distilled into the bank."
 
 # The prompt versions of a trajectory's LLM judgments (raw SQL: cheaper to build than the ORM's subquery).
 LLM_JUDGED = RawSQL(

@@ -29,8 +29,8 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     S.AWAITING_LLM: frozenset({S.JUDGING, S.JUDGED, S.NEEDS_ATTENTION}),
     # Back to received: a transient LLM error or the sweeper (worker lost).
     S.JUDGING: frozenset({S.JUDGED, S.RECEIVED, S.NEEDS_ATTENTION}),
-    # judged → judged: a human relabel re-distills.
-    S.JUDGED: frozenset({S.DISTILLING, S.WAITING_GROUP, S.AWAITING_LLM, S.JUDGED, S.NEEDS_ATTENTION}),
+    # judged → judged: a human relabel re-distills; done: a trajectory that does not learn (an evaluation try).
+    S.JUDGED: frozenset({S.DISTILLING, S.WAITING_GROUP, S.AWAITING_LLM, S.JUDGED, S.DONE, S.NEEDS_ATTENTION}),
     # Back to judged / waiting_group: a transient LLM error or the sweeper; judged: a relabel.
     S.DISTILLING: frozenset({S.DONE, S.JUDGED, S.WAITING_GROUP, S.NEEDS_ATTENTION}),
     # waiting_group → waiting_group: a new note (no LLM yet); judged: its group closed with it alone.
