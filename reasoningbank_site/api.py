@@ -130,6 +130,7 @@ from memories.releases.api import router as releases_router  # noqa: E402
 from memories.review.api import router as review_router  # noqa: E402
 from memories.serving.api import router as memories_router  # noqa: E402
 from trajectories.evaluation.api import router as evaluation_router  # noqa: E402
+from trajectories.evaluation.api_tasksets import router as task_sets_router  # noqa: E402
 from trajectories.exports.api import router as export_router  # noqa: E402
 from trajectories.ingest.api import router as trajectories_router  # noqa: E402
 
@@ -140,3 +141,4 @@ api.add_router("/", releases_router)
 api.add_router("/", trajectories_router)
 api.add_router("/", export_router)
 api.add_router("/", evaluation_router)
+api.add_router("/", task_sets_router)

@@ -35,6 +35,8 @@ from memories.releases.models import Release, ReleaseImport
 from memories.releases.publishing import release_publish
 from reasoningbank_site.api import api
 from tests import factories
+from trajectories.evaluation.models import TaskSet
+from trajectories.evaluation.tasksets import task_set_upload
 from trajectories.models import Trajectory
 
 MARK = "ZZ-OTHER-TEAM-SECRET"
@@ -59,6 +61,7 @@ OBJECT_KWARGS = {
     "invitation_id": "invitation",
     "release_id": "release",
     "import_id": "release_import",
+    "task_set_id": "task_set",
 }
 
 
@@ -73,6 +76,7 @@ class Side:
     invitation: Invitation
     release: Release
     release_import: ReleaseImport
+    task_set: TaskSet
 
 
 @dataclass
@@ -119,6 +123,7 @@ def _side(team, label: str) -> Side:
         invitation=invitation,
         release=release,
         release_import=ReleaseImport.objects.create(bank=bank, state="done", message=f"{text} import"),
+        task_set=task_set_upload(bank=bank, name=f"{text} tasks", body=json.dumps({"id": "t", "task": text}).encode()),
     )
 
 
@@ -301,7 +306,10 @@ def test_discovery_finds_the_known_pages_and_endpoints():
     assert "memories:item_detail" not in actions
     assert all(e.path.startswith("/api/v1/") for e in api_endpoints())
     delete = [e for e in api_endpoints() if e.method == "DELETE"]
-    assert [(e.path, e.scope) for e in delete] == [("/api/v1/trajectories/{trajectory_id}", "ingest")]
+    assert [(e.path, e.scope) for e in delete] == [
+        ("/api/v1/trajectories/{trajectory_id}", "ingest"),
+        ("/api/v1/task-sets/{task_set_id}", "review"),
+    ]
 
 
 @pytest.mark.parametrize("role", ROLES)
