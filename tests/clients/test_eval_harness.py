@@ -23,6 +23,7 @@ from tests.clients.conftest import FAST_RETRY
 from tests.clients.eval_agent import answer
 from tests.clients.evaluation_setup import CODES, helpful_candidate, serve_every_lesson, vault_jsonl
 from tests.fake_llm import FakeLLM
+from tests.helpers import wait_for
 from tests.worker import celery_broker, celery_worker, celery_worker_env, fake_llm_worker_env  # noqa: F401
 from trajectories.evaluation.models import AttemptState, EvalAttempt
 
@@ -126,9 +127,14 @@ def test_rb_eval_run_drives_every_arm_and_success_follows_the_lessons(
     control = EvalAttempt.objects.filter(run__public_id=created.id, arm__kind="control").first()
     assert control.extra_tokens > 0, "the control is given the tokens of the block it was not served"
 
+    wait_for(lambda: reviewer.evaluation(created.id).results.get("complete"), what="the run's results (a worker's)")
     code, out, err = rb_run(rb_url, review_token, "eval", "status", created.id)
     assert code == 0, err
     assert "32/32 tries recorded" in out and f"Evaluation {created.id}" in out
+    assert "candidate: success 100 % of 8 known tries, pass^2 100 %" in out, out
+    assert "production: success 75 % of 8 known tries" in out and "none: success 50 %" in out, out
+    assert "candidate vs production: +25 points" in out and "better on v4" in out, out
+    assert "Verdict: at actual cost " in out, out
 
     # The run is finished: a second harness is told so, and nothing changes.
     code, out, err = rb_run(rb_url, review_token, "eval", "run", created.id, "--", *AGENT)

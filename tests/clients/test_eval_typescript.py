@@ -16,11 +16,32 @@ from tests import factories
 from tests.clients.evaluation_setup import CODES, lesson, serve_every_lesson, vault_jsonl
 from tests.clients.test_typescript import NODE_TIMEOUT, PACKAGE, _must, _run, compiled  # noqa: F401
 from tests.conftest import which
+from tests.fake_llm import FakeLLM
+from tests.helpers import wait_for
+from tests.worker import celery_broker, celery_worker, celery_worker_env, fake_llm_worker_env  # noqa: F401
 from trajectories.evaluation.models import AttemptState, EvalAttempt
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.worker,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.parametrize("celery_broker", ["embedded"], indirect=True),
+]
+JUDGE_SUCCESS = '{"verdict": "success", "rationale": "The agent reported a code."}'
 
 AGENT = [sys.executable, str(Path(__file__).with_name("eval_agent.py"))]
+
+
+@pytest.fixture
+def fake_llm():
+    server = FakeLLM().start()
+    server.responder = lambda messages: JUDGE_SUCCESS
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def celery_worker_env(fake_llm):
+    return fake_llm_worker_env(fake_llm)
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +61,7 @@ def rb_ts(cli: Path, rb_url: str, token: str, *args: str) -> subprocess.Complete
     )
 
 
-def test_the_typescript_harness_runs_a_small_evaluation(cli, bank, approved, rb_url):
+def test_the_typescript_harness_runs_a_small_evaluation(cli, bank, approved, rb_url, celery_worker):
     serve_every_lesson(bank)
     lesson(approved, bank, "v3", CODES["v3"])  # production serves v3's code
     review_token = factories.make_token(bank, scopes=("ingest", "review"))
@@ -61,8 +82,12 @@ def test_the_typescript_harness_runs_a_small_evaluation(cli, bank, approved, rb_
         assert (env["RB_EVAL_TRY"], env["RB_EVAL_ARM"]) == (str(attempt.public_id), attempt.arm.kind)
         assert attempt.completion_tokens == 1
 
+    wait_for(lambda: with_review.evaluation(run.id).results.get("complete"), what="the run's results (a worker's)")
     status = rb_ts(cli, rb_url, review_token, "eval", "status", run.id)
     assert status.returncode == 0 and "8/8 tries recorded" in status.stdout, status.stderr
+    assert "production: success 75 % of 4 known tries, pass^1 75 %" in status.stdout, status.stdout
+    assert "none: success 50 % of 4 known tries" in status.stdout, status.stdout
+    assert "Verdict: at actual cost " in status.stdout, status.stdout
 
     with_review.close()
     refused = rb_ts(cli, rb_url, review_token, "eval", "run", "00000000-0000-0000-0000-000000000000", "--", *AGENT)

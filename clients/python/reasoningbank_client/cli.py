@@ -135,6 +135,21 @@ def _percent(value: Any) -> str:
     return "–" if value is None else f"{100 * value:.0f} %"
 
 
+def _comparison_text(comparison: dict[str, Any]) -> str:
+    low, high = (comparison.get("interval") or [None, None])[:2]
+    flipped = comparison.get("flipped") or {}
+    text = (
+        f"{comparison.get('arm')} vs {comparison.get('versus')}: {100 * (comparison.get('difference') or 0):+.0f} points"
+        + (f" [{100 * low:+.0f}, {100 * high:+.0f}]" if low is not None and high is not None else "")
+        + (f", p = {comparison['p_value']:.3g}" if comparison.get("p_value") is not None else "")
+        + f": {comparison.get('verdict', '?')}"
+    )
+    for way in ("better", "worse"):
+        if flipped.get(way):
+            text += f"; {way} on {', '.join(map(str, flipped[way]))}"
+    return text
+
+
 def status_text(evaluation: Evaluation) -> str:
     """What ``rb eval status`` prints."""
     arms = ", ".join(a.kind + (f" (release {a.release})" if a.release is not None else "") for a in evaluation.arms)
@@ -154,6 +169,8 @@ def status_text(evaluation: Evaluation) -> str:
             f"  {kind}: success {_percent(arm.get('success_rate'))} of {arm.get('known', 0)} known tries, "
             f"pass^{results.get('k', evaluation.k)} {_percent(pass_hat.get(str(results.get('k', evaluation.k))))}"
         )
+    for comparison in results.get("comparisons") or []:
+        lines.append("  " + _comparison_text(comparison))
     verdict = results.get("verdict") or {}
     if verdict:
         lines.append(

@@ -215,6 +215,26 @@ async function statusCommand(client: Client, id: string, args: string[]): Promis
   console.log(`Evaluation ${evaluation.id}: ${evaluation.state}; task set ${evaluation.task_set.name}, k = ${evaluation.k}; arms: ${arms}`);
   console.log(`${p.recorded}/${p.total} tries recorded, ${p.known} with a known outcome, ${p.claimed} being run, ${p.pending} not started`);
   if (p.abandoned) console.log(`No try was recorded for a while: resume with ${evaluation.command}`);
+  const percent = (value: unknown) => (typeof value === "number" ? `${Math.round(100 * value)} %` : "–");
+  const k = Number(evaluation.results?.k ?? evaluation.k);
+  const armResults = (evaluation.results?.arms ?? {}) as Record<string, Record<string, unknown>>;
+  for (const [kind, arm] of Object.entries(armResults)) {
+    const passHat = (arm.pass_hat_k ?? {}) as Record<string, number>;
+    console.log(`  ${kind}: success ${percent(arm.success_rate)} of ${arm.known ?? 0} known tries, pass^${k} ${percent(passHat[String(k)])}`);
+  }
+  const comparisons = (evaluation.results?.comparisons ?? []) as Array<Record<string, unknown>>;
+  for (const c of comparisons) {
+    const [low, high] = (c.interval as [number, number] | undefined) ?? [];
+    const points = (value: number) => `${value >= 0 ? "+" : ""}${Math.round(100 * value)}`;
+    let text = `  ${c.arm} vs ${c.versus}: ${points(Number(c.difference ?? 0))} points`;
+    if (low !== undefined && high !== undefined) text += ` [${points(low)}, ${points(high)}]`;
+    if (typeof c.p_value === "number") text += `, p = ${Number(c.p_value.toPrecision(3))}`;
+    text += `: ${c.verdict}`;
+    const flipped = (c.flipped ?? {}) as { better?: string[]; worse?: string[] };
+    if (flipped.better?.length) text += `; better on ${flipped.better.join(", ")}`;
+    if (flipped.worse?.length) text += `; worse on ${flipped.worse.join(", ")}`;
+    console.log(text);
+  }
   const verdict = evaluation.results?.verdict;
   if (verdict) console.log(`Verdict: at actual cost ${verdict.at_actual_cost}, at equal cost ${verdict.at_equal_cost}. ${verdict.text}`);
   else if (evaluation.state === "open") console.log("Verdict: not yet (it comes when every try's outcome is known).");
