@@ -10,7 +10,15 @@ import reasoningbank_client as rb
 from tests import factories
 from tests.clients.conftest import FAST_RETRY
 from tests.clients.eval_agent import answer
-from tests.clients.evaluation_setup import CODES, serve_every_lesson, vault_jsonl, vault_tasks
+from tests.clients.evaluation_setup import (
+    CODES,
+    equal_candidate,
+    harmful_candidate,
+    helpful_candidate,
+    serve_every_lesson,
+    vault_jsonl,
+    vault_tasks,
+)
 from trajectories.evaluation.models import AttemptState, EvalAttempt
 from trajectories.models import Trajectory
 
@@ -126,3 +134,24 @@ def test_usage_is_sent_with_a_trajectory(client):
     assert (stored.prompt_tokens, stored.completion_tokens) == (120, 8)
     stored = Trajectory.objects.get(public_id=run.recorded.id)
     assert (stored.prompt_tokens, stored.completion_tokens) == (30, 2)
+
+
+@pytest.mark.parametrize(
+    ("build", "expected"),
+    [
+        (helpful_candidate, {"candidate": {"v1", "v2", "v3", "v4"}, "production": {"v1", "v2", "v3"}}),
+        (harmful_candidate, {"candidate": {"v3"}, "production": {"v1", "v2", "v3"}}),
+        (equal_candidate, {"candidate": {"v1", "v2", "v3"}, "production": {"v1", "v2", "v3"}}),
+    ],
+    ids=["helpful", "harmful", "equal"],
+)
+def test_the_scripted_candidates_succeed_where_their_lessons_say(bank, approved, reviewer, build, expected):
+    release = build(bank, approved)
+    reviewer.upload_task_set("vaults", vault_jsonl())
+    run = reviewer.create_evaluation("vaults", ["candidate", "production"], 1, release=release)
+    assert reviewer.evaluate(run.id, answer, parallel=2).done
+    passed = EvalAttempt.objects.filter(run__public_id=run.id, check_passed=True).select_related("arm", "task")
+    found: dict[str, set[str]] = {"candidate": set(), "production": set()}
+    for attempt in passed:
+        found[attempt.arm.kind].add(attempt.task.key)
+    assert found == expected
