@@ -209,3 +209,9 @@ def test_refusals_are_explained_with_their_exit_code(bank, reviewer, review_toke
 
     code, out, err = rb_run(rb_url, review_token, "eval", "run", run.id)
     assert code == 2 and "give the agent command after --" in err
+
+    code, out, err = rb_run(rb_url, review_token, "eval", "run", run.id, "--timeout", "0", "--", *AGENT)
+    assert code == 2 and "--timeout must be a number of seconds above 0" in err
+
+    code, out, err = rb_run(rb_url, "rb_not-a-token", "eval", "run", run.id, "--", *AGENT)
+    assert code == 3 and "check RB_TOKEN" in err, err

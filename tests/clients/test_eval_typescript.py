@@ -94,3 +94,5 @@ def test_the_typescript_harness_runs_a_small_evaluation(cli, bank, approved, rb_
     assert refused.returncode == 3 and "no such evaluation" in refused.stderr, refused.stderr
     missing = rb_ts(cli, rb_url, review_token, "eval", "run", run.id, "--", "no-such-agent-command")
     assert missing.returncode == 2 and "command not found" in missing.stderr
+    bad = rb_ts(cli, rb_url, review_token, "eval", "run", run.id, "--parallel", "0", "--", *AGENT)
+    assert bad.returncode == 2 and "--parallel must be an integer of at least 1" in bad.stderr

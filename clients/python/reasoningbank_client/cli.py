@@ -92,6 +92,9 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     if args.parallel < 1:
         print("rb: --parallel must be at least 1", file=sys.stderr)
         return EXIT_USAGE
+    if args.timeout is not None and not args.timeout > 0:
+        print("rb: --timeout must be a number of seconds above 0", file=sys.stderr)
+        return EXIT_USAGE
     agent = CommandAgent(command, timeout=args.timeout)
     lock = threading.Lock()
 

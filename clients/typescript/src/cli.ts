@@ -164,10 +164,14 @@ async function runCommand(client: Client, id: string, args: string[], command: s
   const parallel = Number(option(args, "--parallel") ?? "1");
   const timeoutText = option(args, "--timeout");
   const quiet = args.includes("--quiet");
+  const unknown = args.filter((arg) => arg !== "--quiet");
+  if (unknown.length) throw new UsageError(`unknown argument(s): ${unknown.join(" ")}`);
   if (!Number.isInteger(parallel) || parallel < 1) throw new UsageError("--parallel must be an integer of at least 1");
+  const timeout = timeoutText === undefined ? undefined : Number(timeoutText);
+  if (timeout !== undefined && !(timeout > 0)) throw new UsageError("--timeout must be a number of seconds above 0");
   if (command.length === 0) throw new UsageError("give the agent command after --, e.g. rb eval run <id> -- node agent.js");
   if (!found(command[0]!)) throw new UsageError(`command not found: ${command[0]}`);
-  const agent = new CommandAgent(command, timeoutText === undefined ? undefined : Number(timeoutText));
+  const agent = new CommandAgent(command, timeout);
   const controller = new AbortController();
   const onSignal = () => {
     controller.abort();
@@ -205,6 +209,8 @@ async function runCommand(client: Client, id: string, args: string[], command: s
 }
 
 async function statusCommand(client: Client, id: string, args: string[]): Promise<number> {
+  const unknown = args.filter((arg) => arg !== "--json");
+  if (unknown.length) throw new UsageError(`unknown argument(s): ${unknown.join(" ")}`);
   const evaluation = await client.evaluation(id);
   if (args.includes("--json")) {
     console.log(JSON.stringify(evaluation, null, 2));
