@@ -19,7 +19,8 @@ from tests.clients.evaluation_setup import (
     vault_jsonl,
     vault_tasks,
 )
-from trajectories.evaluation.models import AttemptState, EvalAttempt
+from trajectories.evaluation.models import AttemptState, EvalAttempt, EvalRun
+from trajectories.evaluation.verdicts import run_results_refresh
 from trajectories.models import Trajectory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -155,3 +156,18 @@ def test_the_scripted_candidates_succeed_where_their_lessons_say(bank, approved,
     for attempt in passed:
         found[attempt.arm.kind].add(attempt.task.key)
     assert found == expected
+
+
+@pytest.mark.parametrize(
+    ("build", "verdict"),
+    [(helpful_candidate, "better"), (harmful_candidate, "worse"), (equal_candidate, "no_difference")],
+    ids=["helpful", "harmful", "equal"],
+)
+def test_twenty_vaults_three_tries_give_the_candidates_their_verdicts(bank, approved, reviewer, build, verdict):
+    release = build(bank, approved, n=20)
+    reviewer.upload_task_set("twenty vaults", vault_jsonl(20))
+    run = reviewer.create_evaluation("twenty vaults", ["candidate", "production"], 3, release=release)
+    assert reviewer.evaluate(run.id, answer, parallel=4).done
+    results = run_results_refresh(EvalRun.objects.get(public_id=run.id))  # what the worker does after a record
+    (versus_production,) = [c for c in results["comparisons"] if c["versus"] == "production"]
+    assert results["complete"] and versus_production["verdict"] == verdict, versus_production
