@@ -5,6 +5,7 @@ command, and what it was served decides each try's check, read back from the dat
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,11 +22,7 @@ from tests.helpers import wait_for
 from tests.worker import celery_broker, celery_worker, celery_worker_env, fake_llm_worker_env  # noqa: F401
 from trajectories.evaluation.models import AttemptState, EvalAttempt
 
-pytestmark = [
-    pytest.mark.worker,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.parametrize("celery_broker", ["embedded"], indirect=True),
-]
+pytestmark = pytest.mark.django_db(transaction=True)
 JUDGE_SUCCESS = '{"verdict": "success", "rationale": "The agent reported a code."}'
 
 AGENT = [sys.executable, str(Path(__file__).with_name("eval_agent.py"))]
@@ -61,6 +58,8 @@ def rb_ts(cli: Path, rb_url: str, token: str, *args: str) -> subprocess.Complete
     )
 
 
+@pytest.mark.worker
+@pytest.mark.parametrize("celery_broker", ["embedded"], indirect=True)
 def test_the_typescript_harness_runs_a_small_evaluation(cli, bank, approved, rb_url, celery_worker):
     serve_every_lesson(bank)
     lesson(approved, bank, "v3", CODES["v3"])  # production serves v3's code
@@ -96,3 +95,35 @@ def test_the_typescript_harness_runs_a_small_evaluation(cli, bank, approved, rb_
     assert missing.returncode == 2 and "command not found" in missing.stderr
     bad = rb_ts(cli, rb_url, review_token, "eval", "run", run.id, "--parallel", "0", "--", *AGENT)
     assert bad.returncode == 2 and "--parallel must be an integer of at least 1" in bad.stderr
+
+
+def test_ctrl_c_stops_the_typescript_harness_recording_nothing_in_progress(cli, bank, rb_url):
+    serve_every_lesson(bank)
+    review_token = factories.make_token(bank, scopes=("ingest", "review"))
+    with rb.Client(rb_url, review_token) as reviewer:
+        slow = {"behaviour": "slow", "seconds": 600}
+        reviewer.upload_task_set("slow vaults", vault_jsonl(v1=slow, v2=slow, v3=slow, v4=slow))
+        run = reviewer.create_evaluation("slow vaults", ["none", "control"], 1)
+    env = {**os.environ, "RB_URL": rb_url, "RB_TOKEN": review_token, "NO_COLOR": "1"}
+    harness = subprocess.Popen(
+        [which("node") or "node", str(cli), "eval", "run", run.id, "--parallel", "2", "--", *AGENT],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for(
+        lambda: (
+            harness.poll() is not None
+            or EvalAttempt.objects.filter(run__public_id=run.id, state=AttemptState.CLAIMED).count() == 2
+        ),
+        what="two tries claimed",
+    )
+    assert harness.poll() is None, harness.communicate()
+    harness.send_signal(signal.SIGINT)
+    out, err = harness.communicate(timeout=60)  # the agents would sleep 600 s: they were stopped
+
+    assert harness.returncode == 130, f"{out}\n{err}"
+    assert "stopped" in err and "not recorded" in err
+    assert EvalAttempt.objects.filter(run__public_id=run.id, state=AttemptState.RECORDED).count() == 0
+    assert EvalAttempt.objects.filter(run__public_id=run.id, state=AttemptState.CLAIMED).count() == 2
