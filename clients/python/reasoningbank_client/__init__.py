@@ -9,7 +9,9 @@ retries); ``client`` owns ``Client``, which performs them blocking, and
 the retry policy; ``adapters`` the conversion of agent-framework traces
 (OpenAI Agents SDK, LangChain) into messages the service reads; ``compat``
 a drop-in for the ``reasoning-bank`` library; ``mcp`` the MCP server
-(``pip install 'reasoningbank-client[mcp]'``)."""
+(``pip install 'reasoningbank-client[mcp]'``); ``eval_endpoints`` and
+``eval_types`` the evaluation runs, ``harness`` ``client.evaluate(...)``, and
+``cli`` / ``command_agent`` the ``rb eval`` command."""
 
 __version__ = "0.1.0"
 
@@ -30,6 +32,18 @@ from reasoningbank_client.errors import (
     ValidationError,
     WaitTimeoutError,
 )
+from reasoningbank_client.eval_types import (
+    Evaluation,
+    EvaluationArm,
+    EvaluationProgress,
+    EvaluationSummary,
+    EvaluationTry,
+    NextTry,
+    TaskSet,
+    TryRecorded,
+    TryReport,
+)
+from reasoningbank_client.harness import AgentError
 from reasoningbank_client.retry import NO_RETRY, RetryPolicy
 from reasoningbank_client.run import AsyncRun, Run
 from reasoningbank_client.types import (
@@ -55,6 +69,7 @@ __all__ = [
     "NO_RETRY",
     "SETTLED_STATUSES",
     "APIError",
+    "AgentError",
     "AsyncClient",
     "AsyncRun",
     "AuthenticationError",
@@ -66,12 +81,18 @@ __all__ = [
     "ConflictError",
     "ConnectionError",
     "DerivedItem",
+    "Evaluation",
+    "EvaluationArm",
+    "EvaluationProgress",
+    "EvaluationSummary",
+    "EvaluationTry",
     "Impact",
     "ImpactArm",
     "Judgment",
     "MemoryItem",
     "MemoryPage",
     "NearDuplicate",
+    "NextTry",
     "NotFoundError",
     "PayloadTooLargeError",
     "PermissionError",
@@ -84,8 +105,11 @@ __all__ = [
     "ReviewPage",
     "Run",
     "ServerError",
+    "TaskSet",
     "TokenInfo",
     "Trajectory",
+    "TryRecorded",
+    "TryReport",
     "ValidationError",
     "WaitTimeoutError",
     "trajectory_body",

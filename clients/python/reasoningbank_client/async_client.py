@@ -11,6 +11,8 @@ import anyio
 import httpx
 
 from reasoningbank_client.endpoints import Endpoints
+from reasoningbank_client.eval_types import EvaluationSummary
+from reasoningbank_client.harness import Agent, OnTry, evaluate_async
 from reasoningbank_client.operations import Action, Emit, Op, Sleep, Stream, advance, as_method, endpoint, stream
 from reasoningbank_client.run import AsyncRun
 
@@ -34,6 +36,12 @@ class AsyncClient(Endpoints):
         """``async with aclient.run(task, task_id=…) as run:`` — retrieves on entry, records on exit."""
         return AsyncRun(self, task, **kwargs)
 
+    async def evaluate(
+        self, evaluation_id: str, agent: Agent, *, parallel: int = 1, on_try: OnTry | None = None
+    ) -> EvaluationSummary:
+        """As ``Client.evaluate``; ``agent`` may be async (awaited) or plain (run in a worker thread)."""
+        return await evaluate_async(self, evaluation_id, agent, parallel=parallel, on_try=on_try)
+
     # --- performing operations ----------------------------------------------------------------------
     async def _act(self, action: Action) -> tuple[Any, Exception | None]:
         """Do what an operation asked: (answer, error to throw into it)."""
@@ -41,7 +49,15 @@ class AsyncClient(Endpoints):
             await anyio.sleep(action.seconds)
             return None, None
         try:
-            return await self._http.request(action.method, action.path, json=action.json, params=action.params), None
+            request = self._http.request(
+                action.method,
+                action.path,
+                json=action.json,
+                params=action.params,
+                content=action.content,
+                headers=action.headers,
+            )
+            return await request, None
         except httpx.TransportError as exc:
             return None, exc
 

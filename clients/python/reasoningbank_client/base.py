@@ -60,10 +60,12 @@ def trajectory_body(
     agent: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     external_id: str | None = None,
+    usage: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON body of one trajectory. ``messages`` may be anything
     ``adapters.to_messages`` reads; an ``external_id`` is generated when none
-    is given, so that a retried POST answers the same trajectory."""
+    is given, so that a retried POST answers the same trajectory. ``usage``:
+    the run's LLM tokens, ``{"prompt_tokens": …, "completion_tokens": …}``."""
     if messages is not None:
         messages, guessed_answer = to_messages(messages)
         if final_answer is None:
@@ -85,6 +87,7 @@ def trajectory_body(
         "agent": agent,
         "metadata": dict(metadata) if metadata is not None else None,
         "external_id": external_id or str(uuid.uuid4()),
+        "usage": dict(usage) if usage is not None else None,
     }
     return {key: value for key, value in body.items() if value is not None}
 
@@ -133,13 +136,22 @@ class _Base:
     def _connection_error(self, exc: Exception) -> ConnectionError:
         return ConnectionError(f"Could not reach {self.base_url}: {exc!r}", code="connection_error")
 
-    def _request(self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None) -> Op[Any]:
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Op[Any]:
         """One request, retried as ``self.retry`` says (retry.py): its parsed JSON, or the typed error."""
         attempt, waited = 0, 0.0
         while True:
             attempt += 1
             try:
-                response = yield Call(method, path, json, params)
+                response = yield Call(method, path, json, params, content, headers)
             except httpx.TransportError as exc:
                 error, retry_after = self._connection_error(exc), None
             else:

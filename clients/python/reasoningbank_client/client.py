@@ -15,6 +15,8 @@ import httpx
 from reasoningbank_client.async_client import AsyncClient
 from reasoningbank_client.base import api_base_url, api_path, trajectory_body
 from reasoningbank_client.endpoints import Endpoints
+from reasoningbank_client.eval_types import EvaluationSummary
+from reasoningbank_client.harness import Agent, OnTry, evaluate_sync
 from reasoningbank_client.operations import Action, Emit, Op, Sleep, Stream, advance, as_method, endpoint, stream
 from reasoningbank_client.run import Run
 
@@ -46,6 +48,14 @@ class Client(Endpoints):
         """``with client.run(task, task_id=…) as run:`` — retrieves on entry, records on exit."""
         return Run(self, task, **kwargs)
 
+    def evaluate(
+        self, evaluation_id: str, agent: Agent, *, parallel: int = 1, on_try: OnTry | None = None
+    ) -> EvaluationSummary:
+        """Run an evaluation's tries through ``agent(try: dict) -> dict`` (``{"final_answer", "steps" |
+        "messages", "outcome"?, "usage"?, "metadata"?}``) until none is left to claim, ``parallel`` at a
+        time; ``on_try(TryReport)`` after each recorded try. See harness.py."""
+        return evaluate_sync(self, evaluation_id, agent, parallel=parallel, on_try=on_try)
+
     # --- performing operations ----------------------------------------------------------------------
     def _act(self, action: Action) -> tuple[Any, Exception | None]:
         """Do what an operation asked: (answer, error to throw into it)."""
@@ -53,7 +63,15 @@ class Client(Endpoints):
             time.sleep(action.seconds)
             return None, None
         try:
-            return self._http.request(action.method, action.path, json=action.json, params=action.params), None
+            request = self._http.request(
+                action.method,
+                action.path,
+                json=action.json,
+                params=action.params,
+                content=action.content,
+                headers=action.headers,
+            )
+            return request, None
         except httpx.TransportError as exc:
             return None, exc
 

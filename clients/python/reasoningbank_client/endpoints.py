@@ -10,8 +10,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from reasoningbank_client.base import PAGE_SIZE, _Base, api_path
+from reasoningbank_client.base import PAGE_SIZE, api_path
 from reasoningbank_client.errors import WaitTimeoutError
+from reasoningbank_client.eval_endpoints import EvaluationEndpoints
 from reasoningbank_client.operations import Emit, Op, Sleep, Stream, endpoint, operations, stream
 from reasoningbank_client.types import (
     SETTLED_STATUSES,
@@ -28,7 +29,7 @@ from reasoningbank_client.types import (
 )
 
 
-class Endpoints(_Base):
+class Endpoints(EvaluationEndpoints):
     """The API's methods as operations; a flavour (``Client``, ``AsyncClient``) defines ``_http_class``,
     ``_perform``, ``_stream`` and ``_method`` (which makes one of its methods from an operation)."""
 
@@ -84,11 +85,13 @@ class Endpoints(_Base):
         metadata: Mapping[str, Any] | None = None,
         external_id: str | None = None,
         system: Any = None,
+        usage: Mapping[str, Any] | None = None,
     ) -> Op[Recorded]:
         """Send one finished run: ``steps=[…]`` or ``messages=…`` (chat-completions, Anthropic, an
         OpenAI Agents SDK run result, LangChain messages), plus any of ``final_answer``, ``outcome``,
         ``reward``, ``retrieval_id``, ``task_id``, ``group_id``, ``group_size``, ``agent``,
-        ``metadata``, ``system``, ``external_id`` (generated when omitted)."""
+        ``metadata``, ``system``, ``external_id`` (generated when omitted) and ``usage``
+        (``{"prompt_tokens": …, "completion_tokens": …}``: the run's LLM tokens, for cost per arm)."""
         body = self._record_body(
             task,
             {
@@ -105,6 +108,7 @@ class Endpoints(_Base):
                 "metadata": metadata,
                 "external_id": external_id,
                 "system": system,
+                "usage": usage,
             },
         )
         return Recorded.from_dict((yield from self._request("POST", "trajectories", json=body)), body["external_id"])

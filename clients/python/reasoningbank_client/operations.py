@@ -40,6 +40,8 @@ class Call:
     path: str
     json: Any = None
     params: Mapping[str, Any] | None = None
+    content: bytes | None = None  # a raw body (with its Content-Type in ``headers``) instead of ``json``
+    headers: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

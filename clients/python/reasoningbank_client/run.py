@@ -48,6 +48,7 @@ class _RunState:
         group_id: str | None = None,
         group_size: int | None = None,
         external_id: str | None = None,
+        usage: Mapping[str, Any] | None = None,
     ):
         self.task = task
         self.task_id = task_id
@@ -66,6 +67,8 @@ class _RunState:
         self.final_answer: str | None = None
         self.outcome: str | None = None
         self.reward: float | None = None
+        # The run's LLM tokens, {"prompt_tokens": …, "completion_tokens": …}: set it before the block ends.
+        self.usage: dict[str, Any] | None = dict(usage) if usage is not None else None
         self.recorded: Recorded | None = None
 
     @property
@@ -147,6 +150,7 @@ class _RunState:
             "agent": self.agent,
             "metadata": metadata or None,
             "external_id": self.external_id,
+            "usage": self.usage,
         }
 
 

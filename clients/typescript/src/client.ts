@@ -6,6 +6,20 @@
 import { ConfigurationError, ConnectionError, RBError, WaitTimeoutError, errorFor } from "./errors.js";
 import { apiBaseUrl, apiPath } from "./paths.js";
 import { DEFAULT_RETRY, RETRY_STATUSES, type RetryPolicy, nextDelay, parseRetryAfter, sleep } from "./retry.js";
+import {
+  type Agent,
+  type EvaluateOptions,
+  type Evaluation,
+  type EvaluationCreate,
+  type EvaluationSummary,
+  type NextTry,
+  type TaskLine,
+  type TaskSet,
+  type TaskSetDetail,
+  type TryRecorded,
+  type TryResult,
+  evaluate,
+} from "./evaluation.js";
 import { Run, type RunOptions } from "./run.js";
 import {
   type BatchResult,
@@ -97,13 +111,19 @@ export class Client {
   }
 
   /** Send one request, retrying 429 (after its Retry-After), 5xx and connection errors per the policy. */
-  private async send<T>(method: string, path: string, options: { json?: unknown; query?: Query } = {}): Promise<T> {
+  private async send<T>(
+    method: string,
+    path: string,
+    options: { json?: unknown; query?: Query; body?: string; contentType?: string } = {},
+  ): Promise<T> {
     const url = new URL(path, this.baseUrl);
     for (const [key, value] of Object.entries(options.query ?? {})) {
       if (value !== undefined) url.searchParams.set(key, String(value));
     }
-    const headers = { ...this.headers, ...(options.json !== undefined ? { "Content-Type": "application/json" } : {}) };
-    const body = options.json !== undefined ? JSON.stringify(options.json) : undefined;
+    const raw = options.body !== undefined;
+    const contentType = raw ? options.contentType : options.json !== undefined ? "application/json" : undefined;
+    const headers = { ...this.headers, ...(contentType ? { "Content-Type": contentType } : {}) };
+    const body = raw ? options.body : options.json !== undefined ? JSON.stringify(options.json) : undefined;
     let attempt = 0;
     let waited = 0;
     for (;;) {
@@ -254,6 +274,65 @@ export class Client {
   /** Change the text or tags (fields left out stay as they are). */
   async editItem(id: string, edit: ItemEdit): Promise<ReviewItem> {
     return this.send("PATCH", apiPath("review", "items", id), { json: withoutUndefined(edit) });
+  }
+
+  // --- evaluation runs (task sets and runs: scope `review`; the harness: scope `ingest`) ---
+
+  /** The bank's task sets, newest first. */
+  async taskSets(): Promise<TaskSet[]> {
+    return (await this.send<{ task_sets: TaskSet[] }>("GET", "task-sets")).task_sets;
+  }
+
+  /** One task set (by id or name) with its tasks. */
+  taskSet(ref: string): Promise<TaskSetDetail> {
+    return this.send("GET", apiPath("task-sets", ref));
+  }
+
+  /** A task set built from the bank's past trajectories that `filters` pick. */
+  createTaskSet(name: string, filters: Record<string, unknown>, options: { description?: string } = {}): Promise<TaskSet> {
+    return this.send("POST", "task-sets", { json: { name, description: options.description ?? "", filters } });
+  }
+
+  /** A task set from JSONL text, or from task lines (one JSON object per line). */
+  uploadTaskSet(name: string, tasks: string | TaskLine[], options: { description?: string } = {}): Promise<TaskSet> {
+    const body = typeof tasks === "string" ? tasks : tasks.map((task) => `${JSON.stringify(task)}\n`).join("");
+    const query = { name, description: options.description || undefined };
+    return this.send("POST", "task-sets/upload", { query, body, contentType: "application/x-ndjson" });
+  }
+
+  /** A run of a task set in two or more arms, `k` tries per task and arm. */
+  createEvaluation(options: EvaluationCreate): Promise<Evaluation> {
+    return this.send("POST", "evaluations", { json: { release: null, token_budget: null, note: "", ...options } });
+  }
+
+  /** The bank's evaluation runs, newest first (without their results). */
+  async evaluations(): Promise<Evaluation[]> {
+    return (await this.send<{ evaluations: Evaluation[] }>("GET", "evaluations")).evaluations;
+  }
+
+  /** One run: its state, progress and (once computed) results. Any token of the bank reads it. */
+  evaluation(id: string): Promise<Evaluation> {
+    return this.send("GET", apiPath("evaluations", id));
+  }
+
+  /** Stop a run: no more tries are handed out or recorded. */
+  cancelEvaluation(id: string): Promise<Evaluation> {
+    return this.send("POST", apiPath("evaluations", id, "cancel"));
+  }
+
+  /** Claim the run's next try (`try` null when none is left to claim; `done` once every try is recorded). */
+  nextTry(id: string): Promise<NextTry> {
+    return this.send("POST", apiPath("evaluations", id, "next"));
+  }
+
+  /** Record what the agent did in one try (409 `try_recorded`: already; `evaluation_finished`: run not open). */
+  recordTry(id: string, tryId: string, result: TryResult): Promise<TryRecorded> {
+    return this.send("POST", apiPath("evaluations", id, "tries", tryId), { json: withoutUndefined(result) });
+  }
+
+  /** Run an evaluation's tries through `agent(try) -> { final_answer, steps | messages, outcome?, usage?, metadata? }`. */
+  evaluate(id: string, agent: Agent, options: EvaluateOptions = {}): Promise<EvaluationSummary> {
+    return evaluate(this, id, agent, options);
   }
 
   /**

@@ -6,3 +6,4 @@ export * from "./errors.js";
 export * from "./types.js";
 export { fromAISDK, type AISDKMessage, type AISDKOptions, type AISDKPart } from "./adapters/ai-sdk.js";
 export { fromOpenAIResponses, type AgentsRunResult, type ResponsesItem } from "./adapters/openai.js";
+export * from "./evaluation.js";

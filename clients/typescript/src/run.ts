@@ -24,6 +24,7 @@ import type {
   Retrieval,
   Step,
   StepRetrieveOptions,
+  Usage,
 } from "./types.js";
 
 export interface RunOptions {
@@ -38,6 +39,8 @@ export interface RunOptions {
   group_size?: number;
   /** Fixed up front (generated when omitted), so recording stays idempotent. */
   external_id?: string;
+  /** The run's LLM tokens (or set `run.usage` before `fn` returns). */
+  usage?: Usage;
   /** Called with the error when recording a failed run fails too (default: console.warn). */
   onRecordError?: (error: unknown) => void;
 }
@@ -57,6 +60,8 @@ export class Run {
   outcome: Outcome | undefined;
   reward: number | undefined;
   metadata: Record<string, JsonValue>;
+  /** The run's LLM tokens `{ prompt_tokens, completion_tokens }`, recorded with it (for cost per arm). */
+  usage: Usage | undefined;
   /** Set once the run is recorded. */
   recorded: Recorded | undefined;
   private readonly client: Client;
@@ -67,6 +72,7 @@ export class Run {
     this.options = options;
     this.externalId = options.external_id || globalThis.crypto.randomUUID();
     this.metadata = { ...options.metadata };
+    this.usage = options.usage;
   }
 
   /** The retrieved memories, ready for the system prompt ("" when none). */
@@ -148,6 +154,7 @@ export class Run {
       agent: options.agent,
       metadata: Object.keys(metadata).length ? metadata : undefined,
       external_id: this.externalId,
+      usage: this.usage,
     };
   }
 

@@ -85,6 +85,13 @@ export interface RecordOptions {
   metadata?: Record<string, JsonValue>;
   /** Generated (a UUID) when omitted, so a retried POST answers the same trajectory. */
   external_id?: string;
+  /** The run's LLM tokens, for cost per arm. */
+  usage?: Usage;
+}
+
+export interface Usage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
 }
 
 export interface TrajectoryBody extends RecordOptions {
