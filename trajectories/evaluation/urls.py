@@ -1,5 +1,15 @@
 """The evaluation pages of a bank: its task sets and its evaluation runs (included by trajectories.urls)."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from trajectories.evaluation import views
+
+urlpatterns: list = [
+    path("banks/<uuid:bank_id>/evaluations/", views.evaluations, name="evaluations"),
+    path("banks/<uuid:bank_id>/evaluations/<uuid:run_id>/", views.evaluation_detail, name="evaluation_detail"),
+    path(
+        "banks/<uuid:bank_id>/evaluations/<uuid:run_id>/tasks/<path:task_key>/",
+        views.evaluation_task,
+        name="evaluation_task",
+    ),
+]
