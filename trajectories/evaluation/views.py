@@ -128,6 +128,12 @@ def arm_rows(run: EvalRun, results: dict) -> list[dict]:
     return rows
 
 
+def _p_text(p_value) -> str:
+    if p_value is None:
+        return ""
+    return "p < 0.001" if p_value < 0.001 else f"p = {p_value:.3f}"
+
+
 def comparison_rows(results: dict) -> list[dict]:
     """The comparisons of the results, each with its verdict's words and its per-task chart."""
     rows = []
@@ -139,6 +145,7 @@ def comparison_rows(results: dict) -> list[dict]:
                 "arm_label": ArmKind(c["arm"]).label if c["arm"] in ArmKind.values else c["arm"],
                 "versus_label": ArmKind(c["versus"]).label if c["versus"] in ArmKind.values else c["versus"],
                 "verdict_text": VERDICT_LABELS.get(c.get("verdict"), c.get("verdict", "")),
+                "p_text": _p_text(c.get("p_value")),
                 "difference_pts": None if c.get("difference") is None else c["difference"] * 100,
                 "low_pts": None if low is None else low * 100,
                 "high_pts": None if high is None else high * 100,

@@ -148,8 +148,8 @@ def results_for(run: EvalRun, outcomes: dict[str, dict[str, list[bool]]], *, tok
                 "verdict": "better" if difference > 0.12 else "no_difference",
                 "method": "paired bootstrap over tasks (10,000 resamples)",
                 "flipped": {
-                    "better": [key for key in keys if sum(mine[key]) > sum(theirs[key])],
-                    "worse": [key for key in keys if sum(mine[key]) < sum(theirs[key])],
+                    "better": [key for key in keys if any(mine[key]) and not any(theirs[key])],
+                    "worse": [key for key in keys if any(theirs[key]) and not any(mine[key])],
                 },
             }
         )

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import escape
 
 from accounts.models import Role
 from memories.releases.models import BankReleasing
@@ -128,7 +129,7 @@ def test_a_refusal_of_the_service_is_shown_on_the_form_and_nothing_is_saved(clie
     assert page.status_code == 200
     errors = page.context["form"].non_field_errors()
     assert errors and "arms" in errors[0]
-    assert errors[0] in page.content.decode()
+    assert escape(errors[0]) in page.content.decode()
     assert not EvalRun.objects.exists() and not EvalAttempt.objects.exists()
 
 
@@ -168,9 +169,12 @@ def test_unchecking_the_candidate_sends_no_release_so_production_against_no_memo
 def test_a_finished_run_shows_its_arms_table_comparisons_and_flipped_tasks(client, owner, bank, task_set, releases):
     pytest.importorskip("trajectories.evaluation.runs")
     run, _ = finished_run(bank, task_set, releases=releases)
+    run.results["comparisons"][1]["p_value"] = 0.00000171
+    run.save(update_fields=["results"])
     client.force_login(owner)
     page = client.get(_detail(run))
     html = page.content.decode()
+    assert "p = 0.010" in html and "p &lt; 0.001" in html and "p = 0.000" not in html
     assert "hx-trigger" not in html  # finished with every outcome known: nothing to poll
     candidate = run.results["arms"]["candidate"]
     assert f"{candidate['success_rate'] * 100:.0f}%" in html
