@@ -26,7 +26,9 @@ def releases(bank):
 
 
 def _detail(run) -> str:
-    return reverse("trajectories:evaluation_detail", kwargs={"bank_id": run.bank.public_id, "run_id": run.public_id})
+    return reverse(
+        "trajectories:evaluation_detail", kwargs={"bank_id": run.bank.public_id, "evaluation_id": run.public_id}
+    )
 
 
 @pytest.mark.parametrize(("width", "height"), [(1366, 768), (390, 844)])

@@ -6,9 +6,9 @@ from trajectories.evaluation import views
 
 urlpatterns: list = [
     path("banks/<uuid:bank_id>/evaluations/", views.evaluations, name="evaluations"),
-    path("banks/<uuid:bank_id>/evaluations/<uuid:run_id>/", views.evaluation_detail, name="evaluation_detail"),
+    path("banks/<uuid:bank_id>/evaluations/<uuid:evaluation_id>/", views.evaluation_detail, name="evaluation_detail"),
     path(
-        "banks/<uuid:bank_id>/evaluations/<uuid:run_id>/tasks/<path:task_key>/",
+        "banks/<uuid:bank_id>/evaluations/<uuid:evaluation_id>/tasks/<path:task_key>/",
         views.evaluation_task,
         name="evaluation_task",
     ),

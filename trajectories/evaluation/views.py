@@ -36,11 +36,11 @@ VERDICT_LABELS = {
 }
 
 
-def _run(bank, run_id) -> EvalRun:
-    """Run ``run_id`` of ``bank`` with its task set and its arms' pinned releases, else 404."""
+def _run(bank, evaluation_id) -> EvalRun:
+    """Run ``evaluation_id`` of ``bank`` with its task set and its arms' pinned releases, else 404."""
     arms = Prefetch("arms", queryset=EvalArm.objects.select_related("release"))
     return get_object_or_404(
-        EvalRun.objects.select_related("task_set").prefetch_related(arms), bank=bank, public_id=run_id
+        EvalRun.objects.select_related("task_set").prefetch_related(arms), bank=bank, public_id=evaluation_id
     )
 
 
@@ -74,7 +74,7 @@ def evaluations(request, bank_id):
             form.add_error(None, exc.message)
         else:
             messages.success(request, f"Evaluation started: run its tries with {evaluation_command(run)}")
-            return redirect("trajectories:evaluation_detail", bank_id=bank.public_id, run_id=run.public_id)
+            return redirect("trajectories:evaluation_detail", bank_id=bank.public_id, evaluation_id=run.public_id)
     arms = Prefetch("arms", queryset=EvalArm.objects.select_related("release"))
     runs = EvalRun.objects.filter(bank=bank).select_related("task_set").prefetch_related(arms)[:LIST_LIMIT]
     context = {
@@ -164,11 +164,11 @@ def _results(run: EvalRun) -> dict:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def evaluation_detail(request, bank_id, run_id):
+def evaluation_detail(request, bank_id, evaluation_id):
     """GET: the run's page; an htmx poll of ``#evaluation-live`` gets that region alone. POST
     ``action=cancel`` (reviewers): cancel the run; the tries recorded so far stay."""
     bank, me = bank_for_user(request, bank_id)
-    run = _run(bank, run_id)
+    run = _run(bank, evaluation_id)
     from trajectories.evaluation.runs import evaluation_cancel, evaluation_command, evaluation_progress
 
     if request.method == "POST":
@@ -182,7 +182,7 @@ def evaluation_detail(request, bank_id, run_id):
             messages.error(request, exc.message)
         else:
             messages.success(request, "Evaluation cancelled: the tries recorded so far are kept.")
-        return redirect("trajectories:evaluation_detail", bank_id=bank.public_id, run_id=run.public_id)
+        return redirect("trajectories:evaluation_detail", bank_id=bank.public_id, evaluation_id=run.public_id)
     results = _results(run)
     progress = evaluation_progress(run)
     complete = bool(results.get("complete"))
@@ -214,10 +214,10 @@ def evaluation_detail(request, bank_id, run_id):
 
 @login_required
 @require_GET
-def evaluation_task(request, bank_id, run_id, task_key):
+def evaluation_task(request, bank_id, evaluation_id, task_key):
     """One task of a run: its text and check, and each try per arm with its outcome and trajectory."""
     bank, _ = bank_for_user(request, bank_id)
-    run = _run(bank, run_id)
+    run = _run(bank, evaluation_id)
     if "\x00" in task_key or len(task_key) > TASK_KEY_MAX:  # no task has such a key (PostgreSQL refuses NUL)
         raise Http404("No such task in this run.")
     task = get_object_or_404(EvalTask.objects.select_related("trajectory"), task_set_id=run.task_set_id, key=task_key)

@@ -33,7 +33,9 @@ def _figure(html: str, chart_id: str) -> str:
 def _page(client, owner, run) -> str:
     pytest.importorskip("trajectories.evaluation.runs")  # the run's page shows its progress from there
     client.force_login(owner)
-    url = reverse("trajectories:evaluation_detail", kwargs={"bank_id": run.bank.public_id, "run_id": run.public_id})
+    url = reverse(
+        "trajectories:evaluation_detail", kwargs={"bank_id": run.bank.public_id, "evaluation_id": run.public_id}
+    )
     return client.get(url).content.decode()
 
 

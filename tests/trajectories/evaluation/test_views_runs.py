@@ -24,7 +24,9 @@ def _list(bank):
 
 
 def _detail(run):
-    return reverse("trajectories:evaluation_detail", kwargs={"bank_id": run.bank.public_id, "run_id": run.public_id})
+    return reverse(
+        "trajectories:evaluation_detail", kwargs={"bank_id": run.bank.public_id, "evaluation_id": run.public_id}
+    )
 
 
 @pytest.fixture
@@ -81,7 +83,9 @@ def test_another_teams_member_gets_404_and_a_visitor_the_login_page(client, stra
 def test_a_run_of_another_bank_is_404_under_this_banks_address(client, owner, bank, other_bank):
     theirs = make_run(other_bank, make_task_set(other_bank), kinds=("none", "control"))
     client.force_login(owner)
-    url = reverse("trajectories:evaluation_detail", kwargs={"bank_id": bank.public_id, "run_id": theirs.public_id})
+    url = reverse(
+        "trajectories:evaluation_detail", kwargs={"bank_id": bank.public_id, "evaluation_id": theirs.public_id}
+    )
     assert client.get(url).status_code == 404
 
 
@@ -195,7 +199,7 @@ def test_a_finished_run_shows_its_arms_table_comparisons_and_flipped_tasks(clien
         for key in comparison["flipped"]["better"] + comparison["flipped"]["worse"]:
             link = reverse(
                 "trajectories:evaluation_task",
-                kwargs={"bank_id": bank.public_id, "run_id": run.public_id, "task_key": key},
+                kwargs={"bank_id": bank.public_id, "evaluation_id": run.public_id, "task_key": key},
             )
             assert f'href="{link}"' in html
     assert "The candidate is better than production, also at equal cost." in html
@@ -252,7 +256,7 @@ def test_the_task_page_lists_each_try_with_its_outcome_and_trajectory(client, ow
     client.force_login(owner)
     url = reverse(
         "trajectories:evaluation_task",
-        kwargs={"bank_id": bank.public_id, "run_id": run.public_id, "task_key": "task-03"},
+        kwargs={"bank_id": bank.public_id, "evaluation_id": run.public_id, "task_key": "task-03"},
     )
     html = client.get(url).content.decode()
     assert "Buy item 3 and report the order number" in html
@@ -265,7 +269,8 @@ def test_the_task_page_lists_each_try_with_its_outcome_and_trajectory(client, ow
         in html
     )
     missing = reverse(
-        "trajectories:evaluation_task", kwargs={"bank_id": bank.public_id, "run_id": run.public_id, "task_key": "nope"}
+        "trajectories:evaluation_task",
+        kwargs={"bank_id": bank.public_id, "evaluation_id": run.public_id, "task_key": "nope"},
     )
     assert client.get(missing).status_code == 404
 
@@ -275,7 +280,7 @@ def test_a_hostile_task_key_in_the_address_is_a_404_never_an_error(client, owner
     run, _ = finished_run(bank, task_set, releases=releases)
     client.force_login(owner)
     client.raise_request_exception = False
-    url = reverse("trajectories:evaluation_detail", kwargs={"bank_id": bank.public_id, "run_id": run.public_id})
+    url = reverse("trajectories:evaluation_detail", kwargs={"bank_id": bank.public_id, "evaluation_id": run.public_id})
     assert client.get(f"{url}tasks/{key}/").status_code == 404
 
 
@@ -292,3 +297,32 @@ def test_a_hostile_action_changes_nothing_and_says_so(client, owner, bank, task_
     assert response.status_code == 200 and "Unknown action" in response.content.decode()
     run.refresh_from_db()
     assert run.state == RunState.OPEN
+
+
+def test_the_list_takes_the_same_queries_for_two_runs_as_for_six(client, owner, bank, task_set, releases):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(owner)
+    counts = []
+    for _ in range(2):
+        for _ in range(2 if not counts else 4):
+            finished_run(bank, task_set, releases=releases)
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(_list(bank)).status_code == 200
+        counts.append(len(queries))
+    assert EvalRun.objects.count() == 6
+    assert counts[0] == counts[1], counts
+
+
+def test_the_list_links_the_task_sets_page(client, owner, bank):
+    from django.urls import NoReverseMatch
+
+    try:
+        url = reverse("trajectories:task_sets", kwargs={"bank_id": bank.public_id})
+    except NoReverseMatch:
+        pytest.skip("the task sets pages are not in this build")
+    client.force_login(owner)
+    html = client.get(_list(bank)).content.decode()
+    assert f'<a href="{url}" id="task-sets-link">' in html
+    assert f'on the <a href="{url}">task sets page</a>' in html  # no task set yet: where to make one
