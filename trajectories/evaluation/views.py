@@ -195,6 +195,7 @@ def evaluation_detail(request, bank_id, evaluation_id):
         "polling": (run.state == RunState.OPEN and not progress.get("abandoned"))
         or (run.state == RunState.FINISHED and not complete),
         "command": evaluation_command(run),
+        "site_url": request.build_absolute_uri("/").rstrip("/"),
         "can_review": me.has_role(Role.REVIEWER),
         "arm_rows": arm_rows(run, results),
         "comparisons": comparison_rows(results),

@@ -158,7 +158,9 @@ def test_a_reviewer_starts_a_run_and_lands_on_its_page_with_the_command(client, 
         "production": releases["production"],
         "control": None,
     }
-    assert f"rb eval run {run.public_id} -- &lt;your agent command&gt;" in page.content.decode()
+    html = page.content.decode()
+    assert f"rb eval run {run.public_id} -- &lt;your agent command&gt;" in html
+    assert "<code>RB_URL=http://testserver</code>" in html  # where the harness finds the service
 
 
 def test_unchecking_the_candidate_sends_no_release_so_production_against_no_memory_starts(
