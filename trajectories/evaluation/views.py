@@ -7,11 +7,14 @@ outcome); the numbers are trajectories.evaluation.verdicts'."""
 
 from __future__ import annotations
 
+import json
+import zlib
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Prefetch
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -155,6 +158,14 @@ def comparison_rows(results: dict) -> list[dict]:
     return rows
 
 
+def _signature(run: EvalRun, progress: dict) -> str:
+    """What the live region shows changes only when this does: the run's state, its tries' counts, whether
+    it is abandoned, and its stored results (a corrected verdict changes them without changing a count)."""
+    stored = zlib.crc32(json.dumps(run.results or {}, sort_keys=True).encode())
+    counts = ":".join(str(progress.get(key)) for key in ("recorded", "claimed", "pending", "known", "abandoned"))
+    return f"{run.state}:{counts}:{stored:x}"
+
+
 def _results(run: EvalRun) -> dict:
     """The run's results: computed afresh while tries or outcomes may still change, else as stored."""
     if run.state == RunState.OPEN or not (run.results or {}).get("complete"):
@@ -183,10 +194,13 @@ def evaluation_detail(request, bank_id, evaluation_id):
         else:
             messages.success(request, "Evaluation cancelled: the tries recorded so far are kept.")
         return redirect("trajectories:evaluation_detail", bank_id=bank.public_id, evaluation_id=run.public_id)
-    results = _results(run)
     progress = evaluation_progress(run)
+    if request.htmx and request.GET.get("since") == _signature(run, progress):
+        return HttpResponse(status=204)  # nothing changed since the last poll: htmx keeps the region (and open details)
+    results = _results(run)
     complete = bool(results.get("complete"))
     context = {
+        "signature": _signature(run, progress),  # after the refresh, which may have stored new results
         "bank": bank,
         "run": run,
         "progress": progress,

@@ -3,6 +3,7 @@ command, cancel, the per-arm table, the comparisons) and a task's tries; who may
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -216,6 +217,23 @@ def test_an_open_run_polls_its_live_region_and_htmx_gets_that_region_alone(clien
     assert "0 of 144</strong> tries recorded" in html
     part = client.get(_detail(run), headers={"HX-Request": "true", "HX-Target": "evaluation-live"}).content.decode()
     assert part.lstrip().startswith('<div id="evaluation-live"') and "<html" not in part
+
+
+def test_a_poll_when_nothing_changed_answers_204_so_the_region_stays_as_it_is(client, owner, bank, task_set, releases):
+    pytest.importorskip("trajectories.evaluation.runs")
+    run = make_run(bank, task_set, state=RunState.OPEN, releases=releases)
+    client.force_login(owner)
+    htmx = {"HX-Request": "true", "HX-Target": "evaluation-live"}
+    html = client.get(_detail(run)).content.decode()
+    poll = re.search(r'hx-get="([^"]+)" hx-trigger="every 3s"', html).group(1).replace("&amp;", "&")
+    assert client.get(poll, headers=htmx).status_code == 204
+    attempt = EvalAttempt.objects.filter(run=run).first()
+    EvalAttempt.objects.filter(pk=attempt.pk).update(state=AttemptState.RECORDED, check_passed=True)
+    EvalRun.objects.filter(pk=run.pk).update(tries_recorded=1, last_activity_at=timezone.now())
+    changed = client.get(poll, headers=htmx)
+    assert changed.status_code == 200 and "1 of 144</strong> tries recorded" in changed.content.decode()
+    again = re.search(r'hx-get="([^"]+)"', changed.content.decode()).group(1).replace("&amp;", "&")
+    assert again != poll and client.get(again, headers=htmx).status_code == 204
 
 
 def test_an_abandoned_run_says_how_far_it_got_and_how_to_resume_and_stops_polling(
