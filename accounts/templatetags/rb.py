@@ -26,6 +26,7 @@ BANK_PAGES = [
     ("memories:playground", "Playground"),
     ("trajectories:impact", "Impact"),
     ("trajectories:releases", "Releases"),
+    ("trajectories:evaluations", "Evaluations"),
     ("trajectories:judge", "Judge"),
     ("trajectories:export", "Export"),
     ("accounts:bank_tokens", "Tokens"),

@@ -89,6 +89,8 @@ SKIPPED = {
     "trajectories:group": "reads no input",
     "trajectories:export": "reads no input",
     "trajectories:export_reasoning_bank": "reads no input",
+    "trajectories:evaluation_detail": "the run is a path segment; its cancel's action: test_views_runs.py",
+    "trajectories:evaluation_task": "the run and the task key are path segments: test_views_runs.py",
     "favicon": "reads no input (a redirect to static/favicon.svg)",
     "healthz": "reads no input (test_health.py)",
     "readyz": "reads no input (test_health.py)",
@@ -268,6 +270,9 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
         "trajectories:evidence": [("get", {"kind": "", "page": ""}), ("post", {"action": "agree"})],
         "trajectories:delete": [("post", {"confirm": ""})],
         "trajectories:impact": [("get", {"days": "30"})],
+        "trajectories:evaluations": [
+            ("post", {"task_set": "", "arms": "candidate", "release": "1", "k": "3", "token_budget": "", "note": ""})
+        ],
         "trajectories:releases": [
             ("post", {"action": "publish", "note": "", "canary_percent": ""}),
             ("post", {"action": "canary", "number": "1", "canary_percent": "10"}),
