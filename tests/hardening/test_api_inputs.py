@@ -228,6 +228,7 @@ def test_any_release_reference_answers_json_never_500(client, released, review_a
 NOT_OUR_JSON = {
     ("post", "/api/v1/otel/v1/traces"): "OTLP/JSON: the protocol tells receivers to ignore unknown fields",
     ("post", "/api/v1/releases/import"): "a JSON Lines file, not a JSON object",
+    ("post", "/api/v1/task-sets/upload"): "a JSON Lines file, not a JSON object",
 }
 UNKNOWN = "unknown_field_never_declared"
 

@@ -35,6 +35,7 @@ from memories.review.collaboration import review_assignment_create
 from memories.review.decisions import memory_item_approve
 from memories.trust.models import AutoApproval
 from tests import factories
+from trajectories.evaluation.tasksets import task_set_upload
 from trajectories.judging.models import Experiment, ExperimentStatus
 from trajectories.judging.prompt_versions import prompt_version_save
 from trajectories.prompts import prompt_load
@@ -120,6 +121,7 @@ class Scene:
     webhook: object = None  # a webhook of the bank (enabled, redelivered, removed last)
     delivery: object = None  # its failed delivery, to redeliver
     release: object = None  # a release of the bank (the releases pages)
+    task_set: object = None  # an uploaded task set (its page; deleted last)
 
 
 def _form_value(value) -> str:
@@ -270,6 +272,17 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
         "trajectories:evidence": [("get", {"kind": "", "page": ""}), ("post", {"action": "agree"})],
         "trajectories:delete": [("post", {"confirm": ""})],
         "trajectories:impact": [("get", {"days": "30"})],
+        "trajectories:task_sets": [
+            ("get", {"preview": "1", "outcome": "", "agent": "", "text": "", "date_from": "", "limit": ""}),
+            ("post", {"action": "preview", "outcome": "any", "agent": "", "text": "", "date_to": "", "limit": "5"}),
+            (
+                "post",
+                {"action": "create", "name": "", "description": "", "outcome": "", "limit": "", "any_verdict": ""},
+            ),
+            ("post", {"action": "upload", "upload-name": "", "upload-description": ""}),
+        ],
+        "trajectories:task_set_detail": [("get", {"page": ""})],
+        "trajectories:task_set_delete": [("post", {})],
         "trajectories:evaluations": [
             ("post", {"task_set": "", "arms": "candidate", "release": "1", "k": "3", "token_budget": "", "note": ""})
         ],
@@ -340,6 +353,7 @@ def _url(target: Target, s: Scene) -> str:
         "webhook_id": s.webhook,
         "delivery_id": s.delivery,
         "release_id": s.release,
+        "task_set_id": s.task_set,
     }
     kwargs = {name: "judge" if name == "name" else objects[name].public_id for name in target.kwargs}
     return reverse(target.name, kwargs=kwargs)
@@ -385,6 +399,7 @@ def scene(owner, team, bank) -> Scene:
     )
     memory_item_approve(item=into, author=owner, confirm_duplicate=True)  # release 1
     scene.release = Release.objects.get(bank=bank, number=1)
+    scene.task_set = task_set_upload(bank=bank, name="fuzzed", body=b'{"id": "t1", "task": "Open the shop"}\n')
     return scene
 
 

@@ -104,7 +104,7 @@ def _detail_out(task_set: TaskSet) -> dict:
 @router.post(
     "/task-sets",
     auth=auth,
-    response=api_responses({201: TaskSetOut}, 409),
+    response=api_responses({201: TaskSetOut}, 409, 413),
     summary="Build a task set from trajectories",
 )
 def task_sets_create(request, payload: TaskSetIn):

@@ -43,7 +43,7 @@ def check_clean(check) -> dict:
         raise LineError('"check" must be an object: {"type": "contains" | "equals" | "regex", "value": "…"}.')
     unknown = sorted(set(check) - {"type", "value", "ignore_case"})
     if unknown:
-        raise LineError(f'"check" has unknown field(s) {", ".join(unknown)} (type, value, ignore_case are read).')
+        raise LineError(f'"check" has an unknown field: {", ".join(unknown)} (type, value, ignore_case are read).')
     kind = check.get("type")
     if kind not in CHECK_TYPES:
         raise LineError(f'"check.type" must be one of {", ".join(CHECK_TYPES)} (got {json.dumps(kind)[:60]}).')
@@ -69,7 +69,7 @@ def _line(record) -> TaskLine:
         raise LineError('each line must be a JSON object: {"id": "…", "task": "…"}.')
     unknown = sorted(set(record) - set(LINE_FIELDS))
     if unknown:
-        raise LineError(f"unknown field(s) {', '.join(unknown)} (a line holds {', '.join(LINE_FIELDS)}).")
+        raise LineError(f"unknown field: {', '.join(unknown)} (a line holds {', '.join(LINE_FIELDS)}).")
     key = record.get("id")
     if isinstance(key, int) and not isinstance(key, bool):
         key = str(key)

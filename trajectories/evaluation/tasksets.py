@@ -38,7 +38,7 @@ def task_set_filters_clean(filters: dict | None) -> dict:
     filters = dict(filters or {})
     unknown = sorted(set(filters) - set(FILTER_FIELDS))
     if unknown:
-        raise Invalid(f"Unknown filter(s): {', '.join(unknown)} (known: {', '.join(FILTER_FIELDS)}).")
+        raise Invalid(f"Unknown filter: {', '.join(unknown)} (known: {', '.join(FILTER_FIELDS)}).")
     clean: dict = {}
     outcome = filters.get("outcome") or ""
     if outcome == "any":
