@@ -34,7 +34,6 @@ from trajectories.ingest.schemas import TrajectoryIn
 from trajectories.models import Label
 
 TASK_ID_PREFIX = "eval:"  # an evaluation try's trajectory task_id: "eval:<task key>", never a real task's id
-USAGE_MAX = 2_147_483_647
 MEMORY_ARMS = (ArmKind.CANDIDATE, ArmKind.PRODUCTION)  # the arms served a memory block
 
 
@@ -132,26 +131,17 @@ def try_claim(*, run: EvalRun, token: ApiToken | None = None) -> EvalAttempt | N
     return attempt
 
 
-class UsageIn(pydantic.BaseModel):
-    """The agent's own LLM usage for the try, when it reports it."""
-
-    model_config = pydantic.ConfigDict(extra="forbid")
-
-    prompt_tokens: int | None = pydantic.Field(None, ge=0, le=USAGE_MAX, strict=True)
-    completion_tokens: int | None = pydantic.Field(None, ge=0, le=USAGE_MAX, strict=True)
+# What a try's body may carry: the trajectory API's own fields (validated by TrajectoryIn), usage included.
+TRY_FIELDS = ("steps", "messages", "system", "final_answer", "outcome", "usage", "metadata")
 
 
-# What a try's body may carry besides usage: the trajectory API's own fields (validated by TrajectoryIn).
-TRY_FIELDS = ("steps", "messages", "system", "final_answer", "outcome", "metadata")
-
-
-def _trajectory_payload(attempt: EvalAttempt, payload: dict) -> tuple[TrajectoryIn, UsageIn]:
-    """The try's body as the trajectory API's input (its formats, limits and messages), and its usage.
+def _trajectory_payload(attempt: EvalAttempt, payload: dict) -> TrajectoryIn:
+    """The try's body as the trajectory API's input (its formats, limits, usage and messages).
     Raises Invalid naming every field in error."""
-    unknown = sorted(set(payload) - {*TRY_FIELDS, "usage"})
+    unknown = sorted(set(payload) - set(TRY_FIELDS))
     if unknown:
         raise Invalid(
-            f"{', '.join(unknown)}: not a field of a try; send {', '.join(TRY_FIELDS)} and usage.",
+            f"{', '.join(unknown)}: not a field of a try; send {', '.join(TRY_FIELDS)}.",
             code="validation_error",
         )
     metadata = payload.get("metadata") or {}
@@ -170,16 +160,16 @@ def _trajectory_payload(attempt: EvalAttempt, payload: dict) -> tuple[Trajectory
         "task_id": (TASK_ID_PREFIX + attempt.task.key)[:200],
         "metadata": {**metadata, "evaluation": evaluation},
     }
-    return _validated(TrajectoryIn, data), _validated(UsageIn, payload.get("usage") or {}, at="usage")
+    return _validated(TrajectoryIn, data)
 
 
-def _validated(schema: type[pydantic.BaseModel], data, *, at: str = ""):
-    """``data`` as ``schema``; raises Invalid as the API reports a body's errors (under ``at``)."""
+def _validated(schema: type[pydantic.BaseModel], data):
+    """``data`` as ``schema``; raises Invalid as the API reports a body's errors."""
     try:
         return schema.model_validate(data)
     except pydantic.ValidationError as exc:
         error = validation_error_dict(exc)
-        errors = [{**e, "loc": [at, *e["loc"]]} for e in error["errors"]] if at else error["errors"]
+        errors = error["errors"]
         detail = "; ".join(f"{'.'.join(e['loc'])}: {e['msg']}" for e in errors[:5])
         raise Invalid(detail or error["detail"], code="validation_error", details={"errors": errors}) from None
 
@@ -219,7 +209,7 @@ def try_record(*, run: EvalRun, try_id, payload: dict, token: ApiToken | None = 
     attempt = _attempt_locked(locked, try_id)
     if attempt.state == AttemptState.RECORDED:
         raise Conflict("This try is recorded already; a recorded try is never overwritten.", code="try_recorded")
-    trajectory_in, usage = _trajectory_payload(attempt, payload)
+    trajectory_in = _trajectory_payload(attempt, payload)
     built = trajectory_build(bank=locked.bank, token=token, payload=trajectory_in, input_format=None)
     t = built.trajectory
     passed = check_passes(attempt.task.success_check, t.final_answer)
@@ -228,13 +218,12 @@ def try_record(*, run: EvalRun, try_id, payload: dict, token: ApiToken | None = 
         built.signal = (label, f"The task's check: {check_describe(attempt.task.success_check)}: {label}.")
         t.verdict, t.verdict_tier = label, VerdictTier.AGENT  # recorded as the agent's judgment: the lowest tier
     t.learn = False
-    t.prompt_tokens, t.completion_tokens = usage.prompt_tokens, usage.completion_tokens
     t.save(force_insert=True)
     built_stored([built], [])
     now = timezone.now()
     attempt.state, attempt.recorded_at, attempt.trajectory = AttemptState.RECORDED, now, t
     attempt.check_passed, attempt.steps = passed, t.step_count
-    attempt.prompt_tokens, attempt.completion_tokens = usage.prompt_tokens, usage.completion_tokens
+    attempt.prompt_tokens, attempt.completion_tokens = t.prompt_tokens, t.completion_tokens
     attempt.save(
         update_fields=[
             "state",

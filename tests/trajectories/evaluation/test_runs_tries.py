@@ -5,6 +5,7 @@ arm is served (pinned, leave-one-task-out, the control's extra tokens), what a r
 from __future__ import annotations
 
 import threading
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -315,3 +316,26 @@ def test_a_task_without_text_is_served_nothing_rather_than_blocking_the_run(clie
     run_id = _create(client, review, release=scene.candidate, arms=["candidate", "control"])
     tries = _all_tries(client, ingest, run_id)
     assert [(t["arm"], t["memories"], t["extra_tokens"]) for t in tries] == [("candidate", [], 0), ("control", [], 0)]
+
+
+def test_a_try_reads_usage_as_the_trajectory_api_does(client, scene, tokens):
+    review, ingest = tokens
+    run_id = _create(client, review, release=scene.candidate, arms=["candidate", "none"])
+    first, second, third = _all_tries(client, ingest, run_id)[:3]
+    anthropic = {**ANSWER, "usage": {"input_tokens": 500, "output_tokens": 20, "cache_read_input_tokens": 100}}
+    assert api(client, ingest, "post", f"/evaluations/{run_id}/tries/{first['id']}", anthropic)[0] == 201
+    messages = {
+        "messages": [
+            {"role": "user", "content": "Pick the date."},
+            {"role": "assistant", "content": "2026-05-03", "usage": {"input_tokens": 70, "output_tokens": 5}},
+        ]
+    }
+    assert api(client, ingest, "post", f"/evaluations/{run_id}/tries/{second['id']}", messages)[0] == 201
+    assert (
+        api(client, ingest, "post", f"/evaluations/{run_id}/tries/{third['id']}", {"steps": factories.STEPS})[0] == 201
+    )
+    recorded = {a.public_id: a for a in EvalAttempt.objects.filter(run__public_id=run_id)}
+    tokens_of = {key: (recorded[key].prompt_tokens, recorded[key].completion_tokens) for key in recorded}
+    assert tokens_of[uuid.UUID(first["id"])] == (600, 20)  # cached prompt tokens are prompt tokens
+    assert tokens_of[uuid.UUID(second["id"])] == (70, 5)  # the messages' own usage, summed
+    assert tokens_of[uuid.UUID(third["id"])] == (None, None)  # not reported: unknown, not 0
