@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import statistics
 import sys
 import time
@@ -154,6 +155,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4, help="gunicorn threads (one worker)")
     args = parser.parse_args()
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request would drown the table
     setup_django()
     _bank_row, release, secret, unknown = _bank(args.tasks)
     proc, base = start_server(threads=args.threads)
