@@ -28,6 +28,7 @@ from trajectories.evaluation.checks import check_describe, check_passes
 from trajectories.evaluation.models import ArmKind, AttemptState, EvalAttempt, EvalRun, EvalTask, RunState
 from trajectories.evaluation.refresh import evaluation_results_refresh_later
 from trajectories.evaluation.tasksets import task_excluded_items
+from trajectories.evaluation.verdicts import try_outcome_of
 from trajectories.ingest.batch import validation_error_dict
 from trajectories.ingest.record import built_stored, trajectory_build
 from trajectories.ingest.schemas import TrajectoryIn
@@ -247,7 +248,5 @@ def try_record(*, run: EvalRun, try_id, payload: dict, token: ApiToken | None = 
 def try_outcome(attempt: EvalAttempt) -> bool | None:
     """A try's outcome: its check when the task has one, else its trajectory's verdict; None while
     neither is known (not recorded, or not judged yet)."""
-    if attempt.check_passed is not None:
-        return attempt.check_passed
     verdict = attempt.trajectory.verdict if attempt.trajectory_id else ""
-    return {Label.SUCCESS: True, Label.FAILURE: False}.get(verdict)
+    return try_outcome_of(check_passed=attempt.check_passed, verdict=verdict)

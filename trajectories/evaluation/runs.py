@@ -35,6 +35,7 @@ from trajectories.evaluation.models import (
     TaskSet,
 )
 from trajectories.evaluation.refresh import evaluation_results_refresh_later
+from trajectories.evaluation.tasksets import task_set_lookup
 from trajectories.models import Label
 
 NOTE_MAX = 500
@@ -54,14 +55,16 @@ def _uuid(ref) -> uuid.UUID | None:
 
 
 def task_set_for_run(*, bank: Bank, ref: str) -> TaskSet:
-    """The task set ``ref`` (its id, else its name) of ``bank``. Raises Invalid naming it when the
-    bank has no such set (another bank's sets included: never leak existence)."""
-    ref = str(ref or "").strip()
-    found = TaskSet.objects.filter(bank=bank, public_id=_uuid(ref)).first() if _uuid(ref) else None
-    found = found or TaskSet.objects.filter(bank=bank, name=ref).first()
-    if found is None:
-        raise Invalid(f"task_set: this bank has no task set {ref!r} (give its id or name).", code="unknown_task_set")
-    return found
+    """The task set ``ref`` (its id, else its name) of ``bank``, as task_set_lookup finds it. Raises
+    Invalid naming it when the bank has no such set (the set is a field of the run's body, not its
+    path; another bank's sets included: never leak existence)."""
+    try:
+        return task_set_lookup(bank=bank, ref=str(ref or ""))
+    except NotFound:
+        raise Invalid(
+            f"task_set: this bank has no task set {str(ref or '').strip()!r} (give its id or name).",
+            code="unknown_task_set",
+        ) from None
 
 
 def _arms_checked(arms: list[str]) -> list[str]:
