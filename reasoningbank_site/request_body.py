@@ -48,3 +48,17 @@ def discarding_unread_body(app: WSGIApp) -> WSGIApp:
         return result
 
     return wrapped
+
+
+def body_within(request, *, limit: int, too_large: Callable[[int], Exception]) -> bytes:
+    """The raw body of ``request``, for a route that takes a file as its body with a limit of its own
+    (``limit`` bytes, not the API's DATA_UPLOAD_MAX_MEMORY_SIZE): raises ``too_large(size)`` when the
+    Content-Length says it is over, without reading it; else reads at most ``limit`` + 1 bytes from the
+    stream, so a body sent without a Content-Length is over the limit by its length."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > limit:
+        raise too_large(length)
+    return request.read(limit + 1)

@@ -48,6 +48,7 @@ from memories.releases.selectors import (
 )
 from memories.releases.transfer import parse_release_lines, release_import_too_large
 from reasoningbank_site.errors import Invalid
+from reasoningbank_site.request_body import body_within
 
 router = Router(tags=["releases"])
 auth = TokenAuth(scope="review")
@@ -280,14 +281,7 @@ def releases_import(request, confirm_risks: bool = False):
     ``?confirm_risks=true``, then recorded as confirmed by this token), then queued: 202 with its
     ``status_url``. One import per bank at a time: another answers 409 ``import_running`` with the running
     one's ``status_url``."""
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    if length > settings.RB_RELEASE_IMPORT_MAX_BYTES:
-        raise release_import_too_large(length)
-    # Read from the stream: the release import's limit is not the API's (DATA_UPLOAD_MAX_MEMORY_SIZE).
-    body = request.read(settings.RB_RELEASE_IMPORT_MAX_BYTES + 1)
+    body = body_within(request, limit=settings.RB_RELEASE_IMPORT_MAX_BYTES, too_large=release_import_too_large)
     records = parse_release_lines(body)
     try:
         job = release_import_start(

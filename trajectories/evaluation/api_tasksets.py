@@ -7,12 +7,12 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from django.conf import settings
 from ninja import Field, Router, Schema, Status
 
 from accounts.tokens.auth import TokenAuth, api_responses
 from memories.serving.schemas import BodyIn
 from reasoningbank_site.errors import TooLarge
+from reasoningbank_site.request_body import body_within
 from trajectories.evaluation import tasksets
 from trajectories.evaluation.models import TaskSet
 from trajectories.evaluation.taskset_lines import UPLOAD_MAX_BYTES
@@ -134,16 +134,13 @@ def task_sets_upload(request, name: str, description: str = ""):
     """All or nothing: a bad line (not JSON, not an object, no id or task, a duplicate id, a bad check)
     answers 422 with ``errors`` = [{"line", "message"}] naming every bad line; over 2,000 tasks is a
     422 too, and a file over 5 MiB a 413."""
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    limit = max(UPLOAD_MAX_BYTES, settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0)
-    if length > limit:
-        raise TooLarge(
-            f"A task set file is at most {UPLOAD_MAX_BYTES // (1024 * 1024)} MiB; this one is {length:,} bytes."
-        )
-    body = request.read(limit + 1)  # from the stream: the file's limit, not the API's body limit
+    body = body_within(
+        request,
+        limit=UPLOAD_MAX_BYTES,
+        too_large=lambda size: TooLarge(
+            f"A task set file is at most {UPLOAD_MAX_BYTES // (1024 * 1024)} MiB; this one is {size:,} bytes."
+        ),
+    )
     task_set = tasksets.task_set_upload(bank=request.bank, name=name, description=description, body=body)
     return Status(201, _out(task_set))
 
