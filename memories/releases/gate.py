@@ -37,12 +37,19 @@ def evaluation_finished(evaluation: ReleaseEvaluation) -> bool:
     return evaluation.finished_at is not None or evaluation.passed is not None
 
 
-def evaluation_passes(evaluation: ReleaseEvaluation, gate: str) -> bool:
-    """Whether ``evaluation`` lets its release through ``gate`` (off reads as not_worse): finished, not
-    worse than production (better or no difference shown), and under beats_control better than the control."""
-    if not evaluation_finished(evaluation) or evaluation.versus_production not in PASSING_VERSUS_PRODUCTION:
+def verdicts_pass(*, versus_production: str, versus_control: str, gate: str) -> bool:
+    """The gate's rule on a finished evaluation's verdicts (off reads as not_worse): not worse than
+    production (better or no difference shown), and under beats_control better than the control."""
+    if versus_production not in PASSING_VERSUS_PRODUCTION:
         return False
-    return gate != EvaluationGate.BEATS_CONTROL or evaluation.versus_control == "better"
+    return gate != EvaluationGate.BEATS_CONTROL or versus_control == "better"
+
+
+def evaluation_passes(evaluation: ReleaseEvaluation, gate: str) -> bool:
+    """Whether ``evaluation`` lets its release through ``gate``: finished, and its verdicts pass."""
+    return evaluation_finished(evaluation) and verdicts_pass(
+        versus_production=evaluation.versus_production, versus_control=evaluation.versus_control, gate=gate
+    )
 
 
 def evaluation_state(evaluation: ReleaseEvaluation, gate: str) -> str:

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from accounts.webhooks.events import bank_webhook_data
 from accounts.webhooks.subscriptions import webhook_events_emit
+from memories.releases.gate import verdicts_pass
 from memories.releases.models import BankReleasing, EvaluationGate, ReleaseEvaluation
 from trajectories.evaluation import statistics
 from trajectories.evaluation.models import ArmKind, AttemptState, EvalArm, EvalAttempt, EvalRun, RunState
@@ -139,34 +140,38 @@ def _gate_rule(run: EvalRun) -> str:
 
 
 def _gate(rule: str, *, lead: str | None, actual: dict | None, equal: dict | None, complete: bool) -> dict:
-    """Whether the candidate passes the bank's gate (the not-worse rule when the gate is off), as
-    memories.releases.gate reads the release evaluation: against production, never no memory."""
+    """Whether the candidate passes the bank's gate (the not-worse rule when the gate is off), by the
+    gate's own rule (memories.releases.gate.verdicts_pass: against production, never no memory), and why."""
     if lead != ArmKind.CANDIDATE:
         return {"passed": None, "reason": "The run has no candidate release to pass."}
     if not complete:
         return {"passed": None, "reason": "Not every try is recorded and judged yet."}
-    if actual is None or actual["versus"] != ArmKind.PRODUCTION:
-        return {"passed": False, "reason": "The run has no production arm: the gate compares the candidate with it."}
+    has_production = actual is not None and actual["versus"] == ArmKind.PRODUCTION
+    passed = verdicts_pass(
+        versus_production=actual["verdict"] if has_production else "",
+        versus_control=equal["verdict"] if equal is not None else "",
+        gate=rule,
+    )
+    if not has_production:
+        return {"passed": passed, "reason": "The run has no production arm: the gate compares the candidate with it."}
     versus = ARM_NAMES[actual["versus"]]
     if actual["verdict"] == statistics.NOT_ENOUGH:
-        return {
-            "passed": False,
-            "reason": f"Too few tasks have known outcomes to show it is not worse than {versus} "
-            f"(at least {statistics.MIN_TASKS} are needed).",
-        }
-    if actual["verdict"] == statistics.WORSE:
-        return {"passed": False, "reason": f"It did worse than {versus}."}
-    if rule == EvaluationGate.BEATS_CONTROL:
-        if equal is None:
-            return {"passed": False, "reason": "The bank requires beating the same-budget control; the run has none."}
-        if equal["verdict"] != statistics.BETTER:
-            return {
-                "passed": False,
-                "reason": "It is not worse than production but did not beat the same-budget control.",
-            }
-        return {"passed": True, "reason": f"It is not worse than {versus} and beat the same-budget control."}
-    note = "" if rule == EvaluationGate.NOT_WORSE else " (the bank does not require an evaluation)"
-    return {"passed": True, "reason": f"It is not worse than {versus}{note}."}
+        reason = (
+            f"Too few tasks have known outcomes to show it is not worse than {versus} "
+            f"(at least {statistics.MIN_TASKS} are needed)."
+        )
+    elif actual["verdict"] == statistics.WORSE:
+        reason = f"It did worse than {versus}."
+    elif rule == EvaluationGate.BEATS_CONTROL and equal is None:
+        reason = "The bank requires beating the same-budget control; the run has none."
+    elif rule == EvaluationGate.BEATS_CONTROL and not passed:
+        reason = "It is not worse than production but did not beat the same-budget control."
+    elif rule == EvaluationGate.BEATS_CONTROL:
+        reason = f"It is not worse than {versus} and beat the same-budget control."
+    else:
+        note = "" if rule == EvaluationGate.NOT_WORSE else " (the bank does not require an evaluation)"
+        reason = f"It is not worse than {versus}{note}."
+    return {"passed": passed, "reason": reason}
 
 
 def run_results(run: EvalRun) -> dict:
