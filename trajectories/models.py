@@ -156,7 +156,16 @@ class Judgment(models.Model):
 
     class Meta:
         ordering = ["created_at", "id"]
-        indexes = [models.Index(fields=["trajectory", "created_at"])]
+        indexes = [
+            models.Index(fields=["trajectory", "created_at"]),
+            # The human judgments (a few % of the rows): the dashboard's judge-agreement reads start from them
+            # and probe the LLM's latest on the same trajectory (trajectories.dashboard.agreement).
+            models.Index(
+                fields=["trajectory", "created_at"], condition=Q(source="human"), name="judgment_human_latest"
+            ),
+            # The dashboard's recent activity: the latest judgments, newest first, read from the top.
+            models.Index(fields=["created_at"], name="judgment_created"),
+        ]
         constraints = [
             # An LLM judgment is keyed by trajectory and prompt version, so a
             # task delivered twice cannot judge twice.
