@@ -1,8 +1,10 @@
-"""Two judgment indexes for the dashboard: the human judgments by trajectory (partial: a few % of the rows;
-the judge-agreement reads start from them) and every judgment by time (the recent activity's latest).
+"""Three indexes for the dashboard: the human judgments by trajectory (partial: a few % of the rows; the
+judge-agreement reads start from them), every judgment by time (the recent activity's latest), and the
+trajectories whose agent and verdict disagree (partial; the dashboard's count, the list's filter).
 
-Built with CREATE INDEX CONCURRENTLY (non-atomic): judgments are a big table, and a plain CREATE INDEX would
-block ingest and judging while it builds; this takes no lock that stops writes, only reads the table twice."""
+Built with CREATE INDEX CONCURRENTLY (non-atomic): judgments and trajectories are big tables, and a plain
+CREATE INDEX would block ingest and judging while it builds; this takes no lock that stops writes, it only
+reads the table twice."""
 
 from django.contrib.postgres.operations import AddIndexConcurrently
 from django.db import migrations, models
@@ -23,5 +25,14 @@ class Migration(migrations.Migration):
         AddIndexConcurrently(
             model_name="judgment",
             index=models.Index(fields=["created_at"], name="judgment_created"),
+        ),
+        AddIndexConcurrently(
+            model_name="trajectory",
+            index=models.Index(
+                condition=models.Q(("outcome", "success"), ("verdict", "failure"))
+                | models.Q(("outcome", "failure"), ("verdict", "success")),
+                fields=["bank", "created_at"],
+                name="trajectory_disagree",
+            ),
         ),
     ]

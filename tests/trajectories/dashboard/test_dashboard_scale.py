@@ -17,6 +17,7 @@ from trajectories.dashboard.selectors import (
     judge_human_agreement,
     recent_activity,
 )
+from trajectories.judging.evidence import disagreement_count
 from trajectories.models import Judgment, Trajectory
 
 pytestmark = pytest.mark.django_db
@@ -151,3 +152,19 @@ def test_refresh_and_page_queries_do_not_grow_with_the_bank(client, bank, owner,
     assert "agreement-by-version" not in live and "chart-review" not in live
     assert "agreement-by-version" in client.get(url).content.decode()
     assert dashboard_charts(bank=bank)
+
+
+def test_disagreement_count_reads_only_the_disagreeing_rows_of_the_bank(bank, other_bank, owner):
+    seed(bank, owner, 4000)
+    seed(other_bank, owner, 4000, start=4000)
+    # The agent reported an outcome on some; a few of those say the other than the verdict.
+    Trajectory.objects.filter(id__in=Trajectory.objects.filter(bank=bank).order_by("id")[:300]).update(
+        outcome="success"
+    )
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE trajectories_trajectory")
+    expected = Trajectory.objects.filter(bank=bank, outcome="success", verdict="failure").count()
+    assert expected > 0 and disagreement_count(bank=bank) == expected
+    (plan,) = plans(lambda: disagreement_count(bank=bank))
+    assert "trajectory_disagree" in plan, plan
+    assert "Seq Scan on trajectories_trajectory" not in plan, plan
