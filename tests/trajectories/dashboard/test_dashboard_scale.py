@@ -10,6 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from trajectories.dashboard.bank_work import trajectory_work
 from trajectories.dashboard.charts import dashboard_charts
 from trajectories.dashboard.selectors import (
     agreement_by_week,
@@ -166,5 +167,23 @@ def test_disagreement_count_reads_only_the_disagreeing_rows_of_the_bank(bank, ot
     expected = Trajectory.objects.filter(bank=bank, outcome="success", verdict="failure").count()
     assert expected > 0 and disagreement_count(bank=bank) == expected
     (plan,) = plans(lambda: disagreement_count(bank=bank))
+    assert "trajectory_disagree" in plan, plan
+    assert "Seq Scan on trajectories_trajectory" not in plan, plan
+
+
+def test_home_page_work_counts_read_only_the_rows_that_count(bank, other_bank, owner):
+    seed(bank, owner, 4000)
+    seed(other_bank, owner, 4000, start=4000)
+    mine = Trajectory.objects.filter(bank=bank).order_by("id")
+    Trajectory.objects.filter(id__in=mine[:300]).update(outcome="success")
+    Trajectory.objects.filter(id__in=mine[300:320]).update(status="awaiting_llm", verdict="")
+    Trajectory.objects.filter(id__in=mine[320:327]).update(status="needs_attention")
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE trajectories_trajectory")
+    work = trajectory_work([bank, other_bank], owner)
+    disagree = Trajectory.objects.filter(bank=bank, outcome="success", verdict="failure").count()
+    assert [w.count for w in work[bank.pk]] == [disagree, 20, 7]
+    assert [w.count for w in work[other_bank.pk]] == [0, 0, 0]
+    (plan,) = plans(lambda: trajectory_work([bank, other_bank], owner))
     assert "trajectory_disagree" in plan, plan
     assert "Seq Scan on trajectories_trajectory" not in plan, plan
