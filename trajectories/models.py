@@ -115,6 +115,14 @@ class Trajectory(models.Model):
             # agents of a bank's latest 5,000 trajectories from the index alone (an Index Only Scan, no heap rows).
             models.Index(fields=["bank", "created_at"], include=["agent"], name="trajectory_bank_created_agent"),
             models.Index(fields=["bank", "status"]),
+            # The runs whose agent reported one outcome and whose verdict says the other (the predicate of
+            # memories.review.selectors.agent_judge_disagree, word for word, so the planner matches it): the
+            # dashboard counts them and the trajectory list filters them without reading the bank's every row.
+            models.Index(
+                fields=["bank", "created_at"],
+                condition=Q(outcome="success", verdict="failure") | Q(outcome="failure", verdict="success"),
+                name="trajectory_disagree",
+            ),
             models.Index(fields=["status", "updated_at"]),
             # The dispatcher's every-few-seconds query: rows whose publish failed (empty when all is well).
             models.Index(
@@ -156,7 +164,16 @@ class Judgment(models.Model):
 
     class Meta:
         ordering = ["created_at", "id"]
-        indexes = [models.Index(fields=["trajectory", "created_at"])]
+        indexes = [
+            models.Index(fields=["trajectory", "created_at"]),
+            # The human judgments (a few % of the rows): the dashboard's judge-agreement reads start from them
+            # and probe the LLM's latest on the same trajectory (trajectories.dashboard.agreement).
+            models.Index(
+                fields=["trajectory", "created_at"], condition=Q(source="human"), name="judgment_human_latest"
+            ),
+            # The dashboard's recent activity: the latest judgments, newest first, read from the top.
+            models.Index(fields=["created_at"], name="judgment_created"),
+        ]
         constraints = [
             # An LLM judgment is keyed by trajectory and prompt version, so a
             # task delivered twice cannot judge twice.

@@ -1,7 +1,7 @@
 """The home page's counts of trajectories waiting for a person in each bank
 (accounts.teams.bank_work): those the agent and the verdict disagree on, those
 waiting for an LLM endpoint (a person can judge them meanwhile) and those that
-need attention. One query for any number of banks."""
+need attention. One query for any number of banks, reading only those rows."""
 
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ def trajectory_work(banks: list[Bank], user) -> dict[int, list[BankWork]]:
     rows = {
         row["bank"]: row
         for row in Trajectory.objects.filter(bank__in=[bank.pk for bank in banks])
+        # Only the rows that count: the disagreeing ones (partial index trajectory_disagree) and those parked
+        # or needing attention (bank, status), never a bank's every trajectory.
+        .filter(agent_judge_disagree() | Q(status__in=[Status.AWAITING_LLM, Status.NEEDS_ATTENTION]))
         .values("bank")
         .annotate(
             disagree=Count("id", filter=agent_judge_disagree()),

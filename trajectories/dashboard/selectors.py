@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
 from django.db import connection
-from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
+from django.db.models import Count, Exists, OuterRef, Q
 from django.db.models.functions import TruncWeek
 from django.utils import timezone
 
@@ -16,8 +16,9 @@ from accounts.models import Bank
 from memories.items.models import ItemStatus, MemoryItem, MemoryItemVersion
 from reasoningbank_site.rates import CaseRate
 from trajectories.dashboard.activity import ACTOR_FIELDS, item_action_words
+from trajectories.dashboard.agreement import agreement_by_version_rows, agreement_by_week_rows, agreement_counts
 from trajectories.impact.statistics import wilson_interval
-from trajectories.models import Judgment, JudgmentSource, Label, Status, Trajectory
+from trajectories.models import Judgment, Label, Status, Trajectory
 
 
 def status_counts(*, bank: Bank) -> list[tuple[str, str, int]]:
@@ -42,26 +43,9 @@ class Agreement:
 
 def judge_human_agreement(*, bank: Bank) -> Agreement:
     """Among trajectories judged by both the LLM and a human, how many have
-    the same label in the latest LLM and the latest human judgment."""
-
-    def latest(source):
-        return (
-            Judgment.objects.filter(trajectory=OuterRef("pk"), source=source)
-            .order_by("-created_at", "-id")
-            .values("label")[:1]
-        )
-
-    rows = (
-        Trajectory.objects.filter(bank=bank)
-        .filter(Exists(Judgment.objects.filter(trajectory=OuterRef("pk"), source=JudgmentSource.LLM)))
-        .filter(Exists(Judgment.objects.filter(trajectory=OuterRef("pk"), source=JudgmentSource.HUMAN)))
-        .annotate(llm=Subquery(latest(JudgmentSource.LLM)), human=Subquery(latest(JudgmentSource.HUMAN)))
-        .values_list("llm", "human")
-    )
-    both = agree = 0
-    for llm, human in rows.iterator():
-        both += 1
-        agree += llm == human
+    the same label in the latest LLM and the latest human judgment (read
+    from the human judgments: trajectories.dashboard.agreement)."""
+    both, agree = agreement_counts(bank_id=bank.pk)
     return Agreement(both=both, agree=agree)
 
 
@@ -97,30 +81,11 @@ def judge_agreement_by_version(*, bank: Bank) -> list[VersionAgreement]:
     ``judge/v1`` or ``judge@bank-3-v2+fs``): how its LLM judgments compare
     with the reviewer's latest verdict on the same trajectories, in the order
     the versions were first used — the judge's agreement over time."""
-    human = (
-        Judgment.objects.filter(trajectory=OuterRef("trajectory"), source=JudgmentSource.HUMAN)
-        .order_by("-created_at", "-id")
-        .values("label")[:1]
-    )
-    rows = (
-        Judgment.objects.filter(trajectory__bank=bank, source=JudgmentSource.LLM)
-        .annotate(human=Subquery(human))
-        .filter(human__isnull=False)
-        .order_by("created_at", "id")
-        .values_list("prompt_version", "label", "human", "created_at")
-    )
     tallies: dict[str, list] = {}
-    for version, said, truth, at in rows.iterator():
-        t = tallies.setdefault(version or "(unrecorded)", [at, at, 0, 0, 0, 0, 0, 0])
-        t[1] = at
-        t[2] += said == truth
-        t[3] += 1
-        if truth == Label.FAILURE:
-            t[4] += said == Label.SUCCESS
-            t[5] += 1
-        else:
-            t[6] += said == Label.FAILURE
-            t[7] += 1
+    for version, first, last, *counts in agreement_by_version_rows(bank_id=bank.pk):
+        t = tallies.setdefault(version or "(unrecorded)", [first, last, 0, 0, 0, 0, 0, 0])
+        t[1] = max(t[1], last)
+        t[2:] = [have + more for have, more in zip(t[2:], counts, strict=True)]
     return [
         VersionAgreement(v, t[0], t[1], Rate(t[2], t[3]), Rate(t[4], t[5]), Rate(t[6], t[7]))
         for v, t in tallies.items()
@@ -360,21 +325,6 @@ def agreement_by_week(*, bank: Bank, weeks: int = CHART_WEEKS, today: date | Non
     match the reviewer's latest verdict on the same trajectory, of those with
     a reviewer verdict (as the per-version table counts them). One query."""
     today = today or _today()
-    human = (
-        Judgment.objects.filter(trajectory=OuterRef("trajectory"), source=JudgmentSource.HUMAN)
-        .order_by("-created_at", "-id")
-        .values("label")[:1]
-    )
-    rows = (
-        Judgment.objects.filter(
-            trajectory__bank=bank, source=JudgmentSource.LLM, created_at__gte=_weeks_start(weeks, today)
-        )
-        .annotate(human=Subquery(human))
-        .filter(human__isnull=False)
-        .annotate(week=TruncWeek("created_at"))
-        .values("week")
-        .annotate(x=Count("id", filter=Q(label=F("human"))), n=Count("id"))
-        .order_by()
-        .values_list("week", "x", "n")
-    )
+    tz = str(timezone.get_current_timezone())
+    rows = agreement_by_week_rows(bank_id=bank.pk, since=_weeks_start(weeks, today), tz=tz)
     return _weeks(rows, weeks=weeks, today=today)

@@ -39,14 +39,19 @@ def dashboard(request, bank_id):
         "disagreements": disagreement_count(bank=bank),
         "agreement": judge_human_agreement(bank=bank),
         "min_cases": MIN_CASES,
-        "agreement_by_version": judge_agreement_by_version(bank=bank),
-        "distill_by_version": distill_outcomes_by_version(bank=bank),
         "activity": recent_activity(bank=bank),
-        # The 5-second refresh redraws the counts only; the charts come with the whole page.
-        "charts": [] if request.htmx else dashboard_charts(bank=bank),
-        "llm_usage": None if request.htmx else bank_llm_usage(bank=bank),
         "llm_configured": llm_configured(),
         "api_base": request.build_absolute_uri("/api/v1/"),
-        "releasing": bank_releasing(bank=bank),
     }
-    return render(request, template_for(request, "trajectories/dashboard.html", {"live": "live"}), context)
+    template = template_for(request, "trajectories/dashboard.html", {"live": "live"})
+    if "#" not in template:
+        # The 5-second refresh (the ``live`` partial) redraws the counts only: what is per version, the
+        # charts and the usage come with the whole page, and are read only for it.
+        context |= {
+            "agreement_by_version": judge_agreement_by_version(bank=bank),
+            "distill_by_version": distill_outcomes_by_version(bank=bank),
+            "charts": dashboard_charts(bank=bank),
+            "llm_usage": bank_llm_usage(bank=bank),
+            "releasing": bank_releasing(bank=bank),
+        }
+    return render(request, template, context)

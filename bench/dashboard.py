@@ -1,0 +1,179 @@
+"""The dashboard's reads at two bank sizes.
+
+Fills a separate database ``rb_bench_dashboard`` (on the app's PostgreSQL server) with two banks, ``dash-small``
+and ``dash-large`` (``--small`` and ``--large`` trajectories, spread over 365 days, kept between runs): every
+trajectory has an LLM judgment, 1 % of them a human one too (half of those disagreeing), with proposed and
+approved items beside them. Then times every function the dashboard calls, the whole page and its 5-second
+refresh, per bank, and prints the ratio large / small: a read that stays flat as the bank grows has a ratio
+near 1.
+
+    RB_DATA_DIR=/tmp/rb-data-bench .venv/bin/python bench/dashboard.py [--small 20000] [--large 200000] [--runs 5]
+    ... bench/dashboard.py --explain judge_human_agreement   # the EXPLAIN ANALYZE of one function's queries
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("RB_BENCH_DB", "rb_bench_dashboard")
+from common import setup_django
+
+DAYS = 365
+
+
+def seed(slug: str, n: int):
+    """The bank ``slug`` with ``n`` trajectories (SQL inserts, so a million takes minutes, not hours)."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from accounts.models import Bank
+    from accounts.teams.banks import bank_create
+    from accounts.teams.services import team_create
+    from trajectories.models import Trajectory
+
+    User = get_user_model()
+    user = User.objects.filter(username="bench").first() or User.objects.create_user("bench", password="bench-pass-123")
+    bank = Bank.objects.filter(slug=slug).first()
+    if bank is None:
+        bank = bank_create(team=team_create(name=slug, slug=slug, owner=user), name=slug, slug=slug)
+    have = Trajectory.objects.filter(bank=bank).count()
+    if have >= n:
+        return user, bank
+    t0 = time.perf_counter()
+    statuses = "ARRAY['done','done','done','done','done','done','awaiting_llm','needs_attention','judged','distilling']"
+    with connection.cursor() as cur:
+        cur.execute(
+            f"""
+            INSERT INTO trajectories_trajectory (public_id, bank_id, task, task_id, steps, step_count, input_format,
+                final_answer, agent, metadata, outcome, learn, group_id, status, status_detail, verdict, verdict_tier,
+                judge_attempts, distill_attempts, contrast_attempts, created_at, updated_at)
+            SELECT gen_random_uuid(), %s, 'Task ' || i || ': book the cheapest trip number ' || i, '',
+                '[{{"index": 0, "kind": "answer", "content": "Flight X."}}]'::jsonb, 1, 'steps', 'answer ' || i,
+                'agent-' || (i %% 8), '{{}}'::jsonb, (ARRAY['success','failure',''])[1 + i %% 3], true, '',
+                ({statuses})[1 + i %% 10], '', (ARRAY['success','failure'])[1 + i %% 2], 1, 0, 0, 0, at, at
+            FROM (SELECT i, now() - make_interval(secs => (%s - i) * %s) AS at
+                  FROM generate_series(%s, %s - 1) AS i) s
+            """,
+            [bank.pk, n, DAYS * 86400.0 / n, have, n],
+        )
+        # Every trajectory an LLM judgment (two prompt versions over the year), 1 % a human one (half disagreeing).
+        cur.execute(
+            """
+            INSERT INTO trajectories_judgment (public_id, trajectory_id, source, label, rationale, model, prompt_version,
+                created_at)
+            SELECT gen_random_uuid(), t.id, 'llm', t.verdict, 'because', 'm',
+                CASE WHEN t.created_at < now() - interval '120 days' THEN 'judge/v1' ELSE 'judge/v2' END,
+                t.created_at + interval '1 minute'
+            FROM trajectories_trajectory t
+            WHERE t.bank_id = %s AND NOT EXISTS (SELECT 1 FROM trajectories_judgment j WHERE j.trajectory_id = t.id)
+            """,
+            [bank.pk],
+        )
+        cur.execute(
+            """
+            INSERT INTO trajectories_judgment (public_id, trajectory_id, source, label, rationale, model, prompt_version,
+                author_id, created_at)
+            SELECT gen_random_uuid(), t.id, 'human',
+                CASE WHEN t.id %% 2 = 0 THEN t.verdict WHEN t.verdict = 'success' THEN 'failure' ELSE 'success' END,
+                '', '', '', %s, t.created_at + interval '1 hour'
+            FROM trajectories_trajectory t
+            WHERE t.bank_id = %s AND t.id %% 100 = 0
+            """,
+            [user.pk, bank.pk],
+        )
+        cur.execute("ANALYZE")
+    print(f"seeded {slug} ({n:,}) in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    return user, bank
+
+
+def functions():
+    from memories.releases.selectors import bank_releasing
+    from trajectories.dashboard import selectors
+    from trajectories.dashboard.charts import dashboard_charts
+    from trajectories.dashboard.llm_usage import bank_llm_usage
+    from trajectories.judging.evidence import disagreement_count
+
+    return {
+        "status_counts": selectors.status_counts,
+        "review_backlog": selectors.review_backlog,
+        "disagreement_count": disagreement_count,
+        "judge_human_agreement": selectors.judge_human_agreement,
+        "judge_agreement_by_version": selectors.judge_agreement_by_version,
+        "distill_outcomes_by_version": selectors.distill_outcomes_by_version,
+        "recent_activity": selectors.recent_activity,
+        "dashboard_charts": dashboard_charts,
+        "bank_llm_usage": bank_llm_usage,
+        "bank_releasing": bank_releasing,
+    }
+
+
+def timed(call, runs: int) -> tuple[float, int]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    call()  # warm
+    times = []
+    for _ in range(runs):
+        with CaptureQueriesContext(connection) as queries:
+            started = time.perf_counter()
+            call()
+            times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times), len(queries)
+
+
+def explain(name: str, bank) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        functions()[name](bank=bank)
+    with connection.cursor() as cur:
+        for q in queries.captured_queries:
+            cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + q["sql"])
+            print(q["sql"][:300], "\n", "\n".join(r[0] for r in cur.fetchall()), "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--small", type=int, default=20_000)
+    parser.add_argument("--large", type=int, default=200_000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--explain", default="", help="print the EXPLAIN ANALYZE of this function's queries")
+    args = parser.parse_args()
+    setup_django()
+    from django.test import Client
+
+    banks = [seed("dash-small", args.small), seed("dash-large", args.large)]
+    if args.explain:
+        for _, bank in banks:
+            print(f"== {bank.slug}")
+            explain(args.explain, bank)
+        return
+    rows = []
+    for name, f in functions().items():
+        rows.append((name, [timed(lambda f=f, b=bank: f(bank=b), args.runs) for _, bank in banks]))
+    for label, htmx in (("whole page", False), ("5-second refresh", True)):
+        out = []
+        for user, bank in banks:
+            client = Client()
+            client.force_login(user)
+            headers = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "live"} if htmx else {}
+            url = f"/banks/{bank.public_id}/"
+
+            def get(client=client, url=url, headers=headers):
+                assert client.get(url, **headers).status_code == 200
+
+            out.append(timed(get, args.runs))
+        rows.append((label, out))
+    print(f"{args.small:,} vs {args.large:,} trajectories in one bank; median of {args.runs} runs\n")
+    print(f"| read | ms at {args.small:,} | ms at {args.large:,} | ratio | queries |\n|---|---:|---:|---:|---:|")
+    for name, ((small, qs), (large, ql)) in rows:
+        print(f"| {name} | {small:.1f} | {large:.1f} | {large / small:.1f}x | {qs} / {ql} |")
+
+
+if __name__ == "__main__":
+    main()
