@@ -22,7 +22,7 @@ from accounts.audit.services import audit_record
 from accounts.models import Bank
 from trajectories.models import InputFormat, Status, Trajectory
 from trajectories.otlp.models import TraceSpan
-from trajectories.records.step_archive import ARCHIVED_FIELDS, step_archive_append, step_archive_path
+from trajectories.records.step_archive import archived_rows, step_archive_append, step_archive_path
 
 log = logging.getLogger(__name__)
 
@@ -67,12 +67,10 @@ def _batch_purge(*, bank: Bank, cutoff, after, now, days: int, batch_size: int, 
     batch's last (created_at, pk)); raises OSError, with nothing cleared, when
     the archive cannot be written."""
     with transaction.atomic():
-        rows = list(
-            purge_batch_query(bank=bank, cutoff=cutoff, after=after).values(*ARCHIVED_FIELDS, "pk")[:batch_size]
-        )
+        rows = list(archived_rows(purge_batch_query(bank=bank, cutoff=cutoff, after=after))[:batch_size])
         if not rows:
             return 0, None
-        ids = [row.pop("pk") for row in rows]
+        ids = [row["pk"] for row in rows]
         if archive is not None:
             step_archive_append(archive, rows)
         batch = Trajectory.objects.filter(pk__in=ids)

@@ -17,11 +17,27 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db.models import TextField
+from django.db.models.functions import Cast
 
 from reasoningbank_site.env import envstr
 
-# What a line holds: enough to tell which trajectory it was, and its raw record.
-ARCHIVED_FIELDS = ("public_id", "external_id", "task", "created_at", "input_format", "steps", "final_answer")
+# What a line holds: enough to tell which trajectory it was, and its raw record (plus "steps", last).
+ARCHIVED_FIELDS = ("public_id", "external_id", "task", "created_at", "input_format", "final_answer")
+
+
+def archived_rows(queryset):
+    """``queryset``'s rows as archive lines need them: ARCHIVED_FIELDS, the pk,
+    and the steps as the database's own JSON text (``steps_json``), which goes
+    into the line as it is rather than being parsed and written again."""
+    return queryset.values(*ARCHIVED_FIELDS, "pk", steps_json=Cast("steps", output_field=TextField()))
+
+
+def _line(row: dict) -> str:
+    fields = {name: row[name] for name in ARCHIVED_FIELDS}
+    return (
+        json.dumps(fields, cls=DjangoJSONEncoder, ensure_ascii=False)[:-1] + ', "steps": ' + row["steps_json"] + "}\n"
+    )
 
 
 def step_archive_dir() -> Path | None:
@@ -42,15 +58,15 @@ def step_archive_path(*, bank, now) -> Path | None:
 
 
 def step_archive_append(path: Path, rows: list[dict]) -> None:
-    """Append ``rows`` (dicts of ARCHIVED_FIELDS) to ``path`` as one gzip member
+    """Append ``rows`` (from ``archived_rows``) to ``path`` as one gzip member
     and fsync it (and its directory, when the file is new) before returning.
     Raises OSError (disk full, permissions) with nothing cleared yet."""
-    body = "".join(json.dumps(row, cls=DjangoJSONEncoder, ensure_ascii=False) + "\n" for row in rows)
+    body = "".join(_line(row) for row in rows)
     created = not path.exists()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     # Owner-only: raw steps can hold personal data.
     with os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as handle:
-        handle.write(gzip.compress(body.encode()))
+        handle.write(gzip.compress(body.encode(), compresslevel=6))
         handle.flush()
         os.fsync(handle.fileno())
     if created:
