@@ -2,7 +2,7 @@
 plan of each batch's select, and the size of every index of the trajectory
 table before and after the purge (each measured after the same VACUUM).
 
-    RB_DATA_DIR=… .venv/bin/python bench/retention.py --sizes 20000 200000
+    RB_DATA_DIR=… .venv/bin/python bench/retention.py --sizes 10000 100000
 
 For each size: one bank with a 30-day step retention holding ``n`` finished
 trajectories of which 10 % are older than the retention (6 steps, ~1.5 KB),
@@ -10,7 +10,9 @@ plus ``n/50`` old ones still in the pipeline; the table also holds earlier
 sizes' rows (purged), as production's would. Runs
 ``trajectory_steps_purge_expired``, asserts exactly the expired finished ones
 were purged and a second run is a no-op, and prints the time per purged row,
-the share of HOT updates, and each index's size (bytes) before → after."""
+the share of HOT updates, and each index's size (bytes) before → after. The
+steps are archived into a temporary folder unless ``RB_STEP_ARCHIVE_DIR`` says
+otherwise (``off``: no archive)."""
 
 from __future__ import annotations
 
