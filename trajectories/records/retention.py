@@ -67,7 +67,9 @@ def _batch_purge(*, bank: Bank, cutoff, after, now, days: int, batch_size: int, 
     batch's last (created_at, pk)); raises OSError, with nothing cleared, when
     the archive cannot be written."""
     with transaction.atomic():
-        rows = list(archived_rows(purge_batch_query(bank=bank, cutoff=cutoff, after=after))[:batch_size])
+        batch_rows = purge_batch_query(bank=bank, cutoff=cutoff, after=after)
+        rows = batch_rows.values("pk", "created_at") if archive is None else archived_rows(batch_rows)
+        rows = list(rows[:batch_size])
         if not rows:
             return 0, None
         ids = [row["pk"] for row in rows]
