@@ -118,7 +118,8 @@ def trajectory_steps_purge_expired(*, now=None, batch_size: int = PURGE_BATCH) -
     final answer and buffered OTLP spans, and record when and under which
     retention (``steps_purged_at``, ``steps_purged_days``). In flight ones are
     never touched. Idempotent (purged rows are skipped), bulk (one UPDATE per
-    batch), one audit event per bank that purged something, with the count.
+    batch), each batch's steps archived first (trajectories.records.step_archive),
+    one audit event per bank that purged something, with the count and the archive.
     Returns {bank id: trajectories purged}."""
     now = now or timezone.now()
     purged = {}
