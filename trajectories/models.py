@@ -130,6 +130,12 @@ class Trajectory(models.Model):
                 condition=Q(enqueued_at__isnull=True, status__in=["received", "judged"]),
                 name="trajectory_unqueued",
             ),
+            # Retention's batches (trajectories.records.retention): only the finished rows it may still purge.
+            models.Index(
+                fields=["bank", "created_at", "id"],
+                condition=Q(status__in=["done", "needs_attention"], steps_purged_at__isnull=True),
+                name="trajectory_purgeable",
+            ),
         ]
         constraints = [
             models.UniqueConstraint(

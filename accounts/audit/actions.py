@@ -79,6 +79,7 @@ class AuditAction(models.TextChoices):
     TRAJECTORY_RETRY = "trajectory.retry", "Trajectory's processing retried"
     TRAJECTORY_DELETE = "trajectory.delete", "Trajectory deleted"
     TRAJECTORY_PURGE_STEPS = "trajectory.purge_steps", "Old trajectory steps purged"
+    TRAJECTORY_PURGE_STEPS_FAIL = "trajectory.purge_steps_fail", "Old trajectory steps kept: archive failed"
     PROMPT_SAVE = "prompt.save", "Prompt saved"
     PROMPT_ACTIVATE = "prompt.activate", "Prompt activated"
     PROMPT_RESTORE_DEFAULT = "prompt.restore_default", "Default prompt restored"

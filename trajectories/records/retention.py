@@ -14,6 +14,7 @@ import logging
 from datetime import timedelta
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.audit.actions import AuditAction
@@ -21,6 +22,7 @@ from accounts.audit.services import audit_record
 from accounts.models import Bank
 from trajectories.models import InputFormat, Status, Trajectory
 from trajectories.otlp.models import TraceSpan
+from trajectories.records.step_archive import archived_rows, step_archive_append, step_archive_path
 
 log = logging.getLogger(__name__)
 
@@ -43,34 +45,70 @@ def trace_buffers_drop(*, bank_id: int, trajectories) -> int:
     return deleted
 
 
+def purge_batch_query(*, bank: Bank, cutoff, after: tuple | None):
+    """The next batch's rows, locked (rows a worker or a deletion holds are
+    skipped, not waited for: the next run takes them), in (created_at, pk)
+    order from the partial index ``trajectory_purgeable``, which holds only
+    finished, unpurged rows, so already purged rows are never read again.
+    ``after`` is the last batch's (created_at, pk): each batch starts where the
+    last one stopped instead of rescanning its dead index entries."""
+    qs = Trajectory.objects.select_for_update(skip_locked=True).filter(
+        bank=bank, status__in=PURGEABLE, created_at__lt=cutoff, steps_purged_at__isnull=True
+    )
+    if after is not None:
+        created_at, pk = after
+        qs = qs.filter(created_at__gte=created_at).filter(Q(created_at__gt=created_at) | Q(pk__gt=pk))
+    return qs.order_by("created_at", "pk")
+
+
+def _batch_purge(*, bank: Bank, cutoff, after, now, days: int, batch_size: int, archive) -> tuple[int, tuple | None]:
+    """Archive then clear one batch, in one transaction: the archive is
+    written and fsynced before the UPDATE commits. Returns (rows purged, the
+    batch's last (created_at, pk)); raises OSError, with nothing cleared, when
+    the archive cannot be written."""
+    with transaction.atomic():
+        batch_rows = purge_batch_query(bank=bank, cutoff=cutoff, after=after)
+        rows = batch_rows.values("pk", "created_at") if archive is None else archived_rows(batch_rows)
+        rows = list(rows[:batch_size])
+        if not rows:
+            return 0, None
+        ids = [row["pk"] for row in rows]
+        if archive is not None:
+            step_archive_append(archive, rows)
+        batch = Trajectory.objects.filter(pk__in=ids)
+        trace_buffers_drop(bank_id=bank.pk, trajectories=batch)
+        purged = batch.update(steps=[], final_answer="", steps_purged_at=now, steps_purged_days=days)
+    return purged, (rows[-1]["created_at"], ids[-1])
+
+
 def _bank_steps_purge(*, bank: Bank, now, batch_size: int) -> int:
     """Purge one bank in batches of ``batch_size`` rows, each its own
-    transaction (rows a worker or a deletion holds are skipped, not waited
-    for: the next run takes them). Returns how many were purged."""
+    transaction, archiving each batch first (trajectories.records.step_archive).
+    When the archive cannot be written the bank's remaining rows keep their
+    steps, and the failure is logged and audited. Returns how many were purged."""
     days = bank.step_retention_days
     cutoff = now - timedelta(days=days)
-    total = 0
+    archive = step_archive_path(bank=bank, now=now)
+    total, after, failure = 0, None, None
     while True:
-        with transaction.atomic():
-            ids = list(
-                Trajectory.objects.select_for_update(skip_locked=True)
-                .filter(bank=bank, status__in=PURGEABLE, created_at__lt=cutoff, steps_purged_at__isnull=True)
-                .order_by("pk")
-                .values_list("pk", flat=True)[:batch_size]
+        try:
+            purged, after = _batch_purge(
+                bank=bank, cutoff=cutoff, after=after, now=now, days=days, batch_size=batch_size, archive=archive
             )
-            if not ids:
-                break
-            rows = Trajectory.objects.filter(pk__in=ids)
-            trace_buffers_drop(bank_id=bank.pk, trajectories=rows)
-            total += rows.update(steps=[], final_answer="", steps_purged_at=now, steps_purged_days=days)
-        if len(ids) < batch_size:
+        except OSError as exc:
+            failure = f"{type(exc).__name__}: {exc}"
+            log.error(
+                "retention: bank %s keeps its steps, the archive %s could not be written: %s", bank.pk, archive, failure
+            )
             break
+        total += purged
+        if purged < batch_size:
+            break
+    summary = {"count": total, "retention_days": days, "created_before": cutoff, "archive": str(archive or "")}
     if total:
-        audit_record(
-            action=AuditAction.TRAJECTORY_PURGE_STEPS,
-            bank=bank,
-            after={"count": total, "retention_days": days, "created_before": cutoff},
-        )
+        audit_record(action=AuditAction.TRAJECTORY_PURGE_STEPS, bank=bank, after=summary)
+    if failure:
+        audit_record(action=AuditAction.TRAJECTORY_PURGE_STEPS_FAIL, bank=bank, after={**summary, "error": failure})
     return total
 
 
@@ -80,7 +118,8 @@ def trajectory_steps_purge_expired(*, now=None, batch_size: int = PURGE_BATCH) -
     final answer and buffered OTLP spans, and record when and under which
     retention (``steps_purged_at``, ``steps_purged_days``). In flight ones are
     never touched. Idempotent (purged rows are skipped), bulk (one UPDATE per
-    batch), one audit event per bank that purged something, with the count.
+    batch), each batch's steps archived first (trajectories.records.step_archive),
+    one audit event per bank that purged something, with the count and the archive.
     Returns {bank id: trajectories purged}."""
     now = now or timezone.now()
     purged = {}
