@@ -82,3 +82,33 @@ def test_a_chunk_after_the_first_is_an_index_range_read_of_the_bank(bank, other_
         plan = qs.explain()
         assert "trajectory_bank_created_agent" in plan and "Limit" in plan, plan
         assert "Seq Scan on trajectories_trajectory" not in plan, plan
+
+
+def test_the_export_page_counts_each_file_up_to_a_cap_and_says_so(client, owner, bank, eleven, monkeypatch):
+    from trajectories.exports import views
+
+    client.force_login(owner)
+    url = reverse("trajectories:export", kwargs={"bank_id": bank.public_id})
+    page = client.get(url).content.decode()
+    assert 'Successes</a> <span class="muted small">(6)</span>' in page
+    assert 'Failures</a> <span class="muted small">(5)</span>' in page
+    assert "(6 runs)" in page  # the runs a reviewer also judged
+    monkeypatch.setattr(views, "COUNT_CAP", 5)
+    page = client.get(url).content.decode()
+    assert 'Successes</a> <span class="muted small">(5+)</span>' in page
+    assert 'Failures</a> <span class="muted small">(5)</span>' in page
+    assert "(5+ runs)" in page
+
+
+@pytest.mark.django_db
+def test_the_export_page_s_counts_stop_at_the_cap(bank):
+    from trajectories.exports import views
+
+    Trajectory.objects.bulk_create(
+        Trajectory(bank=bank, task=f"t{i}", steps=[], verdict=("success", "failure")[i % 2]) for i in range(3000)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE trajectories_trajectory")
+    runs = Trajectory.objects.filter(bank=bank, steps_purged_at=None, verdict="success")
+    plan = runs[: views.COUNT_CAP + 1].explain()
+    assert plan.lstrip().startswith("Limit"), plan
