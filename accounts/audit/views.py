@@ -6,7 +6,6 @@ import csv
 import json
 
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -15,6 +14,7 @@ from accounts.access import bank_for_user, team_for_user
 from accounts.audit.actions import audit_action_label
 from accounts.teams import selectors
 from accounts.teams.forms import AuditFilterForm
+from reasoningbank_site.search import CappedPaginator
 
 AUDIT_PAGE_SIZE = 50
 
@@ -36,7 +36,7 @@ def _audit_filters(request) -> tuple[AuditFilterForm, selectors.AuditFilters]:
 def _audit_page(request, *, team, bank, template_context):
     form, filters = _audit_filters(request)
     events = selectors.audit_events(team=team, bank=bank, filters=filters)
-    page = Paginator(events, AUDIT_PAGE_SIZE).get_page(request.GET.get("page"))
+    page = CappedPaginator(events, AUDIT_PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         **template_context,
         "form": form,
