@@ -17,14 +17,21 @@ from django.db.models import Q, QuerySet
 
 
 def keyset_page(qs: QuerySet, *, order: tuple[str, str], after: tuple | None) -> QuerySet:
-    """``qs`` in ``order``, from the first row after ``after`` (the last row's values of both fields; None: from
-    the start). Slice it for one chunk."""
-    first, second = order
-    qs = qs.order_by(first, second)
+    """``qs`` in ``order`` (both fields ascending, or both descending with "-"), from the first row after
+    ``after`` (the last row's values of both fields; None: from the start). Slice it for one chunk."""
+    qs = qs.order_by(*order)
     if after is None:
         return qs
-    later = Q(**{f"{first}__gt": after[0]}) | Q(**{first: after[0], f"{second}__gt": after[1]})
-    return qs.filter(later, **{f"{first}__gte": after[0]})  # the second filter: the index range, for the planner
+    (first, second), op = _fields(order)
+    later = Q(**{f"{first}__{op}": after[0]}) | Q(**{first: after[0], f"{second}__{op}": after[1]})
+    return qs.filter(later, **{f"{first}__{op}e": after[0]})  # the second filter: the index range, for the planner
+
+
+def _fields(order: tuple[str, str]) -> tuple[tuple[str, str], str]:
+    descending = {name.startswith("-") for name in order}
+    if len(descending) != 1:
+        raise ValueError(f"keyset order: both fields ascending or both descending, got {order!r}")
+    return (order[0].lstrip("-"), order[1].lstrip("-")), "lt" if descending.pop() else "gt"
 
 
 def keyset_chunks(qs: QuerySet, *, order: tuple[str, str] = ("created_at", "id"), chunk: int = 200) -> Iterator[list]:
@@ -33,7 +40,7 @@ def keyset_chunks(qs: QuerySet, *, order: tuple[str, str] = ("created_at", "id")
     ``qs``'s prefetches done per chunk) or, for a ``values()`` queryset, dicts
     holding both fields. A row written during the read is included when it
     sorts after the rows already read."""
-    first, second = order
+    (first, second), _op = _fields(order)
     after = None
     while True:
         rows = list(keyset_page(qs, order=order, after=after)[:chunk])

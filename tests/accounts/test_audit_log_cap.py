@@ -8,6 +8,7 @@ import re
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from accounts.audit.services import audit_event
@@ -46,3 +47,22 @@ def test_the_audit_count_reads_the_bank_s_newest_events_through_its_index(bank):
     plan = audit_events(team=bank.team, bank=bank)[: LIST_COUNT_CAP + 1].explain()
     assert plan.lstrip().startswith("Limit"), plan
     assert "Seq Scan on accounts_auditevent" not in plan, plan
+
+
+def test_the_audit_csv_read_in_small_chunks_equals_the_csv_read_in_one(client, owner, bank, monkeypatch):
+    from accounts.audit import views
+
+    stamp = AuditEvent.objects.order_by("-created_at").values_list("created_at", flat=True).first()
+    _events(bank, 9)
+    same = list(AuditEvent.objects.filter(bank=bank).order_by("id").values_list("id", flat=True)[:4])
+    AuditEvent.objects.filter(id__in=same).update(created_at=stamp)  # ties, broken by id
+    client.force_login(owner)
+    url = reverse("accounts:bank_audit_csv", kwargs={"bank_id": bank.public_id})
+    whole = b"".join(client.get(url).streaming_content).decode()
+    assert whole.count("\n") == AuditEvent.objects.filter(bank=bank).count() + 1  # the header
+    monkeypatch.setattr(views, "CSV_CHUNK", 2)
+    with CaptureQueriesContext(connection) as queries:
+        chunked = b"".join(client.get(url).streaming_content).decode()
+    assert chunked == whole
+    reads = [q["sql"] for q in queries if 'FROM "accounts_auditevent"' in q["sql"] and "ORDER BY" in q["sql"]]
+    assert len(reads) > 3 and all("LIMIT 2" in sql for sql in reads), reads
