@@ -216,3 +216,26 @@ def _by_primary_key(qs: QuerySet, pks: list) -> QuerySet:
     answer it from the GIN index once more (4-8 ms at 100k trajectories) rather
     than read the page's 50 rows by key."""
     return _without_text_match(qs)[0].order_by().filter(pk__in=pks)
+
+
+LIST_COUNT_CAP = 10_000  # rows of a long list counted exactly; beyond, the pager says "10000+"
+
+
+class CappedPaginator(Paginator):
+    """A Paginator that counts at most ``LIST_COUNT_CAP`` rows (``capped``
+    when there are more: the pager then says "10000+"), reading no more than
+    that many + 1 rows, so a list of millions of rows is never counted whole
+    and no page lies past the cap (an OFFSET of at most the cap): older rows
+    are reached by narrowing the list with its filters."""
+
+    def __init__(self, object_list, per_page, **kwargs):
+        super().__init__(object_list, per_page, **kwargs)
+        self.capped = False
+
+    @cached_property
+    def count(self) -> int:
+        n = self.object_list[: LIST_COUNT_CAP + 1].count()
+        if n > LIST_COUNT_CAP:
+            self.capped = True
+            return LIST_COUNT_CAP
+        return n

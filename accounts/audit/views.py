@@ -6,7 +6,6 @@ import csv
 import json
 
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -15,6 +14,8 @@ from accounts.access import bank_for_user, team_for_user
 from accounts.audit.actions import audit_action_label
 from accounts.teams import selectors
 from accounts.teams.forms import AuditFilterForm
+from reasoningbank_site.keyset import keyset_chunks
+from reasoningbank_site.search import CappedPaginator
 
 AUDIT_PAGE_SIZE = 50
 
@@ -36,7 +37,7 @@ def _audit_filters(request) -> tuple[AuditFilterForm, selectors.AuditFilters]:
 def _audit_page(request, *, team, bank, template_context):
     form, filters = _audit_filters(request)
     events = selectors.audit_events(team=team, bank=bank, filters=filters)
-    page = Paginator(events, AUDIT_PAGE_SIZE).get_page(request.GET.get("page"))
+    page = CappedPaginator(events, AUDIT_PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         **template_context,
         "form": form,
@@ -82,10 +83,13 @@ def _csv_cell(value) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
+CSV_CHUNK = 500
+
+
 def _csv_rows(events):
     writer = csv.writer(_Echo())
     yield writer.writerow(CSV_HEADER)
-    for e in events.iterator(chunk_size=500):
+    for e in (e for rows in keyset_chunks(events, order=("-created_at", "-id"), chunk=CSV_CHUNK) for e in rows):
         actor_type = "user" if e.actor_user_id else ("token" if e.actor_token_id else "system")
         actor = e.actor_user.get_username() if e.actor_user_id else (e.actor_token.prefix if e.actor_token_id else "")
         yield writer.writerow(

@@ -166,6 +166,12 @@ class MemoryItem(models.Model):
             models.Index(fields=["bank", "status", "created_at"]),
             # The item list's order (newest change first): a page is an index walk, not a sort of the bank.
             models.Index(fields=["bank", "updated_at"], name="memoryitem_bank_updated"),
+            # Items whose validity ran out since a release: the draft diff reads them without reading the bank.
+            models.Index(
+                fields=["bank", "valid_until"],
+                name="memoryitem_bank_valid_until",
+                condition=Q(valid_until__isnull=False),
+            ),
             GinIndex(name="memoryitem_tags_gin", fields=["tags"]),
             GinIndex(name="memoryitem_source_agents_gin", fields=["source_agents"]),
             GinIndex(name="memoryitem_source_meta_gin", fields=["source_metadata"], opclasses=["jsonb_path_ops"]),

@@ -59,6 +59,9 @@ class Release(models.Model):
     # When the release was first production or canary (null: never served, a candidate). A rollback to a
     # release served before is never held by the evaluation gate; one never served is a publish in disguise.
     first_served_at = models.DateTimeField(null=True, blank=True)
+    # Written from the whole draft (not only the items one automatic change touched): from then on the
+    # draft can differ from the newest release only in items changed since (memories.releases.selectors).
+    whole_draft = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         ordering = ["-number"]

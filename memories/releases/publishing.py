@@ -78,6 +78,7 @@ def release_write(
         changed=len(changed),
         removed=len(removed),
         created_by=actor,
+        whole_draft=scope is None,
     )
     ReleaseMember.objects.filter(bank=bank, removed_in__isnull=True, item_id__in=[*removed, *changed]).update(
         removed_in=number

@@ -7,8 +7,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models.functions import Now
 
 from accounts.audit.diff import word_diff
 from accounts.models import Bank
@@ -185,9 +187,42 @@ def release_previous(*, release: Release) -> Release | None:
     return Release.objects.filter(bank_id=release.bank_id, number__lt=release.number).order_by("-number").first()
 
 
+# A change whose transaction committed after a release read the draft is stamped before that release:
+# the items changed this long before the release are read again, so it is never missed.
+DRAFT_SLACK = timedelta(hours=1)
+
+
+def draft_changed_items(*, bank: Bank) -> list[int] | None:
+    """The items of ``bank`` in which the draft may differ from the newest
+    release: those changed (``updated_at``, bumped by every status, text, tag,
+    suspension and validity change) or whose validity ran out since the newest
+    release written from the whole draft, less ``DRAFT_SLACK``. Every other
+    item is as that release read it, and automatic releases since then touched
+    only changed items. Two index range reads, whatever the bank's size. None
+    (every item) for a bank without such a release."""
+    anchor = (
+        Release.objects.filter(bank_id=bank.pk, whole_draft=True)
+        .order_by("-number")
+        .values_list("created_at", flat=True)
+        .first()
+    )
+    if anchor is None:
+        return None
+    return list(items_changed_since(bank_id=bank.pk, since=anchor - DRAFT_SLACK).values_list("pk", flat=True))
+
+
+def items_changed_since(*, bank_id: int, since) -> QuerySet:
+    """The items of the bank changed, or whose validity ran out, since ``since``."""
+    changed = Q(updated_at__gte=since) | Q(valid_until__gte=since, valid_until__lte=Now())
+    return MemoryItem.objects.filter(changed, bank_id=bank_id)
+
+
 def draft_diff(*, bank: Bank) -> ReleaseDiff:
-    """What publishing now would change, against the bank's newest release."""
-    return versions_diff(open_versions(bank=bank), draft_versions(bank=bank))
+    """What publishing now would change, against the bank's newest release:
+    read from the items changed since it (``draft_changed_items``), not the
+    whole approved set."""
+    scope = draft_changed_items(bank=bank)
+    return versions_diff(open_versions(bank=bank, item_ids=scope), draft_versions(bank=bank, item_ids=scope))
 
 
 RELEASE_FORMAT = "reasoningbank.release/1"

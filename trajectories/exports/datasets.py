@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from django.db.models import Exists, OuterRef, Prefetch
 
 from accounts.models import Bank
+from reasoningbank_site.keyset import keyset_chunks
 from trajectories.judging.models import PromptName, PromptVersion
 from trajectories.judging.prompt_versions import FEW_SHOT_SUFFIX, ActivePrompt, prompt_of
 from trajectories.models import Judgment, JudgmentSource, Label, Trajectory
@@ -143,6 +144,12 @@ def chat_messages(trajectory: Trajectory) -> tuple[list[dict], list[dict]]:
     return chat.messages, tools
 
 
+def chat_trajectories(*, bank: Bank, verdict: str):
+    """The trajectories of the chat set: ``verdict`` (or either, for all), their steps kept."""
+    labels = Label.values if verdict == "all" else [verdict]
+    return Trajectory.objects.filter(bank=bank, verdict__in=labels, steps_purged_at=None)
+
+
 def chat_finetune_rows(*, bank: Bank, verdict: str = "success", metadata: bool = True) -> Iterator[dict]:
     """The bank's judged trajectories whose effective verdict is ``verdict``
     (success, failure, or all for both), oldest first, as OpenAI chat
@@ -152,13 +159,8 @@ def chat_finetune_rows(*, bank: Bank, verdict: str = "success", metadata: bool =
     decided its verdict. Raises ValueError for another ``verdict``."""
     if verdict not in CHAT_VERDICTS:
         raise ValueError(f"verdict must be one of {CHAT_VERDICTS}, got {verdict!r}")
-    labels = Label.values if verdict == "all" else [verdict]
-    qs = (
-        Trajectory.objects.filter(bank=bank, verdict__in=labels, steps_purged_at=None)
-        .prefetch_related(_judgments())
-        .order_by("created_at", "id")
-    )
-    for t in qs.iterator(chunk_size=CHUNK):
+    qs = chat_trajectories(bank=bank, verdict=verdict).prefetch_related(_judgments())
+    for t in (t for rows in keyset_chunks(qs, chunk=CHUNK) for t in rows):
         messages, tools = chat_messages(t)
         row: dict = {"messages": messages}
         if tools:
@@ -239,7 +241,7 @@ def judge_eval_rows(*, bank: Bank, with_input: bool = True) -> Iterator[dict]:
         .order_by("created_at", "id")
     )
     prompts = _JudgePrompts(bank)
-    for t in qs.iterator(chunk_size=CHUNK):
+    for t in (t for rows in keyset_chunks(qs, chunk=CHUNK) for t in rows):
         judgments = list(t.judgments.all())
         human = [j for j in judgments if j.source == JudgmentSource.HUMAN][-1]
         for judge in (j for j in judgments if j.source == JudgmentSource.LLM):

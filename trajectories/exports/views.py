@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef
 from django.http import StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -44,25 +44,35 @@ def chat_verdict(value: str | None) -> str:
     return value if value in datasets.CHAT_VERDICTS else "success"
 
 
+# The Export page counts each file's rows up to this many: past it, the page says "10,000+" (a bounded read,
+# however big the bank; the exact size of a file that large is not what the choice of a file needs).
+COUNT_CAP = 10_000
+
+
+def capped_count(qs) -> str:
+    """``qs``'s row count as shown, reading at most ``COUNT_CAP`` + 1 rows: "10,000+" past the cap."""
+    n = qs[: COUNT_CAP + 1].count()
+    return f"{COUNT_CAP:,}+" if n > COUNT_CAP else f"{n:,}"
+
+
 def _counts(bank: Bank) -> dict:
-    judged_by = Judgment.objects.filter(trajectory=OuterRef("pk"))
-    verdicts = Trajectory.objects.filter(bank=bank, steps_purged_at=None).aggregate(
-        success=Count("id", filter=Q(verdict="success")), failure=Count("id", filter=Q(verdict="failure"))
-    )
+    runs = Trajectory.objects.filter(bank=bank, steps_purged_at=None)
+    # Driven from the human judgments (a few per cent of the runs), not a probe of every run of the bank.
     labelled = (
-        Trajectory.objects.filter(bank=bank)
-        .filter(
-            Exists(judged_by.filter(source=JudgmentSource.HUMAN)), Exists(judged_by.filter(source=JudgmentSource.LLM))
-        )
-        .count()
+        Judgment.objects.filter(source=JudgmentSource.HUMAN, trajectory__bank_id=bank.pk)
+        .filter(Exists(Judgment.objects.filter(trajectory=OuterRef("trajectory"), source=JudgmentSource.LLM)))
+        .values("trajectory")
+        .distinct()
     )
-    approved = item_status_counts(bank=bank)[ItemStatus.APPROVED]
+    labelled_shown = capped_count(labelled)
     served = served_items(bank=bank)
     return {
-        **verdicts,
-        "all": verdicts["success"] + verdicts["failure"],
-        "labelled": labelled,
-        "approved": approved,
+        "success": capped_count(runs.filter(verdict="success")),
+        "failure": capped_count(runs.filter(verdict="failure")),
+        "all": capped_count(runs.filter(verdict__in=["success", "failure"])),
+        "labelled": labelled_shown,
+        "labelled_one": labelled_shown == "1",
+        "approved": item_status_counts(bank=bank)[ItemStatus.APPROVED],
         "served": served.items.count(),
         "release": served.number,
     }

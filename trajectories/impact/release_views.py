@@ -167,7 +167,8 @@ def releases(request, bank_id):
         "releases": release_evaluations_attach(
             bank=bank, releases=releases_list(bank=bank), gate=releasing.evaluation_gate
         ),
-        "draft": draft_diff(bank=bank),
+        # An automatic bank publishes every change as it is made: its draft is its newest release.
+        "draft": draft_diff(bank=bank) if releasing.mode == PublishMode.MANUAL else None,
         "production_serves": served_items(bank=bank).items.count(),
         "verdict": canary_verdict(bank=bank, releasing=releasing),
         "can_review": me.has_role(Role.REVIEWER),
