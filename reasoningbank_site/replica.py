@@ -44,7 +44,9 @@ def replica_answers() -> bool:
     if time.monotonic() < _down_until:
         return False
     try:
-        connections[REPLICA].ensure_connection()
+        replica = connections[REPLICA]
+        replica.close_if_health_check_failed()  # a persistent connection the replica's restart broke
+        replica.ensure_connection()
         return True
     except Exception as exc:  # any failure to connect: the reports use the primary
         with _down_lock:
@@ -56,9 +58,10 @@ def replica_answers() -> bool:
 
 
 @contextlib.contextmanager
-def replica_reads():
-    """Within this block, reads go to the replica when one is configured and answers (else to the primary)."""
-    token = _reading_replica.set(replica_configured() and replica_answers())
+def replica_reads(use: bool | None = None):
+    """Within this block, reads go to the replica when one is configured and answers (else to the primary);
+    ``use`` is that decision when it has been taken already."""
+    token = _reading_replica.set((replica_configured() and replica_answers()) if use is None else use)
     try:
         yield
     finally:
@@ -69,11 +72,12 @@ def reading_replica() -> bool:
     return _reading_replica.get()
 
 
-def _streamed(chunks):
-    """A streamed answer's chunks, each produced with reads on the replica (the view has returned by then)."""
+def _streamed(chunks, use: bool):
+    """A streamed answer's chunks, each produced reading where the view read (it has returned by then): one
+    export reads one database from its first line to its last."""
     iterator = iter(chunks)
     while True:
-        with replica_reads():
+        with replica_reads(use):
             try:
                 chunk = next(iterator)
             except StopIteration:
@@ -86,10 +90,11 @@ def reads_from_replica(view):
 
     @functools.wraps(view)
     def wrapped(*args, **kwargs):
-        with replica_reads():
+        use = replica_configured() and replica_answers()
+        with replica_reads(use):
             response = view(*args, **kwargs)
-        if isinstance(response, StreamingHttpResponse) and not response.is_async and replica_configured():
-            response.streaming_content = _streamed(response.streaming_content)
+        if use and isinstance(response, StreamingHttpResponse) and not response.is_async:
+            response.streaming_content = _streamed(response.streaming_content, use)
         return response
 
     # django-ninja reads the parameters' types from the signature, resolving names in the function's module:
