@@ -8,6 +8,7 @@ from kombu import Exchange, Queue
 
 from reasoningbank_site import embedded, workers
 from reasoningbank_site.env import envbool, envfloat, envint, envstr
+from reasoningbank_site.replica_settings import replica_database
 from trajectories.pipeline.llm_prices import llm_prices_parse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -129,24 +130,11 @@ else:
 # Lets a test-spawned worker process use the test database pytest created.
 if envstr("RB_DATABASE_NAME"):
     DATABASES["default"]["NAME"] = envstr("RB_DATABASE_NAME")
-# An optional read replica (a streaming standby of the same data): the reports read from it
-# (reasoningbank_site/replica.py); every write, and every other read, goes to the primary.
+# An optional read replica the reports read from; every write goes to the primary (reasoningbank_site/replica.py).
 DATABASE_REPLICA_URL = envstr("DATABASE_REPLICA_URL")
 if DATABASE_REPLICA_URL:
-    import dj_database_url
-
-    DATABASES["replica"] = dj_database_url.parse(
-        DATABASE_REPLICA_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 60), conn_health_checks=True
-    )
-    if DATABASES["replica"]["ENGINE"] == "django.db.backends.postgresql":
-        DATABASES["replica"]["ENGINE"] = "reasoningbank_site.postgres"
-    # A replica that does not answer costs a report this long once, then the primary serves the reports.
-    DATABASES["replica"].setdefault("OPTIONS", {}).setdefault(
-        "connect_timeout", envint("RB_REPLICA_CONNECT_TIMEOUT", 3)
-    )
-    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
-# After a failed connection to the replica, the reports read from the primary for this long before trying again.
-RB_REPLICA_RETRY_SECONDS = envfloat("RB_REPLICA_RETRY_SECONDS", 30.0)
+    DATABASES["replica"] = replica_database(DATABASE_REPLICA_URL)
+RB_REPLICA_RETRY_SECONDS = envfloat("RB_REPLICA_RETRY_SECONDS", 30.0)  # then the primary serves the reports
 DATABASE_ROUTERS = ["reasoningbank_site.replica.ReplicaRouter"]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
