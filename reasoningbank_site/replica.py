@@ -23,6 +23,8 @@ from django.conf import settings
 from django.db import connections
 from django.http import StreamingHttpResponse
 
+from reasoningbank_site.env import envfloat
+
 REPLICA = "replica"
 log = logging.getLogger(__name__)
 
@@ -50,7 +52,7 @@ def replica_answers() -> bool:
         return True
     except Exception as exc:  # any failure to connect: the reports use the primary
         with _down_lock:
-            _down_until = time.monotonic() + settings.RB_REPLICA_RETRY_SECONDS
+            _down_until = time.monotonic() + envfloat("RB_REPLICA_RETRY_SECONDS", 30.0)
         log.warning("read replica unavailable, reports read from the primary: %s", str(exc).strip()[:300])
         with contextlib.suppress(Exception):
             connections[REPLICA].close()

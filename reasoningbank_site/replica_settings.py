@@ -1,9 +1,9 @@
-"""The read replica's entry in DATABASES, from DATABASE_REPLICA_URL (settings.py; the router is
-reasoningbank_site/replica.py). Imports nothing of Django's database layer: the settings load it."""
+"""The read replica's settings: DATABASE_REPLICA_URL adds the ``replica`` entry of DATABASES, and the router
+(reasoningbank_site/replica.py) is installed. Imports nothing of Django's database layer: the settings load it."""
 
 from __future__ import annotations
 
-from reasoningbank_site.env import envint
+from reasoningbank_site.env import envint, envstr
 
 
 def replica_database(url: str) -> dict:
@@ -16,3 +16,11 @@ def replica_database(url: str) -> dict:
     database.setdefault("OPTIONS", {}).setdefault("connect_timeout", envint("RB_REPLICA_CONNECT_TIMEOUT", 3))
     database["TEST"] = {"MIRROR": "default"}  # tests run against one database: the replica is the primary
     return database
+
+
+def with_replica(databases: dict) -> tuple[dict, list[str]]:
+    """DATABASES with the replica's entry when DATABASE_REPLICA_URL is set, and DATABASE_ROUTERS."""
+    url = envstr("DATABASE_REPLICA_URL")
+    return ({**databases, "replica": replica_database(url)} if url else databases), [
+        "reasoningbank_site.replica.ReplicaRouter"
+    ]

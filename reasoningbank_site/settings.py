@@ -6,13 +6,11 @@ from pathlib import Path
 
 from kombu import Exchange, Queue
 
-from reasoningbank_site import embedded, workers
+from reasoningbank_site import embedded, replica_settings, workers
 from reasoningbank_site.env import envbool, envfloat, envint, envstr
-from reasoningbank_site.replica_settings import replica_database
 from trajectories.pipeline.llm_prices import llm_prices_parse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-
 
 DATA_DIR = embedded.default_data_dir(BASE_DIR)
 
@@ -130,12 +128,7 @@ else:
 # Lets a test-spawned worker process use the test database pytest created.
 if envstr("RB_DATABASE_NAME"):
     DATABASES["default"]["NAME"] = envstr("RB_DATABASE_NAME")
-# An optional read replica the reports read from; every write goes to the primary (reasoningbank_site/replica.py).
-DATABASE_REPLICA_URL = envstr("DATABASE_REPLICA_URL")
-if DATABASE_REPLICA_URL:
-    DATABASES["replica"] = replica_database(DATABASE_REPLICA_URL)
-RB_REPLICA_RETRY_SECONDS = envfloat("RB_REPLICA_RETRY_SECONDS", 30.0)  # then the primary serves the reports
-DATABASE_ROUTERS = ["reasoningbank_site.replica.ReplicaRouter"]
+DATABASES, DATABASE_ROUTERS = replica_settings.with_replica(DATABASES)  # DATABASE_REPLICA_URL: replica.py
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
