@@ -4,6 +4,7 @@ it against a real primary and standby.)"""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
@@ -88,3 +89,24 @@ def test_the_choice_is_per_thread(with_replica):
 
 def test_the_router_is_installed():
     assert settings.DATABASE_ROUTERS == ["reasoningbank_site.replica.ReplicaRouter"]
+
+
+def test_the_choice_is_per_asyncio_task(with_replica):
+
+    async def report(started: asyncio.Event, other_done: asyncio.Event) -> list[str]:
+        with replica_reads(True):
+            started.set()
+            await other_done.wait()  # the other task reads while this one is inside its block
+            return [router.db_for_read(Trajectory)]
+
+    async def api(started: asyncio.Event, other_done: asyncio.Event) -> list[str]:
+        await started.wait()
+        alias = router.db_for_read(Trajectory)
+        other_done.set()
+        return [alias]
+
+    async def both():
+        started, done = asyncio.Event(), asyncio.Event()
+        return await asyncio.gather(report(started, done), api(started, done))
+
+    assert asyncio.run(both()) == [["replica"], ["default"]]
