@@ -10,7 +10,9 @@ import subprocess
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, connections
+
+from reasoningbank_site import replica
 
 
 class BackupError(RuntimeError):
@@ -23,9 +25,9 @@ def _binary(name: str) -> str:
     return str(POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION] / name)
 
 
-def _connection_args() -> tuple[list[str], dict[str, str]]:
+def _connection_args(alias: str = "default") -> tuple[list[str], dict[str, str]]:
     connection.ensure_connection()  # starts the embedded server when it is the one configured
-    db = settings.DATABASES["default"]
+    db = settings.DATABASES[alias]
     args = ["--dbname", db["NAME"]]
     for flag, key in (("--host", "HOST"), ("--port", "PORT"), ("--username", "USER")):
         if db.get(key):
@@ -43,11 +45,20 @@ def _run(argv: list[str], env: dict[str, str]) -> None:
 
 
 def database_backup(*, path: Path) -> Path:
-    """Write the whole database to ``path`` (pg_dump's custom format); return it."""
-    args, env = _connection_args()
+    """Write the whole database to ``path`` (pg_dump's custom format); return it. With a read replica
+    configured the dump reads from it (the primary does not carry the dump's long read), unless the replica
+    does not answer: then from the primary, with a warning in the log."""
+    args, env = _connection_args(_dump_source())
     path.parent.mkdir(parents=True, exist_ok=True)
     _run([_binary("pg_dump"), "--format=custom", "--no-owner", "--no-privileges", "--file", str(path), *args], env)
     return path
+
+
+def _dump_source() -> str:
+    if replica.replica_configured() and replica.replica_answers():
+        connections[replica.REPLICA].close()  # pg_dump opens its own
+        return replica.REPLICA
+    return "default"
 
 
 def database_restore(*, path: Path) -> None:

@@ -6,14 +6,16 @@ this process, migrations applied — 200 when all pass, 503 otherwise (send it
 no traffic yet). Each check runs under a hard deadline, so a frozen broker or
 database makes /readyz answer 503, never hang. Each check's name, outcome,
 reason and timing are in the answer only for those who may read /metrics
-(its token, or loopback without one): the reasons name hosts and errors."""
+(its token, or loopback without one): the reasons name hosts and errors.
+With a read replica configured, its state and lag are reported too (``replica``), but they never make
+/readyz answer 503: the reports fall back to the primary when the replica is down."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-from django.db import connection
+from django.db import connection, connections
 from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
@@ -21,6 +23,7 @@ from django.views.decorators.http import require_GET
 from kombu import Connection
 
 from memories.embedding import model as embeddings
+from reasoningbank_site import replica
 from reasoningbank_site.celery import app as celery_app
 from reasoningbank_site.metrics import may_read_metrics
 from reasoningbank_site.text import counted
@@ -73,7 +76,18 @@ def _migrations() -> str:
     return "ok"
 
 
+def _replica() -> dict:
+    status = replica.replica_status()
+    return {"state": "paused" if status["replay_paused"] else "streaming", **status}
+
+
 CHECKS = {"database": _database, "broker": _broker, "embedding_model": _embedding_model, "migrations": _migrations}
+# Reported, never required: a replica that is down or behind does not stop the primary's traffic.
+OPTIONAL_CHECKS = {"replica": _replica}
+
+
+def _checks() -> dict:
+    return {**CHECKS, **(OPTIONAL_CHECKS if replica.replica_configured() else {})}
 
 
 def _run_all() -> dict[str, dict]:
@@ -88,17 +102,18 @@ def _run_all() -> dict[str, dict]:
         except Exception as exc:  # every failure is a "not ready" with its reason
             detail, ok = str(exc)[:300] or type(exc).__name__, False
         finally:
-            connection.close()  # the thread's own connection
+            connections.close_all()  # the thread's own connections
         outcomes[name] = {"ok": ok, "detail": detail, "ms": round((time.monotonic() - started) * 1000, 1)}
 
-    for name, check in CHECKS.items():
+    checks = _checks()
+    for name, check in checks.items():
         thread = threading.Thread(target=run, args=(name, check), name=f"readyz-{name}", daemon=True)
         thread.start()
         threads.append(thread)
     for thread in threads:
         thread.join(max(CHECK_TIMEOUT + 0.5 - (time.monotonic() - started), 0))
     late = {"ok": False, "detail": f"no answer within {CHECK_TIMEOUT:g} s", "ms": None}
-    return {name: dict(outcomes.get(name) or late) for name in CHECKS}
+    return {name: dict(outcomes.get(name) or late) for name in checks}
 
 
 @never_cache
@@ -111,7 +126,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 @require_GET
 def readyz(request: HttpRequest) -> JsonResponse:
     results = _run_all()
-    ready = all(result["ok"] for result in results.values())
+    ready = all(result["ok"] for name, result in results.items() if name not in OPTIONAL_CHECKS)
     answer: dict = {"status": "ready" if ready else "not ready"}
     if may_read_metrics(request):
         answer["checks"] = results

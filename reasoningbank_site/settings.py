@@ -6,12 +6,11 @@ from pathlib import Path
 
 from kombu import Exchange, Queue
 
-from reasoningbank_site import embedded, workers
+from reasoningbank_site import embedded, replica_settings, workers
 from reasoningbank_site.env import envbool, envfloat, envint, envstr
 from trajectories.pipeline.llm_prices import llm_prices_parse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-
 
 DATA_DIR = embedded.default_data_dir(BASE_DIR)
 
@@ -129,6 +128,7 @@ else:
 # Lets a test-spawned worker process use the test database pytest created.
 if envstr("RB_DATABASE_NAME"):
     DATABASES["default"]["NAME"] = envstr("RB_DATABASE_NAME")
+DATABASES, DATABASE_ROUTERS = replica_settings.with_replica(DATABASES)  # DATABASE_REPLICA_URL: replica.py
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -241,7 +241,10 @@ class ContainerTopology(Topology):
         args = []
         for volume in service.get("volumes", []):
             source, _, target = volume.partition(":")
-            args += ["--volume", f"{self.prefix}-{source}:{target}"]
+            if source.startswith((".", "/")):  # a file of the repository, relative to the compose file
+                args += ["--volume", f"{(COMPOSE.parent / source).resolve()}:{target}"]
+            else:
+                args += ["--volume", f"{self.prefix}-{source}:{target}"]
         return args
 
     def app_env(self, service: str = "web") -> dict[str, str]:

@@ -10,6 +10,7 @@ from django.shortcuts import render
 from accounts.access import bank_for_user
 from memories.releases.selectors import bank_releasing
 from reasoningbank_site.rates import MIN_CASES
+from reasoningbank_site.replica import reads_from_replica
 from reasoningbank_site.views_helpers import template_for
 from trajectories.dashboard.charts import dashboard_charts
 from trajectories.dashboard.llm_usage import bank_llm_usage
@@ -26,6 +27,7 @@ from trajectories.pipeline.llm import llm_configured
 
 
 @login_required
+@reads_from_replica
 def dashboard(request, bank_id):
     bank, membership = bank_for_user(request, bank_id)
     counts = status_counts(bank=bank)

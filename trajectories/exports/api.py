@@ -15,6 +15,7 @@ from ninja import Field, Query, Router, Schema
 
 from accounts.tokens.auth import TokenAuth, api_responses
 from memories.serving.export import served_items_export_reasoning_bank
+from reasoningbank_site.replica import reads_from_replica
 from trajectories.exports import datasets
 from trajectories.exports.views import export_name, jsonl_response
 
@@ -45,6 +46,7 @@ class JudgeEvalIn(Schema):
     summary="Trajectories as OpenAI chat fine-tuning JSONL",
     openapi_extra=_streamed('One run per line: {"messages": […], "tools": […], "metadata": {…}}.'),
 )
+@reads_from_replica
 def export_chat(request, params: Query[ChatExportIn]):
     """The bank's judged runs (successes by default) as OpenAI chat
     fine-tuning examples, oldest first; runs whose steps retention deleted
@@ -62,6 +64,7 @@ def export_chat(request, params: Query[ChatExportIn]):
         "One judge verdict per line: prompt_version, model, judge_verdict, human_verdict, agree, judge_input…"
     ),
 )
+@reads_from_replica
 def export_judge_eval(request, params: Query[JudgeEvalIn]):
     """Every LLM judgment of a run a reviewer also judged, against the
     reviewer's verdict, per prompt version."""
@@ -76,6 +79,7 @@ def export_judge_eval(request, params: Query[JudgeEvalIn]):
     summary="Approved memories in the reasoning-bank library's format",
     openapi_extra=_streamed("One reasoning_bank.MemoryItem per line (ReasoningBank.import_ reads the file)."),
 )
+@reads_from_replica
 def export_reasoning_bank(request):
     """The approved items as the `reasoning-bank` library's memory records
     (no embeddings: the library embeds on import)."""

@@ -22,6 +22,7 @@ from memories.items.models import ItemStatus
 from memories.review.selectors import item_status_counts
 from memories.serving.export import served_items_export_reasoning_bank
 from memories.serving.lists import served_items
+from reasoningbank_site.replica import reads_from_replica
 from trajectories.exports import datasets
 from trajectories.models import Judgment, JudgmentSource, Trajectory
 
@@ -80,6 +81,7 @@ def _counts(bank: Bank) -> dict:
 
 @login_required
 @require_GET
+@reads_from_replica
 def export_page(request, bank_id):
     bank, membership = bank_for_user(request, bank_id)
     context = {"bank": bank, "membership": membership, "counts": _counts(bank)}
@@ -88,6 +90,7 @@ def export_page(request, bank_id):
 
 @login_required
 @require_GET
+@reads_from_replica
 def export_chat(request, bank_id):
     bank, _membership = bank_for_user(request, bank_id)
     verdict = chat_verdict(request.GET.get("verdict"))
@@ -98,6 +101,7 @@ def export_chat(request, bank_id):
 
 @login_required
 @require_GET
+@reads_from_replica
 def export_judge_eval(request, bank_id):
     bank, _membership = bank_for_user(request, bank_id)
     rows = datasets.judge_eval_rows(bank=bank, with_input=request.GET.get("input") != "0")
@@ -106,6 +110,7 @@ def export_judge_eval(request, bank_id):
 
 @login_required
 @require_GET
+@reads_from_replica
 def export_reasoning_bank(request, bank_id):
     bank, _membership = bank_for_user(request, bank_id)
     rows = served_items_export_reasoning_bank(bank=bank)

@@ -46,6 +46,7 @@ from memories.releases.transfer import parse_release_lines, release_import_too_l
 from memories.review.policy import decides_alone
 from memories.serving.lists import served_items
 from reasoningbank_site.errors import DomainError, Invalid, NotFound
+from reasoningbank_site.replica import reads_from_replica
 from reasoningbank_site.text import counted
 from reasoningbank_site.values import ascii_number
 from trajectories.impact.release_evaluations import evaluations_url, release_evaluations_attach
@@ -229,6 +230,7 @@ def release_detail(request, bank_id, release_id):
 
 @login_required
 @require_GET
+@reads_from_replica
 def release_export_download(request, bank_id, release_id):
     """Release ``release_id`` as JSON Lines: its header, then its items as released."""
     bank, _ = bank_for_user(request, bank_id)

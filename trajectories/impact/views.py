@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
 from accounts.access import bank_for_user
+from reasoningbank_site.replica import reads_from_replica
 from trajectories.impact.items import item_outcomes
 from trajectories.impact.report import MIN_ITEM_JUDGED, WINDOWS, bank_impact, window_start
 
@@ -35,6 +36,7 @@ def _difference_bar(difference) -> dict | None:
 
 
 @login_required
+@reads_from_replica
 def impact(request, bank_id):
     """Does the bank help? Treatment vs holdout success rates, their
     difference with an interval, a verdict, and per-item outcomes

@@ -18,6 +18,7 @@ from ninja import Query, Router, Status
 from accounts.tokens.auth import TokenAuth, api_responses
 from memories.serving.retrieval import run_retrievals
 from reasoningbank_site.errors import NotFound, TooLarge
+from reasoningbank_site.replica import reads_from_replica
 from trajectories.impact.arms import ArmStats
 from trajectories.impact.items import item_outcomes
 from trajectories.impact.report import bank_impact, window_start
@@ -203,6 +204,7 @@ def _arm(stats: ArmStats) -> dict:
         "report to retrievals from midnight UTC N days ago; omit it for all time."
     ),
 )
+@reads_from_replica
 def impact(request, days: int | None = Query(None, ge=1, le=3650, description="Window in days; omit for all time.")):
     since = window_start(days)
     report = bank_impact(bank=request.bank, since=since)
