@@ -147,6 +147,10 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(envstr("STATIC_ROOT") or BASE_DIR / "staticfiles")
 
+# Memory for the Impact report's aggregates (SET LOCAL work_mem around each): enough that a big bank's
+# per-item sums aggregate in memory instead of spilling to disk (docs/architecture.md).
+RB_REPORT_WORK_MEM = envstr("RB_REPORT_WORK_MEM", "64MB")
+
 # --- Security ------------------------------------------------------------------------
 # RB_SECURE=1 switches on everything a deployment behind HTTPS needs (the compose file sets it).
 RB_SECURE = envbool("RB_SECURE", False)

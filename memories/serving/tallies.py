@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 
 from django.db import connection, transaction
 from django.db.models import QuerySet
@@ -31,7 +32,7 @@ SUMS = (
     "retrievals", "triggered", "units", "y_sum", "y_sq_sum", "trajectories", "judged", "successes", "steps",
     "usage_runs", "usage_successes", "prompt_tokens", "completion_tokens", "memory_blocks", "memory_tokens",
 )  # fmt: skip
-KEY = ("bank_id", "day", "holdout_fraction", "arm", "item", "side")
+KEY = ("bank_id", "day", "holdout_fraction", "arm", "item", "side", "monthly")
 COMPACT_BATCH = 5000
 
 
@@ -190,33 +191,39 @@ def retrieval_tallies_compact(*, batch: int = COMPACT_BATCH) -> int:
     LOCKED``, so concurrent runs split the work; a sum is never lost or
     counted twice, and a key left with two merged rows is merged next time.
     Runs from beat."""
+    return tallies_fold(RetrievalTally.objects.filter(compacted=False), target=lambda key: key, batch=batch)
+
+
+def tallies_fold(claim: QuerySet[RetrievalTally], *, target: Callable[[tuple], tuple], batch: int) -> int:
+    """Replace the rows of ``claim`` by one merged row per ``target`` key (a
+    row's KEY mapped: itself for compaction, its month for a roll-up), adding
+    in the target key's earlier merged row; returns how many rows were claimed.
+    The mechanism of retrieval_tallies_compact and of the monthly roll-up."""
     merged = 0
     while True:
         with transaction.atomic():
-            fresh = list(
-                RetrievalTally.objects.select_for_update(skip_locked=True)
-                .filter(compacted=False)
-                .order_by("pk")
-                .values("pk", *KEY, *SUMS)[:batch]
-            )
+            fresh = list(claim.select_for_update(skip_locked=True).order_by("pk").values("pk", *KEY, *SUMS)[:batch])
             if not fresh:
                 return merged
-            keys = {tuple(row[k] for k in KEY) for row in fresh}
+            sums: dict[tuple, dict] = defaultdict(lambda: dict.fromkeys(SUMS, 0))
+            claimed = []
+            rows = [(row, target(tuple(row[k] for k in KEY))) for row in fresh]
             earlier = (
                 RetrievalTally.objects.select_for_update(skip_locked=True)
                 .filter(
                     compacted=True,
-                    bank_id__in={k[0] for k in keys},
-                    day__in={k[1] for k in keys},
+                    monthly__in={key[-1] for _, key in rows},
+                    bank_id__in={key[0] for _, key in rows},
+                    day__in={key[1] for _, key in rows},
                 )
                 .order_by("pk")
                 .values("pk", *KEY, *SUMS)
             )
-            sums: dict[tuple, dict] = defaultdict(lambda: dict.fromkeys(SUMS, 0))
-            claimed = []
-            for row in [*fresh, *(row for row in earlier if tuple(row[k] for k in KEY) in keys)]:
+            targets = {key for _, key in rows}
+            rows += [(row, key) for row in earlier if (key := tuple(row[k] for k in KEY)) in targets]
+            for row, key in rows:
                 claimed.append(row["pk"])
-                total = sums[tuple(row[k] for k in KEY)]
+                total = sums[key]
                 for name in SUMS:
                     total[name] += row[name]
             RetrievalTally.objects.filter(pk__in=claimed).delete()
@@ -246,7 +253,7 @@ WITH e AS (
 ), arms AS (
     INSERT INTO {tally} (bank_id, day, holdout_fraction, arm, item, side, retrievals, triggered, units, y_sum,
                          y_sq_sum, trajectories, judged, successes, steps, usage_runs, usage_successes,
-                         prompt_tokens, completion_tokens, memory_blocks, memory_tokens, compacted)
+                         prompt_tokens, completion_tokens, memory_blocks, memory_tokens, compacted, monthly)
     SELECT bank_id, day, holdout_fraction, arm, NULL, '', COUNT(*) FILTER (WHERE first), COUNT(*) FILTER (WHERE trig),
            COUNT(*) FILTER (WHERE trig AND judged > 0),
            COALESCE(SUM(y) FILTER (WHERE trig), 0), COALESCE(SUM(y * y) FILTER (WHERE trig), 0),
@@ -255,18 +262,18 @@ WITH e AS (
            COALESCE(SUM(usage_runs) FILTER (WHERE trig), 0), COALESCE(SUM(usage_successes) FILTER (WHERE trig), 0),
            COALESCE(SUM(prompt_tokens) FILTER (WHERE trig), 0),
            COALESCE(SUM(completion_tokens) FILTER (WHERE trig), 0),
-           COUNT(*), COALESCE(SUM(memory_tokens), 0), true
+           COUNT(*), COALESCE(SUM(memory_tokens), 0), true, false
     FROM e GROUP BY bank_id, day, holdout_fraction, arm
 )
 INSERT INTO {tally} (bank_id, day, holdout_fraction, arm, item, side, retrievals, triggered, units, y_sum, y_sq_sum,
                      trajectories, judged, successes, steps, usage_runs, usage_successes, prompt_tokens,
-                     completion_tokens, memory_blocks, memory_tokens, compacted)
+                     completion_tokens, memory_blocks, memory_tokens, compacted, monthly)
 SELECT e.bank_id, e.day, e.holdout_fraction, e.arm, c.item::uuid,
        CASE WHEN e.arm = %(holdout)s THEN %(side_holdout)s
             WHEN NOT COALESCE(e.item_holdout_fraction, 0) > 0 THEN %(side_served)s
             WHEN jsonb_typeof(e.withheld) = 'array' AND e.withheld @> to_jsonb(c.item) THEN %(side_withheld_r)s
             ELSE %(side_served_r)s END AS side,
-       0, 0, COUNT(*), SUM(e.y), SUM(e.y * e.y), 0, SUM(e.judged), SUM(e.successes), 0, 0, 0, 0, 0, 0, 0, true
+       0, 0, COUNT(*), SUM(e.y), SUM(e.y * e.y), 0, SUM(e.judged), SUM(e.successes), 0, 0, 0, 0, 0, 0, 0, true, false
 FROM e
 CROSS JOIN LATERAL (
     SELECT DISTINCT lower(elem ->> 'id') AS item
