@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
+from django.db import connection
+from django.db.models.functions import TruncMonth
 from django.utils import timezone
 
 from memories.serving.models import RetrievalTally
-from memories.serving.tallies import COMPACT_BATCH, KEY, tallies_fold
+from memories.serving.tallies import SUMS
 
 ROLLUP_AFTER_DAYS = 90
 """Days kept one row per day (the Impact page's 7/30/90-day windows read only those)."""
-
-_DAY, _MONTHLY = KEY.index("day"), KEY.index("monthly")
 
 
 def month_end(day: date) -> date:
@@ -37,17 +37,50 @@ def rollup_before(today: date) -> date:
     return month_start(today - timedelta(days=ROLLUP_AFTER_DAYS))
 
 
-def _month_key(key: tuple) -> tuple:
-    month = list(key)
-    month[_DAY], month[_MONTHLY] = month_end(key[_DAY]), True
-    return tuple(month)
+_FOLD_SQL = """
+WITH gone AS (
+    DELETE FROM {tally} WHERE id IN (
+        SELECT id FROM {tally}
+        WHERE bank_id = %(bank)s AND ((NOT monthly AND day >= %(start)s AND day <= %(end)s)
+                                      OR (monthly AND day = %(end)s))
+        FOR UPDATE SKIP LOCKED
+    )
+    RETURNING *
+), folded AS (
+    INSERT INTO {tally} (bank_id, day, holdout_fraction, arm, item, side, {sums}, compacted, monthly)
+    SELECT bank_id, %(end)s, holdout_fraction, arm, item, side, {totals}, true, true
+    FROM gone GROUP BY bank_id, holdout_fraction, arm, item, side
+    HAVING {nonzero}
+)
+SELECT COUNT(*) FILTER (WHERE NOT monthly) FROM gone
+"""
 
 
-def retrieval_tallies_roll_up(*, today: date | None = None, batch: int = COMPACT_BATCH) -> int:
+def _month_fold(bank_id: int, month: date) -> int:
+    """One bank's month: its daily rows and its earlier monthly rows replaced
+    by one monthly row per key, in one statement (rows another run holds are
+    skipped and folded next time)."""
+    sql = _FOLD_SQL.format(
+        tally=RetrievalTally._meta.db_table,
+        sums=", ".join(SUMS),
+        totals=", ".join(f"SUM({name})" for name in SUMS),
+        nonzero=" OR ".join(f"SUM({name}) <> 0" for name in SUMS),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"bank": bank_id, "start": month_start(month), "end": month_end(month)})
+        return cursor.fetchone()[0]
+
+
+def retrieval_tallies_roll_up(*, today: date | None = None) -> int:
     """Fold the daily rows of whole months older than ROLLUP_AFTER_DAYS into
-    their month's row; returns how many daily rows were folded. Exact: each
-    row's sums move into exactly one monthly row (claimed with ``FOR UPDATE
-    SKIP LOCKED``, like compaction)."""
+    their month's row, one statement per bank and month; returns how many
+    daily rows were folded. Exact: a statement deletes rows and inserts
+    their sums per key, or (failing) does neither."""
     before = rollup_before(today or timezone.now().date())
-    daily = RetrievalTally.objects.filter(monthly=False, day__lt=before)
-    return tallies_fold(daily, target=_month_key, batch=batch)
+    months = (
+        RetrievalTally.objects.filter(monthly=False, day__lt=before)
+        .annotate(month=TruncMonth("day"))
+        .values_list("bank_id", "month")
+        .distinct()
+    )
+    return sum(_month_fold(bank_id, month) for bank_id, month in list(months))
