@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Callable
 
 from django.db import connection, transaction
 from django.db.models import QuerySet
@@ -191,39 +190,34 @@ def retrieval_tallies_compact(*, batch: int = COMPACT_BATCH) -> int:
     LOCKED``, so concurrent runs split the work; a sum is never lost or
     counted twice, and a key left with two merged rows is merged next time.
     Runs from beat."""
-    return tallies_fold(RetrievalTally.objects.filter(compacted=False), target=lambda key: key, batch=batch)
-
-
-def tallies_fold(claim: QuerySet[RetrievalTally], *, target: Callable[[tuple], tuple], batch: int) -> int:
-    """Replace the rows of ``claim`` by one merged row per ``target`` key (a
-    row's KEY mapped: itself for compaction, its month for a roll-up), adding
-    in the target key's earlier merged row; returns how many rows were claimed.
-    The mechanism of retrieval_tallies_compact and of the monthly roll-up."""
     merged = 0
     while True:
         with transaction.atomic():
-            fresh = list(claim.select_for_update(skip_locked=True).order_by("pk").values("pk", *KEY, *SUMS)[:batch])
+            fresh = list(
+                RetrievalTally.objects.select_for_update(skip_locked=True)
+                .filter(compacted=False)
+                .order_by("pk")
+                .values("pk", *KEY, *SUMS)[:batch]
+            )
             if not fresh:
                 return merged
-            sums: dict[tuple, dict] = defaultdict(lambda: dict.fromkeys(SUMS, 0))
-            claimed = []
-            rows = [(row, target(tuple(row[k] for k in KEY))) for row in fresh]
+            keys = {tuple(row[k] for k in KEY) for row in fresh}
             earlier = (
                 RetrievalTally.objects.select_for_update(skip_locked=True)
                 .filter(
                     compacted=True,
-                    monthly__in={key[-1] for _, key in rows},
-                    bank_id__in={key[0] for _, key in rows},
-                    day__in={key[1] for _, key in rows},
+                    monthly=False,  # a rolled-up month's rows are memories.serving.rollups'
+                    bank_id__in={k[0] for k in keys},
+                    day__in={k[1] for k in keys},
                 )
                 .order_by("pk")
                 .values("pk", *KEY, *SUMS)
             )
-            targets = {key for _, key in rows}
-            rows += [(row, key) for row in earlier if (key := tuple(row[k] for k in KEY)) in targets]
-            for row, key in rows:
+            sums: dict[tuple, dict] = defaultdict(lambda: dict.fromkeys(SUMS, 0))
+            claimed = []
+            for row in [*fresh, *(row for row in earlier if tuple(row[k] for k in KEY) in keys)]:
                 claimed.append(row["pk"])
-                total = sums[key]
+                total = sums[tuple(row[k] for k in KEY)]
                 for name in SUMS:
                     total[name] += row[name]
             RetrievalTally.objects.filter(pk__in=claimed).delete()
