@@ -12,7 +12,6 @@ from trajectories.pipeline.llm_prices import llm_prices_parse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-
 DATA_DIR = embedded.default_data_dir(BASE_DIR)
 
 DEBUG = envbool("DEBUG", False)
@@ -129,6 +128,7 @@ else:
 # Lets a test-spawned worker process use the test database pytest created.
 if envstr("RB_DATABASE_NAME"):
     DATABASES["default"]["NAME"] = envstr("RB_DATABASE_NAME")
+RB_REPORT_WORK_MEM = envstr("RB_REPORT_WORK_MEM", "64MB")  # the Impact report's aggregates (docs/architecture.md)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -146,10 +146,6 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(envstr("STATIC_ROOT") or BASE_DIR / "staticfiles")
-
-# Memory for the Impact report's aggregates (SET LOCAL work_mem around each): enough that a big bank's
-# per-item sums aggregate in memory instead of spilling to disk (docs/architecture.md).
-RB_REPORT_WORK_MEM = envstr("RB_REPORT_WORK_MEM", "64MB")
 
 # --- Security ------------------------------------------------------------------------
 # RB_SECURE=1 switches on everything a deployment behind HTTPS needs (the compose file sets it).
