@@ -15,6 +15,7 @@ from django.db.models import Sum
 from memories.serving.models import RetrievalEvent, RetrievalTally
 from memories.serving.rollups import ROLLUP_AFTER_DAYS, month_end, retrieval_tallies_roll_up, rollup_before
 from memories.serving.tallies import SUMS, retrieval_tallies_compact
+from memories.tasks import retrieval_tallies_compact_task
 from tests import factories
 from tests.factories import make_items, with_holdout
 from trajectories.impact.items import item_outcomes
@@ -257,3 +258,12 @@ def test_the_report_aggregates_in_memory_with_its_work_mem(bank, settings):
     settings.RB_REPORT_WORK_MEM = "64MB"
     enough = "\n".join(row[0] for row in report_rows("EXPLAIN (ANALYZE) " + ITEMS_SQL, {"bank": bank.pk}))
     assert "Disk" not in enough and "temp written" not in enough, enough
+
+
+def test_the_compaction_beat_task_rolls_up_an_existing_database(bank):
+    """An upgraded database keeps its daily rows until the beat task's first run."""
+    history(bank, seed=3)
+    old = RetrievalTally.objects.filter(monthly=False, day__lt=rollup_before(TODAY))
+    assert old.exists()
+    assert retrieval_tallies_compact_task() >= 1
+    assert not old.exists() and RetrievalTally.objects.filter(bank=bank, monthly=True).exists()
