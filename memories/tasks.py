@@ -10,6 +10,7 @@ from django.conf import settings
 from memories.embedding.items import memory_item_embed_refresh, memory_items_embed_pending
 from memories.embedding.model import preload
 from memories.releases.imports import release_import_run
+from memories.serving.rollups import retrieval_tallies_roll_up
 from memories.serving.tallies import retrieval_tallies_compact
 from memories.serving.upkeep import memory_items_count_served
 from memories.trust.anomaly.calibration import bank_anomaly_calibrate_by_id, banks_anomaly_recalibrate
@@ -45,8 +46,9 @@ def memory_items_count_served_task() -> int:
 
 @shared_task(name="memories.compact_tallies", ignore_result=True, acks_late=True)
 def retrieval_tallies_compact_task() -> int:
-    """Periodic (beat): merge the Impact report's appended sums, one row per key."""
-    return retrieval_tallies_compact()
+    """Periodic (beat): merge the Impact report's appended sums, one row per key,
+    then roll up the days older than ROLLUP_AFTER_DAYS by month."""
+    return retrieval_tallies_compact() + retrieval_tallies_roll_up()
 
 
 @shared_task(name="memories.release_import", ignore_result=True, acks_late=True, **db_outage_retry())

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from kombu import Exchange, Queue
 
-from reasoningbank_site import embedded, replica_settings, workers
+from reasoningbank_site import database_settings, embedded, workers
 from reasoningbank_site.env import envbool, envfloat, envint, envstr
 from trajectories.pipeline.llm_prices import llm_prices_parse
 
@@ -95,40 +95,9 @@ TEMPLATES = [
 ]
 
 # --- Database: PostgreSQL + pgvector everywhere -----------------------------
-DATABASE_URL = envstr("DATABASE_URL")
-if DATABASE_URL:
-    import dj_database_url
-
-    # Health checks: a persistent connection broken by a database restart is replaced, not reused into a 503.
-    DATABASES = {
-        "default": dj_database_url.parse(
-            DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 60), conn_health_checks=True
-        )
-    }
-    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-        DATABASES["default"]["ENGINE"] = "reasoningbank_site.postgres"  # the health check without a round trip
-    EMBEDDED_POSTGRES = False
-else:
-    _host, _port = embedded.postgres_address(DATA_DIR)
-    DATABASES = {
-        "default": {
-            # Django's PostgreSQL backend whose health check costs no round trip (reasoningbank_site/postgres).
-            "ENGINE": "reasoningbank_site.postgres",
-            "NAME": embedded.DB_NAME,
-            "USER": "postgres",
-            "HOST": _host,
-            "PORT": _port,
-            # Persistent connections here too (a new connection per request would add its setup to every
-            # retrieval); the health check replaces one broken by a restart of the embedded server.
-            "CONN_MAX_AGE": envint("DB_CONN_MAX_AGE", 60),
-            "CONN_HEALTH_CHECKS": True,
-        }
-    }
-    EMBEDDED_POSTGRES = True
-# Lets a test-spawned worker process use the test database pytest created.
-if envstr("RB_DATABASE_NAME"):
-    DATABASES["default"]["NAME"] = envstr("RB_DATABASE_NAME")
-DATABASES, DATABASE_ROUTERS = replica_settings.with_replica(DATABASES)  # DATABASE_REPLICA_URL: replica.py
+_default, EMBEDDED_POSTGRES = database_settings.primary_database(DATA_DIR)
+DATABASES, DATABASE_ROUTERS = database_settings.with_replica({"default": _default})  # DATABASE_REPLICA_URL: replica.py
+RB_REPORT_WORK_MEM = envstr("RB_REPORT_WORK_MEM", "64MB")  # the Impact report's aggregates (docs/architecture.md)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

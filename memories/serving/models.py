@@ -86,7 +86,9 @@ class RetrievalTally(models.Model):
     change: never an update, so writers never wait on each other) and merged
     per key by ``retrieval_tallies_compact`` (beat). The report sums every row
     of a key, merged or not, so it is exact at any time and reads
-    O(days × items) rows, not the trajectories."""
+    O(days × items) rows, not the trajectories. Days older than
+    ROLLUP_AFTER_DAYS are rolled up by month (memories.serving.rollups):
+    one ``monthly`` row per key, its ``day`` the month's last day."""
 
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+", db_index=False)
     day = models.DateField()
@@ -112,6 +114,8 @@ class RetrievalTally(models.Model):
     memory_blocks = models.IntegerField(default=0)
     memory_tokens = models.BigIntegerField(default=0)
     compacted = models.BooleanField(default=False)
+    # A month's rows rolled up into one (``day`` is then the month's last day): see memories.serving.rollups.
+    monthly = models.BooleanField(default=False)
 
     class Meta:
         indexes = [
@@ -119,6 +123,15 @@ class RetrievalTally(models.Model):
             # The arm rows alone (a few per day): the period's look-ups and the arms' sums.
             models.Index(fields=["bank", "day"], condition=models.Q(item__isnull=True), name="tally_bank_day_arms"),
             models.Index(fields=["id"], condition=models.Q(compacted=False), name="tally_to_compact"),
+            # The items' sums (most of the table) read from the index alone: their bank's window, no heap.
+            models.Index(
+                fields=["bank", "day"],
+                include=["holdout_fraction", "item", "side", "units", "y_sum", "judged", "successes"],
+                condition=models.Q(item__isnull=False),
+                name="tally_bank_day_items",
+            ),
+            # The daily rows old enough to roll up (memories.serving.rollups).
+            models.Index(fields=["day"], condition=models.Q(monthly=False), name="tally_daily"),
         ]
 
     def __str__(self) -> str:

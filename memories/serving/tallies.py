@@ -31,7 +31,7 @@ SUMS = (
     "retrievals", "triggered", "units", "y_sum", "y_sq_sum", "trajectories", "judged", "successes", "steps",
     "usage_runs", "usage_successes", "prompt_tokens", "completion_tokens", "memory_blocks", "memory_tokens",
 )  # fmt: skip
-KEY = ("bank_id", "day", "holdout_fraction", "arm", "item", "side")
+KEY = ("bank_id", "day", "holdout_fraction", "arm", "item", "side", "monthly")
 COMPACT_BATCH = 5000
 
 
@@ -206,6 +206,7 @@ def retrieval_tallies_compact(*, batch: int = COMPACT_BATCH) -> int:
                 RetrievalTally.objects.select_for_update(skip_locked=True)
                 .filter(
                     compacted=True,
+                    monthly=False,  # a rolled-up month's rows are memories.serving.rollups'
                     bank_id__in={k[0] for k in keys},
                     day__in={k[1] for k in keys},
                 )
@@ -246,7 +247,7 @@ WITH e AS (
 ), arms AS (
     INSERT INTO {tally} (bank_id, day, holdout_fraction, arm, item, side, retrievals, triggered, units, y_sum,
                          y_sq_sum, trajectories, judged, successes, steps, usage_runs, usage_successes,
-                         prompt_tokens, completion_tokens, memory_blocks, memory_tokens, compacted)
+                         prompt_tokens, completion_tokens, memory_blocks, memory_tokens, compacted, monthly)
     SELECT bank_id, day, holdout_fraction, arm, NULL, '', COUNT(*) FILTER (WHERE first), COUNT(*) FILTER (WHERE trig),
            COUNT(*) FILTER (WHERE trig AND judged > 0),
            COALESCE(SUM(y) FILTER (WHERE trig), 0), COALESCE(SUM(y * y) FILTER (WHERE trig), 0),
@@ -255,18 +256,18 @@ WITH e AS (
            COALESCE(SUM(usage_runs) FILTER (WHERE trig), 0), COALESCE(SUM(usage_successes) FILTER (WHERE trig), 0),
            COALESCE(SUM(prompt_tokens) FILTER (WHERE trig), 0),
            COALESCE(SUM(completion_tokens) FILTER (WHERE trig), 0),
-           COUNT(*), COALESCE(SUM(memory_tokens), 0), true
+           COUNT(*), COALESCE(SUM(memory_tokens), 0), true, false
     FROM e GROUP BY bank_id, day, holdout_fraction, arm
 )
 INSERT INTO {tally} (bank_id, day, holdout_fraction, arm, item, side, retrievals, triggered, units, y_sum, y_sq_sum,
                      trajectories, judged, successes, steps, usage_runs, usage_successes, prompt_tokens,
-                     completion_tokens, memory_blocks, memory_tokens, compacted)
+                     completion_tokens, memory_blocks, memory_tokens, compacted, monthly)
 SELECT e.bank_id, e.day, e.holdout_fraction, e.arm, c.item::uuid,
        CASE WHEN e.arm = %(holdout)s THEN %(side_holdout)s
             WHEN NOT COALESCE(e.item_holdout_fraction, 0) > 0 THEN %(side_served)s
             WHEN jsonb_typeof(e.withheld) = 'array' AND e.withheld @> to_jsonb(c.item) THEN %(side_withheld_r)s
             ELSE %(side_served_r)s END AS side,
-       0, 0, COUNT(*), SUM(e.y), SUM(e.y * e.y), 0, SUM(e.judged), SUM(e.successes), 0, 0, 0, 0, 0, 0, 0, true
+       0, 0, COUNT(*), SUM(e.y), SUM(e.y * e.y), 0, SUM(e.judged), SUM(e.successes), 0, 0, 0, 0, 0, 0, 0, true, false
 FROM e
 CROSS JOIN LATERAL (
     SELECT DISTINCT lower(elem ->> 'id') AS item

@@ -130,8 +130,9 @@ def bank_impact(*, bank: Bank, since: datetime | None = None, until: datetime | 
     (the verdict) and Newcombe's one-look interval; guardrails; power. The
     window is whole UTC days from ``since`` (see window_start) to ``until``.
     Reads the maintained tallies (RetrievalTally), not the trajectories:
-    at most seven small queries whatever the data size — the period (up to six,
-    each within one day of retrievals) and the arms' aggregate."""
+    at most eight small queries whatever the data size — the period (up to
+    seven, each within one day, or one rolled-up month, of retrievals) and
+    the arms' aggregate."""
     first, last = window_days(since, until)
     period = latest_period(bank, first, last)
     arms, excluded = arm_sums(bank, first, last, period)

@@ -10,11 +10,13 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Q
 
 from accounts.models import Bank
 from memories.serving.models import Arm, RetrievalEvent, RetrievalTally
+from memories.serving.rollups import month_end, month_start
 from trajectories.impact.arms import ArmStats, percent
 
 
@@ -28,7 +30,7 @@ class Period:
     fraction: float | None = None
     after: datetime | None = None
     excluded: int = 0
-    first_day: date | None = None  # the first UTC day summed (the day of ``after``, or the next)
+    first_day: date | None = None  # the first UTC day summed (the day of ``after``, or the next day or month)
 
     @property
     def fraction_pct(self) -> float | None:
@@ -37,7 +39,9 @@ class Period:
 
 def window_days(since: datetime | None, until: datetime | None) -> tuple[date | None, date | None]:
     """The window as whole UTC days: [first, last) (a partial day at ``since``
-    counts whole; one at ``until`` does not)."""
+    counts whole; one at ``until`` does not). A rolled-up month is dated by
+    its last day, so the same rule holds for months: one partly in the window
+    counts whole when the window starts in it, not when the window ends in it."""
     return (
         since.astimezone(UTC).date() if since is not None else None,
         until.astimezone(UTC).date() if until is not None else None,
@@ -62,21 +66,28 @@ def _same_fraction(fraction: float | None) -> Q:
     return Q(holdout_fraction__isnull=True) if fraction is None else Q(holdout_fraction=fraction)
 
 
+def _bucket_bounds(day: date, monthly: bool) -> tuple[datetime, datetime]:
+    """The moments a tally row covers: its day, or (a rolled-up month, dated by its last day) its month."""
+    start, end = _day_bounds(day)
+    return (datetime.combine(month_start(day), time.min, tzinfo=UTC), end) if monthly else (start, end)
+
+
 def latest_period(bank: Bank, first: date | None, last: date | None) -> Period | None:
     """The latest holdout-fraction period of the window with a holdout (or
     with fractions not recorded); None when every retrieval of the window was
     assigned with fraction 0. The days come from the tallies and the exact
-    moments from that day's retrievals, so every query reads at most a day of
-    retrievals (the index on bank, created_at). A period starts at ``after``,
-    the last change; when that day also had retrievals of an earlier period
+    moments from that day's retrievals (a rolled-up month's: its month's), so
+    every query reads at most a day (a month) of retrievals (the index on
+    bank, created_at). A period starts at ``after``, the last change; when
+    that day (that rolled-up month) also had retrievals of an earlier period
     with the same fraction (A → B → A in one day), it starts at the next
-    midnight instead, since a day's tallies cannot be split."""
+    midnight (the next month) instead, since a row's sums cannot be split."""
     arm_rows = _tallies(bank, first, last).filter(item__isnull=True, retrievals__gt=0)
     holdout_on = Q(holdout_fraction__isnull=True) | Q(holdout_fraction__gt=0)
-    latest_day = arm_rows.filter(holdout_on).order_by("-day").values_list("day", flat=True).first()
-    if latest_day is None:
+    latest_row = arm_rows.filter(holdout_on).order_by("-day", "-monthly").values_list("day", "monthly").first()
+    if latest_row is None:
         return None
-    start, end = _day_bounds(latest_day)
+    start, end = _bucket_bounds(*latest_row)
     events = RetrievalEvent.objects.filter(bank=bank)
     latest = (
         events.filter(holdout_on, created_at__gte=start, created_at__lt=end)
@@ -87,31 +98,33 @@ def latest_period(bank: Bank, first: date | None, last: date | None) -> Period |
     if latest is None:  # tallies without their retrievals (deleted): nothing to compare
         return None
     fraction, at = latest
-    other_days = (
-        arm_rows.filter(day__lte=latest_day)
+    other_rows = (
+        arm_rows.filter(day__lte=latest_row[0])
         .exclude(_same_fraction(fraction))
-        .order_by("-day")
-        .values_list("day", flat=True)
-        .distinct()[:2]
+        .order_by("-day", "-monthly")
+        .values_list("day", "monthly")
+        .distinct()[:3]
     )
-    boundary = None
-    for day in other_days:  # the latest day may hold other fractions only after `at`: then the day before
-        day_start, day_end = _day_bounds(day)
+    boundary, in_month = None, False
+    for row in other_rows:  # the latest day may hold other fractions only after `at`: then the day before
+        row_start, row_end = _bucket_bounds(*row)
         boundary = (
-            events.filter(created_at__gte=day_start, created_at__lt=min(day_end, at))
+            events.filter(created_at__gte=row_start, created_at__lt=min(row_end, at))
             .exclude(_same_fraction(fraction))
             .order_by("-created_at")
             .values_list("created_at", flat=True)
             .first()
         )
         if boundary is not None:
+            in_month = row[1]
             break
     period = Period(fraction=fraction, after=boundary)
     if boundary is not None:
-        day_start, day_end = _day_bounds(boundary.astimezone(UTC).date())
-        period.first_day = day_start.date()
-        if events.filter(_same_fraction(fraction), created_at__gte=day_start, created_at__lt=boundary).exists():
-            period.first_day, period.after = day_end.date(), day_end
+        day = boundary.astimezone(UTC).date()
+        bucket_start, bucket_end = _bucket_bounds(month_end(day), True) if in_month else _day_bounds(day)
+        period.first_day = day
+        if events.filter(_same_fraction(fraction), created_at__gte=bucket_start, created_at__lt=boundary).exists():
+            period.first_day, period.after = bucket_end.date(), bucket_end
     return period
 
 
@@ -146,8 +159,18 @@ def _period_rows(template: str, bank: Bank, first: date | None, last: date | Non
         window=_window_sql(first, last, params),
         in_period=_in_period(period, params),
     )
+    return report_rows(sql, params)
+
+
+def report_rows(sql: str, params: dict) -> list:
+    """The rows of a reporting aggregate, run with RB_REPORT_WORK_MEM of
+    memory for its hash aggregate (a spill to disk is what made the report
+    slow on a big bank): ``SET LOCAL`` and the query go in one round trip,
+    one implicit transaction, so the setting ends with the query."""
+    params = {**params, "report_work_mem": settings.RB_REPORT_WORK_MEM}
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute("SET LOCAL work_mem = %(report_work_mem)s; " + sql, params)
+        cursor.nextset()
         return cursor.fetchall()
 
 
