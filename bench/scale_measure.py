@@ -34,6 +34,8 @@ class Site:
         # As bench/retrieval.py: no rate limit, and every query serves k items (the floor finds k too).
         Bank.objects.filter(pk=bank.pk).update(rate_limit_per_minute=0, min_similarity=-1.0)
         self.bank = Bank.objects.get(pk=bank.pk)
+        # What earlier runs' batch ingests added: gone, so each run measures the bank as seeded.
+        Trajectory.objects.filter(bank=self.bank, task__regex=r"^(Task ingested|Ingested) ").delete()
         client = Client()
         client.force_login(user)
         self.cookie = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
@@ -91,7 +93,7 @@ def pages(site: Site) -> list[tuple[str, str, dict, callable]]:
         ("Impact", f"/banks/{b}/impact/", {}, shows(site.bank.name)),
         ("releases", f"/banks/{b}/releases/", {}, shows(site.bank.name)),
         ("review queue", f"/banks/{b}/review/", {}, shows("Lesson ")),
-        (f"review queue, page {deep}", f"/banks/{b}/review/?page={deep}", {}, shows("Lesson ")),
+        ("review queue, deep page", f"/banks/{b}/review/?page={deep}", {}, shows("Lesson ")),
         ("trajectory list", f"/banks/{b}/trajectories/", {}, shows("Task ")),
         ("trajectory page", f"/banks/{b}/trajectories/{site.trajectory}/", {}, shows(f"Task {n // 2}:")),
         ("trajectory search", f"/banks/{b}/trajectories/?q=number+{n // 3}", {}, shows(f"Task {n // 3}:")),
@@ -139,7 +141,7 @@ def ingest(site: Site, run: int, size: int = 50) -> float:
     """ms for ``POST /api/v1/trajectories/batch`` of ``size`` trajectories, each asserted stored."""
     items = [
         {
-            "task": f"Ingested {run}-{i}: {scale_seed.TOPICS[i % len(scale_seed.TOPICS)]}",
+            "task": f"Task ingested {run}-{i}: {scale_seed.TOPICS[i % len(scale_seed.TOPICS)]}",
             "steps": [{k: v for k, v in step.items() if k != "index"} for step in scale_seed.steps_for(i)],
             "final_answer": "Done.",
             "outcome": "success",
