@@ -182,7 +182,7 @@ def start_server(
     deadline = time.time() + 120
     while time.time() < deadline:
         try:
-            urllib.request.urlopen(f"{base}/api/v1/openapi.json", timeout=2).read()
+            urllib.request.urlopen(f"{base}/api/v1/openapi.json", timeout=10).read()  # slow on a busy machine
             return proc, base
         except Exception:
             if proc.poll() is not None:

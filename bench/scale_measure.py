@@ -1,0 +1,347 @@
+"""scale.py's measurements: what a reviewer, an agent and the operator do, at
+each size, through the URLs (a real gunicorn per size) and the public
+functions, interleaved between the sizes."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import statistics
+import time
+from collections import defaultdict
+
+import common
+import scale_seed
+
+RETENTION_SHARE = 0.02  # the oldest 2 % of the bank's trajectories are purged at both sizes
+PURGE_TABLE = "bench_scale_purged"
+
+
+class Site:
+    """One size's database, served by its own gunicorn, with a signed-in reviewer and an API token."""
+
+    def __init__(self, n: int, use_db):
+        from django.conf import settings
+        from django.test import Client
+
+        from accounts.models import Bank
+        from accounts.tokens.services import api_token_create
+        from trajectories.models import Trajectory
+
+        self.n, self.use_db = n, use_db
+        use_db(n)
+        user, bank = common.bench_bank()
+        # As bench/retrieval.py: no rate limit, and every query serves k items (the floor finds k too).
+        Bank.objects.filter(pk=bank.pk).update(rate_limit_per_minute=0, min_similarity=-1.0)
+        self.bank = Bank.objects.get(pk=bank.pk)
+        # What earlier runs' batch ingests added: gone, so each run measures the bank as seeded.
+        Trajectory.objects.filter(bank=self.bank, task__regex=r"^(Task ingested|Ingested) ").delete()
+        client = Client()
+        client.force_login(user)
+        self.cookie = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+        self.secret = api_token_create(bank=self.bank, name="scale bench", scopes=["retrieve", "ingest"]).secret
+        middle = Trajectory.objects.filter(bank=self.bank, task__startswith=f"Task {n // 2}:").get()
+        self.trajectory = middle.public_id
+        self.proposed = n // 50
+        self.server, self.base = common.start_server(threads=4)
+        host, port = self.base.removeprefix("http://").split(":")
+        self.host, self.port = host, int(port)
+
+    def switch(self) -> None:
+        """This process's Django connection on this size's database (no migrate: use_db did it)."""
+        from django.conf import settings
+        from django.db import connection
+        from scale import db_name
+
+        name = db_name(self.n)
+        if connection.settings_dict["NAME"] != name:
+            connection.close()
+            settings.DATABASES["default"]["NAME"] = name
+            connection.settings_dict["NAME"] = name
+
+    def get(self, path: str, *, htmx: bool = False, first_byte: bool = False) -> tuple[float, bytes]:
+        """ms for a GET of ``path`` (to its first body byte with ``first_byte``), and the body read."""
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=600)
+        headers = {"Cookie": self.cookie}
+        if htmx:
+            headers["HX-Request"] = "true"
+        started = time.perf_counter()
+        conn.request("GET", path, headers=headers)
+        response = conn.getresponse()
+        body = response.read(1) if first_byte else response.read()
+        elapsed = (time.perf_counter() - started) * 1000
+        assert response.status == 200, (path, response.status, body[:300])
+        conn.close()
+        return elapsed, body
+
+    def stop(self) -> None:
+        common.stop_server(self.server)
+
+
+def pages(site: Site) -> list[tuple[str, str, dict, callable]]:
+    """(what, path, request options, check of the body) of every reviewer page."""
+    b = site.bank.public_id
+    n = site.n
+    deep = max(1, site.proposed // 50)
+
+    def shows(*texts):
+        return lambda body: all(t.encode() in body for t in texts)
+
+    return [
+        ("dashboard", f"/banks/{b}/", {}, shows(site.bank.name)),
+        ("dashboard live refresh", f"/banks/{b}/", {"htmx": True}, shows('id="live"')),
+        ("Impact", f"/banks/{b}/impact/", {}, shows(site.bank.name)),
+        ("releases", f"/banks/{b}/releases/", {}, shows(site.bank.name)),
+        ("review queue", f"/banks/{b}/review/", {}, shows("Lesson ")),
+        ("review queue, deep page", f"/banks/{b}/review/?page={deep}", {}, shows("Lesson ")),
+        ("trajectory list", f"/banks/{b}/trajectories/", {}, shows("Task ")),
+        ("trajectory page", f"/banks/{b}/trajectories/{site.trajectory}/", {}, shows(f"Task {n // 2}:")),
+        ("trajectory search", f"/banks/{b}/trajectories/?q=number+{n // 3}", {}, shows(f"Task {n // 3}:")),
+        ("items list", f"/banks/{b}/items/", {}, shows("Lesson ")),
+        ("items, approved", f"/banks/{b}/items/?status=approved", {}, shows("Lesson ")),
+        ("reviewers", f"/banks/{b}/reviewers/", {}, shows("reviewer-")),
+        ("team", f"/teams/{site.bank.team.public_id}/", {}, shows(site.bank.name)),
+        ("evaluations", f"/banks/{b}/evaluations/", {}, shows(site.bank.name)),
+    ]
+
+
+def exports(site: Site) -> list[tuple[str, str]]:
+    b = site.bank.public_id
+    return [
+        ("export: chat JSONL, successes", f"/banks/{b}/export/chat.jsonl?verdict=success"),
+        ("export: judge eval set", f"/banks/{b}/export/judge-eval.jsonl"),
+        ("export: reasoning-bank memories", f"/banks/{b}/export/reasoning-bank.jsonl"),
+        ("export: items JSONL", f"/banks/{b}/items/export.jsonl"),
+    ]
+
+
+QUERIES = [f"How to {topic}" for topic in scale_seed.TOPICS]
+
+
+def retrieval(site: Site, kept: common.KeptConnection, i: int) -> dict[str, float]:
+    """One query through HTTP in both modes (a connection per request; one kept connection) and the floor."""
+    query = QUERIES[i % len(QUERIES)] + f" (run {i})"
+    body = json.dumps({"query": query, "k": 5}).encode()
+    headers = {"Authorization": f"Bearer {site.secret}", "Content-Type": "application/json"}
+    conn = http.client.HTTPConnection(site.host, site.port, timeout=60)
+    started = time.perf_counter()
+    conn.request("POST", "/api/v1/retrieve", body=body, headers=headers)
+    response = conn.getresponse()
+    answer = response.read()
+    fresh = (time.perf_counter() - started) * 1000
+    conn.close()
+    assert response.status == 200 and len(json.loads(answer)["items"]) == 5, answer[:300]
+    kept_ms = kept.retrieve(site.secret, query + " again", 5)
+    site.switch()
+    floor_ms, _vector, _found = common.floor_search(site.bank, query, 5)
+    return {"retrieve, new connection": fresh, "retrieve, kept connection": kept_ms, "floor": floor_ms}
+
+
+def ingest(site: Site, run: int, size: int = 50) -> float:
+    """ms for ``POST /api/v1/trajectories/batch`` of ``size`` trajectories, each asserted stored."""
+    items = [
+        {
+            "task": f"Task ingested {run}-{i}: {scale_seed.TOPICS[i % len(scale_seed.TOPICS)]}",
+            "steps": [{k: v for k, v in step.items() if k != "index"} for step in scale_seed.steps_for(i)],
+            "final_answer": "Done.",
+            "outcome": "success",
+        }
+        for i in range(size)
+    ]
+    body = json.dumps({"trajectories": items}).encode()
+    headers = {"Authorization": f"Bearer {site.secret}", "Content-Type": "application/json"}
+    conn = http.client.HTTPConnection(site.host, site.port, timeout=120)
+    started = time.perf_counter()
+    conn.request("POST", "/api/v1/trajectories/batch", body=body, headers=headers)
+    response = conn.getresponse()
+    answer = response.read()
+    elapsed = (time.perf_counter() - started) * 1000
+    conn.close()
+    assert response.status == 200, answer[:300]
+    assert json.loads(answer)["accepted"] == size, answer[:300]  # every one stored
+    return elapsed
+
+
+def purge(site: Site) -> dict[str, float]:
+    """The retention purge of the oldest RETENTION_SHARE of the bank (put back after): ms per row, and how many
+    indexes of the trajectory table grew."""
+    from django.db import connection
+
+    from accounts.models import Bank
+    from trajectories.models import Trajectory
+    from trajectories.records.retention import trajectory_steps_purge_expired
+
+    site.switch()
+    days = int(scale_seed.DAYS * (1 - RETENTION_SHARE))
+    table = Trajectory._meta.db_table
+    sizes_sql = (
+        "SELECT indexrelid::regclass::text, pg_relation_size(indexrelid) FROM pg_index WHERE indrelid = %s::regclass"
+    )
+    with connection.cursor() as cur:
+        cur.execute(f"DROP TABLE IF EXISTS {PURGE_TABLE}")
+        cur.execute(
+            f"CREATE TABLE {PURGE_TABLE} AS SELECT id, steps, final_answer FROM {table} WHERE bank_id = %s"
+            " AND created_at < now() - make_interval(days => %s) AND steps_purged_at IS NULL",
+            [site.bank.pk, days],
+        )
+        cur.execute(sizes_sql, [table])
+        before = dict(cur.fetchall())
+    Bank.objects.filter(pk=site.bank.pk).update(step_retention_days=days)
+    try:
+        started = time.perf_counter()
+        purged = trajectory_steps_purge_expired()
+        seconds = time.perf_counter() - started
+    finally:
+        Bank.objects.filter(pk=site.bank.pk).update(step_retention_days=None)
+    rows = purged.get(site.bank.pk, 0)
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT count(*) FROM {PURGE_TABLE}")
+        (expected,) = cur.fetchone()
+        cur.execute(sizes_sql, [table])
+        after = dict(cur.fetchall())
+        # Put the purged records back, so the next round (and run) purges the same rows.
+        cur.execute(
+            f"UPDATE {table} t SET steps = p.steps, final_answer = p.final_answer, steps_purged_at = NULL,"
+            f" steps_purged_days = NULL FROM {PURGE_TABLE} p WHERE t.id = p.id"
+        )
+        cur.execute(f"DROP TABLE {PURGE_TABLE}")
+        cur.execute(f"VACUUM {table}")  # as autovacuum would before the next purge: the old versions' space reused
+    assert rows > 0 and rows <= expected, (rows, expected)  # the pipeline's unfinished ones are kept
+    grown = sorted(name for name, size in after.items() if size > before.get(name, 0))
+    return {"purge ms per row": seconds * 1000 / rows, "rows": rows, "grown": grown}
+
+
+def table_weights(n: int) -> list[tuple[str, float, float]]:
+    """(table, MB of the table with its indexes, MB of its indexes), per 100k trajectories."""
+    from django.db import connection
+
+    per = n / 100_000
+    out = []
+    with connection.cursor() as cur:
+        for table in scale_seed_tables():
+            cur.execute("SELECT pg_total_relation_size(%s::regclass), pg_indexes_size(%s::regclass)", [table, table])
+            total, indexes = cur.fetchone()
+            out.append((table, total / 2**20 / per, indexes / 2**20 / per))
+    return out
+
+
+def scale_seed_tables():
+    from scale import BIG_TABLES
+
+    return BIG_TABLES
+
+
+def _stats(values: list[float]) -> tuple[float, float]:
+    return statistics.median(values), common.pct(values, 95)
+
+
+def measure(sizes: list[int], runs: int, seeded: dict, use_db, whole_exports: bool = False) -> dict:
+    """Every measurement at both sizes, interleaved; prints the table; returns the figures."""
+    from scale import PAGE_BAR, PURGE_BAR, RETRIEVAL_BAR
+
+    small, large = sizes
+    sites = {}
+    try:
+        for n in sizes:
+            sites[n] = Site(n, use_db)
+        kept = {n: common.KeptConnection(sites[n].base) for n in sizes}
+        times: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+        checks = {n: pages(sites[n]) for n in sizes}
+        for n in sizes:  # warm each server's model and caches
+            for what, path, options, check in checks[n]:
+                _ms, body = sites[n].get(path, **options)
+                assert check(body), (n, what, "the page does not show the bank's figures")
+            retrieval(sites[n], kept[n], 0)
+        for run in range(runs):
+            for n in sizes:
+                for what, path, options, check in checks[n]:
+                    ms, body = sites[n].get(path, **options)
+                    assert check(body), (n, what)
+                    times[what][n].append(ms)
+                for what, path in exports(sites[n]):
+                    ms, _ = sites[n].get(path, first_byte=True)
+                    times[f"{what}, first byte"][n].append(ms)
+                for what, ms in retrieval(sites[n], kept[n], run + 1).items():
+                    times[what][n].append(ms)
+                times["batch ingest, 50 trajectories"][n].append(ingest(sites[n], run))
+        once: dict[str, dict[int, object]] = defaultdict(dict)
+        for n in sizes if whole_exports else ():
+            for what, path in exports(sites[n]):
+                ms, body = sites[n].get(path)
+                assert body.count(b"\n") > 0, (what, "empty export")
+                once[f"{what}, whole"][n] = ms
+        for n in sizes:
+            result = purge(sites[n])
+            once["retention purge, ms per row"][n] = result["purge ms per row"]
+            once["retention purge, rows"][n] = result["rows"]
+            once["indexes grown by the purge"][n] = ", ".join(result["grown"]) or "none"
+        for n in sizes:
+            sites[n].switch()
+            once["HNSW build, s"][n] = scale_seed.hnsw_build()
+            once["backup (pg_dump), s"][n] = backup_seconds()
+            once["weights"][n] = table_weights(n)
+    finally:
+        for site in sites.values():
+            site.stop()
+    return report(small, large, times, once, seeded, PAGE_BAR, RETRIEVAL_BAR, PURGE_BAR)
+
+
+def backup_seconds() -> float:
+    import tempfile
+    from pathlib import Path
+
+    from reasoningbank_site.backup import database_backup
+
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        path = database_backup(path=Path(tmp) / "bank.dump")
+        seconds = time.perf_counter() - started
+        assert Path(path).stat().st_size > 0
+    return seconds
+
+
+def report(small, large, times, once, seeded, page_bar, retrieval_bar, purge_bar) -> dict:
+    rows = []
+    print(f"\n## A bank at {small:,} and {large:,} trajectories ({common.load_note()})\n")
+    print(f"| what | {small:,} p50 (p95) ms | {large:,} p50 (p95) ms | ratio | bar | pass |")
+    print("|---|---:|---:|---:|---|---|")
+    floor_large = statistics.median(times["floor"][large])
+    for what, by_size in times.items():
+        s50, s95 = _stats(by_size[small])
+        l50, l95 = _stats(by_size[large])
+        if what.startswith("retrieve"):
+            ratio, bar = l50 / floor_large, f"≤ {retrieval_bar}× the floor at {large:,}"
+            ok = ratio <= retrieval_bar
+        elif what == "floor":
+            ratio, bar, ok = l50 / s50, "", None
+        else:
+            ratio, bar = l50 / s50, f"≤ {page_bar}×"
+            ok = ratio <= page_bar
+        verdict = "" if ok is None else ("pass" if ok else "FAIL")
+        rows.append({"what": what, small: s50, large: l50, "ratio": ratio, "pass": ok})
+        print(f"| {what} | {s50:.0f} ({s95:.0f}) | {l50:.0f} ({l95:.0f}) | {ratio:.2f} | {bar} | {verdict} |")
+    for what in [w for w in once if w.endswith(", whole")]:
+        s, lg = once[what][small], once[what][large]
+        print(f"| {what} | {s:.0f} | {lg:.0f} | {lg / s:.2f} | (size-bound) | |")
+    s, lg = once["retention purge, ms per row"][small], once["retention purge, ms per row"][large]
+    ok = lg / s <= purge_bar
+    rows.append({"what": "purge", small: s, large: lg, "ratio": lg / s, "pass": ok})
+    print(
+        f"| retention purge, ms per row ({once['retention purge, rows'][small]:,} vs "
+        f"{once['retention purge, rows'][large]:,} rows) | {s:.3f} | {lg:.3f} | {lg / s:.2f} | ≤ {purge_bar}× |"
+        f" {'pass' if ok else 'FAIL'} |"
+    )
+    grown = once["indexes grown by the purge"]
+    no_growth = grown[small] == "none" and grown[large] == "none"
+    print(
+        f"| indexes grown by the purge | {grown[small]} | {grown[large]} | | none | {'pass' if no_growth else 'FAIL'} |"
+    )
+    for what in ("HNSW build, s", "backup (pg_dump), s"):
+        s, lg = once[what][small], once[what][large]
+        print(f"| {what} | {s:.1f} | {lg:.1f} | {lg / s:.2f} | (size-bound) | |")
+    print(f"\nSeeding (s): {small:,}: {sum(seeded[small].values()):.0f}; {large:,}: {sum(seeded[large].values()):.0f}")
+    print(f"\n| table (per 100k trajectories) | MB at {small:,} | of it indexes | MB at {large:,} | of it indexes |")
+    print("|---|---:|---:|---:|---:|")
+    for (table, st, si), (_t, lt, li) in zip(once["weights"][small], once["weights"][large], strict=True):
+        print(f"| {table} | {st:.0f} | {si:.0f} | {lt:.0f} | {li:.0f} |")
+    return {"rows": rows, "once": dict(once)}

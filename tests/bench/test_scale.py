@@ -1,0 +1,87 @@
+"""bench/scale.py at a tiny size, so the script cannot rot: it seeds two
+databases by COPY (the models' own tables, through the project's own tally
+rebuild and release publishing), serves each with a real gunicorn and
+measures every row of its table, each request asserted to serve what a
+user's would. Its databases are dropped after."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parents[2]
+ROWS = (
+    "dashboard",
+    "dashboard live refresh",
+    "Impact",
+    "releases",
+    "review queue",
+    "trajectory list",
+    "trajectory page",
+    "trajectory search",
+    "items list",
+    "reviewers",
+    "team",
+    "evaluations",
+    "export: chat JSONL, successes, first byte",
+    "retrieve, new connection",
+    "retrieve, kept connection",
+    "floor",
+    "batch ingest, 50 trajectories",
+    "retention purge, ms per row",
+    "indexes grown by the purge",
+    "HNSW build, s",
+    "backup (pg_dump), s",
+    "trajectories_trajectory",
+    "memories_retrievaltally",
+)
+
+
+def _server():
+    db = settings.DATABASES["default"]
+    params = {"host": db.get("HOST"), "port": db.get("PORT"), "user": db.get("USER"), "password": db.get("PASSWORD")}
+    return {k: v for k, v in params.items() if v}
+
+
+@pytest.fixture
+def bench_db():
+    name = f"rb_test_scale_{uuid.uuid4().hex[:8]}"
+    yield name
+    with psycopg.connect(**_server(), dbname="postgres", autocommit=True) as conn:
+        for n in (200, 1000):
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}_{n}" WITH (FORCE)')
+
+
+def test_scale_bench_seeds_both_sizes_and_measures_every_row(bench_db):
+    env = {**os.environ, "RB_BENCH_DB": bench_db, "RB_DATABASE_NAME": bench_db}
+    run = subprocess.run(
+        [sys.executable, "bench/scale.py", "--sizes", "200,1000", "--runs", "1", "--other-banks", "1"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    table = run.stdout
+    assert "## A bank at 200 and 1,000 trajectories" in table
+    for row in ROWS:
+        assert f"| {row}" in table, (row, table)
+    # Each part of each seed ran, and was recorded as done.
+    with psycopg.connect(**_server(), dbname=f"{bench_db}_1000") as conn:
+        parts = {name for (name,) in conn.execute("SELECT name FROM bench_scale_parts")}
+        trajectories = conn.execute(
+            "SELECT count(*) FROM trajectories_trajectory t JOIN accounts_bank b ON b.id = t.bank_id"
+            " WHERE b.slug = 'bench' AND t.task ~ '^Task [0-9]+:'"
+        ).fetchone()[0]
+        tallies = conn.execute("SELECT count(*) FROM memories_retrievaltally").fetchone()[0]
+    assert {"items", "release 1", "release 2", "activity", "other banks", "hnsw", "complete"} <= parts
+    assert trajectories == 1000  # as seeded (the batch ingests' "Task ingested …" rows aside)
+    assert tallies > 0
