@@ -47,6 +47,8 @@ INSTALLED_APPS = [
     "template_partials",
     "axes",
     "csp",
+    # Database triggers declared in models' Meta, installed by migrations (trajectories.dashboard.counts).
+    "pgtrigger",
     "reasoningbank_site",
     "accounts",
     "memories",
