@@ -45,10 +45,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_htmx",
     "template_partials",
-    "axes",
-    "csp",
-    # Database triggers declared in models' Meta, installed by migrations (trajectories.dashboard.counts).
-    "pgtrigger",
+    *["axes", "csp", "pgtrigger"],  # pgtrigger: triggers declared in models' Meta (trajectories.dashboard.counts)
     "reasoningbank_site",
     "accounts",
     "memories",
