@@ -13,7 +13,7 @@ from memories.items.experiences import Experience
 from memories.serving.models import RetrievalEvent
 from memories.trust.models import VerdictTier
 from reasoningbank_site.search import SearchColumn
-from trajectories.dashboard.counts import count_trigger
+from trajectories.dashboard.counts import count_triggers
 
 
 class Status(models.TextChoices):
@@ -140,7 +140,7 @@ class Trajectory(models.Model):
             ),
         ]
         # The bank's counts per day, status and verdict, kept by the database (trajectories.dashboard.counts).
-        triggers = [count_trigger()]
+        triggers = count_triggers()
 
     def __str__(self) -> str:
         return self.task[:80]

@@ -170,3 +170,9 @@ def test_the_dashboards_counts_and_success_chart_read_no_trajectory(bank, owner)
         plan = _plan(query["sql"], None)
         assert "trajectories_trajectory " not in plan and "trajectories_trajectory\n" not in plan, plan
         assert "trajectorycount" in query["sql"]
+
+
+def test_a_bulk_insert_writes_one_row_per_key_not_per_trajectory(bank, owner):
+    seed(bank, owner, 500)  # one INSERT ... SELECT of 500 trajectories over two days and two verdicts
+    assert TrajectoryCount.objects.filter(bank=bank).count() == len(recounted()) < 10
+    assert_exact()
