@@ -13,7 +13,8 @@ class TrajectoryCount(models.Model):
 
     # No database constraint: the trigger writes the -1 rows of a bank's trajectories while the bank is being
     # deleted; those sum to zero with the bank's +1 rows and compaction drops them.
-    bank = models.ForeignKey(Bank, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    # Its index is the (bank, day) one below.
+    bank = models.ForeignKey(Bank, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+")
     day = models.DateField()
     status = models.CharField(max_length=20)
     verdict = models.CharField(max_length=16, blank=True)
