@@ -9,6 +9,7 @@ near 1.
 
     RB_DATA_DIR=/tmp/rb-data-bench .venv/bin/python bench/dashboard.py [--small 20000] [--large 200000] [--runs 5]
     ... bench/dashboard.py --explain judge_human_agreement   # the EXPLAIN ANALYZE of one function's queries
+    ... bench/dashboard.py --trigger-cost   # 10k trajectories written with and without the count triggers
 """
 
 from __future__ import annotations
@@ -137,17 +138,61 @@ def explain(name: str, bank) -> None:
             print(q["sql"][:300], "\n", "\n".join(r[0] for r in cur.fetchall()), "\n")
 
 
+def trigger_cost(bank, n: int = 10_000, runs: int = 3) -> None:
+    """The maintained counts' triggers (trajectories.dashboard.counts) on the write paths: a bulk INSERT of
+    ``n`` trajectories, one UPDATE moving their status, 500 single-row INSERTs and a bulk DELETE, each with the
+    triggers and without (DISABLE TRIGGER USER), in a transaction rolled back."""
+    from django.db import connection, transaction
+
+    insert = """
+        INSERT INTO trajectories_trajectory (public_id, bank_id, task, task_id, steps, step_count, input_format,
+            final_answer, agent, metadata, outcome, learn, group_id, status, status_detail, verdict, verdict_tier,
+            judge_attempts, distill_attempts, contrast_attempts, created_at, updated_at)
+        SELECT gen_random_uuid(), %s, 'cost ' || i, '', '[]'::jsonb, 1, 'steps', '', 'a', '{}'::jsonb, '', true, '',
+            'received', '', '', 0, 0, 0, 0, now() - make_interval(mins => i), now() FROM generate_series(1, %s) AS i"""
+    steps = {
+        "bulk insert": lambda cur: cur.execute(insert, [bank.pk, n]),
+        "bulk status update": lambda cur: cur.execute(
+            "UPDATE trajectories_trajectory SET status = 'judging' WHERE bank_id = %s AND task LIKE 'cost %%'",
+            [bank.pk],
+        ),
+        "500 single inserts": lambda cur: [cur.execute(insert, [bank.pk, 1]) for _ in range(500)],
+        "bulk delete": lambda cur: cur.execute(
+            "DELETE FROM trajectories_trajectory WHERE bank_id = %s AND task LIKE 'cost %%'", [bank.pk]
+        ),
+    }
+    times = {(name, on): [] for name in steps for on in (False, True)}
+    for _ in range(runs):
+        for on in (False, True):
+            with transaction.atomic(), connection.cursor() as cur:
+                if not on:
+                    cur.execute("ALTER TABLE trajectories_trajectory DISABLE TRIGGER USER")
+                for name, step in steps.items():
+                    started = time.perf_counter()
+                    step(cur)
+                    times[name, on].append((time.perf_counter() - started) * 1000)
+                transaction.set_rollback(True)
+    print(f"| write ({n:,} rows) | ms without triggers | ms with | ratio |\n|---|---:|---:|---:|")
+    for name in steps:
+        off, on = statistics.median(times[name, False]), statistics.median(times[name, True])
+        print(f"| {name} | {off:.0f} | {on:.0f} | {on / off:.2f}x |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--small", type=int, default=20_000)
     parser.add_argument("--large", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--explain", default="", help="print the EXPLAIN ANALYZE of this function's queries")
+    parser.add_argument("--trigger-cost", action="store_true", help="time writes with and without the count triggers")
     args = parser.parse_args()
     setup_django()
     from django.test import Client
 
     banks = [seed("dash-small", args.small), seed("dash-large", args.large)]
+    if args.trigger_cost:
+        trigger_cost(banks[1][1])
+        return
     if args.explain:
         for _, bank in banks:
             print(f"== {bank.slug}")

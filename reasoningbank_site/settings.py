@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "template_partials",
     "axes",
     "csp",
+    "pgtrigger",  # triggers declared in models' Meta (trajectories.dashboard.counts)
     "reasoningbank_site",
     "accounts",
     "memories",

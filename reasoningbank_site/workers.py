@@ -86,4 +86,6 @@ def beat_schedule(*, sweep_interval: float, dispatch_interval: float) -> dict:
         "memories-anomaly-recalibrate": {"task": "memories.anomaly_recalibrate", "schedule": 600.0},
         # Rolls back canary releases significantly worse than production (banks that opted in).
         "trajectories-canary-rollback": {"task": "trajectories.canary_rollback", "schedule": 300.0},
+        # Merges the dashboard's trajectory counts per key (exact either way; merged rows keep its reads small).
+        "trajectories-compact-counts": {"task": "trajectories.compact_counts", "schedule": 60.0},
     }

@@ -13,6 +13,7 @@ from memories.items.experiences import Experience
 from memories.serving.models import RetrievalEvent
 from memories.trust.models import VerdictTier
 from reasoningbank_site.search import SearchColumn
+from trajectories.dashboard.counts import count_triggers
 
 
 class Status(models.TextChoices):
@@ -144,6 +145,8 @@ class Trajectory(models.Model):
                 name="trajectory_unique_bank_external_id",
             ),
         ]
+        # The bank's counts per day, status and verdict, kept by the database (trajectories.dashboard.counts).
+        triggers = count_triggers()
 
     def __str__(self) -> str:
         return self.task[:80]
@@ -195,6 +198,7 @@ class Judgment(models.Model):
 
 
 # Each domain's own models, loaded with the app's (Django reads this module).
+from trajectories.dashboard import models as dashboard_models  # noqa: E402, F401
 from trajectories.evaluation import models as evaluation_models  # noqa: E402, F401
 from trajectories.judging import models as judging_models  # noqa: E402, F401
 from trajectories.otlp import models as otlp_models  # noqa: E402, F401

@@ -8,6 +8,7 @@ from celery import shared_task
 from django.conf import settings
 
 from reasoningbank_site.celery import db_outage_retry
+from trajectories.dashboard.counts import counts_compact
 from trajectories.evaluation import tasks as evaluation_tasks  # noqa: F401  (registers its tasks)
 from trajectories.impact.announce import impact_verdicts_announce
 from trajectories.impact.item_effects import item_effects_record_all
@@ -50,3 +51,9 @@ def canary_rollback() -> None:
     """Roll back canaries significantly worse than production, in the banks
     that opted in (trajectories.impact.releases)."""
     canaries_auto_rollback()
+
+
+@shared_task(name="trajectories.compact_counts", ignore_result=True, acks_late=True)
+def compact_counts() -> int:
+    """Periodic (beat): merge the dashboard's trajectory count rows, one row per key (trajectories.dashboard.counts)."""
+    return counts_compact()

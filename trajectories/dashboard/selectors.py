@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef, Q
-from django.db.models.functions import TruncWeek
+from django.db.models import Count, Exists, OuterRef, Q, Sum
+from django.db.models.functions import Coalesce, TruncWeek
 from django.utils import timezone
 
 from accounts.models import Bank
@@ -17,13 +17,15 @@ from memories.items.models import ItemStatus, MemoryItem, MemoryItemVersion
 from reasoningbank_site.rates import CaseRate
 from trajectories.dashboard.activity import ACTOR_FIELDS, item_action_words
 from trajectories.dashboard.agreement import agreement_by_version_rows, agreement_by_week_rows, agreement_counts
+from trajectories.dashboard.models import TrajectoryCount
 from trajectories.impact.statistics import wilson_interval
 from trajectories.models import Judgment, Label, Status, Trajectory
 
 
 def status_counts(*, bank: Bank) -> list[tuple[str, str, int]]:
-    """(status, label, count) for every pipeline status, in pipeline order."""
-    counts = dict(Trajectory.objects.filter(bank=bank).values_list("status").annotate(n=Count("id")).order_by())
+    """(status, label, count) for every pipeline status, in pipeline order, from
+    the maintained counts (trajectories.dashboard.counts), not the bank's rows."""
+    counts = dict(TrajectoryCount.objects.filter(bank=bank).values_list("status").annotate(n=Sum("n")).order_by())
     return [(value, label, counts.get(value, 0)) for value, label in Status.choices]
 
 
@@ -306,14 +308,15 @@ def _weeks_start(weeks: int, today: date) -> datetime:
 
 def success_by_week(*, bank: Bank, weeks: int = CHART_WEEKS, today: date | None = None) -> list[PeriodRate]:
     """Per week of arrival (oldest first): trajectories whose effective
-    verdict is success, of those with a verdict. One query."""
+    verdict is success, of those with a verdict. One query, of the maintained
+    counts per day (trajectories.dashboard.counts; days are UTC, as TIME_ZONE)."""
     today = today or _today()
     rows = (
-        Trajectory.objects.filter(bank=bank, created_at__gte=_weeks_start(weeks, today))
+        TrajectoryCount.objects.filter(bank=bank, day__gte=_weeks_start(weeks, today).date())
         .exclude(verdict="")
-        .annotate(week=TruncWeek("created_at"))
+        .annotate(week=TruncWeek("day"))
         .values("week")
-        .annotate(x=Count("id", filter=Q(verdict=Label.SUCCESS)), n=Count("id"))
+        .annotate(x=Coalesce(Sum("n", filter=Q(verdict=Label.SUCCESS)), 0), n=Sum("n"))
         .order_by()
         .values_list("week", "x", "n")
     )
