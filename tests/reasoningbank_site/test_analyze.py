@@ -84,3 +84,16 @@ def test_an_index_build_gets_at_least_the_build_memory_and_the_connection_keeps_
     # Never less than what the server has.
     monkeypatch.setenv("RB_INDEX_BUILD_MEMORY", "16MB")
     assert index_build_memory() == "64MB"
+
+
+def test_the_demo_load_analyses_what_it_loaded(tmp_path):
+    from reasoningbank_site.demo import demo_seed
+
+    tables = ("memories_memoryitem", "trajectories_trajectory")
+    before = {table: _analysed(table)[0] for table in tables}
+    report = demo_seed(token_path=tmp_path / "demo-token")
+    assert report.notes
+    for table in tables:
+        last_analyze, changed = _analysed(table)
+        assert last_analyze is not None and (before[table] is None or last_analyze > before[table]), table
+        assert changed == 0, table
