@@ -97,3 +97,16 @@ def test_the_demo_load_analyses_what_it_loaded(tmp_path):
         last_analyze, changed = _analysed(table)
         assert last_analyze is not None and (before[table] is None or last_analyze > before[table]), table
         assert changed == 0, table
+
+
+def test_a_data_migrations_analyze_operation_analyses_its_tables():
+    from django.db.migrations.state import ProjectState
+
+    from reasoningbank_site.analyze import analyze_operation
+
+    before = _analysed("trajectories_judgment")[0]
+    state = ProjectState()
+    with connection.schema_editor() as editor:
+        analyze_operation("trajectories_judgment").database_forwards("trajectories", editor, state, state)
+    after = _analysed("trajectories_judgment")[0]
+    assert after is not None and (before is None or after > before)
