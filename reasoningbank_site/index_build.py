@@ -41,3 +41,16 @@ def index_build(*, using: str = DEFAULT_DB_ALIAS):
 def libpq_options(*, using: str = DEFAULT_DB_ALIAS) -> str:
     """PGOPTIONS for a client program that builds indexes (pg_restore)."""
     return f"-c maintenance_work_mem={index_build_memory(using=using)}"
+
+
+def index_build_operation():
+    """A migration operation, placed before the AddIndex of an index built over a table with data (an HNSW
+    index, a GIN index): the rest of the migration's transaction builds with index_build_memory()."""
+    from django.db import migrations
+
+    def raise_memory(apps, schema_editor):
+        memory = index_build_memory(using=schema_editor.connection.alias)
+        with schema_editor.connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('maintenance_work_mem', %s, true)", [memory])
+
+    return migrations.RunPython(raise_memory, migrations.RunPython.noop, elidable=True)

@@ -110,3 +110,23 @@ def test_a_data_migrations_analyze_operation_analyses_its_tables():
         analyze_operation("trajectories_judgment").database_forwards("trajectories", editor, state, state)
     after = _analysed("trajectories_judgment")[0]
     assert after is not None and (before is None or after > before)
+
+
+def test_a_migrations_index_build_operation_raises_the_memory_for_its_transaction(monkeypatch):
+    from django.db import transaction
+    from django.db.migrations.state import ProjectState
+
+    from reasoningbank_site.index_build import index_build_operation
+
+    monkeypatch.setenv("RB_INDEX_BUILD_MEMORY", "2GB")
+    with connection.cursor() as cursor:
+        cursor.execute("SET maintenance_work_mem = '64MB'")
+    state = ProjectState()
+    with transaction.atomic(), connection.schema_editor(atomic=False) as editor:
+        index_build_operation().database_forwards("memories", editor, state, state)
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW maintenance_work_mem")
+            assert cursor.fetchone()[0] == "2GB"
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW maintenance_work_mem")
+        assert cursor.fetchone()[0] == "64MB"
