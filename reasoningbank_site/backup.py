@@ -14,6 +14,9 @@ from django.db import connection, connections
 
 from reasoningbank_site import replica
 
+from reasoningbank_site.analyze import analyze_now
+from reasoningbank_site.index_build import libpq_options
+
 
 class BackupError(RuntimeError):
     """pg_dump or pg_restore failed (their message is in it)."""
@@ -67,6 +70,8 @@ def database_restore(*, path: Path) -> None:
     if not path.is_file():
         raise BackupError(f"no backup file at {path}")
     args, env = _connection_args()
+    # pg_restore builds every index (the HNSW graph of the items' embeddings among them): enough memory.
+    env["PGOPTIONS"] = f"{env.get('PGOPTIONS', '')} {libpq_options()}".strip()
     connection.close()  # our own connection must not hold a lock the restore waits for
     _run(
         [
@@ -82,3 +87,5 @@ def database_restore(*, path: Path) -> None:
         ],
         env,
     )
+    # rb_backup's dump holds no column statistics: until autovacuum gets to each table, the planner guesses.
+    analyze_now()

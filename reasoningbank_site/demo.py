@@ -24,10 +24,12 @@ from accounts.teams.banks import bank_create
 from accounts.teams.services import team_create
 from accounts.tokens.auth import api_token_for_secret
 from accounts.tokens.services import api_token_create, api_token_revoke
-from memories.items.models import ItemStatus, MemoryItem
+from memories.items.models import ItemStatus, MemoryItem, MemoryItemVersion
 from memories.items.services import memory_item_create
+from reasoningbank_site.analyze import analyze_after_commit
 from reasoningbank_site.errors import Conflict
 from trajectories.ingest.record import trajectory_ingest
+from trajectories.models import Judgment, Trajectory
 
 DEMO_FILE = Path(__file__).with_name("demo.json")
 DEMO: dict[str, Any] = json.loads(DEMO_FILE.read_text(encoding="utf-8"))
@@ -83,6 +85,8 @@ def demo_seed(*, token_path: Path | None = None) -> DemoSeedReport:
     token = _token(bank, admin, token_path, notes)
     _trajectories(bank, token, notes)
     _items(bank, admin, notes)
+    if notes:  # something was loaded into tables PostgreSQL has no statistics of yet
+        analyze_after_commit([Trajectory, Judgment, MemoryItem, MemoryItemVersion])
     return DemoSeedReport(bank=bank, token_path=token_path, warnings=warnings, notes=notes)
 
 

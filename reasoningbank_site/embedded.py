@@ -20,6 +20,8 @@ from pathlib import Path
 
 import psutil
 
+from reasoningbank_site import pg_settings
+
 log = logging.getLogger(__name__)
 
 DB_NAME = "reasoningbank"
@@ -42,7 +44,14 @@ def postgres_address(data_dir: Path) -> tuple[str, str]:
     pgserver = _quiet_pgserver_import()
     pgdata = data_dir / "pg"
     data_dir.mkdir(parents=True, exist_ok=True)
-    server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    server = pgserver.get_server(pgdata, cleanup_mode="stop", start=False)
+    if server.pgdata not in pgserver.PostgresServer._instances:  # not yet started by this process
+        with _pgserver_lock(server):
+            server.ensure_pgdata_inited()
+            conf_changed = pg_settings.write_conf(server.pgdata)  # before a start: applies to every setting
+        server.start()
+        if conf_changed:
+            _reload_conf(server)  # a server already running takes what it can without a restart
     _prune_dead_handles(server)
     # atexit runs last-registered first: this runs before pgserver's own cleanup (registered by get_server).
     atexit.register(_before_detach, server)
@@ -63,6 +72,13 @@ def _ensure_database(server) -> None:
             # both got past the check at once, as a unique violation on its catalog (two bench processes starting).
             with contextlib.suppress(psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
                 conn.execute(f'CREATE DATABASE "{DB_NAME}"')
+
+
+def _reload_conf(server) -> None:
+    import psycopg
+
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        conn.execute("SELECT pg_reload_conf()")
 
 
 def _prune_dead_handles(server) -> None:
@@ -150,6 +166,7 @@ def postgres_restart(data_dir: Path) -> int:
     server = pgserver.get_server(pgdata, cleanup_mode="stop")  # this process's handle
     with _pgserver_lock(server):
         server.ensure_pgdata_inited()  # as root: lets the server's own user reach the folder again
+        pg_settings.write_conf(pgdata)
         server.ensure_postgres_running()
     _ensure_database(server)
     return server.get_pid()

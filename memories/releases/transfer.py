@@ -23,11 +23,12 @@ from memories.items.models import (
     ItemOrigin,
     ItemStatus,
     MemoryItem,
+    MemoryItemVersion,
     normalize_tags,
 )
 from memories.items.services import memory_item_create
 from memories.releases.labels import releasing_locked, serving_sync
-from memories.releases.models import NOTE_MAX, EvaluationGate, PublishMode, ReleaseSource
+from memories.releases.models import NOTE_MAX, EvaluationGate, PublishMode, ReleaseMember, ReleaseSource
 from memories.releases.publishing import ReleaseOutcome, release_write
 from memories.releases.selectors import RELEASE_FORMAT
 from memories.review.decisions import memory_item_archive
@@ -35,6 +36,7 @@ from memories.review.policy import decision_alone_check
 from memories.trust.actions.services import rows_unapproved_actions
 from memories.trust.rules import scan_text
 from memories.trust.rules.findings import Kind
+from reasoningbank_site.analyze import analyze_after_bulk_write
 from reasoningbank_site.errors import Invalid, RisksNeedConfirmation, TooLarge
 from reasoningbank_site.text import counted, json_depth, scrub_text
 
@@ -274,6 +276,8 @@ def release_import(
     releasing.save(update_fields=fields)
     serving_sync(releasing)
     counts = ImportCounts(created=created, kept=len(keep) - created, archived=archived)
+    analyze_after_bulk_write([MemoryItem, MemoryItemVersion], rows=created)  # after commit, when it is a bulk
+    analyze_after_bulk_write([ReleaseMember], rows=len(keep))
     if release is None:
         return ReleaseOutcome(
             None, "Nothing to import: the bank already holds exactly this release.", noop=True

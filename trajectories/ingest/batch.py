@@ -15,6 +15,7 @@ from django.db import DatabaseError, transaction
 from accounts.models import ApiToken, Bank
 from memories.serving.models import RetrievalEvent
 from memories.serving.tallies import retrievals_lock_for_outcomes
+from reasoningbank_site.analyze import analyze_after_bulk_write
 from reasoningbank_site.errors import DomainError, Invalid, TooLarge
 from trajectories.ingest.quotas import ingest_quota_check
 from trajectories.ingest.record import (
@@ -27,7 +28,7 @@ from trajectories.ingest.record import (
     unknown_retrieval,
 )
 from trajectories.ingest.schemas import TrajectoryIn
-from trajectories.models import Trajectory
+from trajectories.models import Judgment, Trajectory
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +158,7 @@ def trajectory_ingest_batch(*, bank: Bank, token: ApiToken | None, items: list[A
                 results[index] = BatchItemResult(index=index, trajectory=trajectory, created=created)
         return [results[i] for i in range(len(items))]
     built_stored([b for _i, b in new], list({r.pk: r for r in retrievals.values()}.values()))  # one per run
+    analyze_after_bulk_write([Trajectory, Judgment], rows=len(new))  # after commit, when it is a bulk
     by_external_id = {b.payload.external_id: b.trajectory for _i, b in new if b.payload.external_id}
     for index, b in new:
         results[index] = BatchItemResult(index=index, trajectory=b.trajectory, created=True)
