@@ -84,6 +84,9 @@ def main(argv: list[str] | None = None) -> dict:
         "--whole-exports", action="store_true", help="also download each export whole (at 1M: many minutes)"
     )
     parser.add_argument("--seed-only", action="store_true", help="build the databases and stop")
+    parser.add_argument(
+        "--no-hnsw", action="store_true", help="skip rebuilding the HNSW index (at 1M: many minutes; seeding times it)"
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     import django
@@ -96,7 +99,7 @@ def main(argv: list[str] | None = None) -> dict:
         return {"seeded": seeded}
     import scale_measure
 
-    return scale_measure.measure(sizes, args.runs, seeded, use_db, args.whole_exports)
+    return scale_measure.measure(sizes, args.runs, seeded, use_db, args.whole_exports, hnsw=not args.no_hnsw)
 
 
 if __name__ == "__main__":

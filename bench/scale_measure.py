@@ -235,7 +235,7 @@ def _stats(values: list[float]) -> tuple[float, float]:
     return statistics.median(values), common.pct(values, 95)
 
 
-def measure(sizes: list[int], runs: int, seeded: dict, use_db, whole_exports: bool = False) -> dict:
+def measure(sizes: list[int], runs: int, seeded: dict, use_db, whole_exports: bool = False, hnsw: bool = True) -> dict:
     """Every measurement at both sizes, interleaved; prints the table; returns the figures."""
     from scale import PAGE_BAR, PURGE_BAR, RETRIEVAL_BAR
 
@@ -277,7 +277,8 @@ def measure(sizes: list[int], runs: int, seeded: dict, use_db, whole_exports: bo
             once["indexes grown by the purge"][n] = ", ".join(result["grown"]) or "none"
         for n in sizes:
             sites[n].switch()
-            once["HNSW build, s"][n] = scale_seed.hnsw_build()
+            if hnsw:
+                once["HNSW build, s"][n] = scale_seed.hnsw_build()
             once["backup (pg_dump), s"][n] = backup_seconds()
             once["weights"][n] = table_weights(n)
     finally:
@@ -337,6 +338,8 @@ def report(small, large, times, once, seeded, page_bar, retrieval_bar, purge_bar
         f"| indexes grown by the purge | {grown[small]} | {grown[large]} | | none | {'pass' if no_growth else 'FAIL'} |"
     )
     for what in ("HNSW build, s", "backup (pg_dump), s"):
+        if what not in once:
+            continue
         s, lg = once[what][small], once[what][large]
         print(f"| {what} | {s:.1f} | {lg:.1f} | {lg / s:.2f} | (size-bound) | |")
     print(f"\nSeeding (s): {small:,}: {sum(seeded[small].values()):.0f}; {large:,}: {sum(seeded[large].values()):.0f}")
