@@ -13,7 +13,6 @@ from django.conf import settings
 from django.db import connection, connections
 
 from reasoningbank_site import replica
-
 from reasoningbank_site.analyze import analyze_now
 from reasoningbank_site.index_build import libpq_options
 
