@@ -10,11 +10,14 @@ import os
 import subprocess
 import sys
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
 import pytest
 from django.conf import settings
+
+from memories.serving.rollups import rollup_before
 
 ROOT = Path(__file__).resolve().parents[2]
 ROWS = (
@@ -82,6 +85,26 @@ def test_scale_bench_seeds_both_sizes_and_measures_every_row(bench_db):
             " WHERE b.slug = 'bench' AND t.task ~ '^Task [0-9]+:'"
         ).fetchone()[0]
         tallies = conn.execute("SELECT count(*) FROM memories_retrievaltally").fetchone()[0]
-    assert {"items", "release 1", "release 2", "activity", "other banks", "hnsw", "complete"} <= parts
+        # The tallies as beat keeps them: the months older than ROLLUP_AFTER_DAYS rolled up ...
+        before = rollup_before(datetime.now(UTC).date())
+        old_daily, monthly = conn.execute(
+            "SELECT count(*) FILTER (WHERE NOT monthly AND day < %s), count(*) FILTER (WHERE monthly)"
+            " FROM memories_retrievaltally",
+            [before],
+        ).fetchone()
+        # ... with the same sums: judged first retrievals that had candidates, per arm.
+        tallied = dict(
+            conn.execute("SELECT arm, SUM(units) FROM memories_retrievaltally WHERE item IS NULL GROUP BY arm")
+        )
+        counted = dict(
+            conn.execute(
+                "SELECT arm, count(*) FROM memories_retrievalevent WHERE run_id IS NULL AND judged > 0"
+                " AND jsonb_array_length(results) > 0 GROUP BY arm"
+            )
+        )
+    assert {"items", "release 1", "release 2", "activity", "other banks", "tally upkeep", "hnsw", "complete"} <= parts
+    assert old_daily == 0
+    assert monthly > 0
+    assert tallied == counted and sum(counted.values()) > 0
     assert trajectories == 1000  # as seeded (the batch ingests' "Task ingested …" rows aside)
     assert tallies > 0

@@ -6,6 +6,7 @@ the holdout arm (``ItemComparison``). Reads the maintained sums
 
 from __future__ import annotations
 
+import heapq
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -88,8 +89,11 @@ class ItemComparison:
 
 def _add(*parts: tuple[int, float, int, int] | None) -> tuple[int, float, int, int]:
     """Sum of (units, Σy, judged, successes) tuples; missing sides are zero."""
-    found = [part for part in parts if part]
-    return tuple(sum(values) for values in zip((0, 0.0, 0, 0), *found)) if found else (0, 0.0, 0, 0)  # type: ignore[return-value]
+    units, y, judged, successes = 0, 0.0, 0, 0
+    for part in parts:
+        if part:
+            units, y, judged, successes = units + part[0], y + part[1], judged + part[2], successes + part[3]
+    return units, y, judged, successes
 
 
 def item_outcomes(
@@ -139,8 +143,12 @@ def item_outcomes(
         if served[0] or withheld[0]:
             pairs.append((item, served, withheld))
     effects = item_effects([(served[0], served[1], withheld[0], withheld[1]) for _, served, withheld in pairs])
+    # Every item is tested (Benjamini–Hochberg needs them all); only the shown ones are built.
+    shown = heapq.nsmallest(
+        max(0, int(limit)), range(len(pairs)), key=lambda i: (-pairs[i][1][2], -pairs[i][2][2], str(pairs[i][0]))
+    )
     outcomes = []
-    for (item, served, withheld), effect in zip(pairs, effects):
+    for (item, served, withheld), effect in ((pairs[i], effects[i]) for i in shown):
         outcomes.append(
             ItemOutcome(
                 public_id=item,
@@ -162,8 +170,6 @@ def item_outcomes(
                 may_help=effect.significant and effect.difference > 0,
             )
         )
-    outcomes.sort(key=lambda o: (-o.served_judged, -o.withheld_judged, str(o.public_id)))
-    outcomes = outcomes[: max(0, int(limit))]
     ids = [o.public_id for o in outcomes]
     if ids:
         items = {

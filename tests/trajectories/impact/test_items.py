@@ -108,3 +108,17 @@ def test_item_outcomes_query_count(bank, django_assert_max_num_queries):
     report = bank_impact(bank=bank)
     with django_assert_max_num_queries(2):  # the aggregate and the items' titles
         assert len(item_outcomes(bank=bank, report=report)) == 3
+
+
+def test_item_outcomes_limit_shows_the_first_rows_of_the_whole_table(bank):
+    """A limit only cuts the table: the shown rows, their order, their tests
+    (corrected across every item, shown or not) are the unlimited table's first rows."""
+    with_holdout(bank)
+    items = make_items(bank, 5)
+    for n, item in enumerate(items):
+        make_arm(bank, "treatment", successes=2 + n, failures=3, items=[item])
+        make_arm(bank, "holdout", successes=1, failures=2 + n % 2, items=[item])
+    whole = item_outcomes(bank=bank, limit=50)
+    assert len(whole) == 5
+    for limit in (0, 2, 5):
+        assert item_outcomes(bank=bank, limit=limit) == whole[:limit]
