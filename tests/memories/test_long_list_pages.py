@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from memories.items.models import ItemStatus
 from memories.review.selectors import review_queue
 from reasoningbank_site import search
 from reasoningbank_site.search import SearchPaginator
@@ -76,3 +78,16 @@ def test_the_capped_count_reads_keys_only(bank):
     (count_sql,) = [q["sql"] for q in queries if "COUNT(*)" in q["sql"]]
     assert "memories_riskfinding" not in count_sql, count_sql  # the rows' risk counts are not computed to be counted
     assert "ORDER BY" not in count_sql, count_sql  # any rows will do: no walk of the list's order to count them
+
+
+@pytest.mark.django_db
+def test_a_deep_queue_page_s_keys_are_read_from_an_index_alone(bank, other_bank):
+    bulk_items(bank, 3000)
+    bulk_items(other_bank, 3000)
+    bulk_items(bank, 3000, status=ItemStatus.APPROVED)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memoryitem")
+    keys = review_queue(bank=bank).values_list("pk", flat=True)[2000:2050]
+    plan = keys.explain()
+    assert "Index Only Scan using memoryitem_queue_order" in plan, plan  # the keys come without reading the table
+    assert "Sort" not in plan, plan  # the index holds the queue's whole order, ties by id included
