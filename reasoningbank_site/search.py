@@ -121,7 +121,7 @@ class SearchPaginator(Paginator):
     @cached_property
     def count(self) -> int:
         if self._keys is None:
-            return super().count
+            return _capped_count(self)
         try:
             self._matches = _ordered_keys(self.object_list, self._keys)
         except EmptyResultSet:  # a filter that can match nothing (none(), pk__in=[]): Django has no SQL for it
@@ -136,7 +136,7 @@ class SearchPaginator(Paginator):
     def page(self, number):
         number = self.validate_number(number)  # reads count
         if self._matches is None:
-            return super().page(number)
+            return _page_by_keys(self, number)
         bottom = (number - 1) * self.per_page
         top = bottom + self.per_page
         if top + self.orphans >= self.count:
@@ -144,6 +144,40 @@ class SearchPaginator(Paginator):
         wanted = self._matches[bottom:top]
         found = {row.pk: row for row in _by_primary_key(self.object_list, wanted)}
         return self._get_page([found[pk] for pk in wanted if pk in found], number, self)
+
+
+def _page_by_keys(paginator: Paginator, number: int):
+    """Page ``number`` of ``paginator``'s unsearched list. Past the first page
+    of a queryset, the page's primary keys are read first (only the keys, in
+    the list's order, under its OFFSET) and its rows fetched by them: a list
+    whose rows carry per-row subqueries (the queue's risk counts, versions,
+    votes, presence) otherwise computed them for every row the OFFSET skips
+    (20,000 rows, 370 ms, on a queue's page 400)."""
+    qs = paginator.object_list
+    if number == 1 or not isinstance(qs, QuerySet) or qs.query.distinct:
+        return Paginator.page(paginator, number)
+    bottom = (number - 1) * paginator.per_page
+    top = bottom + paginator.per_page
+    if top + paginator.orphans >= paginator.count:
+        top = paginator.count
+    wanted = list(qs.values_list("pk", flat=True)[bottom:top])
+    found = {row.pk: row for row in qs.order_by().filter(pk__in=wanted)}
+    return paginator._get_page([found[pk] for pk in wanted if pk in found], number, paginator)
+
+
+def _capped_count(paginator) -> int:
+    """How many rows ``paginator`` lists, counting a queryset's at most
+    ``LIST_COUNT_CAP`` (``paginator.capped`` when there are more)."""
+    qs = paginator.object_list
+    if not isinstance(qs, QuerySet):
+        return Paginator.count.func(paginator)
+    # The keys alone, in no order: any 10,001 rows are read from an index
+    # alone (1.5 ms at 1M trajectories; in the list's order, 140 ms).
+    n = qs.order_by().values("pk")[: LIST_COUNT_CAP + 1].count()
+    if n > LIST_COUNT_CAP:
+        paginator.capped = True
+        return LIST_COUNT_CAP
+    return n
 
 
 DENSE_HEAD_MISSES = 50  # the list's first 1,050 rows holding fewer misses than this: more than 1,000 matches
@@ -234,8 +268,4 @@ class CappedPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
-        n = self.object_list[: LIST_COUNT_CAP + 1].count()
-        if n > LIST_COUNT_CAP:
-            self.capped = True
-            return LIST_COUNT_CAP
-        return n
+        return _capped_count(self)

@@ -164,6 +164,9 @@ class MemoryItem(models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["bank", "status", "created_at"]),
+            # The queue's order (created_at, id) by status: a page's keys under its OFFSET are read from this
+            # index alone, not from every skipped row of the table (10,000 rows: ~170 ms, heap reads).
+            models.Index(fields=["bank", "status", "created_at", "id"], name="memoryitem_queue_order"),
             # The item list's order (newest change first): a page is an index walk, not a sort of the bank.
             models.Index(fields=["bank", "updated_at"], name="memoryitem_bank_updated"),
             # Items whose validity ran out since a release: the draft diff reads them without reading the bank.
