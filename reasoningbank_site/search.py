@@ -234,8 +234,14 @@ class CappedPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
-        n = self.object_list[: LIST_COUNT_CAP + 1].count()
-        if n > LIST_COUNT_CAP:
-            self.capped = True
-            return LIST_COUNT_CAP
+        n, self.capped = capped_count(self.object_list)
         return n
+
+
+def capped_count(qs) -> tuple[int, bool]:
+    """How many rows ``qs`` holds, counting at most ``LIST_COUNT_CAP`` (reading no more than that many + 1
+    rows), and whether there are more (then the count is the cap: show it as "10000+")."""
+    n = qs[: LIST_COUNT_CAP + 1].count()
+    if n > LIST_COUNT_CAP:
+        return LIST_COUNT_CAP, True
+    return n, False
