@@ -240,8 +240,9 @@ class CappedPaginator(Paginator):
 
 def capped_count(qs) -> tuple[int, bool]:
     """How many rows ``qs`` holds, counting at most ``LIST_COUNT_CAP`` (reading no more than that many + 1
-    rows), and whether there are more (then the count is the cap: show it as "10000+")."""
-    n = qs[: LIST_COUNT_CAP + 1].count()
+    rows, in no order: a sorted queryset would sort all its rows first), and whether there are more (then the
+    count is the cap: show it as "10000+")."""
+    n = qs.order_by()[: LIST_COUNT_CAP + 1].count()
     if n > LIST_COUNT_CAP:
         return LIST_COUNT_CAP, True
     return n, False
