@@ -8,7 +8,9 @@ from collections.abc import Iterator
 
 from accounts.models import Bank
 from memories.items.models import ItemStatus, MemoryItem
+from reasoningbank_site.keyset import keyset_chunks
 
+CHUNK = 500
 EXPORT_FIELDS = (
     "title",
     "description",
@@ -24,10 +26,12 @@ EXPORT_FIELDS = (
 
 def memory_items_export(*, bank: Bank, status: str = "") -> Iterator[dict]:
     """The bank's items (of ``status``, else all but superseded) as dicts of
-    EXPORT_FIELDS plus ``id``, oldest first, streamed from the database."""
+    EXPORT_FIELDS plus ``id``, oldest first, streamed from the database a
+    keyset chunk at a time (the first row does not wait for the whole bank)."""
     qs = MemoryItem.objects.filter(bank=bank)
     qs = qs.filter(status=status) if status else qs.exclude(status=ItemStatus.SUPERSEDED)
-    for item in qs.only("public_id", *EXPORT_FIELDS).order_by("created_at", "id").iterator(chunk_size=500):
+    rows = keyset_chunks(qs.only("public_id", *EXPORT_FIELDS), order=("created_at", "id"), chunk=CHUNK)
+    for item in (item for chunk in rows for item in chunk):
         row = {"id": str(item.public_id)}
         for name in EXPORT_FIELDS:
             value = getattr(item, name)

@@ -175,6 +175,10 @@ class MemoryItem(models.Model):
                 name="memoryitem_bank_valid_until",
                 condition=Q(valid_until__isnull=False),
             ),
+            # The exports' keyset chunks (oldest first; the served export by approval): each chunk is an
+            # index range read, so the first row does not wait for a sort of the bank.
+            models.Index(fields=["bank", "created_at", "id"], name="memoryitem_bank_created_id"),
+            models.Index(fields=["bank", "approved_at", "id"], name="memoryitem_bank_approved_id"),
             GinIndex(name="memoryitem_tags_gin", fields=["tags"]),
             GinIndex(name="memoryitem_source_agents_gin", fields=["source_agents"]),
             GinIndex(name="memoryitem_source_meta_gin", fields=["source_metadata"], opclasses=["jsonb_path_ops"]),

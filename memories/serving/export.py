@@ -4,10 +4,12 @@ the `reasoning-bank` library's memory records."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import chain
 
 from accounts.models import Bank
 from memories.items.models import ItemOrigin, MemoryItem
 from memories.serving.lists import served_items
+from reasoningbank_site.keyset import keyset_chunks
 
 _SOURCE_OF_ORIGIN = {
     ItemOrigin.SUCCESS: "success",
@@ -37,30 +39,25 @@ def served_items_export_reasoning_bank(*, bank: Bank, scope: str = "global") -> 
     ``use_count`` / ``last_used_at`` how often and when this service served it,
     ``confidence`` 1 (a reviewer approved it), ``related_ids`` empty."""
     served = served_items(bank=bank)
-    qs = (
-        served.items.select_related("experience")
-        .only(
-            "public_id",
-            "title",
-            "description",
-            "content",
-            "origin",
-            "verdict_label",
-            "created_at",
-            "approved_at",
-            "served_count",
-            "last_served_at",
-            "experience__task",
-        )
-        .order_by("approved_at", "id")
+    qs = served.items.select_related("experience").only(
+        "public_id",
+        "title",
+        "description",
+        "content",
+        "origin",
+        "verdict_label",
+        "created_at",
+        "approved_at",
+        "served_count",
+        "last_served_at",
+        "experience__task",
     )
-    chunk: list[MemoryItem] = []
-    for item in qs.iterator(chunk_size=CHUNK):
-        chunk.append(item)
-        if len(chunk) == CHUNK:
-            yield from _records(served.page_of(chunk), scope)
-            chunk = []
-    yield from _records(served.page_of(chunk), scope)
+    # Keyset chunks (the first record does not wait for the whole bank), in the order ``approved_at, id``
+    # has in PostgreSQL: the approved times first, then the items without one (nulls sort last) by id.
+    approved = keyset_chunks(qs.filter(approved_at__isnull=False), order=("approved_at", "id"), chunk=CHUNK)
+    never = keyset_chunks(qs.filter(approved_at__isnull=True), order=("id", "public_id"), chunk=CHUNK)
+    for chunk in chain(approved, never):
+        yield from _records(served.page_of(chunk), scope)
 
 
 def _records(items: list[MemoryItem], scope: str) -> Iterator[dict]:

@@ -15,7 +15,6 @@ from accounts.audit.services import audit_event
 from accounts.models import AuditEvent
 from accounts.teams.selectors import audit_events
 from reasoningbank_site import search
-from reasoningbank_site.search import LIST_COUNT_CAP
 
 
 def _counted(response) -> str:

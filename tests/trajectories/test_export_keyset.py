@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from reasoningbank_site import search
 from reasoningbank_site.keyset import keyset_page
 from tests import factories
 from trajectories.exports import datasets
@@ -85,15 +86,13 @@ def test_a_chunk_after_the_first_is_an_index_range_read_of_the_bank(bank, other_
 
 
 def test_the_export_page_counts_each_file_up_to_a_cap_and_says_so(client, owner, bank, eleven, monkeypatch):
-    from trajectories.exports import views
-
     client.force_login(owner)
     url = reverse("trajectories:export", kwargs={"bank_id": bank.public_id})
     page = client.get(url).content.decode()
     assert 'Successes</a> <span class="muted small">(6)</span>' in page
     assert 'Failures</a> <span class="muted small">(5)</span>' in page
     assert "(6 runs)" in page  # the runs a reviewer also judged
-    monkeypatch.setattr(views, "COUNT_CAP", 5)
+    monkeypatch.setattr(search, "LIST_COUNT_CAP", 5)
     page = client.get(url).content.decode()
     assert 'Successes</a> <span class="muted small">(5+)</span>' in page
     assert 'Failures</a> <span class="muted small">(5)</span>' in page
@@ -102,13 +101,11 @@ def test_the_export_page_counts_each_file_up_to_a_cap_and_says_so(client, owner,
 
 @pytest.mark.django_db
 def test_the_export_page_s_counts_stop_at_the_cap(bank):
-    from trajectories.exports import views
-
     Trajectory.objects.bulk_create(
         Trajectory(bank=bank, task=f"t{i}", steps=[], verdict=("success", "failure")[i % 2]) for i in range(3000)
     )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE trajectories_trajectory")
     runs = Trajectory.objects.filter(bank=bank, steps_purged_at=None, verdict="success")
-    plan = runs[: views.COUNT_CAP + 1].explain()
+    plan = runs.order_by().values("pk")[: search.LIST_COUNT_CAP + 1].explain()
     assert plan.lstrip().startswith("Limit"), plan

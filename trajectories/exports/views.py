@@ -22,6 +22,7 @@ from memories.items.models import ItemStatus
 from memories.review.selectors import item_status_counts
 from memories.serving.export import served_items_export_reasoning_bank
 from memories.serving.lists import served_items
+from reasoningbank_site import search
 from reasoningbank_site.replica import reads_from_replica
 from trajectories.exports import datasets
 from trajectories.models import Judgment, JudgmentSource, Trajectory
@@ -47,13 +48,10 @@ def chat_verdict(value: str | None) -> str:
 
 # The Export page counts each file's rows up to this many: past it, the page says "10,000+" (a bounded read,
 # however big the bank; the exact size of a file that large is not what the choice of a file needs).
-COUNT_CAP = 10_000
-
-
 def capped_count(qs) -> str:
-    """``qs``'s row count as shown, reading at most ``COUNT_CAP`` + 1 rows: "10,000+" past the cap."""
-    n = qs[: COUNT_CAP + 1].count()
-    return f"{COUNT_CAP:,}+" if n > COUNT_CAP else f"{n:,}"
+    """``qs``'s row count as shown, reading at most the lists' cap + 1 rows: "10,000+" past the cap."""
+    n, capped = search.capped_count(qs)
+    return f"{n:,}+" if capped else f"{n:,}"
 
 
 def _counts(bank: Bank) -> dict:

@@ -47,6 +47,7 @@ from memories.review.policy import decides_alone
 from memories.serving.lists import served_items
 from reasoningbank_site.errors import DomainError, Invalid, NotFound
 from reasoningbank_site.replica import reads_from_replica
+from reasoningbank_site.search import capped_count
 from reasoningbank_site.text import counted
 from reasoningbank_site.values import ascii_number
 from trajectories.impact.release_evaluations import evaluations_url, release_evaluations_attach
@@ -170,7 +171,8 @@ def releases(request, bank_id):
         ),
         # An automatic bank publishes every change as it is made: its draft is its newest release.
         "draft": draft_diff(bank=bank) if releasing.mode == PublishMode.MANUAL else None,
-        "production_serves": served_items(bank=bank).items.count(),
+        # Counted up to a cap ("10000+"): an exact count of a big bank's served items read every one of them.
+        "production_serves": capped_count(served_items(bank=bank).items),
         "verdict": canary_verdict(bank=bank, releasing=releasing),
         "can_review": me.has_role(Role.REVIEWER),
         "can_admin": me.has_role(Role.ADMIN),

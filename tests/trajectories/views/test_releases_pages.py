@@ -109,3 +109,25 @@ def test_another_teams_member_gets_404_and_anonymous_visitors_log_in(client, ban
     for url in urls:
         assert client.get(url).status_code == 404
     assert client.post(_url(bank), {"action": "rollback", "number": "1"}).status_code == 404
+
+
+def test_production_serves_is_counted_up_to_the_list_cap(client, viewer, bank, monkeypatch):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memories.items.models import ItemStatus
+    from reasoningbank_site import search
+    from tests.factories import make_items
+
+    make_items(bank, 5, status=ItemStatus.APPROVED)
+    client.force_login(viewer)
+    assert "Production serves 5 items now" in client.get(_url(bank)).content.decode()
+    monkeypatch.setattr(search, "LIST_COUNT_CAP", 3)
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(_url(bank)).content.decode()
+    assert "Production serves 3+ items now" in html
+    counts = [
+        q["sql"] for q in queries.captured_queries if "COUNT(*)" in q["sql"] and "memories_memoryitem" in q["sql"]
+    ]
+    assert counts and all("LIMIT 4" in sql for sql in counts), counts  # never every served item of the bank
+    assert not any('ORDER BY "memories_memoryitem"' in sql for sql in counts), counts  # nor a sort of them first
