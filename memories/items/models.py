@@ -223,6 +223,9 @@ class MemoryItemVersion(models.Model):
     class Meta:
         ordering = ["number"]
         constraints = [models.UniqueConstraint(fields=["item", "number"], name="memoryitemversion_unique_number")]
+        # The newest versions of every bank, walked back until a dozen are the bank's (the dashboard's recent
+        # activity), instead of a sort of every version.
+        indexes = [models.Index(fields=["created_at"], name="memoryitemversion_created")]
 
     def __str__(self) -> str:
         return f"{self.item_id} v{self.number} ({self.action})"

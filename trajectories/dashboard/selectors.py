@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
+from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, Sum
 from django.db.models.functions import Coalesce, TruncWeek
@@ -43,12 +44,30 @@ class Agreement:
         return CaseRate(self.agree, self.both)
 
 
+# How long the 5-second refresh reuses the agreement figure the whole page computed (trajectories.dashboard.views).
+AGREEMENT_CACHE_SECONDS = 60
+
+
 def judge_human_agreement(*, bank: Bank) -> Agreement:
     """Among trajectories judged by both the LLM and a human, how many have
     the same label in the latest LLM and the latest human judgment (read
     from the human judgments: trajectories.dashboard.agreement)."""
     both, agree = agreement_counts(bank_id=bank.pk)
     return Agreement(both=both, agree=agree)
+
+
+def dashboard_agreement(*, bank: Bank, fresh: bool) -> Agreement:
+    """The judge/human agreement for the dashboard: read afresh (``fresh``: the whole page) and kept in the
+    cache for AGREEMENT_CACHE_SECONDS, which the 5-second refresh shows instead of reading the bank's human
+    judgments again; the refresh reads it itself when nothing is kept. A new human label therefore shows on
+    the refresh within a minute, and on the page at once."""
+    key = f"dashboard:agreement:{bank.pk}"
+    kept = None if fresh else cache.get(key)
+    if kept is not None:
+        return Agreement(*kept)
+    agreement = judge_human_agreement(bank=bank)
+    cache.set(key, (agreement.both, agreement.agree), AGREEMENT_CACHE_SECONDS)
+    return agreement
 
 
 @dataclass(frozen=True)
