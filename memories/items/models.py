@@ -172,6 +172,13 @@ class MemoryItem(models.Model):
                 name="memoryitem_bank_valid_until",
                 condition=Q(valid_until__isnull=False),
             ),
+            # Approved items flagged for another look (a few): the dashboard's backlog counts them without
+            # reading every approved item.
+            models.Index(
+                fields=["bank"],
+                name="memoryitem_bank_flagged",
+                condition=Q(status="approved") & ~Q(needs_review_reason=""),
+            ),
             GinIndex(name="memoryitem_tags_gin", fields=["tags"]),
             GinIndex(name="memoryitem_source_agents_gin", fields=["source_agents"]),
             GinIndex(name="memoryitem_source_meta_gin", fields=["source_metadata"], opclasses=["jsonb_path_ops"]),

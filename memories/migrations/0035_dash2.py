@@ -1,8 +1,9 @@
-"""The item versions by time: the dashboard's recent activity reads the newest ones by index instead of sorting
-every version of the bank's items.
+"""Two indexes for the dashboard: the item versions by time (the recent activity reads the newest ones instead
+of sorting every version of the bank's items), and the approved items flagged for another look (partial: a few;
+the review backlog counts them without reading every approved item).
 
 Built with CREATE INDEX CONCURRENTLY (non-atomic): item versions grow with every review, and a plain CREATE INDEX
-would block reviews and distillation while it builds; this takes no lock that stops writes."""
+and items would block reviews and distillation while they build; this takes no lock that stops writes."""
 
 from django.contrib.postgres.operations import AddIndexConcurrently
 from django.db import migrations, models
@@ -17,5 +18,13 @@ class Migration(migrations.Migration):
         AddIndexConcurrently(
             model_name="memoryitemversion",
             index=models.Index(fields=["created_at"], name="memoryitemversion_created"),
+        ),
+        AddIndexConcurrently(
+            model_name="memoryitem",
+            index=models.Index(
+                condition=models.Q(status="approved") & ~models.Q(needs_review_reason=""),
+                fields=["bank"],
+                name="memoryitem_bank_flagged",
+            ),
         ),
     ]
