@@ -275,21 +275,22 @@ def _week_start(day: date) -> date:
 
 # Per day: how many items entered the queue (a version whose status became
 # proposed) minus how many left it, and the approvals (moves into approved;
-# clearing a review flag writes an "approved" version too but is not one). LAG runs over every
-# version of the bank's items, the outer filter keeps the window's days.
+# clearing a review flag writes an "approved" version too but is not one). Only the window's versions are read
+# (the index memoryitemversion_created), each with its item's version before it by the (item, number) index:
+# the work grows with the window's changes, not with the bank's history.
 _REVIEW_MOVES_SQL = """
 WITH moves AS (
     SELECT v.created_at, v.status,
-           LAG(v.status) OVER (PARTITION BY v.item_id ORDER BY v.number) AS previous
+           (SELECT p.status FROM {versions} p WHERE p.item_id = v.item_id AND p.number < v.number
+            ORDER BY p.number DESC LIMIT 1) AS previous
     FROM {versions} v JOIN {items} i ON i.id = v.item_id
-    WHERE i.bank_id = %s
+    WHERE i.bank_id = %s AND v.created_at >= %s
 )
 SELECT (created_at AT TIME ZONE %s)::date AS day,
        SUM(CASE WHEN status = %s AND previous IS DISTINCT FROM %s THEN 1
                 WHEN status <> %s AND previous = %s THEN -1 ELSE 0 END) AS delta,
        COUNT(*) FILTER (WHERE status = %s AND previous IS DISTINCT FROM %s) AS approved
 FROM moves
-WHERE created_at >= %s
 GROUP BY 1
 """
 
@@ -306,7 +307,7 @@ def review_by_day(*, bank: Bank, days: int = CHART_DAYS, today: date | None = No
     proposed = ItemStatus.PROPOSED
     sql = _REVIEW_MOVES_SQL.format(versions=MemoryItemVersion._meta.db_table, items=MemoryItem._meta.db_table)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [bank.pk, str(tz), *[proposed] * 4, ItemStatus.APPROVED, ItemStatus.APPROVED, start])
+        cursor.execute(sql, [bank.pk, start, str(tz), *[proposed] * 4, ItemStatus.APPROVED, ItemStatus.APPROVED])
         moves = {day: (delta, approved) for day, delta, approved in cursor.fetchall()}
     backlog = MemoryItem.objects.filter(bank=bank, status=proposed).count()
     out = []

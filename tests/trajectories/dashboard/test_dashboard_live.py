@@ -9,10 +9,11 @@ from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from memories.items.models import MemoryItem, MemoryItemVersion
 from tests import factories
-from trajectories.dashboard.selectors import AGREEMENT_CACHE_SECONDS, recent_activity, review_backlog
+from trajectories.dashboard.selectors import AGREEMENT_CACHE_SECONDS, recent_activity, review_backlog, review_by_day
 from trajectories.models import Judgment
 
 pytestmark = pytest.mark.django_db
@@ -117,3 +118,29 @@ def test_review_backlog_counts_by_index_and_reads_only_the_flagged_rows(bank, ot
         plan = "\n".join(row[0] for row in cur.fetchall())
     assert "Seq Scan on memories_memoryitem" not in plan, plan
     assert "memoryitem_bank_flagged" in plan, plan  # the flagged items, not every approved item's row
+
+
+def test_review_chart_reads_only_the_windows_versions(bank, other_bank):
+    seed_versions(bank, 3000)
+    seed_versions(other_bank, 1000)
+    with connection.cursor() as cur:  # a year of history: a day per item, its three versions a minute apart
+        cur.execute(
+            "UPDATE memories_memoryitemversion SET created_at = now() - make_interval(days => (item_id % 365)::int)"
+            " + make_interval(mins => number)"
+        )
+        cur.execute("ANALYZE memories_memoryitemversion")
+    with CaptureQueriesContext(connection) as queries:
+        days = review_by_day(bank=bank)
+    # Each item entered the queue on its day (its first version proposed; the later ones stay proposed).
+    entered = {}
+    for v in MemoryItemVersion.objects.filter(item__bank=bank, number=1):
+        entered[timezone.localdate(v.created_at)] = entered.get(timezone.localdate(v.created_at), 0) + 1
+    backlog = [d.backlog for d in days]
+    assert backlog[-1] == 3000
+    assert all(a + entered.get(d.day, 0) == b for a, b, d in zip(backlog, backlog[1:], days[1:], strict=False))
+    (sql,) = [q["sql"] for q in queries.captured_queries if "memories_memoryitemversion" in q["sql"]]
+    with connection.cursor() as cur:
+        cur.execute("EXPLAIN " + sql)
+        plan = "\n".join(row[0] for row in cur.fetchall())
+    assert "memoryitemversion_created" in plan, plan
+    assert "Seq Scan on memories_memoryitemversion" not in plan, plan
