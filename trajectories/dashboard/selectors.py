@@ -276,14 +276,16 @@ def _week_start(day: date) -> date:
 # Per day: how many items entered the queue (a version whose status became
 # proposed) minus how many left it, and the approvals (moves into approved;
 # clearing a review flag writes an "approved" version too but is not one). Only the window's versions are read
-# (the index memoryitemversion_created), each with its item's version before it by the (item, number) index:
+# (the index memoryitemversion_created), each with its item's version before it by the (item, number) index, once (a LATERAL join):
 # the work grows with the window's changes, not with the bank's history.
 _REVIEW_MOVES_SQL = """
 WITH moves AS (
-    SELECT v.created_at, v.status,
-           (SELECT p.status FROM {versions} p WHERE p.item_id = v.item_id AND p.number < v.number
-            ORDER BY p.number DESC LIMIT 1) AS previous
+    SELECT v.created_at, v.status, p.status AS previous
     FROM {versions} v JOIN {items} i ON i.id = v.item_id
+    LEFT JOIN LATERAL (
+        SELECT p.status FROM {versions} p WHERE p.item_id = v.item_id AND p.number < v.number
+        ORDER BY p.number DESC LIMIT 1
+    ) p ON true
     WHERE i.bank_id = %s AND v.created_at >= %s
 )
 SELECT (created_at AT TIME ZONE %s)::date AS day,
