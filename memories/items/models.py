@@ -179,6 +179,13 @@ class MemoryItem(models.Model):
             # index range read, so the first row does not wait for a sort of the bank.
             models.Index(fields=["bank", "created_at", "id"], name="memoryitem_bank_created_id"),
             models.Index(fields=["bank", "approved_at", "id"], name="memoryitem_bank_approved_id"),
+            # Approved items flagged for another look (a few): the dashboard's backlog counts them without
+            # reading every approved item.
+            models.Index(
+                fields=["bank"],
+                name="memoryitem_bank_flagged",
+                condition=Q(status="approved") & ~Q(needs_review_reason=""),
+            ),
             GinIndex(name="memoryitem_tags_gin", fields=["tags"]),
             GinIndex(name="memoryitem_source_agents_gin", fields=["source_agents"]),
             GinIndex(name="memoryitem_source_meta_gin", fields=["source_metadata"], opclasses=["jsonb_path_ops"]),
@@ -230,6 +237,9 @@ class MemoryItemVersion(models.Model):
     class Meta:
         ordering = ["number"]
         constraints = [models.UniqueConstraint(fields=["item", "number"], name="memoryitemversion_unique_number")]
+        # The newest versions of every bank, walked back until a dozen are the bank's (the dashboard's recent
+        # activity), instead of a sort of every version.
+        indexes = [models.Index(fields=["created_at"], name="memoryitemversion_created")]
 
     def __str__(self) -> str:
         return f"{self.item_id} v{self.number} ({self.action})"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
+from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, Sum
 from django.db.models.functions import Coalesce, TruncWeek
@@ -43,12 +44,30 @@ class Agreement:
         return CaseRate(self.agree, self.both)
 
 
+# How long the 5-second refresh reuses the agreement figure the whole page computed (trajectories.dashboard.views).
+AGREEMENT_CACHE_SECONDS = 60
+
+
 def judge_human_agreement(*, bank: Bank) -> Agreement:
     """Among trajectories judged by both the LLM and a human, how many have
     the same label in the latest LLM and the latest human judgment (read
     from the human judgments: trajectories.dashboard.agreement)."""
     both, agree = agreement_counts(bank_id=bank.pk)
     return Agreement(both=both, agree=agree)
+
+
+def dashboard_agreement(*, bank: Bank, fresh: bool) -> Agreement:
+    """The judge/human agreement for the dashboard: read afresh (``fresh``: the whole page) and kept in the
+    cache for AGREEMENT_CACHE_SECONDS, which the 5-second refresh shows instead of reading the bank's human
+    judgments again; the refresh reads it itself when nothing is kept. A new human label therefore shows on
+    the refresh within a minute, and on the page at once."""
+    key = f"dashboard:agreement:{bank.pk}"
+    kept = None if fresh else cache.get(key)
+    if kept is not None:
+        return Agreement(*kept)
+    agreement = judge_human_agreement(bank=bank)
+    cache.set(key, (agreement.both, agreement.agree), AGREEMENT_CACHE_SECONDS)
+    return agreement
 
 
 @dataclass(frozen=True)
@@ -206,14 +225,24 @@ def recent_activity(*, bank: Bank, limit: int = 12) -> list[Activity]:
     return events[:limit]
 
 
+# Three counts, each by index: the statuses index-only on (bank, status, …), the flagged items on the partial
+# index ``memoryitem_bank_flagged`` (its predicate word for word); one count filtered over the bank's items would
+# read every item's row.
+_BACKLOG_SQL = """
+SELECT (SELECT COUNT(*) FROM {items} WHERE bank_id = %(bank)s AND status = %(proposed)s),
+       (SELECT COUNT(*) FROM {items} WHERE bank_id = %(bank)s AND status = %(approved)s
+            AND NOT (needs_review_reason = '')),
+       (SELECT COUNT(*) FROM {items} WHERE bank_id = %(bank)s AND status = %(approved)s)
+"""
+
+
 def review_backlog(*, bank: Bank) -> dict[str, int]:
-    """Proposed items waiting for review, and approved items flagged for another look."""
-    qs = MemoryItem.objects.filter(bank=bank)
-    return qs.aggregate(
-        proposed=Count("id", filter=Q(status=ItemStatus.PROPOSED)),
-        flagged=Count("id", filter=Q(status=ItemStatus.APPROVED) & ~Q(needs_review_reason="")),
-        approved=Count("id", filter=Q(status=ItemStatus.APPROVED)),
-    )
+    """Proposed items waiting for review, and approved items flagged for another look. One query."""
+    params = {"bank": bank.pk, "proposed": ItemStatus.PROPOSED, "approved": ItemStatus.APPROVED}
+    with connection.cursor() as cursor:
+        cursor.execute(_BACKLOG_SQL.format(items=MemoryItem._meta.db_table), params)
+        proposed, flagged, approved = cursor.fetchone()
+    return {"proposed": proposed, "flagged": flagged, "approved": approved}
 
 
 # --- Charts: one point per day or week, grouped in SQL ----------------------------------
@@ -246,21 +275,24 @@ def _week_start(day: date) -> date:
 
 # Per day: how many items entered the queue (a version whose status became
 # proposed) minus how many left it, and the approvals (moves into approved;
-# clearing a review flag writes an "approved" version too but is not one). LAG runs over every
-# version of the bank's items, the outer filter keeps the window's days.
+# clearing a review flag writes an "approved" version too but is not one). Only the window's versions are read
+# (the index memoryitemversion_created), each with its item's version before it by the (item, number) index, once (a LATERAL join):
+# the work grows with the window's changes, not with the bank's history.
 _REVIEW_MOVES_SQL = """
 WITH moves AS (
-    SELECT v.created_at, v.status,
-           LAG(v.status) OVER (PARTITION BY v.item_id ORDER BY v.number) AS previous
+    SELECT v.created_at, v.status, p.status AS previous
     FROM {versions} v JOIN {items} i ON i.id = v.item_id
-    WHERE i.bank_id = %s
+    LEFT JOIN LATERAL (
+        SELECT p.status FROM {versions} p WHERE p.item_id = v.item_id AND p.number < v.number
+        ORDER BY p.number DESC LIMIT 1
+    ) p ON true
+    WHERE i.bank_id = %s AND v.created_at >= %s
 )
 SELECT (created_at AT TIME ZONE %s)::date AS day,
        SUM(CASE WHEN status = %s AND previous IS DISTINCT FROM %s THEN 1
                 WHEN status <> %s AND previous = %s THEN -1 ELSE 0 END) AS delta,
        COUNT(*) FILTER (WHERE status = %s AND previous IS DISTINCT FROM %s) AS approved
 FROM moves
-WHERE created_at >= %s
 GROUP BY 1
 """
 
@@ -277,7 +309,7 @@ def review_by_day(*, bank: Bank, days: int = CHART_DAYS, today: date | None = No
     proposed = ItemStatus.PROPOSED
     sql = _REVIEW_MOVES_SQL.format(versions=MemoryItemVersion._meta.db_table, items=MemoryItem._meta.db_table)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [bank.pk, str(tz), *[proposed] * 4, ItemStatus.APPROVED, ItemStatus.APPROVED, start])
+        cursor.execute(sql, [bank.pk, start, str(tz), *[proposed] * 4, ItemStatus.APPROVED, ItemStatus.APPROVED])
         moves = {day: (delta, approved) for day, delta, approved in cursor.fetchall()}
     backlog = MemoryItem.objects.filter(bank=bank, status=proposed).count()
     out = []

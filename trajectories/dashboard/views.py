@@ -15,9 +15,9 @@ from reasoningbank_site.views_helpers import template_for
 from trajectories.dashboard.charts import dashboard_charts
 from trajectories.dashboard.llm_usage import bank_llm_usage
 from trajectories.dashboard.selectors import (
+    dashboard_agreement,
     distill_outcomes_by_version,
     judge_agreement_by_version,
-    judge_human_agreement,
     recent_activity,
     review_backlog,
     status_counts,
@@ -30,6 +30,8 @@ from trajectories.pipeline.llm import llm_configured
 @reads_from_replica
 def dashboard(request, bank_id):
     bank, membership = bank_for_user(request, bank_id)
+    template = template_for(request, "trajectories/dashboard.html", {"live": "live"})
+    page = "#" not in template
     counts = status_counts(bank=bank)
     total = sum(n for _, _, n in counts)
     context = {
@@ -39,14 +41,13 @@ def dashboard(request, bank_id):
         "total": total,
         "backlog": review_backlog(bank=bank),
         "disagreements": disagreement_count(bank=bank),
-        "agreement": judge_human_agreement(bank=bank),
+        "agreement": dashboard_agreement(bank=bank, fresh=page),
         "min_cases": MIN_CASES,
         "activity": recent_activity(bank=bank),
         "llm_configured": llm_configured(),
         "api_base": request.build_absolute_uri("/api/v1/"),
     }
-    template = template_for(request, "trajectories/dashboard.html", {"live": "live"})
-    if "#" not in template:
+    if page:
         # The 5-second refresh (the ``live`` partial) redraws the counts only: what is per version, the
         # charts and the usage come with the whole page, and are read only for it.
         context |= {
