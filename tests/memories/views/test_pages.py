@@ -71,8 +71,9 @@ def test_list_pages_have_bounded_queries(client, owner, bank, django_assert_max_
     client.force_login(owner)
     b = bank.public_id
     # The dashboard's charts add 4 queries, whatever the data (tests/trajectories/test_dashboard_charts.py);
-    # its count of agent/judge disagreements one, and its release notice one.
-    budgets = {"memories:review": 12, "memories:items": 12, "trajectories:list": 12, "trajectories:dashboard": 18}
+    # its count of agent/judge disagreements one, and its release notice one; keeping the agreement figure for
+    # the live refresh in Django's database cache five (its cull count, a savepoint, a read, the write, release).
+    budgets = {"memories:review": 12, "memories:items": 12, "trajectories:list": 12, "trajectories:dashboard": 23}
     for name, budget in budgets.items():
         url = reverse(name, kwargs={"bank_id": b})
         with django_assert_max_num_queries(budget):
