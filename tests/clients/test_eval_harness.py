@@ -68,6 +68,9 @@ def rb_command(rb_url: str, token: str, *args: str, **kwargs) -> subprocess.Pope
         "PYTHONUNBUFFERED": "1",
     }
     command = [sys.executable, "-m", "reasoningbank_client.cli", *args]
+    # Ctrl-C's default disposition, as from a terminal: a parent that ignores SIGINT (a CI runner's background
+    # job) would hand its children the ignore, and the harness would never see the interrupt.
+    kwargs.setdefault("preexec_fn", lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 
