@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from memories.serving.rollups import rollup_before
 from memories.tasks import retrieval_tallies_compact_task
-from tests.trajectories.impact.test_rollups import TODAY, at, history
+from tests.trajectories.impact.test_rollups import TODAY, at, history, seed_tallies
 from trajectories.impact import item_tables
 from trajectories.impact.item_tables import item_tables_refresh
 from trajectories.impact.items import item_outcomes
@@ -112,7 +112,11 @@ def test_the_kept_table_equals_a_fresh_one_through_verdicts_merge_and_roll_up(
     assert not item_sums_run(seen.captured_queries)
 
 
-def test_a_big_banks_table_may_be_minutes_old_says_so_and_beat_recomputes_it(client, owner, bank, monkeypatch):
+def test_a_big_banks_table_may_be_minutes_old_says_so_and_beat_recomputes_it(
+    client, owner, bank, monkeypatch, settings
+):
+    entry = next(e for e in settings.CELERY_BEAT_SCHEDULE.values() if e["task"] == "trajectories.impact_item_tables")
+    assert entry["schedule"] <= 60
     monkeypatch.setattr(item_tables, "KEPT_MIN_RETRIEVALS", 1)
     trajectories = history(bank, seed=6)
     client.force_login(owner)
@@ -144,3 +148,17 @@ def test_a_small_banks_table_is_computed_on_each_request(client, owner, bank):
     assert item_sums_run(seen.captured_queries)
     assert shown(response.context["items"]) == afresh(bank, None)[0]
     assert not any("rb_cache" in q["sql"] for q in seen.captured_queries)
+
+
+def test_the_freshness_check_reads_the_newest_ids_of_the_primary_key(bank, other_bank, monkeypatch):
+    """What a kept table's check costs does not grow with the table: a range of the primary key."""
+    monkeypatch.setattr(item_tables, "RECENT_IDS", 100)
+    seed_tallies([bank.pk, other_bank.pk], days=30, items=300)
+    with CaptureQueriesContext(connection) as seen:
+        assert not item_tables._changed_since(bank.pk, item_tables._fingerprint(bank.pk))
+    assert len(seen.captured_queries) == 4  # newest id, recent count; then new rows, recent count
+    with connection.cursor() as cursor:
+        for query in seen.captured_queries:
+            cursor.execute("EXPLAIN " + query["sql"])
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+            assert "Seq Scan" not in plan and "memories_retrievaltally_pkey" in plan, plan
