@@ -12,6 +12,7 @@ from trajectories.dashboard.counts import counts_compact
 from trajectories.evaluation import tasks as evaluation_tasks  # noqa: F401  (registers its tasks)
 from trajectories.impact.announce import impact_verdicts_announce
 from trajectories.impact.item_effects import item_effects_record_all
+from trajectories.impact.item_tables import item_tables_refresh
 from trajectories.impact.releases import canaries_auto_rollback
 from trajectories.judging.experiments import experiment_fail, experiment_run
 from trajectories.pipeline.llm_errors import LLMTransientError
@@ -44,6 +45,13 @@ def item_effects() -> None:
     """Keep Impact's per-item effects on the items and propose the harmful ones
     for retirement (trajectories.impact.item_effects)."""
     item_effects_record_all()
+
+
+@shared_task(name="trajectories.impact_item_tables", ignore_result=True)
+def impact_item_tables() -> None:
+    """Recompute the Impact page's kept per-item tables of big banks whose
+    sums changed (trajectories.impact.item_tables)."""
+    item_tables_refresh()
 
 
 @shared_task(name="trajectories.canary_rollback", ignore_result=True)

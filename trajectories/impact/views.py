@@ -9,7 +9,7 @@ from django.shortcuts import render
 
 from accounts.access import bank_for_user
 from reasoningbank_site.replica import reads_from_replica
-from trajectories.impact.items import item_outcomes
+from trajectories.impact.item_tables import kept_item_outcomes
 from trajectories.impact.report import MIN_ITEM_JUDGED, WINDOWS, bank_impact, window_start
 
 IMPACT_WINDOWS = [("7", "Last 7 days"), ("30", "Last 30 days"), ("90", "Last 90 days"), ("all", "All time")]
@@ -48,13 +48,15 @@ def impact(request, bank_id):
     days = WINDOWS[window]
     since = window_start(days)
     report = bank_impact(bank=bank, since=since)
+    items, items_as_of = kept_item_outcomes(bank=bank, since=since, report=report)
     context = {
         "bank": bank,
         "membership": membership,
         "report": report,
         "window": window,
         "windows": IMPACT_WINDOWS,
-        "items": item_outcomes(bank=bank, since=since, report=report),
+        "items": items,
+        "items_as_of": items_as_of,
         "arm_rows": [
             (report.treatment, "treatment", ("Treatment", "memories served")),
             *([(report.holdout, "holdout", ("Holdout", "memories withheld"))] if report.holdout_configured else []),

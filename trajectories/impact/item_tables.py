@@ -1,0 +1,139 @@
+"""The Impact page's per-item table, kept between requests in Django's cache.
+
+Every item of a window is tested (Benjamini–Hochberg and the shrinkage's τ²
+need them all), so computing the table reads every item's sums and runs
+the statistics on each: seconds on a bank of a hundred thousand items. The
+table shown (``item_outcomes``' rows, without the items' titles, which are
+read fresh) is kept per bank, window and holdout period:
+
+- a window with fewer than KEPT_MIN_RETRIEVALS triggered retrievals (the
+  report's, in its period) is computed on each request: tens of milliseconds;
+- a bigger one is kept. It is served as is while no tally row of the bank
+  was appended since it was computed (the tallies are append-only signed
+  rows, so no new row means the same sums: exact); otherwise for up to
+  KEPT_STALE_SECONDS after it was computed, and the page says as of when;
+  beat's ``item_tables_refresh`` recomputes every minute those that
+  changed, so a reader rarely waits for one; older, the request recomputes it."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.core.cache import cache
+from django.db.models import Max
+from django.utils import timezone
+
+from accounts.models import Bank
+from memories.items.models import MemoryItem
+from memories.serving.models import RetrievalTally
+from trajectories.impact.items import ItemOutcome, item_outcomes
+from trajectories.impact.report import WINDOWS, ImpactReport, bank_impact, window_start
+from trajectories.impact.tallies import window_days
+from trajectories.impact.verdicts import Verdict
+
+PAGE_ITEMS = 50
+"""Rows of the Impact page's per-item table."""
+KEPT_MIN_RETRIEVALS = 5000
+"""Triggered retrievals of a window (both arms, its period) from which its table is kept."""
+KEPT_STALE_SECONDS = 300
+KEPT_SECONDS = 3600
+"""How long the cache holds a table (beat renews the big ones' while they change)."""
+BIG_BANKS_KEY = "impact-items:big-banks"
+RECENT_IDS = 10_000
+"""Ids below the newest in which a late commit is still noticed (see _fingerprint)."""
+
+
+def _key(bank_id: int, since: datetime | None, report: ImpactReport, limit: int) -> str:
+    first, last = window_days(since, report.until)
+    period = report.period
+    return f"impact-items:{bank_id}:{first}:{last}:{period.fraction}:{period.first_day}:{report.verdict == Verdict.NO_HOLDOUT}:{limit}"
+
+
+def _fingerprint(bank_id: int, newest: int | None = None) -> tuple[int, int]:
+    """The newest tally row (of any bank) and how many of the bank's rows lie
+    in the last RECENT_IDS ids up to it: a row appended since, or committed
+    late with an id below the newest (a longer transaction), changes it. Read
+    before the sums, so a change during their computation only recomputes."""
+    if newest is None:
+        newest = RetrievalTally.objects.aggregate(newest=Max("pk"))["newest"] or 0
+    recent = RetrievalTally.objects.filter(pk__gt=newest - RECENT_IDS, pk__lte=newest, bank_id=bank_id).count()
+    return newest, recent
+
+
+def _changed_since(bank_id: int, fingerprint: tuple[int, int]) -> bool:
+    """Whether a tally row of the bank was appended after the fingerprint was taken."""
+    newest = fingerprint[0]
+    if RetrievalTally.objects.filter(pk__gt=newest, bank_id=bank_id).exists():
+        return True
+    return _fingerprint(bank_id, newest) != tuple(fingerprint)
+
+
+def _compute(bank: Bank, since: datetime | None, report: ImpactReport, limit: int, key: str) -> dict:
+    fingerprint = _fingerprint(bank.pk)  # before the sums
+    outcomes = item_outcomes(bank=bank, since=since, report=report, limit=limit)
+    for outcome in outcomes:
+        outcome.item = None
+    kept = {
+        "outcomes": outcomes,
+        "comparison": report.item_comparison,
+        "fingerprint": fingerprint,
+        "at": timezone.now(),
+    }
+    cache.set(key, kept, KEPT_SECONDS)
+    big = cache.get(BIG_BANKS_KEY) or set()
+    if bank.pk not in big:
+        cache.set(BIG_BANKS_KEY, big | {bank.pk}, None)
+    return kept
+
+
+def _with_items(bank: Bank, outcomes: list[ItemOutcome]) -> list[ItemOutcome]:
+    items = {
+        item.public_id: item
+        for item in MemoryItem.objects.filter(bank=bank, public_id__in=[o.public_id for o in outcomes]).only(
+            "public_id", "title", "status", "served_count", "bank_id"
+        )
+    }
+    for outcome in outcomes:
+        outcome.item = items.get(outcome.public_id)
+    return outcomes
+
+
+def kept_item_outcomes(
+    *, bank: Bank, since: datetime | None, report: ImpactReport, limit: int = PAGE_ITEMS
+) -> tuple[list[ItemOutcome], datetime | None]:
+    """``item_outcomes`` of the report's window and period, from the kept
+    table when it may be served (see the module), and the moment it was
+    computed when sums changed since (None: the figures are current)."""
+    if report.treatment.triggered + report.holdout.triggered < KEPT_MIN_RETRIEVALS:
+        return item_outcomes(bank=bank, since=since, report=report, limit=limit), None
+    key = _key(bank.pk, since, report, limit)
+    kept = cache.get(key)
+    as_of = None
+    if kept is not None and _changed_since(bank.pk, kept["fingerprint"]):
+        as_of = kept["at"]
+        if timezone.now() - as_of > timedelta(seconds=KEPT_STALE_SECONDS):
+            kept, as_of = None, None
+    if kept is None:
+        kept = _compute(bank, since, report, limit, key)
+    report.item_comparison = kept["comparison"]
+    return _with_items(bank, [ItemOutcome(**vars(o)) for o in kept["outcomes"]]), as_of
+
+
+def item_tables_refresh() -> int:
+    """Recompute the kept tables of the windows (the page's) of banks that
+    had one kept, when big enough to keep and changed since; returns how
+    many were recomputed. Run by beat."""
+    refreshed = 0
+    big = cache.get(BIG_BANKS_KEY) or set()
+    for bank in Bank.objects.filter(pk__in=big, archived_at__isnull=True).select_related("team"):
+        for days in WINDOWS.values():
+            since = window_start(days)
+            report = bank_impact(bank=bank, since=since)
+            if report.treatment.triggered + report.holdout.triggered < KEPT_MIN_RETRIEVALS:
+                continue
+            key = _key(bank.pk, since, report, PAGE_ITEMS)
+            kept = cache.get(key)
+            if kept is None or _changed_since(bank.pk, kept["fingerprint"]):
+                _compute(bank, since, report, PAGE_ITEMS, key)
+                refreshed += 1
+    return refreshed
