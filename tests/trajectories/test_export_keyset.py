@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from memories.items.models import MemoryItem
 from memories.trust.models import VerdictTier
 from reasoningbank_site import search
 from reasoningbank_site.keyset import keyset_page
@@ -164,3 +165,21 @@ def test_the_judge_set_s_chunk_is_an_index_range_read_of_the_human_judged_runs(b
     assert scan is not None, plan
     assert not any("Sort" in line for line in lines[:scan]), plan  # read in the index's order, never sorted
     assert "Seq Scan on trajectories_trajectory" not in plan, plan
+
+
+def test_the_export_page_counts_the_served_items_up_to_the_cap(client, owner, bank, monkeypatch):
+    factories.make_items(bank, 7)
+    client.force_login(owner)
+    url = reverse("trajectories:export", kwargs={"bank_id": bank.public_id})
+    assert "the 7 items of its approved set" in client.get(url).content.decode()
+    monkeypatch.setattr(search, "LIST_COUNT_CAP", 5)
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(url).content.decode()
+    assert page.count("the 5+ items of its approved set") == 2, page  # the reasoning-bank file and the agent files
+    counts = [q["sql"] for q in queries if q["sql"].startswith("SELECT COUNT(*)") and "memories_memoryitem" in q["sql"]]
+    assert counts and all("LIMIT 6" in sql for sql in counts), counts  # never every served item of the bank
+    factories.make_items(bank, 1, status="archived")  # not served
+    MemoryItem.objects.filter(bank=bank, status="approved").exclude(
+        pk=MemoryItem.objects.filter(bank=bank).first().pk
+    ).delete()
+    assert client.get(url).content.decode().count("the 1 item of its approved set") == 2
