@@ -137,6 +137,14 @@ class Trajectory(models.Model):
                 condition=Q(status__in=["done", "needs_attention"], steps_purged_at__isnull=True),
                 name="trajectory_purgeable",
             ),
+            # The runs a reviewer judged (a human judgment always sets the human tier; nothing lowers it): the
+            # judge evaluation set reads them in keyset chunks (trajectories.exports.datasets.judge_eval_rows),
+            # each chunk an index range read, not a probe of the judgments of every run of the bank.
+            models.Index(
+                fields=["bank", "created_at", "id"],
+                condition=Q(verdict_tier=VerdictTier.HUMAN),
+                name="trajectory_human_judged",
+            ),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -17,8 +17,17 @@ from accounts.models import Bank
 from memories.items.export import EXPORT_FIELDS
 from memories.items.models import ItemStatus, MemoryItem, MemoryItemVersion
 from memories.releases.models import BankReleasing, Release, ReleaseMember
-from memories.serving import DIFF_FIELDS, RELEASED_TEXT, latest_version_subquery, release_member_q, servable_q
+from memories.serving import (
+    DIFF_FIELDS,
+    RELEASED_TEXT,
+    latest_version_subquery,
+    release_item_exists,
+    release_member_q,
+    release_version_subquery,
+    servable_q,
+)
 from reasoningbank_site.errors import Invalid, NotFound
+from reasoningbank_site.keyset import keyset_chunks
 from reasoningbank_site.values import ascii_number
 
 
@@ -226,6 +235,7 @@ def draft_diff(*, bank: Bank) -> ReleaseDiff:
 
 
 RELEASE_FORMAT = "reasoningbank.release/1"
+CHUNK = 500
 
 
 def release_export(*, release: Release) -> Iterator[dict]:
@@ -243,30 +253,35 @@ def release_export(*, release: Release) -> Iterator[dict]:
             "created_at": release.created_at.isoformat(),
         }
     }
-    members = release_members(release=release).values_list("item_id", "version")
-    wanted = dict(members)
+    # Keyset chunks of the members in the items export's order (each chunk an index range read of the bank's
+    # items, each probed for its membership), each with its released texts: the first item does not wait for
+    # the whole release to be read and held in memory.
+    number = release.number
     items = (
-        MemoryItem.objects.filter(pk__in=list(wanted))
+        MemoryItem.objects.filter(release_item_exists(number), bank_id=bank.pk)
+        .annotate(release_version=release_version_subquery(number))
         .only("pk", "public_id", *EXPORT_FIELDS)
-        .order_by("created_at", "id")
     )
+    for chunk in keyset_chunks(items, order=("created_at", "id"), chunk=CHUNK):
+        yield from _export_rows(release, chunk)
+
+
+def _export_rows(release: Release, items: list[MemoryItem]) -> Iterator[dict]:
+    """``items`` (members of ``release``, ``release_version`` annotated) as export records, with the title,
+    description, content and tags of their version in the release."""
     released = ReleaseMember.objects.filter(
-        release_member_q(release.number), bank_id=bank.pk, item_id=OuterRef("item_id"), version=OuterRef("number")
+        release_member_q(release.number), item_id=OuterRef("item_id"), version=OuterRef("number")
     )
-    versions = {
-        v["item_id"]: v
-        for v in MemoryItemVersion.objects.filter(Exists(released), item__bank_id=bank.pk).values(
-            "item_id", *DIFF_FIELDS, "tags"
-        )
-    }
+    texts = MemoryItemVersion.objects.filter(Exists(released), item_id__in=[item.pk for item in items]).order_by()
+    versions = {v["item_id"]: v for v in texts.values("item_id", *RELEASED_TEXT)}
     for item in items:
         row = {"id": str(item.public_id)}
         for name in EXPORT_FIELDS:
             value = getattr(item, name)
             row[name] = value.isoformat() if hasattr(value, "isoformat") else value
-        released = versions.get(item.pk)
-        if released is not None:
-            row.update({f: released[f] for f in (*DIFF_FIELDS, "tags")})
+        text = versions.get(item.pk)
+        if text is not None:
+            row.update({f: text[f] for f in RELEASED_TEXT})
         row["status"] = ItemStatus.APPROVED
-        row["version"] = wanted[item.pk]
+        row["version"] = item.release_version
         yield row

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from itertools import islice
 
 import pytest
 from django.db import connection
@@ -16,7 +17,14 @@ from django.utils import timezone
 from memories.items import export as items_export
 from memories.items.export import memory_items_export
 from memories.items.models import ItemStatus, MemoryItem
+from memories.items.services import memory_item_edit
+from memories.items.versions import items_created_record
+from memories.releases import selectors as release_selectors
+from memories.releases.models import Release, ReleaseMember
+from memories.releases.publishing import release_publish
+from memories.releases.selectors import release_export
 from memories.serving import export as served_export
+from memories.serving import release_item_exists
 from memories.serving.export import served_items_export_reasoning_bank
 from tests.factories import make_items
 
@@ -93,3 +101,53 @@ def test_the_served_export_holds_every_served_item_by_approval_then_the_never_ap
     expected = [str(p) for p in served.order_by("approved_at", "id").values_list("public_id", flat=True)]
     assert served.filter(approved_at__isnull=True).exists()  # PostgreSQL sorts them last, by id
     assert [row["id"] for row in served_items_export_reasoning_bank(bank=bank)] == expected
+
+
+def released_bank(bank, other_bank, n: int):
+    """``bank`` and ``other_bank`` seeded (``n`` and 10 items, each with its created version), ``bank``'s
+    approved items published (the release returned)."""
+    for target, count in ((bank, n), (other_bank, 10)):
+        seed(target, count)
+        items_created_record(items=list(MemoryItem.objects.filter(bank=target)))
+    release_publish(bank=bank)  # a no-op when the bank published them automatically
+    release = Release.objects.filter(bank=bank).latest("number")
+    release.bank = bank
+    return release
+
+
+def test_the_release_export_s_first_item_is_one_chunk_read_along_an_index(bank, other_bank, monkeypatch):
+    # A chunk as small against this release as 500 items are against a release of 100,000: the plan a big
+    # bank gets (a short walk of the bank's items in order, each probed for its membership).
+    monkeypatch.setattr(release_selectors, "CHUNK", 20)
+    seed(bank, 1500)
+    seed(other_bank, 1500)
+    release = Release.objects.create(bank=bank, number=1, item_count=0)
+    approved = MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED).values_list("pk", flat=True)
+    ReleaseMember.objects.bulk_create(ReleaseMember(bank=bank, item_id=pk, version=1, added_in=1) for pk in approved)
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE memories_memoryitem")
+        cur.execute("ANALYZE memories_releasemember")
+    with CaptureQueriesContext(connection) as queries:
+        next(islice(release_export(release=release), 1, None))  # the header, then the first item
+    (sql,) = [q["sql"] for q in queries.captured_queries if q["sql"].startswith('SELECT "memories_memoryitem".')]
+    with connection.cursor() as cur:
+        cur.execute("EXPLAIN " + sql)
+        plan = "\n".join(row[0] for row in cur.fetchall())
+    assert plan.startswith("Limit"), plan  # a chunk, not the whole release read before the first item
+    lines = plan.splitlines()
+    scan = next((i for i, line in enumerate(lines) if "Index Scan using memoryitem_bank_created_id " in line), None)
+    assert scan is not None, plan
+    assert not any("Sort" in line for line in lines[:scan]), plan
+
+
+def test_the_release_export_holds_each_member_as_released_in_order_across_chunks(bank, other_bank, owner, monkeypatch):
+    release = released_bank(bank, other_bank, 40)
+    members = MemoryItem.objects.filter(release_item_exists(release.number), bank=bank).order_by("created_at", "id")
+    edited = members[5]
+    memory_item_edit(item=edited, author=owner, content="Edited after the release.")
+    whole = list(release_export(release=release))
+    assert whole[0]["release"]["number"] == release.number and whole[0]["release"]["items"] == len(whole) - 1
+    assert [row["id"] for row in whole[1:]] == [str(p) for p in members.values_list("public_id", flat=True)]
+    assert whole[6]["content"] == "c" and whole[6]["version"] == 1  # as released, not as edited since
+    monkeypatch.setattr(release_selectors, "CHUNK", 3)
+    assert list(release_export(release=release)) == whole

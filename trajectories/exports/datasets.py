@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from django.db.models import Exists, OuterRef, Prefetch
 
 from accounts.models import Bank
+from memories.trust.models import VerdictTier
 from reasoningbank_site.keyset import keyset_chunks
 from trajectories.judging.models import PromptName, PromptVersion
 from trajectories.judging.prompt_versions import FEW_SHOT_SUFFIX, ActivePrompt, prompt_of
@@ -231,19 +232,23 @@ def judge_eval_rows(*, bank: Bank, with_input: bool = True) -> Iterator[dict]:
     ``judge_input`` — null with ``judge_input_note`` saying why when it
     cannot be rebuilt exactly (few-shot examples, purged steps, an unknown
     version)."""
-    judged_by = Judgment.objects.filter(trajectory=OuterRef("pk"))
+    # The runs a human judged are the runs of the human tier (a human judgment always sets it, nothing lowers
+    # it): the partial index trajectory_human_judged holds just those, in (created_at, id) order, so each chunk
+    # is an index range read with one probe of the LLM's judgments per run, not a walk over every run of the
+    # bank probing its judgments (nor a sort of every human judgment of the bank).
     qs = (
-        Trajectory.objects.filter(bank=bank)
-        .filter(
-            Exists(judged_by.filter(source=JudgmentSource.HUMAN)), Exists(judged_by.filter(source=JudgmentSource.LLM))
-        )
+        Trajectory.objects.filter(bank=bank, verdict_tier=VerdictTier.HUMAN)
+        .filter(Exists(Judgment.objects.filter(trajectory=OuterRef("pk"), source=JudgmentSource.LLM)))
         .prefetch_related(_judgments())
         .order_by("created_at", "id")
     )
     prompts = _JudgePrompts(bank)
     for t in (t for rows in keyset_chunks(qs, chunk=CHUNK) for t in rows):
         judgments = list(t.judgments.all())
-        human = [j for j in judgments if j.source == JudgmentSource.HUMAN][-1]
+        humans = [j for j in judgments if j.source == JudgmentSource.HUMAN]
+        if not humans:  # the tier without a human judgment: no write path leaves that, but no row to pair either
+            continue
+        human = humans[-1]
         for judge in (j for j in judgments if j.source == JudgmentSource.LLM):
             row = {
                 "trajectory_id": str(t.public_id),
