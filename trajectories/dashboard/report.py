@@ -46,8 +46,13 @@ class DashboardReport:
         return REPORT_CACHE_SECONDS // 60
 
 
+# Part of the key: a release that changes DashboardReport's fields changes it, so no web worker unpickles a
+# report kept by the release before.
+REPORT_SHAPE = 1
+
+
 def _key(bank: Bank) -> str:
-    return f"dashboard:report:{bank.pk}"
+    return f"dashboard:report:{REPORT_SHAPE}:{bank.pk}"
 
 
 def kept_report(*, bank: Bank) -> DashboardReport | None:
