@@ -1,0 +1,75 @@
+"""The dashboard's report (the agreement overall, per version and per week, the distill outcomes, the charts):
+a second view within its kept time reads none of the bank's human judgments or items, says how old its figures
+are, and recomputes them when asked; the 5-second refresh shows the report's agreement figure and approved count
+(the count of every approved item's index entry) instead of reading them."""
+
+from __future__ import annotations
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from memories.items.models import ItemStatus
+from tests import factories
+from trajectories.dashboard.report import REPORT_CACHE_SECONDS
+from trajectories.models import Judgment
+
+HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "live"}
+
+
+def report_reads(queries) -> list[str]:
+    """The reads that grow with the human labels (WITH human AS), the items (the distill outcomes) or the
+    item versions (the review chart)."""
+    return [
+        q["sql"]
+        for q in queries.captured_queries
+        if "WITH human AS" in q["sql"]
+        or "WITH moves AS" in q["sql"]
+        or '"memories_memoryitem"."prompt_version"' in q["sql"]
+    ]
+
+
+def approved_reads(queries) -> list[str]:
+    """Counts of every approved item of the bank (not only the flagged ones)."""
+    return [
+        q["sql"]
+        for q in queries.captured_queries
+        if "status = 'approved')" in q["sql"] or '"memories_memoryitem"."status" = \'approved\')' in q["sql"]
+    ]
+
+
+def test_a_second_view_shows_the_kept_report_and_recomputes_it_when_asked(client, bank, owner):
+    assert REPORT_CACHE_SECONDS == 300
+    client.force_login(owner)
+    url = reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})
+    t = factories.make_done_trajectory(bank)
+    factories.record_verdict(t, "success")
+    factories.record_verdict(t, "success", source="human", author=owner)
+    with CaptureQueriesContext(connection) as queries:
+        first = client.get(url).content.decode()
+    assert len(report_reads(queries)) == 5 and "agree on 1 of 1 trajectory" in first
+    assert "Computed just now" in first and "kept up to 5 minutes" in first and f'href="{url}?fresh=1"' in first
+    Judgment.objects.create(trajectory=t, source="human", label="failure", author=owner)
+    with CaptureQueriesContext(connection) as queries:
+        again = client.get(url).content.decode()
+    assert not report_reads(queries) and len(queries) <= 12, report_reads(queries)
+    assert "agree on 1 of 1 trajectory" in again and 'id="chart-agreement"' in again
+    factories.make_items(bank, 2, status=ItemStatus.APPROVED)
+    assert "<p>0 approved" in again
+    fresh = client.get(url + "?fresh=1").content.decode()
+    assert "agree on 0 of 1 trajectory" in fresh and "<p>2 approved" in fresh
+    factories.make_items(bank, 1, status=ItemStatus.APPROVED)
+    # The refresh shows the report's figure, and its age.
+    with CaptureQueriesContext(connection) as queries:
+        live = client.get(url, **HTMX).content.decode()
+    assert not report_reads(queries) and not approved_reads(queries), approved_reads(queries)
+    assert "agree on 0 of 1 trajectory" in live and "<p>2 approved" in live and "data-report-age" in live
+
+
+def test_the_refresh_reads_the_counts_itself_when_no_report_is_kept(client, bank, owner):
+    client.force_login(owner)
+    url = reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})
+    factories.make_items(bank, 3, status=ItemStatus.APPROVED)
+    with CaptureQueriesContext(connection) as queries:
+        live = client.get(url, **HTMX).content.decode()
+    assert approved_reads(queries) and "<p>3 approved" in live and "data-report-age" not in live
