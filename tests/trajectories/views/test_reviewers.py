@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from zoneinfo import ZoneInfo
 
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -90,3 +91,16 @@ def test_reviewer_stats_read_the_periods_rows_from_covering_indexes(bank, alice)
                 plans["versions" if "memoryitemversion" in sql else "verdicts"] = "\n".join(r[0] for r in cursor)
     assert "Index Only Scan using itemversion_authored_created" in plans["versions"], plans["versions"]
     assert "Index Only Scan using judgment_human_created" in plans["verdicts"], plans["verdicts"]
+
+
+def test_decisions_count_on_the_reviewers_local_day(bank, alice):
+    (item,) = bulk_items(bank, 1)
+    memory_item_approve(item=item, author=alice)
+    now = timezone.now().replace(hour=20, minute=0)  # in UTC+14, 10:00 the next day
+    MemoryItemVersion.objects.filter(item=item, action="approved").update(created_at=now - timedelta(minutes=1))
+    with timezone.override("Pacific/Kiritimati"):
+        (row,) = [r for r in reviewer_stats(bank=bank, now=now) if r.username == "alice"]
+    assert row.approved == 1 and row.per_day[-1] == (
+        timezone.localdate(now, timezone=ZoneInfo("Pacific/Kiritimati")),
+        1,
+    )
