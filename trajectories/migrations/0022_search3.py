@@ -14,7 +14,7 @@ class Migration(migrations.Migration):
         AddIndexConcurrently(
             model_name="judgment",
             index=models.Index(
-                condition=models.Q(("source", "human")),
+                condition=models.Q(("author__isnull", False), ("source", "human")),
                 fields=["created_at"],
                 include=["trajectory", "author", "label", "id"],
                 name="judgment_human_created",
