@@ -17,15 +17,20 @@ from django.utils import timezone
 
 from accounts.models import Bank
 from reasoningbank_site.charts import Chart
+from trajectories.dashboard.agreement import agreement_figure_rows
 from trajectories.dashboard.charts import dashboard_charts
 from trajectories.dashboard.selectors import (
+    CHART_WEEKS,
     Agreement,
     DistillOutcome,
+    PeriodRate,
     VersionAgreement,
     approved_count,
     distill_outcomes_by_version,
-    judge_agreement_by_version,
-    judge_human_agreement,
+    local_today,
+    version_agreements,
+    weekly_rates,
+    weeks_start,
 )
 
 # How long a computed report is shown before the next view computes it again (stated on the page).
@@ -51,6 +56,30 @@ class DashboardReport:
 REPORT_SHAPE = 1
 
 
+def agreement_figures(*, bank: Bank) -> tuple[Agreement, list[VersionAgreement], list[PeriodRate]]:
+    """The judge/human agreement overall, per prompt version and per week (CHART_WEEKS), equal to
+    judge_human_agreement, judge_agreement_by_version and agreement_by_week, in one pass over the bank's
+    human labels (trajectories.dashboard.agreement) instead of three."""
+    today = local_today()
+    rows = agreement_figure_rows(bank_id=bank.pk, tz=str(timezone.get_current_timezone()))
+    versions: dict[str, list] = {}
+    weeks: dict = {}
+    both = agree = 0
+    for version, week, first, last, first_id, *counts in rows:
+        *by_version, latest, latest_agree = counts
+        both, agree = both + latest, agree + latest_agree
+        v = versions.setdefault(version, [first, last, first_id, [0] * len(by_version)])
+        v[0], v[1], v[2] = min(v[0], first), max(v[1], last), min(v[2], first_id)
+        v[3] = [have + more for have, more in zip(v[3], by_version, strict=True)]
+        week_agree, week_n = weeks.get(week.date(), (0, 0))
+        weeks[week.date()] = (week_agree + by_version[0], week_n + by_version[1])
+    since = weeks_start(CHART_WEEKS, today).date()
+    by_week = weekly_rates([(w, x, n) for w, (x, n) in weeks.items() if w >= since], weeks=CHART_WEEKS, today=today)
+    ordered = sorted(versions.items(), key=lambda item: (item[1][0], item[1][2]))
+    by_version = version_agreements([(version, v[0], v[1], *v[3]) for version, v in ordered])
+    return Agreement(both=both, agree=agree), by_version, by_week
+
+
 def _key(bank: Bank) -> str:
     return f"dashboard:report:{REPORT_SHAPE}:{bank.pk}"
 
@@ -64,12 +93,13 @@ def dashboard_report(*, bank: Bank, fresh: bool = False) -> DashboardReport:
     """The bank's report: the kept one, or (none kept, or ``fresh``) computed now and kept."""
     report = None if fresh else kept_report(bank=bank)
     if report is None:
+        agreement, by_version, by_week = agreement_figures(bank=bank)
         report = DashboardReport(
             computed_at=timezone.now(),
-            agreement=judge_human_agreement(bank=bank),
-            agreement_by_version=judge_agreement_by_version(bank=bank),
+            agreement=agreement,
+            agreement_by_version=by_version,
             distill_by_version=distill_outcomes_by_version(bank=bank),
-            charts=dashboard_charts(bank=bank),
+            charts=dashboard_charts(bank=bank, agreement=by_week),
             approved=approved_count(bank=bank),
         )
         cache.set(_key(bank), report, REPORT_CACHE_SECONDS)

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from trajectories.dashboard.bank_work import trajectory_work
 from trajectories.dashboard.charts import dashboard_charts
+from trajectories.dashboard.report import agreement_figures
 from trajectories.dashboard.selectors import (
     agreement_by_week,
     judge_agreement_by_version,
@@ -100,6 +101,7 @@ def test_agreement_reads_probe_the_human_judgments_index_and_scan_no_judgments(b
         lambda: judge_human_agreement(bank=bank),
         lambda: judge_agreement_by_version(bank=bank),
         lambda: agreement_by_week(bank=bank),
+        lambda: agreement_figures(bank=bank),
     ):
         (plan,) = plans(call)
         assert "judgment_human_latest" in plan, plan
