@@ -13,9 +13,11 @@ from django.urls import reverse
 
 from memories.items.models import ItemStatus
 from tests import factories
+from trajectories.dashboard import report as report_module
 from trajectories.dashboard.report import REPORT_CACHE_SECONDS, agreement_figures
 from trajectories.dashboard.selectors import agreement_by_week, judge_agreement_by_version, judge_human_agreement
 from trajectories.models import Judgment
+from trajectories.tasks import dashboard_reports
 
 HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "live"}
 
@@ -105,3 +107,29 @@ def test_the_reports_one_pass_equals_the_three_agreement_reads(bank, other_bank,
     assert agreement == judge_human_agreement(bank=bank)
     assert by_version == judge_agreement_by_version(bank=bank)
     assert by_week == agreement_by_week(bank=bank) and sum(w.n for w in by_week) == 6
+
+
+def test_beat_recomputes_a_viewed_big_banks_report_and_the_view_reads_it(
+    client, bank, other_bank, owner, settings, monkeypatch
+):
+    entry = next(e for e in settings.CELERY_BEAT_SCHEDULE.values() if e["task"] == "trajectories.dashboard_reports")
+    assert entry["schedule"] <= 60 < report_module.REPORT_CACHE_SECONDS - report_module.REFRESH_AFTER_SECONDS
+    monkeypatch.setattr(report_module, "KEPT_MIN_ROWS", 2)
+    factories.make_items(bank, 2, status=ItemStatus.APPROVED)
+    factories.make_items(other_bank, 1, status=ItemStatus.APPROVED)  # below the size: never marked
+    client.force_login(owner)
+    url = reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})
+    assert "<p>2 approved" in client.get(url).content.decode()  # the first view computes it
+    client.get(reverse("trajectories:dashboard", kwargs={"bank_id": other_bank.public_id}))
+    assert dashboard_reports.apply().result == 0  # just computed: not yet due
+
+    monkeypatch.setattr(report_module, "REFRESH_AFTER_SECONDS", 0)  # due now
+    factories.make_items(bank, 1, status=ItemStatus.APPROVED)
+    assert dashboard_reports.apply().result == 1  # the viewed big bank only
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(url).content.decode()
+    assert not report_reads(queries) and not approved_reads(queries)
+    assert "<p>3 approved" in page and "Computed just now" in page
+
+    monkeypatch.setattr(report_module, "WATCH_SECONDS", 0)  # nobody viewed it lately: beat leaves it
+    assert dashboard_reports.apply().result == 0
