@@ -82,6 +82,8 @@ def beat_schedule(*, sweep_interval: float, dispatch_interval: float) -> dict:
         "trajectories-webhook-verdicts": {"task": "trajectories.webhook_verdicts", "schedule": 300.0},
         # Recomputes the Impact page's per-item tables of big banks whose sums changed (kept in the cache).
         "trajectories-impact-item-tables": {"task": "trajectories.impact_item_tables", "schedule": 60.0},
+        # Recomputes the dashboard reports of big banks viewed in the last hour, before they expire.
+        "trajectories-dashboard-reports": {"task": "trajectories.dashboard_reports", "schedule": 60.0},
         # Writes Impact's per-item effects on items (utility ranking) and proposes harmful items for retirement.
         "trajectories-item-effects": {"task": "trajectories.item_effects", "schedule": 600.0},
         # Recalibrates the anomaly score of banks whose approved items changed by more than 10 % (or a day ago).

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from reasoningbank_site.celery import db_outage_retry
 from trajectories.dashboard.counts import counts_compact
+from trajectories.dashboard.report import reports_refresh
 from trajectories.evaluation import tasks as evaluation_tasks  # noqa: F401  (registers its tasks)
 from trajectories.impact.announce import impact_verdicts_announce
 from trajectories.impact.item_effects import item_effects_record_all
@@ -52,6 +53,13 @@ def impact_item_tables() -> None:
     """Recompute the Impact page's kept per-item tables of big banks whose
     sums changed (trajectories.impact.item_tables)."""
     item_tables_refresh()
+
+
+@shared_task(name="trajectories.dashboard_reports", ignore_result=True)
+def dashboard_reports() -> int:
+    """Recompute the dashboard reports of big banks viewed in the last hour before they expire
+    (trajectories.dashboard.report)."""
+    return reports_refresh()
 
 
 @shared_task(name="trajectories.canary_rollback", ignore_result=True)

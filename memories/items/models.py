@@ -186,6 +186,14 @@ class MemoryItem(models.Model):
                 name="memoryitem_bank_flagged",
                 condition=Q(status="approved") & ~Q(needs_review_reason=""),
             ),
+            # Items a distill prompt proposed, not superseded: the dashboard's distill outcomes count them per
+            # version and status from this index alone, not from a read of every bank's items.
+            models.Index(
+                fields=["bank", "prompt_version", "status"],
+                include=["id"],
+                name="memoryitem_bank_distilled",
+                condition=~Q(prompt_version="") & ~Q(status="superseded"),
+            ),
             GinIndex(name="memoryitem_tags_gin", fields=["tags"]),
             GinIndex(name="memoryitem_source_agents_gin", fields=["source_agents"]),
             GinIndex(name="memoryitem_source_meta_gin", fields=["source_metadata"], opclasses=["jsonb_path_ops"]),

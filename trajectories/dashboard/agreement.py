@@ -73,6 +73,28 @@ GROUP BY 1
 )
 
 
+# All three in one pass over the reviewed trajectories' LLM judgments: per prompt version and week of the LLM
+# judgment, the per-version counts, the week's (agree, n), and the same for the trajectory's latest LLM judgment
+# only (the overall agreement). A few rows per version and week; the callers add them up.
+_FIGURES_SQL = """
+SELECT l.prompt_version, date_trunc('week', l.created_at AT TIME ZONE %(tz)s), MIN(l.created_at), MAX(l.created_at),
+       MIN(l.id),
+       COUNT(*) FILTER (WHERE l.label = human.label), COUNT(*),
+       COUNT(*) FILTER (WHERE human.label = %(failure)s AND l.label = %(success)s),
+       COUNT(*) FILTER (WHERE human.label = %(failure)s),
+       COUNT(*) FILTER (WHERE human.label <> %(failure)s AND l.label = %(failure)s),
+       COUNT(*) FILTER (WHERE human.label <> %(failure)s),
+       COUNT(*) FILTER (WHERE l.latest), COUNT(*) FILTER (WHERE l.latest AND l.label = human.label)
+FROM human CROSS JOIN LATERAL (
+    SELECT l.id, l.label, l.prompt_version, l.created_at,
+           row_number() OVER (ORDER BY l.created_at DESC, l.id DESC) = 1 AS latest
+    FROM {judgments} l
+    WHERE l.trajectory_id = human.trajectory_id AND l.source = %(llm)s OFFSET 0
+) l
+GROUP BY 1, 2
+"""
+
+
 def _rows(sql: str, **params) -> list[tuple]:
     tables = {"judgments": Judgment._meta.db_table, "trajectories": Trajectory._meta.db_table}
     params |= {
@@ -101,3 +123,10 @@ def agreement_by_version_rows(*, bank_id: int) -> list[tuple]:
 def agreement_by_week_rows(*, bank_id: int, since: datetime, tz: str) -> list[tuple]:
     """(week start, agree, n) per week of the LLM judgment from ``since``. One query."""
     return _rows(_BY_WEEK_SQL, bank=bank_id, since=since, tz=tz)
+
+
+def agreement_figure_rows(*, bank_id: int, tz: str) -> list[tuple]:
+    """The three reads above in one query: per (version, week of the LLM judgment in ``tz``): version, week,
+    first at, last at, first id, the per-version counts (as agreement_by_version_rows), then the trajectories
+    whose latest LLM judgment is in the group and of them those that agree with the reviewer."""
+    return _rows(_FIGURES_SQL, bank=bank_id, tz=tz)

@@ -7,7 +7,7 @@ from accounts.models import Bank
 from reasoningbank_site.charts import Chart, Point, Series, time_chart
 from reasoningbank_site.rates import MIN_CASES
 from reasoningbank_site.text import counted
-from trajectories.dashboard.selectors import agreement_by_week, review_by_day, success_by_week
+from trajectories.dashboard.selectors import PeriodRate, agreement_by_week, review_by_day, success_by_week
 
 
 def _day(d) -> str:
@@ -18,12 +18,13 @@ def _rate_points(rates) -> list[Point]:
     return [Point(r.value, r.text, note=f"n={r.n}") for r in rates]
 
 
-def dashboard_charts(*, bank: Bank) -> list[Chart]:
+def dashboard_charts(*, bank: Bank, agreement: list[PeriodRate] | None = None) -> list[Chart]:
     """Review backlog and approvals per day (30 days), success rate and
-    judge-vs-human agreement per week (12 weeks, with the cases per week). Four queries."""
+    judge-vs-human agreement per week (12 weeks, with the cases per week; ``agreement``: those weeks as
+    already read). Four queries (three with ``agreement``)."""
     review = review_by_day(bank=bank)
     success = success_by_week(bank=bank)
-    agreement = agreement_by_week(bank=bank)
+    agreement = agreement_by_week(bank=bank) if agreement is None else agreement
     approvals = sum(d.approved for d in review)
     min_cases = counted(MIN_CASES, "case")
     empty_weeks = f"Not enough data yet: no week so far has {min_cases}, the fewest a rate is shown for."

@@ -102,8 +102,13 @@ def judge_agreement_by_version(*, bank: Bank) -> list[VersionAgreement]:
     ``judge/v1`` or ``judge@bank-3-v2+fs``): how its LLM judgments compare
     with the reviewer's latest verdict on the same trajectories, in the order
     the versions were first used — the judge's agreement over time."""
+    return version_agreements(agreement_by_version_rows(bank_id=bank.pk))
+
+
+def version_agreements(rows) -> list[VersionAgreement]:
+    """VersionAgreement per version from rows of (version, first at, last at, *counts) in the order first used."""
     tallies: dict[str, list] = {}
-    for version, first, last, *counts in agreement_by_version_rows(bank_id=bank.pk):
+    for version, first, last, *counts in rows:
         t = tallies.setdefault(version or "(unrecorded)", [first, last, 0, 0, 0, 0, 0, 0])
         t[1] = max(t[1], last)
         t[2:] = [have + more for have, more in zip(t[2:], counts, strict=True)]
@@ -273,7 +278,7 @@ class PeriodRate(CaseRate):
     start: date | None = None
 
 
-def _today() -> date:
+def local_today() -> date:
     return timezone.localdate()
 
 
@@ -310,7 +315,7 @@ def review_by_day(*, bank: Bank, days: int = CHART_DAYS, today: date | None = No
     backlog at each day's end and that day's approvals. The backlog is
     anchored on today's count of proposed items and walked back through the
     items' version history (every status move writes a version). Two queries."""
-    today = today or _today()
+    today = today or local_today()
     first = today - timedelta(days=days - 1)
     tz = timezone.get_current_timezone()
     start = timezone.make_aware(datetime.combine(first, time.min), tz)
@@ -329,7 +334,7 @@ def review_by_day(*, bank: Bank, days: int = CHART_DAYS, today: date | None = No
     return out[::-1]
 
 
-def _weeks(rows, *, weeks: int, today: date) -> list[PeriodRate]:
+def weekly_rates(rows, *, weeks: int, today: date) -> list[PeriodRate]:
     """One PeriodRate per week (oldest first) from rows of (week start, x, n); missing weeks count 0."""
     found = {(w.date() if hasattr(w, "date") else w): (x, n) for w, x, n in rows}
     last = _week_start(today)
@@ -341,7 +346,7 @@ def _weeks(rows, *, weeks: int, today: date) -> list[PeriodRate]:
     return out
 
 
-def _weeks_start(weeks: int, today: date) -> datetime:
+def weeks_start(weeks: int, today: date) -> datetime:
     first = _week_start(today) - timedelta(weeks=weeks - 1)
     return timezone.make_aware(datetime.combine(first, time.min))
 
@@ -350,9 +355,9 @@ def success_by_week(*, bank: Bank, weeks: int = CHART_WEEKS, today: date | None 
     """Per week of arrival (oldest first): trajectories whose effective
     verdict is success, of those with a verdict. One query, of the maintained
     counts per day (trajectories.dashboard.counts; days are UTC, as TIME_ZONE)."""
-    today = today or _today()
+    today = today or local_today()
     rows = (
-        TrajectoryCount.objects.filter(bank=bank, day__gte=_weeks_start(weeks, today).date())
+        TrajectoryCount.objects.filter(bank=bank, day__gte=weeks_start(weeks, today).date())
         .exclude(verdict="")
         .annotate(week=TruncWeek("day"))
         .values("week")
@@ -360,14 +365,14 @@ def success_by_week(*, bank: Bank, weeks: int = CHART_WEEKS, today: date | None 
         .order_by()
         .values_list("week", "x", "n")
     )
-    return _weeks(rows, weeks=weeks, today=today)
+    return weekly_rates(rows, weeks=weeks, today=today)
 
 
 def agreement_by_week(*, bank: Bank, weeks: int = CHART_WEEKS, today: date | None = None) -> list[PeriodRate]:
     """Per week of the LLM's judgment (oldest first): LLM judgments that
     match the reviewer's latest verdict on the same trajectory, of those with
     a reviewer verdict (as the per-version table counts them). One query."""
-    today = today or _today()
+    today = today or local_today()
     tz = str(timezone.get_current_timezone())
-    rows = agreement_by_week_rows(bank_id=bank.pk, since=_weeks_start(weeks, today), tz=tz)
-    return _weeks(rows, weeks=weeks, today=today)
+    rows = agreement_by_week_rows(bank_id=bank.pk, since=weeks_start(weeks, today), tz=tz)
+    return weekly_rates(rows, weeks=weeks, today=today)

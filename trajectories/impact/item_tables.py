@@ -26,6 +26,7 @@ from django.utils import timezone
 from accounts.models import Bank
 from memories.items.models import MemoryItem
 from memories.serving.models import RetrievalTally
+from reasoningbank_site.kept import BankRoster
 from trajectories.impact.items import ItemOutcome, item_outcomes
 from trajectories.impact.report import WINDOWS, ImpactReport, bank_impact, window_start
 from trajectories.impact.tallies import window_days
@@ -38,7 +39,8 @@ KEPT_MIN_RETRIEVALS = 5000
 KEPT_STALE_SECONDS = 300
 KEPT_SECONDS = 3600
 """How long the cache holds a table (beat renews the big ones' while they change)."""
-BIG_BANKS_KEY = "impact-items:big-banks"
+BIG_BANKS = BankRoster("impact-items")
+"""The banks that had a table kept: beat's refresh reads theirs."""
 RECENT_IDS = 10_000
 """Ids below the newest in which a late commit is still noticed (see _fingerprint)."""
 
@@ -80,9 +82,7 @@ def _compute(bank: Bank, since: datetime | None, report: ImpactReport, limit: in
         "at": timezone.now(),
     }
     cache.set(key, kept, KEPT_SECONDS)
-    big = cache.get(BIG_BANKS_KEY) or set()
-    if bank.pk not in big:
-        cache.set(BIG_BANKS_KEY, big | {bank.pk}, None)
+    BIG_BANKS.mark(bank.pk)
     return kept
 
 
@@ -124,8 +124,7 @@ def item_tables_refresh() -> int:
     had one kept, when big enough to keep and changed since; returns how
     many were recomputed. Run by beat."""
     refreshed = 0
-    big = cache.get(BIG_BANKS_KEY) or set()
-    for bank in Bank.objects.filter(pk__in=big, archived_at__isnull=True).select_related("team"):
+    for bank in Bank.objects.filter(pk__in=BIG_BANKS.banks(), archived_at__isnull=True).select_related("team"):
         for days in WINDOWS.values():
             since = window_start(days)
             report = bank_impact(bank=bank, since=since)

@@ -5,15 +5,21 @@ page's query counts do not grow with the bank."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from memories.items.models import ItemStatus
+from tests import factories
 from trajectories.dashboard.bank_work import trajectory_work
 from trajectories.dashboard.charts import dashboard_charts
+from trajectories.dashboard.report import agreement_figures
 from trajectories.dashboard.selectors import (
     agreement_by_week,
+    distill_outcomes_by_version,
     judge_agreement_by_version,
     judge_human_agreement,
     recent_activity,
@@ -100,6 +106,7 @@ def test_agreement_reads_probe_the_human_judgments_index_and_scan_no_judgments(b
         lambda: judge_human_agreement(bank=bank),
         lambda: judge_agreement_by_version(bank=bank),
         lambda: agreement_by_week(bank=bank),
+        lambda: agreement_figures(bank=bank),
     ):
         (plan,) = plans(call)
         assert "judgment_human_latest" in plan, plan
@@ -188,3 +195,17 @@ def test_home_page_work_counts_read_only_the_rows_that_count(bank, other_bank, o
     (plan,) = plans(lambda: trajectory_work([bank, other_bank], owner))
     assert "trajectory_disagree" in plan, plan
     assert "Seq Scan on trajectories_trajectory" not in plan, plan
+
+
+def test_distill_outcomes_read_the_distilled_items_index_not_every_item(bank, other_bank):
+    """Items no distill prompt proposed (imported, written by hand) and other banks' items are not read."""
+    factories.make_items(bank, 3000)
+    factories.make_items(other_bank, 3000, prompt_version="distill/v1")
+    factories.make_items(bank, 4, status=ItemStatus.PROPOSED, prompt_version="distill/v1")
+    factories.make_items(bank, 3, status=ItemStatus.SUPERSEDED, prompt_version="distill/v1")
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE memories_memoryitem")
+    (plan,) = plans(lambda: distill_outcomes_by_version(bank=bank))
+    assert "memoryitem_bank_distilled" in plan and not re.search(r"Seq Scan on memories_memoryitem\b", plan), plan
+    ((version, items, pending),) = [(o.version, o.items, o.pending) for o in distill_outcomes_by_version(bank=bank)]
+    assert (version, items, pending) == ("distill/v1", 4, 4)
