@@ -41,6 +41,40 @@ def which(binary: str) -> str | None:
     return shutil.which(binary)
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, migrated; and a copy of it taken before any test ran (tests/migrated.py)
+    for the tests that need a freshly migrated database of their own."""
+    from tests import migrated
+
+    if not migrated.test_database_is_set_up():  # no collected test uses the database
+        yield
+        return
+    with django_db_blocker.unblock():
+        migrated.snapshot()
+    yield
+    with django_db_blocker.unblock():
+        migrated.drop()
+
+
+@pytest.fixture(scope="session")
+def migrated_template(django_db_setup, django_db_blocker) -> str | None:
+    """The name of the copy of the freshly migrated test database (tests/migrated.py), or None when this session
+    has no test database (no collected test uses the database): the caller then migrates as before."""
+    from tests import migrated
+
+    with django_db_blocker.unblock():
+        return migrated.template_name() if migrated.test_database_is_set_up() else None
+
+
+@pytest.fixture(scope="session")
+def migrated_dump(migrated_template, tmp_path_factory):
+    """migrated_template as a pg_dump archive (tests/migrated.py's ``restore`` loads it), or None without it."""
+    from tests import migrated
+
+    return migrated.dump(tmp_path_factory.mktemp("migrated") / "migrated.dump") if migrated_template else None
+
+
 @pytest.fixture
 def owner(db):
     return factories.make_user("owner")

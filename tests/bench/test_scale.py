@@ -18,6 +18,7 @@ import pytest
 from django.conf import settings
 
 from memories.serving.rollups import rollup_before
+from tests import migrated
 
 ROOT = Path(__file__).resolve().parents[2]
 ROWS = (
@@ -54,12 +55,19 @@ def _server():
 
 
 @pytest.fixture
-def bench_db():
+def bench_db(migrated_template, django_db_blocker):
+    """The bench's three databases, created already migrated when the suite has the migrated test database
+    (copies of it: the bench's own `migrate` then has nothing to apply); else the bench creates and migrates them."""
     name = f"rb_test_scale_{uuid.uuid4().hex[:8]}"
+    databases = [name, *(f"{name}_{n}" for n in (200, 1000))]
+    if migrated_template:
+        with django_db_blocker.unblock():
+            for database in databases:
+                migrated.create_database(database)
     yield name
     with psycopg.connect(**_server(), dbname="postgres", autocommit=True) as conn:
-        for n in (200, 1000):
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}_{n}" WITH (FORCE)')
+        for database in databases:
+            conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
 def test_scale_bench_seeds_both_sizes_and_measures_every_row(bench_db):

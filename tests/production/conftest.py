@@ -27,13 +27,13 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _topology(kind: str) -> Topology:
+def _topology(kind: str, request) -> Topology:
     if kind == "processes":
         skip_unless(
             which("redis-server") is not None,
             "redis-server is not installed (apt-get install redis-server): the production topology is not tested",
         )
-        return Topology()
+        return Topology(seed=request.getfixturevalue("migrated_dump"))
     from tests.containers import images
     from tests.containers.topology import ContainerTopology, podman_available
 
@@ -48,7 +48,7 @@ def _topology(kind: str) -> Topology:
 
 @pytest.fixture(scope="session", params=["processes", "containers"])
 def topology(request) -> Iterator[Topology]:
-    top = _topology(request.param)
+    top = _topology(request.param, request)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         try:

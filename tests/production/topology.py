@@ -39,7 +39,7 @@ import psutil
 import psycopg
 import redis
 
-from tests import harness
+from tests import harness, migrated
 from tests.fake_llm import FakeLLM, Scripted
 from tests.harness import free_port
 from tests.trajectories.llm_answers import ITEMS_MD, JUDGE_SUCCESS
@@ -439,6 +439,9 @@ class Topology:
     workers: int = 2
     web_workers: int = 2
     extra_env: dict[str, str] = field(default_factory=dict)
+    # A pg_dump of a freshly migrated database (tests/migrated.py), loaded before `migrate` runs: the
+    # migrate step then has nothing to apply.
+    seed: Path | None = None
 
     def __post_init__(self):
         self.root = Path(tempfile.mkdtemp(prefix="rb-production-"))
@@ -520,6 +523,9 @@ class Topology:
                 self.postgres.init()
                 self.postgres.start()
                 self.postgres.create_database()
+            if self.seed:
+                with self._timed("restore the migrated database"):
+                    migrated.restore(self.seed, self.postgres.url)
             with self._timed("redis start"):
                 self.redis.start()
             # Migrations are their own step, run once before any web or worker process starts

@@ -18,6 +18,7 @@ import requests
 from django.conf import settings
 
 from reasoningbank_site.supervisor import web_argv
+from tests import migrated
 from tests.conftest import skip_unless, which
 from tests.harness import free_port, redis_server_start, wait_until
 from tests.postgres_pair import postgres_pair_start
@@ -95,7 +96,7 @@ def _manage(env: dict, *argv: str, stdin: str | None = None) -> str:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
+def stack(tmp_path_factory, migrated_dump):
     redis_server = which("redis-server")
     skip_unless(redis_server is not None, "redis-server is not installed: the replica stack needs a broker")
     pair = postgres_pair_start()
@@ -114,7 +115,10 @@ def stack(tmp_path_factory):
             "PYTHONUNBUFFERED": "1",
             "WEB_CONCURRENCY": "1",
         }
-        _manage(env, "migrate", "--no-input")
+        if migrated_dump:  # the schema as `migrate` makes it, without its 20 s
+            migrated.restore(migrated_dump, pair.primary_url)
+        else:
+            _manage(env, "migrate", "--no-input")
         bank, token, session = _manage(env, "shell", stdin=SETUP).split()[-3:]
         port = free_port()
         log = workdir / "web.log"
