@@ -17,6 +17,7 @@ read fresh) is kept per bank, window and holdout period:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.core.cache import cache
@@ -98,25 +99,43 @@ def _with_items(bank: Bank, outcomes: list[ItemOutcome]) -> list[ItemOutcome]:
     return outcomes
 
 
-def kept_item_outcomes(
-    *, bank: Bank, since: datetime | None, report: ImpactReport, limit: int = PAGE_ITEMS
-) -> tuple[list[ItemOutcome], datetime | None]:
+@dataclass
+class KeptItems:
+    """A window's per-item table: the top rows, when they were computed,
+    and whether they are current (no tally row of the bank appended since)."""
+
+    outcomes: list[ItemOutcome]
+    computed_at: datetime
+    current: bool
+
+
+def kept_item_table(*, bank: Bank, since: datetime | None, report: ImpactReport, limit: int = PAGE_ITEMS) -> KeptItems:
     """``item_outcomes`` of the report's window and period, from the kept
-    table when it may be served (see the module), and the moment it was
-    computed when sums changed since (None: the figures are current)."""
+    table when it may be served (see the module); what the page and
+    ``GET /api/v1/impact`` show."""
     if report.treatment.triggered + report.holdout.triggered < KEPT_MIN_RETRIEVALS:
-        return item_outcomes(bank=bank, since=since, report=report, limit=limit), None
+        outcomes = item_outcomes(bank=bank, since=since, report=report, limit=limit)
+        return KeptItems(outcomes, timezone.now(), True)
     key = _key(bank.pk, since, report, limit)
     kept = cache.get(key)
-    as_of = None
+    current = True
     if kept is not None and _changed_since(bank.pk, kept["fingerprint"]):
-        as_of = kept["at"]
-        if timezone.now() - as_of > timedelta(seconds=KEPT_STALE_SECONDS):
-            kept, as_of = None, None
+        current = False
+        if timezone.now() - kept["at"] > timedelta(seconds=KEPT_STALE_SECONDS):
+            kept, current = None, True
     if kept is None:
         kept = _compute(bank, since, report, limit, key)
     report.item_comparison = kept["comparison"]
-    return _with_items(bank, [ItemOutcome(**vars(o)) for o in kept["outcomes"]]), as_of
+    return KeptItems(_with_items(bank, [ItemOutcome(**vars(o)) for o in kept["outcomes"]]), kept["at"], current)
+
+
+def kept_item_outcomes(
+    *, bank: Bank, since: datetime | None, report: ImpactReport, limit: int = PAGE_ITEMS
+) -> tuple[list[ItemOutcome], datetime | None]:
+    """``kept_item_table``'s rows, and the moment they were computed when
+    sums changed since (None: the figures are current)."""
+    table = kept_item_table(bank=bank, since=since, report=report, limit=limit)
+    return table.outcomes, None if table.current else table.computed_at
 
 
 def item_tables_refresh() -> int:

@@ -6,17 +6,19 @@ the holdout arm (``ItemComparison``). Reads the maintained sums
 
 from __future__ import annotations
 
-import heapq
+import math
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+
+import numpy as np
 
 from accounts.models import Bank
 from memories.items.models import MemoryItem
 from memories.serving.models import ItemSide
 from trajectories.impact.arms import percent
 from trajectories.impact.report import ImpactReport, bank_impact
-from trajectories.impact.statistics import item_effects
+from trajectories.impact.statistics import item_effect_arrays
 from trajectories.impact.tallies import item_side_sums, window_days
 from trajectories.impact.verdicts import Verdict
 
@@ -82,18 +84,24 @@ class ItemOutcome:
         return self.item.status if self.item is not None else ""
 
 
+def _most_judged(served_judged: np.ndarray, withheld_judged: np.ndarray, items: list, limit: int) -> list[int]:
+    """The positions of the ``limit`` items with the most judged served
+    trajectories, then withheld, then by id: sorted by the counts in numpy,
+    and the few tied with the last one kept by their ids."""
+    if limit <= 0 or not len(items):
+        return []
+    order = np.lexsort((-withheld_judged, -served_judged))
+    if len(order) > limit:
+        last = order[limit - 1]
+        tied = (served_judged[order] == served_judged[last]) & (withheld_judged[order] == withheld_judged[last])
+        order = order[: max(limit, int(np.flatnonzero(tied)[-1]) + 1)]
+    key = [(-int(served_judged[i]), -int(withheld_judged[i]), str(items[i])) for i in order]
+    return [int(i) for _, i in sorted(zip(key, order))[:limit]]
+
+
 class ItemComparison:
     RANDOMISED = "randomised"  # per-item randomisation: served vs left out on its own, treatment arm
     HOLDOUT_ARM = "holdout_arm"  # served (treatment) vs the holdout arm: the whole set served with the item
-
-
-def _add(*parts: tuple[int, float, int, int] | None) -> tuple[int, float, int, int]:
-    """Sum of (units, Σy, judged, successes) tuples; missing sides are zero."""
-    units, y, judged, successes = 0, 0.0, 0, 0
-    for part in parts:
-        if part:
-            units, y, judged, successes = units + part[0], y + part[1], judged + part[2], successes + part[3]
-    return units, y, judged, successes
 
 
 def item_outcomes(
@@ -125,49 +133,55 @@ def item_outcomes(
         report = bank_impact(bank=bank, since=since, until=until)
     first, last = window_days(since, until)
     period = report.period if report.verdict != Verdict.NO_HOLDOUT else None
-    sides = item_side_sums(bank, first, last, period)
-    randomised = any(
-        ItemSide.SERVED_RANDOMISED in found or ItemSide.WITHHELD_RANDOMISED in found for found in sides.values()
-    )
+    sums = item_side_sums(bank, first, last, period)
+    side = sums.side
+    randomised = bool(sums.units[:, [side(ItemSide.SERVED_RANDOMISED), side(ItemSide.WITHHELD_RANDOMISED)]].any())
     report.item_comparison = ItemComparison.RANDOMISED if randomised else ItemComparison.HOLDOUT_ARM
-    pairs = []
-    for item, found in sides.items():
-        if randomised:
-            served, withheld = (
-                _add(found.get(ItemSide.SERVED_RANDOMISED)),
-                _add(found.get(ItemSide.WITHHELD_RANDOMISED)),
-            )
-        else:
-            served = _add(found.get(ItemSide.SERVED), found.get(ItemSide.SERVED_RANDOMISED))
-            withheld = _add(found.get(ItemSide.HOLDOUT))
-        if served[0] or withheld[0]:
-            pairs.append((item, served, withheld))
-    effects = item_effects([(served[0], served[1], withheld[0], withheld[1]) for _, served, withheld in pairs])
+    if randomised:
+        served_sides, withheld_sides = [side(ItemSide.SERVED_RANDOMISED)], [side(ItemSide.WITHHELD_RANDOMISED)]
+    else:
+        served_sides, withheld_sides = (
+            [side(ItemSide.SERVED), side(ItemSide.SERVED_RANDOMISED)],
+            [side(ItemSide.HOLDOUT)],
+        )
+    # (units, Σy, judged, successes) of each item's two sides, in one pass per column.
+    served = [column[:, served_sides].sum(axis=1) for column in (sums.units, sums.y, sums.judged, sums.successes)]
+    withheld = [column[:, withheld_sides].sum(axis=1) for column in (sums.units, sums.y, sums.judged, sums.successes)]
+    compared = np.flatnonzero((served[0] != 0) | (withheld[0] != 0))
+    served, withheld = [c[compared] for c in served], [c[compared] for c in withheld]
     # Every item is tested (Benjamini–Hochberg needs them all); only the shown ones are built.
-    shown = heapq.nsmallest(
-        max(0, int(limit)), range(len(pairs)), key=lambda i: (-pairs[i][1][2], -pairs[i][2][2], str(pairs[i][0]))
-    )
+    effects = item_effect_arrays(served[0], served[1], withheld[0], withheld[1])
+    shown = _most_judged(served[2], withheld[2], [sums.items[i] for i in compared], max(0, int(limit)))
     outcomes = []
-    for (item, served, withheld), effect in ((pairs[i], effects[i]) for i in shown):
+    for i in shown:
+        s_units, s_y, s_judged, s_successes = (c[i].item() for c in served)
+        w_units, w_y, w_judged, w_successes = (c[i].item() for c in withheld)
+        difference, low, high, p_value, shrunk = (
+            None if math.isnan(v) else v
+            for v in (
+                c[i].item() for c in (effects.difference, effects.low, effects.high, effects.p_value, effects.shrunk)
+            )
+        )
+        significant = bool(effects.significant[i])
         outcomes.append(
             ItemOutcome(
-                public_id=item,
+                public_id=sums.items[compared[i]],
                 item=None,
-                served_judged=served[2],
-                served_successes=served[3],
-                withheld_judged=withheld[2],
-                withheld_successes=withheld[3],
-                served_units=served[0],
-                served_y=served[1],
-                withheld_units=withheld[0],
-                withheld_y=withheld[1],
-                difference=effect.difference,
-                low=effect.low,
-                high=effect.high,
-                p_value=effect.p_value,
-                shrunk=effect.shrunk,
-                may_hurt=effect.significant and effect.difference < 0,
-                may_help=effect.significant and effect.difference > 0,
+                served_judged=s_judged,
+                served_successes=s_successes,
+                withheld_judged=w_judged,
+                withheld_successes=w_successes,
+                served_units=s_units,
+                served_y=s_y,
+                withheld_units=w_units,
+                withheld_y=w_y,
+                difference=difference,
+                low=low,
+                high=high,
+                p_value=p_value,
+                shrunk=shrunk,
+                may_hurt=significant and difference < 0,
+                may_help=significant and difference > 0,
             )
         )
     ids = [o.public_id for o in outcomes]

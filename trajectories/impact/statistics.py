@@ -41,6 +41,8 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
+import numpy as np
+
 ALPHA = 0.05
 Z = NormalDist().inv_cdf(1 - ALPHA / 2)  # 1.959963984540054
 MIXTURE_SD = 0.10
@@ -170,31 +172,96 @@ class ItemEffect:
     significant: bool = False  # Benjamini–Hochberg at ITEM_FDR
 
 
+@dataclass
+class ItemEffectArrays:
+    """``item_effects`` as arrays, one entry per item; NaN where ItemEffect has None."""
+
+    difference: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    p_value: np.ndarray
+    shrunk: np.ndarray
+    significant: np.ndarray
+
+
+def _square(x: np.ndarray) -> np.ndarray:
+    """x ** 2 as Python computes it (C's pow; x * x can differ in the last bit)."""
+    return np.float_power(x, 2.0)
+
+
+def _wilson_arrays(successes: np.ndarray, n: np.ndarray, z: float = Z) -> tuple[np.ndarray, np.ndarray]:
+    """``wilson_interval`` of each (successes, n), n > 0: the same operations, element by element."""
+    p = successes / n
+    denom = 1 + z * z / n
+    center = (p + z * z / (2 * n)) / denom
+    half = z / denom * np.sqrt(np.maximum(0.0, p * (1 - p) / n + z * z / (4 * n * n)))
+    low = np.where(successes <= 0, 0.0, np.maximum(0.0, center - half))
+    high = np.where(successes >= n, 1.0, np.minimum(1.0, center + half))
+    return low, high
+
+
+def item_effect_arrays(served, served_y, withheld, withheld_y, q: float = ITEM_FDR) -> ItemEffectArrays:
+    """``item_effects`` over arrays of (served units, served Σy, withheld
+    units, withheld Σy): the same figures, computed with numpy in a few
+    passes instead of one Python call per item (a bank of 100k items)."""
+    n1, x1 = np.asarray(served, dtype=float), np.asarray(served_y, dtype=float)
+    n2, x2 = np.asarray(withheld, dtype=float), np.asarray(withheld_y, dtype=float)
+    size = len(n1)
+    difference, low, high, p_value, shrunk = (np.full(size, np.nan) for _ in range(5))
+    both = np.flatnonzero((n1 != 0) & (n2 != 0))
+    a, sa, b, sb = n1[both], x1[both], n2[both], x2[both]
+    pa, pb = sa / a, sb / b
+    (la, ua), (lb, ub) = _wilson_arrays(sa, a), _wilson_arrays(sb, b)
+    d = pa - pb
+    difference[both] = d
+    low[both] = np.maximum(-1.0, d - np.sqrt(_square(pa - la) + _square(ub - pb)))
+    high[both] = np.minimum(1.0, d + np.sqrt(_square(ua - pa) + _square(pb - lb)))
+    # The score test (two_proportion_p), items with MIN_ITEM_UNITS on each side.
+    tested = both[(a >= MIN_ITEM_UNITS) & (b >= MIN_ITEM_UNITS)]
+    a, sa, b, sb = n1[tested], x1[tested], n2[tested], x2[tested]
+    pooled = (sa + sb) / (a + b)
+    edge = (pooled <= 0) | (pooled >= 1)
+    inner = ~edge
+    se = np.sqrt(pooled[inner] * (1 - pooled[inner]) * (1 / a[inner] + 1 / b[inner]))
+    z = np.abs((sa[inner] / a[inner] - sb[inner] / b[inner]) / se) / math.sqrt(2)
+    p_value[tested[inner]] = [math.erfc(value) for value in z.tolist()]
+    p_value[tested[edge & (sa / a == sb / b)]] = 1.0
+    # Benjamini–Hochberg: the largest rank whose p-value is under q·rank/m rejects it and all below.
+    significant = np.zeros(size, dtype=bool)
+    candidates = np.flatnonzero(~np.isnan(p_value))
+    order = candidates[np.lexsort((candidates, p_value[candidates]))]
+    m = len(order)
+    under = np.flatnonzero(p_value[order] <= q * np.arange(1, m + 1, dtype=float) / m)
+    if len(under):
+        significant[order[: under[-1] + 1]] = True
+    # Shrinkage towards 0 by τ²/(τ² + se²), τ² by the method of moments across the items with a difference.
+    if len(both):
+        a, sa, b, sb = n1[both], x1[both], n2[both], x2[both]
+        p1, p2 = (sa + 1) / (a + 2), (sb + 1) / (b + 2)
+        se2 = p1 * (1 - p1) / a + p2 * (1 - p2) / b
+        d = difference[both]
+        tau2 = max(0.0, sum((_square(d) - se2).tolist()) / len(both))  # summed in order, as the per-item code did
+        shrunk[both] = d * tau2 / (tau2 + se2)
+    return ItemEffectArrays(difference, low, high, p_value, shrunk, significant)
+
+
 def item_effects(rows: list[tuple[int, float, int, float]], q: float = ITEM_FDR) -> list[ItemEffect]:
     """Per item, from (served units, served Σy, withheld units, withheld Σy):
     the served − withheld difference with Newcombe's interval, the score
     test's p-value (items with MIN_ITEM_UNITS on each side only),
     Benjamini–Hochberg across the tested items, and an estimate shrunk
     towards 0 by τ²/(τ² + se²), τ² by the method of moments across items
-    (James–Stein style), for ranking."""
-    effects = []
-    for served, served_y, withheld, withheld_y in rows:
-        effect = ItemEffect()
-        if served and withheld:
-            effect.difference, effect.low, effect.high = newcombe_difference(served_y, served, withheld_y, withheld)
-            if served >= MIN_ITEM_UNITS and withheld >= MIN_ITEM_UNITS:
-                effect.p_value = two_proportion_p(served_y, served, withheld_y, withheld)
-        effects.append(effect)
-    for effect, rejected in zip(effects, benjamini_hochberg([e.p_value for e in effects], q)):
-        effect.significant = rejected
-    estimates = []
-    for (served, served_y, withheld, withheld_y), effect in zip(rows, effects):
-        if effect.difference is not None:
-            p1, p2 = (served_y + 1) / (served + 2), (withheld_y + 1) / (withheld + 2)
-            se2 = p1 * (1 - p1) / served + p2 * (1 - p2) / withheld
-            estimates.append((effect, se2))
-    if estimates:
-        tau2 = max(0.0, sum(e.difference**2 - se2 for e, se2 in estimates) / len(estimates))
-        for effect, se2 in estimates:
-            effect.shrunk = effect.difference * tau2 / (tau2 + se2)
-    return effects
+    (James–Stein style), for ranking. (``item_effect_arrays``, as objects.)"""
+    columns = list(zip(*rows)) if rows else [(), (), (), ()]
+    found = item_effect_arrays(*columns, q=q)
+    return [
+        ItemEffect(*(None if math.isnan(v) else v for v in values[:5]), significant=bool(values[5]))
+        for values in zip(
+            found.difference.tolist(),
+            found.low.tolist(),
+            found.high.tolist(),
+            found.p_value.tolist(),
+            found.shrunk.tolist(),
+            found.significant.tolist(),
+        )
+    ]

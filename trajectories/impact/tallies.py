@@ -10,12 +10,13 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
+import numpy as np
 from django.conf import settings
 from django.db import connection
 from django.db.models import Q
 
 from accounts.models import Bank
-from memories.serving.models import Arm, RetrievalEvent, RetrievalTally
+from memories.serving.models import Arm, ItemSide, RetrievalEvent, RetrievalTally
 from memories.serving.rollups import month_end, month_start
 from trajectories.impact.arms import ArmStats, percent
 
@@ -220,10 +221,44 @@ GROUP BY item, side
 """
 
 
-def item_side_sums(bank: Bank, first: date | None, last: date | None, period: Period | None) -> dict:
+@dataclass
+class ItemSideSums:
+    """The period's per-item sums: ``items`` (public ids, in the order the
+    aggregate returned them) and, per column, an array of shape (items,
+    sides), sides in ItemSide's order; a side whose units sum to 0 or less
+    is all zeros (it took no part)."""
+
+    items: list[uuid.UUID]
+    units: np.ndarray
+    y: np.ndarray
+    judged: np.ndarray
+    successes: np.ndarray
+
+    @staticmethod
+    def side(side: str) -> int:
+        return SIDES.index(side)
+
+
+SIDES = [side.value for side in ItemSide]
+
+
+def item_side_sums(bank: Bank, first: date | None, last: date | None, period: Period | None) -> ItemSideSums:
     rows = _period_rows(_ITEMS_SQL, bank, first, last, period)
-    sides: dict[uuid.UUID, dict[str, tuple[int, float, int, int]]] = {}
-    for item, side, units, y_sum, judged, successes in rows:
-        if units > 0:
-            sides.setdefault(item, {})[side] = (units, float(y_sum), judged, successes)
-    return sides
+    index: dict[uuid.UUID, int] = {}
+    items, sides, units, y_sums, judged, successes = zip(*rows) if rows else ((),) * 6
+    at = [index.setdefault(item, len(index)) for item in items]
+    side_at = {side: i for i, side in enumerate(SIDES)}
+    column = [side_at[side] for side in sides]
+    found = ItemSideSums(
+        list(index), *(np.zeros((len(index), len(SIDES)), dtype=t) for t in (np.int64, float, np.int64, np.int64))
+    )
+    taking = np.asarray(units, dtype=np.int64) > 0
+    where = (np.asarray(at, dtype=np.intp)[taking], np.asarray(column, dtype=np.intp)[taking])
+    for target, values, kind in (
+        (found.units, units, np.int64),
+        (found.y, y_sums, float),
+        (found.judged, judged, np.int64),
+        (found.successes, successes, np.int64),
+    ):
+        target[where] = np.asarray(values, dtype=kind)[taking]
+    return found

@@ -20,7 +20,7 @@ from memories.serving.retrieval import run_retrievals
 from reasoningbank_site.errors import NotFound, TooLarge
 from reasoningbank_site.replica import reads_from_replica
 from trajectories.impact.arms import ArmStats
-from trajectories.impact.items import item_outcomes
+from trajectories.impact.item_tables import kept_item_table
 from trajectories.impact.report import bank_impact, window_start
 from trajectories.ingest import batch
 from trajectories.ingest import record as ingest
@@ -200,7 +200,9 @@ def _arm(stats: ArmStats) -> dict:
         "difference with an always-valid 95% confidence sequence (the verdict follows it; safe to poll) and "
         "Newcombe's one-look interval; guardrails (sample-ratio mismatch, differential reporting) that withhold "
         "the verdict; power; and the top 20 items with served-vs-withheld differences, flagged after "
-        "Benjamini–Hochberg: with per-item randomisation on, each item served vs left out on its own. `days` limits the "
+        "Benjamini–Hochberg: with per-item randomisation on, each item served vs left out on its own. The items are "
+        "those of the Impact page, on a big bank kept between requests: `items_as_of` is null while they are current, "
+        "else when they were computed (at most 5 minutes ago). `days` limits the "
         "report to retrievals from midnight UTC N days ago; omit it for all time."
     ),
 )
@@ -208,7 +210,8 @@ def _arm(stats: ArmStats) -> dict:
 def impact(request, days: int | None = Query(None, ge=1, le=3650, description="Window in days; omit for all time.")):
     since = window_start(days)
     report = bank_impact(bank=request.bank, since=since)
-    items = item_outcomes(bank=request.bank, since=since, limit=IMPACT_ITEMS, report=report)
+    table = kept_item_table(bank=request.bank, since=since, report=report)  # the Impact page's table
+    items = table.outcomes[:IMPACT_ITEMS]
     d, found = report.difference, report.assessment
     return {
         "days": days,
@@ -246,6 +249,7 @@ def impact(request, days: int | None = Query(None, ge=1, le=3650, description="W
         },
         "item_baseline": report.baseline,
         "item_comparison": report.item_comparison,
+        "items_as_of": None if table.current else table.computed_at,
         "items": [
             {
                 "id": o.public_id,

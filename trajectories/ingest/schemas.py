@@ -372,4 +372,10 @@ class ImpactOut(Schema):
         description="How items are compared: `randomised` — served vs left out on its own (per-item randomisation, "
         "the item's own effect); `holdout_arm` — served vs the holdout arm (the set served with the item).",
     )
+    items_as_of: datetime | None = Field(
+        ...,
+        description="Null: the items are current. A big bank's per-item table is kept between requests (the Impact "
+        "page's; exact while no retrieval of the bank changed since) and recomputed by a worker every minute while "
+        "it changes; when it changed since, the items are those computed at this moment, at most 5 minutes ago.",
+    )
     items: list[ImpactItemOut] = Field(..., description="Top 20 items by judged served trajectories.")

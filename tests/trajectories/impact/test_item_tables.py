@@ -162,3 +162,45 @@ def test_the_freshness_check_reads_the_newest_ids_of_the_primary_key(bank, other
             cursor.execute("EXPLAIN " + query["sql"])
             plan = "\n".join(row[0] for row in cursor.fetchall())
             assert "Seq Scan" not in plan and "memories_retrievaltally_pkey" in plan, plan
+
+
+def api_items(client, auth, days=None) -> dict:
+    response = client.get("/api/v1/impact" + (f"?days={days}" if days else ""), **auth)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_the_api_serves_the_pages_kept_table_and_says_as_of_when(client, owner, bank, auth, monkeypatch):
+    monkeypatch.setattr(item_tables, "KEPT_MIN_RETRIEVALS", 1)
+    trajectories = history(bank, seed=8)
+    client.force_login(owner)
+    with CaptureQueriesContext(connection) as seen:
+        body = api_items(client, auth)
+    assert item_sums_run(seen.captured_queries)  # computed once, by the first reader
+    assert body["items_as_of"] is None
+    with CaptureQueriesContext(connection) as seen:
+        shown_page = page(client, bank, "all").context["items"]
+        again = api_items(client, auth)
+    assert not item_sums_run(seen.captured_queries)  # the page and a repeat call read the kept table
+    assert again == body
+    expected = [
+        (str(o.public_id), o.served_judged, o.withheld_judged, o.difference, o.p_value, o.shrunk, o.may_hurt)
+        for o in shown_page[:20]
+    ]
+    got = [
+        (i["id"], i["served_judged"], i["withheld_judged"], i["difference"], i["p_value"], i["shrunk"], i["may_hurt"])
+        for i in body["items"]
+    ]
+    assert got == expected and len(got) == min(20, len(afresh(bank, None)[0]))
+
+    flip_an_old_verdict(trajectories)  # changed: the kept figures, at most minutes old, say so
+    with CaptureQueriesContext(connection) as seen:
+        stale = api_items(client, auth)
+    assert not item_sums_run(seen.captured_queries)
+    assert stale["items"] == body["items"] and stale["items_as_of"] is not None
+    assert item_tables_refresh() >= 1  # beat recomputes it: current again, with the new figures
+    fresh = api_items(client, auth)
+    assert fresh["items_as_of"] is None and fresh["items"] != body["items"]
+    assert [(i["id"], i["difference"]) for i in fresh["items"]] == [
+        (str(o[0]), o[10]) for o in afresh(bank, None)[0][:20]
+    ]

@@ -6,9 +6,12 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
+from memories.serving.models import RetrievalTally
 from tests.factories import make_arm, make_items, with_holdout
+from tests.trajectories.impact.test_statistics import item_effects_one_by_one
 from trajectories.impact.items import item_outcomes
 from trajectories.impact.report import bank_impact
 from trajectories.impact.statistics import newcombe_difference
@@ -122,3 +125,66 @@ def test_item_outcomes_limit_shows_the_first_rows_of_the_whole_table(bank):
     assert len(whole) == 5
     for limit in (0, 2, 5):
         assert item_outcomes(bank=bank, limit=limit) == whole[:limit]
+
+
+def seed_item_tallies(bank, sides: list[str]) -> None:
+    """Per-item tally rows over 40 days and 300 items (some signed rows
+    cancelling a side to 0 or below): Σy in quarters, so it is exact in any order."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT setseed(0.3)")
+        cursor.execute(
+            """
+            INSERT INTO memories_retrievaltally (bank_id, day, arm, item, side, retrievals, triggered, units,
+                y_sum, y_sq_sum, trajectories, judged, successes, steps, usage_runs, usage_successes,
+                prompt_tokens, completion_tokens, memory_blocks, memory_tokens, compacted, monthly)
+            SELECT %(bank)s, current_date - d, 'treatment', md5(%(bank)s || '-' || i)::uuid, side, 0, 0, units,
+                   units * (CASE WHEN i %% 9 = 0 AND side LIKE 'served%%' THEN 4 ELSE q END) / 4.0, 0,
+                   units, units + 1, units * q / 4, 0, 0, 0, 0, 0, 0, 0, true, false
+            FROM (
+                SELECT d, i, side, CASE WHEN random() < 0.03 THEN -4 WHEN i > 290 AND d > 1 THEN 0
+                                        ELSE floor(random() * 4)::int END AS units,
+                       floor(random() * 5)::int AS q
+                FROM generate_series(0, 39) d, generate_series(1, 300) i, unnest(%(sides)s::text[]) side
+            ) r
+            """,
+            {"bank": bank.pk, "sides": sides},
+        )
+
+
+@pytest.mark.parametrize(
+    "sides, comparison",
+    [(["served", "holdout"], "holdout_arm"), (["served", "served_r", "withheld_r"], "randomised")],
+)
+def test_item_outcomes_equal_the_one_by_one_figures_on_a_seeded_bank(bank, sides, comparison):
+    seed_item_tallies(bank, sides)
+    report = bank_impact(bank=bank)
+    got = item_outcomes(bank=bank, limit=10_000, report=report)
+    assert report.item_comparison == comparison
+    by_side = {}  # every row, summed per item and side here
+    for item, side, units, y, judged, successes in RetrievalTally.objects.filter(
+        bank=bank, item__isnull=False
+    ).values_list("item", "side", "units", "y_sum", "judged", "successes"):
+        total = by_side.setdefault((item, side), [0, 0.0, 0, 0])
+        for i, value in enumerate((units, y, judged, successes)):
+            total[i] += value
+    served_sides, withheld_sides = (
+        (["served_r"], ["withheld_r"]) if comparison == "randomised" else (["served", "served_r"], ["holdout"])
+    )
+    pairs = {}
+    for (item, side), total in by_side.items():
+        if total[0] > 0 and side in served_sides + withheld_sides:
+            pair = pairs.setdefault(item, [[0, 0.0, 0, 0], [0, 0.0, 0, 0]])
+            pair[side in withheld_sides] = [a + b for a, b in zip(pair[side in withheld_sides], total)]
+    items = sorted(pairs, key=lambda item: (-pairs[item][0][2], -pairs[item][1][2], str(item)))
+    effects = item_effects_one_by_one([(*pairs[i][0][:2], *pairs[i][1][:2]) for i in items])
+    expected = [
+        (item, *pairs[item][0], *pairs[item][1], *effect[:4], effect[5] and effect[0] < 0, effect[5] and effect[0] > 0)
+        for item, effect in zip(items, effects)
+    ]
+    fields = "public_id served_units served_y served_judged served_successes withheld_units withheld_y"
+    fields += " withheld_judged withheld_successes difference low high p_value may_hurt may_help"
+    figures = [tuple(getattr(o, field) for field in fields.split()) for o in got]
+    assert figures == expected and len(expected) > 250
+    shrunk = [(o.shrunk, e[4]) for o, e in zip(got, effects) if e[4] is not None or o.shrunk is not None]
+    assert [a for a, _ in shrunk] == pytest.approx([b for _, b in shrunk], rel=1e-9)  # τ² summed in another order
+    assert sum(o.may_help for o in got) > 5 and any(o.p_value is None for o in got)

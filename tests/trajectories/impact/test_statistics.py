@@ -4,15 +4,19 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
 from trajectories.impact.statistics import (
+    MIN_ITEM_UNITS,
     always_valid_p,
     benjamini_hochberg,
+    item_effects,
     mixture_halfwidth,
     newcombe_difference,
     srm_p_value,
+    two_proportion_p,
     wilson_interval,
 )
 
@@ -99,3 +103,40 @@ def test_benjamini_hochberg_matches_the_textbook_example():
          0.7590, 1.0]  # fmt: skip
     assert benjamini_hochberg(p, q=0.05) == [True] * 4 + [False] * 11
     assert benjamini_hochberg([None, 0.001, None], q=0.05) == [False, True, False]
+
+
+def item_effects_one_by_one(rows: list[tuple[int, float, int, float]]) -> list[tuple]:
+    """The per-item figures, one item at a time, from the scalar tests above
+    (Newcombe, the score test, Benjamini–Hochberg) and the shrinkage's formula."""
+    found = []
+    for served, served_y, withheld, withheld_y in rows:
+        difference = low = high = p = None
+        if served and withheld:
+            difference, low, high = newcombe_difference(served_y, served, withheld_y, withheld)
+            if served >= MIN_ITEM_UNITS and withheld >= MIN_ITEM_UNITS:
+                p = two_proportion_p(served_y, served, withheld_y, withheld)
+        found.append([difference, low, high, p, None, False])
+    for row, rejected in zip(found, benjamini_hochberg([row[3] for row in found])):
+        row[5] = rejected
+    spread = []
+    for (served, served_y, withheld, withheld_y), row in zip(rows, found):
+        if row[0] is not None:
+            p1, p2 = (served_y + 1) / (served + 2), (withheld_y + 1) / (withheld + 2)
+            spread.append((row, p1 * (1 - p1) / served + p2 * (1 - p2) / withheld))
+    if spread:
+        tau2 = max(0.0, sum(row[0] ** 2 - se2 for row, se2 in spread) / len(spread))
+        for row, se2 in spread:
+            row[4] = row[0] * tau2 / (tau2 + se2)
+    return [tuple(row) for row in found]
+
+
+def test_item_effects_computed_together_equal_the_one_by_one_figures():
+    rng = random.Random(7)
+    rows = [(0, 0.0, 0, 0.0), (12, 0.0, 15, 0.0), (12, 12.0, 15, 15.0), (3, 1.0, 0, 0.0), (40, 38.0, 40, 4.0)]
+    for _ in range(3000):
+        served, withheld = rng.choice([0, 1, 9, 10, 60]) + rng.randint(0, 5), rng.choice([0, 1, 10, 60])
+        rows.append((served, rng.choice([0.0, served, rng.random() * served]), withheld, rng.random() * withheld))
+    expected = item_effects_one_by_one(rows)
+    got = [(e.difference, e.low, e.high, e.p_value, e.shrunk, e.significant) for e in item_effects(rows)]
+    assert got == expected  # the same operations: equal to the last bit
+    assert sum(row[5] for row in expected) > 10 and any(row[3] == 1.0 for row in expected)
