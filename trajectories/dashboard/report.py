@@ -9,8 +9,8 @@ At a million trajectories these reads take about 0.3 s together (every human lab
 is read), seconds at ten million. On a big bank (KEPT_MIN_ROWS approved items and human-labelled trajectories)
 a view that reads the report marks the bank, and beat's ``reports_refresh`` (every minute) recomputes the
 report of every bank marked within WATCH_SECONDS once it is REFRESH_AFTER_SECONDS old, before it expires: a
-reviewer who keeps coming back finds it computed; only the first view after an idle hour computes it. On a
-smaller bank the view computes it when none is kept (tens of milliseconds)."""
+reviewer who keeps coming back finds it computed; only the first view after an idle hour computes it. A
+smaller bank's report is not kept: each view computes it (tens of milliseconds), so a new label shows at once."""
 
 from __future__ import annotations
 
@@ -121,7 +121,8 @@ def _compute(bank: Bank) -> DashboardReport:
         charts=dashboard_charts(bank=bank, agreement=by_week),
         approved=approved_count(bank=bank),
     )
-    cache.set(_key(bank), report, REPORT_CACHE_SECONDS)
+    if report.big:
+        cache.set(_key(bank), report, REPORT_CACHE_SECONDS)
     return report
 
 

@@ -43,8 +43,23 @@ def approved_reads(queries) -> list[str]:
     ]
 
 
-def test_a_second_view_shows_the_kept_report_and_recomputes_it_when_asked(client, bank, owner):
+def test_a_small_banks_report_is_computed_on_each_view(client, bank, owner):
+    client.force_login(owner)
+    url = reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})
+    t = factories.make_done_trajectory(bank)
+    factories.record_verdict(t, "success")
+    factories.record_verdict(t, "success", source="human", author=owner)
+    first = client.get(url).content.decode()
+    assert "agree on 1 of 1 trajectory" in first and "data-report-age" not in first
+    Judgment.objects.create(trajectory=t, source="human", label="failure", author=owner)
+    with CaptureQueriesContext(connection) as queries:
+        again = client.get(url).content.decode()
+    assert len(report_reads(queries)) == 3 and "agree on 0 of 1 trajectory" in again
+
+
+def test_a_second_view_shows_the_kept_report_and_recomputes_it_when_asked(client, bank, owner, monkeypatch):
     assert REPORT_CACHE_SECONDS == 300
+    monkeypatch.setattr(report_module, "KEPT_MIN_ROWS", 1)  # a big bank's report is kept
     client.force_login(owner)
     url = reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})
     t = factories.make_done_trajectory(bank)
