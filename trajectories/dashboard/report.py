@@ -31,6 +31,7 @@ from trajectories.dashboard.selectors import (
     DistillOutcome,
     PeriodRate,
     VersionAgreement,
+    agreement_keep,
     approved_count,
     distill_outcomes_by_version,
     local_today,
@@ -123,6 +124,8 @@ def _compute(bank: Bank) -> DashboardReport:
     )
     if report.big:
         cache.set(_key(bank), report, REPORT_CACHE_SECONDS)
+    else:  # the refreshes (which read no report of a small bank) show this figure, not an older one
+        agreement_keep(bank=bank, agreement=agreement)
     return report
 
 

@@ -61,13 +61,18 @@ def dashboard_agreement(*, bank: Bank) -> Agreement:
     """The judge/human agreement for the 5-second refresh when no report is kept: read once and kept in the
     cache for AGREEMENT_CACHE_SECONDS, so the refreshes of every open tab read the bank's human judgments at
     most once a minute."""
-    key = f"dashboard:agreement:{bank.pk}"
-    kept = cache.get(key)
+    kept = cache.get(f"dashboard:agreement:{bank.pk}")
     if kept is not None:
         return Agreement(*kept)
     agreement = judge_human_agreement(bank=bank)
-    cache.set(key, (agreement.both, agreement.agree), AGREEMENT_CACHE_SECONDS)
+    agreement_keep(bank=bank, agreement=agreement)
     return agreement
+
+
+def agreement_keep(*, bank: Bank, agreement: Agreement) -> None:
+    """Keep this agreement figure for the refreshes (dashboard_agreement): the page that computed it keeps it,
+    so the refreshes after it show the page's figure, not an older one."""
+    cache.set(f"dashboard:agreement:{bank.pk}", (agreement.both, agreement.agree), AGREEMENT_CACHE_SECONDS)
 
 
 @dataclass(frozen=True)
