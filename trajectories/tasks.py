@@ -10,6 +10,7 @@ from django.conf import settings
 from reasoningbank_site.celery import db_outage_retry
 from trajectories.dashboard.counts import counts_compact
 from trajectories.dashboard.report import reports_refresh
+from trajectories.dashboard.reviewer_report import reviewer_reports_refresh
 from trajectories.evaluation import tasks as evaluation_tasks  # noqa: F401  (registers its tasks)
 from trajectories.impact.announce import impact_verdicts_announce
 from trajectories.impact.item_effects import item_effects_record_all
@@ -57,9 +58,9 @@ def impact_item_tables() -> None:
 
 @shared_task(name="trajectories.dashboard_reports", ignore_result=True)
 def dashboard_reports() -> int:
-    """Recompute the dashboard reports of big banks viewed in the last hour before they expire
-    (trajectories.dashboard.report)."""
-    return reports_refresh()
+    """Recompute the dashboard reports and the reviewers pages' figures of big banks viewed in the last hour
+    before they expire (trajectories.dashboard.report, trajectories.dashboard.reviewer_report)."""
+    return reports_refresh() + reviewer_reports_refresh()
 
 
 @shared_task(name="trajectories.canary_rollback", ignore_result=True)
