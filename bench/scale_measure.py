@@ -107,6 +107,9 @@ def pages(site: Site) -> list[tuple[str, str, dict, callable]]:
         ("items list", f"/banks/{b}/items/", {}, shows("Lesson ")),
         ("items, approved", f"/banks/{b}/items/?status=approved", {}, shows("Lesson ")),
         ("reviewers", f"/banks/{b}/reviewers/", {}, shows("reviewer-")),
+        # What a view pays when no kept figures are there (beat's work on a big bank, while it is viewed).
+        ("dashboard, computed", f"/banks/{b}/?fresh=1", {}, shows(site.bank.name)),
+        ("reviewers, computed", f"/banks/{b}/reviewers/?fresh=1", {}, shows("reviewer-")),
         ("team", f"/teams/{site.bank.team.public_id}/", {}, shows(site.bank.name)),
         ("evaluations", f"/banks/{b}/evaluations/", {}, shows(site.bank.name)),
     ]
@@ -345,6 +348,8 @@ def report(small, large, times, once, seeded, page_bar, retrieval_bar, purge_bar
             ok = ratio <= retrieval_bar
         elif what == "floor":
             ratio, bar, ok = l50 / s50, "", None
+        elif what.endswith(", computed"):  # a big bank's kept figures computed again: beat's work, not a view's
+            ratio, bar, ok = l50 / s50, "(beat's work)", None
         else:
             ratio, bar = l50 / s50, f"≤ {page_bar}×"
             ok = ratio <= page_bar

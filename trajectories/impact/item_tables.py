@@ -13,7 +13,8 @@ read fresh) is kept per bank, window and holdout period:
   rows, so no new row means the same sums: exact); otherwise for up to
   KEPT_STALE_SECONDS after it was computed, and the page says as of when;
   beat's ``item_tables_refresh`` recomputes every minute those that
-  changed, so a reader rarely waits for one; older, the request recomputes it."""
+  changed of the banks read within WATCH_SECONDS, so a reader rarely waits
+  for one; older, the request recomputes it."""
 
 from __future__ import annotations
 
@@ -37,11 +38,13 @@ PAGE_ITEMS = 50
 """Rows of the Impact page's per-item table."""
 KEPT_MIN_RETRIEVALS = 5000
 """Triggered retrievals of a window (both arms, its period) from which its table is kept."""
+WATCH_SECONDS = 3600
+"""How long after a big bank's table was last read (the page or the API) beat keeps recomputing it."""
 KEPT_STALE_SECONDS = 300
 KEPT_SECONDS = 3600
 """How long the cache holds a table (beat renews the big ones' while they change)."""
 BIG_BANKS = BankRoster("impact-items")
-"""The banks that had a table kept: beat's refresh reads theirs."""
+"""The big banks whose tables were read (the page, the API): beat's refresh recomputes theirs."""
 RECENT_IDS = 10_000
 """Ids below the newest in which a late commit is still noticed (see _fingerprint)."""
 
@@ -83,7 +86,6 @@ def _compute(bank: Bank, since: datetime | None, report: ImpactReport, limit: in
         "at": timezone.now(),
     }
     cache.set(key, kept, KEPT_SECONDS)
-    BIG_BANKS.mark(bank.pk)
     return kept
 
 
@@ -116,6 +118,7 @@ def kept_item_table(*, bank: Bank, since: datetime | None, report: ImpactReport,
     if report.treatment.triggered + report.holdout.triggered < KEPT_MIN_RETRIEVALS:
         outcomes = item_outcomes(bank=bank, since=since, report=report, limit=limit)
         return KeptItems(outcomes, timezone.now(), True)
+    BIG_BANKS.mark(bank.pk)  # read now: beat keeps its tables computed for WATCH_SECONDS
     key = _key(bank.pk, since, report, limit)
     kept = cache.get(key)
     current = True
@@ -143,7 +146,8 @@ def item_tables_refresh() -> int:
     had one kept, when big enough to keep and changed since; returns how
     many were recomputed. Run by beat."""
     refreshed = 0
-    for bank in Bank.objects.filter(pk__in=BIG_BANKS.banks(), archived_at__isnull=True).select_related("team"):
+    watched = BIG_BANKS.banks(within=WATCH_SECONDS)
+    for bank in Bank.objects.filter(pk__in=watched, archived_at__isnull=True).select_related("team"):
         for days in WINDOWS.values():
             since = window_start(days)
             report = bank_impact(bank=bank, since=since)

@@ -132,6 +132,10 @@ def test_a_big_banks_table_may_be_minutes_old_says_so_and_beat_recomputes_it(
     assert item_tables_refresh() >= 1
     assert_page_is_current(client, bank)
     assert item_tables_refresh() == 0  # nothing changed since
+    flip_an_old_verdict(trajectories)
+    monkeypatch.setattr(item_tables, "WATCH_SECONDS", 0)  # nobody read it lately: beat leaves it
+    assert item_tables_refresh() == 0
+    monkeypatch.setattr(item_tables, "WATCH_SECONDS", 3600)
 
     monkeypatch.setattr(item_tables, "KEPT_STALE_SECONDS", -1)  # too old: the request recomputes it
     flip_an_old_verdict(trajectories)
