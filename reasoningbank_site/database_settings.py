@@ -4,6 +4,7 @@ reasoningbank_site/replica.py is installed). Imports nothing of Django's databas
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from reasoningbank_site import embedded
@@ -60,3 +61,24 @@ def with_replica(databases: dict) -> tuple[dict, list[str]]:
     return ({**databases, "replica": replica_database(url)} if url else databases), [
         "reasoningbank_site.replica.ReplicaRouter"
     ]
+
+
+def replica_max_lag() -> float:
+    """``RB_REPLICA_MAX_LAG_SECONDS``: how far behind (replica_status's lag) the replica may be before the reports
+    read from the primary; 60 by default, 0 when the check is off ("0" or "off")."""
+    value = envstr("RB_REPLICA_MAX_LAG_SECONDS").strip().lower()
+    if value == "":
+        return 60.0
+    if value == "off":
+        return 0.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds >= 0):
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f'RB_REPLICA_MAX_LAG_SECONDS must be a number of seconds (0 or "off" to turn the check off), not {value!r}'
+        )
+    return seconds

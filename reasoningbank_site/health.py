@@ -78,7 +78,8 @@ def _migrations() -> str:
 
 def _replica() -> dict:
     status = replica.replica_status()
-    return {"state": "paused" if status["replay_paused"] else "streaming", **status}
+    state = {"state": "paused" if status["replay_paused"] else "streaming", **status}
+    return {**state, **replica.judge_lag(status["lag_seconds"])}  # where the reports read, and why
 
 
 CHECKS = {"database": _database, "broker": _broker, "embedding_model": _embedding_model, "migrations": _migrations}

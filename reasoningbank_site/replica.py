@@ -7,7 +7,9 @@ the replica while it runs (and while its streamed answer is produced), and nothi
 cache, login throttling and users are always read from the primary (a session just created must be found).
 
 A replica that does not answer is not the primary's problem: the report reads from the primary instead, with a
-warning in the log, and the replica is not tried again for ``RB_REPLICA_RETRY_SECONDS``."""
+warning in the log, and the replica is not tried again for ``RB_REPLICA_RETRY_SECONDS``. A replica further behind
+than ``RB_REPLICA_MAX_LAG_SECONDS`` is left too until it has caught up (one warning per switch, either way); its
+lag is read at most once every ``LAG_CHECK_SECONDS`` per process, not once per report."""
 
 from __future__ import annotations
 
@@ -35,6 +37,11 @@ PRIMARY_ONLY_APPS = frozenset({"sessions", "auth", "axes", "django_cache", "cont
 _down_until = 0.0
 _down_lock = threading.Lock()
 
+LAG_CHECK_SECONDS = 5.0
+_lag_checked_until = 0.0  # monotonic: the remembered lag verdict holds until then
+_behind = False  # the last lag read was over RB_REPLICA_MAX_LAG_SECONDS: the reports read the primary
+_lag_lock = threading.RLock()  # held by _too_far_behind while judge_lag takes it too
+
 
 def replica_configured() -> bool:
     return REPLICA in settings.DATABASES
@@ -49,7 +56,7 @@ def replica_answers() -> bool:
         replica = connections[REPLICA]
         replica.close_if_health_check_failed()  # a persistent connection the replica's restart broke
         replica.ensure_connection()
-        return True
+        return not _too_far_behind()
     except Exception as exc:  # any failure to connect: the reports use the primary
         with _down_lock:
             _down_until = time.monotonic() + envfloat("RB_REPLICA_RETRY_SECONDS", 30.0)
@@ -57,6 +64,36 @@ def replica_answers() -> bool:
         with contextlib.suppress(Exception):
             connections[REPLICA].close()
         return False
+
+
+def _too_far_behind() -> bool:
+    """Whether the replica lags more than allowed, from a lag read at most every LAG_CHECK_SECONDS."""
+    if not settings.RB_REPLICA_MAX_LAG_SECONDS or time.monotonic() < _lag_checked_until:
+        return _behind
+    with _lag_lock:
+        if time.monotonic() >= _lag_checked_until:
+            judge_lag(replica_status()["lag_seconds"])
+    return _behind
+
+
+def judge_lag(lag: float) -> dict:
+    """Remember whether a replica ``lag`` seconds behind may serve the reports (a warning when that changes);
+    return where the reports read and why, for the readiness answer."""
+    global _behind, _lag_checked_until
+    limit = settings.RB_REPLICA_MAX_LAG_SECONDS
+    behind = bool(limit) and lag > limit
+    with _lag_lock:
+        _lag_checked_until = time.monotonic() + LAG_CHECK_SECONDS
+        switched, _behind = behind != _behind, behind
+    if switched and behind:
+        log.warning("read replica %.1f s behind (over %g s), reports read from the primary", lag, limit)
+    elif switched:
+        log.warning("read replica caught up (%.1f s behind), reports read from it again", lag)
+    if not limit:
+        return {"reports_read": "replica", "why": "the lag is not checked (RB_REPLICA_MAX_LAG_SECONDS=0)"}
+    if behind:
+        return {"reports_read": "primary", "why": f"{lag:.1f} s behind, over RB_REPLICA_MAX_LAG_SECONDS={limit:g}"}
+    return {"reports_read": "replica", "why": f"{lag:.1f} s behind, within RB_REPLICA_MAX_LAG_SECONDS={limit:g}"}
 
 
 @contextlib.contextmanager

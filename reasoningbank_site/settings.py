@@ -98,6 +98,7 @@ TEMPLATES = [
 # --- Database: PostgreSQL + pgvector everywhere -----------------------------
 _default, EMBEDDED_POSTGRES = database_settings.primary_database(DATA_DIR)
 DATABASES, DATABASE_ROUTERS = database_settings.with_replica({"default": _default})  # DATABASE_REPLICA_URL: replica.py
+RB_REPLICA_MAX_LAG_SECONDS = database_settings.replica_max_lag()  # 0: the reports ignore the lag
 RB_REPORT_WORK_MEM = envstr("RB_REPORT_WORK_MEM", "64MB")  # the Impact report's aggregates (docs/architecture.md)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -7,6 +7,7 @@ replica. Once replay resumes, the reports see it. Backups dump from the replica.
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import subprocess
@@ -114,37 +115,47 @@ def stack(tmp_path_factory, migrated_dump):
             "RB_DATA_DIR": str(workdir / "data"),
             "PYTHONUNBUFFERED": "1",
             "WEB_CONCURRENCY": "1",
+            "RB_REPLICA_MAX_LAG_SECONDS": "off",  # the paused replica serves the reports however far behind
         }
         if migrated_dump:  # the schema as `migrate` makes it, without its 20 s
             migrated.restore(migrated_dump, pair.primary_url)
         else:
             _manage(env, "migrate", "--no-input")
         bank, token, session = _manage(env, "shell", stdin=SETUP).split()[-3:]
-        port = free_port()
-        log = workdir / "web.log"
-        web = subprocess.Popen(
-            web_argv("127.0.0.1", port), env=env, cwd=settings.BASE_DIR, stdout=log.open("w"), stderr=subprocess.STDOUT
-        )
-        procs.append(web)
-        url = f"http://127.0.0.1:{port}"
-
-        def listening() -> bool:
-            assert web.poll() is None, f"gunicorn exited:\n{log.read_text()}"
-            try:
-                return requests.get(f"{url}/healthz", timeout=2).status_code == 200
-            except requests.RequestException:  # not listening yet, or still importing
-                return False
-
-        wait_until(listening, timeout=120, what="gunicorn to answer")
+        url = _web(env, workdir / "web.log", procs)
         yield Stack(pair, url, env, bank, token, session)
     finally:
-        for proc in reversed(procs):
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        _stop(procs)
         pair.stop()
+
+
+def _web(env: dict, log: Path, procs: list) -> str:
+    """gunicorn as `make run` starts it, answering: its URL."""
+    port = free_port()
+    web = subprocess.Popen(
+        web_argv("127.0.0.1", port), env=env, cwd=settings.BASE_DIR, stdout=log.open("w"), stderr=subprocess.STDOUT
+    )
+    procs.append(web)
+    url = f"http://127.0.0.1:{port}"
+
+    def listening() -> bool:
+        assert web.poll() is None, f"gunicorn exited:\n{log.read_text()}"
+        try:
+            return requests.get(f"{url}/healthz", timeout=2).status_code == 200
+        except requests.RequestException:  # not listening yet, or still importing
+            return False
+
+    wait_until(listening, timeout=120, what="gunicorn to answer")
+    return url
+
+
+def _stop(procs: list) -> None:
+    for proc in reversed(procs):
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def test_the_reports_read_the_replica_and_every_write_goes_to_the_primary(stack):
@@ -183,6 +194,38 @@ def test_the_reports_read_the_replica_and_every_write_goes_to_the_primary(stack)
     for way, body in stack.exported().items():
         assert "cheapest cable" in body and "Porto" in body, way
     assert first != second
+
+
+def test_a_replica_too_far_behind_leaves_the_reports_on_the_primary(stack, tmp_path):
+    """A second web server allows 1 s of lag: with replay paused and a run recorded, its reports read the
+    primary once the lag has passed 1 s (one warning per worker process, however many reports), /readyz says so, and
+    the first (the check off) still reads the replica. Once replay resumes, the reports read the replica."""
+    procs: list = []
+    try:
+        log = tmp_path / "web.log"
+        strict = copy.copy(stack)
+        strict.url = _web({**stack.env, "RB_REPLICA_MAX_LAG_SECONDS": "1"}, log, procs)
+        wait_until(stack.pair.caught_up, timeout=30, what="the replica to replay")
+        before = strict.dashboard_total()
+        stack.pair.replay_pause()
+        try:
+            stack.record("Track the parcel to Lisbon")
+            # Every worker process of the server (each reads the lag itself) now serves the primary's reports.
+            served = lambda: all(strict.dashboard_total() == before + 1 for _ in range(4))  # noqa: E731
+            wait_until(served, timeout=30, what="the primary to serve the reports")
+            assert stack.dashboard_total() == before  # the check off: the replica, however far behind
+            ready = requests.get(f"{strict.url}/readyz", timeout=30).json()["checks"]["replica"]["detail"]
+            assert ready["reports_read"] == "primary" and "over RB_REPLICA_MAX_LAG_SECONDS=1" in ready["why"], ready
+        finally:
+            stack.pair.replay_resume()
+        # One warning per switch in each worker process, not one per report (it served at least four).
+        workers = log.read_text().count("Booting worker")
+        assert 1 <= log.read_text().count("reports read from the primary") <= workers, log.read_text()
+        wait_until(stack.pair.caught_up, timeout=30, what="the replica to replay")
+        ready = requests.get(f"{strict.url}/readyz", timeout=30).json()["checks"]["replica"]["detail"]
+        assert ready["reports_read"] == "replica", ready
+    finally:
+        _stop(procs)
 
 
 def test_a_backup_dumps_the_replica(stack, tmp_path):

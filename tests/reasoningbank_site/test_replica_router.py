@@ -11,9 +11,11 @@ import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
+from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 from accounts.models import Bank
+from reasoningbank_site import database_settings
 from reasoningbank_site.replica import ReplicaRouter, reading_replica, replica_reads
 from trajectories.models import Trajectory
 
@@ -110,3 +112,16 @@ def test_the_choice_is_per_asyncio_task(with_replica):
         return await asyncio.gather(report(started, done), api(started, done))
 
     assert asyncio.run(both()) == [["replica"], ["default"]]
+
+
+@pytest.mark.parametrize(("value", "seconds"), [("", 60.0), ("0", 0.0), ("off", 0.0), (" OFF ", 0.0), ("2.5", 2.5)])
+def test_the_allowed_lag_is_read_from_the_environment(monkeypatch, value, seconds):
+    monkeypatch.setenv("RB_REPLICA_MAX_LAG_SECONDS", value)
+    assert database_settings.replica_max_lag() == seconds
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "nan", "inf"])
+def test_a_bad_allowed_lag_stops_the_start_with_its_name(monkeypatch, value):
+    monkeypatch.setenv("RB_REPLICA_MAX_LAG_SECONDS", value)
+    with pytest.raises(ImproperlyConfigured, match="RB_REPLICA_MAX_LAG_SECONDS must be a number of seconds"):
+        database_settings.replica_max_lag()
