@@ -258,12 +258,11 @@ def test_a_replica_that_is_down_leaves_the_reports_on_the_primary(stack):
     (expected,) = stack.pair.sql(stack.pair.primary_port, "SELECT count(*) FROM trajectories_trajectory")[0]
     assert total == expected
 
-    def loaded() -> dict | None:  # the web process loads its embedding model on the first /readyz
-        checks = requests.get(f"{stack.url}/readyz", timeout=30).json()["checks"]
-        return checks if checks["embedding_model"]["ok"] else None
+    def loaded():  # a web worker loads its embedding model on its first /readyz; the answer of one that has
+        answer = requests.get(f"{stack.url}/readyz", timeout=30)  # (the next might reach another worker)
+        return (answer,) if answer.json()["checks"]["embedding_model"]["ok"] else None  # (a 503 is falsy)
 
-    wait_until(loaded, timeout=600, interval=2, what="the embedding model to load")
-    answer = requests.get(f"{stack.url}/readyz", timeout=30)
+    (answer,) = wait_until(loaded, timeout=600, interval=2, what="the embedding model to load")
     checks = answer.json()["checks"]
     assert checks["replica"]["ok"] is False and "connection" in checks["replica"]["detail"], checks
     assert answer.status_code == 200, answer.text
