@@ -16,6 +16,8 @@ from collections.abc import Hashable
 from django.core.cache import cache
 
 MARK_EVERY_SECONDS = 60
+WATCH_SECONDS = 3600
+"""How long after a bank's kept figures were last read beat keeps recomputing them (each kind's default)."""
 
 
 class BankRoster:

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from accounts.models import Bank
 from reasoningbank_site.charts import Chart
-from reasoningbank_site.kept import BankRoster
+from reasoningbank_site.kept import WATCH_SECONDS, BankRoster
 from trajectories.dashboard.agreement import agreement_figure_rows
 from trajectories.dashboard.charts import dashboard_charts
 from trajectories.dashboard.selectors import (
@@ -44,8 +44,6 @@ from trajectories.dashboard.selectors import (
 REPORT_CACHE_SECONDS = 300
 KEPT_MIN_ROWS = 5000
 """Approved items plus human-labelled trajectories from which beat keeps a viewed bank's report computed."""
-WATCH_SECONDS = 3600
-"""How long after the last view beat keeps recomputing a big bank's report."""
 REFRESH_AFTER_SECONDS = REPORT_CACHE_SECONDS - 120
 """The age at which beat recomputes a watched report: a minute or two before it expires (beat runs each 60 s)."""
 VIEWED = BankRoster("dashboard-report")

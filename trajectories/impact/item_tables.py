@@ -28,7 +28,7 @@ from django.utils import timezone
 from accounts.models import Bank
 from memories.items.models import MemoryItem
 from memories.serving.models import RetrievalTally
-from reasoningbank_site.kept import BankRoster
+from reasoningbank_site.kept import WATCH_SECONDS, BankRoster
 from trajectories.impact.items import ItemOutcome, item_outcomes
 from trajectories.impact.report import WINDOWS, ImpactReport, bank_impact, window_start
 from trajectories.impact.tallies import window_days
@@ -38,8 +38,6 @@ PAGE_ITEMS = 50
 """Rows of the Impact page's per-item table."""
 KEPT_MIN_RETRIEVALS = 5000
 """Triggered retrievals of a window (both arms, its period) from which its table is kept."""
-WATCH_SECONDS = 3600
-"""How long after a big bank's table was last read (the page or the API) beat keeps recomputing it."""
 KEPT_STALE_SECONDS = 300
 KEPT_SECONDS = 3600
 """How long the cache holds a table (beat renews the big ones' while they change)."""
