@@ -1,7 +1,7 @@
 """The keys most trajectories may not have (a token, an experience, a MaTTS
-group) are indexed only where present, and every lookup by one reads that
-partial index: a plan each, on a seeded table where the missing key is the
-common case."""
+group, a task id) are indexed only where present, and every lookup by one
+reads that partial index: a plan each, on a seeded table where the missing
+key is the common case."""
 
 from __future__ import annotations
 
@@ -79,11 +79,12 @@ def test_no_full_index_of_those_keys_is_left():
             "SELECT i.indexrelid::regclass::text, pg_get_expr(i.indpred, i.indrelid) FROM pg_index i"
             " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)"
             " WHERE i.indrelid = 'trajectories_trajectory'::regclass"
-            " AND a.attname IN ('token_id', 'experience_id', 'group_id')"
+            " AND a.attname IN ('token_id', 'experience_id', 'group_id', 'task_id')"
         )
         indexes = dict(cursor.fetchall())
     assert indexes == {
         "trajectory_token": "(token_id IS NOT NULL)",
         "trajectory_experience": "(experience_id IS NOT NULL)",
         "trajectory_group": "(NOT ((group_id)::text = ''::text))",
+        "trajectory_task": "(NOT ((task_id)::text = ''::text))",
     }
