@@ -29,6 +29,8 @@ TASK_QUEUES: dict[str, str] = {
     "accounts.webhook_deliver": WEBHOOKS,
     "trajectories.experiment_run": BULK,
     "memories.release_import": BULK,
+    # A reader's queued Impact per-item table: housekeeping-sized work, beside beat's recomputes of them.
+    "trajectories.impact_item_table": MAINTENANCE,
 }
 
 

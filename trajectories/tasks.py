@@ -4,6 +4,8 @@ importing trajectories.pipeline.tasks)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from celery import shared_task
 from django.conf import settings
 
@@ -14,7 +16,7 @@ from trajectories.dashboard.reviewer_report import reviewer_reports_refresh
 from trajectories.evaluation import tasks as evaluation_tasks  # noqa: F401  (registers its tasks)
 from trajectories.impact.announce import impact_verdicts_announce
 from trajectories.impact.item_effects import item_effects_record_all
-from trajectories.impact.item_tables import item_tables_refresh
+from trajectories.impact.item_tables import item_table_compute, item_tables_refresh
 from trajectories.impact.releases import canaries_auto_rollback
 from trajectories.judging.experiments import experiment_fail, experiment_run
 from trajectories.pipeline.llm_errors import LLMTransientError
@@ -54,6 +56,14 @@ def impact_item_tables() -> None:
     """Recompute the Impact page's kept per-item tables of big banks whose
     sums changed (trajectories.impact.item_tables)."""
     item_tables_refresh()
+
+
+@shared_task(name="trajectories.impact_item_table", ignore_result=True)
+def impact_item_table(bank_id: int, since: str | None, limit: int) -> bool:
+    """Compute one window's kept per-item table that a reader found missing
+    or outdated (queued by the Impact page or the API, never computed on
+    their request; trajectories.impact.item_tables). ``since``: ISO time or None."""
+    return item_table_compute(bank_id=bank_id, since=datetime.fromisoformat(since) if since else None, limit=limit)
 
 
 @shared_task(name="trajectories.dashboard_reports", ignore_result=True)

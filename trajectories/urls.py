@@ -32,6 +32,7 @@ urlpatterns = [
         name="retry",
     ),
     path("banks/<uuid:bank_id>/impact/", impact.impact, name="impact"),
+    path("banks/<uuid:bank_id>/impact/items/", impact.impact_items, name="impact_items"),
     path("banks/<uuid:bank_id>/releases/", releases.releases, name="releases"),
     path(
         "banks/<uuid:bank_id>/releases/imports/<uuid:import_id>/",

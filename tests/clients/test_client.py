@@ -194,6 +194,7 @@ def test_impact(client):
     assert report.days == 30
     assert report.verdict in {"no_holdout", "not_enough_data", "helps", "hurts", "no_difference"}
     assert report.treatment.arm == "treatment" and report.holdout.arm == "holdout"
+    assert report.items_pending is False and report.raw["items_pending"] is False  # a small bank's: computed
     assert client.impact().days is None
 
 

@@ -272,6 +272,7 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
         "trajectories:evidence": [("get", {"kind": "", "page": ""}), ("post", {"action": "agree"})],
         "trajectories:delete": [("post", {"confirm": ""})],
         "trajectories:impact": [("get", {"days": "30"})],
+        "trajectories:impact_items": [("get", {"days": "30", "started": ""})],
         "trajectories:task_sets": [
             ("get", {"preview": "1", "outcome": "", "agent": "", "text": "", "date_from": "", "limit": ""}),
             ("post", {"action": "preview", "outcome": "any", "agent": "", "text": "", "date_to": "", "limit": "5"}),

@@ -13,8 +13,17 @@ read fresh) is kept per bank, window and holdout period:
   rows, so no new row means the same sums: exact); otherwise for up to
   KEPT_STALE_SECONDS after it was computed, and the page says as of when;
   beat's ``item_tables_refresh`` recomputes every minute those that
-  changed of the banks read within WATCH_SECONDS, so a reader rarely waits
-  for one; older, the request recomputes it."""
+  changed of the banks read within WATCH_SECONDS; older, it is still
+  served (as of when) and one recompute is queued for a worker;
+- a bigger one that is not kept (no reader for an hour, a cache clear) is
+  not computed on the request either: the request queues its computation
+  and shows none (``pending``); the page polls until a worker stored it.
+
+A request never computes a big window's table: at a million trajectories
+that takes seconds. A queued computation is marked in the cache for
+QUEUED_SECONDS (``cache.add``: ten readers queue one), the task clears the
+mark when done, and it computes only if the table is still missing or
+outdated when it runs."""
 
 from __future__ import annotations
 
@@ -28,6 +37,7 @@ from django.utils import timezone
 from accounts.models import Bank
 from memories.items.models import MemoryItem
 from memories.serving.models import RetrievalTally
+from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.kept import WATCH_SECONDS, BankRoster
 from trajectories.impact.items import ItemOutcome, item_outcomes
 from trajectories.impact.report import WINDOWS, ImpactReport, bank_impact, window_start
@@ -43,6 +53,8 @@ KEPT_SECONDS = 3600
 """How long the cache holds a table (beat renews the big ones' while they change)."""
 BIG_BANKS = BankRoster("impact-items")
 """The big banks whose tables were read (the page, the API): beat's refresh recomputes theirs."""
+QUEUED_SECONDS = 120
+"""How long a queued computation of a table stops another from being queued (its task clears it sooner)."""
 RECENT_IDS = 10_000
 """Ids below the newest in which a late commit is still noticed (see _fingerprint)."""
 
@@ -84,6 +96,7 @@ def _compute(bank: Bank, since: datetime | None, report: ImpactReport, limit: in
         "at": timezone.now(),
     }
     cache.set(key, kept, KEPT_SECONDS)
+    cache.delete(f"{key}:queued")  # computed (by beat or the queued task): a reader may queue the next one
     return kept
 
 
@@ -102,41 +115,78 @@ def _with_items(bank: Bank, outcomes: list[ItemOutcome]) -> list[ItemOutcome]:
 @dataclass
 class KeptItems:
     """A window's per-item table: the top rows, when they were computed,
-    and whether they are current (no tally row of the bank appended since)."""
+    whether they are current (no tally row of the bank appended since),
+    whether a recompute of outdated rows is queued (``recomputing``), and
+    whether none are kept yet and their computation is queued (``pending``:
+    no rows, no time)."""
 
     outcomes: list[ItemOutcome]
-    computed_at: datetime
+    computed_at: datetime | None
     current: bool
+    recomputing: bool = False
+    pending: bool = False
+
+
+def _outdated(bank_id: int, kept: dict) -> bool:
+    """Whether a kept table is too old to be served without queuing a
+    recompute: changed since, and computed over KEPT_STALE_SECONDS ago."""
+    too_old = timezone.now() - kept["at"] > timedelta(seconds=KEPT_STALE_SECONDS)
+    return too_old and _changed_since(bank_id, kept["fingerprint"])
+
+
+def _queue(key: str, bank_id: int, since: datetime | None, limit: int) -> None:
+    """Queue one computation of the table (a worker's, on the maintenance
+    queue); none while one queued in the last QUEUED_SECONDS is not done."""
+    queued = f"{key}:queued"
+    if cache.add(queued, 1, timeout=QUEUED_SECONDS):
+        enqueue_on_commit(
+            "trajectories.impact_item_table",
+            bank_id,
+            since.isoformat() if since else None,
+            limit,
+            on_failure=lambda: cache.delete(queued),
+        )
 
 
 def kept_item_table(*, bank: Bank, since: datetime | None, report: ImpactReport, limit: int = PAGE_ITEMS) -> KeptItems:
     """``item_outcomes`` of the report's window and period, from the kept
     table when it may be served (see the module); what the page and
-    ``GET /api/v1/impact`` show."""
+    ``GET /api/v1/impact`` show. A big window's is never computed here."""
     if report.treatment.triggered + report.holdout.triggered < KEPT_MIN_RETRIEVALS:
         outcomes = item_outcomes(bank=bank, since=since, report=report, limit=limit)
         return KeptItems(outcomes, timezone.now(), True)
     BIG_BANKS.mark(bank.pk)  # read now: beat keeps its tables computed for WATCH_SECONDS
     key = _key(bank.pk, since, report, limit)
     kept = cache.get(key)
-    current = True
-    if kept is not None and _changed_since(bank.pk, kept["fingerprint"]):
-        current = False
-        if timezone.now() - kept["at"] > timedelta(seconds=KEPT_STALE_SECONDS):
-            kept, current = None, True
     if kept is None:
-        kept = _compute(bank, since, report, limit, key)
+        _queue(key, bank.pk, since, limit)
+        return KeptItems([], None, True, pending=True)
+    current = not _changed_since(bank.pk, kept["fingerprint"])
+    recomputing = not current and timezone.now() - kept["at"] > timedelta(seconds=KEPT_STALE_SECONDS)
+    if recomputing:
+        _queue(key, bank.pk, since, limit)
     report.item_comparison = kept["comparison"]
-    return KeptItems(_with_items(bank, [ItemOutcome(**vars(o)) for o in kept["outcomes"]]), kept["at"], current)
+    outcomes = _with_items(bank, [ItemOutcome(**vars(o)) for o in kept["outcomes"]])
+    return KeptItems(outcomes, kept["at"], current, recomputing)
 
 
-def kept_item_outcomes(
-    *, bank: Bank, since: datetime | None, report: ImpactReport, limit: int = PAGE_ITEMS
-) -> tuple[list[ItemOutcome], datetime | None]:
-    """``kept_item_table``'s rows, and the moment they were computed when
-    sums changed since (None: the figures are current)."""
-    table = kept_item_table(bank=bank, since=since, report=report, limit=limit)
-    return table.outcomes, None if table.current else table.computed_at
+def item_table_compute(*, bank_id: int, since: datetime | None, limit: int) -> bool:
+    """The queued computation (a worker's): compute the window's table when
+    it is still missing or outdated, then clear its queued mark. Returns
+    whether it computed."""
+    bank = Bank.objects.filter(pk=bank_id, archived_at__isnull=True).select_related("team").first()
+    if bank is None:
+        return False
+    report = bank_impact(bank=bank, since=since)
+    key = _key(bank.pk, since, report, limit)
+    try:
+        kept = cache.get(key)
+        if kept is not None and not _outdated(bank.pk, kept):
+            return False
+        _compute(bank, since, report, limit, key)
+        return True
+    finally:
+        cache.delete(f"{key}:queued")
 
 
 def item_tables_refresh() -> int:

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import math
+import time
 
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
+from django.urls import reverse
 
 from accounts.access import bank_for_user
 from reasoningbank_site.replica import reads_from_replica
-from trajectories.impact.item_tables import kept_item_outcomes
+from trajectories.impact.item_tables import kept_item_table
 from trajectories.impact.report import MIN_ITEM_JUDGED, WINDOWS, bank_impact, window_start
 
+POLL_GIVE_UP_SECONDS = 60
+"""How long the page polls for a per-item table being computed before it says the workers may be down."""
 IMPACT_WINDOWS = [("7", "Last 7 days"), ("30", "Last 30 days"), ("90", "Last 90 days"), ("all", "All time")]
 
 
@@ -35,6 +39,31 @@ def _difference_bar(difference) -> dict | None:
     }
 
 
+def _window(request):
+    window = request.GET.get("days", "all")
+    if window not in WINDOWS:
+        window = "all"
+    return window, window_start(WINDOWS[window])
+
+
+def _items_context(bank, window, since, report, started: float) -> dict:
+    """What the page's per-item part (``impact.html#items``) shows: the table,
+    or, while a worker computes it, a placeholder that polls for it until
+    POLL_GIVE_UP_SECONDS after ``started`` (a Unix time), then gives up."""
+    table = kept_item_table(bank=bank, since=since, report=report)
+    query = f"?days={window}&started={int(started)}"
+    return {
+        "items": table.outcomes,
+        "items_as_of": None if table.current else table.computed_at,
+        "items_recomputing": table.recomputing,
+        "items_pending": table.pending,
+        "items_gave_up": table.pending and time.time() - started >= POLL_GIVE_UP_SECONDS,
+        "items_url": reverse("trajectories:impact_items", kwargs={"bank_id": bank.public_id}) + query,
+        "items_again_url": reverse("trajectories:impact_items", kwargs={"bank_id": bank.public_id}) + f"?days={window}",
+        "min_item_judged": MIN_ITEM_JUDGED,
+    }
+
+
 @login_required
 @reads_from_replica
 def impact(request, bank_id):
@@ -42,27 +71,41 @@ def impact(request, bank_id):
     difference with an interval, a verdict, and per-item outcomes
     (trajectories.impact). ``?days=7|30|90|all`` picks the window."""
     bank, membership = bank_for_user(request, bank_id)
-    window = request.GET.get("days", "all")
-    if window not in WINDOWS:
-        window = "all"
-    days = WINDOWS[window]
-    since = window_start(days)
+    window, since = _window(request)
     report = bank_impact(bank=bank, since=since)
-    items, items_as_of = kept_item_outcomes(bank=bank, since=since, report=report)
     context = {
         "bank": bank,
         "membership": membership,
         "report": report,
         "window": window,
         "windows": IMPACT_WINDOWS,
-        "items": items,
-        "items_as_of": items_as_of,
+        **_items_context(bank, window, since, report, time.time()),
         "arm_rows": [
             (report.treatment, "treatment", ("Treatment", "memories served")),
             *([(report.holdout, "holdout", ("Holdout", "memories withheld"))] if report.holdout_configured else []),
         ],
         "bar": _difference_bar(report.difference),
-        "min_item_judged": MIN_ITEM_JUDGED,
         "api_base": request.build_absolute_uri("/api/v1/"),
     }
     return render(request, "trajectories/impact.html", context)
+
+
+@login_required
+@reads_from_replica
+def impact_items(request, bank_id):
+    """The Impact page's per-item part alone (``impact.html#items``), which the
+    page polls while a worker computes a big window's table. ``started``:
+    when the page began waiting (Unix time; now when absent)."""
+    bank, _membership = bank_for_user(request, bank_id)
+    window, since = _window(request)
+    now = time.time()
+    try:
+        started = min(now, float(request.GET.get("started", now)))
+    except ValueError:
+        started = now
+    if not math.isfinite(started):
+        started = now
+    report = bank_impact(bank=bank, since=since)
+    context = {"bank": bank, "report": report, "window": window}
+    context |= _items_context(bank, window, since, report, started)
+    return render(request, "trajectories/impact.html#items", context)

@@ -202,7 +202,9 @@ def _arm(stats: ArmStats) -> dict:
         "the verdict; power; and the top 20 items with served-vs-withheld differences, flagged after "
         "Benjamini–Hochberg: with per-item randomisation on, each item served vs left out on its own. The items are "
         "those of the Impact page, on a big bank kept between requests: `items_as_of` is null while they are current, "
-        "else when they were computed (at most 5 minutes ago). `days` limits the "
+        "else when they were computed (a recompute is queued once they are over 5 minutes old). A big window "
+        "whose table is not kept yet is never computed on the request: its computation is queued for a worker and "
+        "the answer has `items: []` and `items_pending: true` (ask again in a few seconds). `days` limits the "
         "report to retrievals from midnight UTC N days ago; omit it for all time."
     ),
 )
@@ -248,8 +250,9 @@ def impact(request, days: int | None = Query(None, ge=1, le=3650, description="W
             "more_needed_10": report.more_needed_10,
         },
         "item_baseline": report.baseline,
-        "item_comparison": report.item_comparison,
+        "item_comparison": None if table.pending else report.item_comparison,
         "items_as_of": None if table.current else table.computed_at,
+        "items_pending": table.pending,
         "items": [
             {
                 "id": o.public_id,

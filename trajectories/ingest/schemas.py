@@ -367,15 +367,23 @@ class ImpactOut(Schema):
         ...,
         description="The holdout's success rate (0.5 while it is small); items are compared with their own withheld retrievals.",
     )
-    item_comparison: Literal["randomised", "holdout_arm"] = Field(
+    item_comparison: Literal["randomised", "holdout_arm"] | None = Field(
         ...,
         description="How items are compared: `randomised` — served vs left out on its own (per-item randomisation, "
-        "the item's own effect); `holdout_arm` — served vs the holdout arm (the set served with the item).",
+        "the item's own effect); `holdout_arm` — served vs the holdout arm (the set served with the item). Null "
+        "while `items_pending`.",
     )
     items_as_of: datetime | None = Field(
         ...,
         description="Null: the items are current. A big bank's per-item table is kept between requests (the Impact "
         "page's; exact while no retrieval of the bank changed since) and recomputed by a worker every minute while "
-        "it changes; when it changed since, the items are those computed at this moment, at most 5 minutes ago.",
+        "it changes; when it changed since, the items are those computed at this moment (over 5 minutes ago, a "
+        "recompute is queued).",
+    )
+    items_pending: bool = Field(
+        ...,
+        description="True: this big window's per-item table is not computed yet; a worker computes it (queued by "
+        "this call, never computed on it) and `items` is empty until then: ask again in a few seconds. False: "
+        "`items` are the window's.",
     )
     items: list[ImpactItemOut] = Field(..., description="Top 20 items by judged served trajectories.")

@@ -334,7 +334,9 @@ class ImpactArm:
 @dataclass
 class Impact:
     """Does the bank help? Treatment vs holdout success rates. ``raw`` is the
-    whole answer, including per-item outcomes."""
+    whole answer, including per-item outcomes. ``items_pending``: a big
+    window's items are being computed by a worker (``items`` is empty until
+    then; ask again in a few seconds)."""
 
     days: int | None
     verdict: str
@@ -345,6 +347,7 @@ class Impact:
     difference: dict[str, float] | None
     items: list[dict[str, Any]]
     raw: dict[str, Any]
+    items_pending: bool = False
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Impact:

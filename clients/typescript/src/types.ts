@@ -229,6 +229,8 @@ export interface Impact {
   holdout: ImpactArm;
   difference: Record<string, number> | null;
   items: Record<string, unknown>[];
+  /** True while a worker computes a big window's items (`items` is empty until then; ask again in a few seconds). */
+  items_pending?: boolean;
   [key: string]: unknown;
 }
 
