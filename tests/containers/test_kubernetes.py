@@ -97,7 +97,8 @@ def test_the_rendered_web_deployment_runs_under_podman_kube_play_and_becomes_rea
     """What podman 4.3 cannot play is changed, and only that: the pod shares the host's network (so no
     ports, and the probes name the port number), and the init container runs on its own first (kube play
     fails to remove a finished init container there). The ConfigMap is played as is; the Secret is a
-    podman secret of the same name."""
+    podman secret of the same name, with the optional DATABASE_REPLICA_URL on the compose file's replica: the
+    pod's /readyz says its reports read it, within the ConfigMap's RB_REPLICA_MAX_LAG_SECONDS."""
     import base64
     import json
 
@@ -129,8 +130,10 @@ def test_the_rendered_web_deployment_runs_under_podman_kube_play_and_becomes_rea
             part.create_and_start()
         for part in (top.postgres.service, top.redis.service):
             wait_until(part.healthy, timeout=90, what=f"{part.name} to be healthy", interval=0.5)
+        # The optional read replica (the compose file's): its URL in the Secret, as docs/kubernetes.md says.
+        replica = top.postgres.start_replica(top.compose, free_port())
         config["data"].update({"REDIS_URL": top.redis.url, "PORT": str(port), "ALLOWED_HOSTS": "localhost,127.0.0.1"})
-        values = {"SECRET_KEY": "k" * 50, "DATABASE_URL": top.postgres.url}
+        values = {"SECRET_KEY": "k" * 50, "DATABASE_URL": top.postgres.url, "DATABASE_REPLICA_URL": replica.url}
         secret.write_text(json.dumps({key: base64.b64encode(value.encode()).decode() for key, value in values.items()}))
         podman("secret", "rm", "reasoningbank-secrets", check=False)
         podman("secret", "create", "reasoningbank-secrets", str(secret))
@@ -155,6 +158,11 @@ def test_the_rendered_web_deployment_runs_under_podman_kube_play_and_becomes_rea
                 return False
 
         wait_until(ready, timeout=180, what="the played web pod's /readyz")
+        # From this host: the checks' details. The reports read the replica, within the ConfigMap's lag limit.
+        answer = httpx.get(f"http://127.0.0.1:{port}/readyz", headers={"Host": "localhost"}, timeout=30).json()
+        detail = answer["checks"]["replica"]["detail"]
+        assert (detail["state"], detail["reports_read"]) == ("streaming", "replica"), answer
+        assert f"RB_REPLICA_MAX_LAG_SECONDS={config['data']['RB_REPLICA_MAX_LAG_SECONDS']}" in detail["why"], answer
         names = podman("ps", "--format", "{{.Names}}").stdout.split()
         assert "reasoningbank-web-pod-0-web" in names
         inspect = json.loads(podman("inspect", "reasoningbank-web-pod-0-web").stdout)[0]

@@ -149,6 +149,17 @@ class Container:
         podman("rm", "--force", "--time", "5", "--ignore", self.container, check=False)
 
 
+def replica_container(compose: dict, db_port: int, replica_port: int, prefix: str = PREFIX) -> Container:
+    """The compose file's `db-replica` (its entrypoint, user and environment), its primary on ``db_port`` of this
+    host, listening on ``replica_port``: on first start a base backup of the primary, then streaming from it."""
+    spec = compose["services"]["db-replica"]
+    shell, flag, script = spec["entrypoint"]
+    script = script.replace("$$", "$")  # compose turns $$ into $ (the script's own variables)
+    env = {**spec["environment"], "PRIMARY_HOST": "127.0.0.1", "PRIMARY_PORT": db_port, "PGPORT": replica_port}
+    args = [*(f"--env={key}={value}" for key, value in env.items()), "--user", spec["user"], "--entrypoint", shell]
+    return Container("db-replica", [*args, images.POSTGRES, flag, script], prefix=prefix)
+
+
 class ContainerPostgres:
     def __init__(self, service: Container, port: int):
         self.service = service
@@ -184,6 +195,15 @@ class ContainerPostgres:
         with self._connect() as conn:
             return [row[0] for row in conn.execute(sql, params).fetchall()]
 
+    def start_replica(self, compose: dict, port: int) -> ContainerPostgres:
+        """The compose file's `db-replica` of this primary, on ``port``, answering (a hot standby)."""
+        with self._connect() as conn:  # pg_basebackup starts with a spread checkpoint: this one leaves it nothing
+            conn.execute("CHECKPOINT")
+        replica = ContainerPostgres(replica_container(compose, self.port, port, self.service.prefix), port)
+        replica.service.create_and_start()
+        wait_until(replica.answers, timeout=180, what="the replica container to accept connections")
+        return replica
+
 
 class ContainerRedis:
     def __init__(self, service: Container, port: int):
@@ -216,6 +236,10 @@ class ContainerTopology(Topology):
     extra_env: dict[str, str] = field(default_factory=dict)
     # Names every container and volume: topologies of different tests never touch each other's.
     prefix: str = PREFIX
+    # False: migrate and web only (a test of what web serves, with no pipeline, beat or MCP server behind it).
+    pipeline: bool = True
+    # Run by ``manage shell`` once web is ready; its last line is kept as ``token``.
+    setup_script: str = SETUP_SCRIPT
 
     def __post_init__(self):
         self.llm = LLM()
@@ -307,7 +331,7 @@ class ContainerTopology(Topology):
                     wait_until(part.healthy, timeout=90, what=f"{part.name} to be healthy", interval=0.5)
             self._start_app(started)
             with self._timed("bank + token"):
-                self.token = self.manage("shell", "-c", SETUP_SCRIPT).strip().splitlines()[-1]
+                self.token = self.manage("shell", "-c", self.setup_script).strip().splitlines()[-1]
             with self._timed("workers ready"):
                 for worker in self.worker_services:
                     self.wait_worker_ready(worker)
@@ -318,13 +342,15 @@ class ContainerTopology(Topology):
         return self
 
     def _start_app(self, started: float) -> None:
-        """migrate (to completion), then web (until /readyz), then the workers, beat and mcp."""
+        """migrate (to completion), then web (until /readyz), then (``pipeline``) the workers, beat and mcp."""
         with self._timed("migrate (one-shot container)"):
             self.run_migrate()
         self.web = self._container("web").create_and_start()
         with self._timed("web ready"):
             self.wait_web_ready()
         self.timings["up to /readyz 200 (s)"] = round(time.monotonic() - started, 1)
+        if not self.pipeline:
+            return
         self.worker_services = [
             self._container(
                 "worker", name=f"worker{n}", extra=["--concurrency", "1", "--hostname", f"worker{n}@%h"]
