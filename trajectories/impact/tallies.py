@@ -6,7 +6,7 @@ most a day of retrievals."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 
 import numpy as np
@@ -233,10 +233,19 @@ WHERE {window} AND item IS NOT NULL AND NOT compacted AND ({in_period})
 """
 
 
-def _from_totals(first: date | None, last: date | None, period: Period | None) -> bool:
+def _from_totals(bank: Bank, first: date | None, last: date | None, period: Period | None) -> bool:
     """Whether the window and period are all of the bank's tallies of a
-    fraction (or of every fraction), which the all-time totals hold exactly."""
-    return first is None and last is None and (period is None or period.first_day is None)
+    fraction (or of every fraction), which the all-time totals hold exactly:
+    all time, and a period from the bank's first day or one that starts at a
+    day (after a change of holdout fraction) with no earlier day of its
+    fraction. Every day with per-item rows of a fraction has its arm row (a
+    retrieval's row, never merged away), so the arm rows' index tells."""
+    if first is not None or last is not None:
+        return False
+    if period is None or period.first_day is None:
+        return True
+    earlier = _tallies(bank, None, period.first_day).filter(_same_fraction(period.fraction), item__isnull=True)
+    return not earlier.exists()
 
 
 @dataclass
@@ -261,12 +270,14 @@ SIDES = [side.value for side in ItemSide]
 
 
 def item_side_sums(bank: Bank, first: date | None, last: date | None, period: Period | None) -> ItemSideSums:
-    """Over all time (a period from the bank's first day): from the
-    all-time totals, items × sides rows; any other window or period (one
-    that starts at a day, after a change of holdout fraction): from its days'
-    tallies, days × items rows (months × items past ROLLUP_AFTER_DAYS)."""
-    template = _ITEM_TOTALS_SQL if _from_totals(first, last, period) else _ITEMS_SQL
-    rows = _period_rows(template, bank, first, last, period)
+    """Over all time (see _from_totals): from the all-time totals, items ×
+    sides rows; any other window or period (one that starts at a day whose
+    fraction an earlier day had too): from its days' tallies, days × items
+    rows (months × items past ROLLUP_AFTER_DAYS)."""
+    if _from_totals(bank, first, last, period):  # the totals have no days: the period is its fraction's
+        rows = _period_rows(_ITEM_TOTALS_SQL, bank, first, last, period and replace(period, first_day=None))
+    else:
+        rows = _period_rows(_ITEMS_SQL, bank, first, last, period)
     index: dict[str, int] = {}
     items, sides, units, y_sums, judged, successes = zip(*rows) if rows else ((),) * 6
     side_at = {side: i for i, side in enumerate(SIDES)}

@@ -103,29 +103,51 @@ def test_all_time_item_sums_equal_the_days_tallies_through_every_writer(bank, ot
     assert RetrievalItemTotal.objects.filter(bank=other_bank).exists()
 
 
+def new_period(bank, fraction: float, when, n: int = 12) -> None:
+    """``n`` retrievals recorded with ``fraction`` at ``when``, each judged."""
+    with_holdout(bank, fraction)
+    items = list(MemoryItem.objects.filter(bank=bank))
+    for i in range(n):
+        event = RetrievalEvent.objects.create(
+            bank=bank,
+            query=f"late {i}",
+            mode="items",
+            k=2,
+            arm="holdout" if i % 3 == 0 else "treatment",
+            results=[{"id": str(item.public_id), "score": 0.9} for item in items[i % 3 : i % 3 + 2]],
+            holdout_fraction=fraction,
+        )
+        RetrievalEvent.objects.filter(pk=event.pk).update(created_at=when)
+        Trajectory.objects.create(bank=bank, task="t", retrieval=event, verdict=["success", "failure"][i % 2])
+    retrieval_outcomes_rebuild(bank=bank)
+
+
+def read_tally_rows(bank) -> int:
+    """Rows the all-time per-item sums of the report's period read from the tallies."""
+    period = bank_impact(bank=bank).period
+    with CaptureQueriesContext(connection) as queries:
+        item_side_sums(bank, None, None, period)
+    (query,) = [q["sql"] for q in queries.captured_queries if "item::text" in q["sql"]]
+    return tally_rows_read(query.split("; ", 1)[1], None)
+
+
 def test_a_period_that_starts_at_a_day_sums_only_its_days(bank):
     history(bank, seed=5, days=60)
     before = assert_exact(bank)
-    with_holdout(bank, 0.5)  # a new period: retrievals recorded with 0.5, the latest of the bank
-    items = list(MemoryItem.objects.filter(bank=bank))
-    for n in range(12):
-        event = RetrievalEvent.objects.create(
-            bank=bank,
-            query=f"late {n}",
-            mode="items",
-            k=2,
-            arm="holdout" if n % 3 == 0 else "treatment",
-            results=[{"id": str(item.public_id), "score": 0.9} for item in items[n % 3 : n % 3 + 2]],
-            holdout_fraction=0.5,
-        )
-        RetrievalEvent.objects.filter(pk=event.pk).update(created_at=at(TODAY, 23))
-        Trajectory.objects.create(bank=bank, task="t", retrieval=event, verdict=["success", "failure"][n % 2])
-    retrieval_outcomes_rebuild(bank=bank)
+    new_period(bank, 0.5, at(TODAY, 23))  # the latest retrievals, with a fraction no earlier day had
     report = bank_impact(bank=bank)
     assert report.period.fraction == 0.5 and report.period.first_day is not None
     totals, by_days = all_time_and_by_days(bank)
     assert totals == by_days and totals and totals != before
     assert sum(units for units, *_ in totals.values()) == 12 * 2
+    assert read_tally_rows(bank) == 0  # from the totals of its fraction
+
+    new_period(bank, 0.3, at(TODAY + timedelta(days=1), 1))  # back to the first fraction: its days apart
+    report = bank_impact(bank=bank)
+    assert report.period.fraction == 0.3 and report.period.first_day is not None
+    totals, by_days = all_time_and_by_days(bank)
+    assert totals == by_days and sum(units for units, *_ in totals.values()) == 12 * 2
+    assert read_tally_rows(bank) > 0  # the totals of 0.3 hold the earlier period too: the days are read
 
 
 def rounded(value: float | None) -> float | None:
@@ -201,8 +223,4 @@ def tally_rows_read(sql: str, params) -> int:
 def test_the_all_time_item_sums_read_no_compacted_tally_row(bank):
     history(bank, seed=8)
     assert not RetrievalTally.objects.filter(bank=bank, compacted=False).exists()
-    period = bank_impact(bank=bank).period
-    with CaptureQueriesContext(connection) as queries:
-        assert item_side_sums(bank, None, None, period).items
-    (query,) = [q["sql"] for q in queries.captured_queries if "item::text" in q["sql"]]
-    assert tally_rows_read(query.split("; ", 1)[1], None) == 0
+    assert read_tally_rows(bank) == 0
