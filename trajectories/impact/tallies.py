@@ -220,7 +220,7 @@ WHERE {window} AND item IS NOT NULL AND ({in_period})
 GROUP BY item, side
 """
 
-# The same over all time, when the period starts at the bank's first day:
+# The same over all time, when the totals hold the period (_from_totals):
 # the all-time totals (memories.serving.item_totals: one row per item and
 # side, items × sides rows) and the appended rows not compacted yet, read in
 # one statement (one snapshot: a compaction moves rows into the totals in one
