@@ -13,6 +13,7 @@ from collections import defaultdict
 import common
 import scale_seed
 
+ITEM_TABLE = "Impact per-item table, computed (worker)"
 RETENTION_SHARE = 0.02  # the oldest 2 % of the bank's trajectories are purged at both sizes
 PURGE_TABLE = "bench_scale_purged"
 
@@ -244,6 +245,28 @@ def purge(site: Site) -> dict[str, float]:
     return {"purge ms per row": seconds * 1000 / rows, "rows": rows, "grown": grown}
 
 
+def item_table_computed(site: Site, runs: int = 3) -> float:
+    """ms (median of ``runs``) for what a worker does for the Impact page's all-time per-item table (beat's
+    refresh, a queued computation): ``item_table_compute`` of a table not kept, in this process, each run
+    asserted to have stored a non-empty table."""
+    from django.core.cache import cache
+
+    from trajectories.impact import item_tables
+    from trajectories.impact.report import bank_impact
+
+    site.switch()
+    key = item_tables._key(site.bank.pk, None, bank_impact(bank=site.bank), item_tables.PAGE_ITEMS)
+    times = []
+    for _ in range(runs):
+        cache.delete(key)
+        started = time.perf_counter()
+        computed = item_tables.item_table_compute(bank_id=site.bank.pk, since=None, limit=item_tables.PAGE_ITEMS)
+        times.append((time.perf_counter() - started) * 1000)
+        kept = cache.get(key)
+        assert computed and kept is not None and kept["outcomes"], (site.n, "no per-item table computed")
+    return statistics.median(times)
+
+
 def table_weights(n: int) -> list[tuple[str, float, float]]:
     """(table, MB of the table with its indexes, MB of its indexes), per 100k trajectories."""
     from django.db import connection
@@ -309,6 +332,8 @@ def measure(sizes: list[int], runs: int, seeded: dict, use_db, whole_exports: bo
             once["retention purge, rows"][n] = result["rows"]
             once["indexes grown by the purge"][n] = ", ".join(result["grown"]) or "none"
         for n in sizes:
+            once[ITEM_TABLE][n] = item_table_computed(sites[n])
+        for n in sizes:
             sites[n].switch()
             if hnsw:
                 once["HNSW build, s"][n] = scale_seed.hnsw_build()
@@ -372,6 +397,9 @@ def report(small, large, times, once, seeded, page_bar, retrieval_bar, purge_bar
     print(
         f"| indexes grown by the purge | {grown[small]} | {grown[large]} | | none | {'pass' if no_growth else 'FAIL'} |"
     )
+    if ITEM_TABLE in once:  # informational: a worker's, once a minute per window while a watched bank changes
+        s, lg = once[ITEM_TABLE][small], once[ITEM_TABLE][large]
+        print(f"| {ITEM_TABLE}, all time, ms (median of 3) | {s:.0f} | {lg:.0f} | {lg / s:.2f} | (beat's work) | |")
     for what in ("HNSW build, s", "backup (pg_dump), s"):
         if what not in once:
             continue

@@ -136,3 +136,33 @@ class RetrievalTally(models.Model):
 
     def __str__(self) -> str:
         return f"{self.day} {self.arm} {self.item or ''} {self.side}"
+
+
+class RetrievalItemTotal(models.Model):
+    """Per bank, holdout fraction, item and side: the sums of every compacted
+    per-item RetrievalTally row of every day, kept by the writers that make
+    rows compacted (``retrieval_tallies_compact``, the monthly roll-up, the
+    rebuild) in the same transaction. So a bank's all-time per-item sums are
+    these rows plus its appended rows not yet compacted: items × sides rows,
+    not days × items (trajectories.impact.tallies.item_side_sums)."""
+
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+", db_index=False)
+    holdout_fraction = models.FloatField(null=True, blank=True)
+    item = models.UUIDField()
+    side = models.CharField(max_length=16, choices=ItemSide.choices)
+    units = models.BigIntegerField(default=0)
+    y_sum = models.FloatField(default=0)
+    judged = models.BigIntegerField(default=0)
+    successes = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["bank", "holdout_fraction", "item", "side"],
+                nulls_distinct=False,
+                name="item_total_key",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item} {self.side}"

@@ -15,6 +15,7 @@ from django.db import connection
 from django.db.models.functions import TruncMonth
 from django.utils import timezone
 
+from memories.serving.item_totals import totals_add_sql
 from memories.serving.models import RetrievalTally
 from memories.serving.tallies import SUMS
 
@@ -51,9 +52,17 @@ WITH gone AS (
     SELECT bank_id, %(end)s, holdout_fraction, arm, item, side, {totals}, true, true
     FROM gone GROUP BY bank_id, holdout_fraction, arm, item, side
     HAVING {nonzero}
+), added AS (  -- the appended rows folded are compacted now: the all-time totals hold them
+    {add_appended}
 )
 SELECT COUNT(*) FILTER (WHERE NOT monthly) FROM gone
 """
+
+
+_APPENDED_ITEM_SUMS = """
+    SELECT bank_id, holdout_fraction, item, side, SUM(units), SUM(y_sum), SUM(judged), SUM(successes)
+    FROM gone WHERE NOT compacted AND item IS NOT NULL
+    GROUP BY bank_id, holdout_fraction, item, side ORDER BY holdout_fraction, item, side"""
 
 
 def _month_fold(bank_id: int, month: date) -> int:
@@ -65,6 +74,7 @@ def _month_fold(bank_id: int, month: date) -> int:
         sums=", ".join(SUMS),
         totals=", ".join(f"SUM({name})" for name in SUMS),
         nonzero=" OR ".join(f"SUM({name}) <> 0" for name in SUMS),
+        add_appended=totals_add_sql(_APPENDED_ITEM_SUMS),
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, {"bank": bank_id, "start": month_start(month), "end": month_end(month)})

@@ -24,6 +24,7 @@ from collections import defaultdict
 from django.db import connection, transaction
 from django.db.models import QuerySet
 
+from memories.serving.item_totals import item_totals_add, item_totals_rebuild
 from memories.serving.models import Arm, ItemSide, RetrievalEvent, RetrievalTally
 from memories.serving.retrieval import candidate_ids, is_triggered, retrieval_tally_for, tally_day
 
@@ -220,6 +221,7 @@ def retrieval_tallies_compact(*, batch: int = COMPACT_BATCH) -> int:
                 total = sums[tuple(row[k] for k in KEY)]
                 for name in SUMS:
                     total[name] += row[name]
+            item_totals_add(fresh)  # compacted now: the all-time totals hold them
             RetrievalTally.objects.filter(pk__in=claimed).delete()
             RetrievalTally.objects.bulk_create(
                 RetrievalTally(**dict(zip(KEY, key)), **total, compacted=True)
@@ -281,7 +283,7 @@ GROUP BY 1, 2, 3, 4, 5, 6
 
 @transaction.atomic
 def retrieval_tallies_rebuild(*, bank_id: int) -> None:
-    """Replace a bank's tallies with sums computed from its retrievals'
+    """Replace a bank's tallies (and its all-time per-item totals) with sums computed from its retrievals'
     counters (after a bulk load, or to repair). The counters themselves are
     trajectories' to rebuild (trajectories.judging.verdicts.retrieval_outcomes_rebuild)."""
     RetrievalTally.objects.filter(bank_id=bank_id).delete()
@@ -297,3 +299,4 @@ def retrieval_tallies_rebuild(*, bank_id: int) -> None:
     }
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
+    item_totals_rebuild(bank_id=bank_id)

@@ -43,6 +43,7 @@ ROWS = (
     "indexes grown by the purge",
     "HNSW build, s",
     "backup (pg_dump), s",
+    "Impact per-item table, computed (worker)",
     "trajectories_trajectory",
     "memories_retrievaltally",
 )

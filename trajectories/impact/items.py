@@ -165,7 +165,7 @@ def item_outcomes(
         significant = bool(effects.significant[i])
         outcomes.append(
             ItemOutcome(
-                public_id=sums.items[compared[i]],
+                public_id=uuid.UUID(sums.items[compared[i]]),
                 item=None,
                 served_judged=s_judged,
                 served_successes=s_successes,

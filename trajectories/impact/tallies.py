@@ -6,8 +6,7 @@ most a day of retrievals."""
 
 from __future__ import annotations
 
-import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 
 import numpy as np
@@ -16,7 +15,7 @@ from django.db import connection
 from django.db.models import Q
 
 from accounts.models import Bank
-from memories.serving.models import Arm, ItemSide, RetrievalEvent, RetrievalTally
+from memories.serving.models import Arm, ItemSide, RetrievalEvent, RetrievalItemTotal, RetrievalTally
 from memories.serving.rollups import month_end, month_start
 from trajectories.impact.arms import ArmStats, percent
 
@@ -157,6 +156,7 @@ def _period_rows(template: str, bank: Bank, first: date | None, last: date | Non
     params = {"bank": bank.pk}
     sql = template.format(
         tally=RetrievalTally._meta.db_table,
+        totals=RetrievalItemTotal._meta.db_table,
         window=_window_sql(first, last, params),
         in_period=_in_period(period, params),
     )
@@ -214,21 +214,48 @@ def arm_sums(bank: Bank, first: date | None, last: date | None, period: Period |
 # Per item and side (ItemSide) over the period's tallies: judged retrievals
 # (units), Σy, judged trajectories and successes.
 _ITEMS_SQL = """
-SELECT item, side, SUM(units), SUM(y_sum), SUM(judged), SUM(successes)
+SELECT item::text, side, SUM(units), SUM(y_sum), SUM(judged), SUM(successes)
 FROM {tally}
 WHERE {window} AND item IS NOT NULL AND ({in_period})
 GROUP BY item, side
 """
 
+# The same over all time, when the totals hold the period (_from_totals):
+# the all-time totals (memories.serving.item_totals: one row per item and
+# side, items × sides rows) and the appended rows not compacted yet, read in
+# one statement (one snapshot: a compaction moves rows into the totals in one
+# transaction); item_side_sums adds up a key's rows.
+_ITEM_TOTALS_SQL = """
+SELECT item::text, side, units, y_sum, judged, successes FROM {totals} WHERE bank_id = %(bank)s AND ({in_period})
+UNION ALL
+SELECT item::text, side, units, y_sum, judged, successes FROM {tally}
+WHERE {window} AND item IS NOT NULL AND NOT compacted AND ({in_period})
+"""
+
+
+def _from_totals(bank: Bank, first: date | None, last: date | None, period: Period | None) -> bool:
+    """Whether the window and period are all of the bank's tallies of a
+    fraction (or of every fraction), which the all-time totals hold exactly:
+    all time, and a period from the bank's first day or one that starts at a
+    day (after a change of holdout fraction) with no earlier day of its
+    fraction. Every day with per-item rows of a fraction has its arm row (a
+    retrieval's row, never merged away), so the arm rows' index tells."""
+    if first is not None or last is not None:
+        return False
+    if period is None or period.first_day is None:
+        return True
+    earlier = _tallies(bank, None, period.first_day).filter(_same_fraction(period.fraction), item__isnull=True)
+    return not earlier.exists()
+
 
 @dataclass
 class ItemSideSums:
-    """The period's per-item sums: ``items`` (public ids, in the order the
-    aggregate returned them) and, per column, an array of shape (items,
+    """The period's per-item sums: ``items`` (public ids as text, in the order
+    the rows came) and, per column, an array of shape (items,
     sides), sides in ItemSide's order; a side whose units sum to 0 or less
     is all zeros (it took no part)."""
 
-    items: list[uuid.UUID]
+    items: list[str]
     units: np.ndarray
     y: np.ndarray
     judged: np.ndarray
@@ -243,22 +270,32 @@ SIDES = [side.value for side in ItemSide]
 
 
 def item_side_sums(bank: Bank, first: date | None, last: date | None, period: Period | None) -> ItemSideSums:
-    rows = _period_rows(_ITEMS_SQL, bank, first, last, period)
-    index: dict[uuid.UUID, int] = {}
+    """Over all time (see _from_totals): from the all-time totals, items ×
+    sides rows; any other window or period (one that starts at a day whose
+    fraction an earlier day had too): from its days' tallies, days × items
+    rows (months × items past ROLLUP_AFTER_DAYS)."""
+    if _from_totals(bank, first, last, period):  # the totals have no days: the period is its fraction's
+        rows = _period_rows(_ITEM_TOTALS_SQL, bank, first, last, period and replace(period, first_day=None))
+    else:
+        rows = _period_rows(_ITEMS_SQL, bank, first, last, period)
+    index: dict[str, int] = {}
     items, sides, units, y_sums, judged, successes = zip(*rows) if rows else ((),) * 6
-    at = [index.setdefault(item, len(index)) for item in items]
     side_at = {side: i for i, side in enumerate(SIDES)}
-    column = [side_at[side] for side in sides]
+    where = (
+        np.fromiter((index.setdefault(item, len(index)) for item in items), dtype=np.intp, count=len(items)),
+        np.fromiter((side_at[side] for side in sides), dtype=np.intp, count=len(sides)),
+    )
     found = ItemSideSums(
         list(index), *(np.zeros((len(index), len(SIDES)), dtype=t) for t in (np.int64, float, np.int64, np.int64))
     )
-    taking = np.asarray(units, dtype=np.int64) > 0
-    where = (np.asarray(at, dtype=np.intp)[taking], np.asarray(column, dtype=np.intp)[taking])
-    for target, values, kind in (
-        (found.units, units, np.int64),
-        (found.y, y_sums, float),
-        (found.judged, judged, np.int64),
-        (found.successes, successes, np.int64),
+    for target, values in (
+        (found.units, units),
+        (found.y, y_sums),
+        (found.judged, judged),
+        (found.successes, successes),
     ):
-        target[where] = np.asarray(values, dtype=kind)[taking]
+        np.add.at(target, where, np.asarray(values, dtype=target.dtype))
+    idle = found.units <= 0  # a side that took no part: all zeros
+    for target in (found.units, found.y, found.judged, found.successes):
+        target[idle] = 0
     return found

@@ -71,14 +71,17 @@ def assert_page_is_current(client, bank):
 
 
 def item_sums_run(queries) -> bool:
-    return any("GROUP BY item, side" in q["sql"] for q in queries)
+    return any("SELECT item::text, side" in q["sql"] for q in queries)  # the days' aggregate or the totals
 
 
 def flip_an_old_verdict(trajectories) -> None:
+    """A human flips an old verdict of a treatment retrieval: a change the per-item table shows (the served and
+    withheld sides; a holdout retrieval's moves no randomised comparison, only the order Σy was summed in)."""
     old = Trajectory.objects.filter(
         pk__in=[t.pk for t in trajectories],
         retrieval__created_at__lt=at(rollup_before(TODAY), 0),
         retrieval__results__1__isnull=False,
+        retrieval__arm="treatment",
         verdict__in=["success", "failure"],
     ).first()
     judgment_record(
