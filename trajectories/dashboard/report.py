@@ -41,6 +41,7 @@ from trajectories.dashboard.selectors import (
     agreement_keep,
     approved_count,
     distill_outcomes_by_version,
+    kept_agreement,
     local_today,
     version_agreements,
     weekly_rates,
@@ -157,6 +158,7 @@ class PageReport:
     report: DashboardReport | None
     pending: bool = False
     recomputing: bool = False
+    agreement: Agreement | None = None  # for a refresh without a report: a small bank's kept agreement figure
 
 
 def dashboard_report(*, bank: Bank, fresh: bool = False, compute: bool = True) -> PageReport:
@@ -168,6 +170,8 @@ def dashboard_report(*, bank: Bank, fresh: bool = False, compute: bool = True) -
         if fresh:
             queue_once(_key(bank.pk), TASK, bank.pk)
         return PageReport(report, recomputing=fresh)
+    if not compute and (agreement := kept_agreement(bank=bank)) is not None:
+        return PageReport(None, agreement=agreement)  # a small bank's, kept by its page a moment ago
     if looks_big(bank):
         queue_once(_key(bank.pk), TASK, bank.pk)
         return PageReport(None, pending=True)

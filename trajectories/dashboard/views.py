@@ -45,6 +45,15 @@ def _report_context(bank, shown: PageReport, started: float) -> dict:
     }
 
 
+def _agreement(bank, shown: PageReport):
+    """The judge/human agreement figure: the report's; none while a worker computes it; else a small bank's."""
+    if shown.report is not None:
+        return shown.report.agreement
+    if shown.pending:
+        return None
+    return shown.agreement or dashboard_agreement(bank=bank)
+
+
 @login_required
 @reads_from_replica
 def dashboard(request, bank_id):
@@ -66,7 +75,7 @@ def dashboard(request, bank_id):
         "total": total,
         "backlog": review_backlog(bank=bank, approved=report.approved if report else None),
         "disagreements": disagreement_count(bank=bank),
-        "agreement": report.agreement if report else None if shown.pending else dashboard_agreement(bank=bank),
+        "agreement": _agreement(bank, shown),
         "min_cases": MIN_CASES,
         "activity": recent_activity(bank=bank),
         "llm_configured": llm_configured(),
