@@ -48,7 +48,7 @@ from trajectories.dashboard.selectors import (
     weeks_start,
 )
 
-# How long a computed report is shown before the next view computes it again (stated on the page).
+# How long a computed report is kept (stated on the page); beat recomputes a watched one before it expires.
 REPORT_CACHE_SECONDS = 300
 KEPT_MIN_ROWS = 5000
 """Approved items plus human-labelled trajectories from which beat keeps a viewed bank's report computed."""
@@ -120,15 +120,18 @@ def kept_report(*, bank: Bank, viewed: bool = True) -> DashboardReport | None:
     return report
 
 
-def looks_big(bank: Bank) -> bool:
+def looks_big(bank: Bank, *, trajectories: int) -> bool:
     """Whether the bank's approved items plus its human judgments (at least the trajectories judged by both)
-    reach KEPT_MIN_ROWS: whether its report may be big, read from at most KEPT_MIN_ROWS index entries."""
+    reach KEPT_MIN_ROWS: whether its report may be big, read from at most KEPT_MIN_ROWS index entries.
+    ``trajectories``: the bank's (the page's counts), a bound on the human-labelled ones that spares a bank
+    with fewer the read of the human judgments."""
     approved = MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED).order_by().values("pk")
     found = approved[:KEPT_MIN_ROWS].count()
-    return (
-        found >= KEPT_MIN_ROWS
-        or found + human_labels_up_to(bank_id=bank.pk, most=KEPT_MIN_ROWS - found) >= KEPT_MIN_ROWS
-    )
+    if found >= KEPT_MIN_ROWS:
+        return True
+    if found + trajectories < KEPT_MIN_ROWS:
+        return False
+    return found + human_labels_up_to(bank_id=bank.pk, most=KEPT_MIN_ROWS - found) >= KEPT_MIN_ROWS
 
 
 def _compute(bank: Bank, *, keep: bool = False) -> DashboardReport:
@@ -161,10 +164,10 @@ class PageReport:
     agreement: Agreement | None = None  # for a refresh without a report: a small bank's kept agreement figure
 
 
-def dashboard_report(*, bank: Bank, fresh: bool = False, compute: bool = True) -> PageReport:
+def dashboard_report(*, bank: Bank, trajectories: int, fresh: bool = False, compute: bool = True) -> PageReport:
     """The bank's report for a view: the kept one (``fresh``: a big bank's with a recompute queued); with none
     kept, a big bank's is queued, never computed here, and a small bank's is computed now (``compute``; the
-    5-second refresh computes none)."""
+    5-second refresh computes none). ``trajectories``: the bank's, from the page's counts (see looks_big)."""
     report = kept_report(bank=bank)
     if report is not None and not (fresh and not report.big):
         if fresh:
@@ -172,7 +175,7 @@ def dashboard_report(*, bank: Bank, fresh: bool = False, compute: bool = True) -
         return PageReport(report, recomputing=fresh)
     if not compute and (agreement := kept_agreement(bank=bank)) is not None:
         return PageReport(None, agreement=agreement)  # a small bank's, kept by its page a moment ago
-    if looks_big(bank):
+    if looks_big(bank, trajectories=trajectories):
         queue_once(_key(bank.pk), TASK, bank.pk)
         return PageReport(None, pending=True)
     return PageReport(_compute(bank) if compute else None)

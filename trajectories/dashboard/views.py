@@ -65,9 +65,9 @@ def dashboard(request, bank_id):
     # (trajectories.dashboard.report): a small bank's page computes it when none is kept, or when asked to
     # (``?fresh``); a big bank's is computed by a worker, never here. The refresh computes none: it shows the
     # kept report's agreement and approved count, or reads a small bank's itself.
-    shown = dashboard_report(bank=bank, fresh=page and "fresh" in request.GET, compute=page)
-    report = shown.report
     total = sum(n for _, _, n in counts)
+    shown = dashboard_report(bank=bank, trajectories=total, fresh=page and "fresh" in request.GET, compute=page)
+    report = shown.report
     context = {
         "bank": bank,
         "membership": membership,
@@ -95,8 +95,9 @@ def dashboard_figures(request, bank_id):
     """The report's page-only parts (``dashboard.html#charts``, and ``#by_version`` swapped out of band), which
     the page polls while a worker computes a big bank's report. ``started``: when the page began waiting."""
     bank, _membership = bank_for_user(request, bank_id)
-    shown = dashboard_report(bank=bank)
-    context = {"bank": bank, "total": sum(n for _, _, n in status_counts(bank=bank))}
+    total = sum(n for _, _, n in status_counts(bank=bank))
+    shown = dashboard_report(bank=bank, trajectories=total)
+    context = {"bank": bank, "total": total}
     context |= _report_context(bank, shown, poll_started(request))
     charts = render_to_string(f"{TEMPLATE}#charts", context, request)
     by_version = render_to_string(f"{TEMPLATE}#by_version", context | {"oob": True}, request)
