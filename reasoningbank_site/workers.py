@@ -31,6 +31,9 @@ TASK_QUEUES: dict[str, str] = {
     "memories.release_import": BULK,
     # A reader's queued Impact per-item table: housekeeping-sized work, beside beat's recomputes of them.
     "trajectories.impact_item_table": MAINTENANCE,
+    # A reader's queued dashboard report or reviewers page figures, likewise (reasoningbank_site.kept_queue).
+    "trajectories.dashboard_report": MAINTENANCE,
+    "trajectories.reviewer_report": MAINTENANCE,
 }
 
 

@@ -11,8 +11,8 @@ from django.conf import settings
 
 from reasoningbank_site.celery import db_outage_retry
 from trajectories.dashboard.counts import counts_compact
-from trajectories.dashboard.report import reports_refresh
-from trajectories.dashboard.reviewer_report import reviewer_reports_refresh
+from trajectories.dashboard.report import report_compute, reports_refresh
+from trajectories.dashboard.reviewer_report import reviewer_compute, reviewer_reports_refresh
 from trajectories.evaluation import tasks as evaluation_tasks  # noqa: F401  (registers its tasks)
 from trajectories.impact.announce import impact_verdicts_announce
 from trajectories.impact.item_effects import item_effects_record_all
@@ -64,6 +64,20 @@ def impact_item_table(bank_id: int, since: str | None, limit: int) -> bool:
     or outdated (queued by the Impact page or the API, never computed on
     their request; trajectories.impact.item_tables). ``since``: ISO time or None."""
     return item_table_compute(bank_id=bank_id, since=datetime.fromisoformat(since) if since else None, limit=limit)
+
+
+@shared_task(name="trajectories.dashboard_report", ignore_result=True)
+def dashboard_report(bank_id: int) -> bool:
+    """Compute one big bank's dashboard report that a reader found missing or asked to recompute (never
+    computed on their request; trajectories.dashboard.report)."""
+    return report_compute(bank_id=bank_id)
+
+
+@shared_task(name="trajectories.reviewer_report", ignore_result=True)
+def reviewer_report(bank_id: int, days: int, zone: str) -> bool:
+    """Compute one big bank's reviewers page figures (a period, a time zone) that a reader found missing or
+    asked to recompute (trajectories.dashboard.reviewer_report)."""
+    return reviewer_compute(bank_id=bank_id, days=days, zone=zone)
 
 
 @shared_task(name="trajectories.dashboard_reports", ignore_result=True)

@@ -14,6 +14,7 @@ app_name = "trajectories"
 urlpatterns = [
     path("", include("trajectories.evaluation.urls")),
     path("banks/<uuid:bank_id>/", dashboard.dashboard, name="dashboard"),
+    path("banks/<uuid:bank_id>/dashboard/figures/", dashboard.dashboard_figures, name="dashboard_figures"),
     path("banks/<uuid:bank_id>/trajectories/", trajectories.trajectory_list, name="list"),
     path("banks/<uuid:bank_id>/trajectories/<uuid:trajectory_id>/", trajectories.trajectory_detail, name="detail"),
     path("banks/<uuid:bank_id>/trajectories/<uuid:trajectory_id>/steps/", trajectories.trajectory_steps, name="steps"),
@@ -77,4 +78,5 @@ urlpatterns = [
         name="comment_remove",
     ),
     path("banks/<uuid:bank_id>/reviewers/", reviewers.reviewers, name="reviewers"),
+    path("banks/<uuid:bank_id>/reviewers/figures/", reviewers.reviewers_figures, name="reviewers_figures"),
 ]

@@ -273,6 +273,8 @@ def forms(s: Scene) -> dict[str, list[tuple[str, dict]]]:
         "trajectories:delete": [("post", {"confirm": ""})],
         "trajectories:impact": [("get", {"days": "30"})],
         "trajectories:impact_items": [("get", {"days": "30", "started": ""})],
+        "trajectories:dashboard_figures": [("get", {"started": ""})],
+        "trajectories:reviewers_figures": [("get", {"days": "30", "started": "", "fresh": ""})],
         "trajectories:task_sets": [
             ("get", {"preview": "1", "outcome": "", "agent": "", "text": "", "date_from": "", "limit": ""}),
             ("post", {"action": "preview", "outcome": "any", "agent": "", "text": "", "date_to": "", "limit": "5"}),

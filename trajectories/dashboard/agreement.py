@@ -130,3 +130,24 @@ def agreement_figure_rows(*, bank_id: int, tz: str) -> list[tuple]:
     first at, last at, first id, the per-version counts (as agreement_by_version_rows), then the trajectories
     whose latest LLM judgment is in the group and of them those that agree with the reviewer."""
     return _rows(_FIGURES_SQL, bank=bank_id, tz=tz)
+
+
+# Up to ``most`` of the bank's human judgments (the partial index, the bank probed per row, as above).
+_HUMAN_LABELS_SQL = """
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM {judgments} h
+    WHERE h.source = %(human)s AND (SELECT t.bank_id FROM {trajectories} t WHERE t.id = h.trajectory_id) = %(bank)s
+    LIMIT %(most)s
+) labels
+"""
+
+
+def human_labels_up_to(*, bank_id: int, most: int) -> int:
+    """The bank's human judgments, counted up to ``most`` (a bound on the trajectories judged by both). One
+    query that reads at most the human judgments' index entries."""
+    tables = {"judgments": Judgment._meta.db_table, "trajectories": Trajectory._meta.db_table}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _HUMAN_LABELS_SQL.format(**tables), {"human": JudgmentSource.HUMAN, "bank": bank_id, "most": most}
+        )
+        return cursor.fetchone()[0]

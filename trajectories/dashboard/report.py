@@ -9,8 +9,13 @@ At a million trajectories these reads take about 0.3 s together (every human lab
 is read), seconds at ten million. On a big bank (KEPT_MIN_ROWS approved items and human-labelled trajectories)
 a view that reads the report marks the bank, and beat's ``reports_refresh`` (every minute) recomputes the
 report of every bank marked within WATCH_SECONDS once it is REFRESH_AFTER_SECONDS old, before it expires: a
-reviewer who keeps coming back finds it computed; only the first view after an idle hour computes it. A
-smaller bank's report is not kept: each view computes it (tens of milliseconds), so a new label shows at once."""
+reviewer who keeps coming back finds it computed. A request never computes a big bank's report: when none is
+kept (the first view after an idle hour, a cache clear) the view queues its computation for a worker
+(``report_compute``, once however many readers: reasoningbank_site.kept_queue) and shows the rest of the page
+with placeholders that poll until it is stored; "Recompute now" queues a recompute and shows the kept report
+meanwhile. Whether a bank with nothing kept is big is read from at most KEPT_MIN_ROWS index entries
+(``looks_big``). A smaller bank's report is not kept: each view computes it (tens of milliseconds), so a new
+label shows at once."""
 
 from __future__ import annotations
 
@@ -21,9 +26,11 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from accounts.models import Bank
+from memories.items.models import ItemStatus, MemoryItem
 from reasoningbank_site.charts import Chart
 from reasoningbank_site.kept import WATCH_SECONDS, BankRoster
-from trajectories.dashboard.agreement import agreement_figure_rows
+from reasoningbank_site.kept_queue import queue_once, queued_clear
+from trajectories.dashboard.agreement import agreement_figure_rows, human_labels_up_to
 from trajectories.dashboard.charts import dashboard_charts
 from trajectories.dashboard.selectors import (
     CHART_WEEKS,
@@ -34,19 +41,22 @@ from trajectories.dashboard.selectors import (
     agreement_keep,
     approved_count,
     distill_outcomes_by_version,
+    kept_agreement,
     local_today,
     version_agreements,
     weekly_rates,
     weeks_start,
 )
 
-# How long a computed report is shown before the next view computes it again (stated on the page).
+# How long a computed report is kept (stated on the page); beat recomputes a watched one before it expires.
 REPORT_CACHE_SECONDS = 300
 KEPT_MIN_ROWS = 5000
 """Approved items plus human-labelled trajectories from which beat keeps a viewed bank's report computed."""
 REFRESH_AFTER_SECONDS = REPORT_CACHE_SECONDS - 120
 """The age at which beat recomputes a watched report: a minute or two before it expires (beat runs each 60 s)."""
 VIEWED = BankRoster("dashboard-report")
+TASK = "trajectories.dashboard_report"
+"""The queued computation of one bank's report (on the maintenance queue)."""
 
 
 @dataclass(frozen=True)
@@ -97,20 +107,35 @@ def agreement_figures(*, bank: Bank) -> tuple[Agreement, list[VersionAgreement],
     return Agreement(both=both, agree=agree), by_version, by_week
 
 
-def _key(bank: Bank) -> str:
-    return f"dashboard:report:{REPORT_SHAPE}:{bank.pk}"
+def _key(bank_id: int) -> str:
+    return f"dashboard:report:{REPORT_SHAPE}:{bank_id}"
 
 
 def kept_report(*, bank: Bank, viewed: bool = True) -> DashboardReport | None:
     """The bank's report as last computed, if it is still kept; ``viewed``: a reader's, which marks a big bank
     for beat to keep its report computed."""
-    report = cache.get(_key(bank))
+    report = cache.get(_key(bank.pk))
     if viewed and report is not None and report.big:
         VIEWED.mark(bank.pk)
     return report
 
 
-def _compute(bank: Bank) -> DashboardReport:
+def looks_big(bank: Bank, *, trajectories: int) -> bool:
+    """Whether the bank's approved items plus its human judgments (at least the trajectories judged by both)
+    reach KEPT_MIN_ROWS: whether its report may be big, read from at most KEPT_MIN_ROWS index entries.
+    ``trajectories``: the bank's (the page's counts), a bound on the human-labelled ones that spares a bank
+    with fewer the read of the human judgments."""
+    approved = MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED).order_by().values("pk")
+    found = approved[:KEPT_MIN_ROWS].count()
+    if found >= KEPT_MIN_ROWS:
+        return True
+    if found + trajectories < KEPT_MIN_ROWS:
+        return False
+    return found + human_labels_up_to(bank_id=bank.pk, most=KEPT_MIN_ROWS - found) >= KEPT_MIN_ROWS
+
+
+def _compute(bank: Bank, *, keep: bool = False) -> DashboardReport:
+    """Compute the report; keep it when the bank is big or ``keep`` (the queued computation's)."""
     agreement, by_version, by_week = agreement_figures(bank=bank)
     report = DashboardReport(
         computed_at=timezone.now(),
@@ -120,21 +145,53 @@ def _compute(bank: Bank) -> DashboardReport:
         charts=dashboard_charts(bank=bank, agreement=by_week),
         approved=approved_count(bank=bank),
     )
-    if report.big:
-        cache.set(_key(bank), report, REPORT_CACHE_SECONDS)
-    else:  # the refreshes (which read no report of a small bank) show this figure, not an older one
+    if report.big or keep:
+        cache.set(_key(bank.pk), report, REPORT_CACHE_SECONDS)
+        queued_clear(_key(bank.pk))  # stored: a reader may queue the next computation
+    if not report.big:  # the refreshes (which read no report of a small bank) show this figure, not an older one
         agreement_keep(bank=bank, agreement=agreement)
     return report
 
 
-def dashboard_report(*, bank: Bank, fresh: bool = False) -> DashboardReport:
-    """The bank's report: the kept one, or (none kept, or ``fresh``) computed now and kept."""
-    report = None if fresh else kept_report(bank=bank)
-    if report is None:
-        report = _compute(bank)
-        if report.big:
+@dataclass(frozen=True)
+class PageReport:
+    """What a view shows of the report: the kept (or just computed) one, or none while a worker computes it
+    (``pending``); ``recomputing``: a recompute of the shown one is queued."""
+
+    report: DashboardReport | None
+    pending: bool = False
+    recomputing: bool = False
+    agreement: Agreement | None = None  # for a refresh without a report: a small bank's kept agreement figure
+
+
+def dashboard_report(*, bank: Bank, trajectories: int, fresh: bool = False, compute: bool = True) -> PageReport:
+    """The bank's report for a view: the kept one (``fresh``: a big bank's with a recompute queued); with none
+    kept, a big bank's is queued, never computed here, and a small bank's is computed now (``compute``; the
+    5-second refresh computes none). ``trajectories``: the bank's, from the page's counts (see looks_big)."""
+    report = kept_report(bank=bank)
+    if report is not None and not (fresh and not report.big):
+        if fresh:
+            queue_once(_key(bank.pk), TASK, bank.pk)
+        return PageReport(report, recomputing=fresh)
+    if not compute and (agreement := kept_agreement(bank=bank)) is not None:
+        return PageReport(None, agreement=agreement)  # a small bank's, kept by its page a moment ago
+    if looks_big(bank, trajectories=trajectories):
+        queue_once(_key(bank.pk), TASK, bank.pk)
+        return PageReport(None, pending=True)
+    return PageReport(_compute(bank) if compute else None)
+
+
+def report_compute(*, bank_id: int) -> bool:
+    """The queued computation (a worker's): compute the bank's report and keep it; returns whether it did."""
+    bank = Bank.objects.filter(pk=bank_id, archived_at__isnull=True).first()
+    try:
+        if bank is None:
+            return False
+        if _compute(bank, keep=True).big:
             VIEWED.mark(bank.pk)
-    return report
+        return True
+    finally:
+        queued_clear(_key(bank_id))
 
 
 def reports_refresh() -> int:

@@ -6,25 +6,35 @@ Both grow with the bank: the period's item versions are joined to every item of 
 are the bank's. A small bank's figures are computed on every view, so a new decision shows at once. A big bank's
 (the period's decisions and verdicts plus the bank's approved items reach report.KEPT_MIN_ROWS) are kept per
 period and time zone for REPORT_CACHE_SECONDS; the page states when they were computed and links to recomputing
-them; a view marks them, and beat's ``dashboard_reports`` recomputes the marked ones before they expire."""
+them; a view marks them, and beat's ``dashboard_reports`` recomputes the marked ones before they expire.
+
+As with the dashboard's report, a request never computes a big bank's figures: with none kept, the view queues
+their computation (``reviewer_compute``, once: reasoningbank_site.kept_queue) and polls for them; "Recompute
+now" queues a recompute and shows the kept ones meanwhile. With none kept, whether the bank is big is read from
+at most KEPT_MIN_ROWS index entries of each kind (``looks_big``: the period's decisions and verdicts by anyone,
+at least those of the team's reviewers)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.core.cache import cache
 from django.utils import timezone
 
 from accounts.models import Bank
-from memories.items.models import ItemStatus, MemoryItem
+from memories.items.models import ItemStatus, MemoryItem, MemoryItemVersion
 from memories.review.agreement import BankAgreement, bank_agreement
 from reasoningbank_site.kept import BankRoster
+from reasoningbank_site.kept_queue import queue_once, queued_clear
 from trajectories.dashboard import report
-from trajectories.dashboard.reviewers import PERIODS, ReviewerStats, reviewer_stats
+from trajectories.dashboard.reviewers import DECISIONS, PERIODS, ReviewerStats, reviewer_stats
+from trajectories.models import Judgment, JudgmentSource
 
 VIEWED = BankRoster("reviewers-report")
 """Marked with (bank id, days, time zone): the figures beat keeps computed."""
+TASK = "trajectories.reviewer_report"
+"""The queued computation of one bank's figures over a period in a time zone (on the maintenance queue)."""
 # Part of the key: a release that changes the kept fields changes it (see report.REPORT_SHAPE).
 REVIEWERS_SHAPE = 1
 
@@ -60,7 +70,29 @@ def _big(bank: Bank, rows: list[ReviewerStats]) -> bool:
     return read + approved[: report.KEPT_MIN_ROWS - read].count() >= report.KEPT_MIN_ROWS
 
 
-def _compute(bank: Bank, days: int) -> ReviewerReport:
+def looks_big(bank: Bank, days: int) -> bool:
+    """Whether the bank's figures over the last ``days`` may be big: its approved items, the period's decisions
+    and edits and its human verdicts (by anyone) reach KEPT_MIN_ROWS, counting at most that many of each."""
+    since = timezone.now() - timedelta(days=days)
+    reads = (
+        MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED),
+        MemoryItemVersion.objects.filter(
+            item__bank=bank, created_at__gte=since, author__isnull=False, action__in=[*DECISIONS, "edited"]
+        ),
+        Judgment.objects.filter(
+            trajectory__bank=bank, source=JudgmentSource.HUMAN, author__isnull=False, created_at__gte=since
+        ),
+    )
+    found = 0
+    for rows in reads:
+        found += rows.order_by().values("pk")[: report.KEPT_MIN_ROWS - found].count()
+        if found >= report.KEPT_MIN_ROWS:
+            return True
+    return False
+
+
+def _compute(bank: Bank, days: int, *, keep: bool = False) -> ReviewerReport:
+    """Compute the figures; keep them when the bank is big or ``keep`` (the queued computation's)."""
     rows = reviewer_stats(bank=bank, days=days)
     figures = ReviewerReport(
         computed_at=timezone.now(),
@@ -69,20 +101,57 @@ def _compute(bank: Bank, days: int) -> ReviewerReport:
         agreement=bank_agreement(bank=bank),
         big=_big(bank, rows),
     )
-    if figures.big:
-        cache.set(_key(bank.pk, days, _zone()), figures, report.REPORT_CACHE_SECONDS)
+    if figures.big or keep:
+        key = _key(bank.pk, days, _zone())
+        cache.set(key, figures, report.REPORT_CACHE_SECONDS)
+        queued_clear(key)  # stored: a reader may queue the next computation
     return figures
 
 
-def reviewer_report(*, bank: Bank, days: int = PERIODS[0], fresh: bool = False) -> ReviewerReport:
-    """The bank's reviewer figures over the last ``days`` in the current time zone: the kept ones, or (none kept,
-    or ``fresh``) computed now, and kept if the bank is big."""
-    figures = None if fresh else cache.get(_key(bank.pk, days, _zone()))
-    if figures is None:
-        figures = _compute(bank, days)
+@dataclass(frozen=True)
+class PageFigures:
+    """What the page shows: the kept (or just computed) figures, or none while a worker computes them
+    (``pending``); ``recomputing``: a recompute of the shown ones is queued."""
+
+    figures: ReviewerReport | None
+    pending: bool = False
+    recomputing: bool = False
+
+
+def reviewer_report(*, bank: Bank, days: int = PERIODS[0], fresh: bool = False) -> PageFigures:
+    """The bank's reviewer figures over the last ``days`` in the current time zone: the kept ones (``fresh``: a
+    big bank's with a recompute queued); with none kept, a big bank's are queued, never computed here, and a
+    small bank's are computed now."""
+    zone = _zone()
+    key = _key(bank.pk, days, zone)
+    figures = cache.get(key)
+    if figures is not None and not (fresh and not figures.big):
+        if figures.big:
+            VIEWED.mark((bank.pk, days, zone))
+        if fresh:
+            queue_once(key, TASK, bank.pk, days, zone)
+        return PageFigures(figures, recomputing=fresh)
+    if looks_big(bank, days):
+        queue_once(key, TASK, bank.pk, days, zone)
+        return PageFigures(None, pending=True)
+    figures = _compute(bank, days)
     if figures.big:
-        VIEWED.mark((bank.pk, days, _zone()))
-    return figures
+        VIEWED.mark((bank.pk, days, zone))
+    return PageFigures(figures)
+
+
+def reviewer_compute(*, bank_id: int, days: int, zone: str) -> bool:
+    """The queued computation (a worker's): compute the figures and keep them; returns whether it did."""
+    bank = Bank.objects.filter(pk=bank_id, archived_at__isnull=True).first()
+    try:
+        if bank is None or days not in PERIODS:
+            return False
+        with timezone.override(zone):
+            if _compute(bank, days, keep=True).big:
+                VIEWED.mark((bank.pk, days, zone))
+        return True
+    finally:
+        queued_clear(_key(bank_id, days, zone))
 
 
 def reviewer_reports_refresh() -> int:

@@ -61,12 +61,18 @@ def dashboard_agreement(*, bank: Bank) -> Agreement:
     """The judge/human agreement for the 5-second refresh when no report is kept: read once and kept in the
     cache for AGREEMENT_CACHE_SECONDS, so the refreshes of every open tab read the bank's human judgments at
     most once a minute."""
-    kept = cache.get(f"dashboard:agreement:{bank.pk}")
+    kept = kept_agreement(bank=bank)
     if kept is not None:
-        return Agreement(*kept)
+        return kept
     agreement = judge_human_agreement(bank=bank)
     agreement_keep(bank=bank, agreement=agreement)
     return agreement
+
+
+def kept_agreement(*, bank: Bank) -> Agreement | None:
+    """The agreement figure dashboard_agreement keeps, if it still is."""
+    kept = cache.get(f"dashboard:agreement:{bank.pk}")
+    return None if kept is None else Agreement(*kept)
 
 
 def agreement_keep(*, bank: Bank, agreement: Agreement) -> None:

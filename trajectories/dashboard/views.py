@@ -4,33 +4,70 @@ counts refresh every few seconds."""
 
 from __future__ import annotations
 
+import time
+
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.urls import reverse
 
 from accounts.access import bank_for_user
 from memories.releases.selectors import bank_releasing
+from reasoningbank_site.kept_queue import poll_gave_up, poll_started
 from reasoningbank_site.rates import MIN_CASES
 from reasoningbank_site.replica import reads_from_replica
 from reasoningbank_site.views_helpers import template_for
 from trajectories.dashboard.llm_usage import bank_llm_usage
-from trajectories.dashboard.report import dashboard_report, kept_report
+from trajectories.dashboard.report import PageReport, dashboard_report
 from trajectories.dashboard.selectors import dashboard_agreement, recent_activity, review_backlog, status_counts
 from trajectories.judging.evidence import disagreement_count
 from trajectories.pipeline.llm import llm_configured
+
+TEMPLATE = "trajectories/dashboard.html"
+
+
+def _report_context(bank, shown: PageReport, started: float) -> dict:
+    """The report's part of the page: its figures, or, while a worker computes them, placeholders of which
+    one polls the figures fragment until POLL_GIVE_UP_SECONDS after ``started`` (a Unix time)."""
+    report = shown.report
+    url = reverse("trajectories:dashboard_figures", kwargs={"bank_id": bank.public_id})
+    return {
+        "report": report,
+        "report_pending": shown.pending,
+        "report_recomputing": shown.recomputing,
+        "report_gave_up": shown.pending and poll_gave_up(started),
+        "report_url": f"{url}?started={int(started)}",
+        "report_again_url": url,
+        "agreement_by_version": report.agreement_by_version if report else [],
+        "distill_by_version": report.distill_by_version if report else [],
+        "charts": report.charts if report else [],
+    }
+
+
+def _agreement(bank, shown: PageReport):
+    """The judge/human agreement figure: the report's; none while a worker computes it; else a small bank's."""
+    if shown.report is not None:
+        return shown.report.agreement
+    if shown.pending:
+        return None
+    return shown.agreement or dashboard_agreement(bank=bank)
 
 
 @login_required
 @reads_from_replica
 def dashboard(request, bank_id):
     bank, membership = bank_for_user(request, bank_id)
-    template = template_for(request, "trajectories/dashboard.html", {"live": "live"})
+    template = template_for(request, TEMPLATE, {"live": "live"})
     page = "#" not in template
     counts = status_counts(bank=bank)
     # The figures that grow with the human labels and the items come from the report, kept for a few minutes
-    # (trajectories.dashboard.report): the whole page computes it when none is kept, or when asked to
-    # (``?fresh``); the refresh shows the kept report's agreement and approved count, or reads them itself.
-    report = dashboard_report(bank=bank, fresh="fresh" in request.GET) if page else kept_report(bank=bank)
+    # (trajectories.dashboard.report): a small bank's page computes it when none is kept, or when asked to
+    # (``?fresh``); a big bank's is computed by a worker, never here. The refresh computes none: it shows the
+    # kept report's agreement and approved count, or reads a small bank's itself.
     total = sum(n for _, _, n in counts)
+    shown = dashboard_report(bank=bank, trajectories=total, fresh=page and "fresh" in request.GET, compute=page)
+    report = shown.report
     context = {
         "bank": bank,
         "membership": membership,
@@ -38,21 +75,30 @@ def dashboard(request, bank_id):
         "total": total,
         "backlog": review_backlog(bank=bank, approved=report.approved if report else None),
         "disagreements": disagreement_count(bank=bank),
-        "report": report,
-        "agreement": report.agreement if report else dashboard_agreement(bank=bank),
+        "agreement": _agreement(bank, shown),
         "min_cases": MIN_CASES,
         "activity": recent_activity(bank=bank),
         "llm_configured": llm_configured(),
         "api_base": request.build_absolute_uri("/api/v1/"),
+        **_report_context(bank, shown, time.time()),
     }
     if page:
         # The 5-second refresh (the ``live`` partial) redraws the counts only: what is per version, the
         # charts and the usage come with the whole page, and are read only for it.
-        context |= {
-            "agreement_by_version": report.agreement_by_version,
-            "distill_by_version": report.distill_by_version,
-            "charts": report.charts,
-            "llm_usage": bank_llm_usage(bank=bank),
-            "releasing": bank_releasing(bank=bank),
-        }
+        context |= {"llm_usage": bank_llm_usage(bank=bank), "releasing": bank_releasing(bank=bank)}
     return render(request, template, context)
+
+
+@login_required
+@reads_from_replica
+def dashboard_figures(request, bank_id):
+    """The report's page-only parts (``dashboard.html#charts``, and ``#by_version`` swapped out of band), which
+    the page polls while a worker computes a big bank's report. ``started``: when the page began waiting."""
+    bank, _membership = bank_for_user(request, bank_id)
+    total = sum(n for _, _, n in status_counts(bank=bank))
+    shown = dashboard_report(bank=bank, trajectories=total)
+    context = {"bank": bank, "total": total}
+    context |= _report_context(bank, shown, poll_started(request))
+    charts = render_to_string(f"{TEMPLATE}#charts", context, request)
+    by_version = render_to_string(f"{TEMPLATE}#by_version", context | {"oob": True}, request)
+    return HttpResponse(charts + by_version)

@@ -21,9 +21,9 @@ read fresh) is kept per bank, window and holdout period:
 
 A request never computes a big window's table: at a million trajectories
 that takes seconds. A queued computation is marked in the cache for
-QUEUED_SECONDS (``cache.add``: ten readers queue one), the task clears the
-mark when done, and it computes only if the table is still missing or
-outdated when it runs."""
+reasoningbank_site.kept_queue.QUEUED_SECONDS (``queue_once``: ten readers
+queue one), the task clears the mark when done, and it computes only if the
+table is still missing or outdated when it runs."""
 
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ from django.utils import timezone
 from accounts.models import Bank
 from memories.items.models import MemoryItem
 from memories.serving.models import RetrievalTally
-from reasoningbank_site.celery import enqueue_on_commit
 from reasoningbank_site.kept import WATCH_SECONDS, BankRoster
+from reasoningbank_site.kept_queue import queue_once, queued_clear
 from trajectories.impact.items import ItemOutcome, item_outcomes
 from trajectories.impact.report import WINDOWS, ImpactReport, bank_impact, window_start
 from trajectories.impact.tallies import window_days
@@ -53,8 +53,6 @@ KEPT_SECONDS = 3600
 """How long the cache holds a table (beat renews the big ones' while they change)."""
 BIG_BANKS = BankRoster("impact-items")
 """The big banks whose tables were read (the page, the API): beat's refresh recomputes theirs."""
-QUEUED_SECONDS = 120
-"""How long a queued computation of a table stops another from being queued (its task clears it sooner)."""
 RECENT_IDS = 10_000
 """Ids below the newest in which a late commit is still noticed (see _fingerprint)."""
 
@@ -96,7 +94,7 @@ def _compute(bank: Bank, since: datetime | None, report: ImpactReport, limit: in
         "at": timezone.now(),
     }
     cache.set(key, kept, KEPT_SECONDS)
-    cache.delete(f"{key}:queued")  # computed (by beat or the queued task): a reader may queue the next one
+    queued_clear(key)  # computed (by beat or the queued task): a reader may queue the next one
     return kept
 
 
@@ -136,16 +134,8 @@ def _outdated(bank_id: int, kept: dict) -> bool:
 
 def _queue(key: str, bank_id: int, since: datetime | None, limit: int) -> None:
     """Queue one computation of the table (a worker's, on the maintenance
-    queue); none while one queued in the last QUEUED_SECONDS is not done."""
-    queued = f"{key}:queued"
-    if cache.add(queued, 1, timeout=QUEUED_SECONDS):
-        enqueue_on_commit(
-            "trajectories.impact_item_table",
-            bank_id,
-            since.isoformat() if since else None,
-            limit,
-            on_failure=lambda: cache.delete(queued),
-        )
+    queue); none while one queued and not done (reasoningbank_site.kept_queue)."""
+    queue_once(key, "trajectories.impact_item_table", bank_id, since.isoformat() if since else None, limit)
 
 
 def kept_item_table(*, bank: Bank, since: datetime | None, report: ImpactReport, limit: int = PAGE_ITEMS) -> KeptItems:
@@ -186,7 +176,7 @@ def item_table_compute(*, bank_id: int, since: datetime | None, limit: int) -> b
         _compute(bank, since, report, limit, key)
         return True
     finally:
-        cache.delete(f"{key}:queued")
+        queued_clear(key)
 
 
 def item_tables_refresh() -> int:

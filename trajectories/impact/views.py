@@ -10,12 +10,11 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from accounts.access import bank_for_user
+from reasoningbank_site.kept_queue import poll_gave_up, poll_started
 from reasoningbank_site.replica import reads_from_replica
 from trajectories.impact.item_tables import kept_item_table
 from trajectories.impact.report import MIN_ITEM_JUDGED, WINDOWS, bank_impact, window_start
 
-POLL_GIVE_UP_SECONDS = 60
-"""How long the page polls for a per-item table being computed before it says the workers may be down."""
 IMPACT_WINDOWS = [("7", "Last 7 days"), ("30", "Last 30 days"), ("90", "Last 90 days"), ("all", "All time")]
 
 
@@ -49,7 +48,7 @@ def _window(request):
 def _items_context(bank, window, since, report, started: float) -> dict:
     """What the page's per-item part (``impact.html#items``) shows: the table,
     or, while a worker computes it, a placeholder that polls for it until
-    POLL_GIVE_UP_SECONDS after ``started`` (a Unix time), then gives up."""
+    reasoningbank_site.kept_queue.POLL_GIVE_UP_SECONDS after ``started`` (a Unix time), then gives up."""
     table = kept_item_table(bank=bank, since=since, report=report)
     query = f"?days={window}&started={int(started)}"
     return {
@@ -57,7 +56,7 @@ def _items_context(bank, window, since, report, started: float) -> dict:
         "items_as_of": None if table.current else table.computed_at,
         "items_recomputing": table.recomputing,
         "items_pending": table.pending,
-        "items_gave_up": table.pending and time.time() - started >= POLL_GIVE_UP_SECONDS,
+        "items_gave_up": table.pending and poll_gave_up(started),
         "items_url": reverse("trajectories:impact_items", kwargs={"bank_id": bank.public_id}) + query,
         "items_again_url": reverse("trajectories:impact_items", kwargs={"bank_id": bank.public_id}) + f"?days={window}",
         "min_item_judged": MIN_ITEM_JUDGED,
@@ -98,13 +97,7 @@ def impact_items(request, bank_id):
     when the page began waiting (Unix time; now when absent)."""
     bank, _membership = bank_for_user(request, bank_id)
     window, since = _window(request)
-    now = time.time()
-    try:
-        started = min(now, float(request.GET.get("started", now)))
-    except ValueError:
-        started = now
-    if not math.isfinite(started):
-        started = now
+    started = poll_started(request)
     report = bank_impact(bank=bank, since=since)
     context = {"bank": bank, "report": report, "window": window}
     context |= _items_context(bank, window, since, report, started)

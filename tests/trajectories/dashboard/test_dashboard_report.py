@@ -17,6 +17,7 @@ from trajectories.dashboard import report as report_module
 from trajectories.dashboard.report import REPORT_CACHE_SECONDS, agreement_figures
 from trajectories.dashboard.selectors import agreement_by_week, judge_agreement_by_version, judge_human_agreement
 from trajectories.models import Judgment
+from trajectories.tasks import dashboard_report as dashboard_report_task
 from trajectories.tasks import dashboard_reports
 
 HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "live"}
@@ -68,9 +69,14 @@ def test_a_second_view_shows_the_kept_report_and_recomputes_it_when_asked(client
     factories.record_verdict(t, "success")
     factories.record_verdict(t, "success", source="human", author=owner)
     with CaptureQueriesContext(connection) as queries:
-        first = client.get(url).content.decode()
+        assert "data-report-pending" in client.get(url).content.decode()  # a worker computes it
+    assert not report_reads(queries)
+    with CaptureQueriesContext(connection) as queries:
+        assert dashboard_report_task(bank.pk) is True  # the worker's run
     # One read of the human labels (agreement overall, per version and per week), the distill outcomes, the chart.
-    assert len(report_reads(queries)) == 3 and "agree on 1 of 1 trajectory" in first
+    assert len(report_reads(queries)) == 3
+    first = client.get(url).content.decode()
+    assert "agree on 1 of 1 trajectory" in first
     assert "Computed just now" in first and "kept up to 5 minutes" in first and f'href="{url}?fresh=1"' in first
     Judgment.objects.create(trajectory=t, source="human", label="failure", author=owner)
     with CaptureQueriesContext(connection) as queries:
@@ -80,7 +86,10 @@ def test_a_second_view_shows_the_kept_report_and_recomputes_it_when_asked(client
     assert "agree on 1 of 1 trajectory" in again and 'id="chart-agreement"' in again
     factories.make_items(bank, 2, status=ItemStatus.APPROVED)
     assert "<p>0 approved" in again
-    fresh = client.get(url + "?fresh=1").content.decode()
+    fresh = client.get(url + "?fresh=1").content.decode()  # queues a recompute, shows the kept report meanwhile
+    assert "agree on 1 of 1 trajectory" in fresh and "data-report-recomputing" in fresh
+    assert dashboard_report_task(bank.pk) is True
+    fresh = client.get(url).content.decode()
     assert "agree on 0 of 1 trajectory" in fresh and "<p>2 approved" in fresh
     factories.make_items(bank, 1, status=ItemStatus.APPROVED)
     # The refresh shows the report's figure, and its age.
@@ -137,7 +146,9 @@ def test_beat_recomputes_a_viewed_big_banks_report_and_the_view_reads_it(
     factories.make_items(other_bank, 1, status=ItemStatus.APPROVED)  # below the size: never marked
     client.force_login(owner)
     url = reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})
-    assert "<p>2 approved" in client.get(url).content.decode()  # the first view computes it
+    assert "data-report-pending" in client.get(url).content.decode()  # the first view queues it
+    assert dashboard_report_task(bank.pk) is True  # a worker computes it
+    assert "<p>2 approved" in client.get(url).content.decode()
     client.get(reverse("trajectories:dashboard", kwargs={"bank_id": other_bank.public_id}))
     assert dashboard_reports.apply().result == 0  # just computed: not yet due
 

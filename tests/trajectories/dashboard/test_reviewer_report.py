@@ -18,6 +18,7 @@ from trajectories.dashboard.reviewers import reviewer_stats
 from trajectories.judging.verdicts import judgment_record
 from trajectories.models import JudgmentSource, Trajectory
 from trajectories.tasks import dashboard_reports
+from trajectories.tasks import reviewer_report as reviewer_report_task
 
 
 def figure_reads(queries) -> list[str]:
@@ -57,6 +58,8 @@ def test_a_big_banks_second_view_is_kept_says_its_age_and_recomputes_when_asked(
     client.force_login(owner)
     url = reverse("trajectories:reviewers", kwargs={"bank_id": bank.public_id})
     _approved_by(bank, alice)
+    assert "data-kept-pending" in client.get(url).content.decode()  # a worker computes them
+    assert reviewer_report_task(bank.pk, 14, "UTC") is True
     first = client.get(url).content.decode()
     assert _approved_cell(first, "alice") == "1"
     assert "Computed just now" in first and "kept up to 5 minutes" in first and f"{url}?days=14&amp;fresh=1" in first
@@ -65,9 +68,14 @@ def test_a_big_banks_second_view_is_kept_says_its_age_and_recomputes_when_asked(
         again = client.get(url).content.decode()
     assert not figure_reads(queries), figure_reads(queries)
     assert _approved_cell(again, "alice") == "1" and "data-report-age" in again
-    thirty = client.get(url + "?days=30").content.decode()  # each period is kept on its own
+    assert "data-kept-pending" in client.get(url + "?days=30").content.decode()  # each period is kept on its own
+    assert reviewer_report_task(bank.pk, 30, "UTC") is True
+    thirty = client.get(url + "?days=30").content.decode()
     assert _approved_cell(thirty, "alice") == "2"
-    fresh = client.get(url + "?days=14&fresh=1").content.decode()
+    fresh = client.get(url + "?days=14&fresh=1").content.decode()  # queues a recompute, shows the kept ones
+    assert _approved_cell(fresh, "alice") == "1" and "data-report-recomputing" in fresh
+    assert reviewer_report_task(bank.pk, 14, "UTC") is True
+    fresh = client.get(url + "?days=14").content.decode()
     assert _approved_cell(fresh, "alice") == "2"
 
 
@@ -83,6 +91,8 @@ def test_beat_refreshes_a_watched_big_banks_figures_and_leaves_an_unwatched_one(
     _approved_by(small, alice)  # 1 + 1, below the size: never marked
     client.force_login(owner)
     url = reverse("trajectories:reviewers", kwargs={"bank_id": bank.public_id})
+    assert "data-kept-pending" in client.get(url).content.decode()
+    assert reviewer_report_task(bank.pk, 14, "UTC") is True  # a worker computes them
     assert _approved_cell(client.get(url).content.decode(), "alice") == "2"
     client.get(reverse("trajectories:reviewers", kwargs={"bank_id": small.public_id}))
     assert dashboard_reports.apply().result == 0  # just computed: not yet due
@@ -110,8 +120,10 @@ def test_the_kept_figures_equal_reviewer_stats(bank, alice, bob, monkeypatch):
         judgment_record(trajectory=t, source=JudgmentSource.HUMAN, label="success", author=alice)
         judgment_record(trajectory=t, source=JudgmentSource.HUMAN, label="failure" if n else "success", author=bob)
     for days in (14, 30):
-        computed = reviewer_report(bank=bank, days=days)
-        kept = reviewer_report(bank=bank, days=days)
+        assert reviewer_report(bank=bank, days=days).pending  # a worker computes them
+        assert reviewer_report_task(bank.pk, days, "UTC") is True
+        computed = reviewer_report(bank=bank, days=days).figures
+        kept = reviewer_report(bank=bank, days=days).figures
         assert computed.big and kept.computed_at == computed.computed_at
         assert kept.rows == reviewer_stats(bank=bank, days=days)
         assert [(r.username, r.approved, r.archived, r.verdicts) for r in kept.rows][:2] == [

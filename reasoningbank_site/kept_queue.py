@@ -1,0 +1,66 @@
+"""Kept figures that a request never computes: a page that finds a big bank's figures missing (or is asked to
+recompute them) queues their computation for a worker and shows a placeholder that polls for them.
+
+- ``queue_once`` publishes a named Celery task once per kept key: a mark ``<key>:queued`` is added to Django's
+  cache (``cache.add``: of ten readers at once, one queues) for QUEUED_SECONDS; whoever stores the figures
+  clears it (``queued_clear``), and so does a publish that failed, so the next reader queues again.
+- A page's poll fragment waits from ``started`` (``poll_started``: a Unix time in the query string, or now when
+  absent or nonsense) and gives up POLL_GIVE_UP_SECONDS after it (``poll_gave_up``), saying the workers may
+  be busy or down and offering to check again.
+
+The tasks run on the maintenance queue (reasoningbank_site.workers.TASK_QUEUES), beside beat's recomputes of
+the same figures (reasoningbank_site.kept)."""
+
+from __future__ import annotations
+
+import math
+import time
+
+from django.core.cache import cache
+
+from reasoningbank_site.celery import enqueue_on_commit
+
+QUEUED_SECONDS = 120
+"""How long a queued computation stops another from being queued (whoever stores the figures clears it sooner)."""
+POLL_GIVE_UP_SECONDS = 60
+"""How long a page polls for figures being computed before it says the workers may be down."""
+
+
+def _mark(key: str) -> str:
+    return f"{key}:queued"
+
+
+def queue_once(key: str, task_name: str, *args) -> bool:
+    """Publish ``task_name(*args)`` (on commit) unless a computation of ``key`` was queued within QUEUED_SECONDS
+    and is not done; returns whether this call queued it."""
+    mark = _mark(key)
+    if not cache.add(mark, 1, timeout=QUEUED_SECONDS):
+        return False
+    enqueue_on_commit(task_name, *args, on_failure=lambda: cache.delete(mark))
+    return True
+
+
+def queued(key: str) -> bool:
+    """Whether a computation of ``key`` is queued and not done."""
+    return cache.get(_mark(key)) is not None
+
+
+def queued_clear(key: str) -> None:
+    """The figures of ``key`` were stored (or need not be): a reader may queue the next computation."""
+    cache.delete(_mark(key))
+
+
+def poll_started(request) -> float:
+    """When the page began waiting: the ``started`` query parameter (a Unix time, at most now), or now when it
+    is absent or not a finite number."""
+    now = time.time()
+    try:
+        started = min(now, float(request.GET.get("started", now)))
+    except ValueError:
+        return now
+    return started if math.isfinite(started) else now
+
+
+def poll_gave_up(started: float) -> bool:
+    """Whether a page that began waiting at ``started`` has waited POLL_GIVE_UP_SECONDS."""
+    return time.time() - started >= POLL_GIVE_UP_SECONDS
