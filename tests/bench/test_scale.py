@@ -43,7 +43,9 @@ ROWS = (
     "indexes grown by the purge",
     "HNSW build, s",
     "backup (pg_dump), s",
-    "Impact per-item table, computed (worker)",
+    "dashboard report, computed (worker)",
+    "reviewers figures, computed (worker)",
+    "Impact per-item table, all time, computed (worker)",
     "trajectories_trajectory",
     "memories_retrievaltally",
 )
