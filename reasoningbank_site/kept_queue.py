@@ -3,7 +3,7 @@ recompute them) queues their computation for a worker and shows a placeholder th
 
 - ``queue_once`` publishes a named Celery task once per kept key: a mark ``<key>:queued`` is added to Django's
   cache (``cache.add``: of ten readers at once, one queues) for QUEUED_SECONDS; whoever stores the figures
-  clears it (``queued_clear``), and so does a publish that failed, so the next reader queues again.
+  clears it (``kept_store``, ``queued_clear``), and so does a publish that failed, so the next reader queues again.
 - A page's poll fragment waits from ``started`` (``poll_started``: a Unix time in the query string, or now when
   absent or nonsense) and gives up POLL_GIVE_UP_SECONDS after it (``poll_gave_up``), saying the workers may
   be busy or down and offering to check again.
@@ -48,6 +48,13 @@ def queued(key: str) -> bool:
 def queued_clear(key: str) -> None:
     """The figures of ``key`` were stored (or need not be): a reader may queue the next computation."""
     cache.delete(_mark(key))
+
+
+def kept_store(key: str, figures, seconds: int) -> None:
+    """Keep ``figures`` under ``key`` for ``seconds`` and clear its queued mark: what every computation of kept
+    figures (beat's, a queued one, a small bank's view) does with what it computed."""
+    cache.set(key, figures, seconds)
+    queued_clear(key)
 
 
 def poll_started(request) -> float:

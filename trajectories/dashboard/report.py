@@ -29,7 +29,7 @@ from accounts.models import Bank
 from memories.items.models import ItemStatus, MemoryItem
 from reasoningbank_site.charts import Chart
 from reasoningbank_site.kept import WATCH_SECONDS, BankRoster
-from reasoningbank_site.kept_queue import queue_once, queued_clear
+from reasoningbank_site.kept_queue import kept_store, queue_once, queued_clear
 from trajectories.dashboard.agreement import agreement_figure_rows, human_labels_up_to
 from trajectories.dashboard.charts import dashboard_charts
 from trajectories.dashboard.selectors import (
@@ -146,8 +146,7 @@ def _compute(bank: Bank, *, keep: bool = False) -> DashboardReport:
         approved=approved_count(bank=bank),
     )
     if report.big or keep:
-        cache.set(_key(bank.pk), report, REPORT_CACHE_SECONDS)
-        queued_clear(_key(bank.pk))  # stored: a reader may queue the next computation
+        kept_store(_key(bank.pk), report, REPORT_CACHE_SECONDS)
     if not report.big:  # the refreshes (which read no report of a small bank) show this figure, not an older one
         agreement_keep(bank=bank, agreement=agreement)
     return report

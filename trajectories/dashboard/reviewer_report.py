@@ -26,7 +26,7 @@ from accounts.models import Bank
 from memories.items.models import ItemStatus, MemoryItem, MemoryItemVersion
 from memories.review.agreement import BankAgreement, bank_agreement
 from reasoningbank_site.kept import BankRoster
-from reasoningbank_site.kept_queue import queue_once, queued_clear
+from reasoningbank_site.kept_queue import kept_store, queue_once, queued_clear
 from trajectories.dashboard import report
 from trajectories.dashboard.reviewers import DECISIONS, PERIODS, ReviewerStats, reviewer_stats
 from trajectories.models import Judgment, JudgmentSource
@@ -102,9 +102,7 @@ def _compute(bank: Bank, days: int, *, keep: bool = False) -> ReviewerReport:
         big=_big(bank, rows),
     )
     if figures.big or keep:
-        key = _key(bank.pk, days, _zone())
-        cache.set(key, figures, report.REPORT_CACHE_SECONDS)
-        queued_clear(key)  # stored: a reader may queue the next computation
+        kept_store(_key(bank.pk, days, _zone()), figures, report.REPORT_CACHE_SECONDS)
     return figures
 
 

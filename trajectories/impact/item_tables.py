@@ -38,7 +38,7 @@ from accounts.models import Bank
 from memories.items.models import MemoryItem
 from memories.serving.models import RetrievalTally
 from reasoningbank_site.kept import WATCH_SECONDS, BankRoster
-from reasoningbank_site.kept_queue import queue_once, queued_clear
+from reasoningbank_site.kept_queue import kept_store, queue_once, queued_clear
 from trajectories.impact.items import ItemOutcome, item_outcomes
 from trajectories.impact.report import WINDOWS, ImpactReport, bank_impact, window_start
 from trajectories.impact.tallies import window_days
@@ -93,8 +93,7 @@ def _compute(bank: Bank, since: datetime | None, report: ImpactReport, limit: in
         "fingerprint": fingerprint,
         "at": timezone.now(),
     }
-    cache.set(key, kept, KEPT_SECONDS)
-    queued_clear(key)  # computed (by beat or the queued task): a reader may queue the next one
+    kept_store(key, kept, KEPT_SECONDS)  # computed (by beat or the queued task): a reader may queue the next one
     return kept
 
 
