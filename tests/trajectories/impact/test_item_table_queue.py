@@ -66,6 +66,7 @@ def test_with_nothing_kept_the_page_queues_one_computation_and_polls_for_its_tab
     assert response.context["items_pending"] and 'id="item-outcomes"' not in html
     assert "Computing the per-item figures for this window" in html
     assert 'aria-live="polite"' in html and 'hx-trigger="load delay:2s"' in html and 'hx-swap="outerHTML"' in html
+    assert "data-kept-pending" in html and 'hx-target="#item-figures"' in html  # the shared placeholder
     assert f'hx-get="/banks/{bank.public_id}/impact/items/?days=all&amp;started=' in html
 
     tasks = queued(broker_queue, before)
@@ -79,7 +80,7 @@ def test_with_nothing_kept_the_page_queues_one_computation_and_polls_for_its_tab
         swapped = fragment(client, bank, started=int(time.time()))
     assert not item_sums_run(seen.captured_queries)
     html = swapped.content.decode()
-    assert 'id="item-outcomes"' in html and "data-items-pending" not in html and "hx-trigger" not in html
+    assert 'id="item-outcomes"' in html and "data-kept-pending" not in html and "hx-trigger" not in html
     assert "<html" not in html and 'id="arm-treatment"' not in html  # the partial alone
     shown_page = page(client, bank, "all").context["items"]
     assert shown(shown_page) == afresh(bank, None)[0] != []
@@ -91,9 +92,9 @@ def test_the_fragment_stops_polling_after_a_minute_and_offers_to_check_again(cli
     history(bank, seed=12)
     client.force_login(owner)
     waiting = fragment(client, bank, started=int(time.time()) - 30)
-    assert b'hx-trigger="load delay:2s"' in waiting.content and b"data-items-gave-up" not in waiting.content
+    assert b'hx-trigger="load delay:2s"' in waiting.content and b"data-kept-gave-up" not in waiting.content
     gave_up = fragment(client, bank, started=int(time.time()) - 61).content.decode()
-    assert "data-items-gave-up" in gave_up and "hx-trigger" not in gave_up
+    assert "data-kept-gave-up" in gave_up and "hx-trigger" not in gave_up
     assert "the workers may be busy or down" in gave_up and "Check again</button>" in gave_up
     assert f'hx-get="/banks/{bank.public_id}/impact/items/?days=all"' in gave_up  # waits afresh
     for started in ("soon", "nan", "inf", "-inf", "1e999"):  # nonsense: it waits from now
