@@ -4,6 +4,8 @@ recompute them) queues their computation for a worker and shows a placeholder th
 - ``queue_once`` publishes a named Celery task once per kept key: a mark ``<key>:queued`` is added to Django's
   cache (``cache.add``: of ten readers at once, one queues) for QUEUED_SECONDS; whoever stores the figures
   clears it (``kept_store``, ``queued_clear``), and so does a publish that failed, so the next reader queues again.
+- A page shows ``KeptFigures``: the kept (or just computed) figures, or none while a worker computes them
+  (``pending``: the placeholder, templates/includes/kept_pending.html), and whether a recompute is queued.
 - A page's poll fragment waits from ``started`` (``poll_started``: a Unix time in the query string, or now when
   absent or nonsense) and gives up POLL_GIVE_UP_SECONDS after it (``poll_gave_up``), saying the workers may
   be busy or down and offering to check again.
@@ -15,15 +17,29 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from django.core.cache import cache
 
 from reasoningbank_site.celery import enqueue_on_commit
 
+Figures = TypeVar("Figures")
+
 QUEUED_SECONDS = 120
 """How long a queued computation stops another from being queued (whoever stores the figures clears it sooner)."""
 POLL_GIVE_UP_SECONDS = 60
 """How long a page polls for figures being computed before it says the workers may be down."""
+
+
+@dataclass(frozen=True)
+class KeptFigures(Generic[Figures]):
+    """What a page shows of its kept figures: the kept (or just computed) ones, or none while a worker computes
+    them (``pending``); ``recomputing``: a recompute of the shown ones is queued."""
+
+    figures: Figures | None
+    pending: bool = False
+    recomputing: bool = False
 
 
 def _mark(key: str) -> str:

@@ -1,6 +1,7 @@
 """A big bank's dashboard and reviewers page in a real headless Chromium while a worker computes their kept
 figures: the page opens with placeholders, and once the worker stored the figures the poll swaps in the charts
-and the per-version tables (one fragment, the second part out of band) and the reviewers table, with no reload."""
+and the per-version tables (one fragment, the second part out of band) and the reviewers table, with no reload.
+Impact's outdated per-item table stays shown while a worker recomputes it, and the poll swaps in the new one."""
 
 from __future__ import annotations
 
@@ -9,8 +10,12 @@ from playwright.sync_api import expect
 
 from memories.review.decisions import memory_item_approve
 from tests import factories
+from tests.trajectories.impact.test_item_table_queue import rows
+from tests.trajectories.impact.test_item_tables import afresh, flip_an_old_verdict
+from tests.trajectories.impact.test_rollups import history
 from trajectories.dashboard import report as report_module
-from trajectories.tasks import dashboard_report, reviewer_report
+from trajectories.impact import item_tables
+from trajectories.tasks import dashboard_report, impact_item_table, reviewer_report
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -48,3 +53,30 @@ def test_the_reviewers_placeholder_becomes_the_table_once_a_worker_computed_it(
     expect(page.locator('#reviewer-stats [data-reviewer="alice"]')).to_be_visible(timeout=10_000)
     expect(page.locator("#agreement")).to_be_visible()
     expect(page.locator("[data-kept-pending]")).to_have_count(0)
+
+
+def test_an_outdated_impact_table_is_swapped_for_the_recomputed_one_without_a_reload(
+    page, live_server, login, bank, owner, monkeypatch
+):
+    monkeypatch.setattr(item_tables, "KEPT_MIN_RETRIEVALS", 1)  # a big bank's path, on a small one
+    monkeypatch.setattr(item_tables, "KEPT_STALE_SECONDS", -1)  # every change is over the staleness
+    trajectories = history(bank, seed=17)
+    assert item_tables.item_table_compute(bank_id=bank.pk, since=None, limit=item_tables.PAGE_ITEMS)
+    flip_an_old_verdict(trajectories)  # the kept table is outdated now
+    login(page, live_server, owner, f"/banks/{bank.public_id}/impact/")
+    figures = page.locator("#item-figures")
+    expect(figures.locator("[data-kept-recomputing]")).to_be_visible()
+    expect(figures.locator("[data-items-as-of]")).to_be_visible()
+    old = rows(figures.inner_html())
+    assert old
+    page.evaluate("window.notReloaded = true")
+    page.wait_for_timeout(2500)  # a poll or two while the worker has not stored it: the old table stays
+    expect(figures.locator("[data-kept-recomputing]")).to_be_visible()
+    assert rows(figures.inner_html()) == old
+
+    assert impact_item_table(bank.pk, None, item_tables.PAGE_ITEMS) is True  # the worker's run
+    expect(figures.locator("[data-kept-recomputing]")).to_have_count(0, timeout=10_000)
+    expect(figures.locator("[data-items-as-of]")).to_have_count(0)  # current now: no "as of"
+    expect(figures.locator("#item-outcomes")).to_be_visible()
+    assert rows(figures.inner_html()) == [public_id for public_id, *_ in afresh(bank, None)[0]]
+    assert page.evaluate("window.notReloaded") is True

@@ -29,7 +29,7 @@ from accounts.models import Bank
 from memories.items.models import ItemStatus, MemoryItem
 from reasoningbank_site.charts import Chart
 from reasoningbank_site.kept import WATCH_SECONDS, BankRoster
-from reasoningbank_site.kept_queue import kept_store, queue_once, queued_clear
+from reasoningbank_site.kept_queue import KeptFigures, kept_store, queue_once, queued_clear
 from trajectories.dashboard.agreement import agreement_figure_rows, human_labels_up_to
 from trajectories.dashboard.charts import dashboard_charts
 from trajectories.dashboard.selectors import (
@@ -40,6 +40,7 @@ from trajectories.dashboard.selectors import (
     VersionAgreement,
     agreement_keep,
     approved_count,
+    dashboard_agreement,
     distill_outcomes_by_version,
     kept_agreement,
     local_today,
@@ -152,32 +153,34 @@ def _compute(bank: Bank, *, keep: bool = False) -> DashboardReport:
     return report
 
 
-@dataclass(frozen=True)
-class PageReport:
-    """What a view shows of the report: the kept (or just computed) one, or none while a worker computes it
-    (``pending``); ``recomputing``: a recompute of the shown one is queued."""
-
-    report: DashboardReport | None
-    pending: bool = False
-    recomputing: bool = False
-    agreement: Agreement | None = None  # for a refresh without a report: a small bank's kept agreement figure
-
-
-def dashboard_report(*, bank: Bank, trajectories: int, fresh: bool = False, compute: bool = True) -> PageReport:
-    """The bank's report for a view: the kept one (``fresh``: a big bank's with a recompute queued); with none
-    kept, a big bank's is queued, never computed here, and a small bank's is computed now (``compute``; the
-    5-second refresh computes none). ``trajectories``: the bank's, from the page's counts (see looks_big)."""
+def dashboard_report(*, bank: Bank, trajectories: int, fresh: bool = False) -> KeptFigures[DashboardReport]:
+    """The bank's report for the page (and its figures fragment): the kept one (``fresh``: a big bank's with a
+    recompute queued); with none kept, a big bank's is queued, never computed here, and a small bank's is
+    computed now. ``trajectories``: the bank's, from the page's counts (see looks_big)."""
     report = kept_report(bank=bank)
     if report is not None and not (fresh and not report.big):
         if fresh:
             queue_once(_key(bank.pk), TASK, bank.pk)
-        return PageReport(report, recomputing=fresh)
-    if not compute and (agreement := kept_agreement(bank=bank)) is not None:
-        return PageReport(None, agreement=agreement)  # a small bank's, kept by its page a moment ago
+        return KeptFigures(report, recomputing=fresh)
     if looks_big(bank, trajectories=trajectories):
         queue_once(_key(bank.pk), TASK, bank.pk)
-        return PageReport(None, pending=True)
-    return PageReport(_compute(bank) if compute else None)
+        return KeptFigures(None, pending=True)
+    return KeptFigures(_compute(bank))
+
+
+def refresh_report(*, bank: Bank, trajectories: int) -> tuple[KeptFigures[DashboardReport], Agreement | None]:
+    """What the 5-second refresh shows of the report, computing none, and its judge/human agreement figure: the
+    kept report's; with none kept, a big bank's queued (``pending``: no figure), or a small bank's figure (the
+    one its page kept a moment ago, else dashboard_agreement's)."""
+    report = kept_report(bank=bank)
+    if report is not None:
+        return KeptFigures(report), report.agreement
+    if (agreement := kept_agreement(bank=bank)) is not None:
+        return KeptFigures(None), agreement
+    if looks_big(bank, trajectories=trajectories):
+        queue_once(_key(bank.pk), TASK, bank.pk)
+        return KeptFigures(None, pending=True), None
+    return KeptFigures(None), dashboard_agreement(bank=bank)
 
 
 def report_compute(*, bank_id: int) -> bool:

@@ -26,7 +26,7 @@ from accounts.models import Bank
 from memories.items.models import ItemStatus, MemoryItem, MemoryItemVersion
 from memories.review.agreement import BankAgreement, bank_agreement
 from reasoningbank_site.kept import BankRoster
-from reasoningbank_site.kept_queue import kept_store, queue_once, queued_clear
+from reasoningbank_site.kept_queue import KeptFigures, kept_store, queue_once, queued_clear
 from trajectories.dashboard import report
 from trajectories.dashboard.reviewers import DECISIONS, PERIODS, ReviewerStats, reviewer_stats
 from trajectories.models import Judgment, JudgmentSource
@@ -106,17 +106,7 @@ def _compute(bank: Bank, days: int, *, keep: bool = False) -> ReviewerReport:
     return figures
 
 
-@dataclass(frozen=True)
-class PageFigures:
-    """What the page shows: the kept (or just computed) figures, or none while a worker computes them
-    (``pending``); ``recomputing``: a recompute of the shown ones is queued."""
-
-    figures: ReviewerReport | None
-    pending: bool = False
-    recomputing: bool = False
-
-
-def reviewer_report(*, bank: Bank, days: int = PERIODS[0], fresh: bool = False) -> PageFigures:
+def reviewer_report(*, bank: Bank, days: int = PERIODS[0], fresh: bool = False) -> KeptFigures[ReviewerReport]:
     """The bank's reviewer figures over the last ``days`` in the current time zone: the kept ones (``fresh``: a
     big bank's with a recompute queued); with none kept, a big bank's are queued, never computed here, and a
     small bank's are computed now."""
@@ -128,14 +118,14 @@ def reviewer_report(*, bank: Bank, days: int = PERIODS[0], fresh: bool = False) 
             VIEWED.mark((bank.pk, days, zone))
         if fresh:
             queue_once(key, TASK, bank.pk, days, zone)
-        return PageFigures(figures, recomputing=fresh)
+        return KeptFigures(figures, recomputing=fresh)
     if looks_big(bank, days):
         queue_once(key, TASK, bank.pk, days, zone)
-        return PageFigures(None, pending=True)
+        return KeptFigures(None, pending=True)
     figures = _compute(bank, days)
     if figures.big:
         VIEWED.mark((bank.pk, days, zone))
-    return PageFigures(figures)
+    return KeptFigures(figures)
 
 
 def reviewer_compute(*, bank_id: int, days: int, zone: str) -> bool:

@@ -14,23 +14,23 @@ from django.urls import reverse
 
 from accounts.access import bank_for_user
 from memories.releases.selectors import bank_releasing
-from reasoningbank_site.kept_queue import poll_gave_up, poll_started
+from reasoningbank_site.kept_queue import KeptFigures, poll_gave_up, poll_started
 from reasoningbank_site.rates import MIN_CASES
 from reasoningbank_site.replica import reads_from_replica
 from reasoningbank_site.views_helpers import template_for
 from trajectories.dashboard.llm_usage import bank_llm_usage
-from trajectories.dashboard.report import PageReport, dashboard_report
-from trajectories.dashboard.selectors import dashboard_agreement, recent_activity, review_backlog, status_counts
+from trajectories.dashboard.report import DashboardReport, dashboard_report, refresh_report
+from trajectories.dashboard.selectors import recent_activity, review_backlog, status_counts
 from trajectories.judging.evidence import disagreement_count
 from trajectories.pipeline.llm import llm_configured
 
 TEMPLATE = "trajectories/dashboard.html"
 
 
-def _report_context(bank, shown: PageReport, started: float) -> dict:
+def _report_context(bank, shown: KeptFigures[DashboardReport], started: float) -> dict:
     """The report's part of the page: its figures, or, while a worker computes them, placeholders of which
     one polls the figures fragment until POLL_GIVE_UP_SECONDS after ``started`` (a Unix time)."""
-    report = shown.report
+    report = shown.figures
     url = reverse("trajectories:dashboard_figures", kwargs={"bank_id": bank.public_id})
     return {
         "report": report,
@@ -45,15 +45,6 @@ def _report_context(bank, shown: PageReport, started: float) -> dict:
     }
 
 
-def _agreement(bank, shown: PageReport):
-    """The judge/human agreement figure: the report's; none while a worker computes it; else a small bank's."""
-    if shown.report is not None:
-        return shown.report.agreement
-    if shown.pending:
-        return None
-    return shown.agreement or dashboard_agreement(bank=bank)
-
-
 @login_required
 @reads_from_replica
 def dashboard(request, bank_id):
@@ -63,11 +54,15 @@ def dashboard(request, bank_id):
     counts = status_counts(bank=bank)
     # The figures that grow with the human labels and the items come from the report, kept for a few minutes
     # (trajectories.dashboard.report): a small bank's page computes it when none is kept, or when asked to
-    # (``?fresh``); a big bank's is computed by a worker, never here. The refresh computes none: it shows the
-    # kept report's agreement and approved count, or reads a small bank's itself.
+    # (``?fresh``); a big bank's is computed by a worker, never here. The refresh computes none
+    # (refresh_report): it shows the kept report's agreement and approved count, or a small bank's agreement.
     total = sum(n for _, _, n in counts)
-    shown = dashboard_report(bank=bank, trajectories=total, fresh=page and "fresh" in request.GET, compute=page)
-    report = shown.report
+    if page:
+        shown = dashboard_report(bank=bank, trajectories=total, fresh="fresh" in request.GET)
+        agreement = shown.figures.agreement if shown.figures else None
+    else:
+        shown, agreement = refresh_report(bank=bank, trajectories=total)
+    report = shown.figures
     context = {
         "bank": bank,
         "membership": membership,
@@ -75,7 +70,7 @@ def dashboard(request, bank_id):
         "total": total,
         "backlog": review_backlog(bank=bank, approved=report.approved if report else None),
         "disagreements": disagreement_count(bank=bank),
-        "agreement": _agreement(bank, shown),
+        "agreement": agreement,
         "min_cases": MIN_CASES,
         "activity": recent_activity(bank=bank),
         "llm_configured": llm_configured(),

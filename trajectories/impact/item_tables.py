@@ -14,7 +14,8 @@ read fresh) is kept per bank, window and holdout period:
   KEPT_STALE_SECONDS after it was computed, and the page says as of when;
   beat's ``item_tables_refresh`` recomputes every minute those that
   changed of the banks read within WATCH_SECONDS; older, it is still
-  served (as of when) and one recompute is queued for a worker;
+  served (as of when), one recompute is queued for a worker
+  (``recomputing``), and the page polls until the worker stored it;
 - a bigger one that is not kept (no reader for an hour, a cache clear) is
   not computed on the request either: the request queues its computation
   and shows none (``pending``); the page polls until a worker stored it.

@@ -47,8 +47,10 @@ def _window(request):
 
 def _items_context(bank, window, since, report, started: float) -> dict:
     """What the page's per-item part (``impact.html#items``) shows: the table,
-    or, while a worker computes it, a placeholder that polls for it until
-    reasoningbank_site.kept_queue.POLL_GIVE_UP_SECONDS after ``started`` (a Unix time), then gives up."""
+    or, while a worker computes it (``pending``) or recomputes an outdated
+    one shown meanwhile (``recomputing``), a placeholder that polls for the
+    new one until reasoningbank_site.kept_queue.POLL_GIVE_UP_SECONDS after
+    ``started`` (a Unix time), then gives up."""
     table = kept_item_table(bank=bank, since=since, report=report)
     query = f"?days={window}&started={int(started)}"
     return {
@@ -56,7 +58,7 @@ def _items_context(bank, window, since, report, started: float) -> dict:
         "items_as_of": None if table.current else table.computed_at,
         "items_recomputing": table.recomputing,
         "items_pending": table.pending,
-        "items_gave_up": table.pending and poll_gave_up(started),
+        "items_gave_up": (table.pending or table.recomputing) and poll_gave_up(started),
         "items_url": reverse("trajectories:impact_items", kwargs={"bank_id": bank.public_id}) + query,
         "items_again_url": reverse("trajectories:impact_items", kwargs={"bank_id": bank.public_id}) + f"?days={window}",
         "min_item_judged": MIN_ITEM_JUDGED,
@@ -93,8 +95,8 @@ def impact(request, bank_id):
 @reads_from_replica
 def impact_items(request, bank_id):
     """The Impact page's per-item part alone (``impact.html#items``), which the
-    page polls while a worker computes a big window's table. ``started``:
-    when the page began waiting (Unix time; now when absent)."""
+    page polls while a worker computes (or recomputes) a big window's table.
+    ``started``: when the page began waiting (Unix time; now when absent)."""
     bank, _membership = bank_for_user(request, bank_id)
     window, since = _window(request)
     started = poll_started(request)

@@ -2,13 +2,16 @@
 (trajectories.impact.item_tables): with nothing kept, the page shows the rest
 at once and polls a fragment until a worker stored the table (giving up
 plainly after a minute), and the API answers ``items_pending``; an outdated
-table is served with its time while a worker recomputes it. However many
-readers, one computation is queued."""
+table is served with its time while a worker recomputes it, and the page
+polls the same fragment until the new one is stored. However many readers,
+one computation is queued."""
 
 from __future__ import annotations
 
 import ast
+import re
 import time
+import uuid
 
 from django.core.cache import cache
 from django.db import connection
@@ -40,6 +43,11 @@ def kept_key(bank) -> str:
     return item_tables._key(bank.pk, None, bank_impact(bank=bank), item_tables.PAGE_ITEMS)
 
 
+def rows(html: str) -> list[uuid.UUID]:
+    """The items of the per-item table's rows, in order."""
+    return [uuid.UUID(found) for found in re.findall(r'/items/([0-9a-f-]{36})/"', html)]
+
+
 def fragment(client, bank, started=None):
     url = f"/banks/{bank.public_id}/impact/items/?days=all"
     response = client.get(url + (f"&started={started}" if started is not None else ""))
@@ -66,6 +74,7 @@ def test_with_nothing_kept_the_page_queues_one_computation_and_polls_for_its_tab
     assert response.context["items_pending"] and 'id="item-outcomes"' not in html
     assert "Computing the per-item figures for this window" in html
     assert 'aria-live="polite"' in html and 'hx-trigger="load delay:2s"' in html and 'hx-swap="outerHTML"' in html
+    assert "data-kept-pending" in html and 'hx-target="#item-figures"' in html  # the shared placeholder
     assert f'hx-get="/banks/{bank.public_id}/impact/items/?days=all&amp;started=' in html
 
     tasks = queued(broker_queue, before)
@@ -79,7 +88,7 @@ def test_with_nothing_kept_the_page_queues_one_computation_and_polls_for_its_tab
         swapped = fragment(client, bank, started=int(time.time()))
     assert not item_sums_run(seen.captured_queries)
     html = swapped.content.decode()
-    assert 'id="item-outcomes"' in html and "data-items-pending" not in html and "hx-trigger" not in html
+    assert 'id="item-outcomes"' in html and "data-kept-pending" not in html and "hx-trigger" not in html
     assert "<html" not in html and 'id="arm-treatment"' not in html  # the partial alone
     shown_page = page(client, bank, "all").context["items"]
     assert shown(shown_page) == afresh(bank, None)[0] != []
@@ -91,9 +100,9 @@ def test_the_fragment_stops_polling_after_a_minute_and_offers_to_check_again(cli
     history(bank, seed=12)
     client.force_login(owner)
     waiting = fragment(client, bank, started=int(time.time()) - 30)
-    assert b'hx-trigger="load delay:2s"' in waiting.content and b"data-items-gave-up" not in waiting.content
+    assert b'hx-trigger="load delay:2s"' in waiting.content and b"data-kept-gave-up" not in waiting.content
     gave_up = fragment(client, bank, started=int(time.time()) - 61).content.decode()
-    assert "data-items-gave-up" in gave_up and "hx-trigger" not in gave_up
+    assert "data-kept-gave-up" in gave_up and "hx-trigger" not in gave_up
     assert "the workers may be busy or down" in gave_up and "Check again</button>" in gave_up
     assert f'hx-get="/banks/{bank.public_id}/impact/items/?days=all"' in gave_up  # waits afresh
     for started in ("soon", "nan", "inf", "-inf", "1e999"):  # nonsense: it waits from now
@@ -101,7 +110,7 @@ def test_the_fragment_stops_polling_after_a_minute_and_offers_to_check_again(cli
     assert cache.get(kept_key(bank)) is None
 
 
-def test_an_outdated_table_is_served_with_its_time_while_one_recompute_is_queued(
+def test_an_outdated_table_is_served_with_its_time_while_one_recompute_is_queued_and_polled_for(
     client, owner, bank, monkeypatch, broker_queue, django_capture_on_commit_callbacks
 ):
     monkeypatch.setattr(item_tables, "KEPT_MIN_RETRIEVALS", 1)
@@ -114,15 +123,36 @@ def test_an_outdated_table_is_served_with_its_time_while_one_recompute_is_queued
     flip_an_old_verdict(trajectories)
     before = broker_queue.snapshot()
     with CaptureQueriesContext(connection) as seen, django_capture_on_commit_callbacks(execute=True):
-        responses = [page(client, bank, "all") for _ in range(10)]
+        responses = [page(client, bank, "all") for _ in range(5)]
+        polls = [fragment(client, bank, started=int(time.time())) for _ in range(5)]  # the page's polls meanwhile
     assert not item_sums_run(seen.captured_queries)
     for response in responses:
         assert shown(response.context["items"]) == kept != afresh(bank, None)[0]
         assert response.context["items_as_of"] is not None and response.context["items_recomputing"]
-        assert b"being recomputed now" in response.content
+        html = response.content.decode()
+        assert "A worker is recomputing the per-item figures for this window now" in html
+        assert "reload" not in html.split('id="item-figures"')[1].split("</section>")[0]  # it polls instead
+        assert "data-kept-recomputing" in html and 'hx-target="#item-figures"' in html  # the shared placeholder
+        assert f'hx-get="/banks/{bank.public_id}/impact/items/?days=all&amp;started=' in html
+    for poll in polls:  # still being recomputed: the old table, its time and the placeholder, which polls again
+        html = poll.content.decode()
+        assert "<html" not in html and html.strip().startswith('<div id="item-figures"')
+        assert rows(html) == [public_id for public_id, *_ in kept] and "data-items-as-of" in html
+        assert 'hx-trigger="load delay:2s"' in html and "data-kept-recomputing" in html
     tasks = queued(broker_queue, before)
     assert tasks == [(bank.pk, None, item_tables.PAGE_ITEMS)]
-    assert impact_item_table(*tasks[0]) is True
+
+    gave_up = fragment(client, bank, started=int(time.time()) - 61).content.decode()
+    assert "data-kept-gave-up" in gave_up and "hx-trigger" not in gave_up and "Check again</button>" in gave_up
+    assert "not recomputed yet" in gave_up and "the workers may be busy or down" in gave_up
+    assert 'id="item-outcomes"' in gave_up and "data-items-as-of" in gave_up  # the old table stays
+    assert f'hx-get="/banks/{bank.public_id}/impact/items/?days=all"' in gave_up  # waits afresh
+
+    assert impact_item_table(*tasks[0]) is True  # the worker stored the new table
+    html = fragment(client, bank, started=int(time.time())).content.decode()
+    assert rows(html) == [public_id for public_id, *_ in afresh(bank, None)[0]] != []
+    assert 'id="item-outcomes"' in html and "data-items-as-of" not in html  # current: no "as of"
+    assert "hx-trigger" not in html and "data-kept-pending" not in html  # the poll stops
     fresh = page(client, bank, "all")
     assert fresh.context["items_as_of"] is None and not fresh.context["items_recomputing"]
     assert shown(fresh.context["items"]) == afresh(bank, None)[0]
