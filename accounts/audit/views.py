@@ -15,7 +15,7 @@ from accounts.audit.actions import audit_action_label
 from accounts.teams import selectors
 from accounts.teams.forms import AuditFilterForm
 from reasoningbank_site.keyset import keyset_chunks
-from reasoningbank_site.search import CappedPaginator
+from reasoningbank_site.search_paging import CappedPaginator
 
 AUDIT_PAGE_SIZE = 50
 

@@ -19,7 +19,7 @@ from memories.review.policy import decides_alone
 from memories.review.selectors import item_list, item_status_counts
 from memories.serving import served_release
 from reasoningbank_site.errors import DomainError
-from reasoningbank_site.search import SearchPaginator
+from reasoningbank_site.search_paging import SearchPaginator
 from reasoningbank_site.views_helpers import reverse_each, template_for
 
 PAGE_SIZE = 50

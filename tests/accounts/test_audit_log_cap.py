@@ -14,7 +14,7 @@ from django.urls import reverse
 from accounts.audit.services import audit_event
 from accounts.models import AuditEvent
 from accounts.teams.selectors import audit_events
-from reasoningbank_site import search
+from reasoningbank_site import search_paging
 
 
 def _counted(response) -> str:
@@ -33,7 +33,7 @@ def test_the_audit_log_counts_up_to_the_cap_and_says_so(client, owner, bank, mon
     client.force_login(owner)
     url = reverse("accounts:bank_audit", kwargs={"bank_id": bank.public_id})
     assert _counted(client.get(url)) == str(AuditEvent.objects.filter(bank=bank).count())  # 7 and the bank's own
-    monkeypatch.setattr(search, "LIST_COUNT_CAP", 5)
+    monkeypatch.setattr(search_paging, "LIST_COUNT_CAP", 5)
     assert _counted(client.get(url)) == "5+"
     assert _counted(client.get(reverse("accounts:team_audit", kwargs={"team_id": bank.team.public_id}))) == "5+"
 

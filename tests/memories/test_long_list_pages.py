@@ -14,8 +14,8 @@ from django.urls import reverse
 
 from memories.items.models import ItemStatus
 from memories.review.selectors import review_queue
-from reasoningbank_site import search
-from reasoningbank_site.search import SearchPaginator
+from reasoningbank_site import search_paging
+from reasoningbank_site.search_paging import SearchPaginator
 from tests.factories import bulk_items, make_trajectory
 from trajectories.records import views
 from trajectories.records.selectors import trajectory_list
@@ -61,7 +61,7 @@ def test_long_lists_count_up_to_the_cap_and_say_so(client, owner, bank, monkeypa
     queue = reverse("memories:review", kwargs={"bank_id": bank.public_id})
     trajectories = reverse("trajectories:list", kwargs={"bank_id": bank.public_id})
     assert "7 proposed" in client.get(queue).content.decode()
-    monkeypatch.setattr(search, "LIST_COUNT_CAP", 5)
+    monkeypatch.setattr(search_paging, "LIST_COUNT_CAP", 5)
     assert "5+ proposed" in client.get(queue).content.decode()
     for listed in (review_queue(bank=bank), trajectory_list(bank=bank)):
         paginator = SearchPaginator(listed, 2)

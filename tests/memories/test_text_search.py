@@ -12,8 +12,9 @@ from django.utils import timezone
 
 from memories.items.models import MemoryItem, item_search_vector
 from memories.review.selectors import item_list, review_agents, review_queue
-from reasoningbank_site import search
-from reasoningbank_site.search import SearchPaginator, prefix_tsquery, text_search
+from reasoningbank_site import search_paging
+from reasoningbank_site.search import prefix_tsquery, text_search
+from reasoningbank_site.search_paging import SearchPaginator
 from tests.factories import bulk_items, propose_item
 from trajectories.models import Trajectory, trajectory_search_vector
 from trajectories.records.selectors import trajectory_list
@@ -178,7 +179,7 @@ def test_searched_pages_keep_the_lists_order_ties_included(bank):
 
 
 def test_past_the_cap_the_count_says_plus_and_pages_stay_in_order(client, owner, bank, monkeypatch):
-    monkeypatch.setattr(search, "SEARCH_COUNT_CAP", 20)
+    monkeypatch.setattr(search_paging, "SEARCH_COUNT_CAP", 20)
     bulk_items(bank, 45)
     qs = review_queue(bank=bank, text="lesson")
     paginator = SearchPaginator(qs, 10)
@@ -211,8 +212,8 @@ def searched_in(sql: str) -> bool:
     ],
 )
 def test_a_word_in_most_rows_is_capped_by_walking_the_head_of_the_list(bank, monkeypatch, renamed, expected, searched):
-    monkeypatch.setattr(search, "SEARCH_COUNT_CAP", 20)
-    monkeypatch.setattr(search, "DENSE_HEAD_MISSES", 5)  # the head: the list's first 25 rows
+    monkeypatch.setattr(search_paging, "SEARCH_COUNT_CAP", 20)
+    monkeypatch.setattr(search_paging, "DENSE_HEAD_MISSES", 5)  # the head: the list's first 25 rows
     rows = bulk_items(bank, 45)  # the queue's order: as created
     MemoryItem.objects.filter(pk__in=[rows[i].pk for i in renamed]).update(title="Other", description="", content="")
     qs = review_queue(bank=bank, text="lesson")
@@ -236,7 +237,7 @@ def test_agent_filters_list_the_recent_agents_once_each(client, owner, bank, oth
 
 def test_a_search_ordered_by_text_is_paged_by_the_database(bank, monkeypatch):
     # Python and PostgreSQL collate text differently: such an order is never sorted in Python.
-    monkeypatch.setattr(search, "SEARCH_COUNT_CAP", 5)
+    monkeypatch.setattr(search_paging, "SEARCH_COUNT_CAP", 5)
     bulk_items(bank, 12)
     qs = item_list(bank=bank, text="lesson").order_by("title", "id")
     paginator = SearchPaginator(qs, 5)

@@ -8,8 +8,9 @@ import pytest
 from django.contrib.postgres.search import SearchQuery
 from django.db import connection
 
-from reasoningbank_site import search
-from reasoningbank_site.search import SearchColumn, SearchPaginator, prefix_tsquery, text_search
+from reasoningbank_site import search, search_paging
+from reasoningbank_site.search import SearchColumn, prefix_tsquery, text_search
+from reasoningbank_site.search_paging import SearchPaginator
 from trajectories.models import Trajectory, trajectory_search_vector
 from trajectories.records.selectors import trajectory_list
 
@@ -51,7 +52,7 @@ def matched_in_the_index(bank, text):
 
 @pytest.mark.parametrize("text", SHAPES)
 def test_the_rows_and_their_order_are_those_of_matching_every_word(analyzed, text, monkeypatch):
-    monkeypatch.setattr(search, "SEARCH_COUNT_CAP", 7)  # several pages, and past the cap
+    monkeypatch.setattr(search_paging, "SEARCH_COUNT_CAP", 7)  # several pages, and past the cap
     expected = matched_in_the_index(analyzed, text)
     qs = trajectory_list(bank=analyzed, text=text)
     assert list(qs.values_list("pk", flat=True)) == expected

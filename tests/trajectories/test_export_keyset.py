@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from memories.items.models import MemoryItem
 from memories.trust.models import VerdictTier
-from reasoningbank_site import search
+from reasoningbank_site import search_paging
 from reasoningbank_site.keyset import keyset_page
 from tests import factories
 from trajectories.exports import datasets
@@ -95,7 +95,7 @@ def test_the_export_page_counts_each_file_up_to_a_cap_and_says_so(client, owner,
     assert 'Successes</a> <span class="muted small">(6)</span>' in page
     assert 'Failures</a> <span class="muted small">(5)</span>' in page
     assert "(6 runs)" in page  # the runs a reviewer also judged
-    monkeypatch.setattr(search, "LIST_COUNT_CAP", 5)
+    monkeypatch.setattr(search_paging, "LIST_COUNT_CAP", 5)
     page = client.get(url).content.decode()
     assert 'Successes</a> <span class="muted small">(5+)</span>' in page
     assert 'Failures</a> <span class="muted small">(5)</span>' in page
@@ -110,7 +110,7 @@ def test_the_export_page_s_counts_stop_at_the_cap(bank):
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE trajectories_trajectory")
     runs = Trajectory.objects.filter(bank=bank, steps_purged_at=None, verdict="success")
-    plan = runs.order_by().values("pk")[: search.LIST_COUNT_CAP + 1].explain()
+    plan = runs.order_by().values("pk")[: search_paging.LIST_COUNT_CAP + 1].explain()
     assert plan.lstrip().startswith("Limit"), plan
 
 
@@ -172,7 +172,7 @@ def test_the_export_page_counts_the_served_items_up_to_the_cap(client, owner, ba
     client.force_login(owner)
     url = reverse("trajectories:export", kwargs={"bank_id": bank.public_id})
     assert "the 7 items of its approved set" in client.get(url).content.decode()
-    monkeypatch.setattr(search, "LIST_COUNT_CAP", 5)
+    monkeypatch.setattr(search_paging, "LIST_COUNT_CAP", 5)
     with CaptureQueriesContext(connection) as queries:
         page = client.get(url).content.decode()
     assert page.count("the 5+ items of its approved set") == 2, page  # the reasoning-bank file and the agent files

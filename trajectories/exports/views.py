@@ -22,7 +22,7 @@ from memories.items.models import ItemStatus
 from memories.review.selectors import item_status_counts
 from memories.serving.export import served_items_export_reasoning_bank
 from memories.serving.lists import served_items
-from reasoningbank_site import search
+from reasoningbank_site import search_paging
 from reasoningbank_site.replica import reads_from_replica
 from trajectories.exports import datasets
 from trajectories.models import Judgment, JudgmentSource, Trajectory
@@ -50,7 +50,7 @@ def chat_verdict(value: str | None) -> str:
 # however big the bank; the exact size of a file that large is not what the choice of a file needs).
 def capped_count(qs) -> str:
     """``qs``'s row count as shown, reading at most the lists' cap + 1 rows: "10,000+" past the cap."""
-    n, capped = search.capped_count(qs)
+    n, capped = search_paging.capped_count(qs)
     return f"{n:,}+" if capped else f"{n:,}"
 
 

@@ -47,7 +47,7 @@ from memories.review.policy import decides_alone
 from memories.serving.lists import served_items
 from reasoningbank_site.errors import DomainError, Invalid, NotFound
 from reasoningbank_site.replica import reads_from_replica
-from reasoningbank_site.search import capped_count
+from reasoningbank_site.search_paging import capped_count
 from reasoningbank_site.text import counted
 from reasoningbank_site.values import ascii_number
 from trajectories.impact.release_evaluations import evaluations_url, release_evaluations_attach

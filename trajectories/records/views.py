@@ -18,7 +18,7 @@ from accounts.access import bank_for_user
 from accounts.models import Role
 from memories.serving.retrieval import run_retrievals
 from reasoningbank_site.errors import DomainError
-from reasoningbank_site.search import SearchPaginator
+from reasoningbank_site.search_paging import SearchPaginator
 from reasoningbank_site.text import counted
 from reasoningbank_site.views_helpers import htmx_template, post_action, redirect_after_post, reverse_each, template_for
 from trajectories.dashboard.llm_usage import trajectory_llm_usage

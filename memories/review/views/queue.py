@@ -45,7 +45,7 @@ from memories.review.views.decisions import (
 from memories.review.votes import review_vote_cast, votes_needed, with_my_vote
 from memories.trust.risk_reads import unconfirmed_risk_count
 from reasoningbank_site.errors import DomainError, DuplicateApproval, RisksNeedConfirmation
-from reasoningbank_site.search import SearchPaginator
+from reasoningbank_site.search_paging import SearchPaginator
 from reasoningbank_site.security import safe_next_url
 from reasoningbank_site.text import counted
 from reasoningbank_site.views_helpers import redirect_after_post, reverse_each, template_for, toast

@@ -116,13 +116,13 @@ def test_production_serves_is_counted_up_to_the_list_cap(client, viewer, bank, m
     from django.test.utils import CaptureQueriesContext
 
     from memories.items.models import ItemStatus
-    from reasoningbank_site import search
+    from reasoningbank_site import search_paging
     from tests.factories import make_items
 
     make_items(bank, 5, status=ItemStatus.APPROVED)
     client.force_login(viewer)
     assert "Production serves 5 items now" in client.get(_url(bank)).content.decode()
-    monkeypatch.setattr(search, "LIST_COUNT_CAP", 3)
+    monkeypatch.setattr(search_paging, "LIST_COUNT_CAP", 3)
     with CaptureQueriesContext(connection) as queries:
         html = client.get(_url(bank)).content.decode()
     assert "Production serves 3+ items now" in html
