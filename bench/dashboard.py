@@ -49,17 +49,27 @@ def seed(slug: str, n: int):
     with connection.cursor() as cur:
         cur.execute(
             f"""
-            INSERT INTO trajectories_trajectory (public_id, bank_id, task, task_id, steps, step_count, input_format,
-                final_answer, agent, metadata, outcome, learn, group_id, status, status_detail, verdict, verdict_tier,
+            INSERT INTO trajectories_trajectory (public_id, bank_id, task, task_id, step_count, input_format,
+                agent, metadata, outcome, learn, group_id, status, status_detail, verdict, verdict_tier,
                 judge_attempts, distill_attempts, contrast_attempts, created_at, updated_at)
             SELECT gen_random_uuid(), %s, 'Task ' || i || ': book the cheapest trip number ' || i, '',
-                '[{{"index": 0, "kind": "answer", "content": "Flight X."}}]'::jsonb, 1, 'steps', 'answer ' || i,
-                'agent-' || (i %% 8), '{{}}'::jsonb, (ARRAY['success','failure',''])[1 + i %% 3], true, '',
+                1, 'steps', 'agent-' || (i %% 8), '{{}}'::jsonb, (ARRAY['success','failure',''])[1 + i %% 3], true, '',
                 ({statuses})[1 + i %% 10], '', (ARRAY['success','failure'])[1 + i %% 2], 1, 0, 0, 0, at, at
             FROM (SELECT i, now() - make_interval(secs => (%s - i) * %s) AS at
                   FROM generate_series(%s, %s - 1) AS i) s
             """,
             [bank.pk, n, DAYS * 86400.0 / n, have, n],
+        )
+        # Their raw records (trajectories.records.models.RawRecord): one each, as ingest writes them.
+        cur.execute(
+            """
+            INSERT INTO trajectories_rawrecord (trajectory_id, bank_id, created_at, steps, final_answer)
+            SELECT t.id, t.bank_id, t.created_at, '[{"index": 0, "kind": "answer", "content": "Flight X."}]'::jsonb,
+                'answer ' || t.id
+            FROM trajectories_trajectory t
+            WHERE t.bank_id = %s AND NOT EXISTS (SELECT 1 FROM trajectories_rawrecord r WHERE r.trajectory_id = t.id)
+            """,
+            [bank.pk],
         )
         # Every trajectory an LLM judgment (two prompt versions over the year), 1 % a human one (half disagreeing).
         cur.execute(
@@ -145,10 +155,10 @@ def trigger_cost(bank, n: int = 10_000, runs: int = 3) -> None:
     from django.db import connection, transaction
 
     insert = """
-        INSERT INTO trajectories_trajectory (public_id, bank_id, task, task_id, steps, step_count, input_format,
-            final_answer, agent, metadata, outcome, learn, group_id, status, status_detail, verdict, verdict_tier,
+        INSERT INTO trajectories_trajectory (public_id, bank_id, task, task_id, step_count, input_format,
+            agent, metadata, outcome, learn, group_id, status, status_detail, verdict, verdict_tier,
             judge_attempts, distill_attempts, contrast_attempts, created_at, updated_at)
-        SELECT gen_random_uuid(), %s, 'cost ' || i, '', '[]'::jsonb, 1, 'steps', '', 'a', '{}'::jsonb, '', true, '',
+        SELECT gen_random_uuid(), %s, 'cost ' || i, '', 1, 'steps', 'a', '{}'::jsonb, '', true, '',
             'received', '', '', 0, 0, 0, 0, now() - make_interval(mins => i), now() FROM generate_series(1, %s) AS i"""
     steps = {
         "bulk insert": lambda cur: cur.execute(insert, [bank.pk, n]),

@@ -1,6 +1,7 @@
 """Step retention purge at two sizes in one run: time per purged row, the
 plan of each batch's select, and the size of every index of the trajectory
-table before and after the purge (each measured after the same VACUUM).
+and raw record tables before and after the purge (each measured after the
+same VACUUM).
 
     RB_DATA_DIR=… .venv/bin/python bench/retention.py --sizes 10000 100000
 
@@ -10,7 +11,7 @@ plus ``n/50`` old ones still in the pipeline; the table also holds earlier
 sizes' rows (purged), as production's would. Runs
 ``trajectory_steps_purge_expired``, asserts exactly the expired finished ones
 were purged and a second run is a no-op, and prints the time per purged row,
-the share of HOT updates, and each index's size (bytes) before → after. The
+how many trajectory rows it wrote (none: the purge deletes raw records), and each index's size (bytes) before → after. The
 steps are archived into a temporary folder unless ``RB_STEP_ARCHIVE_DIR`` says
 otherwise (``off``: no archive)."""
 
@@ -76,9 +77,10 @@ def vacuum_and_sizes() -> dict[str, int]:
 
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE trajectories_trajectory")
+        cursor.execute("VACUUM ANALYZE trajectories_rawrecord")
         cursor.execute(
             "SELECT indexrelid::regclass::text, pg_relation_size(indexrelid) FROM pg_index "
-            "WHERE indrelid = 'trajectories_trajectory'::regclass ORDER BY 1"
+            "WHERE indrelid IN ('trajectories_trajectory'::regclass, 'trajectories_rawrecord'::regclass) ORDER BY 1"
         )
         return dict(cursor.fetchall())
 
@@ -114,16 +116,15 @@ def run(n: int) -> dict:
     bank, expired = seed(n)
     before = vacuum_and_sizes()
     plan = batch_plan(bank)
-    updates_before, hot_before = hot_counts()
+    updates_before, _hot = hot_counts()
     started = time.perf_counter()
     purged = trajectory_steps_purge_expired()
     seconds = time.perf_counter() - started
-    updates_after, hot_after = hot_counts()
+    updates_after, _hot = hot_counts()
     after = vacuum_and_sizes()
     assert purged == {bank.pk: expired}, purged
-    assert Trajectory.objects.filter(bank=bank, steps_purged_at__isnull=False).count() == expired
-    assert not Trajectory.objects.filter(bank=bank, status="judging", steps_purged_at__isnull=False).exists()
-    assert not Trajectory.objects.filter(bank=bank, steps_purged_at__isnull=False).exclude(steps=[]).exists()
+    assert Trajectory.objects.filter(bank=bank, raw__isnull=True).count() == expired
+    assert not Trajectory.objects.filter(bank=bank, status="judging", raw__isnull=True).exists()
     assert AuditEvent.objects.filter(bank=bank, action="trajectory.purge_steps").count() == 1
     assert trajectory_steps_purge_expired() == {}
     updates = updates_after - updates_before
@@ -132,7 +133,7 @@ def run(n: int) -> dict:
         "purged": expired,
         "seconds": seconds,
         "us_per_row": seconds / expired * 1e6,
-        "hot": (hot_after - hot_before) / updates if updates else 0.0,
+        "trajectory rows written": updates,
         "plan": plan,
         "before": before,
         "after": after,
@@ -148,7 +149,10 @@ def main() -> None:
     results = [run(n) for n in args.sizes]
     for r in results:
         print(f"\n== {r['n']:,} trajectories, {r['purged']:,} expired ==")
-        print(f"purge {r['seconds']:.2f} s, {r['us_per_row']:.0f} µs per row, HOT updates {r['hot']:.0%}")
+        print(
+            f"purge {r['seconds']:.2f} s, {r['us_per_row']:.0f} µs per row,"
+            f" trajectory rows written {r['trajectory rows written']:,}"
+        )
         print("batch select plan:\n  " + r["plan"].replace("\n", "\n  "))
         for name, size in r["before"].items():
             grown = r["after"][name] - size

@@ -34,6 +34,7 @@ RETRIEVAL_BAR = 1.6
 PURGE_BAR = 1.2
 BIG_TABLES = (
     "trajectories_trajectory",
+    "trajectories_rawrecord",
     "trajectories_judgment",
     "memories_retrievalevent",
     "memories_retrievaltally",

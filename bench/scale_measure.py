@@ -197,31 +197,32 @@ def ingest(site: Site, run: int, size: int = 50) -> float:
 
 
 def purge(site: Site) -> dict[str, float]:
-    """The retention purge of the oldest RETENTION_SHARE of the bank (put back after): ms per row, and how many
-    indexes of the trajectory table grew."""
+    """The retention purge of the oldest RETENTION_SHARE of the bank (put back after): ms per row, and which
+    indexes of the trajectory and raw record tables grew."""
     from django.db import connection
 
     from accounts.models import Bank
-    from trajectories.models import Trajectory
     from trajectories.records.retention import trajectory_steps_purge_expired
 
     site.switch()
     days = int(scale_seed.DAYS * (1 - RETENTION_SHARE))
-    table = Trajectory._meta.db_table
+    tables = ("trajectories_trajectory", "trajectories_rawrecord")
     sizes_sql = (
-        "SELECT indexrelid::regclass::text, pg_relation_size(indexrelid) FROM pg_index WHERE indrelid = %s::regclass"
+        "SELECT indexrelid::regclass::text, pg_relation_size(indexrelid) FROM pg_index"
+        " WHERE indrelid = ANY(%s::regclass[])"
     )
     with connection.cursor() as cur:
         cur.execute(f"DROP TABLE IF EXISTS {PURGE_TABLE}")
         cur.execute(
-            f"CREATE TABLE {PURGE_TABLE} AS SELECT id, steps, final_answer FROM {table} WHERE bank_id = %s"
-            " AND created_at < now() - make_interval(days => %s) AND steps_purged_at IS NULL",
+            f"CREATE TABLE {PURGE_TABLE} AS SELECT * FROM trajectories_rawrecord WHERE bank_id = %s"
+            " AND created_at < now() - make_interval(days => %s)",
             [site.bank.pk, days],
         )
         # Rebuilt first, so the purge meets the indexes as a range's first purge would (pages as full as the
         # inserts left them), not with the room an earlier round's purge and put-back left in them.
-        cur.execute(f"REINDEX TABLE {table}")
-        cur.execute(sizes_sql, [table])
+        for table in tables:
+            cur.execute(f"REINDEX TABLE {table}")
+        cur.execute(sizes_sql, [list(tables)])
         before = dict(cur.fetchall())
     Bank.objects.filter(pk=site.bank.pk).update(step_retention_days=days)
     try:
@@ -234,15 +235,18 @@ def purge(site: Site) -> dict[str, float]:
     with connection.cursor() as cur:
         cur.execute(f"SELECT count(*) FROM {PURGE_TABLE}")
         (expected,) = cur.fetchone()
-        cur.execute(sizes_sql, [table])
+        cur.execute(sizes_sql, [list(tables)])
         after = dict(cur.fetchall())
-        # Put the purged records back, so the next round (and run) purges the same rows.
+        # Put the purged records back (and forget the run), so the next round (and run) purges the same rows.
         cur.execute(
-            f"UPDATE {table} t SET steps = p.steps, final_answer = p.final_answer, steps_purged_at = NULL,"
-            f" steps_purged_days = NULL FROM {PURGE_TABLE} p WHERE t.id = p.id"
+            "INSERT INTO trajectories_rawrecord (trajectory_id, bank_id, created_at, steps, final_answer)"
+            f" SELECT trajectory_id, bank_id, created_at, steps, final_answer FROM {PURGE_TABLE}"
+            " ON CONFLICT (trajectory_id) DO NOTHING"
         )
+        cur.execute("DELETE FROM trajectories_retentionrun WHERE bank_id = %s", [site.bank.pk])
         cur.execute(f"DROP TABLE {PURGE_TABLE}")
-        cur.execute(f"VACUUM {table}")  # as autovacuum would before the next purge: the old versions' space reused
+        for table in tables:
+            cur.execute(f"VACUUM {table}")  # as autovacuum would before the next purge: the old versions' space reused
     assert rows > 0 and rows <= expected, (rows, expected)  # the pipeline's unfinished ones are kept
     grown = sorted(name for name, size in after.items() if size > before.get(name, 0))
     return {"purge ms per row": seconds * 1000 / rows, "rows": rows, "grown": grown}

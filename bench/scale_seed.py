@@ -233,6 +233,7 @@ def _activity(bank, n: int, approved: list[uuid.UUID], reviewers: list, seed: in
     from reasoningbank_site.ids import uuid7
     from trajectories.judging.verdicts import retrieval_outcomes_rebuild
     from trajectories.models import Judgment, Trajectory
+    from trajectories.records.models import RawRecord
 
     rng = random.Random(seed)
     offsets = sorted((rng.uniform(0, DAYS * 86400) for _ in range(n)), reverse=True)
@@ -272,6 +273,16 @@ def _activity(bank, n: int, approved: list[uuid.UUID], reviewers: list, seed: in
                 "created_at": created[j] - timedelta(seconds=30),
             }
 
+    def raw_records():
+        for j in range(n):
+            yield {
+                "trajectory_id": first_t + j,
+                "bank_id": bank.pk,
+                "created_at": created[j],
+                "steps": steps_for(j),
+                "final_answer": f"Answer {j}: done as asked.",
+            }
+
     def trajectories():
         for j in range(n):
             steps = steps_for(j)
@@ -282,9 +293,7 @@ def _activity(bank, n: int, approved: list[uuid.UUID], reviewers: list, seed: in
                 "bank_id": bank.pk,
                 "task": f"Task {j}: {TOPICS[j % len(TOPICS)]} number {j}",
                 "task_id": f"task-{j}",
-                "steps": steps,
                 "step_count": len(steps),
-                "final_answer": f"Answer {j}: done as asked.",
                 "agent": f"agent-{j % 8}",
                 "status": status[j],
                 "verdict": verdict,
@@ -329,11 +338,11 @@ def _activity(bank, n: int, approved: list[uuid.UUID], reviewers: list, seed: in
     )  # fmt: skip
     Copier(RetrievalEvent, given_r).copy(retrievals())
     given_t = (
-        "id", "bank_id", "task", "task_id", "steps", "step_count", "final_answer", "agent", "status", "verdict",
-        "verdict_tier", "retrieval_id", "prompt_tokens", "completion_tokens", "enqueued_at", "created_at",
-        "updated_at",
+        "id", "bank_id", "task", "task_id", "step_count", "agent", "status", "verdict", "verdict_tier",
+        "retrieval_id", "prompt_tokens", "completion_tokens", "enqueued_at", "created_at", "updated_at",
     )  # fmt: skip
     Copier(Trajectory, given_t).copy(trajectories())
+    Copier(RawRecord, ("trajectory_id", "bank_id", "created_at", "steps", "final_answer")).copy(raw_records())
     given_j = ("trajectory_id", "source", "label", "rationale", "model", "prompt_version", "author_id", "created_at")
     Copier(Judgment, given_j).copy(judgments())
     retrieval_outcomes_rebuild(bank=bank)

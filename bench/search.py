@@ -70,8 +70,7 @@ BEFORE_INDEXES = [
     "CREATE INDEX IF NOT EXISTS bench_before_item_search ON memories_memoryitem USING gin (to_tsvector('simple'::regconfig,"
     " COALESCE(title, '')::text || ' ' || COALESCE(description, '') || ' ' || COALESCE(content, '')))",
     "CREATE INDEX IF NOT EXISTS bench_before_trajectory_search ON trajectories_trajectory USING gin ("
-    "to_tsvector('simple'::regconfig, COALESCE(task, '') || ' ' || COALESCE(final_answer, '') || ' '"
-    " || COALESCE(task_id, '')::text))",
+    "to_tsvector('simple'::regconfig, COALESCE(task, '') || ' ' || COALESCE(task_id, '')::text))",
 ]
 PAGE_SIZE = 50
 HTMX_TARGET = {"review": "queue", "items": "item-list", "trajectories": "trajectory-rows"}  # the search box's hx-target

@@ -47,6 +47,51 @@ class SearchColumn(Expression):
         return f"{table}.{connection.ops.quote_name(self.name)}", []
 
 
+class JoinedSearchColumn(Expression):
+    """The stored ``tsvector`` column ``name`` of the queried table followed
+    by ``joined_column`` of the row of ``joined_table`` whose ``joined_key``
+    is the queried row's primary key (empty when there is none): one document
+    kept in two tables, each column with its own GIN index. A match is found
+    through the indexes by one word (``TextMatch``'s drive, looked up in both)
+    and checked on the joined document."""
+
+    output_field = SearchVectorField()
+
+    def __init__(self, name: str, joined_table: str, joined_column: str, joined_key: str):
+        super().__init__()
+        self.name, self.joined_table, self.joined_column, self.joined_key = (
+            name,
+            joined_table,
+            joined_column,
+            joined_key,
+        )
+
+    def table_sql(self, compiler, connection) -> tuple[str, str]:
+        """The queried table's alias and primary key column, quoted."""
+        alias = compiler.quote_name_unless_alias(compiler.query.get_initial_alias())
+        return alias, connection.ops.quote_name(compiler.query.get_meta().pk.column)
+
+    def as_sql(self, compiler, connection):
+        quote = connection.ops.quote_name
+        alias, pk = self.table_sql(compiler, connection)
+        joined = (
+            f"(SELECT j.{quote(self.joined_column)} FROM {quote(self.joined_table)} j"
+            f" WHERE j.{quote(self.joined_key)} = {alias}.{pk})"
+        )
+        return f"({alias}.{quote(self.name)} || COALESCE({joined}, ''::tsvector))", []
+
+    def candidates_sql(self, compiler, connection, tsquery: str) -> str:
+        """The primary keys of the rows whose either column matches ``tsquery`` (SQL text), from both indexes."""
+        quote = connection.ops.quote_name
+        table = quote(compiler.query.get_meta().db_table)
+        _alias, pk = self.table_sql(compiler, connection)
+        return (
+            f"SELECT {pk} FROM {table} WHERE {quote(self.name)} @@ {tsquery} UNION ALL"
+            f" SELECT {quote(self.joined_key)} FROM {quote(self.joined_table)}"
+            f" WHERE {quote(self.joined_column)} @@ {tsquery}"
+        )
+
+
 class TextMatch(Expression):
     """``vector @@ to_tsquery(query)``; with a ``drive`` query (one rare word
     of ``query``: see ``search_driver``), ``vector @@ to_tsquery(drive) AND
@@ -70,6 +115,17 @@ class TextMatch(Expression):
     def as_sql(self, compiler, connection):
         vector, params = compiler.compile(self.vector)
         full = "to_tsquery(%s::regconfig, %s)"
+        if isinstance(self.vector, JoinedSearchColumn) and self.drive:
+            # Each driving word's rows, found in both tables' indexes; the whole query checked on what they share.
+            alias, pk = self.vector.table_sql(compiler, connection)
+            candidates = self.vector.candidates_sql(compiler, connection, full)
+            # One set of keys (INTERSECT: the planner cannot misjudge the order of several IN lists).
+            found = " INTERSECT ".join(f"({candidates})" for _ in self.drive)
+            found_params = [value for drive in self.drive for value in (SEARCH_CONFIG, drive, SEARCH_CONFIG, drive)]
+            return (
+                f"({alias}.{pk} IN ({found}) AND ts_match_vq({vector}, {full}))",
+                [*found_params, *params, SEARCH_CONFIG, self.query],
+            )
         if self.drive is None:
             return f"{vector} @@ {full}", [*params, SEARCH_CONFIG, self.query]
         return (
@@ -98,10 +154,11 @@ def prefix_tsquery(text: str) -> str | None:
 _DRIVER = re.compile(r"[A-Za-z0-9]{3,}")
 COMMON_LEXEMES_TTL = 300.0  # seconds; ANALYZE changes them, and a stale list only costs speed, never rows
 RARE_FRACTION = 0.02  # a word in at most this share of the rows (by ANALYZE's sample) drives the search
+SHARED_FRACTION = 0.5  # a joined document's words in at most this share each drive it together
 _common: dict[tuple, tuple[float, dict[str, float] | None]] = {}
 
 
-def driving_tsquery(qs: QuerySet, vector: Expression, text: str) -> str | None:
+def driving_tsquery(qs: QuerySet, vector: Expression, text: str) -> str | tuple[str, ...] | None:
     """The ``to_tsquery`` text of the one word of ``text`` whose rows the GIN
     index should find (the whole query is then checked on each): the word
     whose prefixed lexemes are rarest by ANALYZE's statistics (the summed
@@ -114,12 +171,41 @@ def driving_tsquery(qs: QuerySet, vector: Expression, text: str) -> str | None:
     rows a prefix matches before it ANDs the words: "number 333333" read a
     bitmap of all 1M trajectories for "number" (185 ms) where "333333" alone
     finds its one row in 0.06 ms. The rows are the same: a row matching the
-    whole query matches each of its words."""
+    whole query matches each of its words.
+
+    A ``JoinedSearchColumn`` has no index of the whole document, so it is
+    driven by a tuple of words, each looked up in both tables' indexes and the
+    rows they share checked: the rarest word alone, single words too, when at
+    most ``RARE_FRACTION`` of the rows hold it; else every word in at most
+    ``SHARED_FRACTION`` of them, when there are two or more (two words in one
+    row in eight each that rarely meet: the shared rows are few); else None,
+    and the list's own order is walked, checking each row (one such word, or
+    words in most rows: the matches are dense). A word is rated by its longest
+    run of letters and digits; one in no column's common lexemes (or a column
+    not analyzed yet) counts as rare."""
     words = _words(text)
+    if isinstance(vector, JoinedSearchColumn):
+        if not words:
+            return None
+        tables = [(qs.model._meta.db_table, vector.name), (vector.joined_table, vector.joined_column)]
+        stats = [_common_lexemes(qs.db, table, column) or {} for table, column in tables]
+
+        def share(word: str) -> float:  # by its longest run of 3+ letters or digits ("shop-17": "shop")
+            runs = sorted(re.findall(r"[A-Za-z0-9]{3,}", word), key=len)
+            if not runs:
+                return 1.0  # "11", "n": prefixes of too many words to drive
+            return sum(f for common in stats for lexeme, f in common.items() if lexeme.startswith(runs[-1].lower()))
+
+        # Ties (no statistics yet): the word with more digits (ids and numbers are rarer than prose), then longer.
+        word = min(words, key=lambda w: (share(w), -sum(ch.isdigit() for ch in w), -len(w)))
+        if share(word) <= RARE_FRACTION:
+            return (prefix_tsquery(word),)
+        shared = [prefix_tsquery(w) for w in words if share(w) <= SHARED_FRACTION]
+        return tuple(shared) if len(shared) >= 2 else None
     if len(words) < 2 or not isinstance(vector, SearchColumn):
         return None
     candidates = [w.lower() for w in words if _DRIVER.fullmatch(w)]
-    common = _common_lexemes(qs, vector.name) if candidates else None
+    common = _common_lexemes(qs.db, qs.model._meta.db_table, vector.name) if candidates else None
     if common is None:
         return None
     share = {w: sum(f for lexeme, f in common.items() if lexeme.startswith(w)) for w in candidates}
@@ -127,12 +213,11 @@ def driving_tsquery(qs: QuerySet, vector: Expression, text: str) -> str | None:
     return f"'{word}':*" if share[word] <= RARE_FRACTION else None
 
 
-def _common_lexemes(qs: QuerySet, column: str) -> dict[str, float] | None:
-    """The most common lexemes of ``column`` in ``qs``'s table, each with the share of rows holding it
-    (None before its first ANALYZE), kept
-    ``COMMON_LEXEMES_TTL`` seconds per process."""
-    connection = connections[qs.db]
-    key = (connection.settings_dict["NAME"], qs.model._meta.db_table, column)
+def _common_lexemes(using: str, table: str, column: str) -> dict[str, float] | None:
+    """The most common lexemes of ``column`` in ``table``, each with the share of rows holding it
+    (None before its first ANALYZE), kept ``COMMON_LEXEMES_TTL`` seconds per process."""
+    connection = connections[using]
+    key = (connection.settings_dict["NAME"], table, column)
     now = time.monotonic()
     cached = _common.get(key)
     if cached is None or now - cached[0] > COMMON_LEXEMES_TTL:
@@ -140,7 +225,7 @@ def _common_lexemes(qs: QuerySet, column: str) -> dict[str, float] | None:
             cursor.execute(
                 "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats"
                 " WHERE schemaname = current_schema() AND tablename = %s AND attname = %s",
-                [qs.model._meta.db_table, column],
+                [table, column],
             )
             row = cursor.fetchone()
         common = dict(zip(row[0], row[1], strict=False)) if row and row[0] is not None else None

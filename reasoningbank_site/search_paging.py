@@ -18,7 +18,7 @@ from django.core.paginator import Paginator
 from django.db import connections, models
 from django.db.models import QuerySet
 
-from reasoningbank_site.search import TextMatch, is_text_searched
+from reasoningbank_site.search import JoinedSearchColumn, TextMatch, is_text_searched
 
 SEARCH_COUNT_CAP = 1000  # matches counted exactly; beyond, the pager says "1000+"
 
@@ -144,6 +144,8 @@ def _ordered_keys(qs: QuerySet, keys: list[tuple[str, bool]]) -> list | None:
     quote = connection.ops.quote_name
     order = ", ".join(f"found.{quote(name)}{' DESC' if descending else ''}" for name, descending in keys)
     head, match = _without_text_match(qs)
+    if _shared_drive(match) and not qs.query.distinct and (walked := _walked_keys(head, match)) is not None:
+        return walked
     if match is None or qs.query.distinct:
         dense, dense_params = "false", []
     else:  # the list's head in its order, each row with whether it matches
@@ -168,6 +170,30 @@ def _ordered_keys(qs: QuerySet, keys: list[tuple[str, bool]]) -> list | None:
     if rows[0][0]:
         return None
     return [pk for _, pk in rows if pk is not None]
+
+
+WALK_ROWS = 10_000  # a joined document's shared-word search first checks this many rows of the list's head
+
+
+def _shared_drive(match) -> bool:
+    """Whether ``match`` (the filter _without_text_match took out) is a joined document's search driven by
+    several words together (no rare one)."""
+    text = getattr(match, "lhs", None)
+    return isinstance(text, TextMatch) and isinstance(text.vector, JoinedSearchColumn) and len(text.drive or ()) > 1
+
+
+def _walked_keys(head: QuerySet, match) -> list | None:
+    """The keys of the first ``SEARCH_COUNT_CAP`` + 1 matches when the list's first ``WALK_ROWS`` rows, each
+    checked in the list's order (no index), hold that many; else None. Words each in some rows that often
+    meet (one row in eight at 1M trajectories: 0.1 s) are found this way; the driven search read every row
+    the words share and checked each (1.5 s), and stays for words that rarely meet (the walk reads all
+    ``WALK_ROWS``, 0.1 s at most, before it)."""
+    walk = TextMatch(match.lhs.vector, match.lhs.query)  # no drive: each row of the head checked
+    sql, params = head.annotate(_hit=walk).values_list("pk", "_hit")[:WALK_ROWS].query.sql_with_params()
+    with connections[head.db].cursor() as cursor:
+        cursor.execute(f"SELECT * FROM ({sql}) h WHERE h._hit LIMIT {SEARCH_COUNT_CAP + 1}", params)
+        found = [row[0] for row in cursor.fetchall()]
+    return found if len(found) > SEARCH_COUNT_CAP else None
 
 
 def _without_text_match(qs: QuerySet) -> tuple[QuerySet, object]:

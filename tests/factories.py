@@ -23,6 +23,7 @@ from trajectories.ingest.record import trajectory_ingest
 from trajectories.judging.verdicts import judgment_record, retrieval_outcomes_rebuild
 from trajectories.models import Judgment, JudgmentSource, Trajectory
 from trajectories.pipeline.tasks import trajectory_process_task
+from trajectories.records.models import RawRecord, RetentionRun
 
 _seq = itertools.count(1)
 
@@ -113,12 +114,28 @@ def make_trajectory(
     trajectory, _created = trajectory_ingest(bank=bank, token=None, data=payload)
     processed = {key: value for key, value in (("status", status), ("verdict", verdict)) if value is not None}
     if stored_steps is not None:
-        processed.update(steps=stored_steps, step_count=len(stored_steps))
+        RawRecord.objects.filter(pk=trajectory.pk).update(steps=stored_steps)
+        trajectory.refresh_from_db()
+        processed["step_count"] = len(stored_steps)
     if processed:
         Trajectory.objects.filter(pk=trajectory.pk).update(**processed)
         for key, value in processed.items():
             setattr(trajectory, key, value)
     return trajectory
+
+
+def purge_raw(trajectory: Trajectory, *, days: int = 30, at=None) -> RetentionRun:
+    """Purge ``trajectory``'s raw record (steps, final answer) as a retention run of its bank would: the record
+    deleted and the run on record (at ``at``, default now, under ``days`` of retention)."""
+    at = at or timezone.now()
+    RawRecord.objects.filter(pk=trajectory.pk).delete()
+    run = RetentionRun.objects.create(
+        bank_id=trajectory.bank_id, ran_at=at, retention_days=days, created_before=at - timedelta(days=days), purged=1
+    )
+    if trajectory.created_at >= run.created_before:  # a recent run: purged as if it had been old enough
+        RetentionRun.objects.filter(pk=run.pk).update(created_before=trajectory.created_at + timedelta(microseconds=1))
+    trajectory.refresh_from_db()
+    return run
 
 
 def record_verdict(trajectory: Trajectory, label: str, *, source: str = JudgmentSource.LLM, **fields) -> Judgment:

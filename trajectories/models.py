@@ -3,8 +3,11 @@ them — many per trajectory, never overwritten."""
 
 import uuid
 
+import pgtrigger
+from django.apps import apps
 from django.conf import settings
-from django.db import models
+from django.core.exceptions import ObjectDoesNotExist
+from django.db import models, router, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -12,7 +15,7 @@ from accounts.models import ApiToken, Bank
 from memories.items.experiences import Experience
 from memories.serving.models import RetrievalEvent
 from memories.trust.models import VerdictTier
-from reasoningbank_site.search import SearchColumn
+from reasoningbank_site.search import JoinedSearchColumn
 from trajectories.dashboard.counts import count_triggers
 
 
@@ -41,12 +44,43 @@ class InputFormat(models.TextChoices):
     OTLP = "otlp", "OpenTelemetry trace (OTLP)"
 
 
-def trajectory_search_vector() -> SearchColumn:
+def trajectory_search_vector() -> JoinedSearchColumn:
     """What the trajectory list's text search matches: the stored column
-    ``to_tsvector('simple', task || ' ' || final_answer || ' ' || task_id)``
-    with its GIN index ``trajectory_search_gin`` (migration 0010;
-    reasoningbank_site/search.py)."""
-    return SearchColumn("search_vector")
+    ``to_tsvector('simple', task || ' ' || task_id)`` (GIN index
+    ``trajectory_search_gin``) joined with the raw record's
+    ``to_tsvector('simple', final_answer)`` (GIN index ``rawrecord_answer_gin``;
+    migration 0026; reasoningbank_site/search.py). The final answer's words live
+    with the raw record, so the retention purge deletes them with it."""
+    return JoinedSearchColumn("search_vector", "trajectories_rawrecord", "answer_vector", "trajectory_id")
+
+
+def raw_key_trigger() -> pgtrigger.Trigger:
+    """Keeps the raw record's copies of the trajectory's bank and creation time (RawRecord, whose index
+    retention reads) equal to the trajectory's, whatever writes them (an import's, a test's ageing)."""
+    moved = " OR ".join(f"OLD.{column} IS DISTINCT FROM NEW.{column}" for column in ("bank_id", "created_at"))
+    return pgtrigger.Trigger(
+        name="trajectory_raw_key",
+        when=pgtrigger.After,
+        operation=pgtrigger.UpdateOf("bank_id", "created_at"),
+        condition=pgtrigger.Condition(moved),
+        func="UPDATE trajectories_rawrecord SET bank_id = NEW.bank_id, created_at = NEW.created_at"
+        " WHERE trajectory_id = NEW.id; RETURN NULL;",
+    )
+
+
+# The raw record's fields, read and set on a Trajectory as if they were its own (Trajectory.steps, below).
+RAW_FIELDS = ("steps", "final_answer")
+
+
+class TrajectoryQuerySet(models.QuerySet):
+    def bulk_create(self, objs, *args, **kwargs):
+        """Trajectories and their raw records (trajectories.records.models.RawRecord), in one transaction."""
+        with transaction.atomic(using=self.db, savepoint=False):
+            objs = super().bulk_create(objs, *args, **kwargs)
+            apps.get_model("trajectories", "RawRecord").objects.using(self.db).bulk_create(
+                [t.raw_record_for_insert() for t in objs if t.pk is not None], batch_size=kwargs.get("batch_size")
+            )
+        return objs
 
 
 class Trajectory(models.Model):
@@ -58,11 +92,9 @@ class Trajectory(models.Model):
     )
     task = models.TextField()
     task_id = models.CharField(max_length=200, blank=True)  # indexed where set: trajectory_task, below
-    # Normalized steps; see trajectories.ingest for the shape of one step.
-    steps = models.JSONField(default=list)
+    # The steps and final answer are the raw record, in a table of its own (the properties below).
     step_count = models.PositiveIntegerField(default=0)
     input_format = models.CharField(max_length=16, choices=InputFormat.choices, default=InputFormat.STEPS)
-    final_answer = models.TextField(blank=True)
     agent = models.CharField(max_length=200, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
 
@@ -92,10 +124,6 @@ class Trajectory(models.Model):
     verdict = models.CharField(max_length=16, choices=Label.choices, blank=True)
     # Where that verdict came from (human, the LLM judge, or the agent's own report: the lowest), kept with it.
     verdict_tier = models.PositiveSmallIntegerField(choices=VerdictTier.choices, default=VerdictTier.NONE)
-    # Set when the bank's retention purged the raw record (steps, final answer); the rest stays.
-    steps_purged_at = models.DateTimeField(null=True, blank=True)
-    steps_purged_days = models.PositiveIntegerField(null=True, blank=True)  # the retention then in force
-
     # The row is the queue entry (trajectories.pipeline.dispatch): when a task for it was last handed to the
     # broker. Set in the INSERT (ingest enqueues every new row); NULL when that publish failed, or
     # nothing is queued for it (awaiting_llm), so the dispatcher and the sweeper know what to send.
@@ -112,6 +140,8 @@ class Trajectory(models.Model):
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TrajectoryQuerySet.as_manager()
 
     class Meta:
         indexes = [
@@ -133,12 +163,6 @@ class Trajectory(models.Model):
                 fields=["created_at"],
                 condition=Q(enqueued_at__isnull=True, status__in=["received", "judged"]),
                 name="trajectory_unqueued",
-            ),
-            # Retention's batches (trajectories.records.retention): only the finished rows it may still purge.
-            models.Index(
-                fields=["bank", "created_at", "id"],
-                condition=Q(status__in=["done", "needs_attention"], steps_purged_at__isnull=True),
-                name="trajectory_purgeable",
             ),
             # The runs a reviewer judged (a human judgment always sets the human tier; nothing lowers it): the
             # judge evaluation set reads them in keyset chunks (trajectories.exports.datasets.judge_eval_rows),
@@ -165,11 +189,114 @@ class Trajectory(models.Model):
                 name="trajectory_unique_bank_external_id",
             ),
         ]
-        # The bank's counts per day, status and verdict, kept by the database (trajectories.dashboard.counts).
-        triggers = count_triggers()
+        # The bank's counts per day, status and verdict, kept by the database (trajectories.dashboard.counts);
+        # the raw record's copy of the bank and creation time.
+        triggers = [*count_triggers(), raw_key_trigger()]
 
     def __str__(self) -> str:
         return self.task[:80]
+
+    def save(self, *args, **kwargs):
+        """Saves the trajectory, and its raw record when it is new or its steps or final answer were set
+        (``update_fields`` may name them: only the raw record is written for those)."""
+        adding, dirty = self._state.adding, self.__dict__.get("_raw_dirty", False)
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None:
+            kwargs["update_fields"] = [name for name in update_fields if name not in RAW_FIELDS]
+        if not (adding or dirty):
+            return super().save(*args, **kwargs)
+        using = kwargs.get("using") or router.db_for_write(type(self), instance=self)
+        with transaction.atomic(using=using, savepoint=False):
+            if adding or kwargs.get("update_fields") != []:
+                super().save(*args, **kwargs)
+            self.raw_record_for_insert().save(force_insert=adding, using=using)
+        return None
+
+    def refresh_from_db(self, *args, **kwargs):
+        for key in ("_raw", "_raw_dirty", "_purge"):
+            self.__dict__.pop(key, None)
+        super().refresh_from_db(*args, **kwargs)
+
+    # The raw record: the steps (normalized; see trajectories.ingest for one step's shape) and the final answer,
+    # kept in RawRecord (trajectories.records.models) until the bank's retention deletes it. Read and set here
+    # as if they were fields: Trajectory(steps=..., final_answer=...), create() and bulk_create() store it
+    # with the trajectory; a purged trajectory reads [] and "". A query that needs them joins "raw".
+
+    def raw_record(self):
+        """This trajectory's RawRecord (read once, or from select_related("raw")); None once purged."""
+        if "_raw" not in self.__dict__:
+            record = None
+            if self.pk is not None:
+                try:
+                    record = self.raw
+                except ObjectDoesNotExist:
+                    record = None
+            self.__dict__["_raw"] = record
+        return self.__dict__["_raw"]
+
+    def raw_record_for_insert(self):
+        """The RawRecord to INSERT with this (just inserted) trajectory: what was set, else empty."""
+        record = self.__dict__.get("_raw") or apps.get_model("trajectories", "RawRecord")()
+        record.trajectory, record.bank_id, record.created_at = self, self.bank_id, self.created_at
+        self.__dict__["_raw"], self.__dict__["_raw_dirty"] = record, False
+        return record
+
+    def _raw_to_write(self):
+        record = self.raw_record()
+        if record is None:
+            record = self.__dict__["_raw"] = apps.get_model("trajectories", "RawRecord")()
+        self.__dict__["_raw_dirty"] = True
+        return record
+
+    @property
+    def steps(self) -> list:
+        record = self.raw_record()
+        return record.steps if record is not None else []
+
+    @steps.setter
+    def steps(self, value) -> None:
+        self._raw_to_write().steps = value
+
+    @property
+    def final_answer(self) -> str:
+        record = self.raw_record()
+        return record.final_answer if record is not None else ""
+
+    @final_answer.setter
+    def final_answer(self, value) -> None:
+        self._raw_to_write().final_answer = value
+
+    @property
+    def steps_purged(self) -> bool:
+        """Whether the bank's retention deleted the raw record (a saved trajectory without one)."""
+        return self.pk is not None and self.raw_record() is None
+
+    @property
+    def steps_purge(self):
+        """The RetentionRun that purged the raw record (the first of the bank's runs whose cutoff came after
+        this trajectory was created), or None: not purged, or the run is not on record."""
+        if not self.steps_purged:
+            return None
+        if "_purge" not in self.__dict__:
+            self.__dict__["_purge"] = (
+                apps.get_model("trajectories", "RetentionRun")
+                .objects.filter(bank_id=self.bank_id, created_before__gt=self.created_at)
+                .order_by("ran_at", "pk")
+                .first()
+            )
+        return self.__dict__["_purge"]
+
+    @property
+    def steps_purged_at(self):
+        """When the raw record was purged (None: not purged, or the run is not on record)."""
+        run = self.steps_purge
+        return run.ran_at if run is not None else None
+
+    @property
+    def steps_purged_days(self):
+        """The retention then in force, in days (None when steps_purged_at is)."""
+        run = self.steps_purge
+        return run.retention_days if run is not None else None
 
 
 class JudgmentSource(models.TextChoices):

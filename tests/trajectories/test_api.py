@@ -288,7 +288,8 @@ def test_detail_shows_judgments_items_and_bounded_queries(
     MemoryItem.objects.create(bank=other_bank, title="unrelated", description="d", content="c")
 
     client.get(body["url"], **auth)  # warm: last_used_at written once
-    with django_assert_max_num_queries(_lookup_queries(client, auth) + 3):  # + judgments, items, supported items
+    # + judgments, items, supported items, whether the raw record was purged
+    with django_assert_max_num_queries(_lookup_queries(client, auth) + 4):
         response = client.get(body["url"], **auth)
     assert response.status_code == 200
     data = response.json()
@@ -314,7 +315,7 @@ def test_detail_shows_judgments_items_and_bounded_queries(
 def test_detail_without_experience_has_no_items(client, auth, django_assert_max_num_queries):
     body = post(client, VALID, auth).json()
     client.get(body["url"], **auth)
-    with django_assert_max_num_queries(_lookup_queries(client, auth) + 1):  # + judgments
+    with django_assert_max_num_queries(_lookup_queries(client, auth) + 2):  # + judgments, the raw record's presence
         data = client.get(body["url"], **auth).json()
     assert data["items"] == [] and data["judgments"] == [] and data["verdict"] == ""
 

@@ -76,6 +76,7 @@ def test_a_chunk_after_the_first_is_an_index_range_read_of_the_bank(bank, other_
         )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE trajectories_trajectory")
+        cursor.execute("ANALYZE trajectories_rawrecord")
     middle = Trajectory.objects.filter(bank=bank).order_by("created_at", "id")[1500]
     for verdict in ("success", "all"):
         qs = keyset_page(
@@ -109,7 +110,8 @@ def test_the_export_page_s_counts_stop_at_the_cap(bank):
     )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE trajectories_trajectory")
-    runs = Trajectory.objects.filter(bank=bank, steps_purged_at=None, verdict="success")
+        cursor.execute("ANALYZE trajectories_rawrecord")
+    runs = Trajectory.objects.filter(bank=bank, raw__isnull=False, verdict="success")
     plan = runs.order_by().values("pk")[: search_paging.LIST_COUNT_CAP + 1].explain()
     assert plan.lstrip().startswith("Limit"), plan
 
@@ -152,6 +154,7 @@ def test_the_judge_set_s_chunk_is_an_index_range_read_of_the_human_judged_runs(b
         Trajectory.objects.filter(pk__in=[t.pk for t in reviewed]).update(verdict_tier=VerdictTier.HUMAN)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE trajectories_trajectory")
+        cursor.execute("ANALYZE trajectories_rawrecord")
         cursor.execute("ANALYZE trajectories_judgment")
     with CaptureQueriesContext(connection) as queries:
         next(datasets.judge_eval_rows(bank=bank, with_input=False))

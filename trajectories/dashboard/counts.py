@@ -8,7 +8,7 @@ The triggers (declared with django-pgtrigger in Trajectory's Meta) fire on
 INSERT and DELETE (per statement) and UPDATE OF the key's columns (per row), so ingest, the pipeline's bulk
 updates, relabels, deletions, a bank's deletion and any later write path are
 counted with no code on the path; a write that leaves the key as it was (the
-retention purge, a retry counter) adds nothing."""
+status detail, a retry counter) adds nothing."""
 
 from __future__ import annotations
 

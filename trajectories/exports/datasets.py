@@ -148,7 +148,7 @@ def chat_messages(trajectory: Trajectory) -> tuple[list[dict], list[dict]]:
 def chat_trajectories(*, bank: Bank, verdict: str):
     """The trajectories of the chat set: ``verdict`` (or either, for all), their steps kept."""
     labels = Label.values if verdict == "all" else [verdict]
-    return Trajectory.objects.filter(bank=bank, verdict__in=labels, steps_purged_at=None)
+    return Trajectory.objects.filter(bank=bank, verdict__in=labels, raw__isnull=False).select_related("raw")
 
 
 def chat_finetune_rows(*, bank: Bank, verdict: str = "success", metadata: bool = True) -> Iterator[dict]:
@@ -215,7 +215,7 @@ def judge_input(trajectory: Trajectory, version: str, prompts: _JudgePrompts) ->
     ``version``, else (None, why not)."""
     if version.endswith(FEW_SHOT_SUFFIX):
         return None, "few-shot: the reviewers' examples shown then are not kept, so the input cannot be rebuilt"
-    if trajectory.steps_purged_at:
+    if trajectory.steps_purged:
         return None, "the bank's retention deleted the steps"
     prompt = prompts.get(version)
     if prompt is None:
@@ -239,6 +239,7 @@ def judge_eval_rows(*, bank: Bank, with_input: bool = True) -> Iterator[dict]:
     qs = (
         Trajectory.objects.filter(bank=bank, verdict_tier=VerdictTier.HUMAN)
         .filter(Exists(Judgment.objects.filter(trajectory=OuterRef("pk"), source=JudgmentSource.LLM)))
+        .select_related("raw")
         .prefetch_related(_judgments())
         .order_by("created_at", "id")
     )

@@ -55,7 +55,7 @@ def capped_count(qs) -> str:
 
 
 def _counts(bank: Bank) -> dict:
-    runs = Trajectory.objects.filter(bank=bank, steps_purged_at=None)
+    runs = Trajectory.objects.filter(bank=bank, raw__isnull=False)
     # Driven from the human judgments (a few per cent of the runs), not a probe of every run of the bank.
     labelled = (
         Judgment.objects.filter(source=JudgmentSource.HUMAN, trajectory__bank_id=bank.pk)

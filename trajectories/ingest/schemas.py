@@ -230,7 +230,9 @@ class TrajectoryOut(Schema):
     external_id: str | None
     group_id: str
     steps_purged_at: datetime | None = Field(
-        None, description="When the bank's retention deleted the steps and final answer (null: kept)."
+        None,
+        description="When the bank's retention deleted the steps and final answer: the time of the retention run "
+        "that purged them (null: kept).",
     )
     retrieval_ids: list[UUID] = Field(
         default_factory=list,

@@ -204,7 +204,7 @@ def experiment_run(*, experiment_id: int) -> bool:
         "candidate": (experiment.candidate_prompt, experiment.candidate_model, experiment.candidate_few_shot),
     }
     todo = [int(pk) for pk, case in experiment.cases.items() if not all(arm in case for arm in ARMS)]
-    trajectories = Trajectory.objects.select_related("bank").in_bulk(todo)
+    trajectories = Trajectory.objects.select_related("bank", "raw").in_bulk(todo)
     for pk in todo:
         case = dict(experiment.cases[str(pk)])
         t = trajectories.get(pk)

@@ -60,8 +60,8 @@ def human_labelled(*, bank: Bank, limit: int | None = None) -> list[tuple[Trajec
     latest: dict[int, Judgment] = {}
     rows = (
         # A trajectory whose steps retention purged is no example and no test case.
-        Judgment.objects.filter(trajectory__bank=bank, source=JudgmentSource.HUMAN, trajectory__steps_purged_at=None)
-        .select_related("trajectory")
+        Judgment.objects.filter(trajectory__bank=bank, source=JudgmentSource.HUMAN, trajectory__raw__isnull=False)
+        .select_related("trajectory", "trajectory__raw")
         .order_by("-created_at", "-id")
     )
     for j in rows.iterator() if limit is None else rows[: limit * 2]:

@@ -242,8 +242,8 @@ def trajectory_relabel(*, trajectory: Trajectory, label: str, reason: str, autho
 
 def _steps_purged(t: Trajectory) -> bool:
     """Whether the bank's retention purged the steps of ``t`` (or of a member of its MaTTS group)."""
-    if t.steps_purged_at is not None:
+    if t.steps_purged:
         return True
     return bool(t.group_id) and (
-        Trajectory.objects.filter(bank_id=t.bank_id, group_id=t.group_id, steps_purged_at__isnull=False).exists()
+        Trajectory.objects.filter(bank_id=t.bank_id, group_id=t.group_id, raw__isnull=True).exists()
     )

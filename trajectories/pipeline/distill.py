@@ -108,7 +108,6 @@ def distill_row(t: Trajectory) -> bool:
         locked = (
             Trajectory.objects.select_for_update(of=("self",))
             .select_related("bank__team", "experience")  # the team: for the items' audit events
-            .defer("steps")
             .get(pk=t.pk)
         )
         if locked.status != Status.DISTILLING or locked.verdict != t.verdict:

@@ -84,7 +84,7 @@ def trajectory_group_distill(*, bank_id: int, group_id: str, force: bool = False
             to=Status.DISTILLING,
             detail=f"Contrasting {len(ids)} rollouts (MaTTS parallel).",
         )
-    members = list(Trajectory.objects.select_related("bank").filter(pk__in=ids).order_by("created_at", "pk"))
+    members = list(Trajectory.objects.select_related("bank", "raw").filter(pk__in=ids).order_by("created_at", "pk"))
     bank = members[0].bank
     contrast = prompt_active(bank=bank, name=PromptName.MATTS_PARALLEL)
     prompt = prompt_fill(contrast.text, rollouts=render_group(members), max_items=str(MAX_ITEMS_PARALLEL))

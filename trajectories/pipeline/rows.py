@@ -35,7 +35,7 @@ def trajectory_row(trajectory_id: int) -> Trajectory | None:
     row lock, fail. ``llm_budget_left``: today's LLM token budget left for
     its bank (None: no budget; trajectories.pipeline.budget)."""
     return (
-        Trajectory.objects.select_related("bank")
+        Trajectory.objects.select_related("bank", "raw")
         .annotate(llm_judged=LLM_JUDGED, active_prompts=active_prompt_versions(), llm_budget_left=BUDGET_LEFT)
         .filter(pk=trajectory_id)
         .first()

@@ -1,4 +1,5 @@
-"""Reviewers' comments on memory items and trajectories."""
+"""A trajectory's raw record and the retention runs that purge it; reviewers'
+comments on memory items and trajectories."""
 
 import uuid
 
@@ -9,6 +10,55 @@ from django.db.models import Q
 from accounts.models import Bank
 from memories.items.models import MemoryItem
 from trajectories.models import Trajectory
+
+
+class RawRecord(models.Model):
+    """A trajectory's raw record: its steps and final answer, the part that can
+    hold personal data. One per trajectory from its INSERT until the bank's
+    retention purges it (trajectories.records.retention); a saved trajectory
+    without one was purged. In a table of its own so that the purge is a
+    DELETE here: it never writes a new version of the trajectory row, so none
+    of the trajectory's indexes gains an entry. Read and set through
+    ``Trajectory.steps`` and ``Trajectory.final_answer``.
+
+    The final answer's words are searched from this table: a stored generated
+    ``answer_vector`` with its GIN index ``rawrecord_answer_gin`` (migration
+    0026; trajectories.models.trajectory_search_vector)."""
+
+    trajectory = models.OneToOneField(Trajectory, primary_key=True, on_delete=models.CASCADE, related_name="raw")
+    # Copies of the trajectory's bank and creation time: retention reads its batches from this table's own
+    # index (the records it may still purge are the rows still here). The trajectory's deletion deletes it.
+    bank = models.ForeignKey(Bank, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+")
+    created_at = models.DateTimeField()
+    steps = models.JSONField(default=list)
+    final_answer = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["bank", "created_at", "trajectory"], name="rawrecord_bank_created")]
+
+    def __str__(self) -> str:
+        return f"raw record of trajectory {self.trajectory_id}"
+
+
+class RetentionRun(models.Model):
+    """One retention run's purge of one bank's raw records: when, under which
+    retention, its cutoff, how many it purged and where it archived them. A
+    purged trajectory was purged by the first run of its bank whose cutoff
+    came after the trajectory was created (``Trajectory.steps_purge``)."""
+
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+")
+    ran_at = models.DateTimeField()
+    retention_days = models.PositiveIntegerField()
+    created_before = models.DateTimeField()
+    purged = models.PositiveIntegerField(default=0)
+    archive = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["bank", "ran_at"], name="retentionrun_bank_ran")]
+
+    def __str__(self) -> str:
+        return f"retention of bank {self.bank_id} at {self.ran_at:%Y-%m-%d %H:%M}: {self.purged} purged"
+
 
 # The longest comment a reviewer may write (characters).
 COMMENT_MAX = 2000

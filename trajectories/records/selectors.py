@@ -31,7 +31,7 @@ def trajectory_get_for_bank(*, bank: Bank, public_id: str | uuid.UUID) -> Trajec
         raise Trajectory.DoesNotExist(f"no trajectory {public_id!r}") from None
     return (
         Trajectory.objects.filter(bank=bank, public_id=key)
-        .defer("steps", "metadata")
+        .defer("metadata")
         .prefetch_related(Prefetch("judgments", queryset=Judgment.objects.order_by("created_at", "id")))
         .get()
     )

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db.models import TextField
+from django.db.models import F, TextField
 from django.db.models.functions import Cast
 
 from reasoningbank_site.env import envstr
@@ -26,11 +26,15 @@ from reasoningbank_site.env import envstr
 ARCHIVED_FIELDS = ("public_id", "external_id", "task", "created_at", "input_format", "final_answer")
 
 
-def archived_rows(queryset):
-    """``queryset``'s rows as archive lines need them: ARCHIVED_FIELDS, the pk,
-    and the steps as the database's own JSON text (``steps_json``), which goes
-    into the line as it is rather than being parsed and written again."""
-    return queryset.values(*ARCHIVED_FIELDS, "pk", steps_json=Cast("steps", output_field=TextField()))
+def archived_rows(records):
+    """The raw records' (a RawRecord queryset) rows as archive lines need them:
+    ARCHIVED_FIELDS (the trajectory's, joined), the pk (the trajectory's), and
+    the steps as the database's own JSON text (``steps_json``), which goes into
+    the line as it is rather than being parsed and written again."""
+    joined = {name: F(f"trajectory__{name}") for name in ("public_id", "external_id", "task", "input_format")}
+    return records.values(
+        "pk", "created_at", "final_answer", steps_json=Cast("steps", output_field=TextField()), **joined
+    )
 
 
 def _line(row: dict) -> str:

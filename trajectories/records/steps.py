@@ -206,7 +206,9 @@ def trajectory_group(*, bank: Bank, group_id: str) -> GroupView:
     members (oldest first) with their key steps (cited by the group's
     contrast items, errors, the last step), and the contrast items
     (origin matts-parallel) distilled under the members' experience."""
-    members_qs = Trajectory.objects.filter(bank=bank, group_id=group_id).order_by("created_at", "pk")
+    members_qs = (
+        Trajectory.objects.filter(bank=bank, group_id=group_id).select_related("raw").order_by("created_at", "pk")
+    )
     members = list(members_qs[:GROUP_SHOWN])
     experiences = set(members_qs.exclude(experience=None).values_list("experience_id", flat=True))
     items = (

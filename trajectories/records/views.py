@@ -148,7 +148,7 @@ def trajectory_detail(request, bank_id, trajectory_id):
             trajectory.refresh_from_db()
             then = (
                 "its steps were purged, so nothing is distilled again"
-                if trajectory.steps_purged_at
+                if trajectory.steps_purged
                 else "new items are being distilled"
             )
             messages.success(request, f"Relabelled as {form.cleaned_data['label']}; {then}.")

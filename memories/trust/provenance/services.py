@@ -38,12 +38,12 @@ def provenance_inputs(item: MemoryItem) -> Inputs:
         return Inputs([], "", WRITTEN_BY_A_PERSON)
     if item.origin == ItemOrigin.IMPORT:
         return Inputs([], "", IMPORTED)
-    runs = list(item.experience.trajectories.order_by("created_at")) if item.experience_id else []
+    runs = list(item.experience.trajectories.select_related("raw").order_by("created_at")) if item.experience_id else []
     if not runs:
         return Inputs([], "", SOURCES_DELETED)
-    purged = [t.steps_purged_at for t in runs if t.steps_purged_at]
-    if purged:
-        return Inputs([], "", PURGED.format(date=min(purged).date().isoformat()))
+    if any(t.steps_purged for t in runs):
+        dates = [t.steps_purged_at for t in runs if t.steps_purged_at]
+        return Inputs([], "", PURGED.format(date=min(dates).date().isoformat() if dates else "an unknown date"))
     return Inputs([s for t in runs for s in t.steps or []], runs[0].task or "", "")
 
 

@@ -67,7 +67,7 @@ def test_held_out_split_through_the_worker(fake_llm, celery_worker, client, caps
     findings, no_item = {}, []
     for case in HELDOUT:
         items = MemoryItem.objects.filter(
-            bank=bank, experience__trajectories__final_answer=case.trajectory()["final_answer"]
+            bank=bank, experience__trajectories__raw__final_answer=case.trajectory()["final_answer"]
         )
         if not items:  # the lesson was already in the bank: recorded as support of it, nothing new to screen
             no_item.append(case.id)

@@ -52,7 +52,7 @@ def test_red_team_set_through_the_worker(fake_llm, celery_worker, client, capsys
     flagged, kinds = {}, {}
     for case in CASES:
         item = MemoryItem.objects.get(
-            bank=bank, experience__trajectories__final_answer=case.trajectory()["final_answer"]
+            bank=bank, experience__trajectories__raw__final_answer=case.trajectory()["final_answer"]
         )
         assert item.status == ItemStatus.PROPOSED and item.content == case.content
         findings = list(RiskFinding.objects.filter(item=item))

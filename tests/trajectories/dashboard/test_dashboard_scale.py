@@ -36,18 +36,30 @@ def seed(bank, user, n: int, start: int = 0) -> None:
     """``n`` trajectories of ``bank`` over the last 60 days, each with an LLM judgment; every 50th also a
     human one (every other of those disagreeing with the LLM), then ANALYZE."""
     with connection.cursor() as cur:
+        # A database migrated to before the raw record had its own table (the counts' migration test) holds
+        # the steps and final answer on the trajectory row.
+        cur.execute("SELECT to_regclass('trajectories_rawrecord') IS NULL")
+        (inline,) = cur.fetchone()
+        raw_columns, raw_values = (" steps, final_answer,", " '[]'::jsonb, '',") if inline else ("", "")
         cur.execute(
-            """
-            INSERT INTO trajectories_trajectory (public_id, bank_id, task, task_id, steps, step_count, input_format,
-                final_answer, agent, metadata, outcome, learn, group_id, status, status_detail, verdict, verdict_tier,
+            f"""
+            INSERT INTO trajectories_trajectory (public_id, bank_id, task, task_id,{raw_columns} step_count,
+                input_format, agent, metadata, outcome, learn, group_id, status, status_detail, verdict, verdict_tier,
                 judge_attempts, distill_attempts, contrast_attempts, created_at, updated_at)
-            SELECT gen_random_uuid(), %s, 'task ' || i, '', '[]'::jsonb, 0, 'steps', '', 'a', '{}'::jsonb, '', true,
+            SELECT gen_random_uuid(), %s, 'task ' || i, '',{raw_values} 0, 'steps', 'a', '{{}}'::jsonb, '', true,
                 '', 'done', '', (ARRAY['success','failure'])[1 + i %% 2], 1, 0, 0, 0,
                 now() - make_interval(mins => i), now() - make_interval(mins => i)
             FROM generate_series(%s, %s - 1) AS i
             """,
             [bank.pk, start, start + n],
         )
+        if not inline:
+            cur.execute(
+                "INSERT INTO trajectories_rawrecord (trajectory_id, bank_id, created_at, steps, final_answer)"
+                " SELECT t.id, t.bank_id, t.created_at, '[]'::jsonb, '' FROM trajectories_trajectory t"
+                " WHERE t.bank_id = %s AND NOT EXISTS (SELECT 1 FROM trajectories_rawrecord r WHERE r.trajectory_id = t.id)",
+                [bank.pk],
+            )
         cur.execute(
             """
             INSERT INTO trajectories_judgment (public_id, trajectory_id, source, label, rationale, model,

@@ -6,12 +6,11 @@ import json
 
 import pytest
 from django.urls import reverse
-from django.utils import timezone
 
 from tests import factories
 from trajectories.judging.models import PromptName
 from trajectories.judging.prompt_versions import prompt_of, prompt_version_save
-from trajectories.models import JudgmentSource, Trajectory
+from trajectories.models import JudgmentSource
 from trajectories.pipeline.judge import judge_prompt_build
 from trajectories.prompts import prompt_load
 
@@ -41,7 +40,7 @@ def runs(bank, owner):
     factories.record_verdict(failure, "failure", source=JudgmentSource.HUMAN, author=owner, rationale="wrong date")
     factories.make_done_trajectory(bank, verdict="", status="received", task="Not judged yet.")
     purged = factories.make_done_trajectory(bank, task="Purged run.")
-    Trajectory.objects.filter(pk=purged.pk).update(steps=[], steps_purged_at=timezone.now())
+    factories.purge_raw(purged)
     return success, failure
 
 

@@ -90,9 +90,9 @@ def test_single_ingest_query_count(broker_queue, django_capture_on_commit_callba
     with CaptureQueriesContext(connection) as captured, django_capture_on_commit_callbacks(execute=True):
         response = _post(body, secret)
     assert response.status_code == 202, response.content
-    # token, usage upsert; BEGIN, retrieval lock, INSERT (a taken external_id rolls it back), judgment INSERT,
-    # counters UPDATE, tallies INSERT; COMMIT
-    assert len(captured) <= 9, "\n".join(q["sql"][:120] for q in captured.captured_queries)
+    # token, usage upsert; BEGIN, retrieval lock, INSERT (a taken external_id rolls it back), raw record INSERT,
+    # judgment INSERT, counters UPDATE, tallies INSERT; COMMIT
+    assert len(captured) <= 10, "\n".join(q["sql"][:120] for q in captured.captured_queries)
     trajectory = Trajectory.objects.get(public_id=response.json()["id"])
     assert trajectory.verdict == "success" and trajectory.retrieval == retrievals[0]
     assert list(trajectory.judgments.values_list("source", "label")) == [("agent", "success")]
@@ -101,18 +101,17 @@ def test_single_ingest_query_count(broker_queue, django_capture_on_commit_callba
     assert retrievals[0].steps == trajectory.step_count
     assert queued_tasks(broker_queue, before) == [("trajectories.process", f"({trajectory.pk},)")]
 
-    # With nothing but the trajectory to write: token, rate count, INSERT (committed on its own: no BEGIN,
-    # no COMMIT).
+    # With nothing but the trajectory to write: token, rate count; BEGIN, INSERT, raw record INSERT; COMMIT.
     for plain in (
         {"task": "plain", "steps": NATIVE_STEPS},
         {"task": "plain", "steps": NATIVE_STEPS, "external_id": "p"},
     ):
         with CaptureQueriesContext(connection) as captured, django_capture_on_commit_callbacks(execute=True):
             assert _post(plain, secret).status_code == 202
-        assert len(captured) == 3, "\n".join(q["sql"][:120] for q in captured.captured_queries)
-    with CaptureQueriesContext(connection) as captured:  # a repeat: token, rate count, INSERT (refused), its row
-        assert _post(plain, secret).status_code == 200
-    assert len(captured) == 4, "\n".join(q["sql"][:120] for q in captured.captured_queries)
+        assert len(captured) == 6, "\n".join(q["sql"][:120] for q in captured.captured_queries)
+    with CaptureQueriesContext(connection) as captured:  # a repeat: token, rate count; BEGIN, INSERT (refused);
+        assert _post(plain, secret).status_code == 200  # ROLLBACK; its row
+    assert len(captured) == 6, "\n".join(q["sql"][:120] for q in captured.captured_queries)
     # the plain ones enqueued once each, after their commits
     stored = Trajectory.objects.filter(task="plain").order_by("pk").values_list("pk", flat=True)
     assert queued_tasks(broker_queue, before)[1:] == [("trajectories.process", f"({pk},)") for pk in stored]
@@ -133,9 +132,9 @@ def test_batch_query_count_does_not_grow_with_the_batch(db, broker_queue, django
         # one message for the batch; a worker fans it out (test_dispatch)
         assert queued_tasks(broker_queue, before) == [("trajectories.process_many", f"({sorted(pks.values())},)")]
     assert counts[6] == counts[60], counts
-    # token, usage; BEGIN, lock retrievals, external_ids, SAVEPOINT, INSERT, RELEASE, judgments INSERT,
+    # token, usage; BEGIN, lock retrievals, external_ids, SAVEPOINT, INSERT, raw records INSERT, RELEASE, judgments INSERT,
     # counters UPDATE, tallies INSERT; COMMIT
-    assert counts[60] <= 12, counts
+    assert counts[60] <= 13, counts
     assert Trajectory.objects.filter(bank=bank).count() == 1 + 6 + 60
 
 

@@ -98,7 +98,7 @@ def test_purge_removes_raw_steps_of_old_finished_trajectories_only(retained, oth
 
     assert trajectory_steps_purge_expired(batch_size=2) == {retained.pk: 3}
 
-    purged = {t.pk for t in Trajectory.objects.filter(steps_purged_at__isnull=False)}
+    purged = {t.pk for t in Trajectory.objects.filter(raw__isnull=True)}
     assert purged == {old_done.pk, old_attention.pk, otlp.pk}
     old_done.refresh_from_db()
     assert old_done.steps == [] and old_done.final_answer == "" and old_done.steps_purged_days == 30
@@ -108,7 +108,7 @@ def test_purge_removes_raw_steps_of_old_finished_trajectories_only(retained, oth
     assert MemoryItem.objects.get(pk=item.pk).experience_id == old_done.experience_id
     for t in (old_judging, recent, elsewhere):
         t.refresh_from_db()
-        assert t.steps and t.final_answer and t.steps_purged_at is None
+        assert t.steps and t.final_answer and t.steps_purged_at is None and not t.steps_purged
     assert not TraceSpan.objects.filter(bank=retained).exists()
     audit = AuditEvent.objects.filter(action="trajectory.purge_steps")
     assert [(e.bank_id, e.after["count"], e.after["retention_days"]) for e in audit] == [(retained.pk, 3, 30)]

@@ -17,6 +17,7 @@ from accounts.models import AuditEvent
 from accounts.teams.banks import bank_update_settings
 from tests import factories
 from trajectories.models import Status, Trajectory
+from trajectories.records.models import RawRecord, RetentionRun
 from trajectories.records.retention import purge_batch_query, trajectory_steps_purge_expired
 
 
@@ -44,25 +45,20 @@ def _archive_lines(path):
         return [json.loads(line) for line in handle]
 
 
-def test_batch_select_reads_the_partial_index_of_purgeable_rows(retained, other_bank):
+def test_batch_select_reads_the_index_of_the_records_still_kept(retained, other_bank):
     template = factories.make_done_trajectory(retained)
     now = timezone.now()
     rows = [
-        Trajectory(
-            bank=bank,
-            task=f"Run {i}",
-            steps=[],
-            status=Status.DONE,
-            steps_purged_at=now if i % 20 else None,  # most old rows were purged by earlier runs
-            created_at=now,
-        )
+        Trajectory(bank=bank, task=f"Run {i}", steps=[], status=Status.DONE, created_at=now)
         for bank in (retained, other_bank)
         for i in range(3000)
     ]
     Trajectory.objects.bulk_create(rows, batch_size=1000)
+    RawRecord.objects.filter(pk__in=[t.pk for i, t in enumerate(rows) if i % 20]).delete()  # purged by earlier runs
     Trajectory.objects.exclude(pk=template.pk).update(created_at=now - timedelta(days=200))
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE trajectories_trajectory")
+        cursor.execute("ANALYZE trajectories_rawrecord")
     cutoff = now - timedelta(days=30)
     with transaction.atomic():
         first = purge_batch_query(bank=retained, cutoff=cutoff, after=None)[:1000].explain()
@@ -70,7 +66,7 @@ def test_batch_select_reads_the_partial_index_of_purgeable_rows(retained, other_
             :1000
         ].explain()
     for plan in (first, later):
-        assert "trajectory_purgeable" in plan, plan
+        assert "rawrecord_bank_created" in plan, plan
         assert "Seq Scan" not in plan, plan
 
 
@@ -79,14 +75,14 @@ def test_batches_resume_after_the_last_row_even_when_created_at_ties(retained, a
     same_instant = timezone.now() - timedelta(days=40)
     _age(rows, 0, created_at=same_instant)  # every row in one created_at: the pk breaks the tie
     assert trajectory_steps_purge_expired(batch_size=2) == {retained.pk: 7}
-    assert not Trajectory.objects.filter(bank=retained, steps_purged_at__isnull=True).exists()
+    assert not RawRecord.objects.filter(bank=retained).exists()
     (archive,) = (archive_dir / str(retained.public_id)).iterdir()
     assert sorted(line["final_answer"] for line in _archive_lines(archive)) == [f"Answer {i}" for i in range(7)]
 
 
 def test_purge_archives_the_steps_before_clearing_them(retained, archive_dir):
     old = factories.make_done_trajectory(retained, external_id="run-1", final_answer="Sundays 12:00-17:00.")
-    stored = Trajectory.objects.get(pk=old.pk)
+    stored = Trajectory.objects.select_related("raw").get(pk=old.pk)  # read before the purge
     recent = factories.make_done_trajectory(retained)
     _age([old], 31)
 
@@ -121,7 +117,7 @@ def test_a_failed_archive_keeps_the_steps_and_says_why(retained, archive_dir, ca
         assert trajectory_steps_purge_expired() == {}
 
     old.refresh_from_db()
-    assert old.steps and old.final_answer and old.steps_purged_at is None
+    assert old.steps and old.final_answer and not old.steps_purged
     assert not AuditEvent.objects.filter(action="trajectory.purge_steps").exists()
     failed = AuditEvent.objects.get(bank=retained, action="trajectory.purge_steps_fail")
     assert failed.after["count"] == 0 and "FileExistsError" in failed.after["error"]
@@ -135,3 +131,43 @@ def test_archive_off_purges_without_a_file(retained, settings, tmp_path):
     _age([old], 31)
     assert trajectory_steps_purge_expired() == {retained.pk: 1}
     assert AuditEvent.objects.get(action="trajectory.purge_steps").after["archive"] == ""
+
+
+def _versions(table, ids):
+    """Each row's physical place (ctid): a new row version, which adds an entry to every index, moves it."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id, ctid::text FROM {table} WHERE id = ANY(%s)", [ids])
+        return dict(cursor.fetchall())
+
+
+def test_a_purge_deletes_records_and_writes_no_trajectory_row(retained, archive_dir):
+    old = [factories.make_done_trajectory(retained, final_answer=f"Answer {i}") for i in range(5)]
+    kept = factories.make_done_trajectory(retained)
+    _age(old, 40)
+    ids = [t.pk for t in [*old, kept]]
+    before = _versions("trajectories_trajectory", ids)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = 'trajectories_trajectory'::regclass"
+        )
+        indexes = [name for (name,) in cursor.fetchall()]
+
+    assert trajectory_steps_purge_expired(batch_size=2) == {retained.pk: 5}
+
+    # Not one trajectory row was rewritten (so no index of the table gained an entry): the records went.
+    assert _versions("trajectories_trajectory", ids) == before
+    assert set(RawRecord.objects.filter(pk__in=ids).values_list("pk", flat=True)) == {kept.pk}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = 'trajectories_trajectory'::regclass"
+        )
+        assert "trajectory_purgeable" not in indexes and sorted(n for (n,) in cursor.fetchall()) == sorted(indexes)
+    # One run on record, and every purged trajectory says it: when, and under which retention.
+    (run,) = RetentionRun.objects.filter(bank=retained)
+    assert run.purged == 5 and run.retention_days == 30 and str(run.archive).startswith(str(archive_dir))
+    for t in old:
+        t.refresh_from_db()
+        assert t.steps_purged and t.steps == [] and t.final_answer == ""
+        assert t.steps_purged_at == run.ran_at and t.steps_purged_days == 30
+    kept.refresh_from_db()
+    assert not kept.steps_purged and kept.steps_purged_at is None and kept.steps
