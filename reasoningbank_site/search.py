@@ -191,10 +191,8 @@ def driving_tsquery(qs: QuerySet, vector: Expression, text: str) -> str | tuple[
         stats = [_common_lexemes(qs.db, table, column) or {} for table, column in tables]
 
         def share(word: str) -> float:  # by its longest run of 3+ letters or digits ("shop-17": "shop")
-            runs = sorted(re.findall(r"[A-Za-z0-9]{3,}", word), key=len)
-            if not runs:
-                return 1.0  # "11", "n": prefixes of too many words to drive
-            return sum(f for common in stats for lexeme, f in common.items() if lexeme.startswith(runs[-1].lower()))
+            runs = sorted(_DRIVER.findall(word), key=len)
+            return _prefix_share(runs[-1].lower(), stats) if runs else 1.0  # "11", "n": prefix too many words
 
         # Ties (no statistics yet): the word with more digits (ids and numbers are rarer than prose), then longer.
         word = min(words, key=lambda w: (share(w), -sum(ch.isdigit() for ch in w), -len(w)))
@@ -208,9 +206,14 @@ def driving_tsquery(qs: QuerySet, vector: Expression, text: str) -> str | tuple[
     common = _common_lexemes(qs.db, qs.model._meta.db_table, vector.name) if candidates else None
     if common is None:
         return None
-    share = {w: sum(f for lexeme, f in common.items() if lexeme.startswith(w)) for w in candidates}
+    share = {w: _prefix_share(w, [common]) for w in candidates}
     word = min(candidates, key=lambda w: (share[w], -len(w)))
     return f"'{word}':*" if share[word] <= RARE_FRACTION else None
+
+
+def _prefix_share(prefix: str, stats: list[dict[str, float]]) -> float:
+    """The share of rows holding a lexeme that starts with ``prefix``, summed over columns' common lexemes."""
+    return sum(f for common in stats for lexeme, f in common.items() if lexeme.startswith(prefix))
 
 
 def _common_lexemes(using: str, table: str, column: str) -> dict[str, float] | None:
