@@ -139,16 +139,33 @@ def _context_of_commit(target: Path, commit: str) -> None:
         shutil.copy2(ROOT / name, target / name)
 
 
+def _git_modes(context: Path) -> None:
+    """Every file 0644, or 0755 if executable, and every folder 0755, whichever way the context was made.
+    podman's layer cache compares modes, and ``git archive`` writes 0664 (its tar.umask): without this, the
+    earlier commit's unchanged docker/requirements.py misses the cache and the "previous" image installs every
+    dependency and torch again."""
+    for path in context.rglob("*"):
+        if path.is_symlink():
+            continue
+        path.chmod(0o755 if path.is_dir() or path.stat().st_mode & 0o111 else 0o644)
+
+
+def build_context(target: Path, commit: str | None = None) -> None:
+    """The app image's build context in ``target``: the working tree's files, or ``commit``'s."""
+    if commit is None:
+        _context_of_worktree(target)
+    else:
+        _context_of_commit(target, commit)
+    _git_modes(target)
+
+
 def build_app(tag: str = APP, *, commit: str | None = None, target: str | None = None) -> None:
     ensure_base()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rb-image-") as tmp:
         context = Path(tmp) / "context"
         context.mkdir()
-        if commit is None:
-            _context_of_worktree(context)
-        else:
-            _context_of_commit(context, commit)
+        build_context(context, commit)
         podman(
             "build",
             "--format",

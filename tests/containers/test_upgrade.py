@@ -9,6 +9,7 @@ therefore today's, not the ones that commit declared."""
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 
 import pytest
@@ -84,3 +85,16 @@ def test_the_new_image_migrates_forward_over_the_previous_ones_data_and_keeps_it
     finally:
         print(f"upgrade from {commit[:10]}: timings {top.timings}; builds {images.TIMINGS}")
         top.stop()
+
+
+def test_the_previous_images_context_gives_unchanged_files_the_working_trees_modes(tmp_path):
+    """podman's layer cache compares modes: equal files must come out equal, or the previous image's build
+    installs every dependency again instead of reusing the new image's layers. Needs git only."""
+    earlier, today = tmp_path / "earlier", tmp_path / "today"
+    earlier.mkdir()
+    today.mkdir()
+    images.build_context(earlier, commit="HEAD")
+    images.build_context(today)
+    for name in ("docker/requirements.py", "docker/entrypoint.sh", "memories/embedding/onnx.py"):
+        modes = {stat.S_IMODE((context / name).stat().st_mode) for context in (earlier, today)}
+        assert len(modes) == 1, (name, modes)
