@@ -1,9 +1,9 @@
 """The dashboard's report: the figures that grow with the bank's human labels and items (the judge/human
 agreement, overall, per prompt version and per week; the distill outcomes per prompt version; the review
-chart; the count of approved items) computed together and kept in Django's cache (the shared database cache:
+chart) computed together and kept in Django's cache (the shared database cache:
 every web worker reads the same copy) for REPORT_CACHE_SECONDS. The page states when they were computed and
 links to recomputing them at once; the counts beside them (pipeline, backlog, disagreements, activity) are
-read on every view.
+read on every view, most of them maintained counts (trajectories.dashboard.counts, memories.items.counts).
 
 At a million trajectories these reads take about 0.3 s together (every human label and every item of the bank
 is read), seconds at ten million. On a big bank (KEPT_MIN_ROWS approved items and human-labelled trajectories)
@@ -13,8 +13,8 @@ reviewer who keeps coming back finds it computed. A request never computes a big
 kept (the first view after an idle hour, a cache clear) the view queues its computation for a worker
 (``report_compute``, once however many readers: reasoningbank_site.kept_queue) and shows the rest of the page
 with placeholders that poll until it is stored; "Recompute now" queues a recompute and shows the kept report
-meanwhile. Whether a bank with nothing kept is big is read from at most KEPT_MIN_ROWS index entries
-(``looks_big``). A smaller bank's report is not kept: each view computes it (tens of milliseconds), so a new
+meanwhile. Whether a bank with nothing kept is big is read from its maintained approved count and at most
+KEPT_MIN_ROWS index entries of its human labels (``looks_big``). A smaller bank's report is not kept: each view computes it (tens of milliseconds), so a new
 label shows at once."""
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from accounts.models import Bank
-from memories.items.models import ItemStatus, MemoryItem
 from reasoningbank_site.charts import Chart
 from reasoningbank_site.kept import WATCH_SECONDS, BankRoster
 from reasoningbank_site.kept_queue import KeptFigures, kept_store, queue_once, queued_clear
@@ -67,7 +66,7 @@ class DashboardReport:
     agreement_by_version: list[VersionAgreement]
     distill_by_version: list[DistillOutcome]
     charts: list[Chart]
-    approved: int  # the bank's approved items (the review backlog panel)
+    approved: int  # the bank's approved items when it was computed (whether it is big)
 
     @property
     def kept_minutes(self) -> int:
@@ -123,11 +122,10 @@ def kept_report(*, bank: Bank, viewed: bool = True) -> DashboardReport | None:
 
 def looks_big(bank: Bank, *, trajectories: int) -> bool:
     """Whether the bank's approved items plus its human judgments (at least the trajectories judged by both)
-    reach KEPT_MIN_ROWS: whether its report may be big, read from at most KEPT_MIN_ROWS index entries.
-    ``trajectories``: the bank's (the page's counts), a bound on the human-labelled ones that spares a bank
-    with fewer the read of the human judgments."""
-    approved = MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED).order_by().values("pk")
-    found = approved[:KEPT_MIN_ROWS].count()
+    reach KEPT_MIN_ROWS: whether its report may be big, read from the maintained approved count and at most
+    KEPT_MIN_ROWS index entries. ``trajectories``: the bank's (the page's counts), a bound on the
+    human-labelled ones that spares a bank with fewer the read of the human judgments."""
+    found = approved_count(bank=bank)
     if found >= KEPT_MIN_ROWS:
         return True
     if found + trajectories < KEPT_MIN_ROWS:

@@ -55,20 +55,19 @@ def dashboard(request, bank_id):
     # The figures that grow with the human labels and the items come from the report, kept for a few minutes
     # (trajectories.dashboard.report): a small bank's page computes it when none is kept, or when asked to
     # (``?fresh``); a big bank's is computed by a worker, never here. The refresh computes none
-    # (refresh_report): it shows the kept report's agreement and approved count, or a small bank's agreement.
+    # (refresh_report): it shows the kept report's agreement, or a small bank's agreement.
     total = sum(n for _, _, n in counts)
     if page:
         shown = dashboard_report(bank=bank, trajectories=total, fresh="fresh" in request.GET)
         agreement = shown.figures.agreement if shown.figures else None
     else:
         shown, agreement = refresh_report(bank=bank, trajectories=total)
-    report = shown.figures
     context = {
         "bank": bank,
         "membership": membership,
         "counts": counts,
         "total": total,
-        "backlog": review_backlog(bank=bank, approved=report.approved if report else None),
+        "backlog": review_backlog(bank=bank),
         "disagreements": disagreement_count(bank=bank),
         "agreement": agreement,
         "min_cases": MIN_CASES,
