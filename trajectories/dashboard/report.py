@@ -13,22 +13,22 @@ reviewer who keeps coming back finds it computed. A request never computes a big
 kept (the first view after an idle hour, a cache clear) the view queues its computation for a worker
 (``report_compute``, once however many readers: reasoningbank_site.kept_queue) and shows the rest of the page
 with placeholders that poll until it is stored; "Recompute now" queues a recompute and shows the kept report
-meanwhile. Whether a bank with nothing kept is big is read from its maintained approved count and at most
-KEPT_MIN_ROWS index entries of its human labels (``looks_big``). A smaller bank's report is not kept: each view computes it (tens of milliseconds), so a new
-label shows at once."""
+meanwhile (``recomputing``, while one is queued), beside a placeholder that polls until the new one is stored.
+Whether a bank with nothing kept is big is read from its maintained approved count and at most KEPT_MIN_ROWS
+index entries of its human labels (``looks_big``). A smaller bank's report is not kept: each view computes it
+(tens of milliseconds), so a new label shows at once."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.core.cache import cache
 from django.utils import timezone
 
 from accounts.models import Bank
 from reasoningbank_site.charts import Chart
 from reasoningbank_site.kept import WATCH_SECONDS, BankRoster
-from reasoningbank_site.kept_queue import KeptFigures, kept_store, queue_once, queued_clear
+from reasoningbank_site.kept_queue import KeptFigures, kept_get, kept_store, queue_once, queued_clear
 from trajectories.dashboard.agreement import agreement_figure_rows, human_labels_up_to
 from trajectories.dashboard.charts import dashboard_charts
 from trajectories.dashboard.selectors import (
@@ -111,13 +111,13 @@ def _key(bank_id: int) -> str:
     return f"dashboard:report:{REPORT_SHAPE}:{bank_id}"
 
 
-def kept_report(*, bank: Bank, viewed: bool = True) -> DashboardReport | None:
-    """The bank's report as last computed, if it is still kept; ``viewed``: a reader's, which marks a big bank
-    for beat to keep its report computed."""
-    report = cache.get(_key(bank.pk))
+def _kept(bank: Bank, *, viewed: bool = True) -> tuple[DashboardReport | None, bool]:
+    """The bank's report as last computed, if it is still kept, and whether a computation of it is queued;
+    ``viewed``: a reader's, which marks a big bank for beat to keep its report computed."""
+    report, queued = kept_get(_key(bank.pk))
     if viewed and report is not None and report.big:
         VIEWED.mark(bank.pk)
-    return report
+    return report, queued
 
 
 def looks_big(bank: Bank, *, trajectories: int) -> bool:
@@ -152,14 +152,15 @@ def _compute(bank: Bank, *, keep: bool = False) -> DashboardReport:
 
 
 def dashboard_report(*, bank: Bank, trajectories: int, fresh: bool = False) -> KeptFigures[DashboardReport]:
-    """The bank's report for the page (and its figures fragment): the kept one (``fresh``: a big bank's with a
-    recompute queued); with none kept, a big bank's is queued, never computed here, and a small bank's is
-    computed now. ``trajectories``: the bank's, from the page's counts (see looks_big)."""
-    report = kept_report(bank=bank)
+    """The bank's report for the page (and its figures fragment): the kept one, ``recomputing`` while a
+    computation of it is queued (``fresh``: a big bank's queues one); with none kept, a big bank's is queued,
+    never computed here, and a small bank's is computed now. ``trajectories``: the bank's, from the page's
+    counts (see looks_big)."""
+    report, queued = _kept(bank)
     if report is not None and not (fresh and not report.big):
         if fresh:
             queue_once(_key(bank.pk), TASK, bank.pk)
-        return KeptFigures(report, recomputing=fresh)
+        return KeptFigures(report, recomputing=fresh or queued)
     if looks_big(bank, trajectories=trajectories):
         queue_once(_key(bank.pk), TASK, bank.pk)
         return KeptFigures(None, pending=True)
@@ -168,11 +169,12 @@ def dashboard_report(*, bank: Bank, trajectories: int, fresh: bool = False) -> K
 
 def refresh_report(*, bank: Bank, trajectories: int) -> tuple[KeptFigures[DashboardReport], Agreement | None]:
     """What the 5-second refresh shows of the report, computing none, and its judge/human agreement figure: the
-    kept report's; with none kept, a big bank's queued (``pending``: no figure), or a small bank's figure (the
-    one its page kept a moment ago, else dashboard_agreement's)."""
-    report = kept_report(bank=bank)
+    kept report's (``recomputing`` while a recompute is queued); with none kept, a big bank's queued
+    (``pending``: no figure), or a small bank's figure (the one its page kept a moment ago, else
+    dashboard_agreement's)."""
+    report, queued = _kept(bank)
     if report is not None:
-        return KeptFigures(report), report.agreement
+        return KeptFigures(report, recomputing=queued), report.agreement
     if (agreement := kept_agreement(bank=bank)) is not None:
         return KeptFigures(None), agreement
     if looks_big(bank, trajectories=trajectories):
@@ -199,7 +201,7 @@ def reports_refresh() -> int:
     no longer kept; returns how many. Run by beat."""
     refreshed = 0
     for bank in Bank.objects.filter(pk__in=VIEWED.banks(within=WATCH_SECONDS), archived_at__isnull=True):
-        report = kept_report(bank=bank, viewed=False)
+        report, _queued = _kept(bank, viewed=False)
         if report is None or (timezone.now() - report.computed_at).total_seconds() >= REFRESH_AFTER_SECONDS:
             _compute(bank)
             refreshed += 1
