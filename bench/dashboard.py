@@ -9,7 +9,7 @@ near 1.
 
     RB_DATA_DIR=/tmp/rb-data-bench .venv/bin/python bench/dashboard.py [--small 20000] [--large 200000] [--runs 5]
     ... bench/dashboard.py --explain judge_human_agreement   # the EXPLAIN ANALYZE of one function's queries
-    ... bench/dashboard.py --trigger-cost   # 10k trajectories written with and without the count triggers
+    ... bench/dashboard.py --trigger-cost   # 10k trajectories and 10k items written with and without the count triggers
 """
 
 from __future__ import annotations
@@ -148,44 +148,88 @@ def explain(name: str, bank) -> None:
             print(q["sql"][:300], "\n", "\n".join(r[0] for r in cur.fetchall()), "\n")
 
 
-def trigger_cost(bank, n: int = 10_000, runs: int = 3) -> None:
-    """The maintained counts' triggers (trajectories.dashboard.counts) on the write paths: a bulk INSERT of
-    ``n`` trajectories, one UPDATE moving their status, 500 single-row INSERTs and a bulk DELETE, each with the
-    triggers and without (DISABLE TRIGGER USER), in a transaction rolled back."""
-    from django.db import connection, transaction
-
+def _trajectory_steps(bank, n: int) -> dict:
     insert = """
         INSERT INTO trajectories_trajectory (public_id, bank_id, task, task_id, step_count, input_format,
             agent, metadata, outcome, learn, group_id, status, status_detail, verdict, verdict_tier,
             judge_attempts, distill_attempts, contrast_attempts, created_at, updated_at)
         SELECT gen_random_uuid(), %s, 'cost ' || i, '', 1, 'steps', 'a', '{}'::jsonb, '', true, '',
             'received', '', '', 0, 0, 0, 0, now() - make_interval(mins => i), now() FROM generate_series(1, %s) AS i"""
-    steps = {
-        "bulk insert": lambda cur: cur.execute(insert, [bank.pk, n]),
-        "bulk status update": lambda cur: cur.execute(
+    return {
+        "bulk insert": lambda cur, _: cur.execute(insert, [bank.pk, n]),
+        "bulk status update": lambda cur, _: cur.execute(
             "UPDATE trajectories_trajectory SET status = 'judging' WHERE bank_id = %s AND task LIKE 'cost %%'",
             [bank.pk],
         ),
-        "500 single inserts": lambda cur: [cur.execute(insert, [bank.pk, 1]) for _ in range(500)],
-        "bulk delete": lambda cur: cur.execute(
+        "500 single inserts": lambda cur, _: [cur.execute(insert, [bank.pk, 1]) for _ in range(500)],
+        "bulk delete": lambda cur, _: cur.execute(
             "DELETE FROM trajectories_trajectory WHERE bank_id = %s AND task LIKE 'cost %%'", [bank.pk]
         ),
     }
-    times = {(name, on): [] for name in steps for on in (False, True)}
-    for _ in range(runs):
-        for on in (False, True):
-            with transaction.atomic(), connection.cursor() as cur:
-                if not on:
-                    cur.execute("ALTER TABLE trajectories_trajectory DISABLE TRIGGER USER")
-                for name, step in steps.items():
-                    started = time.perf_counter()
-                    step(cur)
-                    times[name, on].append((time.perf_counter() - started) * 1000)
-                transaction.set_rollback(True)
-    print(f"| write ({n:,} rows) | ms without triggers | ms with | ratio |\n|---|---:|---:|---:|")
-    for name in steps:
-        off, on = statistics.median(times[name, False]), statistics.median(times[name, True])
-        print(f"| {name} | {off:.0f} | {on:.0f} | {on / off:.2f}x |")
+
+
+def _item_steps(bank, n: int) -> dict:
+    """Items are written past the table's last id, so single-row writes find theirs by primary key."""
+    insert = """
+        INSERT INTO memories_memoryitem (public_id, bank_id, title, description, content, status, origin,
+            source_task_id, cited_steps, model, prompt_version, verdict_label, near_duplicates,
+            needs_review_reason, status_reason, embedding_hash, embedding_model, served_count, created_at,
+            updated_at, source_agents, source_metadata, tags)
+        SELECT gen_random_uuid(), %s, 'cost ' || i, 'd', 'c', 'proposed', 'manual', '', '[]', '', '', '', '[]',
+            '', '', '', '', 0, now(), now(), '{}', '[]', '{}' FROM generate_series(1, %s) AS i"""
+
+    def bulk_insert(cur, state) -> None:
+        cur.execute("SELECT COALESCE(MAX(id), 0) FROM memories_memoryitem")
+        (state["after"],) = cur.fetchone()
+        cur.execute(insert, [bank.pk, n])
+
+    def each(sql: str):
+        return lambda cur, state: [cur.execute(sql, [state["after"] + k]) for k in range(1, 501)]
+
+    mine = "bank_id = %s AND id > %s"
+    return {
+        "bulk insert": bulk_insert,
+        "bulk approval (status update)": lambda cur, state: cur.execute(
+            f"UPDATE memories_memoryitem SET status = 'approved' WHERE {mine}", [bank.pk, state["after"]]
+        ),
+        "500 single flags (a key moved)": each(
+            "UPDATE memories_memoryitem SET needs_review_reason = 'x' WHERE id = %s"
+        ),
+        "500 single edits (no key moved)": each("UPDATE memories_memoryitem SET title = title || '.' WHERE id = %s"),
+        "bulk delete": lambda cur, state: cur.execute(
+            f"DELETE FROM memories_memoryitem WHERE {mine}", [bank.pk, state["after"]]
+        ),
+    }
+
+
+def trigger_cost(bank, n: int = 10_000, runs: int = 3) -> None:
+    """The maintained counts' triggers (reasoningbank_site.delta_counts) on the write paths of the two counted
+    tables: trajectories (a bulk INSERT of ``n``, one UPDATE moving their status, 500 single-row INSERTs, a bulk
+    DELETE) and items (a bulk INSERT of ``n``, their approval in one UPDATE, 500 single-row flags and 500 edits
+    that move no key, a bulk DELETE), each with the triggers and without (DISABLE TRIGGER USER), in a
+    transaction rolled back."""
+    from django.db import connection, transaction
+
+    for table, steps in (
+        ("trajectories_trajectory", _trajectory_steps(bank, n)),
+        ("memories_memoryitem", _item_steps(bank, n)),
+    ):
+        times = {(name, on): [] for name in steps for on in (False, True)}
+        for _ in range(runs):
+            for on in (False, True):
+                state: dict = {}
+                with transaction.atomic(), connection.cursor() as cur:
+                    if not on:
+                        cur.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
+                    for name, step in steps.items():
+                        started = time.perf_counter()
+                        step(cur, state)
+                        times[name, on].append((time.perf_counter() - started) * 1000)
+                    transaction.set_rollback(True)
+        print(f"\n| {table}: write ({n:,} rows) | ms without triggers | ms with | ratio |\n|---|---:|---:|---:|")
+        for name in steps:
+            off, on = statistics.median(times[name, False]), statistics.median(times[name, True])
+            print(f"| {name} | {off:.0f} | {on:.0f} | {on / off:.2f}x |")
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ from memories.items.experiences import Experience
 from memories.serving.models import RetrievalEvent
 from memories.trust.models import VerdictTier
 from reasoningbank_site.search import JoinedSearchColumn
-from trajectories.dashboard.counts import count_triggers
+from trajectories.dashboard.counts import TRAJECTORY_COUNTS
 
 
 class Status(models.TextChoices):
@@ -191,7 +191,7 @@ class Trajectory(models.Model):
         ]
         # The bank's counts per day, status and verdict, kept by the database (trajectories.dashboard.counts);
         # the raw record's copy of the bank and creation time.
-        triggers = [*count_triggers(), raw_key_trigger()]
+        triggers = [*TRAJECTORY_COUNTS.triggers(), raw_key_trigger()]
 
     def __str__(self) -> str:
         return self.task[:80]

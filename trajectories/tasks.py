@@ -96,5 +96,6 @@ def canary_rollback() -> None:
 
 @shared_task(name="trajectories.compact_counts", ignore_result=True, acks_late=True)
 def compact_counts() -> int:
-    """Periodic (beat): merge the dashboard's trajectory count rows, one row per key (trajectories.dashboard.counts)."""
+    """Periodic (beat): merge the dashboard's count rows (trajectories' and items'), one row per key
+    (trajectories.dashboard.counts)."""
     return counts_compact()

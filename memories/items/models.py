@@ -13,6 +13,7 @@ from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
 
 from accounts.models import ApiToken, Bank
+from memories.items.counts import ITEM_COUNTS
 from memories.items.experiences import EMBEDDING_DIM, Experience
 from reasoningbank_site.search import SearchColumn
 from reasoningbank_site.text import is_cut
@@ -210,6 +211,8 @@ class MemoryItem(models.Model):
         constraints = [
             models.CheckConstraint(condition=~Q(title=""), name="memoryitem_title_not_empty"),
         ]
+        # The bank's maintained item counts (memories.items.counts).
+        triggers = ITEM_COUNTS.triggers()
 
     def __str__(self) -> str:
         return self.title
@@ -308,3 +311,22 @@ class MemoryItemSupport(models.Model):
 
     def __str__(self) -> str:
         return f"support of {self.item_id} ({self.kind})"
+
+
+class MemoryItemCount(models.Model):
+    """A signed number of a bank's items with this status and flag (memories.items.counts): written by the
+    triggers on items (+1 for an item's new key, -1 for its old one), merged by the dashboard's beat task; a
+    key's count is the sum of its rows."""
+
+    # No database constraint: the triggers write the -1 rows of a bank's items while the bank is being deleted;
+    # those sum to zero with its +1 rows and compaction drops them. Its index is the (bank, status) one below.
+    bank = models.ForeignKey(Bank, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+")
+    status = models.CharField(max_length=16)
+    flagged = models.BooleanField()
+    n = models.IntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["bank", "status"], name="memoryitemcount_bank_status")]
+
+    def __str__(self) -> str:
+        return f"{self.status}{' flagged' if self.flagged else ''}: {self.n:+d}"

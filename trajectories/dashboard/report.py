@@ -1,9 +1,9 @@
 """The dashboard's report: the figures that grow with the bank's human labels and items (the judge/human
 agreement, overall, per prompt version and per week; the distill outcomes per prompt version; the review
-chart; the count of approved items) computed together and kept in Django's cache (the shared database cache:
+chart) computed together and kept in Django's cache (the shared database cache:
 every web worker reads the same copy) for REPORT_CACHE_SECONDS. The page states when they were computed and
 links to recomputing them at once; the counts beside them (pipeline, backlog, disagreements, activity) are
-read on every view.
+read on every view, most of them maintained counts (trajectories.dashboard.counts, memories.items.counts).
 
 At a million trajectories these reads take about 0.3 s together (every human label and every item of the bank
 is read), seconds at ten million. On a big bank (KEPT_MIN_ROWS approved items and human-labelled trajectories)
@@ -13,23 +13,22 @@ reviewer who keeps coming back finds it computed. A request never computes a big
 kept (the first view after an idle hour, a cache clear) the view queues its computation for a worker
 (``report_compute``, once however many readers: reasoningbank_site.kept_queue) and shows the rest of the page
 with placeholders that poll until it is stored; "Recompute now" queues a recompute and shows the kept report
-meanwhile. Whether a bank with nothing kept is big is read from at most KEPT_MIN_ROWS index entries
-(``looks_big``). A smaller bank's report is not kept: each view computes it (tens of milliseconds), so a new
-label shows at once."""
+meanwhile (``recomputing``, while one is queued), beside a placeholder that polls until the new one is stored.
+Whether a bank with nothing kept is big is read from its maintained approved count and at most KEPT_MIN_ROWS
+index entries of its human labels (``looks_big``). A smaller bank's report is not kept: each view computes it
+(tens of milliseconds), so a new label shows at once."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.core.cache import cache
 from django.utils import timezone
 
 from accounts.models import Bank
-from memories.items.models import ItemStatus, MemoryItem
 from reasoningbank_site.charts import Chart
 from reasoningbank_site.kept import WATCH_SECONDS, BankRoster
-from reasoningbank_site.kept_queue import KeptFigures, kept_store, queue_once, queued_clear
+from reasoningbank_site.kept_queue import KeptFigures, kept_get, kept_store, queue_once, queued_clear
 from trajectories.dashboard.agreement import agreement_figure_rows, human_labels_up_to
 from trajectories.dashboard.charts import dashboard_charts
 from trajectories.dashboard.selectors import (
@@ -67,7 +66,7 @@ class DashboardReport:
     agreement_by_version: list[VersionAgreement]
     distill_by_version: list[DistillOutcome]
     charts: list[Chart]
-    approved: int  # the bank's approved items (the review backlog panel)
+    approved: int  # the bank's approved items when it was computed (whether it is big)
 
     @property
     def kept_minutes(self) -> int:
@@ -112,22 +111,21 @@ def _key(bank_id: int) -> str:
     return f"dashboard:report:{REPORT_SHAPE}:{bank_id}"
 
 
-def kept_report(*, bank: Bank, viewed: bool = True) -> DashboardReport | None:
-    """The bank's report as last computed, if it is still kept; ``viewed``: a reader's, which marks a big bank
-    for beat to keep its report computed."""
-    report = cache.get(_key(bank.pk))
+def _kept(bank: Bank, *, viewed: bool = True) -> tuple[DashboardReport | None, bool]:
+    """The bank's report as last computed, if it is still kept, and whether a computation of it is queued;
+    ``viewed``: a reader's, which marks a big bank for beat to keep its report computed."""
+    report, queued = kept_get(_key(bank.pk))
     if viewed and report is not None and report.big:
         VIEWED.mark(bank.pk)
-    return report
+    return report, queued
 
 
 def looks_big(bank: Bank, *, trajectories: int) -> bool:
     """Whether the bank's approved items plus its human judgments (at least the trajectories judged by both)
-    reach KEPT_MIN_ROWS: whether its report may be big, read from at most KEPT_MIN_ROWS index entries.
-    ``trajectories``: the bank's (the page's counts), a bound on the human-labelled ones that spares a bank
-    with fewer the read of the human judgments."""
-    approved = MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED).order_by().values("pk")
-    found = approved[:KEPT_MIN_ROWS].count()
+    reach KEPT_MIN_ROWS: whether its report may be big, read from the maintained approved count and at most
+    KEPT_MIN_ROWS index entries. ``trajectories``: the bank's (the page's counts), a bound on the
+    human-labelled ones that spares a bank with fewer the read of the human judgments."""
+    found = approved_count(bank=bank)
     if found >= KEPT_MIN_ROWS:
         return True
     if found + trajectories < KEPT_MIN_ROWS:
@@ -154,14 +152,15 @@ def _compute(bank: Bank, *, keep: bool = False) -> DashboardReport:
 
 
 def dashboard_report(*, bank: Bank, trajectories: int, fresh: bool = False) -> KeptFigures[DashboardReport]:
-    """The bank's report for the page (and its figures fragment): the kept one (``fresh``: a big bank's with a
-    recompute queued); with none kept, a big bank's is queued, never computed here, and a small bank's is
-    computed now. ``trajectories``: the bank's, from the page's counts (see looks_big)."""
-    report = kept_report(bank=bank)
+    """The bank's report for the page (and its figures fragment): the kept one, ``recomputing`` while a
+    computation of it is queued (``fresh``: a big bank's queues one); with none kept, a big bank's is queued,
+    never computed here, and a small bank's is computed now. ``trajectories``: the bank's, from the page's
+    counts (see looks_big)."""
+    report, queued = _kept(bank)
     if report is not None and not (fresh and not report.big):
         if fresh:
             queue_once(_key(bank.pk), TASK, bank.pk)
-        return KeptFigures(report, recomputing=fresh)
+        return KeptFigures(report, recomputing=fresh or queued)
     if looks_big(bank, trajectories=trajectories):
         queue_once(_key(bank.pk), TASK, bank.pk)
         return KeptFigures(None, pending=True)
@@ -170,11 +169,12 @@ def dashboard_report(*, bank: Bank, trajectories: int, fresh: bool = False) -> K
 
 def refresh_report(*, bank: Bank, trajectories: int) -> tuple[KeptFigures[DashboardReport], Agreement | None]:
     """What the 5-second refresh shows of the report, computing none, and its judge/human agreement figure: the
-    kept report's; with none kept, a big bank's queued (``pending``: no figure), or a small bank's figure (the
-    one its page kept a moment ago, else dashboard_agreement's)."""
-    report = kept_report(bank=bank)
+    kept report's (``recomputing`` while a recompute is queued); with none kept, a big bank's queued
+    (``pending``: no figure), or a small bank's figure (the one its page kept a moment ago, else
+    dashboard_agreement's)."""
+    report, queued = _kept(bank)
     if report is not None:
-        return KeptFigures(report), report.agreement
+        return KeptFigures(report, recomputing=queued), report.agreement
     if (agreement := kept_agreement(bank=bank)) is not None:
         return KeptFigures(None), agreement
     if looks_big(bank, trajectories=trajectories):
@@ -201,7 +201,7 @@ def reports_refresh() -> int:
     no longer kept; returns how many. Run by beat."""
     refreshed = 0
     for bank in Bank.objects.filter(pk__in=VIEWED.banks(within=WATCH_SECONDS), archived_at__isnull=True):
-        report = kept_report(bank=bank, viewed=False)
+        report, _queued = _kept(bank, viewed=False)
         if report is None or (timezone.now() - report.computed_at).total_seconds() >= REFRESH_AFTER_SECONDS:
             _compute(bank)
             refreshed += 1

@@ -10,9 +10,9 @@ them; a view marks them, and beat's ``dashboard_reports`` recomputes the marked 
 
 As with the dashboard's report, a request never computes a big bank's figures: with none kept, the view queues
 their computation (``reviewer_compute``, once: reasoningbank_site.kept_queue) and polls for them; "Recompute
-now" queues a recompute and shows the kept ones meanwhile. With none kept, whether the bank is big is read from
-at most KEPT_MIN_ROWS index entries of each kind (``looks_big``: the period's decisions and verdicts by anyone,
-at least those of the team's reviewers)."""
+now" queues a recompute and shows the kept ones meanwhile, polling until the new ones are stored. With none kept,
+whether the bank is big is read from at most KEPT_MIN_ROWS index entries of each kind (``looks_big``: the
+period's decisions and verdicts by anyone, at least those of the team's reviewers)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from accounts.models import Bank
 from memories.items.models import ItemStatus, MemoryItem, MemoryItemVersion
 from memories.review.agreement import BankAgreement, bank_agreement
 from reasoningbank_site.kept import BankRoster
-from reasoningbank_site.kept_queue import KeptFigures, kept_store, queue_once, queued_clear
+from reasoningbank_site.kept_queue import KeptFigures, kept_get, kept_store, queue_once, queued_clear
 from trajectories.dashboard import report
 from trajectories.dashboard.reviewers import DECISIONS, PERIODS, ReviewerStats, reviewer_stats
 from trajectories.models import Judgment, JudgmentSource
@@ -107,18 +107,18 @@ def _compute(bank: Bank, days: int, *, keep: bool = False) -> ReviewerReport:
 
 
 def reviewer_report(*, bank: Bank, days: int = PERIODS[0], fresh: bool = False) -> KeptFigures[ReviewerReport]:
-    """The bank's reviewer figures over the last ``days`` in the current time zone: the kept ones (``fresh``: a
-    big bank's with a recompute queued); with none kept, a big bank's are queued, never computed here, and a
-    small bank's are computed now."""
+    """The bank's reviewer figures over the last ``days`` in the current time zone: the kept ones,
+    ``recomputing`` while a computation of them is queued (``fresh``: a big bank's queues one); with none kept,
+    a big bank's are queued, never computed here, and a small bank's are computed now."""
     zone = _zone()
     key = _key(bank.pk, days, zone)
-    figures = cache.get(key)
+    figures, queued = kept_get(key)
     if figures is not None and not (fresh and not figures.big):
         if figures.big:
             VIEWED.mark((bank.pk, days, zone))
         if fresh:
             queue_once(key, TASK, bank.pk, days, zone)
-        return KeptFigures(figures, recomputing=fresh)
+        return KeptFigures(figures, recomputing=fresh or queued)
     if looks_big(bank, days):
         queue_once(key, TASK, bank.pk, days, zone)
         return KeptFigures(None, pending=True)

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from accounts.access import bank_for_user
-from reasoningbank_site.kept_queue import poll_gave_up, poll_started
+from reasoningbank_site.kept_queue import kept_poll, poll_started
 from reasoningbank_site.rates import MIN_CASES
 from trajectories.dashboard.reviewer_report import reviewer_report
 from trajectories.dashboard.reviewers import BAR_STEP, CHART_HEIGHT, PERIODS
@@ -25,8 +25,8 @@ def _days(request) -> int:
 
 
 def _context(request, bank, days: int, started: float) -> dict:
-    """The page's figures, or, while a worker computes them, a placeholder that polls the figures fragment
-    until POLL_GIVE_UP_SECONDS after ``started`` (a Unix time)."""
+    """The page's figures, or, while a worker computes them (or recomputes the kept ones, shown meanwhile), a
+    placeholder that polls the figures fragment until POLL_GIVE_UP_SECONDS after ``started`` (a Unix time)."""
     shown = reviewer_report(bank=bank, days=days, fresh=request.GET.get("fresh") == "1")
     figures = shown.figures
     url = reverse("trajectories:reviewers_figures", kwargs={"bank_id": bank.public_id}) + f"?days={days}"
@@ -34,11 +34,7 @@ def _context(request, bank, days: int, started: float) -> dict:
         "bank": bank,
         "rows": figures.rows if figures else [],
         "figures": figures,
-        "figures_pending": shown.pending,
-        "figures_recomputing": shown.recomputing,
-        "figures_gave_up": shown.pending and poll_gave_up(started),
-        "figures_url": f"{url}&started={int(started)}",
-        "figures_again_url": url,
+        "figures_poll": kept_poll(url, pending=shown.pending, recomputing=shown.recomputing, started=started),
         "days": days,
         "min_cases": MIN_CASES,
         "chart_height": CHART_HEIGHT,
@@ -60,8 +56,8 @@ def reviewers(request, bank_id):
 @login_required
 @require_GET
 def reviewers_figures(request, bank_id):
-    """The page's figures alone (``reviewers.html#figures``), which the page polls while a worker computes a big
-    bank's. ``started``: when the page began waiting (Unix time; now when absent)."""
+    """The page's figures alone (``reviewers.html#figures``), which the page polls while a worker computes (or
+    recomputes) a big bank's. ``started``: when the page began waiting (Unix time; now when absent)."""
     bank, _membership = bank_for_user(request, bank_id)
     return render(
         request, "trajectories/reviewers.html#figures", _context(request, bank, _days(request), poll_started(request))

@@ -14,6 +14,7 @@ from django.db.models.functions import Coalesce, TruncWeek
 from django.utils import timezone
 
 from accounts.models import Bank
+from memories.items.counts import item_counts
 from memories.items.models import ItemStatus, MemoryItem, MemoryItemVersion
 from reasoningbank_site.rates import CaseRate
 from trajectories.dashboard.activity import ACTOR_FIELDS, item_action_words
@@ -245,28 +246,21 @@ def recent_activity(*, bank: Bank, limit: int = 12) -> list[Activity]:
 # index ``memoryitem_bank_flagged`` (its predicate word for word); one count filtered over the bank's items would
 # read every item's row. The approved count reads every approved item's index entry (100k at a million
 # trajectories: 20-40 ms), so the 5-second refresh takes it from the kept report (trajectories.dashboard.report).
-_WAITING_SQL = """
-SELECT (SELECT COUNT(*) FROM {items} WHERE bank_id = %(bank)s AND status = %(proposed)s),
-       (SELECT COUNT(*) FROM {items} WHERE bank_id = %(bank)s AND status = %(approved)s
-            AND NOT (needs_review_reason = ''))"""
-_APPROVED_SQL = """,
-       (SELECT COUNT(*) FROM {items} WHERE bank_id = %(bank)s AND status = %(approved)s)"""
-
-
-def review_backlog(*, bank: Bank, approved: int | None = None) -> dict[str, int]:
-    """Proposed items waiting for review, approved items flagged for another look, and the approved items
-    (``approved``: that count as already known, not read again). One query."""
-    params = {"bank": bank.pk, "proposed": ItemStatus.PROPOSED, "approved": ItemStatus.APPROVED}
-    sql = _WAITING_SQL + ("" if approved is not None else _APPROVED_SQL)
-    with connection.cursor() as cursor:
-        cursor.execute(sql.format(items=MemoryItem._meta.db_table), params)
-        proposed, flagged, *read = cursor.fetchone()
-    return {"proposed": proposed, "flagged": flagged, "approved": read[0] if read else approved}
+def review_backlog(*, bank: Bank) -> dict[str, int]:
+    """Proposed items waiting for review, approved items flagged for another look, and the approved items, from
+    the bank's maintained item counts (memories.items.counts). One query of a few rows."""
+    counts = item_counts(bank_id=bank.pk)
+    proposed, approved = ItemStatus.PROPOSED, ItemStatus.APPROVED
+    return {
+        "proposed": counts.get((proposed, False), 0) + counts.get((proposed, True), 0),
+        "flagged": counts.get((approved, True), 0),
+        "approved": counts.get((approved, False), 0) + counts.get((approved, True), 0),
+    }
 
 
 def approved_count(*, bank: Bank) -> int:
-    """The bank's approved items (the dashboard's report keeps it for its refreshes)."""
-    return MemoryItem.objects.filter(bank=bank, status=ItemStatus.APPROVED).count()
+    """The bank's approved items (the maintained counts)."""
+    return review_backlog(bank=bank)["approved"]
 
 
 # --- Charts: one point per day or week, grouped in SQL ----------------------------------
@@ -325,7 +319,8 @@ def review_by_day(*, bank: Bank, days: int = CHART_DAYS, today: date | None = No
     """The review queue over the last ``days`` days (oldest first): the
     backlog at each day's end and that day's approvals. The backlog is
     anchored on today's count of proposed items and walked back through the
-    items' version history (every status move writes a version). Two queries."""
+    items' version history (every status move writes a version). Two queries
+    (today's count is the maintained one)."""
     today = today or local_today()
     first = today - timedelta(days=days - 1)
     tz = timezone.get_current_timezone()
@@ -335,7 +330,7 @@ def review_by_day(*, bank: Bank, days: int = CHART_DAYS, today: date | None = No
     with connection.cursor() as cursor:
         cursor.execute(sql, [bank.pk, start, str(tz), *[proposed] * 4, ItemStatus.APPROVED, ItemStatus.APPROVED])
         moves = {day: (delta, approved) for day, delta, approved in cursor.fetchall()}
-    backlog = MemoryItem.objects.filter(bank=bank, status=proposed).count()
+    backlog = review_backlog(bank=bank)["proposed"]
     out = []
     for offset in range(days):
         day = today - timedelta(days=offset)

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from accounts.access import bank_for_user
 from memories.releases.selectors import bank_releasing
-from reasoningbank_site.kept_queue import KeptFigures, poll_gave_up, poll_started
+from reasoningbank_site.kept_queue import KeptFigures, kept_poll, poll_started
 from reasoningbank_site.rates import MIN_CASES
 from reasoningbank_site.replica import reads_from_replica
 from reasoningbank_site.views_helpers import template_for
@@ -29,16 +29,13 @@ TEMPLATE = "trajectories/dashboard.html"
 
 def _report_context(bank, shown: KeptFigures[DashboardReport], started: float) -> dict:
     """The report's part of the page: its figures, or, while a worker computes them, placeholders of which
-    one polls the figures fragment until POLL_GIVE_UP_SECONDS after ``started`` (a Unix time)."""
+    one polls the figures fragment until POLL_GIVE_UP_SECONDS after ``started`` (a Unix time); while a worker
+    recomputes them, the kept figures and that placeholder beside them."""
     report = shown.figures
     url = reverse("trajectories:dashboard_figures", kwargs={"bank_id": bank.public_id})
     return {
         "report": report,
-        "report_pending": shown.pending,
-        "report_recomputing": shown.recomputing,
-        "report_gave_up": shown.pending and poll_gave_up(started),
-        "report_url": f"{url}?started={int(started)}",
-        "report_again_url": url,
+        "report_poll": kept_poll(url, pending=shown.pending, recomputing=shown.recomputing, started=started),
         "agreement_by_version": report.agreement_by_version if report else [],
         "distill_by_version": report.distill_by_version if report else [],
         "charts": report.charts if report else [],
@@ -55,20 +52,19 @@ def dashboard(request, bank_id):
     # The figures that grow with the human labels and the items come from the report, kept for a few minutes
     # (trajectories.dashboard.report): a small bank's page computes it when none is kept, or when asked to
     # (``?fresh``); a big bank's is computed by a worker, never here. The refresh computes none
-    # (refresh_report): it shows the kept report's agreement and approved count, or a small bank's agreement.
+    # (refresh_report): it shows the kept report's agreement, or a small bank's agreement.
     total = sum(n for _, _, n in counts)
     if page:
         shown = dashboard_report(bank=bank, trajectories=total, fresh="fresh" in request.GET)
         agreement = shown.figures.agreement if shown.figures else None
     else:
         shown, agreement = refresh_report(bank=bank, trajectories=total)
-    report = shown.figures
     context = {
         "bank": bank,
         "membership": membership,
         "counts": counts,
         "total": total,
-        "backlog": review_backlog(bank=bank, approved=report.approved if report else None),
+        "backlog": review_backlog(bank=bank),
         "disagreements": disagreement_count(bank=bank),
         "agreement": agreement,
         "min_cases": MIN_CASES,
@@ -87,13 +83,17 @@ def dashboard(request, bank_id):
 @login_required
 @reads_from_replica
 def dashboard_figures(request, bank_id):
-    """The report's page-only parts (``dashboard.html#charts``, and ``#by_version`` swapped out of band), which
-    the page polls while a worker computes a big bank's report. ``started``: when the page began waiting."""
+    """The report's parts (``dashboard.html#charts``, with ``#by_version`` and the "Judge vs. human" panel,
+    ``#judge``, swapped out of band), which the page polls while a worker computes (or recomputes) a big bank's
+    report. ``started``: when the page began waiting."""
     bank, _membership = bank_for_user(request, bank_id)
     total = sum(n for _, _, n in status_counts(bank=bank))
     shown = dashboard_report(bank=bank, trajectories=total)
-    context = {"bank": bank, "total": total}
+    agreement = shown.figures.agreement if shown.figures else None
+    context = {"bank": bank, "total": total, "agreement": agreement, "min_cases": MIN_CASES}
     context |= _report_context(bank, shown, poll_started(request))
     charts = render_to_string(f"{TEMPLATE}#charts", context, request)
-    by_version = render_to_string(f"{TEMPLATE}#by_version", context | {"oob": True}, request)
-    return HttpResponse(charts + by_version)
+    out_of_band = context | {"oob": True}
+    by_version = render_to_string(f"{TEMPLATE}#by_version", out_of_band, request)
+    judge = render_to_string(f"{TEMPLATE}#judge", out_of_band, request)
+    return HttpResponse(charts + by_version + judge)

@@ -10,7 +10,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from accounts.access import bank_for_user
-from reasoningbank_site.kept_queue import poll_gave_up, poll_started
+from reasoningbank_site.kept_queue import kept_poll, poll_started
 from reasoningbank_site.replica import reads_from_replica
 from trajectories.impact.item_tables import kept_item_table
 from trajectories.impact.report import MIN_ITEM_JUDGED, WINDOWS, bank_impact, window_start
@@ -52,15 +52,11 @@ def _items_context(bank, window, since, report, started: float) -> dict:
     new one until reasoningbank_site.kept_queue.POLL_GIVE_UP_SECONDS after
     ``started`` (a Unix time), then gives up."""
     table = kept_item_table(bank=bank, since=since, report=report)
-    query = f"?days={window}&started={int(started)}"
+    url = reverse("trajectories:impact_items", kwargs={"bank_id": bank.public_id}) + f"?days={window}"
     return {
         "items": table.outcomes,
         "items_as_of": None if table.current else table.computed_at,
-        "items_recomputing": table.recomputing,
-        "items_pending": table.pending,
-        "items_gave_up": (table.pending or table.recomputing) and poll_gave_up(started),
-        "items_url": reverse("trajectories:impact_items", kwargs={"bank_id": bank.public_id}) + query,
-        "items_again_url": reverse("trajectories:impact_items", kwargs={"bank_id": bank.public_id}) + f"?days={window}",
+        "items_poll": kept_poll(url, pending=table.pending, recomputing=table.recomputing, started=started),
         "min_item_judged": MIN_ITEM_JUDGED,
     }
 

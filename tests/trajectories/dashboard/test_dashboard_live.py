@@ -11,10 +11,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from memories.items.models import MemoryItem, MemoryItemVersion
+from memories.items.models import MemoryItemVersion
 from tests import factories
 from trajectories.dashboard import report as report_module
-from trajectories.dashboard.selectors import AGREEMENT_CACHE_SECONDS, recent_activity, review_backlog, review_by_day
+from trajectories.dashboard.selectors import AGREEMENT_CACHE_SECONDS, recent_activity, review_by_day
 from trajectories.models import Judgment
 from trajectories.tasks import dashboard_report as dashboard_report_task
 
@@ -104,27 +104,6 @@ def test_refresh_reads_the_agreement_when_nothing_is_kept(client, bank, owner):
     with CaptureQueriesContext(connection) as queries:
         live = client.get(url, **HTMX).content.decode()
     assert agreement_reads(queries) and "agree on 0 of 1 trajectory" in live
-
-
-def test_review_backlog_counts_by_index_and_reads_only_the_flagged_rows(bank, other_bank):
-    for b in (bank, other_bank):
-        factories.bulk_items(b, 600)
-        factories.make_items(b, 3000)
-        flagged = MemoryItem.objects.filter(bank=b, status="approved").order_by("id")[:7]
-        MemoryItem.objects.filter(id__in=flagged).update(needs_review_reason="flagged by a test")
-    waiting = MemoryItem.objects.filter(bank=bank, status="proposed").order_by("id")[:3]
-    MemoryItem.objects.filter(id__in=waiting).update(needs_review_reason="waiting")  # a proposed item's is no flag
-    with connection.cursor() as cur:
-        cur.execute("ANALYZE memories_memoryitem")
-    assert review_backlog(bank=bank) == {"proposed": 600, "flagged": 7, "approved": 3000}
-    with CaptureQueriesContext(connection) as queries:
-        review_backlog(bank=bank)
-    (sql,) = [q["sql"] for q in queries.captured_queries]
-    with connection.cursor() as cur:
-        cur.execute("EXPLAIN " + sql)
-        plan = "\n".join(row[0] for row in cur.fetchall())
-    assert "Seq Scan on memories_memoryitem" not in plan, plan
-    assert "memoryitem_bank_flagged" in plan, plan  # the flagged items, not every approved item's row
 
 
 def test_review_chart_reads_only_the_windows_versions(bank, other_bank):

@@ -1,8 +1,9 @@
 """A big bank's dashboard report and reviewers page figures are never computed on a request
 (reasoningbank_site.kept_queue): with nothing kept, the page shows the rest at once and polls a fragment until a
 worker stored them (giving up plainly after a minute); "Recompute now" queues a recompute and shows the kept
-figures meanwhile; however many readers, one computation is queued, on the maintenance queue. A small bank's are
-computed on each view, as before."""
+figures meanwhile, beside the same placeholder in its recomputing form, which polls the same fragment until the
+new figures are stored (and gives up the same way); however many readers, one computation is queued, on the
+maintenance queue. A small bank's are computed on each view, as before."""
 
 from __future__ import annotations
 
@@ -74,26 +75,60 @@ def test_a_big_banks_dashboard_with_nothing_kept_queues_one_report_and_polls_for
     assert "agree on 1 of 1 trajectory" in client.get(url, **HTMX).content.decode()
 
 
-def test_recompute_now_on_a_big_bank_queues_it_and_shows_the_kept_report_meanwhile(
+def test_recompute_now_on_a_big_bank_shows_the_kept_report_and_polls_until_the_new_one_is_stored(
     client, bank, owner, monkeypatch, broker_queue, django_capture_on_commit_callbacks
 ):
     monkeypatch.setattr(report_module, "KEPT_MIN_ROWS", 1)
     labelled(bank, owner)
     client.force_login(owner)
     url = reverse("trajectories:dashboard", kwargs={"bank_id": bank.public_id})
+    figures = reverse("trajectories:dashboard_figures", kwargs={"bank_id": bank.public_id})
     client.get(url)
     dashboard_report(bank.pk)
     labelled(bank, owner)
+    started = int(time.time())
     before = broker_queue.snapshot()
     with CaptureQueriesContext(connection) as seen, django_capture_on_commit_callbacks(execute=True):
         pages = [client.get(url + "?fresh=1").content.decode() for _ in range(10)]
+        pages.append(client.get(url).content.decode())  # a reader without ?fresh while it is queued
+        live = client.get(url, **HTMX).content.decode()  # the 5-second refresh meanwhile
+        polls = [client.get(f"{figures}?started={started}").content.decode() for _ in range(3)]
     assert not report_reads(seen)
-    assert all("agree on 1 of 1 trajectory" in p and "data-report-recomputing" in p for p in pages)
-    assert "Recompute now" not in pages[0]
+    for page in pages:  # the kept report, its time, and the placeholder in its recomputing form, which polls
+        assert "agree on 1 of 1 trajectory" in page and 'id="chart-agreement"' in page
+        assert 'id="agreement-by-version"' in page and "data-report-age" in page and "Computed just now" in page
+        assert "data-report-recomputing" in page and "Recompute now" not in page and "reload" not in page
+        charts = page.split('<div id="report-charts"')[1].split('<div id="live"')[0]
+        assert "data-kept-recomputing" in charts and 'hx-trigger="load delay:2s"' in charts
+        assert f'hx-get="{figures}?started=' in charts and 'hx-target="#report-charts"' in charts
+        assert "A worker is recomputing the charts and the judge and distill figures now" in charts
+    assert "agree on 1 of 1 trajectory" in live and "data-report-recomputing" in live and "Recompute now" not in live
+    for poll in polls:  # still queued: the kept figures and the placeholder again, which polls on
+        assert "<html" not in poll and poll.strip().startswith('<div id="report-charts"')
+        assert "data-kept-recomputing" in poll and f'hx-get="{figures}?started={started}"' in poll
+        assert 'id="chart-agreement"' in poll and '<div id="report-by-version" hx-swap-oob="true">' in poll
+        assert '<section class="panel" id="judge-human" hx-swap-oob="true">' in poll
+        assert "agree on 1 of 1 trajectory" in poll and "data-report-recomputing" in poll
     assert queued(broker_queue, before, "trajectories.dashboard_report") == [(bank.pk,)]
-    assert dashboard_report(bank.pk) is True
+
+    gave_up = client.get(f"{figures}?started={started - 61}").content.decode()
+    assert "data-kept-gave-up" in gave_up and "hx-trigger" not in gave_up and "Check again</button>" in gave_up
+    assert "not recomputed yet" in gave_up and "the workers may be busy or down" in gave_up
+    assert 'id="chart-agreement"' in gave_up and "agree on 1 of 1 trajectory" in gave_up  # the kept ones stay
+    assert f'hx-get="{figures}"' in gave_up  # waits afresh
+
+    assert dashboard_report(bank.pk) is True  # the worker stored the new report
+    with CaptureQueriesContext(connection) as seen:
+        swapped = client.get(f"{figures}?started={started}").content.decode()
+    assert not report_reads(seen)
+    assert "data-kept-pending" not in swapped and "hx-trigger" not in swapped  # the poll ends
+    assert 'id="chart-agreement"' in swapped and 'id="agreement-by-version"' in swapped
+    assert '<section class="panel" id="judge-human" hx-swap-oob="true">' in swapped
+    assert "agree on 2 of 2 trajectories" in swapped and "Computed just now" in swapped
+    assert f'href="{url}?fresh=1">Recompute now</a>' in swapped  # the page's link, not the fragment's
     page = client.get(url).content.decode()
-    assert "agree on 2 of 2 trajectories" in page and "Recompute now" in page
+    assert "agree on 2 of 2 trajectories" in page and "Recompute now" in page and "data-kept-pending" not in page
+    assert "Recompute now" in client.get(url, **HTMX).content.decode()
 
 
 def test_the_dashboards_poll_gives_up_after_a_minute_and_offers_to_check_again(client, bank, owner, monkeypatch):
@@ -159,12 +194,53 @@ def test_a_big_banks_reviewers_page_with_nothing_kept_queues_once_and_polls(
     before = broker_queue.snapshot()
     with django_capture_on_commit_callbacks(execute=True):
         fresh = client.get(url + "?days=14&fresh=1").content.decode()
-    assert "data-report-recomputing" in fresh and _approved_cell(fresh, "alice") == "1"
+    assert "data-kept-recomputing" in fresh and _approved_cell(fresh, "alice") == "1"
     assert queued(broker_queue, before, "trajectories.reviewer_report") == [(bank.pk, 14, "UTC")]
 
     gave_up = client.get(f"{figures}?days=30&started={int(time.time()) - 61}").content.decode()
     assert "data-kept-gave-up" in gave_up and f'hx-get="{figures}?days=30"' in gave_up
     assert "data-kept-gave-up" not in client.get(f"{figures}?days=30&started=nan").content.decode()
+
+
+def test_recompute_now_on_a_big_banks_reviewers_page_shows_the_kept_figures_and_polls_for_the_new_ones(
+    client, bank, owner, alice, monkeypatch, broker_queue, django_capture_on_commit_callbacks
+):
+    monkeypatch.setattr(report_module, "KEPT_MIN_ROWS", 1)
+    _approved_by(bank, alice)
+    client.force_login(owner)
+    url = reverse("trajectories:reviewers", kwargs={"bank_id": bank.public_id})
+    figures = reverse("trajectories:reviewers_figures", kwargs={"bank_id": bank.public_id})
+    assert reviewer_report(bank.pk, 14, "UTC") is True
+    _approved_by(bank, alice)
+    started = int(time.time())
+    before = broker_queue.snapshot()
+    with CaptureQueriesContext(connection) as seen, django_capture_on_commit_callbacks(execute=True):
+        pages = [client.get(url + "?days=14&fresh=1").content.decode() for _ in range(5)]
+        pages.append(client.get(url + "?days=14").content.decode())  # a reader without ?fresh while it is queued
+        polls = [client.get(f"{figures}?days=14&started={started}").content.decode() for _ in range(3)]
+    assert not figure_reads(seen), figure_reads(seen)
+    for html in pages + polls:  # the kept figures, their time, and the placeholder in its recomputing form
+        assert _approved_cell(html, "alice") == "1" and "data-report-age" in html and "Recompute now" not in html
+        assert "data-kept-recomputing" in html and 'hx-trigger="load delay:2s"' in html and "reload" not in html
+        assert 'hx-target="#reviewer-figures"' in html
+        assert "A worker is recomputing the reviewers' figures for this period now" in html
+    assert all(f'hx-get="{figures}?days=14&amp;started=' in page for page in pages)
+    for poll in polls:  # still queued: the fragment alone, which polls on
+        assert poll.strip().startswith('<div id="reviewer-figures"') and "Reviewers</h1>" not in poll
+        assert f'hx-get="{figures}?days=14&amp;started={started}"' in poll
+    assert queued(broker_queue, before, "trajectories.reviewer_report") == [(bank.pk, 14, "UTC")]
+
+    gave_up = client.get(f"{figures}?days=14&started={started - 61}").content.decode()
+    assert "data-kept-gave-up" in gave_up and "hx-trigger" not in gave_up and "not recomputed yet" in gave_up
+    assert _approved_cell(gave_up, "alice") == "1" and f'hx-get="{figures}?days=14"' in gave_up
+
+    assert reviewer_report(bank.pk, 14, "UTC") is True  # the worker stored the new figures
+    with CaptureQueriesContext(connection) as seen:
+        swapped = client.get(f"{figures}?days=14&started={started}").content.decode()
+    assert not figure_reads(seen)
+    assert _approved_cell(swapped, "alice") == "2" and "Computed just now" in swapped
+    assert "data-kept-pending" not in swapped and "hx-trigger" not in swapped  # the poll ends
+    assert f"{url}?days=14&amp;fresh=1" in swapped  # Recompute now, again
 
 
 def test_a_small_banks_reviewers_page_queues_nothing(

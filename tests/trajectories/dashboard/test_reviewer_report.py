@@ -73,7 +73,7 @@ def test_a_big_banks_second_view_is_kept_says_its_age_and_recomputes_when_asked(
     thirty = client.get(url + "?days=30").content.decode()
     assert _approved_cell(thirty, "alice") == "2"
     fresh = client.get(url + "?days=14&fresh=1").content.decode()  # queues a recompute, shows the kept ones
-    assert _approved_cell(fresh, "alice") == "1" and "data-report-recomputing" in fresh
+    assert _approved_cell(fresh, "alice") == "1" and "data-kept-recomputing" in fresh
     assert reviewer_report_task(bank.pk, 14, "UTC") is True
     fresh = client.get(url + "?days=14").content.decode()
     assert _approved_cell(fresh, "alice") == "2"

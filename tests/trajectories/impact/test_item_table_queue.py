@@ -71,7 +71,7 @@ def test_with_nothing_kept_the_page_queues_one_computation_and_polls_for_its_tab
     assert cache.get(kept_key(bank)) is None  # nothing computed on the requests
     html = response.content.decode()
     assert 'id="arm-treatment"' in html and 'id="verdict"' in html  # the rest of the report, at once
-    assert response.context["items_pending"] and 'id="item-outcomes"' not in html
+    assert response.context["items_poll"].pending and 'id="item-outcomes"' not in html
     assert "Computing the per-item figures for this window" in html
     assert 'aria-live="polite"' in html and 'hx-trigger="load delay:2s"' in html and 'hx-swap="outerHTML"' in html
     assert "data-kept-pending" in html and 'hx-target="#item-figures"' in html  # the shared placeholder
@@ -128,7 +128,7 @@ def test_an_outdated_table_is_served_with_its_time_while_one_recompute_is_queued
     assert not item_sums_run(seen.captured_queries)
     for response in responses:
         assert shown(response.context["items"]) == kept != afresh(bank, None)[0]
-        assert response.context["items_as_of"] is not None and response.context["items_recomputing"]
+        assert response.context["items_as_of"] is not None and response.context["items_poll"].recomputing
         html = response.content.decode()
         assert "A worker is recomputing the per-item figures for this window now" in html
         assert "reload" not in html.split('id="item-figures"')[1].split("</section>")[0]  # it polls instead
@@ -154,7 +154,7 @@ def test_an_outdated_table_is_served_with_its_time_while_one_recompute_is_queued
     assert 'id="item-outcomes"' in html and "data-items-as-of" not in html  # current: no "as of"
     assert "hx-trigger" not in html and "data-kept-pending" not in html  # the poll stops
     fresh = page(client, bank, "all")
-    assert fresh.context["items_as_of"] is None and not fresh.context["items_recomputing"]
+    assert fresh.context["items_as_of"] is None and not fresh.context["items_poll"].recomputing
     assert shown(fresh.context["items"]) == afresh(bank, None)[0]
 
 

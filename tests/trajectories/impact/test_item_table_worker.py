@@ -36,7 +36,7 @@ def test_a_worker_computes_the_queued_table_and_the_polled_fragment_swaps_it_in(
     monkeypatch.setattr(item_tables, "KEPT_MIN_RETRIEVALS", 1)  # a big bank's path, on a small one
     history(bank, seed=15)
     client.force_login(owner)
-    assert page(client, bank, "all").context["items_pending"]  # queued, not computed on the request
+    assert page(client, bank, "all").context["items_poll"].pending  # queued, not computed on the request
     url = f"/banks/{bank.public_id}/impact/items/?days=all&started={int(time.time())}"
 
     def polled():
@@ -62,7 +62,9 @@ def test_a_worker_recomputes_an_outdated_table_and_the_polled_fragment_swaps_the
     old = [public_id for public_id, *_ in shown(kept["outcomes"])]
     client.force_login(owner)
     opened = page(client, bank, "all")
-    assert opened.context["items_recomputing"] and b"data-kept-recomputing" in opened.content  # queued, shown, polled
+    assert (
+        opened.context["items_poll"].recomputing and b"data-kept-recomputing" in opened.content
+    )  # queued, shown, polled
     assert rows(opened.content.decode()) == old
     url = f"/banks/{bank.public_id}/impact/items/?days=all&started={int(time.time())}"
 

@@ -126,7 +126,7 @@ def test_a_big_banks_table_may_be_minutes_old_says_so_and_beat_recomputes_it(
     monkeypatch.setattr(item_tables, "KEPT_MIN_RETRIEVALS", 1)
     trajectories = history(bank, seed=6)
     client.force_login(owner)
-    assert page(client, bank, "all").context["items_pending"]  # nothing kept: queued for a worker
+    assert page(client, bank, "all").context["items_poll"].pending  # nothing kept: queued for a worker
     item_tables_refresh()
     kept = shown(page(client, bank, "all").context["items"])
     flip_an_old_verdict(trajectories)
