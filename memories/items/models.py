@@ -180,13 +180,6 @@ class MemoryItem(models.Model):
             # index range read, so the first row does not wait for a sort of the bank.
             models.Index(fields=["bank", "created_at", "id"], name="memoryitem_bank_created_id"),
             models.Index(fields=["bank", "approved_at", "id"], name="memoryitem_bank_approved_id"),
-            # Approved items flagged for another look (a few): the dashboard's backlog counts them without
-            # reading every approved item.
-            models.Index(
-                fields=["bank"],
-                name="memoryitem_bank_flagged",
-                condition=Q(status="approved") & ~Q(needs_review_reason=""),
-            ),
             # Items a distill prompt proposed, not superseded: the dashboard's distill outcomes count them per
             # version and status from this index alone, not from a read of every bank's items.
             models.Index(

@@ -242,10 +242,6 @@ def recent_activity(*, bank: Bank, limit: int = 12) -> list[Activity]:
     return events[:limit]
 
 
-# Three counts, each by index: the statuses index-only on (bank, status, …), the flagged items on the partial
-# index ``memoryitem_bank_flagged`` (its predicate word for word); one count filtered over the bank's items would
-# read every item's row. The approved count reads every approved item's index entry (100k at a million
-# trajectories: 20-40 ms), so the 5-second refresh takes it from the kept report (trajectories.dashboard.report).
 def review_backlog(*, bank: Bank) -> dict[str, int]:
     """Proposed items waiting for review, approved items flagged for another look, and the approved items, from
     the bank's maintained item counts (memories.items.counts). One query of a few rows."""
